@@ -1,0 +1,146 @@
+//! Finds CUDA, generates the bindings, detects the release, links.
+//! Each concern lives in its own file under `build/`.
+
+#[path = "build/codegen/mod.rs"]
+mod codegen;
+#[path = "build/link.rs"]
+mod link;
+#[path = "build/locate.rs"]
+mod locate;
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// `CUDA_VERSION` of every release this crate knows, for the `cuda_NNNNN` cfgs.
+const RELEASES: [u32; 16] = [
+    12000, 12010, 12020, 12030, 12040, 12050, 12060, 12080, 12090, 13000, 13010, 13020, 13030,
+    13040, 13050, 13060,
+];
+
+fn main() {
+    if let Err(message) = run() {
+        eprintln!("\ncuda-mem-sys: {message}\n");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let ptds = env::var_os("CARGO_FEATURE_PER_THREAD_DEFAULT_STREAM").is_some();
+    let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
+
+    println!("cargo:rerun-if-changed=wrapper.h");
+    for var in locate::env_vars_read().into_iter().chain(["DOCS_RS", "LIBCLANG_PATH"]) {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    println!("cargo::rustc-check-cfg=cfg(cuda_mem_sys_fallback)");
+    for r in RELEASES {
+        println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
+    }
+
+    let docs_rs = env::var_os("DOCS_RS").is_some();
+    let search = if docs_rs {
+        locate::Search::NotFound {
+            searched: vec!["nothing (DOCS_RS is set)".into()],
+        }
+    } else {
+        locate::find(&arch)
+    };
+    let (rust, cuda_version, cuda) = match search {
+        locate::Search::Invalid(message) => return Err(message),
+        locate::Search::Found(cuda) => {
+            require_libclang()?;
+            let work_dir = out_dir.join("preprocess");
+            std::fs::create_dir_all(&work_dir).map_err(|e| e.to_string())?;
+            let mut cc = cc::Build::new();
+            cc.cargo_metadata(false).warnings(false);
+            let out = codegen::generate(&codegen::Input {
+                include_dirs: &cuda.include_dirs,
+                crate_dir: &crate_dir,
+                work_dir: &work_dir,
+                cc,
+                per_thread_default_stream: ptds,
+            })?;
+            for h in &out.headers_read {
+                println!("cargo:rerun-if-changed={}", h.display());
+            }
+            (out.rust, out.cuda_version, Some(cuda))
+        }
+        locate::Search::NotFound { searched } => {
+            let file = codegen::fallback_path(&crate_dir, ptds);
+            println!("cargo:rerun-if-changed={}", file.display());
+            if !docs_rs {
+                println!(
+                    "cargo:warning=no CUDA headers found (searched: {}); using the bindings \
+                     committed for CUDA {}. Set CUDA_MEM_SYS_INCLUDE_DIR or CUDA_PATH to generate \
+                     them from your headers.",
+                    searched.join(", "),
+                    codegen::PINNED_RELEASE
+                );
+            }
+            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
+            println!("cargo:fallback=1");
+            let rust = std::fs::read_to_string(&file)
+                .map_err(|e| format!("reading {}: {e}", file.display()))?;
+            let version = codegen::pinned_cuda_version();
+            (rust, version, None)
+        }
+    };
+    write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
+
+    for r in RELEASES.iter().filter(|&&r| r <= cuda_version) {
+        println!("cargo:rustc-cfg=cuda_{r}");
+    }
+    println!("cargo:version_number={cuda_version}");
+    if let Some(cuda) = &cuda {
+        let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
+        println!("cargo:include={}", dirs.to_string_lossy());
+        println!("cargo:found_by={}", cuda.found_by);
+    }
+
+    if docs_rs {
+        return Ok(());
+    }
+    let (driver_symbols, runtime_symbols) = codegen::linked_symbols(&rust)?;
+    let no_dirs = vec![];
+    link::emit(&link::Plan {
+        lib_dirs: cuda.as_ref().map_or(&no_dirs, |c| &c.lib_dirs),
+        dynamic_cudart,
+        out_dir: &out_dir,
+        driver_symbols: &driver_symbols,
+        runtime_symbols: &runtime_symbols,
+        runtime_soname_major: cuda_version / 1000,
+    })
+}
+
+/// bindgen loads libclang at run time; say what to install instead of panicking.
+fn require_libclang() -> Result<(), String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let version = std::panic::catch_unwind(bindgen::clang_version);
+    std::panic::set_hook(hook);
+    let version = version.map_err(|_| {
+        "libclang was not found (bindgen needs it to read the CUDA headers). Install it \
+         (Debian/Ubuntu: `apt-get install libclang-19-dev`) or set LIBCLANG_PATH to the folder \
+         holding libclang.so."
+            .to_string()
+    })?;
+    if let Some((major, _)) = version.parsed {
+        if major < 19 {
+            println!(
+                "cargo:warning=libclang {major} drops the doc comments of most macro-renamed \
+                 functions; install libclang 19 or newer (Debian 12: libclang-19-dev) for full docs."
+            );
+        }
+    }
+    Ok(())
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}

@@ -1,0 +1,115 @@
+//! Questions answered by the C preprocessor (through `cc`), never by reading
+//! header text with patterns: the release, the macros, what a name expands to.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The C preprocessor as configured for one header set.
+pub struct Preprocessor<'a> {
+    pub cc: cc::Build,
+    pub include_dirs: &'a [PathBuf],
+    pub defines: Vec<&'static str>,
+    pub work_dir: &'a Path,
+}
+
+/// One `#define` seen while preprocessing `wrapper.h`.
+#[derive(Debug, Clone)]
+pub struct MacroDef {
+    pub name: String,
+    pub body: String,
+    pub function_like: bool,
+    pub file: PathBuf,
+}
+
+impl Preprocessor<'_> {
+    fn run(&self, file_name: &str, source: &str, flags: &[&str]) -> Result<String, String> {
+        let path = self.work_dir.join(file_name);
+        std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let mut b = self.cc.clone();
+        b.file(&path).includes(self.include_dirs).include(self.work_dir);
+        for d in &self.defines {
+            b.define(d, None);
+        }
+        for f in flags {
+            b.flag(f);
+        }
+        let out = b
+            .try_expand()
+            .map_err(|e| format!("the C preprocessor failed on {}: {e}", path.display()))?;
+        String::from_utf8(out).map_err(|e| e.to_string())
+    }
+
+    /// `CUDA_VERSION` as the preprocessor sees it after `#include <cuda.h>`.
+    pub fn cuda_version(&self) -> Result<u32, String> {
+        let out = self.run(
+            "cuda_mem_sys_version.c",
+            "#include <cuda.h>\ncuda_mem_sys_version = CUDA_VERSION;\n",
+            &[],
+        )?;
+        out.lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("cuda_mem_sys_version ="))
+            .and_then(|v| v.trim().trim_end_matches(';').trim().parse().ok())
+            .ok_or_else(|| "cuda.h does not define CUDA_VERSION as a number".to_string())
+    }
+
+    /// Every `#define` of `wrapper.h` (after conditionals are resolved), with
+    /// the header it stands in, plus every header file that was read.
+    pub fn macros(&self, wrapper: &str) -> Result<(Vec<MacroDef>, Vec<PathBuf>), String> {
+        let out = self.run("cuda_mem_sys_macros.c", wrapper, &["-dD"])?;
+        let mut file = PathBuf::new();
+        let mut files = vec![];
+        let mut defs = vec![];
+        for line in out.lines() {
+            if let Some(rest) = line.strip_prefix("# ") {
+                if let Some(name) = rest.split('"').nth(1) {
+                    file = PathBuf::from(name);
+                    if !files.contains(&file) {
+                        files.push(file.clone());
+                    }
+                }
+            } else if let Some(def) = line.strip_prefix("#define ") {
+                let name_end = def
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(def.len());
+                let (name, rest) = def.split_at(name_end);
+                defs.push(MacroDef {
+                    name: name.to_string(),
+                    function_like: rest.starts_with('('),
+                    body: rest.trim().to_string(),
+                    file: file.clone(),
+                });
+            }
+        }
+        Ok((defs, files))
+    }
+
+    /// What each name expands to after `wrapper.h`: the left side is a string
+    /// literal, so only the right side is expanded (`"cuMemAdvise" cuMemAdvise_v2`).
+    pub fn expand(&self, wrapper: &str, names: &[&str]) -> Result<BTreeMap<String, String>, String> {
+        let mut src = format!("{wrapper}\ncuda_mem_sys_expansions_begin\n");
+        for n in names {
+            src.push_str(&format!("\"{n}\" {n}\n"));
+        }
+        let out = self.run("cuda_mem_sys_expand.c", &src, &[])?;
+        let body = out
+            .split("cuda_mem_sys_expansions_begin")
+            .nth(1)
+            .ok_or("preprocessor output lost its marker")?;
+        let mut map = BTreeMap::new();
+        for line in body.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix('"') {
+                if let Some((name, expansion)) = rest.split_once('"') {
+                    map.insert(name.to_string(), expansion.trim().to_string());
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    /// `wrapper.h` preprocessed with its comments kept (for the doxygen groups).
+    pub fn with_comments(&self, wrapper: &str) -> Result<String, String> {
+        self.run("cuda_mem_sys_comments.c", wrapper, &["-C"])
+    }
+}

@@ -1,0 +1,249 @@
+//! Device-test harness shared by the GPU test files (each is a `harness = false`
+//! test target driven by libtest-mimic).
+//!
+//! Without a CUDA driver or device every device test reports itself *ignored*
+//! with the reason (visible in the test output); it never passes without running.
+//! A test binary can re-run itself as a child process (`spawn_child`) for the
+//! multi-process tests, and pass file descriptors over a Unix socket.
+#![allow(dead_code)]
+
+pub mod fd_passing;
+
+use cuda_mem_sys::*;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+pub type TestResult = Result<(), Failed>;
+
+/// One device test: its name, how many GPUs it needs, its body.
+pub struct DeviceTest {
+    pub name: &'static str,
+    pub gpus: i32,
+    pub run: fn() -> TestResult,
+}
+
+/// A test needing one GPU.
+pub const fn test(name: &'static str, run: fn() -> TestResult) -> DeviceTest {
+    DeviceTest { name, gpus: 1, run }
+}
+
+/// A test needing `gpus` GPUs (reported ignored where fewer exist).
+pub const fn test_gpus(name: &'static str, gpus: i32, run: fn() -> TestResult) -> DeviceTest {
+    DeviceTest { name, gpus, run }
+}
+
+/// The environment variable that makes a test binary act as a child process.
+pub const CHILD_ROLE_VAR: &str = "CUDA_MEM_SYS_CHILD_ROLE";
+
+/// The `main` of a device-test binary: runs a child role if asked to,
+/// else the tests (one at a time: some measure device memory).
+pub fn main(tests: Vec<DeviceTest>, child_roles: &[(&str, fn() -> TestResult)]) {
+    if let Ok(role) = std::env::var(CHILD_ROLE_VAR) {
+        let Some((_, f)) = child_roles.iter().find(|(r, _)| *r == role) else {
+            eprintln!("unknown child role {role}");
+            std::process::exit(2);
+        };
+        match f() {
+            Ok(()) => std::process::exit(0),
+            Err(e) => {
+                eprintln!("child {role} failed: {}", e.message().unwrap_or("?"));
+                std::process::exit(1);
+            }
+        }
+    }
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let trials = tests
+        .into_iter()
+        .map(|t| {
+            Trial::ignorable_test(t.name, move || {
+                if let Some(reason) = unavailable(t.gpus) {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                (t.run)().map(|()| Completion::Completed)
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Why tests needing `gpus` devices cannot run here, or `None` if they can.
+pub fn unavailable(gpus: i32) -> Option<String> {
+    static PROBE: OnceLock<Result<i32, String>> = OnceLock::new();
+    let probe = PROBE.get_or_init(|| {
+        let r = unsafe { cuInit(0) };
+        if r != CUDA_SUCCESS {
+            return Err(format!(
+                "no usable CUDA driver: cuInit returned {}",
+                error_name(r)
+            ));
+        }
+        let mut n = 0;
+        let r = unsafe { cuDeviceGetCount(&mut n) };
+        if r != CUDA_SUCCESS || n == 0 {
+            return Err("no CUDA device".into());
+        }
+        Ok(n)
+    });
+    match probe {
+        Err(reason) => Some(reason.clone()),
+        Ok(n) if *n < gpus => Some(format!("needs {gpus} GPUs, this machine has {n}")),
+        Ok(_) => None,
+    }
+}
+
+/// `CUDA_ERROR_INVALID_VALUE (1)`: the driver's name for a result code.
+pub fn error_name(r: CUresult) -> String {
+    let mut name: *const core::ffi::c_char = core::ptr::null();
+    let known = unsafe { cuGetErrorName(r, &mut name) } == CUDA_SUCCESS && !name.is_null();
+    if known {
+        format!("{} ({})", unsafe { CStr::from_ptr(name) }.to_string_lossy(), r.0)
+    } else {
+        format!("CUresult {}", r.0)
+    }
+}
+
+/// `cudaErrorInvalidValue (1)`: the runtime's name for an error code.
+pub fn rt_error_name(r: cudaError_t) -> String {
+    let name = unsafe { cudaGetErrorName(r) };
+    if name.is_null() {
+        format!("cudaError_t {}", r.0)
+    } else {
+        format!("{} ({})", unsafe { CStr::from_ptr(name) }.to_string_lossy(), r.0)
+    }
+}
+
+/// `Ok` if a driver call succeeded, else a failure naming the call and the code.
+pub fn check(r: CUresult, what: &str) -> TestResult {
+    if r == CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{what} returned {}", error_name(r)).into())
+    }
+}
+
+/// `Ok` if a runtime call succeeded, else a failure naming the call and the code.
+pub fn check_rt(r: cudaError_t, what: &str) -> TestResult {
+    if r == cudaSuccess {
+        Ok(())
+    } else {
+        Err(format!("{what} returned {}", rt_error_name(r)).into())
+    }
+}
+
+/// `Ok` if a driver call returned exactly `expected`.
+pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
+    if r == expected {
+        Ok(())
+    } else {
+        Err(format!("{what} returned {}, expected {}", error_name(r), error_name(expected)).into())
+    }
+}
+
+/// `Ok` if a runtime call returned exactly `expected`.
+pub fn expect_rt_error(r: cudaError_t, expected: cudaError_t, what: &str) -> TestResult {
+    if r == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} returned {}, expected {}",
+            rt_error_name(r),
+            rt_error_name(expected)
+        )
+        .into())
+    }
+}
+
+/// Driver call that must succeed: `cu!(cuMemCreate(&mut h, size, &prop, 0))?`.
+#[macro_export]
+macro_rules! cu {
+    ($call:expr) => {
+        $crate::common::check(unsafe { $call }, stringify!($call))
+    };
+}
+
+/// Runtime call that must succeed: `rt!(cudaMallocAsync(&mut p, n, s))?`.
+#[macro_export]
+macro_rules! rt {
+    ($call:expr) => {
+        $crate::common::check_rt(unsafe { $call }, stringify!($call))
+    };
+}
+
+/// Driver call that must fail with a given code: `cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemMap(..))?`.
+#[macro_export]
+macro_rules! cu_err {
+    ($expected:expr, $call:expr) => {
+        $crate::common::expect_error(unsafe { $call }, $expected, stringify!($call))
+    };
+}
+
+/// Runtime call that must fail with a given code.
+#[macro_export]
+macro_rules! rt_err {
+    ($expected:expr, $call:expr) => {
+        $crate::common::expect_rt_error(unsafe { $call }, $expected, stringify!($call))
+    };
+}
+
+/// Fails the test with a message unless `cond` holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+).into());
+        }
+    };
+}
+
+/// Device `ordinal` with its primary context made current on this thread.
+pub struct Gpu {
+    pub dev: CUdevice,
+    pub ctx: CUcontext,
+}
+
+impl Gpu {
+    pub fn new(ordinal: i32) -> Result<Gpu, Failed> {
+        let mut dev = 0;
+        check(unsafe { cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+        let mut ctx = core::ptr::null_mut();
+        check(unsafe { cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+        check(unsafe { cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")?;
+        Ok(Gpu { dev, ctx })
+    }
+
+    pub fn attribute(&self, attr: CUdevice_attribute) -> Result<i32, Failed> {
+        let mut v = 0;
+        check(unsafe { cuDeviceGetAttribute(&mut v, attr, self.dev) }, "cuDeviceGetAttribute")?;
+        Ok(v)
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        unsafe {
+            cuDevicePrimaryCtxRelease(self.dev);
+        }
+    }
+}
+
+/// Runs this test binary again as a child with `role` (see [`main`]), with
+/// extra environment variables; returns the running child.
+pub fn spawn_child(role: &str, env: &[(&str, String)]) -> std::process::Child {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.env(CHILD_ROLE_VAR, role);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("spawning the child test process")
+}
+
+/// Waits for a child and fails unless it exited 0.
+pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
+    let status = child.wait().map_err(|e| format!("waiting for {role}: {e}"))?;
+    ensure!(status.success(), "child {role} exited with {status}");
+    Ok(())
+}

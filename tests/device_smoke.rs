@@ -1,0 +1,40 @@
+//! The smallest proof that the bindings reach a real driver and runtime:
+//! versions, the device's name, and bytes through device memory.
+mod common;
+
+use common::{test, Gpu, TestResult};
+use cuda_mem_sys::*;
+
+fn driver_and_runtime_versions() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let (mut driver, mut runtime) = (0, 0);
+    cu!(cuDriverGetVersion(&mut driver))?;
+    rt!(cudaRuntimeGetVersion(&mut runtime))?;
+    println!("driver {driver}, runtime {runtime}, headers {CUDA_VERSION}");
+    ensure!(driver >= runtime, "driver {driver} older than runtime {runtime}");
+    ensure!(runtime as u32 == CUDA_VERSION, "runtime {runtime} is not the headers' {CUDA_VERSION}");
+    Ok(())
+}
+
+fn device_memory_round_trip() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    let mut back = vec![0u8; data.len()];
+    let mut dptr: CUdeviceptr = 0;
+    cu!(cuMemAlloc(&mut dptr, data.len()))?;
+    cu!(cuMemcpyHtoD(dptr, data.as_ptr().cast(), data.len()))?;
+    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), dptr, data.len()))?;
+    cu!(cuMemFree(dptr))?;
+    ensure!(back == data, "bytes changed on the way through the device");
+    Ok(())
+}
+
+fn main() {
+    common::main(
+        vec![
+            test("driver_and_runtime_versions", driver_and_runtime_versions),
+            test("device_memory_round_trip", device_memory_round_trip),
+        ],
+        &[],
+    );
+}

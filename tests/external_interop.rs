@@ -1,0 +1,6 @@
+//! Device tests (placeholder until filled in).
+mod common;
+
+fn main() {
+    common::main(vec![], &[]);
+}

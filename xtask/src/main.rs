@@ -1,0 +1,44 @@
+//! Project tasks: `cargo xtask <command>`.
+
+mod gpu_bundle;
+mod headers;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "usage: cargo xtask <command>
+  headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
+                         target/cuda-headers/ and print the include directory
+  gpu-bundle             build every test binary against the CUDA 13.0 headers into
+                         .gpu-bundle/ with run.sh, for a GPU machine without Rust";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["headers", release] => headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display())),
+        ["gpu-bundle"] => gpu_bundle::run(&workspace()),
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Runs a command, failing with its description if it fails.
+pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed ({status})"))
+    }
+}
