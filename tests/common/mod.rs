@@ -75,11 +75,11 @@ pub fn unavailable(gpus: i32) -> Option<String> {
     static PROBE: OnceLock<Result<i32, String>> = OnceLock::new();
     let probe = PROBE.get_or_init(|| {
         let r = unsafe { cuInit(0) };
+        if r == CUDA_ERROR_STUB_LIBRARY {
+            return Err("no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)".into());
+        }
         if r != CUDA_SUCCESS {
-            return Err(format!(
-                "no usable CUDA driver: cuInit returned {}",
-                error_name(r)
-            ));
+            return Err(format!("no usable CUDA driver: cuInit returned {}", error_name(r)));
         }
         let mut n = 0;
         let r = unsafe { cuDeviceGetCount(&mut n) };
