@@ -3,6 +3,8 @@
 
 #[path = "build/codegen/mod.rs"]
 mod codegen;
+#[path = "build/codegen/layout_check.rs"]
+mod layout_check;
 #[path = "build/link.rs"]
 mod link;
 #[path = "build/locate.rs"]
@@ -16,6 +18,9 @@ const RELEASES: [u32; 16] = [
     12000, 12010, 12020, 12030, 12040, 12050, 12060, 12080, 12090, 13000, 13010, 13020, 13030,
     13040, 13050, 13060,
 ];
+
+/// Set: use the committed bindings even where headers are found (their ABI check).
+const ABI_FALLBACK: &str = "CUDA_MEM_SYS_ABI_FALLBACK";
 
 fn main() {
     if let Err(message) = run() {
@@ -32,7 +37,7 @@ fn run() -> Result<(), String> {
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
-    for var in locate::env_vars_read().into_iter().chain(["DOCS_RS", "LIBCLANG_PATH"]) {
+    for var in locate::env_vars_read().into_iter().chain(["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK]) {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo::rustc-check-cfg=cfg(cuda_mem_sys_fallback)");
@@ -88,7 +93,28 @@ fn run() -> Result<(), String> {
             (rust, version, None)
         }
     };
+    // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
+    let (rust, cuda_version) = match &cuda {
+        Some(_) if env::var_os(ABI_FALLBACK).is_some() => {
+            let file = codegen::fallback_path(&crate_dir, ptds);
+            println!("cargo:rerun-if-changed={}", file.display());
+            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
+            let rust = std::fs::read_to_string(&file)
+                .map_err(|e| format!("{ABI_FALLBACK}: reading {}: {e}", file.display()))?;
+            (rust, codegen::pinned_cuda_version())
+        }
+        _ => (rust, cuda_version),
+    };
     write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
+    // The two halves of the ABI check (tests/abi_layout.rs), from the final text.
+    let abi = layout_check::generate(&rust, "::cuda_mem_sys")?;
+    std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
+    write_if_changed(&out_dir.join("abi/layout_rust.rs"), &abi.rust)?;
+    write_if_changed(&out_dir.join("abi/layout_check.c"), &abi.c)?;
+    for var in ["TARGET", "HOST"] {
+        println!("cargo:rustc-env=CUDA_MEM_SYS_{var}={}", env::var(var).unwrap_or_default());
+    }
+    println!("cargo:rustc-env=CUDA_MEM_SYS_DEFINES={}", if ptds { codegen::PTDS_DEFINE } else { "" });
 
     for r in RELEASES.iter().filter(|&&r| r <= cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
@@ -97,6 +123,7 @@ fn run() -> Result<(), String> {
     if let Some(cuda) = &cuda {
         let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
         println!("cargo:include={}", dirs.to_string_lossy());
+        println!("cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}", dirs.to_string_lossy());
         println!("cargo:found_by={}", cuda.found_by);
     }
 

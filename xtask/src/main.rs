@@ -1,5 +1,7 @@
 //! Project tasks: `cargo xtask <command>`.
 
+mod abi;
+mod changes;
 mod gpu_bundle;
 mod headers;
 
@@ -10,7 +12,13 @@ const USAGE: &str = "usage: cargo xtask <command>
   headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
                          target/cuda-headers/ and print the include directory
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
-                         .gpu-bundle/ with run.sh, for a GPU machine without Rust";
+                         .gpu-bundle/ with run.sh, for a GPU machine without Rust
+  abi <version>...       build against each release's headers and check the bindings' layout and
+                         constants against the C compiler (tests/abi_layout.rs) and stable names
+                         (tests/stable_names.rs); `fallback`: the committed bindings
+  abi --all              every release 12.0 ... 13.5 and the fallback; writes docs/abi-report.md
+  changes                docs/release-changes.md: what changed between releases in the five groups
+                         (from the bindings `abi --all` leaves in target/abi/)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,6 +26,8 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["headers", release] => headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display())),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
+        ["abi", rest @ ..] => abi::run(&workspace(), rest),
+        ["changes"] => changes::run(&workspace()),
         _ => Err(USAGE.to_string()),
     };
     match result {

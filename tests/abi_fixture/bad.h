@@ -1,0 +1,51 @@
+/* A header that the Rust of bad.rs describes wrongly, the way a generator
+ * that parsed it differently from the C compiler would (tests/abi_bad_input.rs).
+ * Each wrong item must be named by the layout check; the right ones must not. */
+
+/* Packing pragma: bad.rs lacks `packed`. */
+#pragma pack(push, 1)
+typedef struct lc_packed_st {
+    char tag;
+    int value;
+} lc_packed;
+#pragma pack(pop)
+
+/* Platform `long` (8 bytes on LP64): bad.rs reads it as 32 bits. */
+typedef struct lc_long_st {
+    long count;
+    int flags;
+} lc_long;
+
+/* Bitfields: bad.rs places `high` one bit too far. */
+typedef struct lc_bits_st {
+    unsigned int low : 3;
+    unsigned int high : 5;
+    unsigned int rest;
+} lc_bits;
+
+/* Right in bad.rs: an anonymous union, a struct with no tag, a nested named
+ * struct, an enum, a macro. */
+typedef struct lc_anon_st {
+    int kind;
+    union {
+        int id;
+        long long wide;
+    };
+    struct lc_inner_st {
+        short a;
+        double b;
+    } inner[2];
+} lc_anon;
+
+typedef struct {
+    unsigned char bytes[3];
+} lc_untagged;
+
+typedef enum lc_kind_enum {
+    LC_KIND_A = 1,
+    LC_KIND_B = 0x7fffffff
+} lc_kind;
+
+#define LC_RIGHT 7
+/* bad.rs says 8. */
+#define LC_WRONG 7

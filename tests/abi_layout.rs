@@ -1,0 +1,218 @@
+//! The bindings' layout and constants, proven against the platform's C
+//! compiler: for every struct, union, enum and typedef the crate exposes, its
+//! size and alignment; for every field (nested anonymous members included) its
+//! offset, size and alignment; for every bitfield the bytes it occupies; for
+//! every constant its value. The Rust side is `size_of`, `align_of`,
+//! `offset_of!` and the constants themselves (a table generated from the
+//! bindings' text by `build/codegen/layout_check.rs`); the C side is `sizeof`,
+//! `_Alignof`, `offsetof` and the headers' own constants, compiled with the C
+//! compiler against the headers the bindings were generated from. Every
+//! difference is listed by name.
+//!
+//! Reported *ignored*, with the reason, where there is nothing to compare
+//! against: the committed fallback bindings with no headers, or headers that
+//! are not on this machine (a test binary copied elsewhere).
+//!
+//! `CUDA_MEM_SYS_ABI_DUMP=<file>` writes the summary and the Rust table there
+//! (`cargo xtask abi` uses it for docs/abi-report.md and docs/release-changes.md).
+
+mod abi_support;
+
+use abi_support::{Comparison, Mismatch};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+#[allow(dead_code, unused_imports, non_snake_case, clippy::all)]
+mod table {
+    include!(concat!(env!("OUT_DIR"), "/abi/layout_rust.rs"));
+}
+
+const C_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/abi/layout_check.c"));
+const BINDINGS: &str = if cfg!(cuda_mem_sys_fallback) {
+    "the committed fallback bindings"
+} else {
+    "the bindings generated at build time"
+};
+
+struct Run {
+    cmp: Comparison,
+    compiler: String,
+    entries: Vec<table::Entry>,
+}
+
+/// `Err(reason)`: the check cannot run here (reported ignored).
+fn run() -> &'static Result<Result<Run, String>, String> {
+    static RUN: OnceLock<Result<Result<Run, String>, String>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
+            return Err(format!(
+                "no CUDA headers were found at build time: the crate uses {BINDINGS} and there \
+                 are no headers to compile the C side against (set CUDA_MEM_SYS_INCLUDE_DIR, or \
+                 run `cargo xtask abi fallback`)"
+            ));
+        };
+        let include_dirs: Vec<PathBuf> = std::env::split_paths(dirs).collect();
+        if let Some(missing) = include_dirs.iter().find(|d| !d.is_dir()) {
+            return Err(format!(
+                "the headers the bindings were generated from are not on this machine ({})",
+                missing.display()
+            ));
+        }
+        let defines: Vec<String> = env!("CUDA_MEM_SYS_DEFINES")
+            .split(',')
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .collect();
+        let prelude = format!("#include \"{}/wrapper.h\"\n", env!("CARGO_MANIFEST_DIR"));
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let base = if tmp.is_dir() {
+            tmp
+        } else {
+            std::env::temp_dir()
+        };
+        let work_dir = base.join(format!("abi_layout-{}", std::process::id()));
+        if let Err(e) = std::process::Command::new(abi_support::compiler().path())
+            .arg("--version")
+            .output()
+        {
+            return Err(format!(
+                "no C compiler to run ({}: {e})",
+                abi_support::compiler().path().display()
+            ));
+        }
+        let c = abi_support::run_c(&abi_support::CInput {
+            include_dirs: &include_dirs,
+            defines: &defines,
+            prelude: &prelude,
+            source: C_SOURCE,
+            work_dir: &work_dir,
+        });
+        let _ = std::fs::remove_dir_all(&work_dir);
+        Ok(c.map(|c| {
+            let entries = table::entries();
+            let cmp = abi_support::compare(
+                entries.iter().map(|e| (e.kind, e.key, e.values.as_str())),
+                &c.lines,
+            );
+            Run {
+                cmp,
+                compiler: c.compiler,
+                entries,
+            }
+        }))
+    })
+}
+
+fn summary(run: &Run) -> String {
+    let c = &run.cmp;
+    let version = c
+        .cuda_version
+        .map_or("?".into(), |v| format!("{}.{}", v / 1000, v % 1000 / 10));
+    format!(
+        "abi_layout: {BINDINGS}, CUDA {version} headers, C compiler {}:\n  \
+         {} types checked ({} structs/unions, {} enums, {} typedefs; {} opaque types skipped: no layout; \
+         {} nested types checked through their parents)\n  \
+         {} fields checked ({} anonymous members by offset only), {} bitfields, {} constants \
+         ({} not comparable); {} Rust-only members (bitfield storage, padding)\n  {} mismatches",
+        run.compiler,
+        c.count("type"),
+        table::RECORDS.len(),
+        table::ENUMS.len(),
+        table::TYPEDEFS.len(),
+        table::OPAQUE.len(),
+        table::NESTED.len(),
+        c.count("field"),
+        c.offset_only,
+        c.count("bits"),
+        c.count("const"),
+        table::UNCOMPARED.len(),
+        table::RUST_ONLY.len(),
+        c.mismatches.len()
+    )
+}
+
+fn dump(run: &Run, path: &str) -> std::io::Result<()> {
+    let c = &run.cmp;
+    let mut s = String::new();
+    let _ = writeln!(s, "out_dir {}", env!("OUT_DIR"));
+    let _ = writeln!(
+        s,
+        "bindings {}",
+        if cfg!(cuda_mem_sys_fallback) {
+            "fallback"
+        } else {
+            "generated"
+        }
+    );
+    let _ = writeln!(s, "compiler {}", run.compiler);
+    let _ = writeln!(s, "cuda_version {}", c.cuda_version.unwrap_or(0));
+    let _ = writeln!(
+        s,
+        "summary types={} records={} enums={} typedefs={} opaque={} nested={} fields={} offset_only={} \
+         bitfields={} constants={} uncompared={} mismatches={}",
+        c.count("type"),
+        table::RECORDS.len(),
+        table::ENUMS.len(),
+        table::TYPEDEFS.len(),
+        table::OPAQUE.len(),
+        table::NESTED.len(),
+        c.count("field"),
+        c.offset_only,
+        c.count("bits"),
+        c.count("const"),
+        table::UNCOMPARED.len(),
+        c.mismatches.len()
+    );
+    for m in &c.mismatches {
+        let _ = writeln!(s, "mismatch {m}");
+    }
+    for e in &run.entries {
+        let _ = writeln!(s, "{} {} {}", e.kind, e.key, e.values);
+    }
+    std::fs::write(path, s)
+}
+
+fn trial(name: &'static str, kind: &'static str) -> Trial {
+    Trial::ignorable_test(name, move || match run() {
+        Err(reason) => Ok(Completion::ignored_with(reason)),
+        Ok(Err(e)) => Err(Failed::from(e)),
+        Ok(Ok(run)) => {
+            let bad: Vec<&Mismatch> = run.cmp.of_kind(kind);
+            if bad.is_empty() {
+                Ok(Completion::Completed)
+            } else {
+                let list: Vec<String> = bad.iter().map(|m| format!("  {m}")).collect();
+                Err(format!(
+                    "{} {name} differ between Rust and C:\n{}",
+                    bad.len(),
+                    list.join("\n")
+                )
+                .into())
+            }
+        }
+    })
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    if !args.list {
+        if let Ok(Ok(run)) = run() {
+            println!("{}", summary(run));
+            if let Ok(path) = std::env::var("CUDA_MEM_SYS_ABI_DUMP") {
+                if let Err(e) = dump(run, &path) {
+                    eprintln!("abi_layout: writing {path}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    let trials = vec![
+        trial("types", "type"),
+        trial("fields", "field"),
+        trial("bitfields", "bits"),
+        trial("constants", "const"),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}

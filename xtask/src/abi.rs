@@ -1,0 +1,365 @@
+//! `cargo xtask abi <release>... | fallback | --all`: builds the crate against
+//! each CUDA release's headers (one target directory per release under
+//! `target/abi/`) and runs `tests/abi_layout.rs` (layout and constants against
+//! the C compiler) and `tests/stable_names.rs`. `--all` does every release and
+//! the committed fallback and writes `docs/abi-report.md`.
+//!
+//! Each run leaves, in `target/abi/<release>/`, the bindings (`cuda_mem_sys.rs`)
+//! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
+
+use crate::headers;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The release of the committed fallback bindings (build/codegen/mod.rs).
+pub const PINNED_RELEASE: &str = "13.0";
+const FALLBACK: &str = "fallback";
+
+/// One release's result.
+pub struct Row {
+    pub release: String,
+    pub note: Option<String>,
+    pub summary: Option<Summary>,
+    /// The test's own words when it failed or was ignored.
+    pub failure: Option<String>,
+    pub stable_names: String,
+    pub wheels: String,
+}
+
+#[derive(Default, Clone)]
+pub struct Summary {
+    pub cuda_version: u32,
+    pub bindings: String,
+    pub compiler: String,
+    pub counts: Vec<(String, u64)>,
+    pub mismatches: Vec<String>,
+}
+
+impl Summary {
+    pub fn get(&self, key: &str) -> u64 {
+        self.counts
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+pub fn target_dir(workspace: &Path, release: &str) -> PathBuf {
+    workspace.join("target/abi").join(release)
+}
+
+pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    let all = args == ["--all"];
+    let releases: Vec<String> = if all {
+        headers::RELEASES
+            .iter()
+            .map(|r| r.to_string())
+            .chain([FALLBACK.to_string()])
+            .collect()
+    } else if args.is_empty() {
+        return Err("abi: name releases (12.0 ... 13.5, fallback) or --all".into());
+    } else {
+        args.iter().map(|a| a.to_string()).collect()
+    };
+    let mut rows = vec![];
+    for release in &releases {
+        eprintln!("== abi {release}");
+        let row = check(workspace, release)?;
+        print_row(&row);
+        rows.push(row);
+    }
+    if all {
+        let path = workspace.join("docs/abi-report.md");
+        std::fs::create_dir_all(workspace.join("docs")).map_err(|e| e.to_string())?;
+        std::fs::write(&path, report(workspace, &rows))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    let bad: Vec<&str> = rows
+        .iter()
+        .filter(|r| {
+            r.failure.is_some() || r.summary.as_ref().is_some_and(|s| !s.mismatches.is_empty())
+        })
+        .map(|r| r.release.as_str())
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the ABI check failed for: {}", bad.join(", ")))
+    }
+}
+
+fn print_row(row: &Row) {
+    match (&row.summary, &row.failure) {
+        (_, Some(f)) => println!("{}: FAILED\n{f}", row.release),
+        (Some(s), None) => println!(
+            "{}: CUDA_VERSION {}, {} types, {} fields, {} bitfields, {} constants checked; {} mismatches; stable_names {}",
+            row.release,
+            s.cuda_version,
+            s.get("types"),
+            s.get("fields"),
+            s.get("bitfields"),
+            s.get("constants"),
+            s.mismatches.len(),
+            row.stable_names
+        ),
+        (None, None) => println!("{}: {}", row.release, row.note.as_deref().unwrap_or("not run")),
+    }
+}
+
+fn check(workspace: &Path, release: &str) -> Result<Row, String> {
+    let fallback = release == FALLBACK;
+    let headers_release = if fallback { PINNED_RELEASE } else { release };
+    let mut row = Row {
+        release: release.to_string(),
+        note: None,
+        summary: None,
+        failure: None,
+        stable_names: "not run".into(),
+        wheels: String::new(),
+    };
+    if fallback {
+        let file = workspace.join(format!("src/generated/cuda-{PINNED_RELEASE}.rs"));
+        if !file.is_file() {
+            row.note = Some(format!(
+                "no committed fallback in this checkout ({})",
+                file.display()
+            ));
+            return Ok(row);
+        }
+    }
+    let include = headers::fetch(workspace, headers_release)?;
+    row.wheels = headers::wheel_names(workspace, headers_release);
+    let dir = target_dir(workspace, release);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let dump = dir.join("abi.txt");
+    let _ = std::fs::remove_file(&dump);
+    let cargo = |test: &str| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(workspace)
+            .args(["test", "--package", "cuda-mem-sys", "--test", test])
+            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+            .env("CARGO_TARGET_DIR", &dir)
+            .env("CARGO_PROFILE_DEV_DEBUG", "0")
+            .env("CUDA_MEM_SYS_ABI_DUMP", &dump)
+            .env_remove("CUDA_MEM_SYS_ABI_FALLBACK");
+        if fallback {
+            cmd.env("CUDA_MEM_SYS_ABI_FALLBACK", "1");
+        }
+        cmd
+    };
+    let out = cargo("abi_layout")
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    if let Ok(text) = std::fs::read_to_string(&dump) {
+        let summary = parse_dump(&text);
+        if let Some(out_dir) = text.lines().find_map(|l| l.strip_prefix("out_dir ")) {
+            let bindings = Path::new(out_dir).join("cuda_mem_sys.rs");
+            std::fs::copy(&bindings, dir.join("cuda_mem_sys.rs"))
+                .map_err(|e| format!("copying {}: {e}", bindings.display()))?;
+        }
+        row.summary = Some(summary);
+    }
+    if !out.status.success() || row.summary.is_none() {
+        let tail: Vec<&str> = stderr
+            .lines()
+            .rev()
+            .take(30)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let ignored: Vec<&str> = stdout.lines().filter(|l| l.contains("ignored,")).collect();
+        row.failure = Some(format!(
+            "cargo test --test abi_layout: {}\n{}\n{}",
+            out.status,
+            ignored.join("\n"),
+            tail.join("\n")
+        ));
+    }
+    let names = cargo("stable_names")
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    let names_err = String::from_utf8_lossy(&names.stderr);
+    row.stable_names = if names.status.success() {
+        "pass".into()
+    } else if names_err.contains("could not compile") {
+        let first = names_err
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .unwrap_or("")
+            .to_string();
+        format!(
+            "does not compile ({})",
+            first.replace('|', "\\|").replace('`', "'")
+        )
+    } else {
+        "fails".into()
+    };
+    Ok(row)
+}
+
+/// The summary lines of `abi.txt` (written by tests/abi_layout.rs).
+pub fn parse_dump(text: &str) -> Summary {
+    let mut s = Summary::default();
+    for line in text.lines() {
+        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match key {
+            "cuda_version" => s.cuda_version = rest.trim().parse().unwrap_or(0),
+            "bindings" => s.bindings = rest.to_string(),
+            "compiler" => s.compiler = rest.to_string(),
+            "summary" => {
+                s.counts = rest
+                    .split_whitespace()
+                    .filter_map(|kv| {
+                        let (k, v) = kv.split_once('=')?;
+                        Some((k.to_string(), v.parse().ok()?))
+                    })
+                    .collect()
+            }
+            "mismatch" => s.mismatches.push(rest.to_string()),
+            _ => {}
+        }
+    }
+    s
+}
+
+fn command_line(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+fn report(workspace: &Path, rows: &[Row]) -> String {
+    let compiler = rows
+        .iter()
+        .find_map(|r| r.summary.as_ref().map(|s| s.compiler.clone()))
+        .unwrap_or_else(|| "?".into());
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# ABI report: layout and constants against the C compiler\n\n\
+         Written by `cargo xtask abi --all`. For each CUDA release the crate is built against that \
+         release's headers (the NVIDIA wheels named below) and `tests/abi_layout.rs` compares, for \
+         every type, field and constant the bindings expose, what Rust says (`size_of`, `align_of`, \
+         `offset_of!`, the constants) with what the C compiler says (`sizeof`, `_Alignof`, \
+         `offsetof`, the headers' constants) compiled against the same headers. \
+         `tests/stable_names.rs` is built and run against the same bindings.\n\n\
+         - Host: {} / C compiler: {compiler} / {}\n\
+         - There was no CUDA 12.7: NVIDIA went from 12.6 to 12.8.\n\
+         - `fallback`: the committed bindings (`src/generated/cuda-{PINNED_RELEASE}.rs`, used where \
+           no headers are found), checked against the {PINNED_RELEASE} headers they were generated from \
+           (`CUDA_MEM_SYS_ABI_FALLBACK=1`).\n",
+        command_line("uname", &["-srm"]),
+        command_line("rustc", &["--version"]),
+    );
+    md.push_str(
+        "| Release | `CUDA_VERSION` | Bindings | Types checked (structs/unions, enums, typedefs) | Opaque types (no layout) \
+         | Nested types (via parents) | Fields checked (anonymous members: offset only) | Bitfields | Constants \
+         | Mismatches | `stable_names` |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        if r.release == "12.8" {
+            md.push_str("| 12.7 | — | there was no CUDA 12.7 | | | | | | | | |\n");
+        }
+        match &r.summary {
+            Some(s) => {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} ({}, {}, {}) | {} | {} | {} ({}) | {} | {} | {} | {} |",
+                    r.release,
+                    s.cuda_version,
+                    s.bindings,
+                    s.get("types"),
+                    s.get("records"),
+                    s.get("enums"),
+                    s.get("typedefs"),
+                    s.get("opaque"),
+                    s.get("nested"),
+                    s.get("fields"),
+                    s.get("offset_only"),
+                    s.get("bitfields"),
+                    s.get("constants"),
+                    if r.failure.is_some() && s.mismatches.is_empty() {
+                        "check failed".to_string()
+                    } else {
+                        s.mismatches.len().to_string()
+                    },
+                    r.stable_names
+                );
+            }
+            None => {
+                let why = r
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| "check failed (see below)".into());
+                let _ = writeln!(
+                    md,
+                    "| {} | | {why} | | | | | | | | {} |",
+                    r.release, r.stable_names
+                );
+            }
+        }
+    }
+    md.push_str("\n## Mismatches\n\n");
+    let mut any = false;
+    for r in rows {
+        if let Some(s) = &r.summary {
+            for m in &s.mismatches {
+                any = true;
+                let _ = writeln!(md, "- {}: `{m}`", r.release);
+            }
+        }
+        if let Some(f) = &r.failure {
+            any = true;
+            let _ = writeln!(
+                md,
+                "- {}: the check did not complete:\n\n```\n{}\n```",
+                r.release,
+                f.trim()
+            );
+        }
+    }
+    if !any {
+        md.push_str("None: Rust and C agree on every item checked, in every release.\n");
+    }
+    md.push_str(
+        "\n## What is checked, what is not\n\n\
+         - Types: every struct, union and enum newtype with a C name (size and alignment), and every \
+           other type alias (scalars, pointers, function pointers). C spells each the way the headers \
+           declare it: a typedef, the tag, or the tag-less typedef.\n\
+         - Fields: offset, size and alignment of every field, nested ones included (types declared \
+           inside another have no C name: C reaches them through the parent, `offsetof(T, a.b)`, and \
+           through element 0 of arrays). An anonymous member has no name in C: its offset is checked \
+           (it is its first field's), its size and alignment are not (they are bounded by its fields, \
+           all checked, and by the parent's size).\n\
+         - Bitfields (none in these headers): the struct's bytes after setting each bitfield to all \
+           ones through bindgen's setter vs a C assignment, and the value read back; bindgen's storage \
+           units (`_bitfield_N`) and padding members have no C counterpart and are checked through \
+           those bytes and the parent's size.\n\
+         - Constants: the value of every enum constant and macro constant, pointer constants \
+           (`CU_STREAM_LEGACY`) as addresses; none of other types (floating point) occurs.\n\
+         - Opaque types (`struct CUctx_st`, declared but never defined) have no layout: counted, skipped.\n\
+         - Function signatures are not compared with C here (docs/release-changes.md tracks how they \
+           change between releases).\n\n## Headers\n\n",
+    );
+    for r in rows {
+        if !r.wheels.is_empty() {
+            let _ = writeln!(md, "- {}: {}", r.release, r.wheels);
+        }
+    }
+    let _ = workspace;
+    md
+}
