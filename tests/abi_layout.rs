@@ -60,12 +60,18 @@ fn run() -> &'static Result<Result<Run, String>, String> {
                 missing.display()
             ));
         }
+        let wrapper = concat!(env!("CARGO_MANIFEST_DIR"), "/wrapper.h");
+        if !std::path::Path::new(wrapper).is_file() {
+            return Err(format!(
+                "the crate's wrapper.h is not on this machine ({wrapper})"
+            ));
+        }
         let defines: Vec<String> = env!("CUDA_MEM_SYS_DEFINES")
             .split(',')
             .filter(|d| !d.is_empty())
             .map(str::to_string)
             .collect();
-        let prelude = format!("#include \"{}/wrapper.h\"\n", env!("CARGO_MANIFEST_DIR"));
+        let prelude = format!("#include \"{wrapper}\"\n");
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let base = if tmp.is_dir() {
             tmp

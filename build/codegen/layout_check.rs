@@ -129,6 +129,15 @@ const KEYWORDS: [&str; 52] = [
     "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
 ];
 
+/// Members bindgen adds that C does not have: bitfield storage units and their
+/// alignment, explicit padding, an empty struct's placeholder, opaque blobs.
+fn rust_only(field: &str) -> bool {
+    field.starts_with("_bitfield_")
+        || field.starts_with("__bindgen_padding_")
+        || field == "_address"
+        || field.starts_with("_bindgen_opaque_blob")
+}
+
 fn c_field_name(rust: &str) -> String {
     let rust = rust.strip_prefix("r#").unwrap_or(rust);
     match rust.strip_suffix('_') {
@@ -569,10 +578,7 @@ impl<'a> Gen<'a> {
         let m = self.m;
         for (name, ty) in &r.fields {
             let nested = type_ident(ty).and_then(|n| m.nested.get(&n).map(|_| n));
-            if name.starts_with("_bitfield_")
-                || name.starts_with("__bindgen_padding_")
-                || name == "_address"
-            {
+            if rust_only(name) {
                 let mut s = steps.to_vec();
                 s.push(Step {
                     rust: name.clone(),
@@ -648,7 +654,7 @@ impl<'a> Gen<'a> {
     fn first_c_designator(&self, ty: &syn::Type) -> Option<String> {
         let r = self.m.records.get(&type_ident(ty)?)?;
         let (name, fty) = r.fields.first()?;
-        if name.starts_with("_bitfield_") || name.starts_with("__bindgen_padding_") {
+        if rust_only(name) {
             return None;
         }
         if self.m.is_anonymous(name, fty) {

@@ -84,3 +84,5 @@ pub type lc_kind = lc_kind_enum;
 pub const LC_RIGHT: u32 = 7;
 /// WRONG: the header says 7.
 pub const LC_WRONG: u32 = 8;
+/// WRONG: the header has no such constant.
+pub const LC_ONLY_IN_RUST: u32 = 1;

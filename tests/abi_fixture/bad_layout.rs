@@ -133,4 +133,5 @@ fn check_part_0(out: &mut Vec<Entry>) {
     out.push(Entry::new("const", "LC_KIND_B", (crate::fixture::LC_KIND_B.0 as i128).to_string()));
     out.push(Entry::new("const", "LC_RIGHT", (crate::fixture::LC_RIGHT as i128).to_string()));
     out.push(Entry::new("const", "LC_WRONG", (crate::fixture::LC_WRONG as i128).to_string()));
+    out.push(Entry::new("const", "LC_ONLY_IN_RUST", (crate::fixture::LC_ONLY_IN_RUST as i128).to_string()));
 }
