@@ -92,6 +92,17 @@ struct Model {
     methods: BTreeMap<String, Vec<syn::ImplItemFn>>,
     /// Nested record (no C name) → its parent.
     nested: BTreeMap<String, String>,
+    /// `use X as Y` items: (Y, module, X).
+    renames: Vec<(String, String, String)>,
+}
+
+fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
+    match tree {
+        syn::UseTree::Path(p) => use_renames(&p.tree, out),
+        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
+        _ => {}
+    }
 }
 
 const INTS: [&str; 23] = [
@@ -227,6 +238,16 @@ impl Model {
                     self.aliases
                         .push((t.ident.to_string(), prefix.clone(), (*t.ty).clone()));
                 }
+                // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
+                syn::Item::Use(u) => {
+                    let mut renames = vec![];
+                    use_renames(&u.tree, &mut renames);
+                    self.renames.extend(
+                        renames
+                            .into_iter()
+                            .map(|(from, to)| (to, prefix.clone(), from)),
+                    );
+                }
                 syn::Item::Const(c) => self.consts.push(Const {
                     name: c.ident.to_string(),
                     module: prefix.clone(),
@@ -269,6 +290,16 @@ impl Model {
     }
 
     fn classify(&mut self) {
+        // A rename of a local type is an alias of it.
+        for (to, module, from) in std::mem::take(&mut self.renames) {
+            let local =
+                self.records.contains_key(&from) || self.aliases.iter().any(|(n, _, _)| *n == from);
+            if local {
+                if let Ok(ty) = syn::parse_str::<syn::Type>(&from) {
+                    self.aliases.push((to, module, ty));
+                }
+            }
+        }
         let aliased: BTreeSet<String> = self
             .aliases
             .iter()

@@ -255,6 +255,18 @@ fn labels(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// The same bits read with the other signedness (`-1` against `4294967295`):
+/// the Rust constant's type has the wrong sign (bindgen types some unsigned
+/// macros, `(~0u)`, as `i32`).
+fn signedness(rust: Option<&&str>, c: Option<&String>) -> Option<&'static str> {
+    let r: i128 = rust?.parse().ok()?;
+    let c: i128 = c?.parse().ok()?;
+    [8, 16, 32, 64]
+        .iter()
+        .any(|bits| (r < 0 && c == r + (1i128 << bits)) || (c < 0 && r == c + (1i128 << bits)))
+        .then_some(" (the same bits with the other signedness: the Rust constant's type has the wrong sign)")
+}
+
 /// Compares the Rust entries `(kind, key, values)` with the C program's lines.
 pub fn compare<'a>(
     rust: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
@@ -314,6 +326,11 @@ pub fn compare<'a>(
             );
             if r != cv && cv != "?" && r != "?" {
                 diffs.push(format!("{label} rust={r} c={cv}"));
+            }
+        }
+        if kind == "const" && diffs.len() == 1 {
+            if let Some(note) = signedness(rust_values.first(), c_values.first()) {
+                diffs[0].push_str(note);
             }
         }
         if !diffs.is_empty() {

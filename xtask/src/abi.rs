@@ -79,14 +79,19 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let bad: Vec<&str> = rows
         .iter()
         .filter(|r| {
-            r.failure.is_some() || r.summary.as_ref().is_some_and(|s| !s.mismatches.is_empty())
+            r.failure.is_some()
+                || r.summary.as_ref().is_some_and(|s| !s.mismatches.is_empty())
+                || (r.stable_names != "pass" && r.stable_names != "not run")
         })
         .map(|r| r.release.as_str())
         .collect();
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(format!("the ABI check failed for: {}", bad.join(", ")))
+        Err(format!(
+            "the ABI check or stable_names failed for: {}",
+            bad.join(", ")
+        ))
     }
 }
 
@@ -123,8 +128,7 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
         let file = workspace.join(format!("src/generated/cuda-{PINNED_RELEASE}.rs"));
         if !file.is_file() {
             row.note = Some(format!(
-                "no committed fallback in this checkout ({})",
-                file.display()
+                "no committed fallback in this checkout (src/generated/cuda-{PINNED_RELEASE}.rs)"
             ));
             return Ok(row);
         }
@@ -164,21 +168,27 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
         }
         row.summary = Some(summary);
     }
-    if !out.status.success() || row.summary.is_none() {
-        let tail: Vec<&str> = stderr
+    let mismatches = row
+        .summary
+        .as_ref()
+        .is_some_and(|s| !s.mismatches.is_empty());
+    if (!out.status.success() && !mismatches) || row.summary.is_none() {
+        // The compiler's errors, or the test's failures and ignore reasons.
+        let errors: Vec<&str> = stderr
             .lines()
-            .rev()
-            .take(30)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
+            .skip_while(|l| !l.starts_with("error"))
+            .take(40)
             .collect();
-        let ignored: Vec<&str> = stdout.lines().filter(|l| l.contains("ignored,")).collect();
+        let failures: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.contains("ignored,") || l.contains("FAILED") || l.starts_with("  "))
+            .take(40)
+            .collect();
         row.failure = Some(format!(
             "cargo test --test abi_layout: {}\n{}\n{}",
             out.status,
-            ignored.join("\n"),
-            tail.join("\n")
+            failures.join("\n"),
+            errors.join("\n")
         ));
     }
     let names = cargo("stable_names")

@@ -155,6 +155,15 @@ fn idents(ty: &syn::Type, out: &mut BTreeSet<String>) {
     }
 }
 
+fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
+    match tree {
+        syn::UseTree::Path(p) => use_renames(&p.tree, out),
+        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
+        _ => {}
+    }
+}
+
 /// `x.__bindgen_anon_1.y` and `x.anon_y.y` both become `x.<anon>.y`.
 fn normalize_key(key: &str) -> String {
     key.split('.')
@@ -213,6 +222,16 @@ fn load(workspace: &Path, release: &str) -> Result<Release, String> {
             }
             syn::Item::Type(t) => {
                 r.aliases.insert(t.ident.to_string(), (*t.ty).clone());
+            }
+            // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
+            syn::Item::Use(u) => {
+                let mut renames = vec![];
+                use_renames(&u.tree, &mut renames);
+                for (from, to) in renames {
+                    if let Ok(ty) = syn::parse_str::<syn::Type>(&from) {
+                        r.aliases.insert(to, ty);
+                    }
+                }
             }
             syn::Item::Struct(s) => {
                 let name = s.ident.to_string();
@@ -350,10 +369,15 @@ fn type_changes(name: &str, a: &Release, b: &Release) -> Vec<String> {
             return out;
         }
         let (va, vb) = (a.enum_values(name), b.enum_values(name));
-        let added: Vec<String> = vb
+        let mut new_values: Vec<(i128, &String)> = vb
             .iter()
             .filter(|(k, _)| !va.contains_key(*k))
-            .map(|(k, v)| format!("`{k}` = {v}"))
+            .map(|(k, v)| (v.parse().unwrap_or(0), k))
+            .collect();
+        new_values.sort();
+        let added: Vec<String> = new_values
+            .iter()
+            .map(|(v, k)| format!("`{k}` = {v}"))
             .collect();
         let removed: Vec<String> = va
             .keys()
@@ -401,24 +425,61 @@ fn type_changes(name: &str, a: &Release, b: &Release) -> Vec<String> {
         k.split_once('.')
             .map_or(k.to_string(), |(_, rest)| rest.to_string())
     };
+    // A field that moved into an anonymous member keeps its name in C.
+    let strip_anon = |k: &str| {
+        k.split('.')
+            .filter(|s| *s != "<anon>")
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let mut into_anon = vec![];
+    let mut moved_keys = BTreeSet::new();
+    for (k, (o, s)) in fa.iter().filter(|(k, _)| !fb.contains_key(*k)) {
+        let to = fb
+            .iter()
+            .find(|(k2, _)| !fa.contains_key(*k2) && *k2 != k && strip_anon(k2) == *k);
+        if let Some((k2, (o2, s2))) = to {
+            moved_keys.insert(k.clone());
+            moved_keys.insert(k2.clone());
+            let layout = if (o, s) == (o2, s2) {
+                format!("offset {o} and size {s} unchanged")
+            } else {
+                format!("offset {o} → {o2}, size {s} → {s2}")
+            };
+            into_anon.push(format!(
+                "`{}` now in an anonymous member (`{}`; {layout})",
+                short(k),
+                short(k2)
+            ));
+        }
+    }
     let added: Vec<String> = fb
         .iter()
-        .filter(|(k, _)| !fa.contains_key(*k))
+        .filter(|(k, _)| !fa.contains_key(*k) && !moved_keys.contains(*k))
         .map(|(k, (off, sz))| format!("`{}` (offset {off}, size {sz})", short(k)))
         .collect();
     let removed: Vec<String> = fa
         .keys()
-        .filter(|k| !fb.contains_key(*k))
+        .filter(|k| !fb.contains_key(*k) && !moved_keys.contains(*k))
         .map(|k| format!("`{}`", short(k)))
         .collect();
     let moved: Vec<String> = fb
         .iter()
         .filter_map(|(k, (off, sz))| {
             let (o, s) = fa.get(k)?;
-            (o != off || s != sz)
-                .then(|| format!("`{}` offset {o} → {off}, size {s} → {sz}", short(k)))
+            let mut what = vec![];
+            if o != off {
+                what.push(format!("offset {o} → {off}"));
+            }
+            if s != sz {
+                what.push(format!("size {s} → {sz}"));
+            }
+            (!what.is_empty()).then(|| format!("`{}` {}", short(k), what.join(", ")))
         })
         .collect();
+    if !into_anon.is_empty() {
+        out.push(format!("`{name}`: {}", into_anon.join("; ")));
+    }
     if !added.is_empty() {
         out.push(format!("`{name}`: new fields {}", added.join(", ")));
     }
