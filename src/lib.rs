@@ -1,6 +1,32 @@
 #![no_std]
 #![doc = include_str!("../README.md")]
 
+/// `|`, `&`, `|=`, `&=` for the flag newtypes of the generated bindings.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! flag_operators {
+    ($($t:ty),* $(,)?) => {$(
+        impl ::core::ops::BitOr for $t {
+            type Output = Self;
+            #[inline]
+            fn bitor(self, rhs: Self) -> Self { Self(self.0 | rhs.0) }
+        }
+        impl ::core::ops::BitOrAssign for $t {
+            #[inline]
+            fn bitor_assign(&mut self, rhs: Self) { self.0 |= rhs.0; }
+        }
+        impl ::core::ops::BitAnd for $t {
+            type Output = Self;
+            #[inline]
+            fn bitand(self, rhs: Self) -> Self { Self(self.0 & rhs.0) }
+        }
+        impl ::core::ops::BitAndAssign for $t {
+            #[inline]
+            fn bitand_assign(&mut self, rhs: Self) { self.0 &= rhs.0; }
+        }
+    )*};
+}
+
 #[allow(
     non_camel_case_types,
     non_snake_case,

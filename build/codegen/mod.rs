@@ -5,6 +5,7 @@
 
 mod bindgen_config;
 mod docs;
+mod groups;
 mod postprocess;
 pub mod preprocess;
 
