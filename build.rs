@@ -32,7 +32,10 @@ fn run() -> Result<(), String> {
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
-    for var in locate::env_vars_read().into_iter().chain(["DOCS_RS", "LIBCLANG_PATH"]) {
+    for var in locate::env_vars_read()
+        .into_iter()
+        .chain(["DOCS_RS", "LIBCLANG_PATH"])
+    {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo::rustc-check-cfg=cfg(cuda_mem_sys_fallback)");

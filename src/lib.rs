@@ -31,8 +31,7 @@ macro_rules! flag_operators {
     non_camel_case_types,
     non_snake_case,
     non_upper_case_globals,
-    clippy::all,
-    rustdoc::all
+    clippy::all
 )]
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));

@@ -38,9 +38,16 @@ pub fn convert(text: &str, known: &BTreeSet<String>) -> String {
             in_code = true;
             continue;
         }
-        if ["\\defgroup", "\\ingroup", "\\anchor", "@{", "@}", "\\addtogroup"]
-            .iter()
-            .any(|p| line.starts_with(p))
+        if [
+            "\\defgroup",
+            "\\ingroup",
+            "\\anchor",
+            "@{",
+            "@}",
+            "\\addtogroup",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
         {
             continue;
         }
@@ -59,7 +66,9 @@ pub fn convert(text: &str, known: &BTreeSet<String>) -> String {
 
 fn strip_manbrief(text: &str) -> String {
     match (text.find("___MANBRIEF___"), text.find("___ENDMANBRIEF___")) {
-        (Some(a), Some(b)) if a < b => format!("{}{}", &text[..a], &text[b + "___ENDMANBRIEF___".len()..]),
+        (Some(a), Some(b)) if a < b => {
+            format!("{}{}", &text[..a], &text[b + "___ENDMANBRIEF___".len()..])
+        }
         _ => text.to_string(),
     }
 }
@@ -75,7 +84,10 @@ fn convert_line(line: &str, known: &BTreeSet<String>) -> String {
     }
     let (prefix, rest) = if let Some(r) = strip_command(line, &["\\brief", "\\details"]) {
         ("", r)
-    } else if let Some(r) = strip_command(line, &["\\param[in,out]", "\\param[out]", "\\param[in]", "\\param"]) {
+    } else if let Some(r) = strip_command(
+        line,
+        &["\\param[in,out]", "\\param[out]", "\\param[in]", "\\param"],
+    ) {
         let (name, desc) = r.split_once(char::is_whitespace).unwrap_or((r, ""));
         let desc = desc.trim_start().trim_start_matches('-').trim_start();
         return format!("* `{name}` - {}", inline(desc, known));
@@ -131,7 +143,7 @@ fn inline(text: &str, known: &BTreeSet<String>) -> String {
                 }
                 let shown = format!("{name}{member}{}", if call { "()" } else { "" });
                 if member.is_empty() && known.contains(name) {
-                    out.push_str(&format!("[`{shown}`]({name})"));
+                    out.push_str(&format!("[`{shown}`](crate::{name})"));
                 } else {
                     name = &shown;
                     out.push_str(&format!("`{name}`"));
@@ -142,10 +154,14 @@ fn inline(text: &str, known: &BTreeSet<String>) -> String {
         }
         if c == '\\' {
             let r = &rest[1..];
-            let cmd_len = r.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(r.len());
+            let cmd_len = r
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(r.len());
             let cmd = &r[..cmd_len];
             let after = r[cmd_len..].trim_start();
-            let word_len = after.find(|c: char| c.is_whitespace() || c == ',' || c == ')').unwrap_or(after.len());
+            let word_len = after
+                .find(|c: char| c.is_whitespace() || c == ',' || c == ')')
+                .unwrap_or(after.len());
             let word = &after[..word_len];
             let wrapped = match cmd {
                 "p" | "c" | "a" => Some(format!("`{word}`")),

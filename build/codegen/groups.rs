@@ -53,7 +53,9 @@ pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
     let mut i = 0;
     while i < bytes.len() {
         if preprocessed[i..].starts_with("/*") {
-            let end = preprocessed[i + 2..].find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
+            let end = preprocessed[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |e| i + 2 + e + 2);
             let comment = &preprocessed[i..end];
             if let Some(g) = defgroup(comment) {
                 groups.push(g);

@@ -67,10 +67,11 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         .filter(|f| include_dirs.iter().any(|d| f.starts_with(d)))
         .collect();
 
-    let bindings = bindgen_config::builder(&input.crate_dir.join("wrapper.h"), &include_dirs, &defines)
-        .generate()
-        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
-        .to_string();
+    let bindings =
+        bindgen_config::builder(&input.crate_dir.join("wrapper.h"), &include_dirs, &defines)
+            .generate()
+            .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
+            .to_string();
 
     let macros: Vec<_> = macros
         .into_iter()
@@ -95,7 +96,11 @@ pub fn generate(input: &Input) -> Result<Output, String> {
 
 /// The committed bindings used when no headers are found.
 pub fn fallback_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    let suffix = if per_thread_default_stream { "-ptds" } else { "" };
+    let suffix = if per_thread_default_stream {
+        "-ptds"
+    } else {
+        ""
+    };
     crate_dir.join(format!("src/generated/cuda-{PINNED_RELEASE}{suffix}.rs"))
 }
 
@@ -111,7 +116,11 @@ pub fn linked_symbols(rust: &str) -> Result<(Vec<String>, Vec<String>), String> 
     let mut driver = vec![];
     let mut runtime = vec![];
     for f in postprocess::foreign_functions(rust)? {
-        let list = if f.symbol.starts_with("cuda") { &mut runtime } else { &mut driver };
+        let list = if f.symbol.starts_with("cuda") {
+            &mut runtime
+        } else {
+            &mut driver
+        };
         for s in [f.symbol, f.name] {
             if !list.contains(&s) {
                 list.push(s);

@@ -17,12 +17,17 @@ pub struct Context<'a> {
 pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
     let mut file = syn::parse_file(bindings).map_err(|e| format!("parsing bindgen output: {e}"))?;
     let aliases = function_aliases(cx, &file)?;
+    let mut known = item_names(&file);
+    known.extend(aliases.keys().cloned());
+    // Only NVIDIA's comments are Doxygen; the notes added below are Markdown.
+    convert_docs(&mut file, &known);
     add_aliases(&mut file, &aliases);
     name_anonymous_members(&mut file);
     add_flag_operators(&mut file);
-    let known = item_names(&file);
-    convert_docs(&mut file, &known);
-    let declared: BTreeSet<String> = foreign_fns(&file).map(|f| f.sig.ident.to_string()).collect();
+    add_macro_constants(&mut file, cx.macros);
+    let declared: BTreeSet<String> = foreign_fns(&file)
+        .map(|f| f.sig.ident.to_string())
+        .collect();
     let groups = groups::find(&cx.pp.with_comments(cx.wrapper)?, &declared);
     add_group_modules(&mut file, &groups, &aliases, &known);
     let header = format!(
@@ -75,7 +80,9 @@ fn add_aliases(file: &mut syn::File, aliases: &BTreeMap<String, String>) {
     let by_name: BTreeMap<String, syn::ForeignItemFn> = foreign_fns(file)
         .map(|f| (f.sig.ident.to_string(), f.clone()))
         .collect();
-    let mut block: syn::ItemForeignMod = syn::parse_quote!(extern "C" {});
+    let mut block: syn::ItemForeignMod = syn::parse_quote!(
+        extern "C" {}
+    );
     for (name, symbol) in aliases {
         let mut f = by_name[symbol].clone();
         f.sig.ident = syn::Ident::new(name, f.sig.ident.span());
@@ -88,6 +95,130 @@ fn add_aliases(file: &mut syn::File, aliases: &BTreeMap<String, String>) {
         block.items.push(syn::ForeignItem::Fn(f));
     }
     file.items.push(syn::Item::ForeignMod(block));
+}
+
+/// Object-like macros bindgen cannot translate, where they have a value:
+/// casts (`#define CU_STREAM_LEGACY ((CUstream)0x1)`, `((CUdevice)-1)`,
+/// `((void*)CU_LAUNCH_PARAM_END_AS_INT)`) and other names for constants or
+/// types (`#define cudaStreamAttrID cudaLaunchAttributeID`). What stays out
+/// (attributes, guards, calling conventions) is listed by `tests/macros.rs`.
+fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
+    let mut consts: BTreeMap<String, syn::Type> = BTreeMap::new();
+    let mut types = BTreeSet::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Const(c) => {
+                consts.insert(c.ident.to_string(), (*c.ty).clone());
+            }
+            syn::Item::Struct(s) => {
+                types.insert(s.ident.to_string());
+            }
+            syn::Item::Union(u) => {
+                types.insert(u.ident.to_string());
+            }
+            syn::Item::Type(t) => {
+                types.insert(t.ident.to_string());
+            }
+            syn::Item::Use(syn::ItemUse {
+                tree: syn::UseTree::Path(p),
+                ..
+            }) => {
+                if let syn::UseTree::Rename(r) = &*p.tree {
+                    types.insert(r.rename.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_ident =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut seen = BTreeSet::new();
+    for m in macros.iter().filter(|m| !m.function_like) {
+        if consts.contains_key(&m.name) || types.contains(&m.name) || !seen.insert(m.name.clone()) {
+            continue;
+        }
+        let name = syn::Ident::new(&m.name, proc_macro2::Span::call_site());
+        let header = m
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let doc = format!(" `#define {} {}` ({header})", m.name, m.body);
+        let body = m.body.trim();
+        let item: syn::Item = if is_ident(body) && consts.contains_key(body) {
+            let ty = &consts[body];
+            let target = syn::Ident::new(body, proc_macro2::Span::call_site());
+            syn::parse_quote!(#[doc = #doc] pub const #name: #ty = #target;)
+        } else if is_ident(body) && types.contains(body) {
+            let target = syn::Ident::new(body, proc_macro2::Span::call_site());
+            syn::parse_quote!(#[doc = #doc] pub type #name = #target;)
+        } else if let Some((c_type, operand)) = parse_cast(body) {
+            let ty: syn::Type = match c_type.as_str() {
+                "void*" => syn::parse_quote!(*mut ::core::ffi::c_void),
+                "int" => syn::parse_quote!(::core::ffi::c_int),
+                t if types.contains(t) => syn::parse_str(t).unwrap(),
+                _ => continue,
+            };
+            let value: syn::Expr = match syn::parse_str::<syn::Expr>(&operand) {
+                Ok(v) if is_ident(&operand) && consts.contains_key(&operand) => v,
+                Ok(v) if parse_c_int(&operand).is_some() => {
+                    let n = parse_c_int(&operand).unwrap();
+                    let lit = syn::LitInt::new(&n.to_string(), proc_macro2::Span::call_site());
+                    let _ = v;
+                    if n < 0 {
+                        let lit =
+                            syn::LitInt::new(&(-n).to_string(), proc_macro2::Span::call_site());
+                        syn::parse_quote!(-#lit)
+                    } else {
+                        syn::parse_quote!(#lit)
+                    }
+                }
+                _ => continue,
+            };
+            syn::parse_quote!(#[doc = #doc] pub const #name: #ty = (#value) as #ty;)
+        } else if parse_c_int(body).is_some() && !m.name.starts_with('_') {
+            let n = parse_c_int(body).unwrap();
+            let lit = syn::LitInt::new(&n.to_string(), proc_macro2::Span::call_site());
+            syn::parse_quote!(#[doc = #doc] pub const #name: u32 = #lit;)
+        } else {
+            continue;
+        };
+        file.items.push(item);
+    }
+}
+
+/// `((T)x)` or `(T)x` → (`T`, `x`), spaces removed from `T`.
+fn parse_cast(body: &str) -> Option<(String, String)> {
+    let mut b = body.trim();
+    while b.starts_with("((") && b.ends_with(')') {
+        b = &b[1..b.len() - 1];
+    }
+    let rest = b.strip_prefix('(')?;
+    let close = rest.find(')')?;
+    let ty: String = rest[..close]
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let operand = rest[close + 1..]
+        .trim()
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .trim();
+    (!operand.is_empty() && !operand.contains(['(', ')', ' '])).then(|| (ty, operand.to_string()))
+}
+
+/// A C integer literal (decimal or hex, optional sign and suffixes).
+fn parse_c_int(s: &str) -> Option<i64> {
+    let s = s.trim().trim_end_matches(['u', 'U', 'l', 'L']);
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r.trim()),
+        None => (false, s),
+    };
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => i64::from_str_radix(h, 16).ok()?,
+        None => s.parse().ok()?,
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// Every item name of the file (for intra-doc links).
@@ -158,14 +289,20 @@ fn add_group_modules(
             }
             let mut fns: Vec<syn::Ident> = vec![];
             for f in &g.functions {
-                for n in by_symbol.get(f.as_str()).into_iter().flatten().copied().chain([f.as_str()]) {
+                for n in by_symbol
+                    .get(f.as_str())
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .chain([f.as_str()])
+                {
                     fns.push(syn::Ident::new(n, proc_macro2::Span::call_site()));
                 }
             }
             let m = syn::Ident::new(&name, proc_macro2::Span::call_site());
             let doc = format!(
-                " {}\n\n NVIDIA's group `{}`.\n\n{}",
-                g.title,
+                "{}\n\n NVIDIA's group `{}`.\n\n{}",
+                docs::convert(&g.title, known),
                 g.id,
                 docs::convert(&g.description, known)
             );
@@ -209,7 +346,8 @@ fn name_anonymous_members(file: &mut syn::File) {
             .collect();
         Some((ident.to_string(), fields))
     };
-    let defs: HashMap<String, Vec<(String, String)>> = file.items.iter().filter_map(fields_of).collect();
+    let defs: HashMap<String, Vec<(String, String)>> =
+        file.items.iter().filter_map(fields_of).collect();
     let mut type_renames: HashMap<String, String> = HashMap::new();
     let mut field_renames: HashMap<(String, String), String> = HashMap::new();
     fn walk(
@@ -224,7 +362,10 @@ fn name_anonymous_members(file: &mut syn::File) {
                 continue;
             }
             let name = if field.starts_with("__bindgen_anon_") {
-                let first = defs.get(ty).and_then(|f| f.first()).map_or("member", |f| f.0.as_str());
+                let first = defs
+                    .get(ty)
+                    .and_then(|f| f.first())
+                    .map_or("member", |f| f.0.as_str());
                 let name = format!("anon_{first}");
                 fields.insert((old.to_string(), field.clone()), name.clone());
                 name
@@ -249,7 +390,9 @@ fn name_anonymous_members(file: &mut syn::File) {
         let parent = ident.to_string();
         let mut anon = vec![];
         for f in fields {
-            let Some(old) = f.ident.as_ref().map(|i| i.to_string()) else { continue };
+            let Some(old) = f.ident.as_ref().map(|i| i.to_string()) else {
+                continue;
+            };
             if let Some(new) = field_renames.get(&(parent.clone(), old)) {
                 f.ident = Some(syn::Ident::new(new, proc_macro2::Span::call_site()));
                 anon.push((new.clone(), type_name(&f.ty).unwrap_or_default()));
@@ -304,7 +447,9 @@ fn add_flag_operators(file: &mut syn::File) {
         .items
         .iter()
         .filter_map(|i| match i {
-            syn::Item::Struct(s) if s.attrs.iter().any(is_repr_transparent) => Some(s.ident.clone()),
+            syn::Item::Struct(s) if s.attrs.iter().any(is_repr_transparent) => {
+                Some(s.ident.clone())
+            }
             _ => None,
         })
         .filter(|i| {
@@ -312,11 +457,15 @@ fn add_flag_operators(file: &mut syn::File) {
             n.to_ascii_lowercase().contains("flag") || n.contains("MemAllocationHandleType")
         })
         .collect();
-    file.items.push(syn::parse_quote!(crate::flag_operators!(#(#flags),*);));
+    file.items
+        .push(syn::parse_quote!(crate::flag_operators!(#(#flags),*);));
 }
 
 fn is_repr_transparent(a: &syn::Attribute) -> bool {
-    a.path().is_ident("repr") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string() == "transparent")
+    a.path().is_ident("repr")
+        && a.meta
+            .require_list()
+            .is_ok_and(|l| l.tokens.to_string() == "transparent")
 }
 
 /// A function declared in an `extern "C"` block: its Rust name and the symbol it links.

@@ -26,7 +26,9 @@ impl Preprocessor<'_> {
         let path = self.work_dir.join(file_name);
         std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
         let mut b = self.cc.clone();
-        b.file(&path).includes(self.include_dirs).include(self.work_dir);
+        b.file(&path)
+            .includes(self.include_dirs)
+            .include(self.work_dir);
         for d in &self.defines {
             b.define(d, None);
         }
@@ -86,7 +88,11 @@ impl Preprocessor<'_> {
 
     /// What each name expands to after `wrapper.h`: the left side is a string
     /// literal, so only the right side is expanded (`"cuMemAdvise" cuMemAdvise_v2`).
-    pub fn expand(&self, wrapper: &str, names: &[&str]) -> Result<BTreeMap<String, String>, String> {
+    pub fn expand(
+        &self,
+        wrapper: &str,
+        names: &[&str],
+    ) -> Result<BTreeMap<String, String>, String> {
         let mut src = format!("{wrapper}\ncuda_mem_sys_expansions_begin\n");
         for n in names {
             src.push_str(&format!("\"{n}\" {n}\n"));

@@ -22,10 +22,17 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(bundle.join("bin")).map_err(|e| e.to_string())?;
     for (suffix, features) in VARIANTS {
-        let target_dir = workspace.join("target/gpu-bundle").join(format!("build{suffix}"));
+        let target_dir = workspace
+            .join("target/gpu-bundle")
+            .join(format!("build{suffix}"));
         let out = Command::new(env!("CARGO"))
             .current_dir(workspace)
-            .args(["test", "--no-run", "--tests", "--message-format=json-render-diagnostics"])
+            .args([
+                "test",
+                "--no-run",
+                "--tests",
+                "--message-format=json-render-diagnostics",
+            ])
             .args(["--package", "cuda-mem-sys", "--features", features])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -38,7 +45,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             return Err(format!("building the tests{suffix} failed"));
         }
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
+            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name"))
+            else {
                 continue;
             };
             if !line.contains("\"test\":true") {
@@ -51,7 +59,10 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     std::fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     std::fs::write(
         bundle.join("headers.txt"),
-        format!("CUDA {GPU_RELEASE} headers from {}\n", headers::wheel_names(workspace, GPU_RELEASE)),
+        format!(
+            "CUDA {GPU_RELEASE} headers from {}\n",
+            headers::wheel_names(workspace, GPU_RELEASE)
+        ),
     )
     .map_err(|e| e.to_string())?;
     run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("run.sh")))?;

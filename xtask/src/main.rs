@@ -1,7 +1,14 @@
 //! Project tasks: `cargo xtask <command>`.
 
+#[allow(dead_code)]
+#[path = "../../build/codegen/mod.rs"]
+mod codegen;
 mod gpu_bundle;
 mod headers;
+#[allow(dead_code)]
+#[path = "../../build/locate.rs"]
+mod locate;
+mod regen;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -9,6 +16,8 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command>
   headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
                          target/cuda-headers/ and print the include directory
+  regen                  regenerate the committed fallback bindings (src/generated/) from the
+                         pinned release's headers
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust";
 
@@ -16,7 +25,10 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["headers", release] => headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display())),
+        ["headers", release] => {
+            headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
+        }
+        ["regen"] => regen::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         _ => Err(USAGE.to_string()),
     };
@@ -30,7 +42,10 @@ fn main() -> ExitCode {
 }
 
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Runs a command, failing with its description if it fails.
