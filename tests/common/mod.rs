@@ -6,7 +6,7 @@
 //! A test binary can re-run itself as a child process (`spawn_child`) for the
 //! multi-process tests, and pass file descriptors over a Unix socket.
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
-#![allow(dead_code, clippy::macro_metavars_in_unsafe)]
+#![allow(dead_code)]
 
 pub mod fd_passing;
 
