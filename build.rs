@@ -69,6 +69,15 @@ fn run() -> Result<(), String> {
             for h in &out.headers_read {
                 println!("cargo:rerun-if-changed={}", h.display());
             }
+            write_abi_check_inputs(&out_dir, &out.rust, &out.c_tags)?;
+            if let Some(c) = &out.static_wrappers_c {
+                compile_static_wrappers(&out_dir, c, &cuda.include_dirs, &crate_dir, ptds)?;
+            }
+            let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
+            println!(
+                "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
+                dirs.to_string_lossy()
+            );
             (out.rust, out.cuda_version, Some(cuda))
         }
         locate::Search::NotFound { searched } => {
@@ -92,6 +101,15 @@ fn run() -> Result<(), String> {
         }
     };
     write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
+    std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
+    write_if_changed(
+        &out_dir.join("abi/functions.rs"),
+        &codegen::abi_checks::function_table(&rust)?,
+    )?;
+    println!(
+        "cargo:rustc-env=CUDA_MEM_SYS_TARGET={}",
+        env::var("TARGET").unwrap()
+    );
 
     for r in RELEASES.iter().filter(|&&r| r <= cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
@@ -139,6 +157,51 @@ fn require_libclang() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Out-of-line copies of the `static inline` functions the bindings declare,
+/// compiled by the C compiler against the same headers.
+fn compile_static_wrappers(
+    out_dir: &Path,
+    c: &str,
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    ptds: bool,
+) -> Result<(), String> {
+    let file = out_dir.join("static_wrappers.c");
+    write_if_changed(&file, c)?;
+    let mut b = cc::Build::new();
+    b.file(&file)
+        .includes(include_dirs)
+        .include(crate_dir)
+        .warnings(false);
+    if ptds {
+        b.define(codegen::PTDS_DEFINE, None);
+    }
+    b.try_compile("cuda_mem_sys_static_wrappers")
+        .map_err(|e| format!("compiling the static inline wrappers: {e}"))
+}
+
+/// The C signature checks the ABI tests compile (also for a deliberately
+/// wrong declaration, which must fail).
+fn write_abi_check_inputs(
+    out_dir: &Path,
+    rust: &str,
+    tags: &std::collections::BTreeSet<String>,
+) -> Result<(), String> {
+    let dir = out_dir.join("abi");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(rust, tags)?;
+    write_if_changed(&dir.join("signatures.c"), &c)?;
+    write_if_changed(
+        &dir.join("signatures.txt"),
+        &format!("checked {checked}\n{}", skipped.join("\n")),
+    )?;
+    // cuMemAdvise as CUDA 12 declared it: a CUdevice where 13.0 takes a CUmemLocation.
+    let wrong = "extern \"C\" { pub fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, \
+                 advice: CUmem_advise, device: CUdevice) -> CUresult; }";
+    let (c, _, _) = codegen::abi_checks::signature_asserts(wrong, tags)?;
+    write_if_changed(&dir.join("signatures_wrong.c"), &c)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {

@@ -66,7 +66,7 @@ fn function_aliases(cx: &Context, file: &syn::File) -> Result<BTreeMap<String, S
     let names: Vec<&str> = cx
         .macros
         .iter()
-        .filter(|m| !m.function_like && m.name.starts_with("cu") && !declared.contains(&m.name))
+        .filter(|m| !m.function_like && m.name.starts_with("cu"))
         .map(|m| m.name.as_str())
         .collect();
     let expansions = cx.pp.expand(cx.wrapper, &names)?;
@@ -76,10 +76,28 @@ fn function_aliases(cx: &Context, file: &syn::File) -> Result<BTreeMap<String, S
         .collect())
 }
 
+/// Adds the documented names. A declared function whose name the headers
+/// also rename (with the per-thread default stream, `cuGetProcAddress_v2`
+/// becomes the inline `cuGetProcAddress_v2_ptsz`) is replaced: the name means
+/// what C means. Functions the headers define `static inline` link their
+/// out-of-line copy (`__extern`), which needs the headers: not in the fallback.
 fn add_aliases(file: &mut syn::File, aliases: &BTreeMap<String, String>) {
     let by_name: BTreeMap<String, syn::ForeignItemFn> = foreign_fns(file)
         .map(|f| (f.sig.ident.to_string(), f.clone()))
         .collect();
+    for item in &mut file.items {
+        if let syn::Item::ForeignMod(m) = item {
+            m.items.retain(|i| !matches!(i, syn::ForeignItem::Fn(f) if aliases.contains_key(&f.sig.ident.to_string())));
+            for i in &mut m.items {
+                if let syn::ForeignItem::Fn(f) = i {
+                    if link_name(&f.attrs).is_some_and(|l| l.ends_with("__extern")) {
+                        f.attrs
+                            .push(syn::parse_quote!(#[cfg(not(cuda_mem_sys_fallback))]));
+                    }
+                }
+            }
+        }
+    }
     let mut block: syn::ItemForeignMod = syn::parse_quote!(
         extern "C" {}
     );
@@ -91,7 +109,9 @@ fn add_aliases(file: &mut syn::File, aliases: &BTreeMap<String, String>) {
              with these headers.\n\n"
         );
         f.attrs.insert(0, syn::parse_quote!(#[doc = #note]));
-        f.attrs.push(syn::parse_quote!(#[link_name = #symbol]));
+        let linked = link_name(&f.attrs).unwrap_or_else(|| symbol.clone());
+        f.attrs.retain(|a| !a.path().is_ident("link_name"));
+        f.attrs.push(syn::parse_quote!(#[link_name = #linked]));
         block.items.push(syn::ForeignItem::Fn(f));
     }
     file.items.push(syn::Item::ForeignMod(block));

@@ -57,7 +57,7 @@ impl Preprocessor<'_> {
 
     /// Every `#define` of `wrapper.h` (after conditionals are resolved), with
     /// the header it stands in, plus every header file that was read.
-    pub fn macros(&self, wrapper: &str) -> Result<(Vec<MacroDef>, Vec<PathBuf>), String> {
+    pub fn macros(&self, wrapper: &str) -> Result<(Vec<MacroDef>, Vec<PathBuf>, String), String> {
         let out = self.run("cuda_mem_sys_macros.c", wrapper, &["-dD"])?;
         let mut file = PathBuf::new();
         let mut files = vec![];
@@ -83,7 +83,7 @@ impl Preprocessor<'_> {
                 });
             }
         }
-        Ok((defs, files))
+        Ok((defs, files, out))
     }
 
     /// What each name expands to after `wrapper.h`: the left side is a string

@@ -3668,10 +3668,10 @@ pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: CUdriverProcAddress_fla
     2,
 );
 #[repr(transparent)]
-/// Flags to specify search options. For more details see `cuGetProcAddress`
+/// Flags to specify search options. For more details see [`cuGetProcAddress`](crate::cuGetProcAddress)
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdriverProcAddress_flags_enum(pub ::core::ffi::c_uint);
-/// Flags to specify search options. For more details see `cuGetProcAddress`
+/// Flags to specify search options. For more details see [`cuGetProcAddress`](crate::cuGetProcAddress)
 pub use self::CUdriverProcAddress_flags_enum as CUdriverProcAddress_flags;
 /// &lt; Symbol was succesfully found
 pub const CU_GET_PROC_ADDRESS_SUCCESS: CUdriverProcAddressQueryResult_enum = CUdriverProcAddressQueryResult_enum(
@@ -3686,10 +3686,10 @@ pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: CUdriverProcAddressQueryRe
     2,
 );
 #[repr(transparent)]
-/// Flags to indicate search status. For more details see `cuGetProcAddress`
+/// Flags to indicate search status. For more details see [`cuGetProcAddress`](crate::cuGetProcAddress)
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdriverProcAddressQueryResult_enum(pub ::core::ffi::c_uint);
-/// Flags to indicate search status. For more details see `cuGetProcAddress`
+/// Flags to indicate search status. For more details see [`cuGetProcAddress`](crate::cuGetProcAddress)
 pub use self::CUdriverProcAddressQueryResult_enum as CUdriverProcAddressQueryResult;
 /// &lt; Create a context with limited SMs.
 pub const CU_EXEC_AFFINITY_TYPE_SM_COUNT: CUexecAffinityType_enum = CUexecAffinityType_enum(
@@ -11498,7 +11498,7 @@ pub const cudaEnablePerThreadDefaultStream: cudaGetDriverEntryPointFlags = cudaG
 );
 #[repr(transparent)]
 /** Flags to specify search options to be used with [`cudaGetDriverEntryPoint`](crate::cudaGetDriverEntryPoint)
- For more details see `cuGetProcAddress`*/
+ For more details see [`cuGetProcAddress`](crate::cuGetProcAddress)*/
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGetDriverEntryPointFlags(pub ::core::ffi::c_uint);
 /// &lt; Search for symbol found a match
@@ -31635,74 +31635,6 @@ extern "C" {
         resources: *mut CUgraphicsResource,
         hStream: CUstream,
     ) -> CUresult;
-    /** Returns the requested driver API function pointer
-
- Returns in `**pfn` the address of the CUDA driver function for the requested
- CUDA version and flags.
-
- The CUDA version is specified as (1000 \* major + 10 \* minor), so CUDA 11.2
- should be specified as 11020. For a requested driver symbol, if the specified
- CUDA version is greater than or equal to the CUDA version in which the driver symbol
- was introduced, this API will return the function pointer to the corresponding
- versioned function. If the specified CUDA version is greater than the driver
- version, the API will return [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE).
-
- The pointer returned by the API should be cast to a function pointer matching the
- requested driver function's definition in the API header file. The function pointer
- typedef can be picked up from the corresponding typedefs header file. For example,
- cudaTypedefs.h consists of function pointer typedefs for driver APIs defined in cuda.h.
-
- The API will return [`CUDA_SUCCESS`](crate::CUDA_SUCCESS) and set the returned `pfn` to NULL if the
- requested driver function is not supported on the platform, no ABI
- compatible driver function exists for the specified `cudaVersion` or if the
- driver symbol is invalid.
-
- It will also set the optional `symbolStatus` to one of the values in
- [`CUdriverProcAddressQueryResult`](crate::CUdriverProcAddressQueryResult) with the following meanings:
- - [`CU_GET_PROC_ADDRESS_SUCCESS`](crate::CU_GET_PROC_ADDRESS_SUCCESS) - The requested symbol was succesfully found based
- on input arguments and `pfn` is valid
- - [`CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`](crate::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) - The requested symbol was not found
- - [`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`](crate::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) - The requested symbol was found but is
- not supported by cudaVersion specified
-
- The requested flags can be:
- - [`CU_GET_PROC_ADDRESS_DEFAULT`](crate::CU_GET_PROC_ADDRESS_DEFAULT): This is the default mode. This is equivalent to
- [`CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`](crate::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) if the code is compiled with
- --default-stream per-thread compilation flag or the macro CUDA\_API\_PER\_THREAD\_DEFAULT\_STREAM
- is defined; [`CU_GET_PROC_ADDRESS_LEGACY_STREAM`](crate::CU_GET_PROC_ADDRESS_LEGACY_STREAM) otherwise.
- - [`CU_GET_PROC_ADDRESS_LEGACY_STREAM`](crate::CU_GET_PROC_ADDRESS_LEGACY_STREAM): This will enable the search for all driver symbols
- that match the requested driver symbol name except the corresponding per-thread versions.
- - [`CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`](crate::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM): This will enable the search for all
- driver symbols that match the requested driver symbol name including the per-thread
- versions. If a per-thread version is not found, the API will return the legacy version
- of the driver function.
-
- * `symbol` - The base name of the driver API function to look for. As an example,
- for the driver API [`cuMemAlloc_v2`](crate::cuMemAlloc_v2), `symbol` would be cuMemAlloc and
- `cudaVersion` would be the ABI compatible CUDA version for the \_v2 variant.
- * `pfn` - Location to return the function pointer to the requested driver function
- * `cudaVersion` - The CUDA version to look for the requested driver symbol
- * `flags` - Flags to specify search options.
- * `symbolStatus` - Optional location to store the status of the search for
- `symbol` based on `cudaVersion.` See [`CUdriverProcAddressQueryResult`](crate::CUdriverProcAddressQueryResult)
- for possible values.
-
- # Returns
-
- [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
- [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
- [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)
-
- # See also
-
- [`cudaGetDriverEntryPointByVersion`](crate::cudaGetDriverEntryPointByVersion)*/
-    pub fn cuGetProcAddress_v2(
-        symbol: *const ::core::ffi::c_char,
-        pfn: *mut *mut ::core::ffi::c_void,
-        cudaVersion: ::core::ffi::c_int,
-        flags: cuuint64_t,
-        symbolStatus: *mut CUdriverProcAddressQueryResult,
-    ) -> CUresult;
     /** Allows caller to fetch a coredump attribute value for the current context
 
  Returns in `*value` the requested value specified by `attrib.` It is up to the caller
@@ -32599,6 +32531,15 @@ extern "C" {
         buffer: *mut ::core::ffi::c_char,
         size: *mut usize,
         flags: ::core::ffi::c_uint,
+    ) -> CUresult;
+    #[link_name = "cuGetProcAddress_v2_ptsz__extern"]
+    #[cfg(not(cuda_mem_sys_fallback))]
+    pub fn cuGetProcAddress_v2_ptsz(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        driverVersion: ::core::ffi::c_int,
+        flags: cuuint64_t,
+        symbolStatus: *mut CUdriverProcAddressQueryResult,
     ) -> CUresult;
     /** Returns the restore thread ID for a CUDA process
 
@@ -45498,6 +45439,28 @@ extern "C" {
         hEvent: CUevent,
         hStream: CUstream,
         flags: ::core::ffi::c_uint,
+    ) -> CUresult;
+    /** `cuGetProcAddress` as NVIDIA documents it: links `cuGetProcAddress_v2_ptsz`, the symbol C resolves `cuGetProcAddress` to with these headers.
+
+*/
+    #[link_name = "cuGetProcAddress_v2_ptsz__extern"]
+    pub fn cuGetProcAddress(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        driverVersion: ::core::ffi::c_int,
+        flags: cuuint64_t,
+        symbolStatus: *mut CUdriverProcAddressQueryResult,
+    ) -> CUresult;
+    /** `cuGetProcAddress_v2` as NVIDIA documents it: links `cuGetProcAddress_v2_ptsz`, the symbol C resolves `cuGetProcAddress_v2` to with these headers.
+
+*/
+    #[link_name = "cuGetProcAddress_v2_ptsz__extern"]
+    pub fn cuGetProcAddress_v2(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        driverVersion: ::core::ffi::c_int,
+        flags: cuuint64_t,
+        symbolStatus: *mut CUdriverProcAddressQueryResult,
     ) -> CUresult;
     /** `cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers.
 

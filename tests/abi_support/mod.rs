@@ -1,0 +1,60 @@
+//! What the ABI tests share: the headers and C compiler the crate was built
+//! with, and a libtest-mimic `main` that reports a test ignored (with the
+//! reason) where the build had no headers (the committed fallback).
+#![allow(dead_code)]
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::path::PathBuf;
+
+pub type Check = (&'static str, fn() -> Result<Completion, Failed>);
+
+pub fn main(checks: Vec<Check>) {
+    let args = Arguments::from_args();
+    let trials = checks
+        .into_iter()
+        .map(|(name, f)| Trial::ignorable_test(name, f))
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The header directories the crate was generated from (`CUDA_MEM_SYS_TEST_INCLUDE_DIRS`
+/// overrides them where the tests run on another machine), or why there are none.
+pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
+    if let Ok(dirs) = std::env::var("CUDA_MEM_SYS_TEST_INCLUDE_DIRS") {
+        return Ok(std::env::split_paths(&dirs).collect());
+    }
+    match option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") {
+        Some(dirs) => Ok(std::env::split_paths(dirs).collect()),
+        None => Err(
+            "built without CUDA headers (the committed fallback bindings): set \
+                     CUDA_MEM_SYS_INCLUDE_DIR, e.g. to the output of `cargo xtask headers 13.0`"
+                .into(),
+        ),
+    }
+}
+
+/// The C compiler for the crate's target, configured with its headers and
+/// the `per-thread-default-stream` feature's define.
+pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
+    let target = env!("CUDA_MEM_SYS_TARGET");
+    let mut b = cc::Build::new();
+    b.target(target)
+        .host(target)
+        .opt_level(0)
+        .cargo_metadata(false)
+        .warnings(false)
+        .includes(include_dirs);
+    if cfg!(feature = "per-thread-default-stream") {
+        b.define("CUDA_API_PER_THREAD_DEFAULT_STREAM", None);
+    }
+    b
+}
+
+/// A fresh scratch folder for generated C files (tests run in parallel).
+pub fn scratch(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
