@@ -9,11 +9,21 @@ use std::process::Command;
 /// The release the GPU machine's driver and toolkit implement.
 const GPU_RELEASE: &str = "13.0";
 
-/// Builds of the test suite that go to the GPU: (name suffix, cargo features).
-const VARIANTS: [(&str, &str); 3] = [
-    ("", ""),
-    ("-ptds", "per-thread-default-stream"),
-    ("-dynamic-cudart", "dynamic-cudart"),
+/// Builds of the test suite that go to the GPU: (name suffix, cargo features,
+/// test targets; empty for all). The feature builds only carry the tests
+/// whose outcome the feature changes, to keep the bundle small.
+const VARIANTS: [(&str, &str, &[&str]); 3] = [
+    ("", "", &[]),
+    (
+        "-ptds",
+        "per-thread-default-stream",
+        &["abi_symbols", "device_smoke"],
+    ),
+    (
+        "-dynamic-cudart",
+        "dynamic-cudart",
+        &["abi_symbols", "device_smoke"],
+    ),
 ];
 
 pub fn run(workspace: &Path) -> Result<(), String> {
@@ -21,7 +31,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     let bundle = workspace.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(bundle.join("bin")).map_err(|e| e.to_string())?;
-    for (suffix, features) in VARIANTS {
+    for (suffix, features, tests) in VARIANTS {
         let target_dir = workspace
             .join("target/gpu-bundle")
             .join(format!("build{suffix}"));
@@ -30,6 +40,11 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .args([
                 "test",
                 "--no-run",
+            .args(if tests.is_empty() {
+                vec!["--tests".to_string()]
+            } else {
+                tests.iter().map(|t| format!("--test={t}")).collect()
+            })
                 "--tests",
                 "--message-format=json-render-diagnostics",
             ])
@@ -56,6 +71,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             std::fs::copy(&exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
         }
     }
+    // The symbol test preprocesses the same headers on the GPU machine.
+    run_cmd(
+        Command::new("cp")
+            .arg("-r")
+            .arg(&include)
+            .arg(bundle.join("include")),
+    )?;
     std::fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     std::fs::write(
         bundle.join("headers.txt"),
@@ -92,6 +114,7 @@ mkdir -p "$out"
 if [ -d "$here/../.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 fi
+export CUDA_MEM_SYS_TEST_INCLUDE_DIRS="$here/include"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
