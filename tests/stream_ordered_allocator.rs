@@ -95,6 +95,26 @@ impl std::fmt::Display for Figures {
     }
 }
 
+/// Collects failures so that one run reports every mismatch, not the first.
+#[derive(Default)]
+struct Collect(Vec<String>);
+
+impl Collect {
+    fn add(&mut self, r: TestResult) {
+        if let Err(e) = r {
+            self.0
+                .push(e.message().unwrap_or("(no message)").to_string());
+        }
+    }
+    fn finish(self) -> TestResult {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0.join("\n").into())
+        }
+    }
+}
+
 /// A stream gate: `gate_wait` launched as a host function holds its stream
 /// until `open_gate` (or, so that nothing can hang, for at most `GATE_LIMIT`).
 static GATE: AtomicBool = AtomicBool::new(true);
@@ -610,7 +630,7 @@ fn rt_default_pool_round_trip() -> TestResult {
 
 /// Pools created for each location the reference allows: device, host, host
 /// NUMA, managed (preferred location device 0, and none); documented
-/// creation errors; destroying a pool with an outstanding allocation.
+/// creation errors.
 fn rt_created_pools_each_location() -> TestResult {
     let _gpu = rt_init()?;
     let s = RtStream::new()?;
@@ -806,40 +826,8 @@ fn rt_created_pools_each_location() -> TestResult {
         pool.destroy()?;
     }
 
-    // Destroying a pool with an outstanding allocation returns at once; the
-    // allocation stays usable until freed.
-    {
-        let pool = RtPool::create(&rt_device_props(0))?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        let data = pattern(N, 6);
-        rt!(cudaMemcpyAsync(
-            p,
-            data.as_ptr().cast(),
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        s.sync()?;
-        pool.destroy()?;
-        let mut back = vec![0u8; N];
-        rt!(cudaMemcpyAsync(
-            back.as_mut_ptr().cast(),
-            p,
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        ensure!(
-            back == data,
-            "allocation of a destroyed pool: {}",
-            first_difference(&back, &data)
-        );
-    }
-
     // Documented creation errors.
+    eprintln!("rt_created_pools_each_location: creation errors");
     let mut pool: cudaMemPool_t = null_mut();
     rt_err!(
         cudaErrorInvalidValue,
@@ -869,6 +857,94 @@ fn rt_created_pools_each_location() -> TestResult {
     rt_alive(&s)?;
     drop(kernel);
     Ok(())
+}
+
+/// cudaMemPoolDestroy / cuMemPoolDestroy with an allocation outstanding
+/// "return immediately"; the resources are released once nothing is
+/// outstanding, so the allocation keeps its bytes until freed. Run in child
+/// processes (steps printed to stderr) so that a crash there is reported as
+/// this test's failure instead of ending the whole test binary.
+fn pool_destroy_with_outstanding_allocation() -> TestResult {
+    let mut c = Collect::default();
+    for role in ["rt_destroy_outstanding", "drv_destroy_outstanding"] {
+        let child = common::spawn_child(role, &[]);
+        c.add(common::wait_child(child, role));
+    }
+    c.finish()
+}
+
+fn rt_destroy_outstanding() -> TestResult {
+    let step = |m: &str| eprintln!("rt_destroy_outstanding: {m}");
+    cu!(cuInit(0))?;
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    const N: usize = 2 * MIB;
+    let pool = RtPool::create(&rt_device_props(0))?;
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+    let data = pattern(N, 6);
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        N,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        N,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    step("freeing the allocation");
+    rt!(cudaFreeAsync(p, s.0))?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    ensure!(
+        back == data,
+        "allocation of a destroyed pool: {}",
+        first_difference(&back, &data)
+    );
+    rt_alive(&s)
+}
+
+fn drv_destroy_outstanding() -> TestResult {
+    let step = |m: &str| eprintln!("drv_destroy_outstanding: {m}");
+    cu!(cuInit(0))?;
+    let _gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    const N: usize = 2 * MIB;
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+    let data = pattern(N, 7);
+    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s.0))?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), p, N, s.0))?;
+    s.sync()?;
+    step("freeing the allocation");
+    cu!(cuMemFreeAsync(p, s.0))?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    ensure!(
+        back == data,
+        "allocation of a destroyed pool: {}",
+        first_difference(&back, &data)
+    );
+    cu_alive(&s)
 }
 
 /// Allocates `n` bytes from `pool` on A and frees them on B behind the gate
@@ -1760,8 +1836,10 @@ fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) 
 fn rt_ipc_importer() -> TestResult {
     let mut sock = child_socket(SOCK_VAR)?;
     sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
     let _gpu = rt_init()?;
     let s = RtStream::new()?;
+    let mut c = Collect::default();
     let fd_type = cudaMemHandleTypePosixFileDescriptor;
     let fd = recv_fd(&sock)?;
     let mut pool: cudaMemPool_t = null_mut();
@@ -1774,11 +1852,11 @@ fn rt_ipc_importer() -> TestResult {
     unsafe { libc::close(fd) };
     // The closed descriptor cannot be imported again.
     let mut again: cudaMemPool_t = null_mut();
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
 
     let dev = rt_loc(cudaMemLocationTypeDevice, 0);
     let access = rt_get_access(pool, dev)?;
@@ -1802,28 +1880,33 @@ fn rt_ipc_importer() -> TestResult {
     if r == cudaSuccess {
         rt!(cudaFreeAsync(np, s.0))?;
     }
-    common::expect_rt_error(
+    c.add(common::expect_rt_error(
         r,
         cudaErrorInvalidValue,
         "cudaMallocFromPoolAsync(imported pool)",
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
 
     let mut export = cudaMemPoolPtrExportData::default();
     sock.read_exact(&mut export.reserved)?;
     // Export data of nothing is refused.
     let mut bogus = cudaMemPoolPtrExportData::default();
     let mut bp: *mut c_void = null_mut();
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolImportPointer(&mut bp, pool, &mut bogus)
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
 
     let mut p: *mut c_void = null_mut();
     rt!(cudaMemPoolImportPointer(&mut p, pool, &mut export))?;
-    let from = pool_of(p as u64)?;
-    println!("importer: pointer {p:?} from pool {from:?} (imported pool {pool:?})");
+    match pool_of(p as u64) {
+        Ok(from) => println!("importer: pointer {p:?} from pool {from:?} (imported pool {pool:?})"),
+        Err(e) => println!(
+            "importer: pool of the imported pointer: {}",
+            e.message().unwrap_or("?")
+        ),
+    }
     let mut back = vec![0u8; IPC_BYTES];
     rt!(cudaMemcpyAsync(
         back.as_mut_ptr().cast(),
@@ -1851,105 +1934,128 @@ fn rt_ipc_importer() -> TestResult {
     rt!(cudaFree(p))?;
     rt!(cudaMemPoolDestroy(pool))?;
     sock.write_all(b"K")?;
-    Ok(())
+    c.finish()
 }
 
 /// Bad input: each documented error, then proof the process still works.
 fn rt_bad_input() -> TestResult {
     let _gpu = rt_init()?;
+    let mut c = Collect::default();
     let s = RtStream::new()?;
     let pool = RtPool::create(&rt_device_props(64 * MIB))?;
     let mut dflt: cudaMemPool_t = null_mut();
     rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
     let mut p: *mut c_void = null_mut();
 
-    // Null result pointer; zero size.
-    rt_err!(
+    // Null result pointer.
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMallocAsync(null_mut(), 4096, s.0)
-    )?;
-    rt_alive(&s)?;
-    let r = unsafe { cudaMallocAsync(&mut p, 0, s.0) };
-    if r == cudaSuccess && !p.is_null() {
-        rt!(cudaFreeAsync(p, s.0))?;
+    ));
+    c.add(rt_alive(&s));
+    // Zero size: the reference does not say what happens, so only the
+    // documented return set is asserted (and a returned pointer is freed).
+    for from_pool in [false, true] {
+        let mut z: *mut c_void = 0x1234 as *mut c_void;
+        let r = unsafe {
+            if from_pool {
+                cudaMallocFromPoolAsync(&mut z, 0, pool.0, s.0)
+            } else {
+                cudaMallocAsync(&mut z, 0, s.0)
+            }
+        };
+        println!(
+            "{}(size 0) returned {}, pointer {z:?}",
+            if from_pool {
+                "cudaMallocFromPoolAsync"
+            } else {
+                "cudaMallocAsync"
+            },
+            common::rt_error_name(r)
+        );
+        if r == cudaSuccess && !z.is_null() {
+            c.add(rt!(cudaFreeAsync(z, s.0)));
+        }
+        if r != cudaSuccess && r != cudaErrorInvalidValue {
+            c.add(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
+        }
+        c.add(rt_alive(&s));
     }
-    common::expect_rt_error(r, cudaErrorInvalidValue, "cudaMallocAsync(size 0)")?;
-    rt_alive(&s)?;
-    let r = unsafe { cudaMallocFromPoolAsync(&mut p, 0, pool.0, s.0) };
-    if r == cudaSuccess && !p.is_null() {
-        rt!(cudaFreeAsync(p, s.0))?;
-    }
-    common::expect_rt_error(r, cudaErrorInvalidValue, "cudaMallocFromPoolAsync(size 0)")?;
-    rt_alive(&s)?;
 
     // Over the pool's maxSize: out of memory (the reference's
     // "cudaErrorOutOfMemory" is cudaErrorMemoryAllocation in the headers).
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorMemoryAllocation,
         cudaMallocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
 
     // Invalid (null) pool.
     let mut v: u64 = 0;
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMallocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolGetAttribute(
             null_mut(),
             cudaMemPoolAttrReleaseThreshold,
             (&mut v as *mut u64).cast()
         )
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolSetAttribute(
             null_mut(),
             cudaMemPoolAttrReleaseThreshold,
             (&mut v as *mut u64).cast()
         )
-    )?;
-    rt_alive(&s)?;
-    rt_err!(cudaErrorInvalidValue, cudaMemPoolTrimTo(null_mut(), 0))?;
-    rt_alive(&s)?;
-    rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(null_mut()))?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolTrimTo(null_mut(), 0)
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolDestroy(null_mut())
+    ));
+    c.add(rt_alive(&s));
     let mut none_pool: cudaMemPool_t = null_mut();
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolCreate(&mut none_pool, core::ptr::null())
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
 
     // Unknown attributes.
     for attr in [cudaMemPoolAttr(0), cudaMemPoolAttr(0x7fff)] {
-        rt_err!(
+        c.add(rt_err!(
             cudaErrorInvalidValue,
             cudaMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        )?;
-        rt_alive(&s)?;
-        rt_err!(
+        ));
+        c.add(rt_alive(&s));
+        c.add(rt_err!(
             cudaErrorInvalidValue,
             cudaMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        )?;
-        rt_alive(&s)?;
+        ));
+        c.add(rt_alive(&s));
     }
 
     // The default pool cannot be destroyed: it still allocates afterwards.
-    rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt))?;
-    rt_alive(&s)?;
+    c.add(rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt)));
+    c.add(rt_alive(&s));
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, dflt, s.0))?;
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
 
     // Export of a pool created without handle types; export flags must be 0.
     let mut fd: i32 = -1;
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -1957,15 +2063,15 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             0
         )
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
     let ipc = RtPool::create(&rt_props(
         cudaMemAllocationTypePinned,
         rt_loc(cudaMemLocationTypeDevice, 0),
         cudaMemHandleTypePosixFileDescriptor,
         0,
     ))?;
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -1973,8 +2079,8 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             1
         )
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
     // Export of a pointer from a pool that cannot be shared.
     let mut data = cudaMemPoolPtrExportData::default();
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
@@ -1982,15 +2088,15 @@ fn rt_bad_input() -> TestResult {
     let r = unsafe { cudaMemPoolExportPointer(&mut data, p) };
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
-    common::expect_rt_error(
+    c.add(common::expect_rt_error(
         r,
         cudaErrorInvalidValue,
         "cudaMemPoolExportPointer(non-IPC pool)",
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
     // Import of a descriptor that is not open.
     let mut imported: cudaMemPool_t = null_mut();
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolImportFromShareableHandle(
             &mut imported,
@@ -1998,15 +2104,15 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             0
         )
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
     // Free of memory the allocator does not know (a host stack address).
     let mut local = [0u8; 64];
-    rt_err!(
+    c.add(rt_err!(
         cudaErrorInvalidValue,
         cudaFreeAsync(local.as_mut_ptr().cast(), s.0)
-    )?;
-    rt_alive(&s)?;
+    ));
+    c.add(rt_alive(&s));
     // Access for a device that does not exist.
     let r = unsafe {
         cudaMemPoolSetAccess(
@@ -2018,13 +2124,18 @@ fn rt_bad_input() -> TestResult {
             1,
         )
     };
-    common::expect_rt_error(r, cudaErrorInvalidValue, "cudaMemPoolSetAccess(device 999)")?;
-    rt_alive(&s)?;
+    c.add(common::expect_rt_error(
+        r,
+        cudaErrorInvalidValue,
+        "cudaMemPoolSetAccess(device 999)",
+    ));
+    c.add(rt_alive(&s));
     // After all that, the pools still report sane figures.
     let f = rt_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
     ipc.destroy()?;
-    pool.destroy()
+    pool.destroy()?;
+    c.finish()
 }
 
 /// 10,000 stream-ordered alloc/free cycles leave the used figure where it was.
@@ -2867,8 +2978,10 @@ fn drv_ipc_two_processes() -> TestResult {
 fn drv_ipc_importer() -> TestResult {
     let mut sock = child_socket(SOCK_VAR)?;
     sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
     let _gpu = Gpu::new(0)?;
     let s = CuStream::new()?;
+    let mut c = Collect::default();
     let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     let fd = recv_fd(&sock)?;
     let mut pool: CUmemoryPool = null_mut();
@@ -2880,11 +2993,11 @@ fn drv_ipc_importer() -> TestResult {
     ))?;
     unsafe { libc::close(fd) };
     let mut again: CUmemoryPool = null_mut();
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     if cu_get_access(pool, dev)? != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
         cu_set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
@@ -2919,12 +3032,13 @@ fn drv_ipc_importer() -> TestResult {
     s.sync()?;
     cu!(cuMemPoolDestroy(pool))?;
     sock.write_all(b"K")?;
-    Ok(())
+    c.finish()
 }
 
 /// Driver bad input: documented errors, then proof the process still works.
 fn drv_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
+    let mut c = Collect::default();
     let s = CuStream::new()?;
     let pool = CuPool::create(&cu_device_props(64 * MIB))?;
     let mut dflt: CUmemoryPool = null_mut();
@@ -2932,56 +3046,70 @@ fn drv_bad_input() -> TestResult {
     let mut p: CUdeviceptr = 0;
     let mut v: u64 = 0;
 
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocAsync(null_mut(), 4096, s.0)
-    )?;
-    cu_alive(&s)?;
-    let r = unsafe { cuMemAllocAsync(&mut p, 0, s.0) };
-    if r == CUDA_SUCCESS && p != 0 {
-        cu!(cuMemFreeAsync(p, s.0))?;
+    ));
+    c.add(cu_alive(&s));
+    // Zero size: not documented; only the documented return set is asserted.
+    let mut z: CUdeviceptr = 0x1234;
+    let r = unsafe { cuMemAllocAsync(&mut z, 0, s.0) };
+    println!(
+        "cuMemAllocAsync(size 0) returned {}, pointer {z:#x}",
+        common::error_name(r)
+    );
+    if r == CUDA_SUCCESS && z != 0 {
+        c.add(cu!(cuMemFreeAsync(z, s.0)));
     }
-    common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "cuMemAllocAsync(size 0)")?;
-    cu_alive(&s)?;
-    cu_err!(
+    if r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE {
+        c.add(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
+    }
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
         CUDA_ERROR_OUT_OF_MEMORY,
         cuMemAllocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
-    )?;
-    cu_alive(&s)?;
-    cu_err!(
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
-    )?;
-    cu_alive(&s)?;
-    cu_err!(
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolGetAttribute(
             null_mut(),
             CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             (&mut v as *mut u64).cast()
         )
-    )?;
-    cu_alive(&s)?;
-    cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolTrimTo(null_mut(), 0))?;
-    cu_alive(&s)?;
-    cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(null_mut()))?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolTrimTo(null_mut(), 0)
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolDestroy(null_mut())
+    ));
+    c.add(cu_alive(&s));
     for attr in [CUmemPool_attribute(0), CUmemPool_attribute(0x7fff)] {
-        cu_err!(
+        c.add(cu_err!(
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        )?;
-        cu_alive(&s)?;
-        cu_err!(
+        ));
+        c.add(cu_alive(&s));
+        c.add(cu_err!(
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        )?;
-        cu_alive(&s)?;
+        ));
+        c.add(cu_alive(&s));
     }
-    cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt))?;
-    cu_alive(&s)?;
+    c.add(cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt)));
+    c.add(cu_alive(&s));
     let mut fd: i32 = -1;
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -2989,10 +3117,10 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0
         )
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     let mut imported: CUmemoryPool = null_mut();
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolImportFromShareableHandle(
             &mut imported,
@@ -3000,8 +3128,8 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0
         )
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     let mut bogus = CUmemPoolPtrExportData::default();
     let ipc = CuPool::create(&cu_props(
         CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -3009,7 +3137,7 @@ fn drv_bad_input() -> TestResult {
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
         0,
     ))?;
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -3017,29 +3145,30 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             1
         )
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     cu!(cuMemAllocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
     s.sync()?;
     let r = unsafe { cuMemPoolExportPointer(&mut bogus, p) };
     cu!(cuMemFreeAsync(p, s.0))?;
     s.sync()?;
-    common::expect_error(
+    c.add(common::expect_error(
         r,
         CUDA_ERROR_INVALID_VALUE,
         "cuMemPoolExportPointer(non-IPC pool)",
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     let mut local = [0u8; 64];
-    cu_err!(
+    c.add(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemFreeAsync(local.as_mut_ptr() as usize as CUdeviceptr, s.0)
-    )?;
-    cu_alive(&s)?;
+    ));
+    c.add(cu_alive(&s));
     let f = cu_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
     ipc.destroy()?;
-    pool.destroy()
+    pool.destroy()?;
+    c.finish()
 }
 
 /// 10,000 cuMemAllocAsync/cuMemFreeAsync cycles leave the used figure at zero.
@@ -3082,6 +3211,10 @@ fn main() {
                 rt_created_pools_each_location,
             ),
             test(
+                "pool_destroy_with_outstanding_allocation",
+                pool_destroy_with_outstanding_allocation,
+            ),
+            test(
                 "rt_two_streams_event_ordered_reuse",
                 rt_two_streams_event_ordered_reuse,
             ),
@@ -3117,6 +3250,8 @@ fn main() {
         &[
             ("rt_ipc_importer", rt_ipc_importer),
             ("drv_ipc_importer", drv_ipc_importer),
+            ("rt_destroy_outstanding", rt_destroy_outstanding),
+            ("drv_destroy_outstanding", drv_destroy_outstanding),
         ],
     );
 }
