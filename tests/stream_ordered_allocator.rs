@@ -873,17 +873,6 @@ fn pool_destroy_with_outstanding_allocation() -> TestResult {
     c.finish()
 }
 
-/// Not a test: a child role reproducing, in one process, the sequence that
-/// ended with SIGSEGV on the first H200 run (created device, host, host-NUMA
-/// and managed pools, then a pool destroyed with an allocation outstanding).
-/// Run it with `CUDA_MEM_SYS_CHILD_ROLE=repro_destroy_after_pools <binary>`.
-fn repro_destroy_after_pools() -> TestResult {
-    cu!(cuInit(0))?;
-    eprintln!("repro: created pools of each location");
-    rt_created_pools_each_location()?;
-    rt_destroy_outstanding()
-}
-
 fn rt_destroy_outstanding() -> TestResult {
     let step = |m: &str| eprintln!("rt_destroy_outstanding: {m}");
     cu!(cuInit(0))?;
@@ -3271,7 +3260,6 @@ fn main() {
             ("drv_ipc_importer", drv_ipc_importer),
             ("rt_destroy_outstanding", rt_destroy_outstanding),
             ("drv_destroy_outstanding", drv_destroy_outstanding),
-            ("repro_destroy_after_pools", repro_destroy_after_pools),
         ],
     );
 }
