@@ -40,14 +40,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .args([
                 "test",
                 "--no-run",
+                "--message-format=json-render-diagnostics",
+            ])
             .args(if tests.is_empty() {
                 vec!["--tests".to_string()]
             } else {
                 tests.iter().map(|t| format!("--test={t}")).collect()
             })
-                "--tests",
-                "--message-format=json-render-diagnostics",
-            ])
             .args(["--package", "cuda-mem-sys", "--features", features])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &target_dir)
