@@ -48,6 +48,11 @@ pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
             eprintln!("unknown child role {role}");
             std::process::exit(2);
         };
+        // A child is a fresh process: the driver needs initialising there too.
+        if let Some(reason) = unavailable(1) {
+            eprintln!("child {role}: {reason}");
+            std::process::exit(1);
+        }
         match f() {
             Ok(()) => std::process::exit(0),
             Err(e) => {

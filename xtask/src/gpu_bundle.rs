@@ -113,6 +113,12 @@ mkdir -p "$out"
 if [ -d "$here/../.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 fi
+# Headless: the driver's GLX-based ICD manifest cannot create an instance
+# without a display; its EGL library can (tests/external_interop.rs).
+if [ -z "${VK_DRIVER_FILES:-}" ] && ldconfig -p | grep -q libEGL_nvidia.so.0; then
+  printf '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.4.312"}}' >/tmp/nvidia_egl_icd.json
+  export VK_DRIVER_FILES=/tmp/nvidia_egl_icd.json
+fi
 export CUDA_MEM_SYS_TEST_INCLUDE_DIRS="$here/include"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
