@@ -473,8 +473,8 @@ fn add_flag_operators(file: &mut syn::File) {
             _ => None,
         })
         .filter(|i| {
-            let n = i.to_string();
-            n.to_ascii_lowercase().contains("flag") || n.contains("MemAllocationHandleType")
+            let n = i.to_string().to_ascii_lowercase();
+            n.contains("flag") || n.contains("memallocationhandletype")
         })
         .collect();
     file.items

@@ -1,5 +1,6 @@
 //! Project tasks: `cargo xtask <command>`.
 
+mod ci;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
@@ -16,6 +17,9 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command>
   headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
                          target/cuda-headers/ and print the include directory
+  demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
+                         and run examples/demo.rs
+  ci                     the whole test suite as CI runs it (installs what it needs)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
@@ -28,6 +32,8 @@ fn main() -> ExitCode {
         ["headers", release] => {
             headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
         }
+        ["demo"] => ci::demo(&workspace()),
+        ["ci"] => ci::run(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         _ => Err(USAGE.to_string()),
@@ -46,6 +52,20 @@ pub fn workspace() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
+}
+
+/// The ABI tests against one release's headers, in a target folder of its own.
+pub fn abi_release(workspace: &Path, release: &str) -> Result<(), String> {
+    let include = headers::fetch(workspace, release)?;
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(workspace)
+        .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace.join("target/abi").join(release),
+        );
+    run_cmd(&mut cmd)
 }
 
 /// Runs a command, failing with its description if it fails.
