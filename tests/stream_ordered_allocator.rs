@@ -1627,6 +1627,11 @@ fn rt_peer_pool_access() -> TestResult {
         rt_loc(cudaMemLocationTypeDevice, 0),
         rt_loc(cudaMemLocationTypeDevice, 1),
     );
+    // Measured on two H200s (driver 580.159): with device 1 not yet
+    // initialised by the runtime, cudaMemPoolSetAccess for it returned
+    // cudaErrorNotSupported; the driver twin did not. Initialise it first.
+    rt!(cudaInitDevice(1, 0, 0))?;
+    rt!(cudaSetDevice(0))?;
     let pool = RtPool::create(&rt_device_props(0))?;
     let own = rt_get_access(pool.0, l0)?;
     let peer_before = rt_get_access(pool.0, l1)?;
