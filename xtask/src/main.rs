@@ -1,5 +1,6 @@
 //! Project tasks: `cargo xtask <command>`.
 
+mod bench_build;
 mod ci;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
@@ -22,6 +23,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   ci                     the whole test suite as CI runs it (installs what it needs)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
+  bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust";
 
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         ["demo"] => ci::demo(&workspace()),
         ["ci"] => ci::run(&workspace()),
         ["regen"] => regen::run(&workspace()),
+        ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         _ => Err(USAGE.to_string()),
     };
