@@ -71,7 +71,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 continue;
             }
             let dest = bundle.join("bin").join(format!("{name}{suffix}"));
-            std::fs::copy(&exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
+            std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
         }
     }
     // The symbol test preprocesses the same headers on the GPU machine.
