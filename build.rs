@@ -191,7 +191,7 @@ fn write_abi_check_inputs(
 ) -> Result<(), String> {
     let dir = out_dir.join("abi");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(rust, tags)?;
+    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(rust, rust, tags)?;
     write_if_changed(&dir.join("signatures.c"), &c)?;
     write_if_changed(
         &dir.join("signatures.txt"),
@@ -200,7 +200,7 @@ fn write_abi_check_inputs(
     // cuMemAdvise as CUDA 12 declared it: a CUdevice where 13.0 takes a CUmemLocation.
     let wrong = "extern \"C\" { pub fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, \
                  advice: CUmem_advise, device: CUdevice) -> CUresult; }";
-    let (c, _, _) = codegen::abi_checks::signature_asserts(wrong, tags)?;
+    let (c, _, _) = codegen::abi_checks::signature_asserts(wrong, rust, tags)?;
     write_if_changed(&dir.join("signatures_wrong.c"), &c)
 }
 

@@ -65,7 +65,15 @@ pub fn emit(plan: &Plan) -> Result<(), String> {
         }
     }
     let dir = match find_in(plan.lib_dirs, &soname) {
-        Some(dir) => dir,
+        Some(dir) => {
+            if !plan.dynamic_cudart {
+                println!(
+                    "cargo:warning=no libcudart_static.a next to these headers (the 12.x wheels \
+                     ship none): linked {soname} dynamically; it must be on the loader's path at run time"
+                );
+            }
+            dir
+        }
         None => {
             let dir = stub(
                 plan.out_dir,

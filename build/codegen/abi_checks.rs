@@ -28,14 +28,17 @@ pub fn function_table(rust: &str) -> Result<String, String> {
 /// spelled from the Rust parameter and return types. `tags` holds the
 /// `struct X`/`union X`/`enum X` tags the headers declare, so that a Rust
 /// struct is named as C names it. Returns (source, functions checked,
-/// functions whose types could not be spelled in C, with why).
+/// functions whose types could not be spelled in C, with why). `vocabulary`
+/// is the whole generated file (which names are typedefs).
 pub fn signature_asserts(
     rust: &str,
+    vocabulary: &str,
     tags: &BTreeSet<String>,
 ) -> Result<(String, usize, Vec<String>), String> {
     let file = syn::parse_file(rust).map_err(|e| e.to_string())?;
+    let vocabulary = syn::parse_file(vocabulary).map_err(|e| e.to_string())?;
     // Names Rust declares as aliases are C typedef names, never tags.
-    let mut typedefs: BTreeSet<String> = file
+    let typedefs: BTreeSet<String> = vocabulary
         .items
         .iter()
         .filter_map(|i| match i {
@@ -56,7 +59,6 @@ pub fn signature_asserts(
         .cloned()
         .collect();
     let tags = &tags;
-    typedefs.clear();
     let mut out = String::from("#include <cuda.h>\n#include <cuda_runtime_api.h>\n\n");
     let (mut checked, mut skipped) = (0, vec![]);
     for item in &file.items {
