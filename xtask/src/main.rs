@@ -64,6 +64,8 @@ pub fn abi_release(workspace: &Path, release: &str) -> Result<(), String> {
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
         .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        // The 12.x wheels hold only libcudart.so.12, linked dynamically.
+        .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
         .env(
             "CARGO_TARGET_DIR",
             workspace.join("target/abi").join(release),
