@@ -37,7 +37,10 @@ fn run() -> Result<(), String> {
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
-    for var in locate::env_vars_read().into_iter().chain(["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK]) {
+    for var in locate::env_vars_read()
+        .into_iter()
+        .chain(["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK])
+    {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo::rustc-check-cfg=cfg(cuda_mem_sys_fallback)");
@@ -71,6 +74,15 @@ fn run() -> Result<(), String> {
             for h in &out.headers_read {
                 println!("cargo:rerun-if-changed={}", h.display());
             }
+            write_abi_check_inputs(&out_dir, &out.rust, &out.c_tags)?;
+            if let Some(c) = &out.static_wrappers_c {
+                compile_static_wrappers(&out_dir, c, &cuda.include_dirs, &crate_dir, ptds)?;
+            }
+            let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
+            println!(
+                "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
+                dirs.to_string_lossy()
+            );
             (out.rust, out.cuda_version, Some(cuda))
         }
         locate::Search::NotFound { searched } => {
@@ -106,15 +118,19 @@ fn run() -> Result<(), String> {
         _ => (rust, cuda_version),
     };
     write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
-    // The two halves of the ABI check (tests/abi_layout.rs), from the final text.
-    let abi = layout_check::generate(&rust, "::cuda_mem_sys")?;
     std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
-    write_if_changed(&out_dir.join("abi/layout_rust.rs"), &abi.rust)?;
-    write_if_changed(&out_dir.join("abi/layout_check.c"), &abi.c)?;
-    for var in ["TARGET", "HOST"] {
-        println!("cargo:rustc-env=CUDA_MEM_SYS_{var}={}", env::var(var).unwrap_or_default());
-    }
-    println!("cargo:rustc-env=CUDA_MEM_SYS_DEFINES={}", if ptds { codegen::PTDS_DEFINE } else { "" });
+    write_if_changed(
+        &out_dir.join("abi/functions.rs"),
+        &codegen::abi_checks::function_table(&rust)?,
+    )?;
+    println!(
+        "cargo:rustc-env=CUDA_MEM_SYS_TARGET={}",
+        env::var("TARGET").unwrap()
+    );
+    // The two halves of the layout check (tests/abi_layout.rs), from the final text.
+    let layout = layout_check::generate(&rust, "::cuda_mem_sys")?;
+    write_if_changed(&out_dir.join("abi/layout_rust.rs"), &layout.rust)?;
+    write_if_changed(&out_dir.join("abi/layout_check.c"), &layout.c)?;
 
     for r in RELEASES.iter().filter(|&&r| r <= cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
@@ -123,7 +139,6 @@ fn run() -> Result<(), String> {
     if let Some(cuda) = &cuda {
         let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
         println!("cargo:include={}", dirs.to_string_lossy());
-        println!("cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}", dirs.to_string_lossy());
         println!("cargo:found_by={}", cuda.found_by);
     }
 
@@ -163,6 +178,51 @@ fn require_libclang() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Out-of-line copies of the `static inline` functions the bindings declare,
+/// compiled by the C compiler against the same headers.
+fn compile_static_wrappers(
+    out_dir: &Path,
+    c: &str,
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    ptds: bool,
+) -> Result<(), String> {
+    let file = out_dir.join("static_wrappers.c");
+    write_if_changed(&file, c)?;
+    let mut b = cc::Build::new();
+    b.file(&file)
+        .includes(include_dirs)
+        .include(crate_dir)
+        .warnings(false);
+    if ptds {
+        b.define(codegen::PTDS_DEFINE, None);
+    }
+    b.try_compile("cuda_mem_sys_static_wrappers")
+        .map_err(|e| format!("compiling the static inline wrappers: {e}"))
+}
+
+/// The C signature checks the ABI tests compile (also for a deliberately
+/// wrong declaration, which must fail).
+fn write_abi_check_inputs(
+    out_dir: &Path,
+    rust: &str,
+    tags: &std::collections::BTreeSet<String>,
+) -> Result<(), String> {
+    let dir = out_dir.join("abi");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(rust, rust, tags)?;
+    write_if_changed(&dir.join("signatures.c"), &c)?;
+    write_if_changed(
+        &dir.join("signatures.txt"),
+        &format!("checked {checked}\n{}", skipped.join("\n")),
+    )?;
+    // cuMemAdvise as CUDA 12 declared it: a CUdevice where 13.0 takes a CUmemLocation.
+    let wrong = "extern \"C\" { pub fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, \
+                 advice: CUmem_advise, device: CUdevice) -> CUresult; }";
+    let (c, _, _) = codegen::abi_checks::signature_asserts(wrong, rust, tags)?;
+    write_if_changed(&dir.join("signatures_wrong.c"), &c)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {

@@ -32,7 +32,9 @@ pub struct Cuda {
 pub enum Search {
     Found(Cuda),
     /// Nothing set and nothing in the default places: the caller may fall back.
-    NotFound { searched: Vec<String> },
+    NotFound {
+        searched: Vec<String>,
+    },
     /// Something was set but is wrong: always an error, never a fallback.
     Invalid(String),
 }
@@ -92,7 +94,10 @@ fn crt_dir(include: &Path) -> Option<PathBuf> {
 
 fn lib_candidates(root: &Path, include: &Path, arch: &str) -> Vec<PathBuf> {
     let mut c = vec![];
-    for base in [root.to_path_buf(), include.parent().unwrap_or(root).to_path_buf()] {
+    for base in [
+        root.to_path_buf(),
+        include.parent().unwrap_or(root).to_path_buf(),
+    ] {
         c.push(base.join("lib64"));
         c.push(base.join("lib"));
         for t in toolkit_target_dirs(arch) {
@@ -159,11 +164,15 @@ pub fn find(arch: &str) -> Search {
         return Search::Found(cuda);
     }
     searched.push("pkg-config cuda-X.Y / cudart-X.Y (none)".into());
-    if let Some(nvcc_bin) = non_empty_env("PATH").and_then(|path| {
-        env::split_paths(&path).find(|d| d.join("nvcc").is_file())
-    }) {
+    if let Some(nvcc_bin) = non_empty_env("PATH")
+        .and_then(|path| env::split_paths(&path).find(|d| d.join("nvcc").is_file()))
+    {
         if let Some(root) = nvcc_bin.parent() {
-            if let Some(cuda) = at_root(root, arch, format!("nvcc on PATH in {}", nvcc_bin.display())) {
+            if let Some(cuda) = at_root(
+                root,
+                arch,
+                format!("nvcc on PATH in {}", nvcc_bin.display()),
+            ) {
                 return Search::Found(cuda);
             }
         }
@@ -182,7 +191,10 @@ fn from_pkg_config(arch: &str) -> Option<Cuda> {
     // pkg-config names carry the release: try newest first.
     for major in [13u32, 12] {
         for minor in (0..=9u32).rev() {
-            for name in [format!("cudart-{major}.{minor}"), format!("cuda-{major}.{minor}")] {
+            for name in [
+                format!("cudart-{major}.{minor}"),
+                format!("cuda-{major}.{minor}"),
+            ] {
                 let Ok(lib) = pkg_config::Config::new()
                     .cargo_metadata(false)
                     .env_metadata(false)

@@ -1,12 +1,37 @@
 #![no_std]
 #![doc = include_str!("../README.md")]
 
+/// `|`, `&`, `|=`, `&=` for the flag newtypes of the generated bindings.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! flag_operators {
+    ($($t:ty),* $(,)?) => {$(
+        impl ::core::ops::BitOr for $t {
+            type Output = Self;
+            #[inline]
+            fn bitor(self, rhs: Self) -> Self { Self(self.0 | rhs.0) }
+        }
+        impl ::core::ops::BitOrAssign for $t {
+            #[inline]
+            fn bitor_assign(&mut self, rhs: Self) { self.0 |= rhs.0; }
+        }
+        impl ::core::ops::BitAnd for $t {
+            type Output = Self;
+            #[inline]
+            fn bitand(self, rhs: Self) -> Self { Self(self.0 & rhs.0) }
+        }
+        impl ::core::ops::BitAndAssign for $t {
+            #[inline]
+            fn bitand_assign(&mut self, rhs: Self) { self.0 &= rhs.0; }
+        }
+    )*};
+}
+
 #[allow(
     non_camel_case_types,
     non_snake_case,
     non_upper_case_globals,
-    clippy::all,
-    rustdoc::all
+    clippy::all
 )]
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));

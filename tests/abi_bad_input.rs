@@ -15,6 +15,7 @@ mod abi_support;
 #[allow(dead_code)]
 #[path = "../build/codegen/layout_check.rs"]
 mod layout_check;
+mod layout_support;
 
 #[allow(non_camel_case_types, dead_code)]
 mod fixture {
@@ -62,7 +63,7 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
             header.display()
         )));
     }
-    let compiler = abi_support::compiler();
+    let compiler = layout_support::compiler();
     if let Err(e) = std::process::Command::new(compiler.path())
         .arg("--version")
         .output()
@@ -81,7 +82,7 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         std::env::temp_dir()
     };
     let work_dir = base.join(format!("abi_bad_input-{}", std::process::id()));
-    let c = abi_support::run_c(&abi_support::CInput {
+    let c = layout_support::run_c(&layout_support::CInput {
         include_dirs: &[],
         defines: &[],
         prelude: &prelude,
@@ -91,7 +92,7 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
     let _ = std::fs::remove_dir_all(&work_dir);
     let c = c?;
     let entries = fixture_table::entries();
-    let cmp = abi_support::compare(
+    let cmp = layout_support::compare(
         entries.iter().map(|e| (e.kind, e.key, e.values.as_str())),
         &c.lines,
     );

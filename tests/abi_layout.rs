@@ -17,8 +17,9 @@
 //! (`cargo xtask abi` uses it for docs/abi-report.md and docs/release-changes.md).
 
 mod abi_support;
+mod layout_support;
 
-use abi_support::{Comparison, Mismatch};
+use layout_support::{Comparison, Mismatch};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -46,14 +47,11 @@ struct Run {
 fn run() -> &'static Result<Result<Run, String>, String> {
     static RUN: OnceLock<Result<Result<Run, String>, String>> = OnceLock::new();
     RUN.get_or_init(|| {
-        let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-            return Err(format!(
-                "no CUDA headers were found at build time: the crate uses {BINDINGS} and there \
-                 are no headers to compile the C side against (set CUDA_MEM_SYS_INCLUDE_DIR, or \
-                 run `cargo xtask abi fallback`)"
-            ));
-        };
-        let include_dirs: Vec<PathBuf> = std::env::split_paths(dirs).collect();
+        // The headers the bindings were generated from (CUDA_MEM_SYS_TEST_INCLUDE_DIRS
+        // overrides them on another machine).
+        let include_dirs = abi_support::include_dirs().map_err(|e| {
+            format!("{e} (the crate uses {BINDINGS}; `cargo xtask abi fallback` checks them)")
+        })?;
         if let Some(missing) = include_dirs.iter().find(|d| !d.is_dir()) {
             return Err(format!(
                 "the headers the bindings were generated from are not on this machine ({})",
@@ -66,11 +64,6 @@ fn run() -> &'static Result<Result<Run, String>, String> {
                 "the crate's wrapper.h is not on this machine ({wrapper})"
             ));
         }
-        let defines: Vec<String> = env!("CUDA_MEM_SYS_DEFINES")
-            .split(',')
-            .filter(|d| !d.is_empty())
-            .map(str::to_string)
-            .collect();
         let prelude = format!("#include \"{wrapper}\"\n");
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let base = if tmp.is_dir() {
@@ -79,18 +72,18 @@ fn run() -> &'static Result<Result<Run, String>, String> {
             std::env::temp_dir()
         };
         let work_dir = base.join(format!("abi_layout-{}", std::process::id()));
-        if let Err(e) = std::process::Command::new(abi_support::compiler().path())
+        if let Err(e) = std::process::Command::new(layout_support::compiler().path())
             .arg("--version")
             .output()
         {
             return Err(format!(
                 "no C compiler to run ({}: {e})",
-                abi_support::compiler().path().display()
+                layout_support::compiler().path().display()
             ));
         }
-        let c = abi_support::run_c(&abi_support::CInput {
+        let c = layout_support::run_c(&layout_support::CInput {
             include_dirs: &include_dirs,
-            defines: &defines,
+            defines: &[],
             prelude: &prelude,
             source: C_SOURCE,
             work_dir: &work_dir,
@@ -98,7 +91,7 @@ fn run() -> &'static Result<Result<Run, String>, String> {
         let _ = std::fs::remove_dir_all(&work_dir);
         Ok(c.map(|c| {
             let entries = table::entries();
-            let cmp = abi_support::compare(
+            let cmp = layout_support::compare(
                 entries.iter().map(|e| (e.kind, e.key, e.values.as_str())),
                 &c.lines,
             );

@@ -11,8 +11,14 @@ fn driver_and_runtime_versions() -> TestResult {
     cu!(cuDriverGetVersion(&mut driver))?;
     rt!(cudaRuntimeGetVersion(&mut runtime))?;
     println!("driver {driver}, runtime {runtime}, headers {CUDA_VERSION}");
-    ensure!(driver >= runtime, "driver {driver} older than runtime {runtime}");
-    ensure!(runtime as u32 == CUDA_VERSION, "runtime {runtime} is not the headers' {CUDA_VERSION}");
+    ensure!(
+        driver >= runtime,
+        "driver {driver} older than runtime {runtime}"
+    );
+    ensure!(
+        runtime as u32 == CUDA_VERSION,
+        "runtime {runtime} is not the headers' {CUDA_VERSION}"
+    );
     Ok(())
 }
 

@@ -1,6 +1,1631 @@
-//! Device tests (placeholder until filled in).
+//! External Resource Interoperability (driver API 6.20) on a real GPU.
+//!
+//! - CUDA's own memory: a VMM allocation exported as a POSIX file descriptor and
+//!   imported with `cuImportExternalMemory` (`OPAQUE_FD`), mapped at an offset with
+//!   `cuExternalMemoryGetMappedBuffer`; bytes written through one view are read
+//!   through the other, both ways.
+//! - Bad input: each case returns its exact error code, a descriptor a failed
+//!   import did not take is still ours, and the process keeps working.
+//! - Vulkan as an independent producer: exportable buffer and image memory, a
+//!   timeline and a binary semaphore, all as `OPAQUE_FD`; CUDA waits, reads the
+//!   buffer (mapped buffer) and the image (mapped mipmapped array), writes its own
+//!   bytes and signals; Vulkan waits on the host and reads CUDA's bytes.
+//!
+//! The Vulkan test needs a Vulkan loader and a Vulkan device that is the CUDA
+//! device (same UUID). Where either is missing it reports itself *ignored* with
+//! the reason (see `Body::Ignorable`), never passed.
+//!
+//! On the headless H200 machine (driver 580.159.04) NVIDIA's shipped ICD manifest
+//! names `libGLX_nvidia.so.0`, whose `vk_icdGetInstanceProcAddr` gives no
+//! `vkCreateInstance` without a display (VK_ERROR_INCOMPATIBLE_DRIVER). Point the
+//! loader at the EGL library instead, which works there:
+//! ```text
+//! printf '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.4.312"}}' >/tmp/nvidia_egl_icd.json
+//! export VK_DRIVER_FILES=/tmp/nvidia_egl_icd.json
+//! ```
 mod common;
 
+use ash::vk;
+use common::{Gpu, TestResult};
+use cuda_mem_sys::*;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+// ---------------------------------------------------------------------------
+// Runner: the harness's CUDA gate, plus Vulkan tests that may report ignored.
+// ---------------------------------------------------------------------------
+
+/// A test body that returns `Ok(Some(reason))` when what it needs besides CUDA
+/// (here: Vulkan) is not there; the runner reports it ignored with the reason.
+type IgnorableBody = fn() -> Result<Option<String>, Failed>;
+
+enum Body {
+    Cuda(fn() -> TestResult),
+    Ignorable(IgnorableBody),
+}
+
 fn main() {
-    common::main(vec![], &[]);
+    let tests: Vec<(&str, Body)> = vec![
+        (
+            "vmm_allocation_imported_as_external_memory",
+            Body::Cuda(vmm_allocation_imported_as_external_memory),
+        ),
+        (
+            "bad_external_memory_input_is_rejected",
+            Body::Cuda(bad_external_memory_input_is_rejected),
+        ),
+        (
+            "vulkan_buffer_image_and_semaphores_round_trip",
+            Body::Ignorable(vulkan_round_trip),
+        ),
+    ];
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let trials = tests
+        .into_iter()
+        .map(|(name, body)| {
+            Trial::ignorable_test(name, move || {
+                if let Some(reason) = common::unavailable(1) {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                match body {
+                    Body::Cuda(f) => f().map(|()| Completion::Completed),
+                    Body::Ignorable(f) => f().map(|r| match r {
+                        None => Completion::Completed,
+                        Some(reason) => Completion::ignored_with(reason),
+                    }),
+                }
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+// ---------------------------------------------------------------------------
+// CUDA helpers
+// ---------------------------------------------------------------------------
+
+/// A VMM allocation (`cuMemCreate` with POSIX-fd export) mapped read/write at `va`.
+struct Vmm {
+    handle: CUmemGenericAllocationHandle,
+    va: CUdeviceptr,
+    size: usize,
+    granularity: usize,
+}
+
+impl Vmm {
+    fn new(gpu: &Gpu, granules: usize) -> Result<Vmm, Failed> {
+        let prop = vmm_prop(gpu);
+        let mut granularity = 0usize;
+        cu!(cuMemGetAllocationGranularity(
+            &mut granularity,
+            &prop,
+            CU_MEM_ALLOC_GRANULARITY_MINIMUM
+        ))?;
+        ensure!(granularity > 0, "granularity 0");
+        let size = granularity * granules;
+        let mut handle: CUmemGenericAllocationHandle = 0;
+        cu!(cuMemCreate(&mut handle, size, &prop, 0))?;
+        let mut va: CUdeviceptr = 0;
+        cu!(cuMemAddressReserve(&mut va, size, granularity, 0, 0))?;
+        cu!(cuMemMap(va, size, 0, handle, 0))?;
+        let access = CUmemAccessDesc {
+            location: prop.location,
+            flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        cu!(cuMemSetAccess(va, size, &access, 1))?;
+        Ok(Vmm {
+            handle,
+            va,
+            size,
+            granularity,
+        })
+    }
+
+    /// A new POSIX file descriptor for the allocation (ours until imported).
+    fn export(&self) -> Result<i32, Failed> {
+        let mut fd: i32 = -1;
+        cu!(cuMemExportToShareableHandle(
+            (&mut fd as *mut i32).cast::<c_void>(),
+            self.handle,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0
+        ))?;
+        ensure!(
+            fd >= 0 && fd_is_open(fd),
+            "exported descriptor {fd} is not open"
+        );
+        Ok(fd)
+    }
+
+    fn free(self) -> TestResult {
+        cu!(cuMemUnmap(self.va, self.size))?;
+        cu!(cuMemAddressFree(self.va, self.size))?;
+        cu!(cuMemRelease(self.handle))?;
+        Ok(())
+    }
+}
+
+fn vmm_prop(gpu: &Gpu) -> CUmemAllocationProp {
+    CUmemAllocationProp {
+        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+        requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        location: CUmemLocation {
+            type_: CU_MEM_LOCATION_TYPE_DEVICE,
+            id: gpu.dev,
+        },
+        ..Default::default()
+    }
+}
+
+fn fd_is_open(fd: i32) -> bool {
+    (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
+}
+
+fn close_fd(fd: i32) -> TestResult {
+    ensure!(
+        unsafe { libc::close(fd) } == 0,
+        "close({fd}): {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(())
+}
+
+fn opaque_fd_desc(fd: i32, size: u64, flags: u32) -> CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    let mut d: CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { core::mem::zeroed() };
+    d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = fd;
+    d.size = size;
+    d.flags = flags;
+    d
+}
+
+/// Imports `fd` as `OPAQUE_FD` memory. On success CUDA owns the descriptor (we
+/// never touch it again); on failure it is still ours, and is closed here.
+fn import_memory(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, Failed> {
+    let d = opaque_fd_desc(fd, size, flags);
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
+    if r != CUDA_SUCCESS {
+        let _ = close_fd(fd);
+        return common::check(r, "cuImportExternalMemory").map(|()| ext);
+    }
+    ensure!(
+        !ext.is_null(),
+        "cuImportExternalMemory succeeded with a null handle"
+    );
+    Ok(ext)
+}
+
+fn import_semaphore(
+    fd: i32,
+    ty: CUexternalSemaphoreHandleType,
+) -> Result<CUexternalSemaphore, Failed> {
+    let mut d: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { core::mem::zeroed() };
+    d.type_ = ty;
+    d.handle.fd = fd;
+    let mut sem: CUexternalSemaphore = null_mut();
+    let r = unsafe { cuImportExternalSemaphore(&mut sem, &d) };
+    if r != CUDA_SUCCESS {
+        let _ = close_fd(fd);
+        return common::check(r, "cuImportExternalSemaphore").map(|()| sem);
+    }
+    ensure!(
+        !sem.is_null(),
+        "cuImportExternalSemaphore succeeded with a null handle"
+    );
+    Ok(sem)
+}
+
+fn mapped_buffer(ext: CUexternalMemory, offset: u64, size: u64) -> Result<CUdeviceptr, Failed> {
+    let bd = CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+        offset,
+        size,
+        ..Default::default()
+    };
+    let mut p: CUdeviceptr = 0;
+    cu!(cuExternalMemoryGetMappedBuffer(&mut p, ext, &bd))?;
+    ensure!(
+        p != 0,
+        "cuExternalMemoryGetMappedBuffer succeeded with a null pointer"
+    );
+    Ok(p)
+}
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
+        .collect()
+}
+
+fn read_device(p: CUdeviceptr, len: usize) -> Result<Vec<u8>, Failed> {
+    let mut v = vec![0u8; len];
+    cu!(cuMemcpyDtoH(v.as_mut_ptr().cast(), p, len))?;
+    Ok(v)
+}
+
+fn first_mismatch(got: &[u8], want: &[u8]) -> String {
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        Some(i) => format!(
+            "first difference at byte {i}: {:#04x}, expected {:#04x}",
+            got[i], want[i]
+        ),
+        None => format!("lengths {} and {}", got.len(), want.len()),
+    }
+}
+
+/// Page-locked host memory (`cuMemAllocHost`), freed explicitly with [`Pinned::free`]
+/// (left allocated if a test fails while a stream may still write to it).
+struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Pinned {
+    fn new(len: usize) -> Result<Pinned, Failed> {
+        let mut p: *mut c_void = null_mut();
+        cu!(cuMemAllocHost(&mut p, len))?;
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, len) };
+        Ok(Pinned { ptr: p.cast(), len })
+    }
+    fn from(bytes: &[u8]) -> Result<Pinned, Failed> {
+        let p = Pinned::new(bytes.len())?;
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.ptr, bytes.len()) };
+        Ok(p)
+    }
+    fn bytes(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn free(self) -> TestResult {
+        cu!(cuMemFreeHost(self.ptr.cast()))
+    }
+}
+
+/// Polls `stream` until its work is done; fails after 30 s instead of hanging.
+fn wait_stream(stream: CUstream, what: &str) -> TestResult {
+    let start = std::time::Instant::now();
+    loop {
+        let r = unsafe { cuStreamQuery(stream) };
+        if r == CUDA_SUCCESS {
+            return Ok(());
+        }
+        if r != CUDA_ERROR_NOT_READY {
+            return common::check(r, "cuStreamQuery");
+        }
+        ensure!(
+            start.elapsed().as_secs() < 30,
+            "{what}: stream still not done after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CUDA memory exported and imported back
+// ---------------------------------------------------------------------------
+
+fn vmm_allocation_imported_as_external_memory() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    ensure!(
+        gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
+        "device 0 does not support POSIX file descriptor handles"
+    );
+    let vmm = Vmm::new(&gpu, 2)?;
+    cu!(cuMemsetD8(vmm.va, 0x11, vmm.size))?;
+
+    let fd = vmm.export()?;
+    let ext = import_memory(fd, vmm.size as u64, 0)?;
+    // CUDA owns `fd` from here on: not touched again.
+
+    // A window [off, off + len) that starts inside the first granule and crosses into the second.
+    let off = vmm.granularity / 2;
+    let len = vmm.granularity;
+    let mapped = mapped_buffer(ext, off as u64, len as u64)?;
+    println!(
+        "VMM {} bytes at {:#x}; external mapping of [{off:#x}, {:#x}) at {mapped:#x}",
+        vmm.size,
+        vmm.va,
+        off + len
+    );
+
+    // Both views start with the same bytes.
+    let got = read_device(mapped, len)?;
+    ensure!(
+        got.iter().all(|&b| b == 0x11),
+        "mapped view does not show the VMM memset: {}",
+        first_mismatch(&got, &vec![0x11; len])
+    );
+
+    // Written through the VMM view, read through the external mapping.
+    let a = pattern(len, 1);
+    cu!(cuMemcpyHtoD(vmm.va + off as u64, a.as_ptr().cast(), len))?;
+    let got = read_device(mapped, len)?;
+    ensure!(
+        got == a,
+        "VMM write not seen through the mapped buffer: {}",
+        first_mismatch(&got, &a)
+    );
+
+    // Written through the external mapping, read through the VMM view.
+    let b = pattern(len, 0xBEEF);
+    cu!(cuMemcpyHtoD(mapped, b.as_ptr().cast(), len))?;
+    cu!(cuMemsetD8(mapped, 0x7E, 1))?; // a device-side write too
+    let mut want = b.clone();
+    want[0] = 0x7E;
+    let got = read_device(vmm.va + off as u64, len)?;
+    ensure!(
+        got == want,
+        "mapped-buffer write not seen through the VMM view: {}",
+        first_mismatch(&got, &want)
+    );
+
+    // Outside the window nothing changed.
+    let before = read_device(vmm.va, off)?;
+    let after = read_device(vmm.va + (off + len) as u64, vmm.size - off - len)?;
+    ensure!(
+        before.iter().chain(&after).all(|&b| b == 0x11),
+        "bytes outside the mapped window changed"
+    );
+
+    cu!(cuMemFree(mapped))?;
+    cu!(cuDestroyExternalMemory(ext))?;
+    // The allocation itself is untouched by destroying the import.
+    let got = read_device(vmm.va + off as u64, len)?;
+    ensure!(
+        got == want,
+        "VMM view changed after cuDestroyExternalMemory"
+    );
+    vmm.free()
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------
+
+/// Collects every mismatch so one run shows all of them.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn note(&mut self, what: &str, r: TestResult) {
+        if let Err(e) = r {
+            self.0
+                .push(format!("{what}: {}", e.message().unwrap_or("?")));
+        }
+    }
+    fn finish(self) -> TestResult {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0.join("\n").into())
+        }
+    }
+}
+
+/// Import of `fd` (ours) described by `d` must fail with `expected`; the
+/// descriptor must then still be open (a failed import does not take it), and
+/// is closed here. An import that wrongly succeeds is destroyed.
+fn import_must_fail(
+    d: &CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    fd: i32,
+    expected: CUresult,
+) -> TestResult {
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, d) };
+    if r == CUDA_SUCCESS {
+        unsafe { cuDestroyExternalMemory(ext) };
+        return Err(format!(
+            "cuImportExternalMemory succeeded, expected {}",
+            common::error_name(expected)
+        )
+        .into());
+    }
+    let code = common::expect_error(r, expected, "cuImportExternalMemory");
+    let still_ours = fd_is_open(fd);
+    if still_ours {
+        close_fd(fd)?;
+    }
+    code?;
+    ensure!(still_ours, "descriptor {fd} was closed by a failed import");
+    Ok(())
+}
+
+/// Import of a descriptor that is not ours to own (closed, or -1) must fail with `expected`.
+fn import_must_fail_unowned(fd: i32, size: u64, expected: CUresult) -> TestResult {
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, &opaque_fd_desc(fd, size, 0)) };
+    if r == CUDA_SUCCESS {
+        unsafe { cuDestroyExternalMemory(ext) };
+        return Err(format!("cuImportExternalMemory accepted descriptor {fd}").into());
+    }
+    common::expect_error(r, expected, "cuImportExternalMemory")
+}
+
+/// `cuExternalMemoryGetMappedBuffer` must fail with `expected`; a mapping that
+/// wrongly succeeds is freed without being touched.
+fn map_must_fail(
+    ext: CUexternalMemory,
+    offset: u64,
+    size: u64,
+    flags: u32,
+    expected: CUresult,
+) -> TestResult {
+    let bd = CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+        offset,
+        size,
+        flags,
+        ..Default::default()
+    };
+    let mut ptr: CUdeviceptr = 0;
+    let r = unsafe { cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &bd) };
+    if r == CUDA_SUCCESS {
+        unsafe { cuMemFree(ptr) };
+    }
+    let what = format!(
+        "cuExternalMemoryGetMappedBuffer(offset {offset:#x}, size {size:#x}, flags {flags})"
+    );
+    common::expect_error(r, expected, &what)
+}
+
+/// The process still works: a memset and a read back on the VMM allocation.
+fn still_works(vmm: &Vmm, value: u32) -> TestResult {
+    cu!(cuMemsetD32(vmm.va, value, 1024))?;
+    let mut back = [0u32; 1024];
+    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.va, 4096))?;
+    ensure!(
+        back.iter().all(|&w| w == value),
+        "memset {value:#x} not read back after a bad call"
+    );
+    Ok(())
+}
+
+fn bad_external_memory_input_is_rejected() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let vmm = Vmm::new(&gpu, 2)?;
+    let size = vmm.size as u64;
+    let mut p = Problems::default();
+
+    // Wrong handle type for the descriptor: a handle type that does not exist (0).
+    let fd = vmm.export()?;
+    let mut d = opaque_fd_desc(fd, size, 0);
+    d.type_ = CUexternalMemoryHandleType(0);
+    p.note(
+        "handle type 0",
+        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
+    );
+    p.note("after type 0", still_works(&vmm, 1));
+
+    // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
+    // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
+    // reference does not list for cuImportExternalMemory.
+    let fd = vmm.export()?;
+    let mut d = opaque_fd_desc(fd, size, 0);
+    d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
+    p.note(
+        "POSIX fd as OPAQUE_WIN32",
+        import_must_fail(&d, fd, CUDA_ERROR_NOT_SUPPORTED),
+    );
+    p.note("after OPAQUE_WIN32", still_works(&vmm, 2));
+
+    // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
+    let fd = vmm.export()?;
+    let d = opaque_fd_desc(fd, size, 0x2);
+    p.note(
+        "import flags 0x2",
+        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
+    );
+    p.note("after import flags", still_works(&vmm, 3));
+
+    // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
+    // reference's list).
+    let fd = vmm.export()?;
+    close_fd(fd)?;
+    ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
+    p.note(
+        "closed fd",
+        import_must_fail_unowned(fd, size, CUDA_ERROR_UNKNOWN),
+    );
+    p.note("after closed fd", still_works(&vmm, 4));
+    // No descriptor at all (-1). Measured on driver 580: CUDA_ERROR_UNKNOWN too.
+    p.note(
+        "fd -1",
+        import_must_fail_unowned(-1, size, CUDA_ERROR_UNKNOWN),
+    );
+    p.note("after fd -1", still_works(&vmm, 5));
+
+    // Size larger than the exported allocation. Measured on driver 580: the import
+    // itself is accepted (the size is not checked against the allocation there);
+    // a mapping that reaches past the allocation's real end is refused.
+    let fd = vmm.export()?;
+    let big = size + vmm.granularity as u64;
+    let mut ext_big: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext_big, &opaque_fd_desc(fd, big, 0)) };
+    if r == CUDA_SUCCESS {
+        p.note(
+            "size > allocation: mapping past the real end",
+            map_must_fail(ext_big, 0, big, 0, CUDA_ERROR_INVALID_VALUE),
+        );
+        p.note(
+            "size > allocation: mapping in the declared tail",
+            map_must_fail(
+                ext_big,
+                size,
+                vmm.granularity as u64,
+                0,
+                CUDA_ERROR_INVALID_VALUE,
+            ),
+        );
+        p.note(
+            "size > allocation: destroy",
+            cu!(cuDestroyExternalMemory(ext_big)),
+        );
+    } else {
+        p.note(
+            "size > allocation: import",
+            common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "cuImportExternalMemory"),
+        );
+        if fd_is_open(fd) {
+            close_fd(fd)?;
+        }
+    }
+    p.note("after size > allocation", still_works(&vmm, 6));
+
+    // Mapped buffers on a valid import.
+    let fd = vmm.export()?;
+    let ext = import_memory(fd, size, 0)?;
+    let bad = CUDA_ERROR_INVALID_VALUE;
+    p.note("offset == size", map_must_fail(ext, size, 65536, 0, bad));
+    p.note("after offset == size", still_works(&vmm, 7));
+    let past = size + vmm.granularity as u64;
+    p.note(
+        "offset past the end",
+        map_must_fail(ext, past, 65536, 0, bad),
+    );
+    p.note("after offset past the end", still_works(&vmm, 8));
+    p.note(
+        "range runs past the end",
+        map_must_fail(ext, size - 65536, 2 * 65536, 0, bad),
+    );
+    p.note("after range past the end", still_works(&vmm, 9));
+    p.note("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
+    p.note("after buffer flags", still_works(&vmm, 10));
+
+    // The import itself is still good: a full mapping sees the VMM bytes.
+    let mapped = mapped_buffer(ext, 0, size)?;
+    let a = pattern(vmm.size, 77);
+    cu!(cuMemcpyHtoD(vmm.va, a.as_ptr().cast(), vmm.size))?;
+    let got = read_device(mapped, vmm.size)?;
+    p.note(
+        "valid mapping after the bad ones",
+        if got == a {
+            Ok(())
+        } else {
+            Err(first_mismatch(&got, &a).into())
+        },
+    );
+    cu!(cuMemFree(mapped))?;
+    cu!(cuDestroyExternalMemory(ext))?;
+    vmm.free()?;
+    p.finish()
+}
+
+// ---------------------------------------------------------------------------
+// Vulkan
+// ---------------------------------------------------------------------------
+
+const OPAQUE_FD_MEM: vk::ExternalMemoryHandleTypeFlags =
+    vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+const OPAQUE_FD_SEM: vk::ExternalSemaphoreHandleTypeFlags =
+    vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+
+fn vk_err(what: &str) -> impl Fn(vk::Result) -> Failed + '_ {
+    move |e| format!("{what}: {e:?}").into()
+}
+
+/// A Vulkan device that is CUDA device 0, with everything it allocated.
+struct Vulkan {
+    _entry: ash::Entry,
+    instance: ash::Instance,
+    pdev: vk::PhysicalDevice,
+    device: ash::Device,
+    queue: vk::Queue,
+    family: u32,
+    pool: vk::CommandPool,
+    mem_props: vk::PhysicalDeviceMemoryProperties,
+    mem_fd: ash::khr::external_memory_fd::Device,
+    sem_fd: ash::khr::external_semaphore_fd::Device,
+    buffers: Vec<vk::Buffer>,
+    images: Vec<vk::Image>,
+    memories: Vec<vk::DeviceMemory>,
+    semaphores: Vec<vk::Semaphore>,
+    fences: Vec<vk::Fence>,
+}
+
+/// `Err(reason)` when there is no Vulkan to test with (the test is then ignored).
+fn vulkan_for(cuda_uuid: [u8; 16]) -> Result<Result<Vulkan, String>, Failed> {
+    let entry = match unsafe { ash::Entry::load() } {
+        Ok(e) => e,
+        Err(e) => return Ok(Err(format!("no Vulkan loader: {e}"))),
+    };
+    let version = unsafe { entry.try_enumerate_instance_version() }
+        .map_err(vk_err("vkEnumerateInstanceVersion"))?;
+    let version = version.unwrap_or(vk::API_VERSION_1_0);
+    if version < vk::API_VERSION_1_2 {
+        return Ok(Err(format!(
+            "Vulkan loader is {}.{}, need 1.2",
+            vk::api_version_major(version),
+            vk::api_version_minor(version)
+        )));
+    }
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"cuda-mem-sys external_interop")
+        .api_version(vk::API_VERSION_1_2);
+    let instance = match unsafe {
+        entry.create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
+    } {
+        Ok(i) => i,
+        Err(vk::Result::ERROR_INCOMPATIBLE_DRIVER) => {
+            return Ok(Err(
+                "no Vulkan driver: vkCreateInstance returned VK_ERROR_INCOMPATIBLE_DRIVER".into(),
+            ))
+        }
+        Err(e) => return Err(format!("vkCreateInstance: {e:?}").into()),
+    };
+    // From here on, `instance` must be destroyed on every path.
+    let found = (|| -> Result<Result<(vk::PhysicalDevice, String, u32), String>, Failed> {
+        let pdevs = unsafe { instance.enumerate_physical_devices() }
+            .map_err(vk_err("vkEnumeratePhysicalDevices"))?;
+        if pdevs.is_empty() {
+            return Ok(Err("no Vulkan physical device".into()));
+        }
+        let mut seen = Vec::new();
+        for pdev in pdevs {
+            let mut id = vk::PhysicalDeviceIDProperties::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+            unsafe { instance.get_physical_device_properties2(pdev, &mut props2) };
+            let props = props2.properties;
+            let name = props
+                .device_name_as_c_str()
+                .unwrap_or(c"?")
+                .to_string_lossy()
+                .into_owned();
+            if id.device_uuid == cuda_uuid {
+                return Ok(Ok((pdev, name, props.api_version)));
+            }
+            seen.push(name);
+        }
+        Ok(Err(format!(
+            "no Vulkan device has CUDA device 0's UUID (Vulkan devices: {})",
+            seen.join(", ")
+        )))
+    })();
+    let (pdev, name, api) = match found {
+        Ok(Ok(f)) => f,
+        Ok(Err(reason)) => {
+            unsafe { instance.destroy_instance(None) };
+            return Ok(Err(reason));
+        }
+        Err(e) => {
+            unsafe { instance.destroy_instance(None) };
+            return Err(e);
+        }
+    };
+    println!(
+        "Vulkan device {name}, API {}.{}.{} (loader {}.{})",
+        vk::api_version_major(api),
+        vk::api_version_minor(api),
+        vk::api_version_patch(api),
+        vk::api_version_major(version),
+        vk::api_version_minor(version)
+    );
+    match Vulkan::open(entry, instance, pdev, api) {
+        Ok(v) => Ok(Ok(v)),
+        Err(failed) => {
+            let (instance, e) = *failed;
+            unsafe { instance.destroy_instance(None) };
+            Err(e)
+        }
+    }
+}
+
+impl Vulkan {
+    fn open(
+        entry: ash::Entry,
+        instance: ash::Instance,
+        pdev: vk::PhysicalDevice,
+        api: u32,
+    ) -> Result<Vulkan, Box<(ash::Instance, Failed)>> {
+        if api < vk::API_VERSION_1_2 {
+            let e = "the Vulkan device is older than 1.2 (timeline semaphores)";
+            return Err(Box::new((instance, e.into())));
+        }
+        let families = unsafe { instance.get_physical_device_queue_family_properties(pdev) };
+        let Some(family) = families.iter().position(|f| {
+            f.queue_flags
+                .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+        }) else {
+            return Err(Box::new((
+                instance,
+                "no graphics or compute queue family".into(),
+            )));
+        };
+        let family = family as u32;
+        let priorities = [1.0f32];
+        let queues = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(family)
+            .queue_priorities(&priorities)];
+        let exts = [
+            ash::khr::external_memory_fd::NAME.as_ptr(),
+            ash::khr::external_semaphore_fd::NAME.as_ptr(),
+        ];
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&exts)
+            .push_next(&mut f12);
+        let device = match unsafe { instance.create_device(pdev, &info, None) } {
+            Ok(d) => d,
+            Err(e) => {
+                return Err(Box::new((
+                    instance,
+                    format!("vkCreateDevice: {e:?}").into(),
+                )))
+            }
+        };
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        let pool = match unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(family),
+                None,
+            )
+        } {
+            Ok(p) => p,
+            Err(e) => {
+                unsafe { device.destroy_device(None) };
+                return Err(Box::new((
+                    instance,
+                    format!("vkCreateCommandPool: {e:?}").into(),
+                )));
+            }
+        };
+        let mem_props = unsafe { instance.get_physical_device_memory_properties(pdev) };
+        let mem_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
+        let sem_fd = ash::khr::external_semaphore_fd::Device::new(&instance, &device);
+        Ok(Vulkan {
+            _entry: entry,
+            instance,
+            pdev,
+            device,
+            queue,
+            family,
+            pool,
+            mem_props,
+            mem_fd,
+            sem_fd,
+            buffers: vec![],
+            images: vec![],
+            memories: vec![],
+            semaphores: vec![],
+            fences: vec![],
+        })
+    }
+
+    fn memory_type(&self, bits: u32, want: vk::MemoryPropertyFlags) -> Result<u32, Failed> {
+        (0..self.mem_props.memory_type_count)
+            .find(|&i| {
+                bits & (1 << i) != 0
+                    && self.mem_props.memory_types[i as usize]
+                        .property_flags
+                        .contains(want)
+            })
+            .ok_or_else(|| format!("no memory type {want:?} in {bits:#x}").into())
+    }
+
+    fn allocate(
+        &mut self,
+        req: vk::MemoryRequirements,
+        want: vk::MemoryPropertyFlags,
+        export: bool,
+        dedicated: Option<(vk::Buffer, vk::Image)>,
+    ) -> Result<vk::DeviceMemory, Failed> {
+        let mut export_info = vk::ExportMemoryAllocateInfo::default().handle_types(OPAQUE_FD_MEM);
+        let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default();
+        let mut info = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(self.memory_type(req.memory_type_bits, want)?);
+        if export {
+            info = info.push_next(&mut export_info);
+        }
+        if let Some((buffer, image)) = dedicated {
+            dedicated_info = dedicated_info.buffer(buffer).image(image);
+            info = info.push_next(&mut dedicated_info);
+        }
+        let mem = unsafe { self.device.allocate_memory(&info, None) }
+            .map_err(vk_err("vkAllocateMemory"))?;
+        self.memories.push(mem);
+        Ok(mem)
+    }
+
+    /// A buffer whose memory is exported as OPAQUE_FD: (buffer, memory, allocation size, dedicated).
+    fn exportable_buffer(
+        &mut self,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<(vk::Buffer, vk::DeviceMemory, u64, bool), Failed> {
+        let mut ext_props = vk::ExternalBufferProperties::default();
+        unsafe {
+            self.instance
+                .get_physical_device_external_buffer_properties(
+                    self.pdev,
+                    &vk::PhysicalDeviceExternalBufferInfo::default()
+                        .usage(usage)
+                        .handle_type(OPAQUE_FD_MEM),
+                    &mut ext_props,
+                )
+        };
+        let features = ext_props
+            .external_memory_properties
+            .external_memory_features;
+        ensure!(
+            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            "buffers are not exportable as OPAQUE_FD ({features:?})"
+        );
+        let mut ext_info =
+            vk::ExternalMemoryBufferCreateInfo::default().handle_types(OPAQUE_FD_MEM);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut ext_info);
+        let buffer =
+            unsafe { self.device.create_buffer(&info, None) }.map_err(vk_err("vkCreateBuffer"))?;
+        self.buffers.push(buffer);
+        let mut ded = vk::MemoryDedicatedRequirements::default();
+        let mut req2 = vk::MemoryRequirements2::default().push_next(&mut ded);
+        unsafe {
+            self.device.get_buffer_memory_requirements2(
+                &vk::BufferMemoryRequirementsInfo2::default().buffer(buffer),
+                &mut req2,
+            )
+        };
+        let req = req2.memory_requirements;
+        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+            || ded.requires_dedicated_allocation != 0
+            || ded.prefers_dedicated_allocation != 0;
+        let mem = self.allocate(
+            req,
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            true,
+            dedicated.then_some((buffer, vk::Image::null())),
+        )?;
+        unsafe { self.device.bind_buffer_memory(buffer, mem, 0) }
+            .map_err(vk_err("vkBindBufferMemory"))?;
+        println!(
+            "Vulkan buffer: {size} bytes, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
+            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
+        );
+        Ok((buffer, mem, req.size, dedicated))
+    }
+
+    /// A 2D image whose memory is exported as OPAQUE_FD: (image, memory, allocation size, dedicated).
+    fn exportable_image(
+        &mut self,
+        format: vk::Format,
+        width: u32,
+        height: u32,
+        usage: vk::ImageUsageFlags,
+    ) -> Result<(vk::Image, vk::DeviceMemory, u64, bool), Failed> {
+        let mut ext_fmt = vk::ExternalImageFormatProperties::default();
+        let mut fmt_props = vk::ImageFormatProperties2::default().push_next(&mut ext_fmt);
+        let mut ext_fmt_info =
+            vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(OPAQUE_FD_MEM);
+        let fmt_info = vk::PhysicalDeviceImageFormatInfo2::default()
+            .format(format)
+            .ty(vk::ImageType::TYPE_2D)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .push_next(&mut ext_fmt_info);
+        unsafe {
+            self.instance.get_physical_device_image_format_properties2(
+                self.pdev,
+                &fmt_info,
+                &mut fmt_props,
+            )
+        }
+        .map_err(vk_err(
+            "vkGetPhysicalDeviceImageFormatProperties2 (exportable image)",
+        ))?;
+        let features = ext_fmt.external_memory_properties.external_memory_features;
+        ensure!(
+            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            "images are not exportable as OPAQUE_FD ({features:?})"
+        );
+        let mut ext_info = vk::ExternalMemoryImageCreateInfo::default().handle_types(OPAQUE_FD_MEM);
+        let info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(format)
+            .extent(vk::Extent3D {
+                width,
+                height,
+                depth: 1,
+            })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .push_next(&mut ext_info);
+        let image =
+            unsafe { self.device.create_image(&info, None) }.map_err(vk_err("vkCreateImage"))?;
+        self.images.push(image);
+        let mut ded = vk::MemoryDedicatedRequirements::default();
+        let mut req2 = vk::MemoryRequirements2::default().push_next(&mut ded);
+        unsafe {
+            self.device.get_image_memory_requirements2(
+                &vk::ImageMemoryRequirementsInfo2::default().image(image),
+                &mut req2,
+            )
+        };
+        let req = req2.memory_requirements;
+        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+            || ded.requires_dedicated_allocation != 0
+            || ded.prefers_dedicated_allocation != 0;
+        let mem = self.allocate(
+            req,
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            true,
+            dedicated.then_some((vk::Buffer::null(), image)),
+        )?;
+        unsafe { self.device.bind_image_memory(image, mem, 0) }
+            .map_err(vk_err("vkBindImageMemory"))?;
+        println!(
+            "Vulkan image: {width}x{height} {format:?}, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
+            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
+        );
+        Ok((image, mem, req.size, dedicated))
+    }
+
+    /// A host-visible, coherent buffer, mapped: (buffer, pointer).
+    fn host_buffer(&mut self, size: u64) -> Result<(vk::Buffer, *mut u8), Failed> {
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let buffer = unsafe { self.device.create_buffer(&info, None) }
+            .map_err(vk_err("vkCreateBuffer (host)"))?;
+        self.buffers.push(buffer);
+        let req = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let mem = self.allocate(
+            req,
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            false,
+            None,
+        )?;
+        unsafe { self.device.bind_buffer_memory(buffer, mem, 0) }
+            .map_err(vk_err("vkBindBufferMemory (host)"))?;
+        let p = unsafe {
+            self.device
+                .map_memory(mem, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+        }
+        .map_err(vk_err("vkMapMemory"))?;
+        Ok((buffer, p.cast()))
+    }
+
+    /// An exportable semaphore (timeline when `timeline`) and its OPAQUE_FD.
+    fn exportable_semaphore(&mut self, timeline: bool) -> Result<(vk::Semaphore, i32), Failed> {
+        let ty = if timeline {
+            vk::SemaphoreType::TIMELINE
+        } else {
+            vk::SemaphoreType::BINARY
+        };
+        let mut type_info = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(ty)
+            .initial_value(0);
+        let mut ext_props = vk::ExternalSemaphoreProperties::default();
+        let mut query_type = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty);
+        unsafe {
+            self.instance
+                .get_physical_device_external_semaphore_properties(
+                    self.pdev,
+                    &vk::PhysicalDeviceExternalSemaphoreInfo::default()
+                        .handle_type(OPAQUE_FD_SEM)
+                        .push_next(&mut query_type),
+                    &mut ext_props,
+                )
+        };
+        let features = ext_props.external_semaphore_features;
+        ensure!(
+            features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE),
+            "{ty:?} semaphores are not exportable as OPAQUE_FD ({features:?})"
+        );
+        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(OPAQUE_FD_SEM);
+        let info = vk::SemaphoreCreateInfo::default()
+            .push_next(&mut type_info)
+            .push_next(&mut export);
+        let sem = unsafe { self.device.create_semaphore(&info, None) }
+            .map_err(vk_err("vkCreateSemaphore"))?;
+        self.semaphores.push(sem);
+        let fd = self.semaphore_fd(sem)?;
+        Ok((sem, fd))
+    }
+
+    fn semaphore_fd(&self, sem: vk::Semaphore) -> Result<i32, Failed> {
+        let fd = unsafe {
+            self.sem_fd.get_semaphore_fd(
+                &vk::SemaphoreGetFdInfoKHR::default()
+                    .semaphore(sem)
+                    .handle_type(OPAQUE_FD_SEM),
+            )
+        }
+        .map_err(vk_err("vkGetSemaphoreFdKHR"))?;
+        ensure!(
+            fd >= 0 && fd_is_open(fd),
+            "vkGetSemaphoreFdKHR gave descriptor {fd}"
+        );
+        Ok(fd)
+    }
+
+    fn memory_fd(&self, mem: vk::DeviceMemory) -> Result<i32, Failed> {
+        let fd = unsafe {
+            self.mem_fd.get_memory_fd(
+                &vk::MemoryGetFdInfoKHR::default()
+                    .memory(mem)
+                    .handle_type(OPAQUE_FD_MEM),
+            )
+        }
+        .map_err(vk_err("vkGetMemoryFdKHR"))?;
+        ensure!(
+            fd >= 0 && fd_is_open(fd),
+            "vkGetMemoryFdKHR gave descriptor {fd}"
+        );
+        Ok(fd)
+    }
+
+    /// Records a one-time command buffer and submits it with `wait`/`signal`;
+    /// returns the fence that signals when it completes.
+    fn submit(
+        &mut self,
+        record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+        wait: &[vk::Semaphore],
+        signal: &[vk::Semaphore],
+        signal_values: &[u64],
+    ) -> Result<vk::Fence, Failed> {
+        let cbs = unsafe {
+            self.device.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(self.pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1),
+            )
+        }
+        .map_err(vk_err("vkAllocateCommandBuffers"))?;
+        let cb = cbs[0];
+        unsafe {
+            self.device
+                .begin_command_buffer(
+                    cb,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )
+                .map_err(vk_err("vkBeginCommandBuffer"))?;
+            record(&self.device, cb);
+            self.device
+                .end_command_buffer(cb)
+                .map_err(vk_err("vkEndCommandBuffer"))?;
+        }
+        let fence = unsafe {
+            self.device
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+        }
+        .map_err(vk_err("vkCreateFence"))?;
+        self.fences.push(fence);
+        let stages = vec![vk::PipelineStageFlags::TRANSFER; wait.len()];
+        let wait_values = vec![0u64; wait.len()];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(signal_values);
+        let submit = vk::SubmitInfo::default()
+            .command_buffers(&cbs)
+            .wait_semaphores(wait)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(signal)
+            .push_next(&mut timeline);
+        unsafe { self.device.queue_submit(self.queue, &[submit], fence) }
+            .map_err(vk_err("vkQueueSubmit"))?;
+        Ok(fence)
+    }
+
+    fn wait_fence(&self, fence: vk::Fence) -> TestResult {
+        unsafe { self.device.wait_for_fences(&[fence], true, 30_000_000_000) }
+            .map_err(vk_err("vkWaitForFences"))?;
+        Ok(())
+    }
+}
+
+impl Drop for Vulkan {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            for &f in &self.fences {
+                self.device.destroy_fence(f, None);
+            }
+            for &s in &self.semaphores {
+                self.device.destroy_semaphore(s, None);
+            }
+            for &b in &self.buffers {
+                self.device.destroy_buffer(b, None);
+            }
+            for &i in &self.images {
+                self.device.destroy_image(i, None);
+            }
+            for &m in &self.memories {
+                self.device.free_memory(m, None);
+            }
+            self.device.destroy_command_pool(self.pool, None);
+            self.device.destroy_device(None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
+    aspect_mask: vk::ImageAspectFlags::COLOR,
+    base_mip_level: 0,
+    level_count: 1,
+    base_array_layer: 0,
+    layer_count: 1,
+};
+
+fn image_copy(width: u32, height: u32) -> vk::BufferImageCopy {
+    vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
+        .image_extent(vk::Extent3D {
+            width,
+            height,
+            depth: 1,
+        })
+}
+
+/// Texel bytes of the image Vulkan writes (RGBA8, row-major, tightly packed).
+fn vulkan_texels(w: usize, h: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(w * h * 4);
+    for y in 0..h {
+        for x in 0..w {
+            v.extend_from_slice(&[
+                x as u8,
+                y as u8,
+                (x * 7 + y * 13) as u8,
+                0xC0 ^ (x + y) as u8,
+            ]);
+        }
+    }
+    v
+}
+
+const BUF_SIZE: u64 = 1 << 20;
+const FILL: u32 = 0xA5C3_1E7F;
+const IMG_W: usize = 96;
+const IMG_H: usize = 40;
+
+fn vulkan_round_trip() -> Result<Option<String>, Failed> {
+    let gpu = Gpu::new(0)?;
+    let mut uuid: CUuuid = Default::default();
+    cu!(cuDeviceGetUuid(&mut uuid, gpu.dev))?;
+    let cuda_uuid: [u8; 16] = uuid.bytes.map(|b| b as u8);
+    let mut v = match vulkan_for(cuda_uuid)? {
+        Ok(v) => v,
+        Err(reason) => return Ok(Some(reason)),
+    };
+
+    // --- Vulkan: exportable buffer, image, semaphores; fill and signal. ---
+    let usage_buf = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let (vbuf, vbuf_mem, vbuf_alloc, vbuf_dedicated) = v.exportable_buffer(BUF_SIZE, usage_buf)?;
+    let format = vk::Format::R8G8B8A8_UINT;
+    let usage_img = vk::ImageUsageFlags::TRANSFER_SRC
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | vk::ImageUsageFlags::SAMPLED
+        | vk::ImageUsageFlags::STORAGE;
+    let (image, image_mem, image_alloc, image_dedicated) =
+        v.exportable_image(format, IMG_W as u32, IMG_H as u32, usage_img)?;
+    let img_bytes = (IMG_W * IMG_H * 4) as u64;
+    let (staging, staging_ptr) = v.host_buffer(img_bytes)?;
+    let texels = vulkan_texels(IMG_W, IMG_H);
+    unsafe { std::ptr::copy_nonoverlapping(texels.as_ptr(), staging_ptr, texels.len()) };
+    let (readback_buf, readback_buf_ptr) = v.host_buffer(BUF_SIZE)?;
+    let (readback_img, readback_img_ptr) = v.host_buffer(img_bytes)?;
+    let (timeline, timeline_fd) = v.exportable_semaphore(true)?;
+    let (binary, binary_fd) = v.exportable_semaphore(false)?;
+    let buf_fd = v.memory_fd(vbuf_mem)?;
+    let img_fd = v.memory_fd(image_mem)?;
+    let family = v.family;
+
+    let produce = v.submit(
+        |d, cb| unsafe {
+            let to_dst = vk::ImageMemoryBarrier::default()
+                .old_layout(vk::ImageLayout::UNDEFINED)
+                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(image)
+                .subresource_range(COLOR);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[to_dst],
+            );
+            d.cmd_fill_buffer(cb, vbuf, 0, BUF_SIZE, FILL);
+            d.cmd_copy_buffer_to_image(
+                cb,
+                staging,
+                image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[image_copy(IMG_W as u32, IMG_H as u32)],
+            );
+            // Release both to the external queue family (CUDA), image in GENERAL layout.
+            let buf_release = vk::BufferMemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .src_queue_family_index(family)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .buffer(vbuf)
+                .offset(0)
+                .size(vk::WHOLE_SIZE);
+            let img_release = vk::ImageMemoryBarrier::default()
+                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+                .new_layout(vk::ImageLayout::GENERAL)
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .src_queue_family_index(family)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .image(image)
+                .subresource_range(COLOR);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[buf_release],
+                &[img_release],
+            );
+        },
+        &[],
+        &[timeline, binary],
+        &[1, 0],
+    )?;
+
+    // --- CUDA: import everything. ---
+    let flags_of = |dedicated: bool| {
+        if dedicated {
+            CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        }
+    };
+    let cu_buf = import_memory(buf_fd, vbuf_alloc, flags_of(vbuf_dedicated))?;
+    let cu_img = import_memory(img_fd, image_alloc, flags_of(image_dedicated))?;
+    let cu_timeline = import_semaphore(
+        timeline_fd,
+        CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+    )?;
+    let cu_binary = import_semaphore(binary_fd, CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD)?;
+    let buf_ptr = mapped_buffer(cu_buf, 0, BUF_SIZE)?;
+    let md = CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+        offset: 0,
+        arrayDesc: CUDA_ARRAY3D_DESCRIPTOR {
+            Width: IMG_W,
+            Height: IMG_H,
+            Depth: 0, // 2D
+            Format: CU_AD_FORMAT_UNSIGNED_INT8,
+            NumChannels: 4,
+            Flags: CUDA_ARRAY3D_SURFACE_LDST,
+        },
+        numLevels: 1,
+        ..Default::default()
+    };
+    let mut mip: CUmipmappedArray = null_mut();
+    cu!(cuExternalMemoryGetMappedMipmappedArray(
+        &mut mip, cu_img, &md
+    ))?;
+    let mut level: CUarray = null_mut();
+    cu!(cuMipmappedArrayGetLevel(&mut level, mip, 0))?;
+    let mut ad: CUDA_ARRAY3D_DESCRIPTOR = Default::default();
+    cu!(cuArray3DGetDescriptor(&mut ad, level))?;
+    ensure!(
+        ad.Width == IMG_W
+            && ad.Height == IMG_H
+            && ad.Format == CU_AD_FORMAT_UNSIGNED_INT8
+            && ad.NumChannels == 4,
+        "level 0 is {}x{}x{} format {} x{} channels",
+        ad.Width,
+        ad.Height,
+        ad.Depth,
+        ad.Format.0,
+        ad.NumChannels
+    );
+
+    // --- CUDA: wait for Vulkan, read its bytes. ---
+    let mut stream: CUstream = null_mut();
+    cu!(cuStreamCreate(&mut stream, CU_STREAM_NON_BLOCKING.0))?;
+    let sems = [cu_timeline, cu_binary];
+    let mut waits: [CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS; 2] = unsafe { core::mem::zeroed() };
+    waits[0].params.fence.value = 1;
+    cu!(cuWaitExternalSemaphoresAsync(
+        sems.as_ptr(),
+        waits.as_ptr(),
+        2,
+        stream
+    ))?;
+    // Page-locked host memory: copies queued behind the wait return at once, and
+    // the stream is polled with a time limit instead of blocking forever.
+    let got_buf = Pinned::new(BUF_SIZE as usize)?;
+    cu!(cuMemcpyDtoHAsync(
+        got_buf.ptr.cast(),
+        buf_ptr,
+        BUF_SIZE as usize,
+        stream
+    ))?;
+    let got_img = Pinned::new(texels.len())?;
+    let c2 = CUDA_MEMCPY2D {
+        srcMemoryType: CU_MEMORYTYPE_ARRAY,
+        srcArray: level,
+        dstMemoryType: CU_MEMORYTYPE_HOST,
+        dstHost: got_img.ptr.cast(),
+        dstPitch: IMG_W * 4,
+        WidthInBytes: IMG_W * 4,
+        Height: IMG_H,
+        ..Default::default()
+    };
+    cu!(cuMemcpy2DAsync(&c2, stream))?;
+    wait_stream(
+        stream,
+        "CUDA waiting for Vulkan's signal (timeline 1 + binary)",
+    )?;
+    v.wait_fence(produce)?;
+    let want_buf: Vec<u8> = FILL
+        .to_le_bytes()
+        .iter()
+        .copied()
+        .cycle()
+        .take(BUF_SIZE as usize)
+        .collect();
+    ensure!(
+        got_buf.bytes() == want_buf,
+        "CUDA does not see Vulkan's vkCmdFillBuffer: {}",
+        first_mismatch(got_buf.bytes(), &want_buf)
+    );
+    ensure!(
+        got_img.bytes() == texels,
+        "CUDA does not see Vulkan's image texels: {}",
+        first_mismatch(got_img.bytes(), &texels)
+    );
+    println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
+
+    // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
+    let cuda_buf = Pinned::from(&pattern(BUF_SIZE as usize, 0xC0DA))?;
+    cu!(cuMemcpyHtoDAsync(
+        buf_ptr,
+        cuda_buf.ptr.cast(),
+        BUF_SIZE as usize,
+        stream
+    ))?;
+    let cuda_img: Vec<u8> = texels.iter().map(|b| !b.rotate_left(3)).collect();
+    let cuda_img = Pinned::from(&cuda_img)?;
+    let c3 = CUDA_MEMCPY3D {
+        srcMemoryType: CU_MEMORYTYPE_HOST,
+        srcHost: cuda_img.ptr.cast(),
+        srcPitch: IMG_W * 4,
+        srcHeight: IMG_H,
+        dstMemoryType: CU_MEMORYTYPE_ARRAY,
+        dstArray: level,
+        WidthInBytes: IMG_W * 4,
+        Height: IMG_H,
+        Depth: 1,
+        ..Default::default()
+    };
+    cu!(cuMemcpy3DAsync(&c3, stream))?;
+    let mut signals: [CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS; 2] = unsafe { core::mem::zeroed() };
+    signals[0].params.fence.value = 2;
+    cu!(cuSignalExternalSemaphoresAsync(
+        sems.as_ptr(),
+        signals.as_ptr(),
+        2,
+        stream
+    ))?;
+
+    // --- Vulkan: host wait for 2, then read CUDA's bytes (GPU wait on the binary one). ---
+    let tl = [timeline];
+    let two = [2u64];
+    unsafe {
+        v.device.wait_semaphores(
+            &vk::SemaphoreWaitInfo::default()
+                .semaphores(&tl)
+                .values(&two),
+            30_000_000_000,
+        )
+    }
+    .map_err(vk_err("vkWaitSemaphores(timeline >= 2)"))?;
+    let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
+        .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
+    ensure!(
+        value == 2,
+        "timeline value after CUDA's signal is {value}, expected 2"
+    );
+    let consume = v.submit(
+        |d, cb| unsafe {
+            let buf_acquire = vk::BufferMemoryBarrier::default()
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .dst_queue_family_index(family)
+                .buffer(vbuf)
+                .offset(0)
+                .size(vk::WHOLE_SIZE);
+            let img_acquire = vk::ImageMemoryBarrier::default()
+                .old_layout(vk::ImageLayout::GENERAL)
+                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .dst_queue_family_index(family)
+                .image(image)
+                .subresource_range(COLOR);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[buf_acquire],
+                &[img_acquire],
+            );
+            d.cmd_copy_buffer(
+                cb,
+                vbuf,
+                readback_buf,
+                &[vk::BufferCopy {
+                    src_offset: 0,
+                    dst_offset: 0,
+                    size: BUF_SIZE,
+                }],
+            );
+            d.cmd_copy_image_to_buffer(
+                cb,
+                image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                readback_img,
+                &[image_copy(IMG_W as u32, IMG_H as u32)],
+            );
+            let to_host = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[to_host],
+                &[],
+                &[],
+            );
+        },
+        &[binary],
+        &[],
+        &[],
+    )?;
+    v.wait_fence(consume)?;
+    let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
+    ensure!(
+        vk_buf == cuda_buf.bytes(),
+        "Vulkan does not see CUDA's buffer bytes: {}",
+        first_mismatch(vk_buf, cuda_buf.bytes())
+    );
+    let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
+    ensure!(
+        vk_img == cuda_img.bytes(),
+        "Vulkan does not see CUDA's image texels: {}",
+        first_mismatch(vk_img, cuda_img.bytes())
+    );
+    println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
+
+    // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---
+    const MARK: u32 = 0x5EED_F00D;
+    waits[0].params.fence.value = 3;
+    cu!(cuWaitExternalSemaphoresAsync(
+        &cu_timeline,
+        &waits[0],
+        1,
+        stream
+    ))?;
+    cu!(cuMemsetD32Async(buf_ptr, MARK, 1, stream))?;
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    cu_err!(CUDA_ERROR_NOT_READY, cuStreamQuery(stream))?;
+    let mut word = [0u8; 4];
+    cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
+    ensure!(
+        word == cuda_buf.bytes()[..4],
+        "work behind the unmet wait already ran ({:#x})",
+        u32::from_le_bytes(word)
+    );
+    unsafe {
+        v.device.signal_semaphore(
+            &vk::SemaphoreSignalInfo::default()
+                .semaphore(timeline)
+                .value(3),
+        )
+    }
+    .map_err(vk_err("vkSignalSemaphore(3)"))?;
+    wait_stream(stream, "CUDA waiting for vkSignalSemaphore(3)")?;
+    cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
+    ensure!(
+        u32::from_le_bytes(word) == MARK,
+        "work behind the wait did not run after Vulkan signaled 3"
+    );
+    println!("CUDA's wait for timeline 3 held the stream until vkSignalSemaphore(3)");
+
+    // --- Semaphore import flags not zero ("must be zero"): CUDA_ERROR_INVALID_VALUE
+    // (measured on driver 580); a failed import leaves the descriptor ours. ---
+    let fd = v.semaphore_fd(binary)?;
+    let mut sd: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { core::mem::zeroed() };
+    sd.type_ = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
+    sd.handle.fd = fd;
+    sd.flags = 1;
+    let mut bad: CUexternalSemaphore = null_mut();
+    let r = unsafe { cuImportExternalSemaphore(&mut bad, &sd) };
+    if r == CUDA_SUCCESS {
+        unsafe { cuDestroyExternalSemaphore(bad) };
+    }
+    let still_ours = r != CUDA_SUCCESS && fd_is_open(fd);
+    if still_ours {
+        close_fd(fd)?;
+    }
+    common::expect_error(
+        r,
+        CUDA_ERROR_INVALID_VALUE,
+        "cuImportExternalSemaphore(OPAQUE_FD, flags 1)",
+    )?;
+    ensure!(still_ours, "descriptor closed by a failed semaphore import");
+    cu!(cuStreamQuery(stream))?;
+
+    // --- Release everything: CUDA first, then Vulkan (Drop). ---
+    for p in [got_buf, got_img, cuda_buf, cuda_img] {
+        p.free()?;
+    }
+    cu!(cuStreamDestroy(stream))?;
+    cu!(cuMemFree(buf_ptr))?;
+    cu!(cuMipmappedArrayDestroy(mip))?;
+    cu!(cuDestroyExternalMemory(cu_buf))?;
+    cu!(cuDestroyExternalMemory(cu_img))?;
+    cu!(cuDestroyExternalSemaphore(cu_timeline))?;
+    cu!(cuDestroyExternalSemaphore(cu_binary))?;
+    let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
+        .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
+    ensure!(
+        value == 3,
+        "timeline value at the end is {value}, expected 3"
+    );
+    drop(v);
+    // The process keeps working.
+    let mut free = 0usize;
+    let mut total = 0usize;
+    cu!(cuMemGetInfo(&mut free, &mut total))?;
+    ensure!(
+        free > 0 && free <= total,
+        "cuMemGetInfo: free {free}, total {total}"
+    );
+    Ok(None)
 }

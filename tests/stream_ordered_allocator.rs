@@ -1,6 +1,3270 @@
-//! Device tests (placeholder until filled in).
+//! Stream Ordered Memory Allocator: runtime 6.12 (`cudaMallocAsync`, memory
+//! pools, their attributes, current pools, peer access, IPC between two
+//! processes) and the driver twins (`cuMemAllocAsync`, `cuMemPool*`,
+//! `cuMemGetMemPool`, `cuDeviceGetDefaultMemPool`...).
+//!
+//! Every check reads back an effect: bytes through the memory, pool
+//! attributes (used and reserved figures), the pool a pointer came from
+//! (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`), addresses reused or not, streams
+//! held or not. Bad input asserts the documented error and the process is
+//! shown to keep working afterwards.
+//!
+//! Not tested, on purpose: a double `cudaFreeAsync`/`cuMemFreeAsync` of one
+//! pointer. The reference says that after the free "accessing the memory ...
+//! or querying its pointer attributes results in undefined behavior" and
+//! documents no error for a second free: its behaviour is undefined.
 mod common;
 
+use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+use common::{test, test_gpus, Gpu, TestResult};
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use cuda_mem_sys::*;
+use libtest_mimic::Failed;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+const MIB: usize = 1 << 20;
+
+/// The environment variable naming the child's end of the socket.
+const SOCK_VAR: &str = "CUDA_MEM_SYS_SOMA_SOCKET";
+/// Bytes shared between the two processes.
+const IPC_BYTES: usize = 4 * MIB;
+/// Seeds of the exporter's and the importer's patterns.
+const EXPORTER_SEED: u32 = 0xA1;
+const IMPORTER_SEED: u32 = 0xB2;
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+// ---------------------------------------------------------------------------
+
+/// `n` pseudo-random bytes (xorshift), different for each seed.
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(0x9E37_79B9) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// First differing byte, for failure messages.
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => format!(
+            "first difference at byte {i}: {:#04x} vs {:#04x}",
+            a[i], b[i]
+        ),
+        None if a.len() != b.len() => format!("lengths {} vs {}", a.len(), b.len()),
+        None => "equal".into(),
+    }
+}
+
+/// The pool an allocation came from, as the driver reports it.
+fn pool_of(ptr: u64) -> Result<CUmemoryPool, Failed> {
+    let mut pool: CUmemoryPool = null_mut();
+    cu!(cuPointerGetAttribute(
+        (&mut pool as *mut CUmemoryPool).cast(),
+        CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+        ptr
+    ))?;
+    Ok(pool)
+}
+
+/// The four figures of a pool, in bytes.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    reserved: u64,
+    reserved_high: u64,
+    used: u64,
+    used_high: u64,
+}
+
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "reserved {} B (high {} B), used {} B (high {} B)",
+            self.reserved, self.reserved_high, self.used, self.used_high
+        )
+    }
+}
+
+/// Collects failures so that one run reports every mismatch, not the first.
+#[derive(Default)]
+struct Collect(Vec<String>);
+
+impl Collect {
+    fn add(&mut self, r: TestResult) {
+        if let Err(e) = r {
+            self.0
+                .push(e.message().unwrap_or("(no message)").to_string());
+        }
+    }
+    fn finish(self) -> TestResult {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0.join("\n").into())
+        }
+    }
+}
+
+/// A stream gate: `gate_wait` launched as a host function holds its stream
+/// until `open_gate` (or, so that nothing can hang, for at most `GATE_LIMIT`).
+static GATE: AtomicBool = AtomicBool::new(true);
+static GATE_TIMED_OUT: AtomicBool = AtomicBool::new(false);
+const GATE_LIMIT: Duration = Duration::from_secs(10);
+
+fn close_gate() {
+    GATE.store(false, SeqCst);
+    GATE_TIMED_OUT.store(false, SeqCst);
+}
+
+fn open_gate() {
+    GATE.store(true, SeqCst);
+}
+
+unsafe extern "C" fn gate_wait(_: *mut c_void) {
+    let start = Instant::now();
+    while !GATE.load(SeqCst) {
+        if start.elapsed() > GATE_LIMIT {
+            GATE_TIMED_OUT.store(true, SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// A host function that raises the flag `user` points to (an `AtomicBool`).
+unsafe extern "C" fn raise_flag(user: *mut c_void) {
+    (*(user as *const AtomicBool)).store(true, SeqCst);
+}
+
+/// Waits (at most 10 s) for a flag raised by `raise_flag`.
+fn wait_flag(flag: &AtomicBool) -> TestResult {
+    let start = Instant::now();
+    while !flag.load(SeqCst) {
+        ensure!(
+            start.elapsed() < Duration::from_secs(10),
+            "the host function never ran"
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Ok(())
+}
+
+/// A kernel copying `n` 32-bit words from `src` to `dst` (PTX, JIT-compiled by
+/// the driver), so that a device itself reads and writes pool memory.
+const COPY_PTX: &str = "
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry copy_u32(
+    .param .u64 dst,
+    .param .u64 src,
+    .param .u32 n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [dst];
+    ld.param.u64 %rd2, [src];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.u32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mul.wide.u32 %rd5, %r5, 4;
+    add.s64 %rd6, %rd4, %rd5;
+    ld.global.u32 %r6, [%rd6];
+    add.s64 %rd7, %rd3, %rd5;
+    st.global.u32 [%rd7], %r6;
+DONE:
+    ret;
+}
+\0";
+
+/// The copy kernel loaded into the current context.
+struct CopyKernel {
+    module: CUmodule,
+    func: CUfunction,
+}
+
+impl CopyKernel {
+    fn load() -> Result<CopyKernel, Failed> {
+        let mut module: CUmodule = null_mut();
+        cu!(cuModuleLoadData(&mut module, COPY_PTX.as_ptr().cast()))?;
+        let mut func: CUfunction = null_mut();
+        let got = cu!(cuModuleGetFunction(&mut func, module, c"copy_u32".as_ptr()));
+        if got.is_err() {
+            unsafe { cuModuleUnload(module) };
+        }
+        got?;
+        Ok(CopyKernel { module, func })
+    }
+
+    /// Copies `bytes` (a multiple of 4) from `src` to `dst` on `stream`.
+    fn copy(&self, dst: u64, src: u64, bytes: usize, stream: CUstream) -> TestResult {
+        let (mut d, mut s, mut n) = (dst, src, (bytes / 4) as u32);
+        let mut params = [
+            (&mut d as *mut u64).cast::<c_void>(),
+            (&mut s as *mut u64).cast::<c_void>(),
+            (&mut n as *mut u32).cast::<c_void>(),
+        ];
+        cu!(cuLaunchKernel(
+            self.func,
+            n.div_ceil(256),
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            null_mut()
+        ))
+    }
+}
+
+impl Drop for CopyKernel {
+    fn drop(&mut self) {
+        unsafe { cuModuleUnload(self.module) };
+    }
+}
+
+/// Page-locked host memory (for copies that must not block the host thread).
+struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Pinned {
+    fn new(len: usize) -> Result<Pinned, Failed> {
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocHost(&mut p, len))?;
+        Ok(Pinned { ptr: p.cast(), len })
+    }
+    fn with(data: &[u8]) -> Result<Pinned, Failed> {
+        let mut p = Pinned::new(data.len())?;
+        p.as_mut_slice().copy_from_slice(data);
+        Ok(p)
+    }
+    fn as_slice(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn vptr(&self) -> *mut c_void {
+        self.ptr.cast()
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        unsafe { cudaFreeHost(self.ptr.cast()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Runtime helpers
+// ---------------------------------------------------------------------------
+
+struct RtStream(cudaStream_t);
+
+impl RtStream {
+    fn new() -> Result<RtStream, Failed> {
+        let mut s: cudaStream_t = null_mut();
+        rt!(cudaStreamCreateWithFlags(&mut s, cudaStreamNonBlocking))?;
+        Ok(RtStream(s))
+    }
+    fn sync(&self) -> TestResult {
+        rt!(cudaStreamSynchronize(self.0))
+    }
+}
+
+impl Drop for RtStream {
+    fn drop(&mut self) {
+        unsafe { cudaStreamDestroy(self.0) };
+    }
+}
+
+struct RtEvent(cudaEvent_t);
+
+impl RtEvent {
+    fn new() -> Result<RtEvent, Failed> {
+        let mut e: cudaEvent_t = null_mut();
+        rt!(cudaEventCreateWithFlags(&mut e, cudaEventDisableTiming))?;
+        Ok(RtEvent(e))
+    }
+}
+
+impl Drop for RtEvent {
+    fn drop(&mut self) {
+        unsafe { cudaEventDestroy(self.0) };
+    }
+}
+
+/// A created pool, destroyed on drop unless `destroy` was called.
+struct RtPool(cudaMemPool_t);
+
+impl RtPool {
+    fn create(props: &cudaMemPoolProps) -> Result<RtPool, Failed> {
+        let mut pool: cudaMemPool_t = null_mut();
+        rt!(cudaMemPoolCreate(&mut pool, props))?;
+        ensure!(!pool.is_null(), "cudaMemPoolCreate returned a null pool");
+        Ok(RtPool(pool))
+    }
+    fn destroy(mut self) -> TestResult {
+        let pool = std::mem::replace(&mut self.0, null_mut());
+        rt!(cudaMemPoolDestroy(pool))
+    }
+}
+
+impl Drop for RtPool {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            unsafe { cudaMemPoolDestroy(self.0) };
+        }
+    }
+}
+
+fn rt_loc(type_: cudaMemLocationType, id: i32) -> cudaMemLocation {
+    cudaMemLocation { type_, id }
+}
+
+fn rt_props(
+    alloc: cudaMemAllocationType,
+    location: cudaMemLocation,
+    handles: cudaMemAllocationHandleType,
+    max_size: usize,
+) -> cudaMemPoolProps {
+    cudaMemPoolProps {
+        allocType: alloc,
+        handleTypes: handles,
+        location,
+        maxSize: max_size,
+        ..Default::default()
+    }
+}
+
+fn rt_device_props(max_size: usize) -> cudaMemPoolProps {
+    rt_props(
+        cudaMemAllocationTypePinned,
+        rt_loc(cudaMemLocationTypeDevice, 0),
+        cudaMemHandleTypeNone,
+        max_size,
+    )
+}
+
+fn rt_attr_name(attr: cudaMemPoolAttr) -> String {
+    const NAMES: [(cudaMemPoolAttr, &str); 8] = [
+        (
+            cudaMemPoolReuseFollowEventDependencies,
+            "cudaMemPoolReuseFollowEventDependencies",
+        ),
+        (
+            cudaMemPoolReuseAllowOpportunistic,
+            "cudaMemPoolReuseAllowOpportunistic",
+        ),
+        (
+            cudaMemPoolReuseAllowInternalDependencies,
+            "cudaMemPoolReuseAllowInternalDependencies",
+        ),
+        (
+            cudaMemPoolAttrReleaseThreshold,
+            "cudaMemPoolAttrReleaseThreshold",
+        ),
+        (
+            cudaMemPoolAttrReservedMemCurrent,
+            "cudaMemPoolAttrReservedMemCurrent",
+        ),
+        (
+            cudaMemPoolAttrReservedMemHigh,
+            "cudaMemPoolAttrReservedMemHigh",
+        ),
+        (
+            cudaMemPoolAttrUsedMemCurrent,
+            "cudaMemPoolAttrUsedMemCurrent",
+        ),
+        (cudaMemPoolAttrUsedMemHigh, "cudaMemPoolAttrUsedMemHigh"),
+    ];
+    match NAMES.iter().find(|(a, _)| *a == attr) {
+        Some((_, name)) => (*name).into(),
+        None => format!("cudaMemPoolAttr({})", attr.0),
+    }
+}
+
+fn rt_get_u64(pool: cudaMemPool_t, attr: cudaMemPoolAttr) -> Result<u64, Failed> {
+    let mut v = u64::MAX - 1;
+    let r = unsafe { cudaMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast()) };
+    common::check_rt(
+        r,
+        &format!("cudaMemPoolGetAttribute({})", rt_attr_name(attr)),
+    )?;
+    Ok(v)
+}
+
+fn rt_set_u64(pool: cudaMemPool_t, attr: cudaMemPoolAttr, mut v: u64) -> TestResult {
+    let r = unsafe { cudaMemPoolSetAttribute(pool, attr, (&mut v as *mut u64).cast()) };
+    common::check_rt(
+        r,
+        &format!("cudaMemPoolSetAttribute({}, {v})", rt_attr_name(attr)),
+    )
+}
+
+fn rt_get_i32(pool: cudaMemPool_t, attr: cudaMemPoolAttr) -> Result<i32, Failed> {
+    let mut v: i32 = -7;
+    let r = unsafe { cudaMemPoolGetAttribute(pool, attr, (&mut v as *mut i32).cast()) };
+    common::check_rt(
+        r,
+        &format!("cudaMemPoolGetAttribute({})", rt_attr_name(attr)),
+    )?;
+    Ok(v)
+}
+
+fn rt_set_i32(pool: cudaMemPool_t, attr: cudaMemPoolAttr, mut v: i32) -> TestResult {
+    let r = unsafe { cudaMemPoolSetAttribute(pool, attr, (&mut v as *mut i32).cast()) };
+    common::check_rt(
+        r,
+        &format!("cudaMemPoolSetAttribute({}, {v})", rt_attr_name(attr)),
+    )
+}
+
+fn rt_figures(pool: cudaMemPool_t) -> Result<Figures, Failed> {
+    Ok(Figures {
+        reserved: rt_get_u64(pool, cudaMemPoolAttrReservedMemCurrent)?,
+        reserved_high: rt_get_u64(pool, cudaMemPoolAttrReservedMemHigh)?,
+        used: rt_get_u64(pool, cudaMemPoolAttrUsedMemCurrent)?,
+        used_high: rt_get_u64(pool, cudaMemPoolAttrUsedMemHigh)?,
+    })
+}
+
+/// Sets the three reuse policies (follow events, opportunistic, internal dependencies).
+fn rt_policies(pool: cudaMemPool_t, follow: i32, opportunistic: i32, internal: i32) -> TestResult {
+    rt_set_i32(pool, cudaMemPoolReuseFollowEventDependencies, follow)?;
+    rt_set_i32(pool, cudaMemPoolReuseAllowOpportunistic, opportunistic)?;
+    rt_set_i32(pool, cudaMemPoolReuseAllowInternalDependencies, internal)?;
+    let got = (
+        rt_get_i32(pool, cudaMemPoolReuseFollowEventDependencies)?,
+        rt_get_i32(pool, cudaMemPoolReuseAllowOpportunistic)?,
+        rt_get_i32(pool, cudaMemPoolReuseAllowInternalDependencies)?,
+    );
+    ensure!(
+        got == (follow, opportunistic, internal),
+        "reuse policies read back {got:?}, set ({follow}, {opportunistic}, {internal})"
+    );
+    Ok(())
+}
+
+fn rt_get_access(
+    pool: cudaMemPool_t,
+    mut loc: cudaMemLocation,
+) -> Result<cudaMemAccessFlags, Failed> {
+    let mut flags = cudaMemAccessFlags(0xdead);
+    rt!(cudaMemPoolGetAccess(&mut flags, pool, &mut loc))?;
+    Ok(flags)
+}
+
+fn rt_set_access(
+    pool: cudaMemPool_t,
+    location: cudaMemLocation,
+    flags: cudaMemAccessFlags,
+) -> TestResult {
+    let desc = cudaMemAccessDesc { location, flags };
+    rt!(cudaMemPoolSetAccess(pool, &desc, 1))
+}
+
+/// Writes `data` into device-accessible `p`, reads it back through the device.
+fn rt_round_trip(p: *mut c_void, data: &[u8], s: &RtStream) -> TestResult {
+    let mut back = vec![0u8; data.len()];
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        data.len(),
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        data.len(),
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    ensure!(
+        back == data,
+        "bytes changed through pool memory: {}",
+        first_difference(&back, data)
+    );
+    Ok(())
+}
+
+/// After a bad call: the runtime still allocates, copies and frees in stream order.
+fn rt_alive(s: &RtStream) -> TestResult {
+    unsafe { cudaGetLastError() };
+    let data = pattern(4096, 99);
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut p, data.len(), s.0))?;
+    let checked = rt_round_trip(p, &data, s);
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    checked
+}
+
+fn rt_init() -> Result<Gpu, Failed> {
+    let gpu = Gpu::new(0)?;
+    rt!(cudaSetDevice(0))?;
+    let mut pools = 0;
+    rt!(cudaDeviceGetAttribute(
+        &mut pools,
+        cudaDevAttrMemoryPoolsSupported,
+        0
+    ))?;
+    ensure!(
+        pools == 1,
+        "device 0 reports cudaDevAttrMemoryPoolsSupported = {pools}"
+    );
+    Ok(gpu)
+}
+
+fn host_numa_id() -> Result<i32, Failed> {
+    let mut id = -1;
+    rt!(cudaDeviceGetAttribute(&mut id, cudaDevAttrHostNumaId, 0))?;
+    ensure!(
+        id >= 0,
+        "device 0 has no host NUMA node (cudaDevAttrHostNumaId = {id})"
+    );
+    Ok(id)
+}
+
+// ---------------------------------------------------------------------------
+// Runtime tests
+// ---------------------------------------------------------------------------
+
+/// The default pool: the three ways to get it agree; cudaMallocAsync takes
+/// memory from it (used figure, pointer's pool) and cudaFreeAsync gives it back.
+fn rt_default_pool_round_trip() -> TestResult {
+    let gpu = rt_init()?;
+    let mut dev_pool: cudaMemPool_t = null_mut();
+    rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
+    let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
+    let mut mem_pool: cudaMemPool_t = null_mut();
+    rt!(cudaMemGetDefaultMemPool(
+        &mut mem_pool,
+        &mut loc,
+        cudaMemAllocationTypePinned
+    ))?;
+    let mut drv_pool: CUmemoryPool = null_mut();
+    cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
+    ensure!(
+        !dev_pool.is_null() && dev_pool == mem_pool && mem_pool == drv_pool,
+        "default pools differ: cudaDeviceGetDefaultMemPool {dev_pool:?}, cudaMemGetDefaultMemPool {mem_pool:?}, cuDeviceGetDefaultMemPool {drv_pool:?}"
+    );
+    ensure!(
+        rt_get_access(dev_pool, loc)? == cudaMemAccessFlagsProtReadWrite,
+        "the default pool is not read-write from its own device"
+    );
+
+    let s = RtStream::new()?;
+    let before = rt_figures(dev_pool)?;
+    const N: usize = 3 * MIB + 123;
+    let data = pattern(N, 1);
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut p, N, s.0))?;
+    ensure!(!p.is_null(), "cudaMallocAsync returned a null pointer");
+    rt_round_trip(p, &data, &s)?;
+    let during = rt_figures(dev_pool)?;
+    let from = pool_of(p as u64)?;
+    let mut attrs = cudaPointerAttributes::default();
+    rt!(cudaPointerGetAttributes(&mut attrs, p))?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    let after = rt_figures(dev_pool)?;
+    println!("default pool before: {before}\n  during: {during}\n  after: {after}");
+    ensure!(
+        from == dev_pool,
+        "the allocation's pool is {from:?}, not the default {dev_pool:?}"
+    );
+    ensure!(
+        attrs.type_ == cudaMemoryTypeDevice && attrs.device == 0,
+        "pointer attributes: type {}, device {}",
+        attrs.type_.0,
+        attrs.device
+    );
+    ensure!(
+        during.used >= before.used + N as u64,
+        "used memory grew from {} to {} for a {N}-byte allocation",
+        before.used,
+        during.used
+    );
+    ensure!(
+        during.reserved >= during.used,
+        "reserved {} below used {}",
+        during.reserved,
+        during.used
+    );
+    ensure!(
+        after.used == before.used,
+        "used memory {} after the free, {} before",
+        after.used,
+        before.used
+    );
+    Ok(())
+}
+
+/// Pools created for each location the reference allows: device, host, host
+/// NUMA, managed (preferred location device 0, and none); documented
+/// creation errors.
+fn rt_created_pools_each_location() -> TestResult {
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let kernel = CopyKernel::load()?;
+    const N: usize = 2 * MIB;
+
+    // Device pool: accessible from its device, data round trip, figures.
+    {
+        let pool = RtPool::create(&rt_device_props(0))?;
+        let flags = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
+        ensure!(
+            flags == cudaMemAccessFlagsProtReadWrite,
+            "device pool access from device 0: {}",
+            flags.0
+        );
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+        rt_round_trip(p, &pattern(N, 2), &s)?;
+        let during = rt_figures(pool.0)?;
+        let from = pool_of(p as u64)?;
+        rt!(cudaFreeAsync(p, s.0))?;
+        s.sync()?;
+        let after = rt_figures(pool.0)?;
+        println!("device pool during: {during}; after: {after}");
+        ensure!(
+            from == pool.0,
+            "allocation's pool {from:?} is not the created pool {:?}",
+            pool.0
+        );
+        ensure!(
+            during.used == N as u64,
+            "used {} with one {N}-byte allocation",
+            during.used
+        );
+        ensure!(after.used == 0, "used {} after the free", after.used);
+        pool.destroy()?;
+    }
+
+    // Host and host-NUMA pools: accessible from the host CPU by default, from the
+    // device once cudaMemPoolSetAccess grants it.
+    let numa = host_numa_id()?;
+    for (name, loc) in [
+        ("host", rt_loc(cudaMemLocationTypeHost, 0)),
+        ("host NUMA", rt_loc(cudaMemLocationTypeHostNuma, numa)),
+    ] {
+        let pool = RtPool::create(&rt_props(
+            cudaMemAllocationTypePinned,
+            loc,
+            cudaMemHandleTypeNone,
+            0,
+        ))?;
+        let before = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+        s.sync()?;
+        let from = pool_of(p as u64)?;
+        // The CPU writes the memory directly.
+        let data = pattern(N, 3);
+        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
+        // Device access granted: the device reads it with a kernel.
+        rt_set_access(
+            pool.0,
+            rt_loc(cudaMemLocationTypeDevice, 0),
+            cudaMemAccessFlagsProtReadWrite,
+        )?;
+        let granted = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
+        let mut d: *mut c_void = null_mut();
+        rt!(cudaMallocAsync(&mut d, N, s.0))?;
+        kernel.copy(d as u64, p as u64, N, s.0)?;
+        let mut back = vec![0u8; N];
+        rt!(cudaMemcpyAsync(
+            back.as_mut_ptr().cast(),
+            d,
+            N,
+            cudaMemcpyDefault,
+            s.0
+        ))?;
+        // And the device writes it; the CPU reads the result directly.
+        let data2 = pattern(N, 4);
+        rt!(cudaMemcpyAsync(
+            d,
+            data2.as_ptr().cast(),
+            N,
+            cudaMemcpyDefault,
+            s.0
+        ))?;
+        kernel.copy(p as u64, d as u64, N, s.0)?;
+        s.sync()?;
+        let seen = unsafe { std::slice::from_raw_parts(p as *const u8, N) }.to_vec();
+        let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
+        rt!(cudaFreeAsync(d, s.0))?;
+        rt!(cudaFreeAsync(p, s.0))?;
+        s.sync()?;
+        println!(
+            "{name} pool (id {}): access from device 0 before {} after {}, pointer type {}, used {used} B",
+            loc.id, before.0, granted.0, attrs.type_.0
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        ensure!(
+            before == cudaMemAccessFlagsProtNone,
+            "{name}: device access before granting: {}",
+            before.0
+        );
+        ensure!(
+            granted == cudaMemAccessFlagsProtReadWrite,
+            "{name}: device access after granting: {}",
+            granted.0
+        );
+        ensure!(
+            back == data,
+            "{name}: the device read wrong bytes: {}",
+            first_difference(&back, &data)
+        );
+        ensure!(
+            seen == data2,
+            "{name}: the CPU read wrong bytes: {}",
+            first_difference(&seen, &data2)
+        );
+        ensure!(
+            used >= N as u64,
+            "{name}: used {used} with a {N}-byte allocation"
+        );
+        pool.destroy()?;
+    }
+
+    // Managed pools: memory both the CPU and the device use directly.
+    for (name, loc) in [
+        (
+            "managed, preferred device 0",
+            rt_loc(cudaMemLocationTypeDevice, 0),
+        ),
+        (
+            "managed, no preferred location",
+            rt_loc(cudaMemLocationTypeNone, 0),
+        ),
+    ] {
+        let pool = RtPool::create(&rt_props(
+            cudaMemAllocationTypeManaged,
+            loc,
+            cudaMemHandleTypeNone,
+            0,
+        ))?;
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+        rt!(cudaMemsetAsync(p, 0x5A, N, s.0))?;
+        s.sync()?;
+        let all_5a = unsafe { std::slice::from_raw_parts(p as *const u8, N) }
+            .iter()
+            .all(|&b| b == 0x5A);
+        let data = pattern(N, 5);
+        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
+        let mut d: *mut c_void = null_mut();
+        rt!(cudaMallocAsync(&mut d, N, s.0))?;
+        kernel.copy(d as u64, p as u64, N, s.0)?;
+        let mut back = vec![0u8; N];
+        rt!(cudaMemcpyAsync(
+            back.as_mut_ptr().cast(),
+            d,
+            N,
+            cudaMemcpyDefault,
+            s.0
+        ))?;
+        s.sync()?;
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
+        let from = pool_of(p as u64)?;
+        rt!(cudaFreeAsync(d, s.0))?;
+        rt!(cudaFreeAsync(p, s.0))?;
+        s.sync()?;
+        println!("{name} pool: pointer type {}", attrs.type_.0);
+        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
+        ensure!(
+            back == data,
+            "{name}: the device read wrong bytes: {}",
+            first_difference(&back, &data)
+        );
+        ensure!(
+            attrs.type_ == cudaMemoryTypeManaged,
+            "{name}: pointer type {}",
+            attrs.type_.0
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        pool.destroy()?;
+    }
+
+    // Documented creation errors.
+    eprintln!("rt_created_pools_each_location: creation errors");
+    let mut pool: cudaMemPool_t = null_mut();
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolCreate(
+            &mut pool,
+            &rt_props(
+                cudaMemAllocationTypePinned,
+                rt_loc(cudaMemLocationTypeHost, 0),
+                cudaMemHandleTypePosixFileDescriptor,
+                0
+            )
+        )
+    )?;
+    rt_alive(&s)?;
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolCreate(
+            &mut pool,
+            &rt_props(
+                cudaMemAllocationTypePinned,
+                rt_loc(cudaMemLocationTypeHostNumaCurrent, 0),
+                cudaMemHandleTypeNone,
+                0
+            )
+        )
+    )?;
+    rt_alive(&s)?;
+    drop(kernel);
+    Ok(())
+}
+
+/// cudaMemPoolDestroy / cuMemPoolDestroy with an allocation outstanding
+/// "return immediately"; the resources are released once nothing is
+/// outstanding, so the allocation keeps its bytes until freed. Run in child
+/// processes (steps printed to stderr) so that a crash there is reported as
+/// this test's failure instead of ending the whole test binary.
+fn pool_destroy_with_outstanding_allocation() -> TestResult {
+    let mut c = Collect::default();
+    for role in ["rt_destroy_outstanding", "drv_destroy_outstanding"] {
+        let child = common::spawn_child(role, &[]);
+        c.add(common::wait_child(child, role));
+    }
+    c.finish()
+}
+
+fn rt_destroy_outstanding() -> TestResult {
+    let step = |m: &str| eprintln!("rt_destroy_outstanding: {m}");
+    cu!(cuInit(0))?;
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    const N: usize = 2 * MIB;
+    let pool = RtPool::create(&rt_device_props(0))?;
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+    let data = pattern(N, 6);
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        N,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        N,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    step("freeing the allocation");
+    rt!(cudaFreeAsync(p, s.0))?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    ensure!(
+        back == data,
+        "allocation of a destroyed pool: {}",
+        first_difference(&back, &data)
+    );
+    rt_alive(&s)
+}
+
+fn drv_destroy_outstanding() -> TestResult {
+    let step = |m: &str| eprintln!("drv_destroy_outstanding: {m}");
+    cu!(cuInit(0))?;
+    let _gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    const N: usize = 2 * MIB;
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+    let data = pattern(N, 7);
+    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s.0))?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), p, N, s.0))?;
+    s.sync()?;
+    step("freeing the allocation");
+    cu!(cuMemFreeAsync(p, s.0))?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    ensure!(
+        back == data,
+        "allocation of a destroyed pool: {}",
+        first_difference(&back, &data)
+    );
+    cu_alive(&s)
+}
+
+/// Allocates `n` bytes from `pool` on A and frees them on B behind the gate
+/// (the free stays pending); with `a_waits`, A waits on an event recorded
+/// after the free. Returns the pointer.
+fn rt_free_pending_on_b(
+    pool: cudaMemPool_t,
+    a: &RtStream,
+    b: &RtStream,
+    n: usize,
+    a_waits: bool,
+) -> Result<*mut c_void, Failed> {
+    let (allocated, freed) = (RtEvent::new()?, RtEvent::new()?);
+    close_gate();
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, n, pool, a.0))?;
+    rt!(cudaEventRecord(allocated.0, a.0))?;
+    rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
+    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
+    rt!(cudaFreeAsync(p, b.0))?;
+    rt!(cudaEventRecord(freed.0, b.0))?;
+    if a_waits {
+        rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
+    }
+    Ok(p)
+}
+
+/// Tries to allocate `n` bytes on `a`: (result, pointer, time the call took).
+fn rt_try_alloc(
+    pool: cudaMemPool_t,
+    n: usize,
+    a: &RtStream,
+) -> (cudaError_t, *mut c_void, Duration) {
+    let mut q: *mut c_void = null_mut();
+    let start = Instant::now();
+    let r = unsafe { cudaMallocFromPoolAsync(&mut q, n, pool, a.0) };
+    (r, q, start.elapsed())
+}
+
+/// Data across two streams ordered by events, and the reuse policies' effects
+/// on a pool that holds exactly one block (maxSize).
+fn rt_two_streams_event_ordered_reuse() -> TestResult {
+    let _gpu = rt_init()?;
+    let (a, b) = (RtStream::new()?, RtStream::new()?);
+
+    // Alloc + write on A, event, read on B, free on B, event, realloc on A.
+    // B is held by the gate until everything is queued.
+    const N: usize = 2 * MIB;
+    let (first, second) = (pattern(N, 11), pattern(N, 12));
+    let (src1, src2) = (Pinned::with(&first)?, Pinned::with(&second)?);
+    let (seen_b, seen_a) = (Pinned::new(N)?, Pinned::new(N)?);
+    let (written, freed) = (RtEvent::new()?, RtEvent::new()?);
+    close_gate();
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut p, N, a.0))?;
+    rt!(cudaMemcpyAsync(p, src1.vptr(), N, cudaMemcpyDefault, a.0))?;
+    rt!(cudaEventRecord(written.0, a.0))?;
+    rt!(cudaStreamWaitEvent(b.0, written.0, 0))?;
+    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
+    rt!(cudaMemcpyAsync(seen_b.vptr(), p, N, cudaMemcpyDefault, b.0))?;
+    rt!(cudaFreeAsync(p, b.0))?;
+    rt!(cudaEventRecord(freed.0, b.0))?;
+    rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
+    let mut q: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut q, N, a.0))?;
+    rt!(cudaMemcpyAsync(q, src2.vptr(), N, cudaMemcpyDefault, a.0))?;
+    rt!(cudaMemcpyAsync(seen_a.vptr(), q, N, cudaMemcpyDefault, a.0))?;
+    let a_held = unsafe { cudaStreamQuery(a.0) };
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    rt!(cudaFreeAsync(q, a.0))?;
+    a.sync()?;
+    println!(
+        "default pool: realloc on A after the event {} the block freed on B",
+        if q == p { "reused" } else { "did not reuse" }
+    );
+    ensure!(!GATE_TIMED_OUT.load(SeqCst), "the gate timed out");
+    ensure!(
+        a_held == cudaErrorNotReady,
+        "stream A was not held by the event on B's free: cudaStreamQuery = {}",
+        common::rt_error_name(a_held)
+    );
+    ensure!(
+        seen_b.as_slice() == first,
+        "B read: {}",
+        first_difference(seen_b.as_slice(), &first)
+    );
+    ensure!(
+        seen_a.as_slice() == second,
+        "A read: {}",
+        first_difference(seen_a.as_slice(), &second)
+    );
+
+    // A pool of exactly one M-byte block: a second allocation can only reuse it.
+    const M: usize = 32 * MIB;
+    let pool = RtPool::create(&rt_device_props(M))?;
+    rt_set_u64(pool.0, cudaMemPoolAttrReleaseThreshold, u64::MAX)?;
+    let mut x: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut x, M, pool.0, a.0))?;
+    let (r, y, _) = rt_try_alloc(pool.0, M, &a);
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(y, a.0))?;
+    }
+    rt!(cudaFreeAsync(x, a.0))?;
+    a.sync()?;
+    ensure!(
+        r == cudaErrorMemoryAllocation,
+        "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
+        common::rt_error_name(r)
+    );
+
+    // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
+    rt_policies(pool.0, 1, 0, 0)?;
+    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(q, a.0))?;
+        a.sync()?;
+    }
+    ensure!(
+        r == cudaSuccess && q == p,
+        "follow-event-dependencies: {} {q:?} (freed {p:?}) after {took:?}",
+        common::rt_error_name(r)
+    );
+
+    // No policy: a free still pending is not reused → out of memory at maxSize.
+    rt_policies(pool.0, 0, 0, 0)?;
+    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(q, a.0))?;
+        a.sync()?;
+    }
+    ensure!(
+        r == cudaErrorMemoryAllocation,
+        "no reuse policy: {} {q:?} (freed {p:?}) after {took:?}, gate timed out: {}",
+        common::rt_error_name(r),
+        GATE_TIMED_OUT.load(SeqCst)
+    );
+    // Once the host has synchronized with the free, the block is free again.
+    let (r, q, _) = rt_try_alloc(pool.0, M, &a);
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(q, a.0))?;
+        a.sync()?;
+    }
+    ensure!(
+        r == cudaSuccess && q == p,
+        "after synchronizing, no policy: {} {q:?} (freed {p:?})",
+        common::rt_error_name(r)
+    );
+
+    // Internal dependencies (alone): A does not wait; the allocator makes it wait.
+    rt_policies(pool.0, 0, 0, 1)?;
+    let p = rt_free_pending_on_b(pool.0, &a, &b, M, false)?;
+    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
+    let a_held = unsafe { cudaStreamQuery(a.0) };
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(q, a.0))?;
+        a.sync()?;
+    }
+    ensure!(
+        r == cudaSuccess && q == p,
+        "internal dependencies: {} {q:?} (freed {p:?}) after {took:?}",
+        common::rt_error_name(r)
+    );
+    ensure!(
+        a_held == cudaErrorNotReady,
+        "internal dependencies: A was not made to wait for B's free (cudaStreamQuery = {})",
+        common::rt_error_name(a_held)
+    );
+
+    // Opportunistic (alone): a free already done on the GPU, with no dependency
+    // and not yet observed by a synchronize, is reused.
+    rt_policies(pool.0, 0, 1, 0)?;
+    {
+        let done = Box::new(AtomicBool::new(false));
+        let allocated = RtEvent::new()?;
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, M, pool.0, a.0))?;
+        rt!(cudaEventRecord(allocated.0, a.0))?;
+        rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
+        rt!(cudaFreeAsync(p, b.0))?;
+        let flag = (&*done as *const AtomicBool).cast_mut().cast::<c_void>();
+        rt!(cudaLaunchHostFunc(b.0, Some(raise_flag), flag))?;
+        wait_flag(&done)?;
+        let (r, q, took) = rt_try_alloc(pool.0, M, &a);
+        a.sync()?;
+        b.sync()?;
+        if r == cudaSuccess {
+            rt!(cudaFreeAsync(q, a.0))?;
+            a.sync()?;
+        }
+        ensure!(
+            r == cudaSuccess && q == p,
+            "opportunistic: {} {q:?} (freed {p:?}) after {took:?}",
+            common::rt_error_name(r)
+        );
+    }
+    rt_policies(pool.0, 1, 1, 1)?;
+    pool.destroy()?;
+    Ok(())
+}
+
+/// Every attribute: documented defaults, set/get round trips, figures that
+/// follow allocations, high watermarks reset, illegal sets refused.
+fn rt_pool_attributes_every_attribute() -> TestResult {
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let pool = RtPool::create(&rt_device_props(0))?;
+    let pl = pool.0;
+
+    // Documented defaults of a new pool.
+    ensure!(
+        rt_get_u64(pl, cudaMemPoolAttrReleaseThreshold)? == 0,
+        "default release threshold not 0"
+    );
+    for attr in [
+        cudaMemPoolReuseFollowEventDependencies,
+        cudaMemPoolReuseAllowOpportunistic,
+        cudaMemPoolReuseAllowInternalDependencies,
+    ] {
+        let v = rt_get_i32(pl, attr)?;
+        ensure!(
+            v == 1,
+            "{} defaults to {v}, documented enabled",
+            rt_attr_name(attr)
+        );
+    }
+    let fresh = rt_figures(pl)?;
+    println!("new pool: {fresh}");
+    ensure!(
+        fresh.reserved == 0 && fresh.reserved_high == 0 && fresh.used == 0 && fresh.used_high == 0,
+        "a new pool's figures are not zero: {fresh}"
+    );
+
+    // Settable attributes read back what was set.
+    for v in [48 * MIB as u64, u64::MAX, 1, 0] {
+        rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, v)?;
+        let got = rt_get_u64(pl, cudaMemPoolAttrReleaseThreshold)?;
+        ensure!(got == v, "release threshold set {v}, read {got}");
+    }
+    for attr in [
+        cudaMemPoolReuseFollowEventDependencies,
+        cudaMemPoolReuseAllowOpportunistic,
+        cudaMemPoolReuseAllowInternalDependencies,
+    ] {
+        for v in [0, 1] {
+            rt_set_i32(pl, attr, v)?;
+            let got = rt_get_i32(pl, attr)?;
+            ensure!(got == v, "{} set {v}, read {got}", rt_attr_name(attr));
+        }
+    }
+
+    // Figures follow allocations (the threshold keeps the memory reserved).
+    rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, u64::MAX)?;
+    let (mut small, mut big): (*mut c_void, *mut c_void) = (null_mut(), null_mut());
+    rt!(cudaMallocFromPoolAsync(&mut small, 8 * MIB, pl, s.0))?;
+    rt!(cudaMallocFromPoolAsync(&mut big, 16 * MIB, pl, s.0))?;
+    s.sync()?;
+    let both = rt_figures(pl)?;
+    rt!(cudaFreeAsync(big, s.0))?;
+    s.sync()?;
+    let one = rt_figures(pl)?;
+    rt_set_u64(pl, cudaMemPoolAttrUsedMemHigh, 0)?;
+    let used_reset = rt_figures(pl)?;
+    rt!(cudaFreeAsync(small, s.0))?;
+    s.sync()?;
+    rt!(cudaMemPoolTrimTo(pl, 0))?;
+    let trimmed = rt_figures(pl)?;
+    rt_set_u64(pl, cudaMemPoolAttrReservedMemHigh, 0)?;
+    rt_set_u64(pl, cudaMemPoolAttrUsedMemHigh, 0)?;
+    let all_reset = rt_figures(pl)?;
+    println!(
+        "8 + 16 MiB: {both}\n16 MiB freed: {one}\nused high reset: {used_reset}\nall freed, trimmed: {trimmed}\nhighs reset: {all_reset}"
+    );
+    ensure!(
+        both.used == 24 * MIB as u64,
+        "used {} with 24 MiB allocated",
+        both.used
+    );
+    ensure!(
+        both.reserved >= both.used,
+        "reserved {} below used {}",
+        both.reserved,
+        both.used
+    );
+    ensure!(
+        both.used_high >= both.used && both.reserved_high >= both.reserved,
+        "high watermarks below current: {both}"
+    );
+    ensure!(
+        one.used == 8 * MIB as u64,
+        "used {} with 8 MiB allocated",
+        one.used
+    );
+    ensure!(
+        one.used_high == both.used_high,
+        "used high moved from {} to {} on a free",
+        both.used_high,
+        one.used_high
+    );
+    ensure!(
+        used_reset.used_high < one.used_high,
+        "resetting the used high watermark read back {} (was {})",
+        used_reset.used_high,
+        one.used_high
+    );
+    ensure!(
+        trimmed.used == 0 && trimmed.reserved == 0,
+        "after freeing and trimming: {trimmed}"
+    );
+    ensure!(
+        trimmed.reserved_high >= both.reserved,
+        "reserved high {} below an earlier reserved {}",
+        trimmed.reserved_high,
+        both.reserved
+    );
+    ensure!(
+        all_reset.reserved_high < trimmed.reserved_high
+            && all_reset.used_high <= used_reset.used_high,
+        "resetting the high watermarks read back {all_reset}"
+    );
+
+    // Illegal sets: non-zero high watermarks, the read-only current figures.
+    for attr in [cudaMemPoolAttrUsedMemHigh, cudaMemPoolAttrReservedMemHigh] {
+        let mut v: u64 = 4096;
+        rt_err!(
+            cudaErrorInvalidValue,
+            cudaMemPoolSetAttribute(pl, attr, (&mut v as *mut u64).cast())
+        )?;
+        rt_alive(&s)?;
+    }
+    for attr in [
+        cudaMemPoolAttrUsedMemCurrent,
+        cudaMemPoolAttrReservedMemCurrent,
+    ] {
+        let mut v: u64 = 0;
+        rt_err!(
+            cudaErrorInvalidValue,
+            cudaMemPoolSetAttribute(pl, attr, (&mut v as *mut u64).cast())
+        )?;
+        rt_alive(&s)?;
+    }
+    rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, 0)?;
+    pool.destroy()
+}
+
+/// cudaMemPoolTrimTo shrinks the reserved figure (never below outstanding
+/// allocations); the release threshold decides what a synchronize releases.
+fn rt_trim_to_and_release_threshold() -> TestResult {
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let pool = RtPool::create(&rt_device_props(0))?;
+    let pl = pool.0;
+    const M: usize = 32 * MIB;
+
+    rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, u64::MAX)?;
+    let mut ptrs = [null_mut::<c_void>(); 4];
+    for p in ptrs.iter_mut() {
+        rt!(cudaMallocFromPoolAsync(p, M, pl, s.0))?;
+    }
+    s.sync()?;
+    for p in ptrs {
+        rt!(cudaFreeAsync(p, s.0))?;
+    }
+    s.sync()?;
+    let kept = rt_figures(pl)?;
+    rt!(cudaMemPoolTrimTo(pl, 2 * M))?;
+    let half = rt_figures(pl)?;
+    rt!(cudaMemPoolTrimTo(pl, 0))?;
+    let none = rt_figures(pl)?;
+    println!(
+        "4 x 32 MiB freed, threshold max: {kept}\ntrimmed to 64 MiB: {half}\ntrimmed to 0: {none}"
+    );
+    ensure!(
+        kept.used == 0 && kept.reserved >= 4 * M as u64,
+        "threshold max did not keep the memory: {kept}"
+    );
+    ensure!(
+        half.reserved >= 2 * M as u64 && half.reserved <= kept.reserved,
+        "trim to 64 MiB left {} reserved (was {})",
+        half.reserved,
+        kept.reserved
+    );
+    ensure!(
+        none.reserved == 0,
+        "trim to 0 left {} reserved",
+        none.reserved
+    );
+
+    // Outstanding allocations are not released, and keep their bytes.
+    let data = pattern(M, 21);
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, M, pl, s.0))?;
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        M,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    rt!(cudaMemPoolTrimTo(pl, 0))?;
+    let outstanding = rt_figures(pl)?;
+    let mut back = vec![0u8; M];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        M,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    rt!(cudaMemPoolTrimTo(pl, 0))?;
+    let freed = rt_figures(pl)?;
+    println!("one 32 MiB outstanding, trimmed to 0: {outstanding}\nfreed, trimmed: {freed}");
+    ensure!(
+        outstanding.reserved >= M as u64,
+        "trim released an outstanding allocation: {outstanding}"
+    );
+    ensure!(
+        back == data,
+        "bytes of the outstanding allocation: {}",
+        first_difference(&back, &data)
+    );
+    ensure!(
+        freed.reserved == 0,
+        "{} reserved after the last free and a trim",
+        freed.reserved
+    );
+
+    // Threshold 0 (the default): the synchronize after the free releases it.
+    rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, 0)?;
+    rt!(cudaMallocFromPoolAsync(&mut p, M, pl, s.0))?;
+    s.sync()?;
+    let held = rt_figures(pl)?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    let released = rt_figures(pl)?;
+    // Threshold 64 MiB: 32 MiB stays reserved after the synchronize.
+    rt_set_u64(pl, cudaMemPoolAttrReleaseThreshold, 2 * M as u64)?;
+    rt!(cudaMallocFromPoolAsync(&mut p, M, pl, s.0))?;
+    s.sync()?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    let below = rt_figures(pl)?;
+    rt!(cudaMemPoolTrimTo(pl, 0))?;
+    println!("threshold 0, held: {held}\n  freed + sync: {released}\nthreshold 64 MiB, freed + sync: {below}");
+    ensure!(
+        held.reserved >= M as u64,
+        "32 MiB allocated but {} reserved",
+        held.reserved
+    );
+    ensure!(
+        released.reserved == 0,
+        "threshold 0: {} still reserved after the synchronize",
+        released.reserved
+    );
+    ensure!(
+        below.reserved >= M as u64,
+        "threshold 64 MiB: only {} reserved after the synchronize",
+        below.reserved
+    );
+    pool.destroy()
+}
+
+/// Current pools: cudaMemGetMemPool/cudaMemSetMemPool for device, host, host
+/// NUMA and managed locations; cudaMallocAsync follows the device's current
+/// pool; mismatches refused; destroying the current pool restores the default.
+fn rt_current_pool_get_set() -> TestResult {
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let numa = host_numa_id()?;
+    let pinned = cudaMemAllocationTypePinned;
+    let mut dev = rt_loc(cudaMemLocationTypeDevice, 0);
+
+    let mut dflt: cudaMemPool_t = null_mut();
+    rt!(cudaMemGetDefaultMemPool(&mut dflt, &mut dev, pinned))?;
+    let mut cur: cudaMemPool_t = null_mut();
+    rt!(cudaMemGetMemPool(&mut cur, &mut dev, pinned))?;
+    ensure!(
+        cur == dflt,
+        "device 0's current pool {cur:?} is not its default {dflt:?} at start"
+    );
+
+    // A created pool made current: cudaMallocAsync allocates from it.
+    let pool = RtPool::create(&rt_device_props(0))?;
+    rt!(cudaMemSetMemPool(&mut dev, pinned, pool.0))?;
+    let mut got: cudaMemPool_t = null_mut();
+    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
+    let mut via_device: cudaMemPool_t = null_mut();
+    rt!(cudaDeviceGetMemPool(&mut via_device, 0))?;
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut p, 4 * MIB, s.0))?;
+    s.sync()?;
+    let from = pool_of(p as u64)?;
+    let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    // Restore the default: cudaMallocAsync goes back to it.
+    rt!(cudaMemSetMemPool(&mut dev, pinned, dflt))?;
+    let mut restored: cudaMemPool_t = null_mut();
+    rt!(cudaMemGetMemPool(&mut restored, &mut dev, pinned))?;
+    let mut q: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut q, 4 * MIB, s.0))?;
+    s.sync()?;
+    let from_q = pool_of(q as u64)?;
+    rt!(cudaFreeAsync(q, s.0))?;
+    s.sync()?;
+    ensure!(got == pool.0 && via_device == pool.0, "after cudaMemSetMemPool: cudaMemGetMemPool {got:?}, cudaDeviceGetMemPool {via_device:?}, set {:?}", pool.0);
+    ensure!(
+        from == pool.0,
+        "cudaMallocAsync took memory from {from:?}, not the current pool {:?}",
+        pool.0
+    );
+    ensure!(
+        used >= 4 * MIB as u64,
+        "the current pool's used memory is {used} with 4 MiB allocated"
+    );
+    ensure!(
+        restored == dflt && from_q == dflt,
+        "after restoring: current {restored:?}, allocation from {from_q:?}, default {dflt:?}"
+    );
+
+    // cudaDeviceSetMemPool is the same setting; destroying the current pool
+    // makes the default current again.
+    rt!(cudaDeviceSetMemPool(0, pool.0))?;
+    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
+    ensure!(
+        got == pool.0,
+        "cudaDeviceSetMemPool not seen by cudaMemGetMemPool: {got:?}"
+    );
+    pool.destroy()?;
+    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
+    ensure!(
+        got == dflt,
+        "after destroying the current pool the current one is {got:?}, not the default {dflt:?}"
+    );
+
+    // Host, host NUMA and managed locations: default, set, get, restore.
+    let managed = cudaMemAllocationTypeManaged;
+    for (name, loc, kind) in [
+        ("host", rt_loc(cudaMemLocationTypeHost, 0), pinned),
+        (
+            "host NUMA",
+            rt_loc(cudaMemLocationTypeHostNuma, numa),
+            pinned,
+        ),
+        (
+            "managed, no location",
+            rt_loc(cudaMemLocationTypeNone, 0),
+            managed,
+        ),
+        (
+            "managed, device 0",
+            rt_loc(cudaMemLocationTypeDevice, 0),
+            managed,
+        ),
+    ] {
+        let mut l = loc;
+        let mut ldflt: cudaMemPool_t = null_mut();
+        rt!(cudaMemGetDefaultMemPool(&mut ldflt, &mut l, kind))?;
+        let mut lcur: cudaMemPool_t = null_mut();
+        rt!(cudaMemGetMemPool(&mut lcur, &mut l, kind))?;
+        let created = RtPool::create(&rt_props(kind, loc, cudaMemHandleTypeNone, 0))?;
+        rt!(cudaMemSetMemPool(&mut l, kind, created.0))?;
+        let mut lset: cudaMemPool_t = null_mut();
+        rt!(cudaMemGetMemPool(&mut lset, &mut l, kind))?;
+        // The default pool of the location gives memory of that kind.
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, MIB, ldflt, s.0))?;
+        s.sync()?;
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
+        let from = pool_of(p as u64)?;
+        rt!(cudaFreeAsync(p, s.0))?;
+        s.sync()?;
+        rt!(cudaMemSetMemPool(&mut l, kind, ldflt))?;
+        let mut lback: cudaMemPool_t = null_mut();
+        rt!(cudaMemGetMemPool(&mut lback, &mut l, kind))?;
+        println!(
+            "{name}: default pool {ldflt:?}, memory type {}",
+            attrs.type_.0
+        );
+        ensure!(
+            !ldflt.is_null() && ldflt != dflt,
+            "{name}: default pool {ldflt:?} (device 0's is {dflt:?})"
+        );
+        ensure!(
+            lcur == ldflt,
+            "{name}: current {lcur:?} is not the default {ldflt:?}"
+        );
+        ensure!(
+            lset == created.0,
+            "{name}: current after set {lset:?}, set {:?}",
+            created.0
+        );
+        ensure!(lback == ldflt, "{name}: current after restoring {lback:?}");
+        ensure!(from == ldflt, "{name}: allocation's pool {from:?}");
+        let expected_type = if kind == managed {
+            cudaMemoryTypeManaged
+        } else {
+            cudaMemoryTypeHost
+        };
+        ensure!(
+            attrs.type_ == expected_type,
+            "{name}: memory type {}",
+            attrs.type_.0
+        );
+        created.destroy()?;
+    }
+
+    // Documented mismatches: the pool's location and kind must match.
+    let host_pool = RtPool::create(&rt_props(
+        pinned,
+        rt_loc(cudaMemLocationTypeHost, 0),
+        cudaMemHandleTypeNone,
+        0,
+    ))?;
+    let dev_pool = RtPool::create(&rt_device_props(0))?;
+    let mut host = rt_loc(cudaMemLocationTypeHost, 0);
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemSetMemPool(&mut dev, pinned, host_pool.0)
+    )?;
+    rt_alive(&s)?;
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemSetMemPool(&mut host, pinned, dev_pool.0)
+    )?;
+    rt_alive(&s)?;
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemSetMemPool(&mut dev, managed, dev_pool.0)
+    )?;
+    rt_alive(&s)?;
+    let mut none = rt_loc(cudaMemLocationTypeNone, 0);
+    let mut out: cudaMemPool_t = null_mut();
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemGetDefaultMemPool(&mut out, &mut none, pinned)
+    )?;
+    rt_alive(&s)?;
+    rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemGetMemPool(&mut out, &mut none, pinned)
+    )?;
+    rt_alive(&s)?;
+    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
+    ensure!(
+        got == dflt,
+        "the refused calls changed device 0's current pool to {got:?}"
+    );
+    host_pool.destroy()?;
+    dev_pool.destroy()
+}
+
+/// Two GPUs: device 1 reads and writes memory of a pool on device 0 once
+/// cudaMemPoolSetAccess grants it; cudaMemPoolGetAccess reads each setting back.
+fn rt_peer_pool_access() -> TestResult {
+    let gpu0 = rt_init()?;
+    let mut can = 0;
+    rt!(cudaDeviceCanAccessPeer(&mut can, 1, 0))?;
+    ensure!(
+        can == 1,
+        "device 1 cannot access device 0 (cudaDeviceCanAccessPeer = {can})"
+    );
+    let (l0, l1) = (
+        rt_loc(cudaMemLocationTypeDevice, 0),
+        rt_loc(cudaMemLocationTypeDevice, 1),
+    );
+    // Measured on two H200s (driver 580.159): with device 1 not yet
+    // initialised by the runtime, cudaMemPoolSetAccess for it returned
+    // cudaErrorNotSupported; the driver twin did not. Initialise it first.
+    rt!(cudaInitDevice(1, 0, 0))?;
+    rt!(cudaSetDevice(0))?;
+    let pool = RtPool::create(&rt_device_props(0))?;
+    let own = rt_get_access(pool.0, l0)?;
+    let peer_before = rt_get_access(pool.0, l1)?;
+    ensure!(
+        own == cudaMemAccessFlagsProtReadWrite,
+        "access from device 0: {}",
+        own.0
+    );
+    ensure!(
+        peer_before == cudaMemAccessFlagsProtNone,
+        "access from device 1 before granting: {}",
+        peer_before.0
+    );
+    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtReadWrite)?;
+    let peer_rw = rt_get_access(pool.0, l1)?;
+    ensure!(
+        peer_rw == cudaMemAccessFlagsProtReadWrite,
+        "access from device 1 after granting: {}",
+        peer_rw.0
+    );
+
+    const N: usize = 4 * MIB;
+    let (data, data2) = (pattern(N, 31), pattern(N, 32));
+    let s0 = RtStream::new()?;
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        N,
+        cudaMemcpyDefault,
+        s0.0
+    ))?;
+    s0.sync()?;
+
+    // Device 1's kernel copies p into device 1 memory, then writes p.
+    let gpu1 = Gpu::new(1)?;
+    rt!(cudaSetDevice(1))?;
+    let s1 = RtStream::new()?;
+    let kernel1 = CopyKernel::load()?;
+    let mut d1: *mut c_void = null_mut();
+    rt!(cudaMallocAsync(&mut d1, N, s1.0))?;
+    kernel1.copy(d1 as u64, p as u64, N, s1.0)?;
+    let mut back = vec![0u8; N];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        d1,
+        N,
+        cudaMemcpyDefault,
+        s1.0
+    ))?;
+    s1.sync()?;
+    rt!(cudaMemcpyAsync(
+        d1,
+        data2.as_ptr().cast(),
+        N,
+        cudaMemcpyDefault,
+        s1.0
+    ))?;
+    kernel1.copy(p as u64, d1 as u64, N, s1.0)?;
+    rt!(cudaFreeAsync(d1, s1.0))?;
+    s1.sync()?;
+    drop(kernel1);
+    drop(s1);
+    drop(gpu1);
+
+    cu!(cuCtxSetCurrent(gpu0.ctx))?;
+    rt!(cudaSetDevice(0))?;
+    let mut back2 = vec![0u8; N];
+    rt!(cudaMemcpyAsync(
+        back2.as_mut_ptr().cast(),
+        p,
+        N,
+        cudaMemcpyDefault,
+        s0.0
+    ))?;
+    s0.sync()?;
+    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtRead)?;
+    let peer_r = rt_get_access(pool.0, l1)?;
+    rt!(cudaFreeAsync(p, s0.0))?;
+    s0.sync()?;
+    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtNone)?;
+    let peer_none = rt_get_access(pool.0, l1)?;
+    ensure!(
+        back == data,
+        "device 1 read: {}",
+        first_difference(&back, &data)
+    );
+    ensure!(
+        back2 == data2,
+        "device 0 sees device 1's writes: {}",
+        first_difference(&back2, &data2)
+    );
+    ensure!(
+        peer_r == cudaMemAccessFlagsProtRead,
+        "access from device 1 after read-only: {}",
+        peer_r.0
+    );
+    ensure!(
+        peer_none == cudaMemAccessFlagsProtNone,
+        "access from device 1 after revoking: {}",
+        peer_none.0
+    );
+    pool.destroy()
+}
+
+/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
+/// allocation exported (64 bytes over the socket); the child reads the
+/// exporter's bytes and writes its own, which the exporter then reads.
+fn rt_ipc_two_processes() -> TestResult {
+    let _gpu = rt_init()?;
+    let mut types = 0;
+    rt!(cudaDeviceGetAttribute(
+        &mut types,
+        cudaDevAttrMemoryPoolSupportedHandleTypes,
+        0
+    ))?;
+    ensure!(
+        types as u32 & cudaMemHandleTypePosixFileDescriptor.0 != 0,
+        "pools on device 0 do not support POSIX fds (handle types {types:#x})"
+    );
+    let fd_type = cudaMemHandleTypePosixFileDescriptor;
+    let pool = RtPool::create(&rt_props(
+        cudaMemAllocationTypePinned,
+        rt_loc(cudaMemLocationTypeDevice, 0),
+        fd_type,
+        0,
+    ))?;
+    let mut fd: i32 = -1;
+    rt!(cudaMemPoolExportToShareableHandle(
+        (&mut fd as *mut i32).cast(),
+        pool.0,
+        fd_type,
+        0
+    ))?;
+    ensure!(
+        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
+        "exported fd {fd} is not open"
+    );
+
+    let s = RtStream::new()?;
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMallocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
+    let data = pattern(IPC_BYTES, EXPORTER_SEED);
+    rt!(cudaMemcpyAsync(
+        p,
+        data.as_ptr().cast(),
+        IPC_BYTES,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    let mut export = cudaMemPoolPtrExportData::default();
+    let exported = rt!(cudaMemPoolExportPointer(&mut export, p));
+    let nonzero = export.reserved.iter().any(|&b| b != 0);
+    let exchanged = exported.and_then(|()| {
+        with_child("rt_ipc_importer", |sock| {
+            send_fd(sock, fd)?;
+            sock.write_all(&export.reserved)?;
+            let mut answer = [0u8; 1];
+            sock.read_exact(&mut answer)
+                .map_err(|e| format!("no answer from the importer: {e}"))?;
+            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
+            Ok(())
+        })
+    });
+    unsafe { libc::close(fd) };
+
+    let mut back = vec![0u8; IPC_BYTES];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        IPC_BYTES,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    exchanged?;
+    ensure!(nonzero, "the export data is all zeros");
+    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
+    ensure!(
+        back == expected,
+        "the importer's bytes: {}",
+        first_difference(&back, &expected)
+    );
+    pool.destroy()
+}
+
+/// Runs this binary as a child in `role`, connected by a socket; `exchange` is
+/// the parent's side of the conversation. The socket is closed (so that a
+/// child still reading sees the end) and the child waited for on every path;
+/// the child's failure is reported first.
+fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) -> TestResult {
+    let (mut parent, child_end) = socket_pair()?;
+    parent.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let child_fd = inheritable(&child_end);
+    let child = common::spawn_child(role, &[(SOCK_VAR, child_fd.to_string())]);
+    drop(child_end);
+    let exchanged = exchange(&mut parent);
+    drop(parent);
+    common::wait_child(child, role)?;
+    exchanged
+}
+
+/// Child of `rt_ipc_two_processes`.
+fn rt_ipc_importer() -> TestResult {
+    let mut sock = child_socket(SOCK_VAR)?;
+    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let mut c = Collect::default();
+    let fd_type = cudaMemHandleTypePosixFileDescriptor;
+    let fd = recv_fd(&sock)?;
+    let mut pool: cudaMemPool_t = null_mut();
+    rt!(cudaMemPoolImportFromShareableHandle(
+        &mut pool,
+        fd as usize as *mut c_void,
+        fd_type,
+        0
+    ))?;
+    unsafe { libc::close(fd) };
+    // The closed descriptor cannot be imported again. The reference lists
+    // cudaErrorInvalidValue and cudaErrorOutOfMemory; driver 580.159 returns
+    // cudaErrorUnknown (measured on the H200), asserted here as measured.
+    let mut again: cudaMemPool_t = null_mut();
+    c.add(rt_err!(
+        cudaErrorUnknown,
+        cudaMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
+    ));
+    c.add(rt_alive(&s));
+
+    let dev = rt_loc(cudaMemLocationTypeDevice, 0);
+    let access = rt_get_access(pool, dev)?;
+    if access != cudaMemAccessFlagsProtReadWrite {
+        rt_set_access(pool, dev, cudaMemAccessFlagsProtReadWrite)?;
+    }
+    let granted = rt_get_access(pool, dev)?;
+    println!(
+        "importer: imported pool's access from device 0: {} then {}",
+        access.0, granted.0
+    );
+    ensure!(
+        granted == cudaMemAccessFlagsProtReadWrite,
+        "imported pool access {}",
+        granted.0
+    );
+
+    // Imported pools do not allocate.
+    let mut np: *mut c_void = null_mut();
+    let r = unsafe { cudaMallocFromPoolAsync(&mut np, 4096, pool, s.0) };
+    if r == cudaSuccess {
+        rt!(cudaFreeAsync(np, s.0))?;
+    }
+    c.add(common::expect_rt_error(
+        r,
+        cudaErrorInvalidValue,
+        "cudaMallocFromPoolAsync(imported pool)",
+    ));
+    c.add(rt_alive(&s));
+
+    let mut export = cudaMemPoolPtrExportData::default();
+    sock.read_exact(&mut export.reserved)?;
+    // Export data of nothing is refused.
+    let mut bogus = cudaMemPoolPtrExportData::default();
+    let mut bp: *mut c_void = null_mut();
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolImportPointer(&mut bp, pool, &mut bogus)
+    ));
+    c.add(rt_alive(&s));
+
+    let mut p: *mut c_void = null_mut();
+    rt!(cudaMemPoolImportPointer(&mut p, pool, &mut export))?;
+    match pool_of(p as u64) {
+        Ok(from) => println!("importer: pointer {p:?} from pool {from:?} (imported pool {pool:?})"),
+        Err(e) => println!(
+            "importer: pool of the imported pointer: {}",
+            e.message().unwrap_or("?")
+        ),
+    }
+    let mut back = vec![0u8; IPC_BYTES];
+    rt!(cudaMemcpyAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        IPC_BYTES,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
+    ensure!(
+        back == expected,
+        "importer read: {}",
+        first_difference(&back, &expected)
+    );
+    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
+    rt!(cudaMemcpyAsync(
+        p,
+        mine.as_ptr().cast(),
+        IPC_BYTES,
+        cudaMemcpyDefault,
+        s.0
+    ))?;
+    s.sync()?;
+    rt!(cudaFree(p))?;
+    rt!(cudaMemPoolDestroy(pool))?;
+    sock.write_all(b"K")?;
+    c.finish()
+}
+
+/// Bad input: each documented error, then proof the process still works.
+fn rt_bad_input() -> TestResult {
+    let _gpu = rt_init()?;
+    let mut c = Collect::default();
+    let s = RtStream::new()?;
+    let pool = RtPool::create(&rt_device_props(64 * MIB))?;
+    let mut dflt: cudaMemPool_t = null_mut();
+    rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
+    let mut p: *mut c_void = null_mut();
+
+    // Null result pointer.
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMallocAsync(null_mut(), 4096, s.0)
+    ));
+    c.add(rt_alive(&s));
+    // Zero size: the reference does not say what happens, so only the
+    // documented return set is asserted (and a returned pointer is freed).
+    for from_pool in [false, true] {
+        let mut z: *mut c_void = 0x1234 as *mut c_void;
+        let r = unsafe {
+            if from_pool {
+                cudaMallocFromPoolAsync(&mut z, 0, pool.0, s.0)
+            } else {
+                cudaMallocAsync(&mut z, 0, s.0)
+            }
+        };
+        println!(
+            "{}(size 0) returned {}, pointer {z:?}",
+            if from_pool {
+                "cudaMallocFromPoolAsync"
+            } else {
+                "cudaMallocAsync"
+            },
+            common::rt_error_name(r)
+        );
+        if r == cudaSuccess && !z.is_null() {
+            c.add(rt!(cudaFreeAsync(z, s.0)));
+        }
+        if r != cudaSuccess && r != cudaErrorInvalidValue {
+            c.add(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
+        }
+        c.add(rt_alive(&s));
+    }
+
+    // Over the pool's maxSize: out of memory (the reference's
+    // "cudaErrorOutOfMemory" is cudaErrorMemoryAllocation in the headers).
+    c.add(rt_err!(
+        cudaErrorMemoryAllocation,
+        cudaMallocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
+    ));
+    c.add(rt_alive(&s));
+
+    // Invalid (null) pool.
+    let mut v: u64 = 0;
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMallocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolGetAttribute(
+            null_mut(),
+            cudaMemPoolAttrReleaseThreshold,
+            (&mut v as *mut u64).cast()
+        )
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolSetAttribute(
+            null_mut(),
+            cudaMemPoolAttrReleaseThreshold,
+            (&mut v as *mut u64).cast()
+        )
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolTrimTo(null_mut(), 0)
+    ));
+    c.add(rt_alive(&s));
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolDestroy(null_mut())
+    ));
+    c.add(rt_alive(&s));
+    let mut none_pool: cudaMemPool_t = null_mut();
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolCreate(&mut none_pool, core::ptr::null())
+    ));
+    c.add(rt_alive(&s));
+
+    // Unknown attributes.
+    for attr in [cudaMemPoolAttr(0), cudaMemPoolAttr(0x7fff)] {
+        c.add(rt_err!(
+            cudaErrorInvalidValue,
+            cudaMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
+        ));
+        c.add(rt_alive(&s));
+        c.add(rt_err!(
+            cudaErrorInvalidValue,
+            cudaMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
+        ));
+        c.add(rt_alive(&s));
+    }
+
+    // The default pool cannot be destroyed: it still allocates afterwards.
+    c.add(rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt)));
+    c.add(rt_alive(&s));
+    rt!(cudaMallocFromPoolAsync(&mut p, 4096, dflt, s.0))?;
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+
+    // Export of a pool created without handle types; export flags must be 0.
+    let mut fd: i32 = -1;
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool.0,
+            cudaMemHandleTypePosixFileDescriptor,
+            0
+        )
+    ));
+    c.add(rt_alive(&s));
+    let ipc = RtPool::create(&rt_props(
+        cudaMemAllocationTypePinned,
+        rt_loc(cudaMemLocationTypeDevice, 0),
+        cudaMemHandleTypePosixFileDescriptor,
+        0,
+    ))?;
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            ipc.0,
+            cudaMemHandleTypePosixFileDescriptor,
+            1
+        )
+    ));
+    c.add(rt_alive(&s));
+    // Export of a pointer from a pool that cannot be shared.
+    let mut data = cudaMemPoolPtrExportData::default();
+    rt!(cudaMallocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
+    s.sync()?;
+    let r = unsafe { cudaMemPoolExportPointer(&mut data, p) };
+    rt!(cudaFreeAsync(p, s.0))?;
+    s.sync()?;
+    c.add(common::expect_rt_error(
+        r,
+        cudaErrorInvalidValue,
+        "cudaMemPoolExportPointer(non-IPC pool)",
+    ));
+    c.add(rt_alive(&s));
+    // Import of a descriptor that is not open: cudaErrorUnknown as measured
+    // (the reference lists cudaErrorInvalidValue, cudaErrorOutOfMemory).
+    let mut imported: cudaMemPool_t = null_mut();
+    c.add(rt_err!(
+        cudaErrorUnknown,
+        cudaMemPoolImportFromShareableHandle(
+            &mut imported,
+            -1isize as usize as *mut c_void,
+            cudaMemHandleTypePosixFileDescriptor,
+            0
+        )
+    ));
+    c.add(rt_alive(&s));
+    // Free of memory the allocator does not know (a host stack address).
+    let mut local = [0u8; 64];
+    c.add(rt_err!(
+        cudaErrorInvalidValue,
+        cudaFreeAsync(local.as_mut_ptr().cast(), s.0)
+    ));
+    c.add(rt_alive(&s));
+    // Access for a device that does not exist: cudaErrorInvalidDevice as
+    // measured (the reference lists only cudaErrorInvalidValue).
+    let r = unsafe {
+        cudaMemPoolSetAccess(
+            pool.0,
+            &cudaMemAccessDesc {
+                location: rt_loc(cudaMemLocationTypeDevice, 999),
+                flags: cudaMemAccessFlagsProtReadWrite,
+            },
+            1,
+        )
+    };
+    c.add(common::expect_rt_error(
+        r,
+        cudaErrorInvalidDevice,
+        "cudaMemPoolSetAccess(device 999)",
+    ));
+    c.add(rt_alive(&s));
+    // After all that, the pools still report sane figures.
+    let f = rt_figures(pool.0)?;
+    ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
+    ipc.destroy()?;
+    pool.destroy()?;
+    c.finish()
+}
+
+/// 10,000 stream-ordered alloc/free cycles leave the used figure where it was.
+fn rt_leak_10000_cycles() -> TestResult {
+    let _gpu = rt_init()?;
+    let s = RtStream::new()?;
+    let mut dflt: cudaMemPool_t = null_mut();
+    rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
+    let created = RtPool::create(&rt_device_props(0))?;
+    for (name, pool) in [("default pool", dflt), ("created pool", created.0)] {
+        s.sync()?;
+        rt_set_u64(pool, cudaMemPoolAttrUsedMemHigh, 0)?;
+        let before = rt_figures(pool)?;
+        let start = Instant::now();
+        for i in 0..10_000usize {
+            let size = 256 * (1 + i % 1024);
+            let mut p: *mut c_void = null_mut();
+            if pool == dflt {
+                rt!(cudaMallocAsync(&mut p, size, s.0))?;
+            } else {
+                rt!(cudaMallocFromPoolAsync(&mut p, size, pool, s.0))?;
+            }
+            rt!(cudaMemsetAsync(p, (i & 0xff) as i32, size, s.0))?;
+            rt!(cudaFreeAsync(p, s.0))?;
+        }
+        s.sync()?;
+        let took = start.elapsed();
+        let after = rt_figures(pool)?;
+        println!("{name}, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
+        ensure!(
+            after.used == before.used,
+            "{name}: used {} after, {} before",
+            after.used,
+            before.used
+        );
+        ensure!(
+            after.used_high <= 64 * MIB as u64,
+            "{name}: used high {} for allocations of at most 256 KiB freed in order",
+            after.used_high
+        );
+    }
+    let f = rt_figures(created.0)?;
+    ensure!(
+        f.used == 0,
+        "created pool: {} bytes used after the cycles",
+        f.used
+    );
+    created.destroy()
+}
+
+// ---------------------------------------------------------------------------
+// Driver helpers
+// ---------------------------------------------------------------------------
+
+struct CuStream(CUstream);
+
+impl CuStream {
+    fn new() -> Result<CuStream, Failed> {
+        let mut s: CUstream = null_mut();
+        cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))?;
+        Ok(CuStream(s))
+    }
+    fn sync(&self) -> TestResult {
+        cu!(cuStreamSynchronize(self.0))
+    }
+}
+
+impl Drop for CuStream {
+    fn drop(&mut self) {
+        unsafe { cuStreamDestroy(self.0) };
+    }
+}
+
+struct CuEvent(CUevent);
+
+impl CuEvent {
+    fn new() -> Result<CuEvent, Failed> {
+        let mut e: CUevent = null_mut();
+        cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING.0))?;
+        Ok(CuEvent(e))
+    }
+}
+
+impl Drop for CuEvent {
+    fn drop(&mut self) {
+        unsafe { cuEventDestroy(self.0) };
+    }
+}
+
+struct CuPool(CUmemoryPool);
+
+impl CuPool {
+    fn create(props: &CUmemPoolProps) -> Result<CuPool, Failed> {
+        let mut pool: CUmemoryPool = null_mut();
+        cu!(cuMemPoolCreate(&mut pool, props))?;
+        ensure!(!pool.is_null(), "cuMemPoolCreate returned a null pool");
+        Ok(CuPool(pool))
+    }
+    fn destroy(mut self) -> TestResult {
+        let pool = std::mem::replace(&mut self.0, null_mut());
+        cu!(cuMemPoolDestroy(pool))
+    }
+}
+
+impl Drop for CuPool {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            unsafe { cuMemPoolDestroy(self.0) };
+        }
+    }
+}
+
+fn cu_loc(type_: CUmemLocationType, id: i32) -> CUmemLocation {
+    CUmemLocation { type_, id }
+}
+
+fn cu_props(
+    alloc: CUmemAllocationType,
+    location: CUmemLocation,
+    handles: CUmemAllocationHandleType,
+    max_size: usize,
+) -> CUmemPoolProps {
+    CUmemPoolProps {
+        allocType: alloc,
+        handleTypes: handles,
+        location,
+        maxSize: max_size,
+        ..Default::default()
+    }
+}
+
+fn cu_device_props(max_size: usize) -> CUmemPoolProps {
+    cu_props(
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        CU_MEM_HANDLE_TYPE_NONE,
+        max_size,
+    )
+}
+
+fn cu_get_u64(pool: CUmemoryPool, attr: CUmemPool_attribute) -> Result<u64, Failed> {
+    let mut v = u64::MAX - 1;
+    let r = unsafe { cuMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast()) };
+    common::check(r, &format!("cuMemPoolGetAttribute({})", attr.0))?;
+    Ok(v)
+}
+
+fn cu_set_u64(pool: CUmemoryPool, attr: CUmemPool_attribute, mut v: u64) -> TestResult {
+    let r = unsafe { cuMemPoolSetAttribute(pool, attr, (&mut v as *mut u64).cast()) };
+    common::check(r, &format!("cuMemPoolSetAttribute({}, {v})", attr.0))
+}
+
+fn cu_get_i32(pool: CUmemoryPool, attr: CUmemPool_attribute) -> Result<i32, Failed> {
+    let mut v: i32 = -7;
+    let r = unsafe { cuMemPoolGetAttribute(pool, attr, (&mut v as *mut i32).cast()) };
+    common::check(r, &format!("cuMemPoolGetAttribute({})", attr.0))?;
+    Ok(v)
+}
+
+fn cu_set_i32(pool: CUmemoryPool, attr: CUmemPool_attribute, mut v: i32) -> TestResult {
+    let r = unsafe { cuMemPoolSetAttribute(pool, attr, (&mut v as *mut i32).cast()) };
+    common::check(r, &format!("cuMemPoolSetAttribute({}, {v})", attr.0))
+}
+
+fn cu_figures(pool: CUmemoryPool) -> Result<Figures, Failed> {
+    Ok(Figures {
+        reserved: cu_get_u64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+        reserved_high: cu_get_u64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
+        used: cu_get_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+        used_high: cu_get_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+    })
+}
+
+fn cu_get_access(pool: CUmemoryPool, mut loc: CUmemLocation) -> Result<CUmemAccess_flags, Failed> {
+    let mut flags = CUmemAccess_flags(0xdead);
+    cu!(cuMemPoolGetAccess(&mut flags, pool, &mut loc))?;
+    Ok(flags)
+}
+
+fn cu_set_access(
+    pool: CUmemoryPool,
+    location: CUmemLocation,
+    flags: CUmemAccess_flags,
+) -> TestResult {
+    let desc = CUmemAccessDesc { location, flags };
+    cu!(cuMemPoolSetAccess(pool, &desc, 1))
+}
+
+fn cu_round_trip(p: CUdeviceptr, data: &[u8], s: &CuStream) -> TestResult {
+    let mut back = vec![0u8; data.len()];
+    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), data.len(), s.0))?;
+    cu!(cuMemcpyDtoHAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        data.len(),
+        s.0
+    ))?;
+    s.sync()?;
+    ensure!(
+        back == data,
+        "bytes changed through pool memory: {}",
+        first_difference(&back, data)
+    );
+    Ok(())
+}
+
+fn cu_alive(s: &CuStream) -> TestResult {
+    let data = pattern(4096, 98);
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocAsync(&mut p, data.len(), s.0))?;
+    let checked = cu_round_trip(p, &data, s);
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    checked
+}
+
+fn cu_host_numa_id(gpu: &Gpu) -> Result<i32, Failed> {
+    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
+    ensure!(id >= 0, "device 0 has no host NUMA node ({id})");
+    Ok(id)
+}
+
+// ---------------------------------------------------------------------------
+// Driver tests
+// ---------------------------------------------------------------------------
+
+/// cuDeviceGetDefaultMemPool = cuMemGetDefaultMemPool = cuDeviceGetMemPool =
+/// cuMemGetMemPool at start; cuMemAllocAsync/cuMemFreeAsync through it.
+fn drv_default_pool_round_trip() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    ensure!(
+        gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 1,
+        "no memory pools on device 0"
+    );
+    let mut dflt: CUmemoryPool = null_mut();
+    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
+    let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let mut via_loc: CUmemoryPool = null_mut();
+    cu!(cuMemGetDefaultMemPool(
+        &mut via_loc,
+        &mut loc,
+        CU_MEM_ALLOCATION_TYPE_PINNED
+    ))?;
+    let mut cur: CUmemoryPool = null_mut();
+    cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
+    let mut cur_loc: CUmemoryPool = null_mut();
+    cu!(cuMemGetMemPool(
+        &mut cur_loc,
+        &mut loc,
+        CU_MEM_ALLOCATION_TYPE_PINNED
+    ))?;
+    ensure!(
+        !dflt.is_null() && dflt == via_loc && dflt == cur && dflt == cur_loc,
+        "default {dflt:?}, by location {via_loc:?}, current {cur:?}, current by location {cur_loc:?}"
+    );
+    let s = CuStream::new()?;
+    let before = cu_figures(dflt)?;
+    const N: usize = 5 * MIB + 7;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocAsync(&mut p, N, s.0))?;
+    cu_round_trip(p, &pattern(N, 41), &s)?;
+    let during = cu_figures(dflt)?;
+    let from = pool_of(p)?;
+    let mut mem_type = CUmemorytype(0);
+    cu!(cuPointerGetAttribute(
+        (&mut mem_type as *mut CUmemorytype).cast(),
+        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        p
+    ))?;
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    let after = cu_figures(dflt)?;
+    println!("driver default pool before: {before}\n  during: {during}\n  after: {after}");
+    ensure!(from == dflt, "allocation's pool {from:?}, default {dflt:?}");
+    ensure!(
+        mem_type == CU_MEMORYTYPE_DEVICE,
+        "memory type {}",
+        mem_type.0
+    );
+    ensure!(
+        during.used >= before.used + N as u64,
+        "used {} → {} for {N} bytes",
+        before.used,
+        during.used
+    );
+    ensure!(
+        after.used == before.used,
+        "used {} after the free, {} before",
+        after.used,
+        before.used
+    );
+    Ok(())
+}
+
+/// cuMemPoolCreate for device, host, host NUMA and managed locations;
+/// cuMemAllocFromPoolAsync; cuMemPoolDestroy; documented creation errors.
+fn drv_created_pools_each_location() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    let kernel = CopyKernel::load()?;
+    let numa = cu_host_numa_id(&gpu)?;
+    const N: usize = 2 * MIB;
+    let dev0 = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+
+    // Device.
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let access = cu_get_access(pool.0, dev0)?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+    cu_round_trip(p, &pattern(N, 42), &s)?;
+    let during = cu_figures(pool.0)?;
+    let from = pool_of(p)?;
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    let after = cu_figures(pool.0)?;
+    println!("driver device pool during: {during}; after: {after}");
+    ensure!(
+        access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "device pool access from device 0: {}",
+        access.0
+    );
+    ensure!(
+        from == pool.0 && during.used == N as u64 && after.used == 0,
+        "device pool: from {from:?}, {during} / {after}"
+    );
+    pool.destroy()?;
+
+    // Host and host NUMA.
+    for (name, loc) in [
+        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
+        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
+    ] {
+        let pool = CuPool::create(&cu_props(
+            CU_MEM_ALLOCATION_TYPE_PINNED,
+            loc,
+            CU_MEM_HANDLE_TYPE_NONE,
+            0,
+        ))?;
+        let before = cu_get_access(pool.0, dev0)?;
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+        s.sync()?;
+        let data = pattern(N, 43);
+        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
+        cu_set_access(pool.0, dev0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+        let granted = cu_get_access(pool.0, dev0)?;
+        let mut d: CUdeviceptr = 0;
+        cu!(cuMemAllocAsync(&mut d, N, s.0))?;
+        kernel.copy(d, p, N, s.0)?;
+        let mut back = vec![0u8; N];
+        cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d, N, s.0))?;
+        s.sync()?;
+        let from = pool_of(p)?;
+        cu!(cuMemFreeAsync(d, s.0))?;
+        cu!(cuMemFreeAsync(p, s.0))?;
+        s.sync()?;
+        ensure!(
+            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+            "{name}: device access before granting {}",
+            before.0
+        );
+        ensure!(
+            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "{name}: device access after granting {}",
+            granted.0
+        );
+        ensure!(
+            back == data,
+            "{name}: the device read {}",
+            first_difference(&back, &data)
+        );
+        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
+        pool.destroy()?;
+    }
+
+    // Managed.
+    for (name, loc) in [
+        ("managed, device 0", dev0),
+        ("managed, no location", cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0)),
+    ] {
+        let pool = CuPool::create(&cu_props(
+            CU_MEM_ALLOCATION_TYPE_MANAGED,
+            loc,
+            CU_MEM_HANDLE_TYPE_NONE,
+            0,
+        ))?;
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
+        cu!(cuMemsetD8Async(p, 0xC3, N, s.0))?;
+        s.sync()?;
+        let host = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) };
+        let all_c3 = host.iter().all(|&b| b == 0xC3);
+        let mut managed: u32 = 0;
+        cu!(cuPointerGetAttribute(
+            (&mut managed as *mut u32).cast(),
+            CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            p
+        ))?;
+        let from = pool_of(p)?;
+        cu!(cuMemFreeAsync(p, s.0))?;
+        s.sync()?;
+        ensure!(all_c3, "{name}: the CPU does not see the device's memset");
+        ensure!(
+            managed == 1,
+            "{name}: CU_POINTER_ATTRIBUTE_IS_MANAGED = {managed}"
+        );
+        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
+        pool.destroy()?;
+    }
+
+    // Documented creation errors.
+    let mut bad: CUmemoryPool = null_mut();
+    cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolCreate(
+            &mut bad,
+            &cu_props(
+                CU_MEM_ALLOCATION_TYPE_PINNED,
+                cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0),
+                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                0
+            )
+        )
+    )?;
+    cu_alive(&s)?;
+    cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolCreate(
+            &mut bad,
+            &cu_props(
+                CU_MEM_ALLOCATION_TYPE_PINNED,
+                cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
+                CU_MEM_HANDLE_TYPE_NONE,
+                0
+            )
+        )
+    )?;
+    cu_alive(&s)?;
+    drop(kernel);
+    Ok(())
+}
+
+/// Two streams with driver events; reuse through an event dependency in a
+/// pool of one block, refused when the policy is off.
+fn drv_two_streams_event_ordered_reuse() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let (a, b) = (CuStream::new()?, CuStream::new()?);
+    const M: usize = 32 * MIB;
+    let pool = CuPool::create(&cu_device_props(M))?;
+    cu_set_u64(pool.0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
+    let data = pattern(M, 51);
+    let src = Pinned::with(&data)?;
+    let seen_b = Pinned::new(M)?;
+
+    for follow in [1, 0] {
+        cu_set_i32(
+            pool.0,
+            CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            follow,
+        )?;
+        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, 0)?;
+        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, 0)?;
+        let (written, freed) = (CuEvent::new()?, CuEvent::new()?);
+        close_gate();
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, M, pool.0, a.0))?;
+        cu!(cuMemcpyHtoDAsync(p, src.vptr(), M, a.0))?;
+        cu!(cuEventRecord(written.0, a.0))?;
+        cu!(cuStreamWaitEvent(b.0, written.0, 0))?;
+        cu!(cuLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
+        cu!(cuMemcpyDtoHAsync(seen_b.vptr(), p, M, b.0))?;
+        cu!(cuMemFreeAsync(p, b.0))?;
+        cu!(cuEventRecord(freed.0, b.0))?;
+        cu!(cuStreamWaitEvent(a.0, freed.0, 0))?;
+        let mut q: CUdeviceptr = 0;
+        let start = Instant::now();
+        let r = unsafe { cuMemAllocFromPoolAsync(&mut q, M, pool.0, a.0) };
+        let took = start.elapsed();
+        open_gate();
+        a.sync()?;
+        b.sync()?;
+        if r == CUDA_SUCCESS {
+            cu!(cuMemFreeAsync(q, a.0))?;
+            a.sync()?;
+        }
+        ensure!(
+            seen_b.as_slice() == data,
+            "B read: {}",
+            first_difference(seen_b.as_slice(), &data)
+        );
+        if follow == 1 {
+            ensure!(
+                r == CUDA_SUCCESS && q == p,
+                "follow-event-dependencies: {} {q:#x} (freed {p:#x}) after {took:?}",
+                common::error_name(r)
+            );
+        } else {
+            ensure!(
+                r == CUDA_ERROR_OUT_OF_MEMORY,
+                "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}",
+                common::error_name(r)
+            );
+        }
+    }
+    for attr in [
+        CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+        CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+        CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+    ] {
+        cu_set_i32(pool.0, attr, 1)?;
+    }
+    pool.destroy()
+}
+
+/// Every attribute through the driver; cuMemPoolTrimTo.
+fn drv_attributes_and_trim() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let pl = pool.0;
+    ensure!(
+        cu_get_u64(pl, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)? == 0,
+        "default release threshold not 0"
+    );
+    for attr in [
+        CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+        CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+        CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+    ] {
+        ensure!(
+            cu_get_i32(pl, attr)? == 1,
+            "attribute {} not enabled by default",
+            attr.0
+        );
+        for v in [0, 1] {
+            cu_set_i32(pl, attr, v)?;
+            let got = cu_get_i32(pl, attr)?;
+            ensure!(got == v, "attribute {} set {v}, read {got}", attr.0);
+        }
+    }
+    let fresh = cu_figures(pl)?;
+    ensure!(
+        fresh.reserved == 0 && fresh.reserved_high == 0 && fresh.used == 0 && fresh.used_high == 0,
+        "new pool: {fresh}"
+    );
+    for v in [3 * MIB as u64, u64::MAX] {
+        cu_set_u64(pl, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, v)?;
+        let got = cu_get_u64(pl, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)?;
+        ensure!(got == v, "release threshold set {v}, read {got}");
+    }
+    const M: usize = 32 * MIB;
+    let mut ptrs = [0 as CUdeviceptr; 3];
+    for p in ptrs.iter_mut() {
+        cu!(cuMemAllocFromPoolAsync(p, M, pl, s.0))?;
+    }
+    s.sync()?;
+    let all = cu_figures(pl)?;
+    for p in ptrs {
+        cu!(cuMemFreeAsync(p, s.0))?;
+    }
+    s.sync()?;
+    let freed = cu_figures(pl)?;
+    cu_set_u64(pl, CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)?;
+    cu!(cuMemPoolTrimTo(pl, M))?;
+    let partly = cu_figures(pl)?;
+    cu!(cuMemPoolTrimTo(pl, 0))?;
+    let trimmed = cu_figures(pl)?;
+    cu_set_u64(pl, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)?;
+    let reset = cu_figures(pl)?;
+    println!(
+        "driver: 3 x 32 MiB: {all}\n  freed: {freed}\n  used high reset, trimmed to 32 MiB: {partly}\n  trimmed to 0: {trimmed}\n  reserved high reset: {reset}"
+    );
+    ensure!(
+        all.used == 3 * M as u64 && all.reserved >= all.used,
+        "3 x 32 MiB: {all}"
+    );
+    ensure!(
+        freed.used == 0 && freed.reserved >= 3 * M as u64 && freed.used_high >= 3 * M as u64,
+        "freed: {freed}"
+    );
+    ensure!(
+        partly.used_high < freed.used_high,
+        "used high after reset {} (was {})",
+        partly.used_high,
+        freed.used_high
+    );
+    ensure!(
+        partly.reserved >= M as u64 && partly.reserved <= freed.reserved,
+        "trim to 32 MiB: {partly}"
+    );
+    ensure!(trimmed.reserved == 0, "trim to 0: {trimmed}");
+    ensure!(
+        reset.reserved_high < trimmed.reserved_high,
+        "reserved high after reset {}",
+        reset.reserved_high
+    );
+    for attr in [
+        CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+        CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+    ] {
+        let mut v: u64 = 1;
+        cu_err!(
+            CUDA_ERROR_INVALID_VALUE,
+            cuMemPoolSetAttribute(pl, attr, (&mut v as *mut u64).cast())
+        )?;
+        cu_alive(&s)?;
+    }
+    for attr in [
+        CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+    ] {
+        let mut v: u64 = 0;
+        cu_err!(
+            CUDA_ERROR_INVALID_VALUE,
+            cuMemPoolSetAttribute(pl, attr, (&mut v as *mut u64).cast())
+        )?;
+        cu_alive(&s)?;
+    }
+    pool.destroy()
+}
+
+/// cuMemSetMemPool/cuMemGetMemPool and cuDeviceSetMemPool/cuDeviceGetMemPool:
+/// cuMemAllocAsync follows the current pool; host location set and restored.
+fn drv_current_pool_get_set() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    let pinned = CU_MEM_ALLOCATION_TYPE_PINNED;
+    let mut dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let mut dflt: CUmemoryPool = null_mut();
+    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
+
+    let pool = CuPool::create(&cu_device_props(0))?;
+    cu!(cuMemSetMemPool(&mut dev, pinned, pool.0))?;
+    let (mut got, mut via_dev): (CUmemoryPool, CUmemoryPool) = (null_mut(), null_mut());
+    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
+    cu!(cuDeviceGetMemPool(&mut via_dev, gpu.dev))?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
+    s.sync()?;
+    let from = pool_of(p)?;
+    let used = cu_get_u64(pool.0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    ensure!(
+        got == pool.0 && via_dev == pool.0,
+        "after cuMemSetMemPool: {got:?} / {via_dev:?}, set {:?}",
+        pool.0
+    );
+    ensure!(
+        from == pool.0 && used >= 2 * MIB as u64,
+        "cuMemAllocAsync took from {from:?} (used {used})"
+    );
+
+    cu!(cuDeviceSetMemPool(gpu.dev, dflt))?;
+    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
+    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
+    s.sync()?;
+    let from = pool_of(p)?;
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    ensure!(
+        got == dflt && from == dflt,
+        "after cuDeviceSetMemPool(default): current {got:?}, from {from:?}"
+    );
+
+    cu!(cuDeviceSetMemPool(gpu.dev, pool.0))?;
+    pool.destroy()?;
+    cu!(cuDeviceGetMemPool(&mut got, gpu.dev))?;
+    ensure!(
+        got == dflt,
+        "destroying the current pool left {got:?} current, not the default"
+    );
+
+    // Host location.
+    let mut host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let mut hdflt: CUmemoryPool = null_mut();
+    cu!(cuMemGetDefaultMemPool(&mut hdflt, &mut host, pinned))?;
+    let hpool = CuPool::create(&cu_props(pinned, host, CU_MEM_HANDLE_TYPE_NONE, 0))?;
+    cu!(cuMemSetMemPool(&mut host, pinned, hpool.0))?;
+    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
+    let set_ok = got == hpool.0;
+    cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemSetMemPool(&mut dev, pinned, hpool.0)
+    )?;
+    cu_alive(&s)?;
+    cu!(cuMemSetMemPool(&mut host, pinned, hdflt))?;
+    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
+    ensure!(
+        set_ok && got == hdflt && !hdflt.is_null() && hdflt != dflt,
+        "host location: set {set_ok}, restored {got:?}, default {hdflt:?}"
+    );
+    let mut none = cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0);
+    cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemGetDefaultMemPool(&mut got, &mut none, pinned)
+    )?;
+    cu_alive(&s)?;
+    hpool.destroy()
+}
+
+/// Two GPUs, driver API: cuMemPoolSetAccess/GetAccess; device 1 reads.
+fn drv_peer_pool_access() -> TestResult {
+    let gpu0 = Gpu::new(0)?;
+    let mut can = 0;
+    cu!(cuDeviceCanAccessPeer(&mut can, 1, 0))?;
+    ensure!(
+        can == 1,
+        "device 1 cannot access device 0 (cuDeviceCanAccessPeer = {can})"
+    );
+    let (l0, l1) = (
+        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 1),
+    );
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let (own, before) = (cu_get_access(pool.0, l0)?, cu_get_access(pool.0, l1)?);
+    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    let granted = cu_get_access(pool.0, l1)?;
+    ensure!(
+        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 0: {}",
+        own.0
+    );
+    ensure!(
+        before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 before: {}",
+        before.0
+    );
+    ensure!(
+        granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 after: {}",
+        granted.0
+    );
+    const N: usize = 4 * MIB;
+    let data = pattern(N, 61);
+    let s0 = CuStream::new()?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
+    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s0.0))?;
+    s0.sync()?;
+
+    let gpu1 = Gpu::new(1)?;
+    let s1 = CuStream::new()?;
+    let kernel1 = CopyKernel::load()?;
+    let mut d1: CUdeviceptr = 0;
+    cu!(cuMemAllocAsync(&mut d1, N, s1.0))?;
+    kernel1.copy(d1, p, N, s1.0)?;
+    let mut back = vec![0u8; N];
+    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d1, N, s1.0))?;
+    cu!(cuMemFreeAsync(d1, s1.0))?;
+    s1.sync()?;
+    drop(kernel1);
+    drop(s1);
+    drop(gpu1);
+
+    cu!(cuCtxSetCurrent(gpu0.ctx))?;
+    cu!(cuMemFreeAsync(p, s0.0))?;
+    s0.sync()?;
+    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
+    let revoked = cu_get_access(pool.0, l1)?;
+    ensure!(
+        back == data,
+        "device 1 read: {}",
+        first_difference(&back, &data)
+    );
+    ensure!(
+        revoked == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 after revoking: {}",
+        revoked.0
+    );
+    pool.destroy()
+}
+
+/// IPC through the driver API: the same exchange as `rt_ipc_two_processes`.
+fn drv_ipc_two_processes() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let types = gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?;
+    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    ensure!(
+        types as u32 & fd_type.0 != 0,
+        "no POSIX-fd pools (handle types {types:#x})"
+    );
+    let pool = CuPool::create(&cu_props(
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        fd_type,
+        0,
+    ))?;
+    let mut fd: i32 = -1;
+    cu!(cuMemPoolExportToShareableHandle(
+        (&mut fd as *mut i32).cast(),
+        pool.0,
+        fd_type,
+        0
+    ))?;
+    ensure!(
+        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
+        "exported fd {fd} is not open"
+    );
+
+    let s = CuStream::new()?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
+    let data = pattern(IPC_BYTES, EXPORTER_SEED);
+    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), IPC_BYTES, s.0))?;
+    s.sync()?;
+    let mut export = CUmemPoolPtrExportData::default();
+    let exchanged = cu!(cuMemPoolExportPointer(&mut export, p)).and_then(|()| {
+        with_child("drv_ipc_importer", |sock| {
+            send_fd(sock, fd)?;
+            sock.write_all(&export.reserved)?;
+            let mut answer = [0u8; 1];
+            sock.read_exact(&mut answer)
+                .map_err(|e| format!("no answer from the importer: {e}"))?;
+            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
+            Ok(())
+        })
+    });
+    unsafe { libc::close(fd) };
+    let mut back = vec![0u8; IPC_BYTES];
+    cu!(cuMemcpyDtoHAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        IPC_BYTES,
+        s.0
+    ))?;
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    exchanged?;
+    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
+    ensure!(
+        back == expected,
+        "the importer's bytes: {}",
+        first_difference(&back, &expected)
+    );
+    pool.destroy()
+}
+
+/// Child of `drv_ipc_two_processes`.
+fn drv_ipc_importer() -> TestResult {
+    let mut sock = child_socket(SOCK_VAR)?;
+    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
+    let _gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    let mut c = Collect::default();
+    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    let fd = recv_fd(&sock)?;
+    let mut pool: CUmemoryPool = null_mut();
+    cu!(cuMemPoolImportFromShareableHandle(
+        &mut pool,
+        fd as usize as *mut c_void,
+        fd_type,
+        0
+    ))?;
+    unsafe { libc::close(fd) };
+    // CUDA_ERROR_UNKNOWN as measured (the reference lists CUDA_ERROR_INVALID_VALUE,
+    // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY).
+    let mut again: CUmemoryPool = null_mut();
+    c.add(cu_err!(
+        CUDA_ERROR_UNKNOWN,
+        cuMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
+    ));
+    c.add(cu_alive(&s));
+    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    if cu_get_access(pool, dev)? != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+        cu_set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    }
+    ensure!(
+        cu_get_access(pool, dev)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "imported pool not read-write"
+    );
+
+    let mut export = CUmemPoolPtrExportData::default();
+    sock.read_exact(&mut export.reserved)?;
+    let mut p: CUdeviceptr = 0;
+    cu!(cuMemPoolImportPointer(&mut p, pool, &mut export))?;
+    let mut back = vec![0u8; IPC_BYTES];
+    cu!(cuMemcpyDtoHAsync(
+        back.as_mut_ptr().cast(),
+        p,
+        IPC_BYTES,
+        s.0
+    ))?;
+    s.sync()?;
+    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
+    ensure!(
+        back == expected,
+        "importer read: {}",
+        first_difference(&back, &expected)
+    );
+    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
+    cu!(cuMemcpyHtoDAsync(p, mine.as_ptr().cast(), IPC_BYTES, s.0))?;
+    // Freed in stream order; completed before the exporter is told.
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    cu!(cuMemPoolDestroy(pool))?;
+    sock.write_all(b"K")?;
+    c.finish()
+}
+
+/// Driver bad input: documented errors, then proof the process still works.
+fn drv_bad_input() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let mut c = Collect::default();
+    let s = CuStream::new()?;
+    let pool = CuPool::create(&cu_device_props(64 * MIB))?;
+    let mut dflt: CUmemoryPool = null_mut();
+    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
+    let mut p: CUdeviceptr = 0;
+    let mut v: u64 = 0;
+
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemAllocAsync(null_mut(), 4096, s.0)
+    ));
+    c.add(cu_alive(&s));
+    // Zero size: not documented; only the documented return set is asserted.
+    let mut z: CUdeviceptr = 0x1234;
+    let r = unsafe { cuMemAllocAsync(&mut z, 0, s.0) };
+    println!(
+        "cuMemAllocAsync(size 0) returned {}, pointer {z:#x}",
+        common::error_name(r)
+    );
+    if r == CUDA_SUCCESS && z != 0 {
+        c.add(cu!(cuMemFreeAsync(z, s.0)));
+    }
+    if r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE {
+        c.add(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
+    }
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_OUT_OF_MEMORY,
+        cuMemAllocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemAllocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolGetAttribute(
+            null_mut(),
+            CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut v as *mut u64).cast()
+        )
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolTrimTo(null_mut(), 0)
+    ));
+    c.add(cu_alive(&s));
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolDestroy(null_mut())
+    ));
+    c.add(cu_alive(&s));
+    for attr in [CUmemPool_attribute(0), CUmemPool_attribute(0x7fff)] {
+        c.add(cu_err!(
+            CUDA_ERROR_INVALID_VALUE,
+            cuMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
+        ));
+        c.add(cu_alive(&s));
+        c.add(cu_err!(
+            CUDA_ERROR_INVALID_VALUE,
+            cuMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
+        ));
+        c.add(cu_alive(&s));
+    }
+    c.add(cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt)));
+    c.add(cu_alive(&s));
+    let mut fd: i32 = -1;
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool.0,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0
+        )
+    ));
+    c.add(cu_alive(&s));
+    // A descriptor that is not open: CUDA_ERROR_UNKNOWN as measured (the
+    // reference lists CUDA_ERROR_INVALID_VALUE, _NOT_INITIALIZED, _OUT_OF_MEMORY).
+    let mut imported: CUmemoryPool = null_mut();
+    c.add(cu_err!(
+        CUDA_ERROR_UNKNOWN,
+        cuMemPoolImportFromShareableHandle(
+            &mut imported,
+            -1isize as usize as *mut c_void,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0
+        )
+    ));
+    c.add(cu_alive(&s));
+    let mut bogus = CUmemPoolPtrExportData::default();
+    let ipc = CuPool::create(&cu_props(
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        0,
+    ))?;
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            ipc.0,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            1
+        )
+    ));
+    c.add(cu_alive(&s));
+    cu!(cuMemAllocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
+    s.sync()?;
+    let r = unsafe { cuMemPoolExportPointer(&mut bogus, p) };
+    cu!(cuMemFreeAsync(p, s.0))?;
+    s.sync()?;
+    c.add(common::expect_error(
+        r,
+        CUDA_ERROR_INVALID_VALUE,
+        "cuMemPoolExportPointer(non-IPC pool)",
+    ));
+    c.add(cu_alive(&s));
+    let mut local = [0u8; 64];
+    c.add(cu_err!(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemFreeAsync(local.as_mut_ptr() as usize as CUdeviceptr, s.0)
+    ));
+    c.add(cu_alive(&s));
+    let f = cu_figures(pool.0)?;
+    ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
+    ipc.destroy()?;
+    pool.destroy()?;
+    c.finish()
+}
+
+/// 10,000 cuMemAllocAsync/cuMemFreeAsync cycles leave the used figure at zero.
+fn drv_leak_10000_cycles() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let s = CuStream::new()?;
+    let pool = CuPool::create(&cu_device_props(0))?;
+    let before = cu_figures(pool.0)?;
+    let start = Instant::now();
+    for i in 0..10_000usize {
+        let size = 512 * (1 + i % 512);
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, size, pool.0, s.0))?;
+        cu!(cuMemsetD8Async(p, (i & 0xff) as u8, size, s.0))?;
+        cu!(cuMemFreeAsync(p, s.0))?;
+    }
+    s.sync()?;
+    let took = start.elapsed();
+    let after = cu_figures(pool.0)?;
+    println!("driver, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
+    ensure!(
+        after.used == 0,
+        "{} bytes used after the cycles",
+        after.used
+    );
+    ensure!(
+        after.used_high <= 64 * MIB as u64,
+        "used high {} for allocations of at most 256 KiB",
+        after.used_high
+    );
+    pool.destroy()
+}
+
 fn main() {
-    common::main(vec![], &[]);
+    common::main(
+        vec![
+            test("rt_default_pool_round_trip", rt_default_pool_round_trip),
+            test(
+                "rt_created_pools_each_location",
+                rt_created_pools_each_location,
+            ),
+            test(
+                "pool_destroy_with_outstanding_allocation",
+                pool_destroy_with_outstanding_allocation,
+            ),
+            test(
+                "rt_two_streams_event_ordered_reuse",
+                rt_two_streams_event_ordered_reuse,
+            ),
+            test(
+                "rt_pool_attributes_every_attribute",
+                rt_pool_attributes_every_attribute,
+            ),
+            test(
+                "rt_trim_to_and_release_threshold",
+                rt_trim_to_and_release_threshold,
+            ),
+            test("rt_current_pool_get_set", rt_current_pool_get_set),
+            test_gpus("rt_peer_pool_access", 2, rt_peer_pool_access),
+            test("rt_ipc_two_processes", rt_ipc_two_processes),
+            test("rt_bad_input", rt_bad_input),
+            test("rt_leak_10000_cycles", rt_leak_10000_cycles),
+            test("drv_default_pool_round_trip", drv_default_pool_round_trip),
+            test(
+                "drv_created_pools_each_location",
+                drv_created_pools_each_location,
+            ),
+            test(
+                "drv_two_streams_event_ordered_reuse",
+                drv_two_streams_event_ordered_reuse,
+            ),
+            test("drv_attributes_and_trim", drv_attributes_and_trim),
+            test("drv_current_pool_get_set", drv_current_pool_get_set),
+            test_gpus("drv_peer_pool_access", 2, drv_peer_pool_access),
+            test("drv_ipc_two_processes", drv_ipc_two_processes),
+            test("drv_bad_input", drv_bad_input),
+            test("drv_leak_10000_cycles", drv_leak_10000_cycles),
+        ],
+        &[
+            ("rt_ipc_importer", rt_ipc_importer),
+            ("drv_ipc_importer", drv_ipc_importer),
+            ("rt_destroy_outstanding", rt_destroy_outstanding),
+            ("drv_destroy_outstanding", drv_destroy_outstanding),
+        ],
+    );
 }

@@ -1,6 +1,1617 @@
-//! Device tests (placeholder until filled in).
+//! Tensor Map Object Management (driver API 6.30), proven by the hardware that
+//! reads the maps: the bulk tensor copy engine (TMA) of compute capability 9.0+.
+//!
+//! A tensor map is a 128-byte opaque descriptor, so `CUDA_SUCCESS` from an
+//! encode says nothing about it. Every map made here is handed to a kernel that
+//! issues `cp.async.bulk.tensor` with it (an mbarrier in shared memory counts
+//! the bytes in); the raw shared-memory image the copy engine wrote is copied
+//! out byte for byte and compared with the box computed on the CPU:
+//! out-of-bounds fill (zeros, or NaN for floats), element strides, swizzle
+//! patterns, im2col traversal.
+//!
+//! Measured on the H200 (driver 580.159, CUDA 13.0), printed by the tests: the
+//! NaN out-of-bounds fill is `0x7ff77ff7` for f32 and `0x7ff7` for f16 and
+//! bf16; `cuTensorMapEncodeIm2colWide` is not refused on compute capability 9.0.
+//!
+//! Kernels: hand-written PTX (chosen over CUDA C compiled by nvcc, so that the
+//! code that runs is the code in the repository), in `tests/kernels/`,
+//! embedded with `include_str!` and JIT-compiled by the driver with
+//! `cuModuleLoadDataEx`. `tensor_map_sm90.ptx` holds the tiled and im2col
+//! kernels (`.target sm_90`; its header says why not sm_90a);
+//! `tensor_map_im2col_w_sm100.ptx` holds the im2col::w kernel, loaded only on
+//! devices of compute capability 10.0 or higher.
 mod common;
 
+use common::{error_name, expect_error, test, Gpu, TestResult};
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use cuda_mem_sys::*;
+use libtest_mimic::Failed;
+
+/// The tiled and im2col kernels, NUL-terminated for `cuModuleLoadDataEx`.
+const PTX_SM90: &str = concat!(include_str!("kernels/tensor_map_sm90.ptx"), "\0");
+/// The im2col::w kernel (compute capability 10.0+), NUL-terminated.
+const PTX_SM100: &str = concat!(include_str!("kernels/tensor_map_im2col_w_sm100.ptx"), "\0");
+
+/// Size of the kernels' shared-memory tile; their status block follows it in `out`.
+const TILE: usize = 32768;
+const OUT_LEN: usize = TILE + 64;
+
+// ---------------------------------------------------------------------------
+// Device plumbing
+// ---------------------------------------------------------------------------
+
+/// A module JIT-compiled from NUL-terminated PTX; unloaded on drop.
+struct Module(CUmodule);
+
+impl Module {
+    fn load(ptx: &str) -> Result<Module, Failed> {
+        let mut log = vec![0u8; 16384];
+        let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
+        let mut module = null_mut();
+        let r = unsafe {
+            cuModuleLoadDataEx(
+                &mut module,
+                ptx.as_ptr().cast(),
+                2,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if r != CUDA_SUCCESS {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(format!(
+                "cuModuleLoadDataEx returned {}; JIT error log: {}",
+                error_name(r),
+                String::from_utf8_lossy(&log[..end])
+            )
+            .into());
+        }
+        Ok(Module(module))
+    }
+
+    fn function(&self, name: &str) -> Result<CUfunction, Failed> {
+        let cname = std::ffi::CString::new(name).unwrap();
+        let mut f = null_mut();
+        cu!(cuModuleGetFunction(&mut f, self.0, cname.as_ptr()))?;
+        Ok(f)
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        unsafe {
+            cuModuleUnload(self.0);
+        }
+    }
+}
+
+/// Device memory from `cuMemAlloc`; freed on drop.
+struct DevBuf {
+    ptr: CUdeviceptr,
+    len: usize,
+}
+
+impl DevBuf {
+    fn new(len: usize) -> Result<DevBuf, Failed> {
+        let mut ptr = 0;
+        cu!(cuMemAlloc(&mut ptr, len))?;
+        Ok(DevBuf { ptr, len })
+    }
+
+    fn with(data: &[u8]) -> Result<DevBuf, Failed> {
+        let b = DevBuf::new(data.len())?;
+        b.write(data)?;
+        Ok(b)
+    }
+
+    fn write(&self, data: &[u8]) -> TestResult {
+        assert!(data.len() <= self.len);
+        cu!(cuMemcpyHtoD(self.ptr, data.as_ptr().cast(), data.len()))
+    }
+
+    fn read(&self) -> Result<Vec<u8>, Failed> {
+        let mut v = vec![0u8; self.len];
+        cu!(cuMemcpyDtoH(v.as_mut_ptr().cast(), self.ptr, self.len))?;
+        Ok(v)
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        unsafe {
+            cuMemFree(self.ptr);
+        }
+    }
+}
+
+/// Where the kernel finds the map.
+enum MapArg<'a> {
+    /// By value, as the 128-byte `__grid_constant__` kernel parameter.
+    Param(&'a CUtensorMap),
+    /// A copy in global memory (the `*_gmap` kernels acquire it with
+    /// `fence.proxy.tensormap::generic`).
+    Global(CUdeviceptr),
+}
+
+/// What one kernel launch brought back.
+struct Load {
+    /// The raw shared-memory image of the box, byte for byte.
+    image: Vec<u8>,
+    /// The shared-memory address of the tile (its alignment sets the swizzle base).
+    smem: u32,
+}
+
+/// Launches `f` (one CTA of 128 threads) to load the box at `coords` into
+/// shared memory (`nbytes`, the mbarrier's expected transaction count) and copy
+/// the tile out.
+fn load_box(
+    f: CUfunction,
+    map: MapArg,
+    coords: &[i32],
+    offsets: [u32; 2],
+    nbytes: usize,
+) -> Result<Load, Failed> {
+    ensure!(
+        nbytes % 16 == 0 && nbytes <= TILE,
+        "a box of {nbytes} bytes does not fit the kernels' tile"
+    );
+    let out = DevBuf::new(OUT_LEN)?;
+    cu!(cuMemsetD8(out.ptr, 0xA5, OUT_LEN))?;
+    let mut c = [0i32; 5];
+    c[..coords.len()].copy_from_slice(coords);
+    let mut o = offsets;
+    let mut out_ptr = out.ptr;
+    let mut n = nbytes as u32;
+    let mut gmap: CUdeviceptr = match map {
+        MapArg::Global(p) => p,
+        MapArg::Param(_) => 0,
+    };
+    let map_ptr: *mut c_void = match map {
+        MapArg::Param(m) => (m as *const CUtensorMap).cast_mut().cast(),
+        MapArg::Global(_) => core::ptr::addr_of_mut!(gmap).cast(),
+    };
+    let cp = c.as_mut_ptr();
+    let op = o.as_mut_ptr();
+    let mut params: [*mut c_void; 10] = unsafe {
+        [
+            map_ptr,
+            core::ptr::addr_of_mut!(out_ptr).cast(),
+            core::ptr::addr_of_mut!(n).cast(),
+            cp.cast(),
+            cp.add(1).cast(),
+            cp.add(2).cast(),
+            cp.add(3).cast(),
+            cp.add(4).cast(),
+            op.cast(),
+            op.add(1).cast(),
+        ]
+    };
+    cu!(cuLaunchKernel(
+        f,
+        1,
+        1,
+        1,
+        128,
+        1,
+        1,
+        0,
+        null_mut(),
+        params.as_mut_ptr(),
+        null_mut()
+    ))?;
+    cu!(cuCtxSynchronize())?;
+    let back = out.read()?;
+    let word = |at: usize| u32::from_le_bytes(back[at..at + 4].try_into().unwrap());
+    let (status, smem, spins) = (word(TILE), word(TILE + 4), word(TILE + 8));
+    ensure!(
+        status == 1,
+        "the bulk tensor copy did not complete {nbytes} bytes on the mbarrier (status {status:#x}, {spins} spins)"
+    );
+    Ok(Load {
+        image: back[..nbytes].to_vec(),
+        smem,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Host-side tensors and the CPU model of the copy engine
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Ty {
+    F32,
+    F16,
+    Bf16,
+    U8,
+}
+
+impl Ty {
+    fn size(self) -> usize {
+        match self {
+            Ty::F32 => 4,
+            Ty::F16 | Ty::Bf16 => 2,
+            Ty::U8 => 1,
+        }
+    }
+
+    fn cu(self) -> CUtensorMapDataType {
+        match self {
+            Ty::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            Ty::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            Ty::Bf16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            Ty::U8 => CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        }
+    }
+
+    /// Bits of element `i` of a test tensor: distinct neighbours, never NaN,
+    /// infinite or subnormal (nothing a copy could canonicalise).
+    fn pattern(self, i: usize, seed: usize) -> u32 {
+        let k = i + seed * 7919;
+        match self {
+            Ty::F32 => (k as f32 * 0.5 + 1.0).to_bits(),
+            Ty::F16 => ((((k / 30) % 2) << 15) | ((1 + k % 30) << 10) | ((k * 37) % 1024)) as u32,
+            Ty::Bf16 => ((((k / 200) % 2) << 15) | ((1 + k % 200) << 7) | ((k * 13) % 128)) as u32,
+            Ty::U8 => ((k * 131 + 17) % 256) as u32,
+        }
+    }
+
+    fn is_nan(self, bits: u32) -> bool {
+        match self {
+            Ty::F32 => f32::from_bits(bits).is_nan(),
+            Ty::F16 => bits & 0x7C00 == 0x7C00 && bits & 0x03FF != 0,
+            Ty::Bf16 => bits & 0x7F80 == 0x7F80 && bits & 0x007F != 0,
+            Ty::U8 => false,
+        }
+    }
+}
+
+fn bits_of(bytes: &[u8]) -> u32 {
+    let mut b = [0u8; 4];
+    b[..bytes.len()].copy_from_slice(bytes);
+    u32::from_le_bytes(b)
+}
+
+/// A tensor in device memory and its host image.
+struct Tensor {
+    ty: Ty,
+    /// Elements per dimension, innermost first.
+    dims: Vec<u64>,
+    /// Bytes between consecutive indices of dimensions 1.. (rank - 1 entries).
+    strides: Vec<u64>,
+    host: Vec<u8>,
+    dev: DevBuf,
+}
+
+impl Tensor {
+    fn new(ty: Ty, dims: &[u64], strides: &[u64], seed: usize) -> Result<Tensor, Failed> {
+        assert_eq!(strides.len() + 1, dims.len());
+        let esz = ty.size();
+        let bytes = match strides.last() {
+            Some(&s) => (s * dims[dims.len() - 1]) as usize,
+            None => dims[0] as usize * esz,
+        };
+        let mut host = vec![0u8; bytes];
+        for (i, e) in host.chunks_exact_mut(esz).enumerate() {
+            e.copy_from_slice(&ty.pattern(i, seed).to_le_bytes()[..esz]);
+        }
+        let dev = DevBuf::with(&host)?;
+        Ok(Tensor {
+            ty,
+            dims: dims.to_vec(),
+            strides: strides.to_vec(),
+            host,
+            dev,
+        })
+    }
+
+    fn rank(&self) -> u32 {
+        self.dims.len() as u32
+    }
+
+    fn addr(&self) -> *mut c_void {
+        self.dev.ptr as *mut c_void
+    }
+
+    /// Byte offset of the element at `x`, or `None` outside the tensor.
+    fn offset(&self, x: &[i64]) -> Option<usize> {
+        let mut off = 0i64;
+        for (i, &xi) in x.iter().enumerate() {
+            if xi < 0 || xi >= self.dims[i] as i64 {
+                return None;
+            }
+            off += xi
+                * if i == 0 {
+                    self.ty.size() as i64
+                } else {
+                    self.strides[i - 1] as i64
+                };
+        }
+        Some(off as usize)
+    }
+
+    /// The element at `x` into `dst`; `false` (and `dst` untouched) outside the tensor.
+    fn fetch(&self, x: &[i64], dst: &mut [u8]) -> bool {
+        match self.offset(x) {
+            Some(off) => {
+                dst.copy_from_slice(&self.host[off..off + dst.len()]);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A box as the copy engine should write it to shared memory, without swizzle:
+/// innermost dimension first, densely packed, `oob[e]` where element `e` fell
+/// outside the tensor (its bytes left 0).
+struct Expected {
+    image: Vec<u8>,
+    oob: Vec<bool>,
+}
+
+impl Expected {
+    fn oob_count(&self) -> usize {
+        self.oob.iter().filter(|&&o| o).count()
+    }
+}
+
+/// Tiled mode: `ceil(box[i] / elementStrides[i])` elements along dimension i,
+/// at `coords[i] + j * elementStrides[i]` (dimension 0 is always traversed with
+/// stride 1 here).
+fn tiled_box(t: &Tensor, boxd: &[u32], estr: &[u32], coords: &[i32]) -> Expected {
+    let rank = t.dims.len();
+    let esz = t.ty.size();
+    let counts: Vec<usize> = (0..rank)
+        .map(|i| boxd[i].div_ceil(estr[i]) as usize)
+        .collect();
+    let total: usize = counts.iter().product();
+    let mut image = vec![0u8; total * esz];
+    let mut oob = vec![false; total];
+    let mut x = vec![0i64; rank];
+    for e in 0..total {
+        let mut rem = e;
+        for i in 0..rank {
+            x[i] = coords[i] as i64 + (rem % counts[i]) as i64 * estr[i] as i64;
+            rem /= counts[i];
+        }
+        oob[e] = !t.fetch(&x, &mut image[e * esz..(e + 1) * esz]);
+    }
+    Expected { image, oob }
+}
+
+/// The swizzle pattern of the copy engine, on a tile that starts at a
+/// 1024-byte boundary: 16-byte chunk `c` (address bits 4..6) of each 128-byte
+/// line `l` (bits 7..9) moves to chunk `c ^ (l & mask)`, mask 1 / 3 / 7 for the
+/// 32 / 64 / 128-byte modes (the pattern repeats every 256 / 512 / 1024 bytes).
+fn swizzle(dense: &[u8], span: usize) -> Vec<u8> {
+    let mask = match span {
+        0 => 0,
+        32 => 1,
+        64 => 3,
+        128 => 7,
+        _ => panic!("no {span}-byte swizzle"),
+    };
+    assert_eq!(dense.len() % 16, 0);
+    let mut out = vec![0u8; dense.len()];
+    for o in (0..dense.len()).step_by(16) {
+        let p = o ^ (((o >> 7) & mask) << 4);
+        out[p..p + 16].copy_from_slice(&dense[o..o + 16]);
+    }
+    out
+}
+
+/// Compares a device image with the CPU's, element by element: in-bounds
+/// elements exactly; out-of-bounds ones zero (`nan_fill` false) or one and the
+/// same NaN (`nan_fill` true), whose bits it returns.
+fn check_elements(
+    what: &str,
+    ty: Ty,
+    got: &[u8],
+    want: &Expected,
+    nan_fill: bool,
+) -> Result<Option<u32>, String> {
+    let esz = ty.size();
+    if got.len() != want.image.len() {
+        return Err(format!(
+            "{what}: {} bytes back, {} expected",
+            got.len(),
+            want.image.len()
+        ));
+    }
+    let mut nan_bits = None;
+    let mut bad = Vec::new();
+    for (e, &out) in want.oob.iter().enumerate() {
+        let g = bits_of(&got[e * esz..(e + 1) * esz]);
+        let w = bits_of(&want.image[e * esz..(e + 1) * esz]);
+        let ok = if !out {
+            g == w
+        } else if nan_fill {
+            let first = *nan_bits.get_or_insert(g);
+            ty.is_nan(g) && g == first
+        } else {
+            g == 0
+        };
+        if !ok {
+            bad.push(format!(
+                "#{e}{}: {g:#x} (expected {})",
+                if out { " (OOB)" } else { "" },
+                if out && nan_fill {
+                    "NaN".into()
+                } else {
+                    format!("{w:#x}")
+                }
+            ));
+        }
+    }
+    if bad.is_empty() {
+        Ok(nan_bits)
+    } else {
+        Err(format!(
+            "{what}: {} of {} elements differ; first: {}",
+            bad.len(),
+            want.oob.len(),
+            bad[..bad.len().min(8)].join(", ")
+        ))
+    }
+}
+
+/// For a failed swizzle check: where each 16-byte chunk of the device image
+/// came from in the unswizzled box (the data make chunks unique).
+fn chunk_map(got: &[u8], dense: &[u8]) -> String {
+    let chunks: Vec<&[u8]> = dense.chunks(16).collect();
+    got.chunks(16)
+        .take(24)
+        .enumerate()
+        .map(|(p, c)| match chunks.iter().position(|d| *d == c) {
+            Some(q) => format!("{p}<-{q}"),
+            None => format!("{p}<-?"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn encode_tiled(
+    t: &Tensor,
+    boxd: &[u32],
+    estr: &[u32],
+    swizzle: CUtensorMapSwizzle,
+    l2: CUtensorMapL2promotion,
+    fill: CUtensorMapFloatOOBfill,
+) -> Result<CUtensorMap, Failed> {
+    let mut map = CUtensorMap::default();
+    cu!(cuTensorMapEncodeTiled(
+        &mut map,
+        t.ty.cu(),
+        t.rank(),
+        t.addr(),
+        t.dims.as_ptr(),
+        t.strides.as_ptr(),
+        boxd.as_ptr(),
+        estr.as_ptr(),
+        CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle,
+        l2,
+        fill
+    ))?;
+    Ok(map)
+}
+
+fn tile_kernel(m: &Module, rank: u32) -> Result<CUfunction, Failed> {
+    m.function(&format!("tma_tile_{rank}d"))
+}
+
+fn failures_to_result(failures: Vec<String>) -> TestResult {
+    ensure!(
+        failures.is_empty(),
+        "{} failure(s):\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+    Ok(())
+}
+
+fn message(e: Failed) -> String {
+    e.message().unwrap_or("?").to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Tiled mode
+// ---------------------------------------------------------------------------
+
+struct TiledCase {
+    ty: Ty,
+    dims: &'static [u64],
+    strides: &'static [u64],
+    boxd: &'static [u32],
+    estr: &'static [u32],
+    coords: &'static [&'static [i32]],
+}
+
+/// Loads every box of every case with one map per case, comparing each with
+/// the CPU; returns the failures and prints what it saw.
+fn run_tiled_cases(
+    m: &Module,
+    cases: &[TiledCase],
+    fill: CUtensorMapFloatOOBfill,
+    seed: usize,
+) -> Result<Vec<String>, Failed> {
+    let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    let mut failures = Vec::new();
+    for case in cases {
+        let t = Tensor::new(case.ty, case.dims, case.strides, seed)?;
+        let map = encode_tiled(
+            &t,
+            case.boxd,
+            case.estr,
+            CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            fill,
+        )?;
+        let f = tile_kernel(m, t.rank())?;
+        for &coords in case.coords {
+            let want = tiled_box(&t, case.boxd, case.estr, coords);
+            let what = format!(
+                "rank {} {:?} dims {:?} box {:?} elementStrides {:?} at {:?}",
+                t.rank(),
+                case.ty,
+                case.dims,
+                case.boxd,
+                case.estr,
+                coords
+            );
+            match load_box(f, MapArg::Param(&map), coords, [0, 0], want.image.len()) {
+                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Ok(load) => {
+                    match check_elements(&what, case.ty, &load.image, &want, nan_fill) {
+                        Err(e) => failures.push(e),
+                        Ok(nan) => {
+                            println!(
+                                "  {what}: {} bytes match, {} elements out of bounds{}",
+                                want.image.len(),
+                                want.oob_count(),
+                                nan.map(|b| format!(" (filled with NaN {b:#x})"))
+                                    .unwrap_or_default()
+                            );
+                            if nan_fill && nan.is_none() {
+                                failures.push(format!("{what}: no element out of bounds, the NaN fill was not exercised"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(failures)
+}
+
+/// Ranks 1-5, f32 / f16 / bf16 / u8, padded row pitches, boxes partly outside
+/// the tensor on either side (zero fill), element strides 2 and 3.
+fn tiled_ranks_types_zero_fill() -> TestResult {
+    ensure!(
+        size_of::<CUtensorMap>() == 128 && align_of::<CUtensorMap>() == 128,
+        "CUtensorMap is {} bytes aligned to {}, CUDA 13 says 128 and 128",
+        size_of::<CUtensorMap>(),
+        align_of::<CUtensorMap>()
+    );
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let cases = [
+        TiledCase {
+            ty: Ty::F32,
+            dims: &[1000],
+            strides: &[],
+            boxd: &[64],
+            estr: &[1],
+            coords: &[&[0], &[480], &[960], &[-32]],
+        },
+        TiledCase {
+            ty: Ty::F16,
+            dims: &[100, 37],
+            strides: &[208],
+            boxd: &[32, 16],
+            estr: &[1, 1],
+            coords: &[&[0, 0], &[80, 30], &[-8, -5]],
+        },
+        TiledCase {
+            ty: Ty::Bf16,
+            dims: &[100, 37],
+            strides: &[224],
+            boxd: &[32, 12],
+            estr: &[1, 3],
+            coords: &[&[16, 2], &[88, 30], &[-16, -4]],
+        },
+        TiledCase {
+            ty: Ty::U8,
+            dims: &[64, 20, 7],
+            strides: &[80, 1632],
+            boxd: &[32, 8, 6],
+            estr: &[1, 2, 3],
+            coords: &[&[0, 0, 0], &[48, -3, 5], &[16, 14, 1]],
+        },
+        TiledCase {
+            ty: Ty::F16,
+            dims: &[24, 6, 5, 3],
+            strides: &[48, 288, 1440],
+            boxd: &[16, 4, 3, 2],
+            estr: &[1, 1, 2, 1],
+            coords: &[&[0, 0, 0, 0], &[16, 4, 3, 2]],
+        },
+        TiledCase {
+            ty: Ty::F32,
+            dims: &[12, 5, 4, 3, 2],
+            strides: &[48, 256, 1024, 3072],
+            boxd: &[8, 4, 4, 2, 2],
+            estr: &[1, 1, 2, 1, 1],
+            coords: &[&[0, 0, 0, 0, 0], &[8, 2, -1, 1, 1]],
+        },
+        TiledCase {
+            ty: Ty::U8,
+            dims: &[200, 3, 2, 2, 3],
+            strides: &[208, 624, 1248, 2496],
+            boxd: &[64, 2, 2, 2, 2],
+            estr: &[1, 1, 1, 1, 1],
+            coords: &[&[160, 2, 1, -1, 2]],
+        },
+    ];
+    failures_to_result(run_tiled_cases(
+        &m,
+        &cases,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        1,
+    )?)
+}
+
+/// `CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA`: out-of-bounds elements
+/// of f32, f16 and bf16 boxes come back as NaN, in-bounds ones unchanged.
+fn tiled_nan_oob_fill() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let cases = [
+        TiledCase {
+            ty: Ty::F32,
+            dims: &[40, 10],
+            strides: &[160],
+            boxd: &[16, 8],
+            estr: &[1, 1],
+            coords: &[&[32, 6], &[-4, -2]],
+        },
+        TiledCase {
+            ty: Ty::F16,
+            dims: &[100, 37],
+            strides: &[208],
+            boxd: &[32, 16],
+            estr: &[1, 1],
+            coords: &[&[80, 30]],
+        },
+        TiledCase {
+            ty: Ty::Bf16,
+            dims: &[100, 37],
+            strides: &[208],
+            boxd: &[32, 16],
+            estr: &[1, 2],
+            coords: &[&[-8, 28]],
+        },
+        TiledCase {
+            ty: Ty::F32,
+            dims: &[12, 5, 4],
+            strides: &[48, 240],
+            boxd: &[8, 4, 2],
+            estr: &[1, 1, 1],
+            coords: &[&[8, 3, 3]],
+        },
+    ];
+    failures_to_result(run_tiled_cases(
+        &m,
+        &cases,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+        2,
+    )?)
+}
+
+/// Every swizzle mode of Hopper (none, 32B, 64B, 128B): the raw shared-memory
+/// image, byte for byte, equals the CPU's box put through the CPU model of the
+/// swizzle pattern (and, for the swizzled modes, differs from the plain box).
+fn tiled_swizzle_modes() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let f = tile_kernel(&m, 2)?;
+    struct Case {
+        ty: Ty,
+        dims: [u64; 2],
+        pitch: u64,
+        boxd: [u32; 2],
+        coords: [i32; 2],
+        swizzle: CUtensorMapSwizzle,
+        /// The swizzle span in bytes (0: none).
+        span: usize,
+    }
+    let case = |ty, dims, pitch, boxd, coords, swizzle, span| Case {
+        ty,
+        dims,
+        pitch,
+        boxd,
+        coords,
+        swizzle,
+        span,
+    };
+    let cases = [
+        case(
+            Ty::F32,
+            [64, 64],
+            256,
+            [32, 16],
+            [32, 8],
+            CU_TENSOR_MAP_SWIZZLE_NONE,
+            0,
+        ),
+        case(
+            Ty::F32,
+            [64, 64],
+            256,
+            [8, 32],
+            [8, 16],
+            CU_TENSOR_MAP_SWIZZLE_32B,
+            32,
+        ),
+        case(
+            Ty::F16,
+            [128, 64],
+            256,
+            [32, 32],
+            [32, 8],
+            CU_TENSOR_MAP_SWIZZLE_64B,
+            64,
+        ),
+        case(
+            Ty::F32,
+            [64, 64],
+            256,
+            [32, 16],
+            [0, 40],
+            CU_TENSOR_MAP_SWIZZLE_128B,
+            128,
+        ),
+        case(
+            Ty::U8,
+            [256, 64],
+            256,
+            [128, 16],
+            [128, 8],
+            CU_TENSOR_MAP_SWIZZLE_128B,
+            128,
+        ),
+        case(
+            Ty::F32,
+            [64, 64],
+            256,
+            [32, 16],
+            [48, 56],
+            CU_TENSOR_MAP_SWIZZLE_128B,
+            128,
+        ),
+        case(
+            Ty::Bf16,
+            [100, 40],
+            208,
+            [16, 64],
+            [-8, 8],
+            CU_TENSOR_MAP_SWIZZLE_32B,
+            32,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (
+        i,
+        Case {
+            ty,
+            dims,
+            pitch,
+            boxd,
+            coords,
+            swizzle: sw,
+            span,
+        },
+    ) in cases.into_iter().enumerate()
+    {
+        let t = Tensor::new(ty, &dims, &[pitch], 3 + i)?;
+        let map = encode_tiled(
+            &t,
+            &boxd,
+            &[1, 1],
+            sw,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )?;
+        let dense = tiled_box(&t, &boxd, &[1, 1], &coords);
+        let want = swizzle(&dense.image, span);
+        let what = format!(
+            "{span}B swizzle ({}), {ty:?} box {boxd:?} at {coords:?}",
+            sw.0
+        );
+        if span != 0 && want == dense.image {
+            failures.push(format!(
+                "{what}: the swizzle model leaves this box unchanged, the case proves nothing"
+            ));
+            continue;
+        }
+        match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.len()) {
+            Err(e) => failures.push(format!("{what}: {}", message(e))),
+            Ok(load) if load.smem % 1024 != 0 => failures.push(format!(
+                "{what}: tile at shared address {:#x}, not 1024-byte aligned",
+                load.smem
+            )),
+            Ok(load) if load.image != want => {
+                let differ = load.image.iter().zip(&want).filter(|(a, b)| a != b).count();
+                failures.push(format!(
+                    "{what}: {differ} of {} bytes differ from the model; chunks (device <- unswizzled box): {}",
+                    want.len(),
+                    chunk_map(&load.image, &dense.image)
+                ));
+            }
+            Ok(_) => println!(
+                "  {what}: {} raw bytes match the model ({} elements out of bounds, zero)",
+                want.len(),
+                dense.oob_count()
+            ),
+        }
+    }
+    failures_to_result(failures)
+}
+
+/// All four L2 promotion values encode, and a map with each loads the right box.
+fn tiled_l2_promotion_values() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let f = tile_kernel(&m, 2)?;
+    let t = Tensor::new(Ty::F32, &[64, 48], &[256], 9)?;
+    let (boxd, estr, coords) = ([32u32, 16u32], [1u32, 1u32], [48i32, 40i32]);
+    let want = tiled_box(&t, &boxd, &estr, &coords);
+    let mut failures = Vec::new();
+    for (name, l2) in [
+        ("NONE", CU_TENSOR_MAP_L2_PROMOTION_NONE),
+        ("L2_64B", CU_TENSOR_MAP_L2_PROMOTION_L2_64B),
+        ("L2_128B", CU_TENSOR_MAP_L2_PROMOTION_L2_128B),
+        ("L2_256B", CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
+    ] {
+        let what = format!("L2 promotion {name}");
+        let map = encode_tiled(
+            &t,
+            &boxd,
+            &estr,
+            CU_TENSOR_MAP_SWIZZLE_NONE,
+            l2,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )?;
+        match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.image.len()) {
+            Err(e) => failures.push(format!("{what}: {}", message(e))),
+            Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, false) {
+                Err(e) => failures.push(e),
+                Ok(_) => println!("  {what}: box of {} bytes matches", want.image.len()),
+            },
+        }
+    }
+    failures_to_result(failures)
+}
+
+/// `cuTensorMapReplaceAddress`: the same map, pointed at a second buffer, loads
+/// the second buffer's data (and back). Both as a kernel parameter and as a
+/// copy in global memory read after `fence.proxy.tensormap::generic.acquire`.
+fn replace_address() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let f_param = tile_kernel(&m, 2)?;
+    let f_global = m.function("tma_tile_2d_gmap")?;
+    let dims = [48u64, 40];
+    let a = Tensor::new(Ty::F16, &dims, &[112], 11)?;
+    let b = Tensor::new(Ty::F16, &dims, &[112], 12)?;
+    let (boxd, estr, coords) = ([32u32, 8u32], [1u32, 1u32], [32i32, 36i32]);
+    let want_a = tiled_box(&a, &boxd, &estr, &coords);
+    let want_b = tiled_box(&b, &boxd, &estr, &coords);
+    ensure!(
+        want_a.image != want_b.image,
+        "the two buffers' boxes are the same, the test proves nothing"
+    );
+    let mut map = encode_tiled(
+        &a,
+        &boxd,
+        &estr,
+        CU_TENSOR_MAP_SWIZZLE_NONE,
+        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )?;
+    let gmap = DevBuf::new(size_of::<CUtensorMap>())?;
+    ensure!(
+        gmap.ptr % 128 == 0,
+        "cuMemAlloc returned {:#x}, not 128-byte aligned",
+        gmap.ptr
+    );
+    let map_bytes = |map: &CUtensorMap| unsafe {
+        core::slice::from_raw_parts(
+            (map as *const CUtensorMap).cast::<u8>(),
+            size_of::<CUtensorMap>(),
+        )
+        .to_vec()
+    };
+    let mut failures = Vec::new();
+    let mut step = |what: &str, map: &CUtensorMap, want: &Expected| -> TestResult {
+        gmap.write(&map_bytes(map))?;
+        for (how, arg, f) in [
+            ("parameter", MapArg::Param(map), f_param),
+            ("global memory", MapArg::Global(gmap.ptr), f_global),
+        ] {
+            let what = format!("{what}, map as {how}");
+            match load_box(f, arg, &coords, [0, 0], want.image.len()) {
+                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Ok(load) => match check_elements(&what, Ty::F16, &load.image, want, false) {
+                    Err(e) => failures.push(e),
+                    Ok(_) => println!("  {what}: box matches"),
+                },
+            }
+        }
+        Ok(())
+    };
+    step("encoded on buffer A", &map, &want_a)?;
+    cu!(cuTensorMapReplaceAddress(&mut map, b.addr()))?;
+    step("address replaced by buffer B", &map, &want_b)?;
+    cu!(cuTensorMapReplaceAddress(&mut map, a.addr()))?;
+    step("address replaced back by buffer A", &map, &want_a)?;
+    failures_to_result(failures)
+}
+
+// ---------------------------------------------------------------------------
+// im2col mode
+// ---------------------------------------------------------------------------
+
+/// im2col parameters of a rank-4 (NHWC) map; index 0 is W, 1 is H (the driver's
+/// dimension order, innermost first).
+struct Im2col {
+    lower: [i32; 2],
+    upper: [i32; 2],
+    channels: u32,
+    pixels: u32,
+}
+
+/// Reading choices of the im2col model, all `false` in the model the test
+/// asserts; the others only name, after a mismatch, which reading the hardware
+/// followed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reading {
+    /// Corner arrays in H, W order.
+    corners_hw: bool,
+    /// Instruction offsets in H, W order.
+    offsets_hw: bool,
+    /// Upper corner inclusive (box one pixel larger in W and H).
+    inclusive: bool,
+}
+
+/// CPU im2col of an NHWC tensor (dims C, W, H, N): the bounding box of each
+/// image spans `[lower, dim + upper)` in W and H; starting at the filter base
+/// `(w, h, n)` of `coords` (C, W, H, N) it walks `pixels` pixels through the
+/// boxes in W, then H, then N order, and for each reads `channels` channels from
+/// `coords[0]` at the pixel moved by the im2col offsets (W, H).
+fn im2col_box(t: &Tensor, p: &Im2col, coords: [i32; 4], offsets: [i32; 2], r: Reading) -> Expected {
+    let esz = t.ty.size();
+    let (lower, upper) = if r.corners_hw {
+        ([p.lower[1], p.lower[0]], [p.upper[1], p.upper[0]])
+    } else {
+        (p.lower, p.upper)
+    };
+    let off = if r.offsets_hw {
+        [offsets[1], offsets[0]]
+    } else {
+        offsets
+    };
+    let extra = r.inclusive as i64;
+    let bw = t.dims[1] as i64 + upper[0] as i64 - lower[0] as i64 + extra;
+    let bh = t.dims[2] as i64 + upper[1] as i64 - lower[1] as i64 + extra;
+    let start = (coords[3] as i64 * bh + (coords[2] - lower[1]) as i64) * bw
+        + (coords[1] - lower[0]) as i64;
+    let total = (p.pixels * p.channels) as usize;
+    let mut image = vec![0u8; total * esz];
+    let mut oob = vec![false; total];
+    for px in 0..p.pixels as i64 {
+        let idx = start + px;
+        let n = idx / (bw * bh);
+        let h = lower[1] as i64 + (idx / bw) % bh;
+        let w = lower[0] as i64 + idx % bw;
+        for k in 0..p.channels as i64 {
+            let e = (px * p.channels as i64 + k) as usize;
+            let x = [
+                coords[0] as i64 + k,
+                w + off[0] as i64,
+                h + off[1] as i64,
+                n,
+            ];
+            oob[e] = !t.fetch(&x, &mut image[e * esz..(e + 1) * esz]);
+        }
+    }
+    Expected { image, oob }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn encode_im2col(
+    map: &mut CUtensorMap,
+    t: &Tensor,
+    rank: u32,
+    p: &Im2col,
+    estr: &[u32],
+    swizzle: CUtensorMapSwizzle,
+    fill: CUtensorMapFloatOOBfill,
+) -> CUresult {
+    unsafe {
+        cuTensorMapEncodeIm2col(
+            map,
+            t.ty.cu(),
+            rank,
+            t.addr(),
+            t.dims.as_ptr(),
+            t.strides.as_ptr(),
+            p.lower.as_ptr(),
+            p.upper.as_ptr(),
+            p.channels,
+            p.pixels,
+            estr.as_ptr(),
+            CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            fill,
+        )
+    }
+}
+
+/// `cuTensorMapEncodeIm2col` on a small NHWC tensor with lower and upper
+/// bounding-box corners (a padded convolution's windows), loaded by
+/// `cp.async.bulk.tensor.4d...im2col` with im2col offsets, across an image
+/// boundary and partly out of bounds; compared with a CPU im2col.
+fn im2col_nhwc() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let f = m.function("tma_im2col_4d")?;
+    // N = 2 images of H = 4 x W = 5 pixels, C = 12 f32 channels.
+    let t = Tensor::new(Ty::F32, &[12, 5, 4, 2], &[48, 240, 960], 21)?;
+    // Boxes W in [-1, 4), H in [-2, 4): 5 x 6 filter bases per image.
+    let p = Im2col {
+        lower: [-1, -2],
+        upper: [-1, 0],
+        channels: 8,
+        pixels: 40,
+    };
+    let estr = [1u32; 4];
+    let mut failures = Vec::new();
+    for (fill, loads) in [
+        (
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            &[
+                ([4, 2, -1, 0], [0, 0]),
+                ([4, 2, -1, 0], [2, 1]),
+                ([0, -1, -2, 0], [1, 2]),
+            ][..],
+        ),
+        (
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+            &[([8, 3, 0, 0], [1, 0])][..],
+        ),
+    ] {
+        let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+        let mut map = CUtensorMap::default();
+        common::check(
+            encode_im2col(&mut map, &t, 4, &p, &estr, CU_TENSOR_MAP_SWIZZLE_NONE, fill),
+            "cuTensorMapEncodeIm2col",
+        )?;
+        for &(coords, offsets) in loads {
+            let want = im2col_box(&t, &p, coords, offsets, Reading::default());
+            let what = format!(
+                "im2col at (C, W, H, N) {coords:?} offsets (W, H) {offsets:?}{}",
+                if nan_fill { ", NaN fill" } else { "" }
+            );
+            match load_box(
+                f,
+                MapArg::Param(&map),
+                &coords,
+                offsets.map(|o| o as u32),
+                want.image.len(),
+            ) {
+                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, nan_fill) {
+                    Ok(nan) => println!(
+                        "  {what}: {} pixels x {} channels match, {} elements out of bounds{}",
+                        p.pixels,
+                        p.channels,
+                        want.oob_count(),
+                        nan.map(|b| format!(" (NaN {b:#x})")).unwrap_or_default()
+                    ),
+                    Err(e) => {
+                        let mut matching = Vec::new();
+                        for bits in 0..8u8 {
+                            let r = Reading {
+                                corners_hw: bits & 1 != 0,
+                                offsets_hw: bits & 2 != 0,
+                                inclusive: bits & 4 != 0,
+                            };
+                            let alt = im2col_box(&t, &p, coords, offsets, r);
+                            if !nan_fill && alt.image == load.image {
+                                matching.push(format!("{r:?}"));
+                            }
+                        }
+                        failures.push(format!(
+                            "{e}; readings of the model that match the device: [{}]",
+                            matching.join("; ")
+                        ));
+                    }
+                },
+            }
+        }
+    }
+    failures_to_result(failures)
+}
+
+/// `cuTensorMapEncodeIm2colWide`, documented for compute capability 10.0 or
+/// higher. On 10.x devices an `im2col::w` load of a padded row is compared with
+/// the CPU. Below 10.0 no instruction reads such a map, so the full check cannot
+/// run; there the test asserts what the driver returns: measured on the H200
+/// (9.0, driver 580.159, CUDA 13.0), the encode is *not* refused
+/// (`CUDA_SUCCESS`, no error to assert), and it prints whether the map was
+/// written and what two invalid calls return (no swizzle, which the same
+/// driver also accepts below 10.0, and rank 2). On 10.x those two must return
+/// `CUDA_ERROR_INVALID_VALUE`.
+fn im2col_wide() -> TestResult {
+    let gpu = Gpu::new(0)?;
+    let major = gpu.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = gpu.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    // N = 2, H = 3, W = 8, C = 16 f32 channels (64 bytes: the 64B swizzle span).
+    let t = Tensor::new(Ty::F32, &[16, 8, 3, 2], &[64, 512, 1536], 31)?;
+    let (lower_w, upper_w, channels, pixels) = (-1, 0, 16u32, 9u32);
+    let estr = [1u32; 4];
+    let wide = |map: &mut CUtensorMap, rank: u32, swizzle: CUtensorMapSwizzle| unsafe {
+        cuTensorMapEncodeIm2colWide(
+            map,
+            t.ty.cu(),
+            rank,
+            t.addr(),
+            t.dims.as_ptr(),
+            t.strides.as_ptr(),
+            lower_w,
+            upper_w,
+            channels,
+            pixels,
+            estr.as_ptr(),
+            CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_IM2COL_WIDE_MODE_W,
+            swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    // Two calls the reference rules out: no swizzle (the wide modes take 64B,
+    // 128B or 128B_ATOM_32B only) and rank 2 (3 to 5).
+    let invalid = [
+        ("without swizzle", 4, CU_TENSOR_MAP_SWIZZLE_NONE),
+        ("of rank 2", 2, CU_TENSOR_MAP_SWIZZLE_64B),
+    ];
+    // The map starts filled with 0xA5 bytes, to see whether an encode wrote it.
+    let filled = || CUtensorMap {
+        opaque: [0xA5A5_A5A5_A5A5_A5A5; 16],
+    };
+    let mut map = filled();
+    let r = wide(&mut map, 4, CU_TENSOR_MAP_SWIZZLE_64B);
+    if major < 10 {
+        println!(
+            "  cuTensorMapEncodeIm2colWide (valid parameters) on compute capability {major}.{minor} \
+             returned {} and {} the map; the full check (an im2col::w load compared with the CPU) \
+             needs compute capability 10.0",
+            error_name(r),
+            if map.opaque == filled().opaque { "did not write" } else { "wrote" }
+        );
+        // Measured on the H200 (driver 580.159, CUDA 13.0): not refused.
+        expect_error(
+            r,
+            CUDA_SUCCESS,
+            "cuTensorMapEncodeIm2colWide below compute capability 10.0",
+        )?;
+        // Recorded, not asserted: below 10.0 the documented parameter checks
+        // need not all run (measured on driver 580.159: no swizzle is accepted,
+        // rank 2 returns CUDA_ERROR_INVALID_VALUE).
+        for (what, rank, swizzle) in invalid {
+            let mut scratch = filled();
+            let r = wide(&mut scratch, rank, swizzle);
+            println!(
+                "  cuTensorMapEncodeIm2colWide {what} on {major}.{minor}: {}",
+                error_name(r)
+            );
+        }
+        // The process keeps working: a tiled map on the same tensor encodes.
+        encode_tiled(
+            &t,
+            &[16, 4, 2, 1],
+            &estr,
+            CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )?;
+        return Ok(());
+    }
+    for (what, rank, swizzle) in invalid {
+        let mut scratch = filled();
+        let r = wide(&mut scratch, rank, swizzle);
+        expect_error(
+            r,
+            CUDA_ERROR_INVALID_VALUE,
+            &format!("cuTensorMapEncodeIm2colWide {what}"),
+        )?;
+    }
+    common::check(r, "cuTensorMapEncodeIm2colWide")?;
+    let m = Module::load(PTX_SM100)?;
+    let f = m.function("tma_im2col_w_4d")?;
+    // Row h = 1 of image n = 1, from the padding column w = -1 to w = 7.
+    let coords = [0, -1, 1, 1];
+    let esz = t.ty.size();
+    let mut dense = vec![0u8; (pixels * channels) as usize * esz];
+    let mut oob = 0;
+    for px in 0..pixels as i64 {
+        for k in 0..channels as i64 {
+            let e = (px * channels as i64 + k) as usize;
+            let x = [k, coords[1] as i64 + px, coords[2] as i64, coords[3] as i64];
+            if !t.fetch(&x, &mut dense[e * esz..(e + 1) * esz]) {
+                oob += 1;
+            }
+        }
+    }
+    let want = swizzle(&dense, 64);
+    let load = load_box(f, MapArg::Param(&map), &coords, [0, 0], want.len())?;
+    ensure!(
+        load.image == want,
+        "im2col::w row differs from the CPU ({} of {} bytes); chunks (device <- unswizzled): {}",
+        load.image.iter().zip(&want).filter(|(a, b)| a != b).count(),
+        want.len(),
+        chunk_map(&load.image, &dense)
+    );
+    println!("  im2col::w on {major}.{minor}: {pixels} pixels x {channels} channels match ({oob} out of bounds)");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------
+
+/// Invalid encodes return the documented `CUDA_ERROR_INVALID_VALUE`, and after
+/// each one a valid encode still succeeds; at the end a map made after all of
+/// them still loads the right box.
+fn bad_input_documented_errors() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    let m = Module::load(PTX_SM90)?;
+    let t = Tensor::new(Ty::F32, &[64, 32], &[256], 41)?;
+    let base = t.dev.ptr;
+    let im = Tensor::new(Ty::F32, &[12, 5, 4, 2], &[48, 240, 960], 42)?;
+    let z = CU_TENSOR_MAP_INTERLEAVE_NONE;
+    let (sw_none, l2, fill0) = (
+        CU_TENSOR_MAP_SWIZZLE_NONE,
+        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    );
+    let tiled = |ty: CUtensorMapDataType,
+                 rank: u32,
+                 addr: CUdeviceptr,
+                 dims: &[u64],
+                 strides: &[u64],
+                 boxd: &[u32],
+                 estr: &[u32],
+                 sw: CUtensorMapSwizzle,
+                 fill: CUtensorMapFloatOOBfill| {
+        let mut map = CUtensorMap::default();
+        unsafe {
+            cuTensorMapEncodeTiled(
+                &mut map,
+                ty,
+                rank,
+                addr as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxd.as_ptr(),
+                estr.as_ptr(),
+                z,
+                sw,
+                l2,
+                fill,
+            )
+        }
+    };
+    let f32t = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    let good = || {
+        tiled(
+            f32t,
+            2,
+            base,
+            &[64, 32],
+            &[256],
+            &[32, 8],
+            &[1, 1],
+            sw_none,
+            fill0,
+        )
+    };
+    // im2col on `im` (NHWC, rank 4); other ranks read 6-entry arrays.
+    let im2col = |rank: u32, channels: u32, pixels: u32| {
+        let p = Im2col {
+            lower: [-1, -1],
+            upper: [-1, -1],
+            channels,
+            pixels,
+        };
+        let mut map = CUtensorMap::default();
+        if rank == 4 {
+            return encode_im2col(&mut map, &im, 4, &p, &[1; 4], sw_none, fill0);
+        }
+        let dims = [12u64, 5, 4, 2, 1, 1];
+        let strides = [48u64, 240, 960, 1920, 1920];
+        let corner = [-1i32; 4];
+        unsafe {
+            cuTensorMapEncodeIm2col(
+                &mut map,
+                f32t,
+                rank,
+                im.addr(),
+                dims.as_ptr(),
+                strides.as_ptr(),
+                corner.as_ptr(),
+                corner.as_ptr(),
+                channels,
+                pixels,
+                [1u32; 6].as_ptr(),
+                z,
+                sw_none,
+                l2,
+                fill0,
+            )
+        }
+    };
+    let mut replace_target = CUtensorMap::default();
+    // The valid forms that each bad case changes in one parameter.
+    common::check(good(), "the valid tiled encode")?;
+    common::check(im2col(4, 8, 16), "the valid im2col encode")?;
+    cu!(cuTensorMapEncodeTiled(
+        &mut replace_target,
+        f32t,
+        2,
+        base as *mut c_void,
+        [64u64, 32].as_ptr(),
+        [256u64].as_ptr(),
+        [32u32, 8].as_ptr(),
+        [1u32, 1].as_ptr(),
+        z,
+        sw_none,
+        l2,
+        fill0
+    ))?;
+    let six_dims = [64u64, 32, 1, 1, 1, 1];
+    let six_strides = [256u64, 8192, 8192, 8192, 8192];
+    let six_box = [32u32, 8, 1, 1, 1, 1];
+    let six_estr = [1u32; 6];
+    let cases: Vec<(&str, CUresult)> = vec![
+        (
+            "global address 8 bytes past a 16-byte boundary",
+            tiled(
+                f32t,
+                2,
+                base + 8,
+                &[64, 32],
+                &[256],
+                &[32, 8],
+                &[1, 1],
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "global stride 200 bytes (not a multiple of 16)",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[50, 32],
+                &[200],
+                &[32, 8],
+                &[1, 1],
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "box dimension 257 (over 256)",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 300],
+                &[256],
+                &[32, 257],
+                &[1, 1],
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "rank 0",
+            tiled(
+                f32t,
+                0,
+                base,
+                &six_dims,
+                &six_strides,
+                &six_box,
+                &six_estr,
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "rank 6 (over 5)",
+            tiled(
+                f32t,
+                6,
+                base,
+                &six_dims,
+                &six_strides,
+                &six_box,
+                &six_estr,
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "element stride 9 (over 8)",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 32],
+                &[256],
+                &[32, 9],
+                &[1, 9],
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "inner box 20 bytes (not a multiple of 16)",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 32],
+                &[256],
+                &[5, 8],
+                &[1, 1],
+                sw_none,
+                fill0,
+            ),
+        ),
+        (
+            "32B swizzle with a 64-byte inner box",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 32],
+                &[256],
+                &[16, 8],
+                &[1, 1],
+                CU_TENSOR_MAP_SWIZZLE_32B,
+                fill0,
+            ),
+        ),
+        (
+            "64B swizzle with a 128-byte inner box",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 32],
+                &[256],
+                &[32, 8],
+                &[1, 1],
+                CU_TENSOR_MAP_SWIZZLE_64B,
+                fill0,
+            ),
+        ),
+        (
+            "128B swizzle with a 256-byte inner box",
+            tiled(
+                f32t,
+                2,
+                base,
+                &[64, 32],
+                &[256],
+                &[64, 8],
+                &[1, 1],
+                CU_TENSOR_MAP_SWIZZLE_128B,
+                fill0,
+            ),
+        ),
+        (
+            "NaN fill for UINT8 (not a floating-point type)",
+            tiled(
+                CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                2,
+                base,
+                &[256, 32],
+                &[256],
+                &[32, 8],
+                &[1, 1],
+                sw_none,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+            ),
+        ),
+        ("im2col of rank 2 (must be 3 to 5)", im2col(2, 8, 16)),
+        ("im2col of rank 6 (must be 3 to 5)", im2col(6, 8, 16)),
+        (
+            "im2col with 257 channels per pixel (over 256)",
+            im2col(4, 257, 16),
+        ),
+        (
+            "im2col with 1025 pixels per column (over 1024)",
+            im2col(4, 8, 1025),
+        ),
+        (
+            "replace address by one 8 bytes past a 16-byte boundary",
+            unsafe { cuTensorMapReplaceAddress(&mut replace_target, (base + 8) as *mut c_void) },
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (what, r) in cases {
+        if r != CUDA_ERROR_INVALID_VALUE {
+            failures.push(format!(
+                "{what}: returned {}, expected {}",
+                error_name(r),
+                error_name(CUDA_ERROR_INVALID_VALUE)
+            ));
+        } else {
+            println!("  {what}: {}", error_name(r));
+        }
+        let after = good();
+        if after != CUDA_SUCCESS {
+            failures.push(format!(
+                "after {what}: a valid encode returned {}",
+                error_name(after)
+            ));
+        }
+    }
+    // Still working: a fresh map loads the right box.
+    let boxd = [32u32, 8];
+    let map = encode_tiled(&t, &boxd, &[1, 1], sw_none, l2, fill0)?;
+    let want = tiled_box(&t, &boxd, &[1, 1], &[32, 28]);
+    let load = load_box(
+        tile_kernel(&m, 2)?,
+        MapArg::Param(&map),
+        &[32, 28],
+        [0, 0],
+        want.image.len(),
+    )?;
+    if let Err(e) = check_elements(
+        "load after the bad inputs",
+        Ty::F32,
+        &load.image,
+        &want,
+        false,
+    ) {
+        failures.push(e);
+    }
+    failures_to_result(failures)
+}
+
 fn main() {
-    common::main(vec![], &[]);
+    common::main(
+        vec![
+            test("tiled_ranks_types_zero_fill", tiled_ranks_types_zero_fill),
+            test("tiled_nan_oob_fill", tiled_nan_oob_fill),
+            test("tiled_swizzle_modes", tiled_swizzle_modes),
+            test("tiled_l2_promotion_values", tiled_l2_promotion_values),
+            test("replace_address", replace_address),
+            test("im2col_nhwc", im2col_nhwc),
+            test("im2col_wide", im2col_wide),
+            test("bad_input_documented_errors", bad_input_documented_errors),
+        ],
+        &[],
+    );
 }

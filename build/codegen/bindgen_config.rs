@@ -3,7 +3,14 @@
 use bindgen::{EnumVariation, RustTarget};
 use std::path::{Path, PathBuf};
 
-pub fn builder(wrapper: &Path, include_dirs: &[PathBuf], defines: &[&str]) -> bindgen::Builder {
+/// `static_wrappers` is where bindgen writes C wrappers for `static inline`
+/// functions (with the per-thread default stream, `cuGetProcAddress` is one).
+pub fn builder(
+    wrapper: &Path,
+    include_dirs: &[PathBuf],
+    defines: &[&str],
+    static_wrappers: &Path,
+) -> bindgen::Builder {
     let mut b = bindgen::Builder::default()
         .header(wrapper.to_string_lossy())
         .clang_args(include_dirs.iter().map(|d| format!("-I{}", d.display())))
@@ -30,6 +37,8 @@ pub fn builder(wrapper: &Path, include_dirs: &[PathBuf], defines: &[&str]) -> bi
         .impl_debug(false)
         .generate_comments(true)
         .merge_extern_blocks(true)
+        .wrap_static_fns(true)
+        .wrap_static_fns_path(static_wrappers)
         .sort_semantically(false)
         .formatter(bindgen::Formatter::None)
         .rust_target(RustTarget::stable(80, 0).unwrap_or_default());

@@ -1,1 +1,204 @@
-pub fn convert(s: &str) -> String { s.to_string() }
+//! NVIDIA's Doxygen comments, turned into Markdown that rustdoc renders (and
+//! does not mistake for links, HTML or doctests).
+
+use std::collections::BTreeSet;
+
+/// Text of NVIDIA's Doxygen aliases (`\notefnerr` and friends).
+const NOTE_ALIASES: [(&str, &str); 9] = [
+    ("\\notefnerr", "Note that this function may also return error codes from previous, asynchronous launches."),
+    ("\\note_async", "This function exhibits asynchronous behavior for most use cases."),
+    ("\\note_sync", "This function exhibits synchronous behavior for most use cases."),
+    ("\\note_null_stream", "This function uses standard default stream semantics."),
+    ("\\note_memset", "See also memset synchronization details."),
+    ("\\note_init_rt", "Note that this function may also return `cudaErrorInitializationError`, `cudaErrorInsufficientDriver` or `cudaErrorNoDevice` if this call tries to initialize internal CUDA RT state."),
+    ("\\note_callback", "Note that this function may also return `cudaErrorNotPermitted` if called from a stream callback."),
+    ("\\note_graph_thread_safety", "Graph objects are not internally synchronized."),
+    ("\\note_string_api_deprecation", "The string-symbol form of this API is deprecated."),
+];
+
+/// Converts one doc comment. `known` holds the crate's item names, which
+/// become intra-doc links where the comment writes `::name`.
+pub fn convert(text: &str, known: &BTreeSet<String>) -> String {
+    let text = strip_manbrief(text);
+    let mut out: Vec<String> = vec![];
+    let mut in_code = false;
+    for raw in text.lines() {
+        let line = raw.trim();
+        if in_code {
+            if line.starts_with("\\endcode") {
+                out.push("```".into());
+                in_code = false;
+            } else {
+                out.push(raw.strip_prefix(' ').unwrap_or(raw).to_string());
+            }
+            continue;
+        }
+        if line.starts_with("\\code") {
+            out.push("```text".into());
+            in_code = true;
+            continue;
+        }
+        if [
+            "\\defgroup",
+            "\\ingroup",
+            "\\anchor",
+            "@{",
+            "@}",
+            "\\addtogroup",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
+        {
+            continue;
+        }
+        out.push(convert_line(line, known));
+    }
+    if in_code {
+        out.push("```".into());
+    }
+    let mut s = String::from(" ");
+    s.push_str(out.join("\n ").trim());
+    while s.contains("\n \n \n") {
+        s = s.replace("\n \n \n", "\n \n");
+    }
+    s
+}
+
+fn strip_manbrief(text: &str) -> String {
+    match (text.find("___MANBRIEF___"), text.find("___ENDMANBRIEF___")) {
+        (Some(a), Some(b)) if a < b => {
+            format!("{}{}", &text[..a], &text[b + "___ENDMANBRIEF___".len()..])
+        }
+        _ => text.to_string(),
+    }
+}
+
+fn convert_line(line: &str, known: &BTreeSet<String>) -> String {
+    for (alias, note) in NOTE_ALIASES {
+        if line == alias {
+            return format!("**Note:** {note}");
+        }
+    }
+    if line.starts_with("\\note_") {
+        return String::new();
+    }
+    let (prefix, rest) = if let Some(r) = strip_command(line, &["\\brief", "\\details"]) {
+        ("", r)
+    } else if let Some(r) = strip_command(
+        line,
+        &["\\param[in,out]", "\\param[out]", "\\param[in]", "\\param"],
+    ) {
+        let (name, desc) = r.split_once(char::is_whitespace).unwrap_or((r, ""));
+        let desc = desc.trim_start().trim_start_matches('-').trim_start();
+        return format!("* `{name}` - {}", inline(desc, known));
+    } else if let Some(r) = strip_command(line, &["\\returns", "\\return", "\\retval"]) {
+        ("# Returns\n ", r)
+    } else if let Some(r) = strip_command(line, &["\\sa"]) {
+        ("# See also\n ", r)
+    } else if let Some(r) = strip_command(line, &["\\note"]) {
+        ("**Note:** ", r)
+    } else if let Some(r) = strip_command(line, &["\\deprecated"]) {
+        ("**Deprecated:** ", r)
+    } else {
+        ("", line)
+    };
+    format!("{prefix}{}", inline(rest, known))
+}
+
+fn strip_command<'a>(line: &'a str, commands: &[&str]) -> Option<&'a str> {
+    commands.iter().find_map(|c| {
+        let r = line.strip_prefix(c)?;
+        (r.is_empty() || r.starts_with(char::is_whitespace)).then(|| r.trim_start())
+    })
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Inline markup: `::name` references, `\p`/`\e`/`\b`/`\c`, characters that
+/// Markdown or rustdoc would misread.
+fn inline(text: &str, known: &BTreeSet<String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(r) = rest.strip_prefix("::") {
+            let n = r.find(|c| !is_ident_char(c)).unwrap_or(r.len());
+            if n > 0 {
+                let mut name = &r[..n];
+                let mut after = &r[n..];
+                // `::CUmemLocation::type`: a member; shown as code.
+                let mut member = String::new();
+                while let Some(m) = after.strip_prefix("::") {
+                    let k = m.find(|c| !is_ident_char(c)).unwrap_or(m.len());
+                    if k == 0 {
+                        break;
+                    }
+                    member.push_str(&format!("::{}", &m[..k]));
+                    after = &m[k..];
+                }
+                let call = after.starts_with("()");
+                if call {
+                    after = &after[2..];
+                }
+                let shown = format!("{name}{member}{}", if call { "()" } else { "" });
+                if member.is_empty() && known.contains(name) {
+                    out.push_str(&format!("[`{shown}`](crate::{name})"));
+                } else {
+                    name = &shown;
+                    out.push_str(&format!("`{name}`"));
+                }
+                rest = after;
+                continue;
+            }
+        }
+        if c == '\\' {
+            let r = &rest[1..];
+            let cmd_len = r
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(r.len());
+            let cmd = &r[..cmd_len];
+            let after = r[cmd_len..].trim_start();
+            let word_len = after
+                .find(|c: char| c.is_whitespace() || c == ',' || c == ')')
+                .unwrap_or(after.len());
+            let word = &after[..word_len];
+            let wrapped = match cmd {
+                "p" | "c" | "a" => Some(format!("`{word}`")),
+                "e" | "em" => Some(format!("*{word}*")),
+                "b" => Some(format!("**{word}**")),
+                "ref" => Some(format!("`{word}`")),
+                _ => None,
+            };
+            if let Some(w) = wrapped.filter(|_| !word.is_empty()) {
+                out.push_str(&w);
+                rest = &after[word_len..];
+                continue;
+            }
+            if cmd == "n" {
+                out.push_str("  \n");
+                rest = &r[1..];
+                continue;
+            }
+        }
+        if rest.starts_with("http://") || rest.starts_with("https://") {
+            let n = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let url = rest[..n].trim_end_matches(['.', ',', ')']);
+            out.push_str(&format!("<{url}>"));
+            rest = &rest[url.len()..];
+            continue;
+        }
+        match c {
+            '[' | ']' | '*' | '_' | '`' | '#' | '|' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            _ => out.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}

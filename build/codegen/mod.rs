@@ -3,8 +3,10 @@
 //! Shared by `build.rs` (bindings for the headers found at build time) and
 //! `cargo xtask regen` (the committed fallback), so both produce identical text.
 
+pub mod abi_checks;
 mod bindgen_config;
 mod docs;
+mod groups;
 mod postprocess;
 pub mod preprocess;
 
@@ -33,6 +35,11 @@ pub struct Output {
     pub rust: String,
     /// Every header the preprocessor read (for `rerun-if-changed`).
     pub headers_read: Vec<PathBuf>,
+    /// C source of out-of-line copies of the headers' `static inline`
+    /// functions (`<name>__extern`), if the bindings declare any.
+    pub static_wrappers_c: Option<String>,
+    /// `struct X`/`union X`/`enum X` tags of the headers (to spell C types).
+    pub c_tags: std::collections::BTreeSet<String>,
 }
 
 pub fn generate(input: &Input) -> Result<Output, String> {
@@ -60,16 +67,24 @@ pub fn generate(input: &Input) -> Result<Output, String> {
             cuda_version % 1000 / 10
         ));
     }
-    let (macros, files) = pp.macros(WRAPPER)?;
+    let (macros, files, preprocessed) = pp.macros(WRAPPER)?;
+    let c_tags = abi_checks::c_tags(&preprocessed);
     let headers_read: Vec<PathBuf> = files
         .into_iter()
-        .filter(|f| include_dirs.iter().any(|d| f.starts_with(d)))
+        .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
         .collect();
 
-    let bindings = bindgen_config::builder(&input.crate_dir.join("wrapper.h"), &include_dirs, &defines)
-        .generate()
-        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
-        .to_string();
+    let static_wrappers = input.work_dir.join("static_wrappers");
+    let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
+    let bindings = bindgen_config::builder(
+        &input.crate_dir.join("wrapper.h"),
+        &include_dirs,
+        &defines,
+        &static_wrappers,
+    )
+    .generate()
+    .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
+    .to_string();
 
     let macros: Vec<_> = macros
         .into_iter()
@@ -89,12 +104,20 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         cuda_version,
         rust,
         headers_read,
+        static_wrappers_c: std::fs::read_to_string(static_wrappers.with_extension("c"))
+            .ok()
+            .filter(|c| c.contains("__extern")),
+        c_tags,
     })
 }
 
 /// The committed bindings used when no headers are found.
 pub fn fallback_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    let suffix = if per_thread_default_stream { "-ptds" } else { "" };
+    let suffix = if per_thread_default_stream {
+        "-ptds"
+    } else {
+        ""
+    };
     crate_dir.join(format!("src/generated/cuda-{PINNED_RELEASE}{suffix}.rs"))
 }
 
@@ -110,8 +133,14 @@ pub fn linked_symbols(rust: &str) -> Result<(Vec<String>, Vec<String>), String> 
     let mut driver = vec![];
     let mut runtime = vec![];
     for f in postprocess::foreign_functions(rust)? {
-        let list = if f.symbol.starts_with("cuda") { &mut runtime } else { &mut driver };
-        for s in [f.symbol, f.name] {
+        let list = if f.name.starts_with("cuda") {
+            &mut runtime
+        } else {
+            &mut driver
+        };
+        // A `static inline` function's copy (`__extern`) is compiled into the crate.
+        let symbol = Some(f.symbol).filter(|s| !s.ends_with("__extern"));
+        for s in symbol.into_iter().chain([f.name]) {
             if !list.contains(&s) {
                 list.push(s);
             }

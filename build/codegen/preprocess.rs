@@ -26,7 +26,9 @@ impl Preprocessor<'_> {
         let path = self.work_dir.join(file_name);
         std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
         let mut b = self.cc.clone();
-        b.file(&path).includes(self.include_dirs).include(self.work_dir);
+        b.file(&path)
+            .includes(self.include_dirs)
+            .include(self.work_dir);
         for d in &self.defines {
             b.define(d, None);
         }
@@ -55,7 +57,7 @@ impl Preprocessor<'_> {
 
     /// Every `#define` of `wrapper.h` (after conditionals are resolved), with
     /// the header it stands in, plus every header file that was read.
-    pub fn macros(&self, wrapper: &str) -> Result<(Vec<MacroDef>, Vec<PathBuf>), String> {
+    pub fn macros(&self, wrapper: &str) -> Result<(Vec<MacroDef>, Vec<PathBuf>, String), String> {
         let out = self.run("cuda_mem_sys_macros.c", wrapper, &["-dD"])?;
         let mut file = PathBuf::new();
         let mut files = vec![];
@@ -81,12 +83,16 @@ impl Preprocessor<'_> {
                 });
             }
         }
-        Ok((defs, files))
+        Ok((defs, files, out))
     }
 
     /// What each name expands to after `wrapper.h`: the left side is a string
     /// literal, so only the right side is expanded (`"cuMemAdvise" cuMemAdvise_v2`).
-    pub fn expand(&self, wrapper: &str, names: &[&str]) -> Result<BTreeMap<String, String>, String> {
+    pub fn expand(
+        &self,
+        wrapper: &str,
+        names: &[&str],
+    ) -> Result<BTreeMap<String, String>, String> {
         let mut src = format!("{wrapper}\ncuda_mem_sys_expansions_begin\n");
         for n in names {
             src.push_str(&format!("\"{n}\" {n}\n"));

@@ -52,9 +52,14 @@ pub fn recv_fd(sock: &UnixStream) -> io::Result<RawFd> {
         }
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "no descriptor received"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no descriptor received",
+            ));
         }
-        Ok(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>()))
+        Ok(std::ptr::read_unaligned(
+            libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+        ))
     }
 }
 

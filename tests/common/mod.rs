@@ -5,6 +5,7 @@
 //! with the reason (visible in the test output); it never passes without running.
 //! A test binary can re-run itself as a child process (`spawn_child`) for the
 //! multi-process tests, and pass file descriptors over a Unix socket.
+// The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
 pub mod fd_passing;
@@ -33,17 +34,25 @@ pub const fn test_gpus(name: &'static str, gpus: i32, run: fn() -> TestResult) -
     DeviceTest { name, gpus, run }
 }
 
+/// A role a test binary can play as a child process, and its body.
+pub type ChildRole = (&'static str, fn() -> TestResult);
+
 /// The environment variable that makes a test binary act as a child process.
 pub const CHILD_ROLE_VAR: &str = "CUDA_MEM_SYS_CHILD_ROLE";
 
 /// The `main` of a device-test binary: runs a child role if asked to,
 /// else the tests (one at a time: some measure device memory).
-pub fn main(tests: Vec<DeviceTest>, child_roles: &[(&str, fn() -> TestResult)]) {
+pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
     if let Ok(role) = std::env::var(CHILD_ROLE_VAR) {
         let Some((_, f)) = child_roles.iter().find(|(r, _)| *r == role) else {
             eprintln!("unknown child role {role}");
             std::process::exit(2);
         };
+        // A child is a fresh process: the driver needs initialising there too.
+        if let Some(reason) = unavailable(1) {
+            eprintln!("child {role}: {reason}");
+            std::process::exit(1);
+        }
         match f() {
             Ok(()) => std::process::exit(0),
             Err(e) => {
@@ -76,10 +85,15 @@ pub fn unavailable(gpus: i32) -> Option<String> {
     let probe = PROBE.get_or_init(|| {
         let r = unsafe { cuInit(0) };
         if r == CUDA_ERROR_STUB_LIBRARY {
-            return Err("no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)".into());
+            return Err(
+                "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)".into(),
+            );
         }
         if r != CUDA_SUCCESS {
-            return Err(format!("no usable CUDA driver: cuInit returned {}", error_name(r)));
+            return Err(format!(
+                "no usable CUDA driver: cuInit returned {}",
+                error_name(r)
+            ));
         }
         let mut n = 0;
         let r = unsafe { cuDeviceGetCount(&mut n) };
@@ -100,7 +114,11 @@ pub fn error_name(r: CUresult) -> String {
     let mut name: *const core::ffi::c_char = core::ptr::null();
     let known = unsafe { cuGetErrorName(r, &mut name) } == CUDA_SUCCESS && !name.is_null();
     if known {
-        format!("{} ({})", unsafe { CStr::from_ptr(name) }.to_string_lossy(), r.0)
+        format!(
+            "{} ({})",
+            unsafe { CStr::from_ptr(name) }.to_string_lossy(),
+            r.0
+        )
     } else {
         format!("CUresult {}", r.0)
     }
@@ -112,7 +130,11 @@ pub fn rt_error_name(r: cudaError_t) -> String {
     if name.is_null() {
         format!("cudaError_t {}", r.0)
     } else {
-        format!("{} ({})", unsafe { CStr::from_ptr(name) }.to_string_lossy(), r.0)
+        format!(
+            "{} ({})",
+            unsafe { CStr::from_ptr(name) }.to_string_lossy(),
+            r.0
+        )
     }
 }
 
@@ -139,7 +161,12 @@ pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
     if r == expected {
         Ok(())
     } else {
-        Err(format!("{what} returned {}, expected {}", error_name(r), error_name(expected)).into())
+        Err(format!(
+            "{what} returned {}, expected {}",
+            error_name(r),
+            error_name(expected)
+        )
+        .into())
     }
 }
 
@@ -210,14 +237,20 @@ impl Gpu {
         let mut dev = 0;
         check(unsafe { cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
         let mut ctx = core::ptr::null_mut();
-        check(unsafe { cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+        check(
+            unsafe { cuDevicePrimaryCtxRetain(&mut ctx, dev) },
+            "cuDevicePrimaryCtxRetain",
+        )?;
         check(unsafe { cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")?;
         Ok(Gpu { dev, ctx })
     }
 
     pub fn attribute(&self, attr: CUdevice_attribute) -> Result<i32, Failed> {
         let mut v = 0;
-        check(unsafe { cuDeviceGetAttribute(&mut v, attr, self.dev) }, "cuDeviceGetAttribute")?;
+        check(
+            unsafe { cuDeviceGetAttribute(&mut v, attr, self.dev) },
+            "cuDeviceGetAttribute",
+        )?;
         Ok(v)
     }
 }
@@ -243,7 +276,9 @@ pub fn spawn_child(role: &str, env: &[(&str, String)]) -> std::process::Child {
 
 /// Waits for a child and fails unless it exited 0.
 pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
-    let status = child.wait().map_err(|e| format!("waiting for {role}: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {role}: {e}"))?;
     ensure!(status.success(), "child {role} exited with {status}");
     Ok(())
 }

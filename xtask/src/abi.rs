@@ -147,6 +147,8 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
             .env("CARGO_TARGET_DIR", &dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CUDA_MEM_SYS_ABI_DUMP", &dump)
+            // The 12.x wheels hold only libcudart.so.12, linked dynamically.
+            .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
             .env_remove("CUDA_MEM_SYS_ABI_FALLBACK");
         if fallback {
             cmd.env("CUDA_MEM_SYS_ABI_FALLBACK", "1");

@@ -9,23 +9,48 @@ use std::process::Command;
 /// The release the GPU machine's driver and toolkit implement.
 const GPU_RELEASE: &str = "13.0";
 
-/// Builds of the test suite that go to the GPU: (name suffix, cargo features).
-const VARIANTS: [(&str, &str); 3] = [
-    ("", ""),
-    ("-ptds", "per-thread-default-stream"),
-    ("-dynamic-cudart", "dynamic-cudart"),
+/// Builds of the test suite that go to the GPU: (name suffix, cargo features,
+/// test targets; empty for all). The feature builds only carry the tests
+/// whose outcome the feature changes, to keep the bundle small.
+const VARIANTS: [(&str, &str, &[&str]); 3] = [
+    ("", "", &[]),
+    (
+        "-ptds",
+        "per-thread-default-stream",
+        &["abi_symbols", "device_smoke"],
+    ),
+    (
+        "-dynamic-cudart",
+        "dynamic-cudart",
+        &["abi_symbols", "device_smoke"],
+    ),
 ];
+
+/// Test targets that prove nothing more on a GPU machine (and need cargo or
+/// the C compiler's headers there): left out of the bundle.
+const HOST_ONLY: [&str; 4] = ["cuda_mem_sys", "fallback", "build_errors", "abi_signatures"];
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch(workspace, GPU_RELEASE)?;
     let bundle = workspace.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(bundle.join("bin")).map_err(|e| e.to_string())?;
-    for (suffix, features) in VARIANTS {
-        let target_dir = workspace.join("target/gpu-bundle").join(format!("build{suffix}"));
+    for (suffix, features, tests) in VARIANTS {
+        let target_dir = workspace
+            .join("target/gpu-bundle")
+            .join(format!("build{suffix}"));
         let out = Command::new(env!("CARGO"))
             .current_dir(workspace)
-            .args(["test", "--no-run", "--tests", "--message-format=json-render-diagnostics"])
+            .args([
+                "test",
+                "--no-run",
+                "--message-format=json-render-diagnostics",
+            ])
+            .args(if tests.is_empty() {
+                vec!["--tests".to_string()]
+            } else {
+                tests.iter().map(|t| format!("--test={t}")).collect()
+            })
             .args(["--package", "cuda-mem-sys", "--features", features])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -38,20 +63,31 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             return Err(format!("building the tests{suffix} failed"));
         }
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
+            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name"))
+            else {
                 continue;
             };
-            if !line.contains("\"test\":true") {
+            if !line.contains("\"test\":true") || HOST_ONLY.contains(&name) {
                 continue;
             }
             let dest = bundle.join("bin").join(format!("{name}{suffix}"));
-            std::fs::copy(&exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
+            std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
         }
     }
+    // The symbol test preprocesses the same headers on the GPU machine.
+    run_cmd(
+        Command::new("cp")
+            .arg("-r")
+            .arg(&include)
+            .arg(bundle.join("include")),
+    )?;
     std::fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     std::fs::write(
         bundle.join("headers.txt"),
-        format!("CUDA {GPU_RELEASE} headers from {}\n", headers::wheel_names(workspace, GPU_RELEASE)),
+        format!(
+            "CUDA {GPU_RELEASE} headers from {}\n",
+            headers::wheel_names(workspace, GPU_RELEASE)
+        ),
     )
     .map_err(|e| e.to_string())?;
     run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("run.sh")))?;
@@ -81,6 +117,13 @@ mkdir -p "$out"
 if [ -d "$here/../.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 fi
+# Headless: the driver's GLX-based ICD manifest cannot create an instance
+# without a display; its EGL library can (tests/external_interop.rs).
+if [ -z "${VK_DRIVER_FILES:-}" ] && ldconfig -p | grep -q libEGL_nvidia.so.0; then
+  printf '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.4.312"}}' >/tmp/nvidia_egl_icd.json
+  export VK_DRIVER_FILES=/tmp/nvidia_egl_icd.json
+fi
+export CUDA_MEM_SYS_TEST_INCLUDE_DIRS="$here/include"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)

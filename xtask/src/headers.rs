@@ -58,8 +58,20 @@ pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
     let specs = wheels(release)?;
     eprintln!("fetching {} into {}", specs.join(" "), root.display());
     let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"])
-        .args(["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+        ])
+        .args([
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux_2_17_x86_64",
+        ])
         .arg("-d")
         .arg(&wheel_dir)
         .args(&specs)

@@ -1,9 +1,18 @@
 //! Project tasks: `cargo xtask <command>`.
 
 mod abi;
+mod bench_build;
 mod changes;
+mod ci;
+#[allow(dead_code)]
+#[path = "../../build/codegen/mod.rs"]
+mod codegen;
 mod gpu_bundle;
 mod headers;
+#[allow(dead_code)]
+#[path = "../../build/locate.rs"]
+mod locate;
+mod regen;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -11,6 +20,12 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command>
   headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
                          target/cuda-headers/ and print the include directory
+  demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
+                         and run examples/demo.rs
+  ci                     the whole test suite as CI runs it (installs what it needs)
+  regen                  regenerate the committed fallback bindings (src/generated/) from the
+                         pinned release's headers
+  bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust
   abi <version>...       build against each release's headers and check the bindings' layout and
@@ -24,7 +39,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["headers", release] => headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display())),
+        ["headers", release] => {
+            headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
+        }
+        ["demo"] => ci::demo(&workspace()),
+        ["ci"] => ci::run(&workspace()),
+        ["regen"] => regen::run(&workspace()),
+        ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),
         ["changes"] => changes::run(&workspace()),
@@ -40,7 +61,26 @@ fn main() -> ExitCode {
 }
 
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The ABI tests against one release's headers, in a target folder of its own.
+pub fn abi_release(workspace: &Path, release: &str) -> Result<(), String> {
+    let include = headers::fetch(workspace, release)?;
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(workspace)
+        .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        // The 12.x wheels hold only libcudart.so.12, linked dynamically.
+        .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace.join("target/abi").join(release),
+        );
+    run_cmd(&mut cmd)
 }
 
 /// Runs a command, failing with its description if it fails.

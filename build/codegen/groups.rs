@@ -1,0 +1,116 @@
+//! The API groups of NVIDIA's reference (`\defgroup CUDA_VA Virtual Memory
+//! Management ... @{ ... @}`), read from the headers as preprocessed with
+//! their comments kept, so each function lands in the group that declares it.
+
+use std::collections::BTreeSet;
+
+pub struct Group {
+    /// Doxygen id: `CUDA_VA`, `CUDART_MEMORY_POOLS`.
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    /// Symbols declared inside the group, in header order.
+    pub functions: Vec<String>,
+}
+
+impl Group {
+    /// `driver` for `CUDA_*` groups, `runtime` for `CUDART_*`.
+    pub fn api(&self) -> &'static str {
+        if self.id.starts_with("CUDART") {
+            "runtime"
+        } else {
+            "driver"
+        }
+    }
+
+    /// `virtual_memory_management`, from the title.
+    pub fn module_name(&self) -> String {
+        // The 13.x headers spell one title "Tensor Map Object Managment".
+        let title = self.title.replace("Managment", "Management");
+        let mut name = String::new();
+        for c in title.chars() {
+            if c.is_ascii_alphanumeric() {
+                name.push(c.to_ascii_lowercase());
+            } else if !name.ends_with('_') && !name.is_empty() {
+                name.push('_');
+            }
+        }
+        let name = name.trim_end_matches('_').to_string();
+        if name.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("_{name}")
+        } else {
+            name
+        }
+    }
+}
+
+/// Groups with the functions of `declared` they hold (first declaration wins).
+pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
+    let mut groups: Vec<Group> = vec![];
+    let mut open: Vec<usize> = vec![];
+    let mut seen = BTreeSet::new();
+    let bytes = preprocessed.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if preprocessed[i..].starts_with("/*") {
+            let end = preprocessed[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |e| i + 2 + e + 2);
+            let comment = &preprocessed[i..end];
+            if let Some(g) = defgroup(comment) {
+                groups.push(g);
+                if comment.contains("@{") {
+                    open.push(groups.len() - 1);
+                }
+            } else if comment.contains("@}") {
+                open.pop();
+            }
+            i = end;
+        } else if preprocessed[i..].starts_with("//") {
+            i = preprocessed[i..].find('\n').map_or(bytes.len(), |e| i + e);
+        } else if bytes[i] == b'"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            let ident = &preprocessed[start..i];
+            let next = preprocessed[i..].trim_start().starts_with('(');
+            if next && declared.contains(ident) && seen.insert(ident.to_string()) {
+                if let Some(&g) = open.last() {
+                    groups[g].functions.push(ident.to_string());
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    groups.retain(|g| !g.functions.is_empty());
+    groups
+}
+
+fn defgroup(comment: &str) -> Option<Group> {
+    let at = comment.find("\\defgroup")?;
+    let line_end = comment[at..].find('\n').map_or(comment.len(), |e| at + e);
+    let mut words = comment[at + "\\defgroup".len()..line_end].split_whitespace();
+    let id = words.next()?.to_string();
+    let title = words.collect::<Vec<_>>().join(" ");
+    let description = comment[line_end..]
+        .trim_end_matches("*/")
+        .lines()
+        .map(|l| l.trim().trim_start_matches('*').trim_end())
+        .filter(|l| !l.starts_with("@{") && !l.starts_with("\\ingroup"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(Group {
+        id,
+        title,
+        description,
+        functions: vec![],
+    })
+}

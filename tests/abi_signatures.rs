@@ -1,0 +1,98 @@
+//! Every function's Rust declaration against the C prototype of its
+//! documented name: the build script spells each Rust signature in C and
+//! asserts `__builtin_types_compatible_p(__typeof__(&name), R (*)(A...))`;
+//! the C compiler, with the headers the crate was generated from, judges.
+mod abi_support;
+
+use libtest_mimic::{Completion, Failed};
+use std::path::Path;
+
+const ABI_DIR: &str = concat!(env!("OUT_DIR"), "/abi");
+
+/// Compiles `file`, returning the functions whose assertion failed.
+fn failing_signatures(file: &Path) -> Result<Result<Vec<String>, String>, Failed> {
+    let dirs = match abi_support::include_dirs() {
+        Ok(d) => d,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    let compiler = abi_support::c_compiler(&dirs)
+        .try_get_compiler()
+        .map_err(|e| e.to_string())?;
+    let out = compiler
+        .to_command()
+        .args(["-fsyntax-only", "-fmax-errors=0"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("running the C compiler: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let failed: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.contains("static assertion failed"))
+        .filter_map(|l| l.split("\"signature of ").nth(1))
+        .map(|s| s.trim_end_matches('"').to_string())
+        .collect();
+    if !out.status.success() && failed.is_empty() {
+        return Err(format!("the C compiler failed on {}:\n{stderr}", file.display()).into());
+    }
+    Ok(Ok(failed))
+}
+
+fn every_declaration_matches_its_c_prototype() -> Result<Completion, Failed> {
+    let file = Path::new(ABI_DIR).join("signatures.c");
+    let failed = match failing_signatures(&file)? {
+        Ok(f) => f,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    let source = std::fs::read_to_string(&file).unwrap();
+    let checked = source.matches("_Static_assert").count();
+    let summary = std::fs::read_to_string(Path::new(ABI_DIR).join("signatures.txt")).unwrap();
+    let unspellable: Vec<&str> = summary.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    println!(
+        "signatures: {checked} functions checked by the C compiler, {} mismatched, {} not spellable in C",
+        failed.len(),
+        unspellable.len()
+    );
+    if !failed.is_empty() || !unspellable.is_empty() {
+        return Err(format!(
+            "Rust declarations that differ from C: {failed:?}; not checked: {unspellable:?}"
+        )
+        .into());
+    }
+    if checked < 500 {
+        return Err(format!("only {checked} functions checked").into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// The check must catch a wrong parameter type: `cuMemAdvise` declared with
+/// CUDA 12's `CUdevice` where 13.0 takes a `CUmemLocation`.
+fn a_wrong_parameter_type_is_caught() -> Result<Completion, Failed> {
+    let failed = match failing_signatures(&Path::new(ABI_DIR).join("signatures_wrong.c"))? {
+        Ok(f) => f,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    if cuda_mem_sys::CUDA_VERSION < 13000 {
+        // Before 13.0 that *is* cuMemAdvise's signature.
+        if !failed.is_empty() {
+            return Err(format!("the CUDA 12 form was rejected: {failed:?}").into());
+        }
+        return Ok(Completion::Completed);
+    }
+    if failed != ["cuMemAdvise"] {
+        return Err(format!("expected exactly cuMemAdvise to fail, got {failed:?}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn main() {
+    abi_support::main(vec![
+        (
+            "every_declaration_matches_its_c_prototype",
+            every_declaration_matches_its_c_prototype,
+        ),
+        (
+            "a_wrong_parameter_type_is_caught",
+            a_wrong_parameter_type_is_caught,
+        ),
+    ]);
+}

@@ -1,0 +1,246 @@
+//! Every function the crate declares links the symbol a C program calls for
+//! the same name with the same headers.
+//!
+//! The C side: the preprocessor stringizes each name after expansion
+//! (`cuMemAdvise` → `"cuMemAdvise_v2"`). The Rust side: the address each item
+//! resolved to at load time. They must be the same function: the address of
+//! the C symbol (dlsym, or the executable's own symbol table for the static
+//! libcudart) equals the Rust item's. In CI the driver is the build's stub
+//! library, which exports every name as a distinct function; on a GPU machine
+//! it is the real `libcuda.so.1`.
+mod abi_support;
+
+use libtest_mimic::{Completion, Failed};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CStr, CString};
+
+fn functions() -> Vec<(&'static str, usize)> {
+    include!(concat!(env!("OUT_DIR"), "/abi/functions.rs"))
+}
+
+/// Documented name → the symbol C resolves it to.
+fn c_symbols(names: &[&str]) -> Result<Result<HashMap<String, String>, String>, Failed> {
+    let dirs = match abi_support::include_dirs() {
+        Ok(d) => d,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    let mut src = String::from(
+        "#include <cuda.h>\n#include <cuda_runtime_api.h>\n\
+         #define CMS_STR2(x) #x\n#define CMS_STR(x) CMS_STR2(x)\ncms_begin\n",
+    );
+    for n in names {
+        src.push_str(&format!("\"{n}\" CMS_STR({n})\n"));
+    }
+    let file = abi_support::scratch("symbols").join("names.c");
+    std::fs::write(&file, src).unwrap();
+    let out = abi_support::c_compiler(&dirs)
+        .file(&file)
+        .try_expand()
+        .map_err(|e| format!("preprocessing: {e}"))?;
+    let out = String::from_utf8_lossy(&out);
+    let body = out.split("cms_begin").nth(1).ok_or("marker lost")?;
+    let mut map = HashMap::new();
+    for line in body.lines() {
+        let mut parts = line.split('"').filter(|p| !p.trim().is_empty());
+        if let (Some(name), Some(symbol)) = (parts.next(), parts.next()) {
+            map.insert(name.to_string(), symbol.to_string());
+        }
+    }
+    Ok(Ok(map))
+}
+
+/// Where a symbol is: its address and the object that defines it.
+fn resolve(symbol: &str, exe: &ExeSymbols) -> Option<(usize, String)> {
+    // A `static inline` function of the headers: C inlines it, the crate links
+    // the out-of-line copy its build compiled from the same header.
+    if let Some(a) = exe.address(&format!("{symbol}__extern")) {
+        return Some((
+            a,
+            "the test executable (static inline, compiled from the header)".into(),
+        ));
+    }
+    let c = CString::new(symbol).ok()?;
+    let addr = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) } as usize;
+    if addr != 0 {
+        return Some((addr, object_of(addr)));
+    }
+    exe.address(symbol)
+        .map(|a| (a, "the test executable (static libcudart)".into()))
+}
+
+fn object_of(addr: usize) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    if unsafe { libc::dladdr(addr as *const _, &mut info) } == 0 || info.dli_fname.is_null() {
+        return "?".into();
+    }
+    unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The executable's own defined function symbols (from `.symtab`), for
+/// functions linked statically that no dynamic table lists.
+struct ExeSymbols {
+    base: usize,
+    symbols: HashMap<String, usize>,
+}
+
+impl ExeSymbols {
+    fn load() -> ExeSymbols {
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        unsafe { libc::dladdr(functions as *const () as *const _, &mut info) };
+        let base = info.dli_fbase as usize;
+        let data = std::fs::read("/proc/self/exe").unwrap_or_default();
+        ExeSymbols {
+            base,
+            symbols: elf_function_symbols(&data),
+        }
+    }
+
+    fn address(&self, symbol: &str) -> Option<usize> {
+        self.symbols.get(symbol).map(|v| self.base + v)
+    }
+}
+
+/// Defined symbols of an ELF64 little-endian file's `.symtab`: name → value.
+fn elf_function_symbols(d: &[u8]) -> HashMap<String, usize> {
+    let u16_at = |o: usize| u16::from_le_bytes(d[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(d[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(d[o..o + 8].try_into().unwrap()) as usize;
+    let mut out = HashMap::new();
+    if d.len() < 64 || &d[..4] != b"\x7fELF" || d[4] != 2 || d[5] != 1 {
+        return out;
+    }
+    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
+    let section = |i: usize| shoff + i * shentsize;
+    for i in 0..shnum {
+        let sh = section(i);
+        if u32_at(sh + 4) != 2 {
+            continue; // SHT_SYMTAB
+        }
+        let (off, size, link, entsize) = (
+            u64_at(sh + 0x18),
+            u64_at(sh + 0x20),
+            u32_at(sh + 0x28),
+            u64_at(sh + 0x38),
+        );
+        let strtab = u64_at(section(link) + 0x18);
+        for s in (off..off + size).step_by(entsize.max(24)) {
+            let (name, info, shndx, value) = (u32_at(s), d[s + 4], u16_at(s + 6), u64_at(s + 8));
+            if shndx == 0 || info & 0xf != 2 {
+                continue; // undefined, or not STT_FUNC
+            }
+            let start = strtab + name;
+            let end = d[start..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(start, |e| start + e);
+            out.entry(String::from_utf8_lossy(&d[start..end]).into_owned())
+                .or_insert(value);
+        }
+    }
+    out
+}
+
+/// Checks (documented name, Rust item address) pairs; returns the mismatches
+/// and, per defining object, how many matched.
+fn check(
+    pairs: &[(&str, usize)],
+    expected: &HashMap<String, String>,
+    exe: &ExeSymbols,
+) -> (Vec<String>, BTreeMap<String, usize>) {
+    let mut mismatches = vec![];
+    let mut by_object = BTreeMap::new();
+    for &(name, addr) in pairs {
+        let Some(symbol) = expected.get(name) else {
+            mismatches.push(format!("{name}: the C preprocessor gave no symbol"));
+            continue;
+        };
+        match resolve(symbol, exe) {
+            Some((a, object)) if a == addr => *by_object.entry(object).or_insert(0) += 1,
+            Some((a, object)) => mismatches.push(format!(
+                "{name}: C calls {symbol} at {a:#x} in {object}; the Rust item is at {addr:#x} ({})",
+                object_of(addr)
+            )),
+            None => mismatches.push(format!("{name}: C calls {symbol}, which no loaded object defines")),
+        }
+    }
+    (mismatches, by_object)
+}
+
+fn every_function_links_the_symbol_c_calls() -> Result<Completion, Failed> {
+    let table = functions();
+    let names: Vec<&str> = table.iter().map(|f| f.0).collect();
+    let expected = match c_symbols(&names)? {
+        Ok(e) => e,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    let renamed = names
+        .iter()
+        .filter(|n| expected.get(**n).is_some_and(|s| s != *n))
+        .count();
+    let (mismatches, by_object) = check(&table, &expected, &ExeSymbols::load());
+    println!(
+        "symbols: {} functions checked ({renamed} whose documented name C renames), {} mismatched{}",
+        table.len(),
+        mismatches.len(),
+        if cfg!(feature = "per-thread-default-stream") { ", per-thread default stream" } else { "" }
+    );
+    for (object, n) in &by_object {
+        println!("  {n:5} resolved in {object}");
+    }
+    if !mismatches.is_empty() {
+        return Err(mismatches.join("\n").into());
+    }
+    Ok(Completion::Completed)
+}
+
+extern "C" {
+    // What a binding that ignores the header's `#define cuMemAdvise cuMemAdvise_v2`
+    // would link: the old, CUDA 12 symbol that libcuda still exports.
+    #[link_name = "cuMemAdvise"]
+    fn cuMemAdvise_linked_to_the_unsuffixed_symbol();
+}
+
+/// The check must catch an alias that points at the wrong symbol.
+fn a_wrong_mapping_is_caught() -> Result<Completion, Failed> {
+    let expected = match c_symbols(&["cuMemAdvise"])? {
+        Ok(e) => e,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    if expected["cuMemAdvise"] == "cuMemAdvise" {
+        return Ok(Completion::ignored_with(format!(
+            "cuMemAdvise is not renamed by CUDA {} headers",
+            cuda_mem_sys::CUDA_VERSION
+        )));
+    }
+    let exe = ExeSymbols::load();
+    let wrong = [(
+        "cuMemAdvise",
+        cuMemAdvise_linked_to_the_unsuffixed_symbol as *const () as usize,
+    )];
+    let (mismatches, _) = check(&wrong, &expected, &exe);
+    if mismatches.len() != 1 {
+        return Err("a Rust item linked to the unsuffixed cuMemAdvise was not reported".into());
+    }
+    println!("caught: {}", mismatches[0]);
+    let right = [(
+        "cuMemAdvise",
+        cuda_mem_sys::cuMemAdvise as *const () as usize,
+    )];
+    let (mismatches, _) = check(&right, &expected, &exe);
+    if !mismatches.is_empty() {
+        return Err(format!("the crate's own cuMemAdvise was reported: {mismatches:?}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn main() {
+    abi_support::main(vec![
+        (
+            "every_function_links_the_symbol_c_calls",
+            every_function_links_the_symbol_c_calls,
+        ),
+        ("a_wrong_mapping_is_caught", a_wrong_mapping_is_caught),
+    ]);
+}
