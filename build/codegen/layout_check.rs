@@ -429,8 +429,9 @@ impl Model {
             .collect()
     }
 
-    /// The anonymous members: bindgen's `__bindgen_anon_N`, or any stable name
-    /// given to them (`anon_<first field>`).
+    /// The anonymous members: bindgen's `__bindgen_anon_N`, or the stable name
+    /// the generator gives them (`anon_<one of its fields>`) when its type is
+    /// one with no C name of its own.
     fn is_anonymous(&self, field: &str, ty: &syn::Type) -> bool {
         if field.starts_with("__bindgen_anon_") {
             return true;
@@ -445,8 +446,7 @@ impl Model {
             && self
                 .records
                 .get(&t)
-                .and_then(|r| r.fields.first())
-                .is_some_and(|(first, _)| first == rest)
+                .is_some_and(|r| r.fields.iter().any(|(name, _)| name == rest))
     }
 }
 

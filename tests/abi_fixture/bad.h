@@ -41,6 +41,15 @@ typedef struct {
     unsigned char bytes[3];
 } lc_untagged;
 
+/* An anonymous member under a stable name (`anon_handle`, not its first field). */
+typedef struct lc_renamed_st {
+    union {
+        void *ptr;
+        int handle;
+    };
+    int tail;
+} lc_renamed;
+
 typedef enum lc_kind_enum {
     LC_KIND_A = 1,
     LC_KIND_B = 0x7fffffff

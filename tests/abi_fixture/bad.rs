@@ -74,6 +74,20 @@ pub struct lc_untagged {
     pub bytes: [::core::ffi::c_uchar; 3usize],
 }
 
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct lc_renamed_st {
+    pub anon_handle: lc_renamed_st__anon_handle,
+    pub tail: ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union lc_renamed_st__anon_handle {
+    pub ptr: *mut ::core::ffi::c_void,
+    pub handle: ::core::ffi::c_int,
+}
+pub type lc_renamed = lc_renamed_st;
+
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct lc_kind_enum(pub ::core::ffi::c_uint);

@@ -41,7 +41,7 @@ fn hex_bytes(bytes: &[u8]) -> String {
 }
 
 /// Structs and unions with a C name.
-pub const RECORDS: &[&str] = &["lc_anon_st", "lc_bits_st", "lc_long_st", "lc_packed_st", "lc_untagged"];
+pub const RECORDS: &[&str] = &["lc_anon_st", "lc_bits_st", "lc_long_st", "lc_packed_st", "lc_renamed_st", "lc_untagged"];
 /// Enum newtypes.
 pub const ENUMS: &[&str] = &["lc_kind_enum"];
 /// Aliases of scalars, pointers and function pointers.
@@ -49,7 +49,7 @@ pub const TYPEDEFS: &[&str] = &[];
 /// Declared, never defined in C: no layout.
 pub const OPAQUE: &[&str] = &[];
 /// Types with no C name, checked through their parents' fields.
-pub const NESTED: &[&str] = &["lc_anon_st__bindgen_ty_1", "lc_anon_st_lc_inner_st"];
+pub const NESTED: &[&str] = &["lc_anon_st__bindgen_ty_1", "lc_anon_st_lc_inner_st", "lc_renamed_st__anon_handle"];
 /// Members only Rust has (bitfield storage units, padding): checked through the bitfields' bytes and the parent's layout.
 pub const RUST_ONLY: &[&str] = &["lc_bits_st._bitfield_align_1", "lc_bits_st._bitfield_1", "lc_bits_st.__bindgen_padding_0"];
 /// Constants whose type has no integer value to compare.
@@ -62,6 +62,7 @@ pub fn entries() -> Vec<Entry> {
     check_lc_kind_enum(&mut out);
     check_lc_long_st(&mut out);
     check_lc_packed_st(&mut out);
+    check_lc_renamed_st(&mut out);
     check_lc_untagged(&mut out);
     check_part_0(&mut out);
     out
@@ -119,6 +120,16 @@ fn check_lc_packed_st(out: &mut Vec<Entry>) {
     out.push(Entry::new("type", "lc_packed_st", format!("{} {}", ::core::mem::size_of::<crate::fixture::lc_packed_st>(), ::core::mem::align_of::<crate::fixture::lc_packed_st>())));
     field(out, "lc_packed_st.tag", ::core::mem::offset_of!(crate::fixture::lc_packed_st, tag), unsafe { ::core::ptr::addr_of!((*p).tag) });
     field(out, "lc_packed_st.value", ::core::mem::offset_of!(crate::fixture::lc_packed_st, value), unsafe { ::core::ptr::addr_of!((*p).value) });
+}
+#[allow(unused_unsafe, unused_variables, clippy::all)]
+fn check_lc_renamed_st(out: &mut Vec<Entry>) {
+    let u = ::core::mem::MaybeUninit::<crate::fixture::lc_renamed_st>::uninit();
+    let p = u.as_ptr();
+    out.push(Entry::new("type", "lc_renamed_st", format!("{} {}", ::core::mem::size_of::<crate::fixture::lc_renamed_st>(), ::core::mem::align_of::<crate::fixture::lc_renamed_st>())));
+    field(out, "lc_renamed_st.anon_handle", ::core::mem::offset_of!(crate::fixture::lc_renamed_st, anon_handle), unsafe { ::core::ptr::addr_of!((*p).anon_handle) });
+    field(out, "lc_renamed_st.anon_handle.ptr", unsafe { ::core::ptr::addr_of!((*p).anon_handle.ptr) } as usize - p as usize, unsafe { ::core::ptr::addr_of!((*p).anon_handle.ptr) });
+    field(out, "lc_renamed_st.anon_handle.handle", unsafe { ::core::ptr::addr_of!((*p).anon_handle.handle) } as usize - p as usize, unsafe { ::core::ptr::addr_of!((*p).anon_handle.handle) });
+    field(out, "lc_renamed_st.tail", ::core::mem::offset_of!(crate::fixture::lc_renamed_st, tail), unsafe { ::core::ptr::addr_of!((*p).tail) });
 }
 #[allow(unused_unsafe, unused_variables, clippy::all)]
 fn check_lc_untagged(out: &mut Vec<Entry>) {
