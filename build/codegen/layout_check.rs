@@ -6,7 +6,10 @@
 //! keys, one line per fact (`kind key values...`):
 //!
 //! * a Rust table (`size_of`, `align_of`, `offset_of!`, the constants' values,
-//!   the bytes a bitfield setter writes), compiled into `tests/abi_layout.rs`;
+//!   the bytes a bitfield setter writes), compiled into `tests/abi_layout.rs`.
+//!   Fields of nested types are located by raw-pointer projection
+//!   (`addr_of!((*p).a.b)`: `offset_of!` takes nested fields only from Rust
+//!   1.82, past the crate's MSRV);
 //! * a C program (`sizeof`, `_Alignof`, `offsetof`, the headers' constants, the
 //!   bytes a bitfield assignment writes), which the test compiles with the
 //!   platform's C compiler against the same headers and runs.
@@ -29,7 +32,8 @@
 //! * `const NAME value` for every constant (enum values, macros), by value.
 //!
 //! C spells a type by the first of these that the headers declare: a typedef
-//! named by a Rust alias (`pub type CUmemLocation = CUmemLocation_st;`), the
+//! named by a Rust alias (`pub type CUmemLocation = CUmemLocation_st;`, or
+//! `pub use self::CUmemLocationType_enum as CUmemLocationType;` for enums), the
 //! tag (`struct CUmemLocation_st`), the Rust name as a typedef (a struct with
 //! no tag), an alias that C defines as a macro. Which ones the headers declare
 //! is not in the Rust text: the C program includes `lc_names.h`, which the test

@@ -347,6 +347,44 @@ fn report(workspace: &Path, rows: &[Row]) -> String {
     if !any {
         md.push_str("None: Rust and C agree on every item checked, in every release.\n");
     }
+    let all: Vec<&String> = rows
+        .iter()
+        .filter_map(|r| r.summary.as_ref())
+        .flat_map(|s| &s.mismatches)
+        .collect();
+    let named = |what: &str| {
+        let mut names: Vec<&str> = all
+            .iter()
+            .filter(|m| m.contains(what))
+            .filter_map(|m| m.split(':').next()?.split_whitespace().nth(1))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let undeclared = named("not declared by the C headers");
+    if !undeclared.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n*Not declared by the C headers* ({undeclared}): the bindings expose a name that a C \
+             program including the same headers cannot use, such as a helper macro the headers \
+             `#undef` after use. The generator should drop it."
+        );
+    }
+    let signedness = named("other signedness");
+    if !signedness.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n*The same bits with the other signedness* ({signedness}): the constant's Rust type has \
+             the wrong sign, so its value differs from C's (a macro such as `(~0u)` evaluated to `-1` \
+             and typed `i32`, where C has the `unsigned int` 4294967295). The generator should take \
+             the type from the C compiler."
+        );
+    }
     md.push_str(
         "\n## What is checked, what is not\n\n\
          - Types: every struct, union and enum newtype with a C name (size and alignment), and every \
