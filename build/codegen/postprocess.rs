@@ -25,6 +25,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
     name_anonymous_members(&mut file);
     add_flag_operators(&mut file);
     add_macro_constants(&mut file, cx.macros);
+    retype_unsigned_macro_constants(cx, &mut file)?;
     let declared: BTreeSet<String> = foreign_fns(&file)
         .map(|f| f.sig.ident.to_string())
         .collect();
@@ -205,6 +206,70 @@ fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
         };
         file.items.push(item);
     }
+}
+
+/// bindgen evaluates `#define X (~0u)` as `i32 = -1`; C's type is unsigned.
+/// Ask the C compiler the type of every negative macro constant and give the
+/// unsigned ones their C type and value.
+fn retype_unsigned_macro_constants(cx: &Context, file: &mut syn::File) -> Result<(), String> {
+    let macro_names: BTreeSet<&str> = cx.macros.iter().map(|m| m.name.as_str()).collect();
+    let negative: Vec<String> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Const(c) if macro_names.contains(c.ident.to_string().as_str()) => {
+                matches!(&*c.expr, syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)))
+                    .then(|| c.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    if negative.is_empty() {
+        return Ok(());
+    }
+    let mut src = String::new();
+    for (c_type, tag) in [
+        ("unsigned int", "u32"),
+        ("unsigned long long", "u64"),
+        ("unsigned long", "u64"),
+    ] {
+        for n in &negative {
+            src.push_str(&format!(
+                "_Static_assert(!_Generic(({n}), {c_type}: 1, default: 0), \"{tag} {n}\");\n"
+            ));
+        }
+    }
+    let unsigned = cx.pp.failing_asserts(cx.wrapper, &src)?;
+    for item in &mut file.items {
+        let syn::Item::Const(c) = item else { continue };
+        let name = c.ident.to_string();
+        let Some(tag) = unsigned
+            .iter()
+            .find_map(|m| m.strip_suffix(&format!(" {name}")))
+        else {
+            continue;
+        };
+        let syn::Expr::Unary(u) = &*c.expr else {
+            continue;
+        };
+        let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(v),
+            ..
+        }) = &*u.expr
+        else {
+            continue;
+        };
+        let v: u64 = v.base10_parse().map_err(|e| e.to_string())?;
+        let (ty, value): (syn::Type, u64) = if tag == "u32" {
+            (syn::parse_quote!(u32), (v as u32).wrapping_neg() as u64)
+        } else {
+            (syn::parse_quote!(u64), v.wrapping_neg())
+        };
+        let lit = syn::LitInt::new(&value.to_string(), proc_macro2::Span::call_site());
+        c.ty = Box::new(ty);
+        c.expr = Box::new(syn::parse_quote!(#lit));
+    }
+    Ok(())
 }
 
 /// `((T)x)` or `(T)x` → (`T`, `x`), spaces removed from `T`.

@@ -70,6 +70,9 @@ impl Preprocessor<'_> {
                         files.push(file.clone());
                     }
                 }
+            } else if let Some(name) = line.strip_prefix("#undef ") {
+                // A macro the headers undefine again is not there for C either.
+                defs.retain(|d: &MacroDef| d.name != name.trim());
             } else if let Some(def) = line.strip_prefix("#define ") {
                 let name_end = def
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -112,6 +115,31 @@ impl Preprocessor<'_> {
             }
         }
         Ok(map)
+    }
+
+    /// The messages of the `_Static_assert`s of `source` (after `wrapper`)
+    /// that fail when the C compiler checks it.
+    pub fn failing_asserts(&self, wrapper: &str, source: &str) -> Result<Vec<String>, String> {
+        let path = self.work_dir.join("cuda_mem_sys_asserts.c");
+        std::fs::write(&path, format!("{wrapper}\n{source}")).map_err(|e| e.to_string())?;
+        let mut b = self.cc.clone();
+        b.includes(self.include_dirs).include(self.work_dir);
+        for d in &self.defines {
+            b.define(d, None);
+        }
+        let out = b
+            .try_get_compiler()
+            .map_err(|e| e.to_string())?
+            .to_command()
+            .args(["-fsyntax-only", "-fmax-errors=0"])
+            .arg(&path)
+            .output()
+            .map_err(|e| format!("running the C compiler: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains("static assertion failed"))
+            .filter_map(|l| l.split('"').nth(1).map(str::to_string))
+            .collect())
     }
 
     /// `wrapper.h` preprocessed with its comments kept (for the doxygen groups).
