@@ -1627,11 +1627,6 @@ fn rt_peer_pool_access() -> TestResult {
         rt_loc(cudaMemLocationTypeDevice, 0),
         rt_loc(cudaMemLocationTypeDevice, 1),
     );
-    // Measured on two H200s (driver 580.159): with device 1 not yet
-    // initialised by the runtime, cudaMemPoolSetAccess for it returned
-    // cudaErrorNotSupported; the driver twin did not. Initialise it first.
-    rt!(cudaInitDevice(1, 0, 0))?;
-    rt!(cudaSetDevice(0))?;
     let pool = RtPool::create(&rt_device_props(0))?;
     let own = rt_get_access(pool.0, l0)?;
     let peer_before = rt_get_access(pool.0, l1)?;
@@ -1709,7 +1704,17 @@ fn rt_peer_pool_access() -> TestResult {
         s0.0
     ))?;
     s0.sync()?;
-    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtRead)?;
+    // Read-only peer access to a pool: measured on two H200s (driver 580.159),
+    // cudaErrorNotSupported, which the reference's list (Success, InvalidValue)
+    // does not name; the access stays read-write.
+    let read_only = cudaMemAccessDesc {
+        location: l1,
+        flags: cudaMemAccessFlagsProtRead,
+    };
+    rt_err!(
+        cudaErrorNotSupported,
+        cudaMemPoolSetAccess(pool.0, &read_only, 1)
+    )?;
     let peer_r = rt_get_access(pool.0, l1)?;
     rt!(cudaFreeAsync(p, s0.0))?;
     s0.sync()?;
@@ -1726,8 +1731,8 @@ fn rt_peer_pool_access() -> TestResult {
         first_difference(&back2, &data2)
     );
     ensure!(
-        peer_r == cudaMemAccessFlagsProtRead,
-        "access from device 1 after read-only: {}",
+        peer_r == cudaMemAccessFlagsProtReadWrite,
+        "access from device 1 after the refused read-only: {}",
         peer_r.0
     );
     ensure!(
@@ -2903,6 +2908,19 @@ fn drv_peer_pool_access() -> TestResult {
     cu!(cuCtxSetCurrent(gpu0.ctx))?;
     cu!(cuMemFreeAsync(p, s0.0))?;
     s0.sync()?;
+    // As in the runtime test: read-only peer access to a pool is refused.
+    let read_only = CUmemAccessDesc {
+        location: l1,
+        flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
+    };
+    cu_err!(
+        CUDA_ERROR_NOT_SUPPORTED,
+        cuMemPoolSetAccess(pool.0, &read_only, 1)
+    )?;
+    ensure!(
+        cu_get_access(pool.0, l1)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 changed by the refused read-only"
+    );
     cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
     let revoked = cu_get_access(pool.0, l1)?;
     ensure!(
