@@ -266,8 +266,8 @@ fn retype_unsigned_macro_constants(cx: &Context, file: &mut syn::File) -> Result
             (syn::parse_quote!(u64), v.wrapping_neg())
         };
         let lit = syn::LitInt::new(&value.to_string(), proc_macro2::Span::call_site());
-        c.ty = Box::new(ty);
-        c.expr = Box::new(syn::parse_quote!(#lit));
+        *c.ty = ty;
+        *c.expr = syn::parse_quote!(#lit);
     }
     Ok(())
 }
