@@ -49,6 +49,22 @@ pub fn target_dir(workspace: &Path, release: &str) -> PathBuf {
     workspace.join("target/abi").join(release)
 }
 
+/// The ABI tests (symbols, signatures, layouts and constants, stable names)
+/// against one release's headers, in the target folder `xtask abi` uses.
+pub fn ci_release(workspace: &Path, release: &str) -> Result<(), String> {
+    let include = headers::fetch(workspace, release)?;
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(workspace)
+        .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        // The 12.x wheels hold only libcudart.so.12, linked dynamically.
+        .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
+        .env("CARGO_TARGET_DIR", target_dir(workspace, release));
+    crate::run_cmd(&mut cmd)
+}
+
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let all = args == ["--all"];
     let releases: Vec<String> = if all {

@@ -120,7 +120,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     for release in CI_RELEASES {
         step(&format!("CUDA {release}: ABI checks"));
-        crate::abi_release(workspace, release)?;
+        crate::abi::ci_release(workspace, release)?;
     }
     Ok(())
 }

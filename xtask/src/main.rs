@@ -67,25 +67,6 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The ABI tests (symbols, signatures, layouts and constants, stable names)
-/// against one release's headers, in the target folder `xtask abi` uses.
-pub fn abi_release(workspace: &Path, release: &str) -> Result<(), String> {
-    let include = headers::fetch(workspace, release)?;
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(workspace)
-        .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"])
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
-        // The 12.x wheels hold only libcudart.so.12, linked dynamically.
-        .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
-        .env(
-            "CARGO_TARGET_DIR",
-            workspace.join("target/abi").join(release),
-        );
-    run_cmd(&mut cmd)
-}
-
 /// Runs a command, failing with its description if it fails.
 pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
     let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
