@@ -35,6 +35,7 @@ fn run() -> Result<(), String> {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let ptds = env::var_os("CARGO_FEATURE_PER_THREAD_DEFAULT_STREAM").is_some();
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
+    let dynamic_loading = env::var_os("CARGO_FEATURE_DYNAMIC_LOADING").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
     for var in locate::env_vars_read()
@@ -43,7 +44,13 @@ fn run() -> Result<(), String> {
     {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    println!("cargo::rustc-check-cfg=cfg(cuda_mem_sys_fallback)");
+    for cfg in [
+        "cuda_mem_sys_fallback",
+        "cuda_mem_sys_load_driver",
+        "cuda_mem_sys_load_runtime",
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
     for r in RELEASES {
         println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
     }
@@ -142,19 +149,35 @@ fn run() -> Result<(), String> {
         println!("cargo:found_by={}", cuda.found_by);
     }
 
+    if dynamic_loading {
+        println!("cargo:rustc-cfg=cuda_mem_sys_load_driver");
+    }
     if docs_rs {
         return Ok(());
     }
     let (driver_symbols, runtime_symbols) = codegen::linked_symbols(&rust)?;
     let no_dirs = vec![];
-    link::emit(&link::Plan {
+    let linked = link::emit(&link::Plan {
         lib_dirs: cuda.as_ref().map_or(&no_dirs, |c| &c.lib_dirs),
         dynamic_cudart,
         out_dir: &out_dir,
         driver_symbols: &driver_symbols,
         runtime_symbols: &runtime_symbols,
         runtime_soname_major: cuda_version / 1000,
-    })
+        dynamic_loading,
+    })?;
+    if linked.runtime_loaded {
+        println!("cargo:rustc-cfg=cuda_mem_sys_load_runtime");
+    }
+    println!(
+        "cargo:mode={}",
+        match (dynamic_loading, linked.runtime_loaded) {
+            (false, _) => "linked",
+            (true, false) => "loaded-driver,static-runtime",
+            (true, true) => "loaded",
+        }
+    );
+    Ok(())
 }
 
 /// bindgen loads libclang at run time; say what to install instead of panicking.

@@ -1,5 +1,7 @@
 //! Link directives: `libcuda` dynamically; `libcudart` statically (what nvcc
-//! does) or, with the `dynamic-cudart` feature, dynamically.
+//! does) or, with the `dynamic-cudart` feature, dynamically. With
+//! `dynamic-loading`, nothing CUDA is linked but `libcudart_static.a` where
+//! it is found (and `dynamic-cudart` is off): the rest is loaded at run time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,13 +27,24 @@ pub struct Plan<'a> {
     pub driver_symbols: &'a [String],
     pub runtime_symbols: &'a [String],
     pub runtime_soname_major: u32,
+    /// `dynamic-loading`: load the driver (and a shared runtime) at run time.
+    pub dynamic_loading: bool,
+}
+
+/// What the build links, for the cfgs `build.rs` sets.
+pub struct Linked {
+    /// The runtime is loaded at run time (`cuda_mem_sys_load_runtime`).
+    pub runtime_loaded: bool,
 }
 
 fn find_in(dirs: &[PathBuf], file: &str) -> Option<PathBuf> {
     dirs.iter().find(|d| d.join(file).is_file()).cloned()
 }
 
-pub fn emit(plan: &Plan) -> Result<(), String> {
+pub fn emit(plan: &Plan) -> Result<Linked, String> {
+    if plan.dynamic_loading {
+        return emit_loaded(plan);
+    }
     let system: Vec<PathBuf> = SYSTEM_LIB_DIRS.iter().map(PathBuf::from).collect();
 
     // libcuda: the driver, the toolkit's stubs, or a stub made here.
@@ -58,10 +71,10 @@ pub fn emit(plan: &Plan) -> Result<(), String> {
         if let Some(dir) = find_in(plan.lib_dirs, "libcudart_static.a") {
             println!("cargo:rustc-link-search=native={}", dir.display());
             println!("cargo:rustc-link-lib=static=cudart_static");
-            for lib in ["dl", "rt", "pthread"] {
-                println!("cargo:rustc-link-lib=dylib={lib}");
-            }
-            return Ok(());
+            static_runtime_system_libs();
+            return Ok(Linked {
+                runtime_loaded: false,
+            });
         }
     }
     let dir = match find_in(plan.lib_dirs, &soname) {
@@ -93,7 +106,40 @@ pub fn emit(plan: &Plan) -> Result<(), String> {
     };
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=dylib:+verbatim={soname}");
-    Ok(())
+    Ok(Linked {
+        runtime_loaded: false,
+    })
+}
+
+/// What `libcudart_static.a` needs from the system.
+fn static_runtime_system_libs() {
+    for lib in ["dl", "rt", "pthread"] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+}
+
+/// `dynamic-loading`: no libcuda, no stub; the static runtime where found.
+fn emit_loaded(plan: &Plan) -> Result<Linked, String> {
+    // dlopen/dlsym (in libc itself from glibc 2.34; libdl before).
+    println!("cargo:rustc-link-lib=dylib=dl");
+    if !plan.dynamic_cudart {
+        if let Some(dir) = find_in(plan.lib_dirs, "libcudart_static.a") {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static=cudart_static");
+            static_runtime_system_libs();
+            return Ok(Linked {
+                runtime_loaded: false,
+            });
+        }
+        println!(
+            "cargo:warning=dynamic-loading: no libcudart_static.a in {}: the runtime is loaded at              run time (libcudart.so.{}, or the file named by CUDA_MEM_SYS_LIBCUDART)",
+            describe(plan.lib_dirs),
+            plan.runtime_soname_major
+        );
+    }
+    Ok(Linked {
+        runtime_loaded: true,
+    })
 }
 
 fn describe(dirs: &[PathBuf]) -> String {

@@ -37,3 +37,6 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));
 }
 pub use generated::*;
+
+#[cfg(feature = "dynamic-loading")]
+pub mod loader;

@@ -7,6 +7,7 @@ pub mod abi_checks;
 mod bindgen_config;
 mod docs;
 mod groups;
+pub mod loader;
 mod postprocess;
 pub mod preprocess;
 

@@ -41,6 +41,11 @@ impl Preprocessor<'_> {
         String::from_utf8(out).map_err(|e| e.to_string())
     }
 
+    /// `source` preprocessed (no extra flags).
+    pub fn preprocess(&self, file_name: &str, source: &str) -> Result<String, String> {
+        self.run(file_name, source, &[])
+    }
+
     /// `CUDA_VERSION` as the preprocessor sees it after `#include <cuda.h>`.
     pub fn cuda_version(&self) -> Result<u32, String> {
         let out = self.run(

@@ -1,0 +1,273 @@
+//! Run-time loading (`dynamic-loading`): the table of how each function is
+//! found in the driver or the runtime library, and one trampoline per linked
+//! symbol, all derived from the same parsed bindings as the declarations.
+//!
+//! The declarations stay `extern "C"` items with their `link_name`s; under
+//! `cfg(cuda_mem_sys_load_driver)` (and `cuda_mem_sys_load_runtime`) the crate
+//! itself defines those symbols (`cuMemAdvise_v2`, ...), each a trampoline
+//! that calls through a slot filled on first use by `src/loader.rs`. So a
+//! documented name keeps its exact item, signature and docs in both modes, C
+//! compiled into the crate (the `static inline` copies) resolves the same way,
+//! and nothing links `libcuda` or `libcudart`.
+//!
+//! Driver functions are asked of the driver's `cuGetProcAddress` by base name
+//! and ABI version. The version is not the headers' `CUDA_VERSION`: it is the
+//! one whose `PFN_<base>_v<version>` typedef (`cudaTypedefs.h`) has the type
+//! of the symbol the preprocessor resolved the name to, the base being that
+//! symbol without its `_v<N>`/`_ptds`/`_ptsz` suffixes (`cuMemAdvise` →
+//! `cuMemAdvise_v2` → `("cuMemAdvise", 12020)`; `cuCtxGetDevice` → `2000`;
+//! `cuGraphInstantiate` → `cuGraphInstantiateWithFlags` → `11040`). Where
+//! several versions have that type, the `_v<N>` suffix picks the N-th oldest.
+//! A symbol without a typedef is found by `dlsym` of the symbol itself;
+//! runtime functions always are.
+
+use super::postprocess::{foreign_fns, link_name};
+use super::preprocess::Preprocessor;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How the loader finds one symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The symbol C calls (and the crate's trampoline defines).
+    pub symbol: String,
+    /// `cuGetProcAddress`'s base name and ABI version; `None`: `dlsym(symbol)`.
+    pub proc: Option<(String, u32)>,
+}
+
+/// `("cuMemAdvise_v2", false, Some(2))`: the base, per-thread suffix, `_vN`.
+fn split_symbol(symbol: &str) -> (&str, Option<&'static str>, u32) {
+    let (rest, ptds) = match (symbol.strip_suffix("_ptds"), symbol.strip_suffix("_ptsz")) {
+        (Some(r), _) => (r, Some("_ptds")),
+        (_, Some(r)) => (r, Some("_ptsz")),
+        _ => (symbol, None),
+    };
+    if let Some((base, n)) = rest.rsplit_once("_v") {
+        if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            return (base, ptds, n.parse().unwrap_or(1));
+        }
+    }
+    (rest, ptds, 1)
+}
+
+/// The driver symbols' (base, version), asked of the C compiler: which
+/// `PFN_` typedefs of `cudaTypedefs.h` have each symbol's type.
+pub fn driver_entries(
+    pp: &Preprocessor,
+    wrapper: &str,
+    symbols: &BTreeSet<String>,
+) -> Result<Vec<Entry>, String> {
+    let with_typedefs = format!("{wrapper}#include <cudaTypedefs.h>\n");
+    let typedefs: BTreeSet<String> = match pp.preprocess("cuda_mem_sys_typedefs.c", &with_typedefs)
+    {
+        Ok(text) => text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("PFN_cu"))
+            .map(str::to_string)
+            .collect(),
+        // Headers without cudaTypedefs.h: every driver symbol by dlsym.
+        Err(_) => BTreeSet::new(),
+    };
+    // (symbol, version, typedef) candidates: same base, same per-thread suffix.
+    let mut candidates: BTreeMap<&str, Vec<(u32, String)>> = BTreeMap::new();
+    for s in symbols {
+        let (base, ptds, _) = split_symbol(s);
+        let prefix = format!("PFN_{base}_v");
+        for t in typedefs.iter().filter(|t| t.starts_with(&prefix)) {
+            let rest = &t[prefix.len()..];
+            let (digits, suffix) = rest.split_at(rest.find('_').unwrap_or(rest.len()));
+            let suffix_ok = match ptds {
+                Some(p) => suffix == p,
+                None => suffix.is_empty(),
+            };
+            if let (true, Ok(v)) = (suffix_ok, digits.parse::<u32>()) {
+                candidates.entry(s).or_default().push((v, t.clone()));
+            }
+        }
+    }
+    let mut asserts = String::new();
+    for (s, list) in &candidates {
+        for (v, t) in list {
+            asserts.push_str(&format!(
+                "_Static_assert(__builtin_types_compatible_p(__typeof__(&{s}), {t}), \"{s} {v}\");\n"
+            ));
+        }
+    }
+    let failing: BTreeSet<String> = pp
+        .failing_asserts(&with_typedefs, &asserts)?
+        .into_iter()
+        .collect();
+    let mut out = vec![];
+    for s in symbols {
+        let (base, _, n) = split_symbol(s);
+        let mut fits: Vec<u32> = candidates
+            .get(s.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|(v, _)| !failing.contains(&format!("{s} {v}")))
+            .map(|(v, _)| *v)
+            .collect();
+        fits.sort_unstable();
+        let version = match fits.len() {
+            0 => None,
+            1 => Some(fits[0]),
+            _ => Some(fits[(n as usize).clamp(1, fits.len()) - 1]),
+        };
+        out.push(Entry {
+            symbol: s.clone(),
+            proc: version.map(|v| (base.to_string(), v)),
+        });
+    }
+    Ok(out)
+}
+
+/// Appends the loader tables (always) and the trampolines (under the
+/// loading cfgs) to the generated file.
+pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(), String> {
+    // Every linked symbol once (the `static inline` copies are the crate's own).
+    let mut by_symbol: BTreeMap<String, syn::ForeignItemFn> = BTreeMap::new();
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for f in foreign_fns(file) {
+        let name = f.sig.ident.to_string();
+        let symbol = link_name(&f.attrs).unwrap_or_else(|| name.clone());
+        if symbol.ends_with("__extern") || f.sig.variadic.is_some() {
+            continue;
+        }
+        names.insert(name, symbol.clone());
+        names.insert(symbol.clone(), symbol.clone());
+        by_symbol.entry(symbol).or_insert_with(|| f.clone());
+    }
+    let (runtime, driver): (BTreeSet<String>, BTreeSet<String>) = by_symbol
+        .keys()
+        .cloned()
+        .partition(|s| s.starts_with("cuda"));
+    let driver = driver_entries(pp, wrapper, &driver)?;
+    let runtime: Vec<Entry> = runtime
+        .into_iter()
+        .map(|symbol| Entry { symbol, proc: None })
+        .collect();
+
+    let slot = |entries: &[Entry], s: &str| entries.iter().position(|e| e.symbol == s);
+    let table = |entries: &[Entry]| -> Vec<syn::Expr> {
+        entries
+            .iter()
+            .map(|e| {
+                let symbol = syn::LitByteStr::new(
+                    format!("{}\0", e.symbol).as_bytes(),
+                    proc_macro2::Span::call_site(),
+                );
+                let (base, version) = match &e.proc {
+                    Some((b, v)) => (format!("{b}\0"), *v),
+                    None => ("\0".to_string(), 0),
+                };
+                let base = syn::LitByteStr::new(base.as_bytes(), proc_macro2::Span::call_site());
+                syn::parse_quote!(crate::loader::Entry { symbol: #symbol, base: #base, version: #version })
+            })
+            .collect()
+    };
+    let driver_table = table(&driver);
+    let runtime_table = table(&runtime);
+    let (n_driver, n_runtime) = (driver.len(), runtime.len());
+    let name_rows: Vec<syn::Expr> = names
+        .iter()
+        .map(|(name, symbol)| {
+            let (api, i): (syn::Expr, usize) = match slot(&driver, symbol) {
+                Some(i) => (syn::parse_quote!(crate::loader::Api::Driver), i),
+                None => (
+                    syn::parse_quote!(crate::loader::Api::Runtime),
+                    slot(&runtime, symbol).unwrap(),
+                ),
+            };
+            syn::parse_quote!((#name, #api, #i))
+        })
+        .collect();
+    file.items.push(syn::parse_quote! {
+        /// How `dynamic-loading` finds each function (generated from the
+        /// headers: `cuGetProcAddress` base name and ABI version, or `dlsym`).
+        #[doc(hidden)]
+        pub mod loader_table {
+            /// How many driver and runtime symbols there are.
+            pub const N_DRIVER: usize = #n_driver;
+            pub const N_RUNTIME: usize = #n_runtime;
+            /// Driver symbols, by slot.
+            pub static DRIVER: [crate::loader::Entry; #n_driver] = [#(#driver_table),*];
+            /// Runtime symbols, by slot.
+            pub static RUNTIME: [crate::loader::Entry; #n_runtime] = [#(#runtime_table),*];
+            /// Documented names and symbols, sorted: (name, library, slot).
+            pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[#(#name_rows),*];
+        }
+    });
+    for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
+        let mut fns: Vec<syn::Item> = vec![];
+        for (i, e) in entries.iter().enumerate() {
+            fns.push(trampoline(&by_symbol[&e.symbol], &e.symbol, api, i));
+        }
+        let cfg = syn::Ident::new(
+            &format!("cuda_mem_sys_load_{api}"),
+            proc_macro2::Span::call_site(),
+        );
+        let m = syn::Ident::new(&format!("loaded_{api}"), proc_macro2::Span::call_site());
+        let doc = format!(
+            " The {api} symbols the declarations link, defined by the crate: each \
+             calls through its loader slot."
+        );
+        file.items.push(syn::parse_quote! {
+            #[doc = #doc]
+            #[cfg(#cfg)]
+            mod #m {
+                use super::*;
+                #(#fns)*
+            }
+        });
+    }
+    Ok(())
+}
+
+/// `#[no_mangle] unsafe extern "C" fn <symbol>(<params>) -> R`, calling the
+/// function in `slot` of `api`'s library, or returning the documented
+/// "missing" value of `R`.
+fn trampoline(f: &syn::ForeignItemFn, symbol: &str, api: &str, slot: usize) -> syn::Item {
+    let name = syn::Ident::new(symbol, proc_macro2::Span::call_site());
+    let inputs = &f.sig.inputs;
+    let args: Vec<&syn::Pat> = inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(t) => Some(&*t.pat),
+            _ => None,
+        })
+        .collect();
+    let types: Vec<&syn::Type> = inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(t) => Some(&*t.ty),
+            _ => None,
+        })
+        .collect();
+    let output = &f.sig.output;
+    let get = syn::Ident::new(&format!("{api}_fn"), proc_macro2::Span::call_site());
+    syn::parse_quote! {
+        #[no_mangle]
+        pub unsafe extern "C" fn #name(#inputs) #output {
+            match crate::loader::#get(#slot) {
+                Ok(__cms_loaded) => ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(#(#types),*) #output,
+                >(__cms_loaded)(#(#args),*),
+                Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_symbol;
+    #[test]
+    fn splits() {
+        assert_eq!(split_symbol("cuMemAdvise_v2"), ("cuMemAdvise", None, 2));
+        assert_eq!(
+            split_symbol("cuMemcpyHtoD_v2_ptds"),
+            ("cuMemcpyHtoD", Some("_ptds"), 2)
+        );
+        assert_eq!(split_symbol("cuInit"), ("cuInit", None, 1));
+    }
+}

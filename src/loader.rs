@@ -1,0 +1,641 @@
+//! Run-time loading of the CUDA driver and runtime (feature `dynamic-loading`).
+//!
+//! Every function keeps its documented name, signature and docs: the
+//! declarations still name the symbols C calls (`cuMemAdvise` links
+//! `cuMemAdvise_v2`), and the crate defines those symbols itself, each calling
+//! through a slot that is filled on the function's first call (thread-safely:
+//! concurrent first calls may both resolve, and store the same pointer). A
+//! later call costs one load and an indirect call.
+//!
+//! - **Driver**: `libcuda.so.1` (then `libcuda.so`; `nvcuda.dll` on Windows),
+//!   or the file named by `CUDA_MEM_SYS_LIBCUDA`. Each function is asked of the
+//!   driver's `cuGetProcAddress` (`cuGetProcAddress_v2` where exported) with
+//!   the base name and ABI version the headers select, and
+//!   `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM` under
+//!   `per-thread-default-stream`. The table is generated from the headers
+//!   (`build/codegen/loader.rs`).
+//! - **Runtime**: linked statically where the build found
+//!   `libcudart_static.a` (it loads `libcuda.so.1` itself when first used);
+//!   otherwise, and under `dynamic-cudart`, `libcudart.so.<major>`
+//!   (`cudart64_<major>.dll`) or the file named by `CUDA_MEM_SYS_LIBCUDART`,
+//!   each function by `dlsym` of the symbol C calls.
+//!
+//! Nothing panics or aborts. A call that cannot be made returns:
+//!
+//! | situation | driver function | runtime function |
+//! |---|---|---|
+//! | the library could not be loaded | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the library lacks the function, or the driver is too old for its ABI version | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//!
+//! (`cudaGetErrorName`/`cudaGetErrorString` return a message string instead,
+//! `cudaCreateChannelDesc` a zeroed descriptor.) [`driver`], [`runtime`] and
+//! [`function`] tell, without calling anything, what loaded and why not.
+
+use crate::generated::loader_table::{DRIVER, NAMES, N_DRIVER, N_RUNTIME, RUNTIME};
+use crate::generated::{
+    cudaChannelFormatDesc, cudaErrorSharedObjectInitFailed, cudaErrorSymbolNotFound, cudaError_t,
+    CUresult, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, CUDA_VERSION,
+};
+use core::cell::UnsafeCell;
+use core::ffi::{c_char, c_int, c_void};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+/// The environment variable naming the driver library file to load.
+pub const LIBCUDA_VAR: &str = "CUDA_MEM_SYS_LIBCUDA";
+/// The environment variable naming the runtime library file to load.
+pub const LIBCUDART_VAR: &str = "CUDA_MEM_SYS_LIBCUDART";
+
+/// How the loader finds one symbol (generated: `loader_table`).
+#[doc(hidden)]
+pub struct Entry {
+    /// The symbol C calls, NUL-terminated.
+    pub symbol: &'static [u8],
+    /// `cuGetProcAddress`'s base name, NUL-terminated; empty: `dlsym(symbol)`.
+    pub base: &'static [u8],
+    /// `cuGetProcAddress`'s ABI version (0 with `dlsym`).
+    pub version: u32,
+}
+
+/// Which library a function comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `libcuda` (`cu*`).
+    Driver,
+    /// `libcudart` (`cuda*`).
+    Runtime,
+}
+
+/// Why a function cannot be called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Its library could not be loaded ([`driver`] / [`runtime`] say why).
+    LibraryNotLoaded,
+    /// The driver has the function, but not in the ABI version these headers
+    /// use (`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`): the driver is older.
+    DriverTooOld,
+    /// The library has no such function.
+    NotFound,
+    /// Not a function of these bindings.
+    UnknownName,
+}
+
+/// Where a function is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// Loaded at run time, at this address.
+    Loaded(*const c_void),
+    /// Part of the executable (the static runtime, `libcudart_static.a`).
+    Linked,
+}
+
+/// Why a library did not load: the file(s) tried and the loader's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    pub tried: &'static str,
+    pub message: &'static str,
+}
+
+/// A library that loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The file name it was opened by (or `libcudart_static.a` where linked).
+    pub file: &'static str,
+    /// The driver exports `cuGetProcAddress_v2` (which tells "too old" from "not found").
+    pub proc_address_v2: bool,
+}
+
+/// Loads the driver if not yet loaded (no CUDA call is made) and says which
+/// file it is, or why it could not be loaded.
+pub fn driver() -> Result<Loaded, LoadError> {
+    DRIVER_LIB.get()
+}
+
+/// The same for the runtime: [`Loaded::file`] is `libcudart_static.a` where
+/// the runtime is linked statically (it then loads the driver itself).
+pub fn runtime() -> Result<Loaded, LoadError> {
+    if cfg!(cuda_mem_sys_load_runtime) {
+        RUNTIME_LIB.get()
+    } else {
+        Ok(Loaded {
+            file: "libcudart_static.a",
+            proc_address_v2: false,
+        })
+    }
+}
+
+/// Whether `name` (a documented name such as `"cuMemAdvise"`, or the symbol
+/// it links, `"cuMemAdvise_v2"`) can be called here, resolving it if needed
+/// (loads its library; calls no CUDA function but the driver's lookup).
+pub fn function(name: &str) -> Result<Resolved, Unavailable> {
+    let i = NAMES
+        .binary_search_by(|(n, _, _)| (*n).cmp(name))
+        .map_err(|_| Unavailable::UnknownName)?;
+    let (_, api, slot) = NAMES[i];
+    match api {
+        Api::Runtime if !cfg!(cuda_mem_sys_load_runtime) => Ok(Resolved::Linked),
+        Api::Runtime => runtime_fn(slot).map(Resolved::Loaded),
+        Api::Driver => driver_fn(slot).map(Resolved::Loaded),
+    }
+}
+
+/// Resolves every function now (instead of on first call); returns how many
+/// driver and runtime functions are available.
+pub fn load_all() -> (usize, usize) {
+    let d = (0..N_DRIVER).filter(|&i| driver_fn(i).is_ok()).count();
+    let r = if cfg!(cuda_mem_sys_load_runtime) {
+        (0..N_RUNTIME).filter(|&i| runtime_fn(i).is_ok()).count()
+    } else {
+        N_RUNTIME
+    };
+    (d, r)
+}
+
+/// The value a function returns when it cannot be called.
+#[doc(hidden)]
+pub trait Missing {
+    fn value(why: Unavailable) -> Self;
+}
+
+impl Missing for CUresult {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+            _ => CUDA_ERROR_NOT_FOUND,
+        }
+    }
+}
+
+impl Missing for cudaError_t {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => cudaErrorSharedObjectInitFailed,
+            _ => cudaErrorSymbolNotFound,
+        }
+    }
+}
+
+impl Missing for *const c_char {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => {
+                c"cuda-mem-sys: the CUDA runtime library could not be loaded".as_ptr()
+            }
+            _ => c"cuda-mem-sys: the CUDA runtime library lacks this function".as_ptr(),
+        }
+    }
+}
+
+impl Missing for cudaChannelFormatDesc {
+    fn value(_: Unavailable) -> Self {
+        // SAFETY: a plain C struct of integers and an enum newtype.
+        unsafe { core::mem::zeroed() }
+    }
+}
+
+impl Missing for () {
+    fn value(_: Unavailable) {}
+}
+
+// Slot states below this value; anything else is the function's address.
+const UNRESOLVED: usize = 0;
+const NO_LIBRARY: usize = 1;
+const TOO_OLD: usize = 2;
+const NOT_FOUND: usize = 3;
+
+static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
+static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
+    [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
+
+fn decode(v: usize) -> Result<*const c_void, Unavailable> {
+    match v {
+        NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
+        TOO_OLD => Err(Unavailable::DriverTooOld),
+        NOT_FOUND => Err(Unavailable::NotFound),
+        p => Ok(p as *const c_void),
+    }
+}
+
+/// The driver function in `slot` (called by the generated trampolines).
+#[doc(hidden)]
+#[inline(always)]
+pub fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
+    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
+    if v > NOT_FOUND {
+        return Ok(v as *const c_void);
+    }
+    resolve(Api::Driver, slot)
+}
+
+/// The runtime function in `slot` (called by the generated trampolines).
+#[doc(hidden)]
+#[inline(always)]
+pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
+    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
+    if v > NOT_FOUND {
+        return Ok(v as *const c_void);
+    }
+    resolve(Api::Runtime, slot)
+}
+
+#[cold]
+#[inline(never)]
+fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
+    let (slots, entry, lib) = match api {
+        Api::Driver => (&DRIVER_SLOTS[..], &DRIVER[slot], &DRIVER_LIB),
+        Api::Runtime => (&RUNTIME_SLOTS[..], &RUNTIME[slot], &RUNTIME_LIB),
+    };
+    let v = slots[slot].load(Ordering::Acquire);
+    if v != UNRESOLVED {
+        return decode(v);
+    }
+    let v = match lib.handle() {
+        None => NO_LIBRARY,
+        Some(handle) => lib.lookup(handle, entry),
+    };
+    slots[slot].store(v, Ordering::Release);
+    decode(v)
+}
+
+/// `CU_GET_PROC_ADDRESS_DEFAULT` or `..._PER_THREAD_DEFAULT_STREAM`.
+const PROC_FLAGS: u64 = if cfg!(feature = "per-thread-default-stream") {
+    2
+} else {
+    0
+};
+
+type GetProcAddressV2 =
+    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult;
+type GetProcAddressV1 =
+    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
+
+/// One library, loaded once.
+struct Library {
+    /// 0: not tried, 1: loading, 2: done.
+    state: AtomicU8,
+    api: Api,
+    inner: UnsafeCell<LibraryState>,
+}
+
+struct LibraryState {
+    handle: usize,
+    get_proc: usize,
+    get_proc_v2: bool,
+    file: &'static str,
+    tried: Text,
+    message: Text,
+}
+
+/// A fixed buffer for a message (the crate is `no_std`, without allocation).
+struct Text {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl Text {
+    const fn new() -> Text {
+        Text {
+            bytes: [0; 512],
+            len: 0,
+        }
+    }
+    fn push(&mut self, s: &[u8]) {
+        for &b in s {
+            if self.len < self.bytes.len() {
+                self.bytes[self.len] = b;
+                self.len += 1;
+            }
+        }
+    }
+    fn as_str(&'static self) -> &'static str {
+        // Only whole UTF-8 sequences or lossy bytes were pushed; fall back to a fixed text.
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("(message not valid UTF-8)")
+    }
+}
+
+// SAFETY: `inner` is written only by the one thread that moved `state` from 0
+// to 1, and read only after `state` is 2 (release/acquire).
+unsafe impl Sync for Library {}
+
+static DRIVER_LIB: Library = Library::new(Api::Driver);
+static RUNTIME_LIB: Library = Library::new(Api::Runtime);
+
+impl Library {
+    const fn new(api: Api) -> Library {
+        Library {
+            state: AtomicU8::new(0),
+            api,
+            inner: UnsafeCell::new(LibraryState {
+                handle: 0,
+                get_proc: 0,
+                get_proc_v2: false,
+                file: "",
+                tried: Text::new(),
+                message: Text::new(),
+            }),
+        }
+    }
+
+    fn state(&'static self) -> &'static LibraryState {
+        loop {
+            match self
+                .state
+                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    // SAFETY: this thread alone moved the state to 1.
+                    unsafe { self.open(&mut *self.inner.get()) };
+                    self.state.store(2, Ordering::Release);
+                    break;
+                }
+                Err(2) => break,
+                Err(_) => core::hint::spin_loop(),
+            }
+        }
+        // SAFETY: state is 2: written once, never again.
+        unsafe { &*self.inner.get() }
+    }
+
+    fn get(&'static self) -> Result<Loaded, LoadError> {
+        let s = self.state();
+        if s.handle == 0 {
+            return Err(LoadError {
+                tried: s.tried.as_str(),
+                message: s.message.as_str(),
+            });
+        }
+        Ok(Loaded {
+            file: s.file,
+            proc_address_v2: s.get_proc_v2,
+        })
+    }
+
+    fn handle(&'static self) -> Option<usize> {
+        let s = self.state();
+        (s.handle != 0).then_some(s.handle)
+    }
+
+    /// Opens the library: the variable's file, else the usual names.
+    fn open(&self, s: &mut LibraryState) {
+        let (var, names): (&[u8], &[&'static str]) = match self.api {
+            Api::Driver => (b"CUDA_MEM_SYS_LIBCUDA\0", sys::DRIVER_NAMES),
+            Api::Runtime => (b"CUDA_MEM_SYS_LIBCUDART\0", sys::runtime_names()),
+        };
+        let mut path = [0u8; 4096];
+        if let Some(len) = sys::getenv(var, &mut path) {
+            s.tried.push(&path[..len]);
+            match sys::open(&path[..=len]) {
+                Ok(h) => {
+                    s.handle = h;
+                    s.file = "the file named by the environment variable";
+                }
+                Err(()) => sys::last_error(&mut s.message),
+            }
+        } else {
+            for name in names {
+                if s.tried.len > 0 {
+                    s.tried.push(b", ");
+                }
+                s.tried.push(name.as_bytes());
+                let mut z = [0u8; 64];
+                z[..name.len()].copy_from_slice(name.as_bytes());
+                match sys::open(&z[..=name.len()]) {
+                    Ok(h) => {
+                        s.handle = h;
+                        s.file = name;
+                        break;
+                    }
+                    Err(()) => {
+                        s.message.len = 0;
+                        sys::last_error(&mut s.message);
+                    }
+                }
+            }
+        }
+        if s.handle == 0 || self.api == Api::Runtime {
+            return;
+        }
+        if let Some(p) = sys::symbol(s.handle, b"cuGetProcAddress_v2\0") {
+            s.get_proc = p;
+            s.get_proc_v2 = true;
+        } else if let Some(p) = sys::symbol(s.handle, b"cuGetProcAddress\0") {
+            s.get_proc = p;
+        } else {
+            // Not a CUDA driver: report it as a library that did not load.
+            s.message.len = 0;
+            s.message
+                .push(b"the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress");
+            sys::close(s.handle);
+            s.handle = 0;
+        }
+    }
+
+    /// The slot value for `entry`: its address, or why there is none.
+    fn lookup(&'static self, handle: usize, entry: &Entry) -> usize {
+        let s = self.state();
+        if entry.version == 0 || s.get_proc == 0 {
+            return sys::symbol(handle, entry.symbol).unwrap_or(NOT_FOUND);
+        }
+        let mut p: *mut c_void = core::ptr::null_mut();
+        let name = entry.base.as_ptr().cast::<c_char>();
+        let version = entry.version as c_int;
+        if s.get_proc_v2 {
+            let mut status: c_int = 0;
+            // SAFETY: cuGetProcAddress_v2's prototype (cudaTypedefs.h, PFN_cuGetProcAddress_v12000).
+            let r = unsafe {
+                core::mem::transmute::<usize, GetProcAddressV2>(s.get_proc)(
+                    name,
+                    &mut p,
+                    version,
+                    PROC_FLAGS,
+                    &mut status,
+                )
+            };
+            match (r, p.is_null(), status) {
+                (crate::generated::CUDA_SUCCESS, false, _) => p as usize,
+                (_, _, 2) => TOO_OLD,
+                _ => NOT_FOUND,
+            }
+        } else {
+            // SAFETY: cuGetProcAddress's prototype (PFN_cuGetProcAddress_v11030).
+            let r = unsafe {
+                core::mem::transmute::<usize, GetProcAddressV1>(s.get_proc)(
+                    name, &mut p, version, PROC_FLAGS,
+                )
+            };
+            if r == crate::generated::CUDA_SUCCESS && !p.is_null() {
+                p as usize
+            } else {
+                NOT_FOUND
+            }
+        }
+    }
+}
+
+/// The headers' runtime soname major (`libcudart.so.13` for 13.x).
+const RUNTIME_MAJOR: u32 = CUDA_VERSION / 1000;
+
+#[cfg(unix)]
+mod sys {
+    use super::Text;
+    use core::ffi::CStr;
+
+    pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+    pub fn runtime_names() -> &'static [&'static str] {
+        match super::RUNTIME_MAJOR {
+            12 => &["libcudart.so.12"],
+            13 => &["libcudart.so.13"],
+            14 => &["libcudart.so.14"],
+            _ => &["libcudart.so"],
+        }
+    }
+
+    /// Copies the variable's value into `buf` (NUL-terminated); its length.
+    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Option<usize> {
+        // SAFETY: a NUL-terminated name; the value is copied at once.
+        let v = unsafe { libc::getenv(var.as_ptr().cast()) };
+        if v.is_null() {
+            return None;
+        }
+        let v = unsafe { CStr::from_ptr(v) }.to_bytes();
+        if v.is_empty() || v.len() >= buf.len() {
+            return None;
+        }
+        buf[..v.len()].copy_from_slice(v);
+        buf[v.len()] = 0;
+        Some(v.len())
+    }
+
+    pub fn open(name: &[u8]) -> Result<usize, ()> {
+        // SAFETY: `name` is NUL-terminated.
+        let h = unsafe { libc::dlopen(name.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if h.is_null() {
+            Err(())
+        } else {
+            Ok(h as usize)
+        }
+    }
+
+    pub fn close(handle: usize) {
+        // SAFETY: a handle from dlopen, used by nothing else yet.
+        unsafe { libc::dlclose(handle as *mut _) };
+    }
+
+    pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
+        // SAFETY: a live handle and a NUL-terminated name.
+        let p = unsafe { libc::dlsym(handle as *mut _, name.as_ptr().cast()) };
+        (!p.is_null()).then_some(p as usize)
+    }
+
+    pub fn last_error(out: &mut Text) {
+        // SAFETY: dlerror's text is copied before any other dl* call.
+        let e = unsafe { libc::dlerror() };
+        if e.is_null() {
+            out.push(b"unknown dlopen error");
+        } else {
+            out.push(unsafe { CStr::from_ptr(e) }.to_bytes());
+        }
+    }
+}
+
+#[cfg(windows)]
+mod sys {
+    use super::Text;
+    use core::ffi::{c_char, c_void};
+
+    pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
+
+    pub fn runtime_names() -> &'static [&'static str] {
+        match super::RUNTIME_MAJOR {
+            12 => &["cudart64_12.dll"],
+            13 => &["cudart64_13.dll"],
+            14 => &["cudart64_14.dll"],
+            _ => &["cudart64.dll"],
+        }
+    }
+
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn LoadLibraryW(name: *const u16) -> *mut c_void;
+        fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
+        fn FreeLibrary(module: *mut c_void) -> i32;
+        fn GetLastError() -> u32;
+        fn GetEnvironmentVariableA(name: *const c_char, buf: *mut c_char, size: u32) -> u32;
+    }
+
+    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Option<usize> {
+        // SAFETY: a NUL-terminated name and a buffer of the size given.
+        let n = unsafe {
+            GetEnvironmentVariableA(
+                var.as_ptr().cast(),
+                buf.as_mut_ptr().cast(),
+                buf.len() as u32,
+            )
+        } as usize;
+        (n > 0 && n < buf.len()).then_some(n)
+    }
+
+    pub fn open(name: &[u8]) -> Result<usize, ()> {
+        // The name as UTF-16 (the variable's bytes are taken as Latin-1).
+        let mut wide = [0u16; 4096];
+        for (w, &b) in wide.iter_mut().zip(name) {
+            *w = b as u16;
+        }
+        // SAFETY: NUL-terminated (the input was).
+        let h = unsafe { LoadLibraryW(wide.as_ptr()) };
+        if h.is_null() {
+            Err(())
+        } else {
+            Ok(h as usize)
+        }
+    }
+
+    pub fn close(handle: usize) {
+        // SAFETY: a handle from LoadLibraryW.
+        unsafe { FreeLibrary(handle as *mut _) };
+    }
+
+    pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
+        // SAFETY: a live module and a NUL-terminated name.
+        let p = unsafe { GetProcAddress(handle as *mut _, name.as_ptr().cast()) };
+        (!p.is_null()).then_some(p as usize)
+    }
+
+    pub fn last_error(out: &mut Text) {
+        // SAFETY: no arguments.
+        let mut code = unsafe { GetLastError() };
+        out.push(b"LoadLibraryW failed with Windows error ");
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (code % 10) as u8;
+            code /= 10;
+            if code == 0 {
+                break;
+            }
+        }
+        out.push(&digits[i..]);
+    }
+}
+
+/// Where the runtime is linked statically it loads `libcuda.so.1` itself; if
+/// `CUDA_MEM_SYS_LIBCUDA` names another file, load that one first, at start-up,
+/// so that the runtime's request finds it (by its `SONAME`) and both halves
+/// use one driver.
+#[cfg(all(
+    target_os = "linux",
+    cuda_mem_sys_load_driver,
+    not(cuda_mem_sys_load_runtime)
+))]
+#[used]
+#[link_section = ".init_array"]
+static PRELOAD_NAMED_DRIVER: extern "C" fn() = {
+    extern "C" fn preload() {
+        // SAFETY: a NUL-terminated name; only the presence is read.
+        if unsafe { !libc::getenv(c"CUDA_MEM_SYS_LIBCUDA".as_ptr()).is_null() } {
+            let _ = driver();
+        }
+    }
+    preload
+};
