@@ -129,7 +129,21 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
     for f in foreign_fns(file) {
         let name = f.sig.ident.to_string();
         let symbol = link_name(&f.attrs).unwrap_or_else(|| name.clone());
-        if symbol.ends_with("__extern") || f.sig.variadic.is_some() {
+        if f.sig.variadic.is_some() {
+            continue;
+        }
+        // A `static inline` function's copy is the crate's own; what it calls
+        // is not. The headers' per-thread redirects call the symbol without
+        // the suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
+        if let Some(inline) = symbol.strip_suffix("__extern") {
+            let called = inline
+                .strip_suffix("_ptsz")
+                .or_else(|| inline.strip_suffix("_ptds"));
+            if let Some(called) = called {
+                by_symbol
+                    .entry(called.to_string())
+                    .or_insert_with(|| f.clone());
+            }
             continue;
         }
         names.insert(name, symbol.clone());

@@ -57601,3 +57601,19802 @@ pub mod runtime {
         pub use crate::{cudaGetFuncBySymbol, cudaGetKernel};
     }
 }
+/// How `dynamic-loading` finds each function (generated from the
+/// headers: `cuGetProcAddress` base name and ABI version, or `dlsym`).
+#[doc(hidden)]
+pub mod loader_table {
+    /// How many driver and runtime symbols there are.
+    pub const N_DRIVER: usize = 449usize;
+    pub const N_RUNTIME: usize = 310usize;
+    /// Driver symbols, by slot.
+    pub static DRIVER: [crate::loader::Entry; 449usize] = [
+        crate::loader::Entry {
+            symbol: b"cuArray3DCreate_v2\0",
+            base: b"cuArray3DCreate\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArray3DGetDescriptor_v2\0",
+            base: b"cuArray3DGetDescriptor\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayCreate_v2\0",
+            base: b"cuArrayCreate\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayDestroy\0",
+            base: b"cuArrayDestroy\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayGetDescriptor_v2\0",
+            base: b"cuArrayGetDescriptor\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayGetMemoryRequirements\0",
+            base: b"cuArrayGetMemoryRequirements\0",
+            version: 11060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayGetPlane\0",
+            base: b"cuArrayGetPlane\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuArrayGetSparseProperties\0",
+            base: b"cuArrayGetSparseProperties\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessCheckpoint\0",
+            base: b"cuCheckpointProcessCheckpoint\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessGetRestoreThreadId\0",
+            base: b"cuCheckpointProcessGetRestoreThreadId\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessGetState\0",
+            base: b"cuCheckpointProcessGetState\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessLock\0",
+            base: b"cuCheckpointProcessLock\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessRestore\0",
+            base: b"cuCheckpointProcessRestore\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCheckpointProcessUnlock\0",
+            base: b"cuCheckpointProcessUnlock\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCoredumpGetAttribute\0",
+            base: b"cuCoredumpGetAttribute\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCoredumpGetAttributeGlobal\0",
+            base: b"cuCoredumpGetAttributeGlobal\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCoredumpSetAttribute\0",
+            base: b"cuCoredumpSetAttribute\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCoredumpSetAttributeGlobal\0",
+            base: b"cuCoredumpSetAttributeGlobal\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxAttach\0",
+            base: b"cuCtxAttach\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxCreate_v4\0",
+            base: b"cuCtxCreate\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxDestroy_v2\0",
+            base: b"cuCtxDestroy\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxDetach\0",
+            base: b"cuCtxDetach\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxDisablePeerAccess\0",
+            base: b"cuCtxDisablePeerAccess\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxEnablePeerAccess\0",
+            base: b"cuCtxEnablePeerAccess\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxFromGreenCtx\0",
+            base: b"cuCtxFromGreenCtx\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetApiVersion\0",
+            base: b"cuCtxGetApiVersion\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetCacheConfig\0",
+            base: b"cuCtxGetCacheConfig\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetCurrent\0",
+            base: b"cuCtxGetCurrent\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetDevResource\0",
+            base: b"cuCtxGetDevResource\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetDevice\0",
+            base: b"cuCtxGetDevice\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetDevice_v2\0",
+            base: b"cuCtxGetDevice\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetExecAffinity\0",
+            base: b"cuCtxGetExecAffinity\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetFlags\0",
+            base: b"cuCtxGetFlags\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetId\0",
+            base: b"cuCtxGetId\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetLimit\0",
+            base: b"cuCtxGetLimit\0",
+            version: 3010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetSharedMemConfig\0",
+            base: b"cuCtxGetSharedMemConfig\0",
+            version: 4020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxGetStreamPriorityRange\0",
+            base: b"cuCtxGetStreamPriorityRange\0",
+            version: 5050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxPopCurrent_v2\0",
+            base: b"cuCtxPopCurrent\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxPushCurrent_v2\0",
+            base: b"cuCtxPushCurrent\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxRecordEvent\0",
+            base: b"cuCtxRecordEvent\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxResetPersistingL2Cache\0",
+            base: b"cuCtxResetPersistingL2Cache\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSetCacheConfig\0",
+            base: b"cuCtxSetCacheConfig\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSetCurrent\0",
+            base: b"cuCtxSetCurrent\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSetFlags\0",
+            base: b"cuCtxSetFlags\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSetLimit\0",
+            base: b"cuCtxSetLimit\0",
+            version: 3010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSetSharedMemConfig\0",
+            base: b"cuCtxSetSharedMemConfig\0",
+            version: 4020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSynchronize\0",
+            base: b"cuCtxSynchronize\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxSynchronize_v2\0",
+            base: b"cuCtxSynchronize\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuCtxWaitEvent\0",
+            base: b"cuCtxWaitEvent\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDestroyExternalMemory\0",
+            base: b"cuDestroyExternalMemory\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDestroyExternalSemaphore\0",
+            base: b"cuDestroyExternalSemaphore\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevResourceGenerateDesc\0",
+            base: b"cuDevResourceGenerateDesc\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevSmResourceSplitByCount\0",
+            base: b"cuDevSmResourceSplitByCount\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceCanAccessPeer\0",
+            base: b"cuDeviceCanAccessPeer\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceComputeCapability\0",
+            base: b"cuDeviceComputeCapability\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGet\0",
+            base: b"cuDeviceGet\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetAttribute\0",
+            base: b"cuDeviceGetAttribute\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetByPCIBusId\0",
+            base: b"cuDeviceGetByPCIBusId\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetCount\0",
+            base: b"cuDeviceGetCount\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetDefaultMemPool\0",
+            base: b"cuDeviceGetDefaultMemPool\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetDevResource\0",
+            base: b"cuDeviceGetDevResource\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetExecAffinitySupport\0",
+            base: b"cuDeviceGetExecAffinitySupport\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetGraphMemAttribute\0",
+            base: b"cuDeviceGetGraphMemAttribute\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetHostAtomicCapabilities\0",
+            base: b"cuDeviceGetHostAtomicCapabilities\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetLuid\0",
+            base: b"cuDeviceGetLuid\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetMemPool\0",
+            base: b"cuDeviceGetMemPool\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetName\0",
+            base: b"cuDeviceGetName\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetNvSciSyncAttributes\0",
+            base: b"cuDeviceGetNvSciSyncAttributes\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetP2PAtomicCapabilities\0",
+            base: b"cuDeviceGetP2PAtomicCapabilities\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetP2PAttribute\0",
+            base: b"cuDeviceGetP2PAttribute\0",
+            version: 8000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetPCIBusId\0",
+            base: b"cuDeviceGetPCIBusId\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetProperties\0",
+            base: b"cuDeviceGetProperties\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetTexture1DLinearMaxWidth\0",
+            base: b"cuDeviceGetTexture1DLinearMaxWidth\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGetUuid_v2\0",
+            base: b"cuDeviceGetUuid\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceGraphMemTrim\0",
+            base: b"cuDeviceGraphMemTrim\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevicePrimaryCtxGetState\0",
+            base: b"cuDevicePrimaryCtxGetState\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevicePrimaryCtxRelease_v2\0",
+            base: b"cuDevicePrimaryCtxRelease\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevicePrimaryCtxReset_v2\0",
+            base: b"cuDevicePrimaryCtxReset\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevicePrimaryCtxRetain\0",
+            base: b"cuDevicePrimaryCtxRetain\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDevicePrimaryCtxSetFlags_v2\0",
+            base: b"cuDevicePrimaryCtxSetFlags\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceRegisterAsyncNotification\0",
+            base: b"cuDeviceRegisterAsyncNotification\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceSetGraphMemAttribute\0",
+            base: b"cuDeviceSetGraphMemAttribute\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceSetMemPool\0",
+            base: b"cuDeviceSetMemPool\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceTotalMem_v2\0",
+            base: b"cuDeviceTotalMem\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDeviceUnregisterAsyncNotification\0",
+            base: b"cuDeviceUnregisterAsyncNotification\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuDriverGetVersion\0",
+            base: b"cuDriverGetVersion\0",
+            version: 2020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventCreate\0",
+            base: b"cuEventCreate\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventDestroy_v2\0",
+            base: b"cuEventDestroy\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventElapsedTime_v2\0",
+            base: b"cuEventElapsedTime\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventQuery\0",
+            base: b"cuEventQuery\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventRecordWithFlags_ptsz\0",
+            base: b"cuEventRecordWithFlags\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventRecord_ptsz\0",
+            base: b"cuEventRecord\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuEventSynchronize\0",
+            base: b"cuEventSynchronize\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuExternalMemoryGetMappedBuffer\0",
+            base: b"cuExternalMemoryGetMappedBuffer\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuExternalMemoryGetMappedMipmappedArray\0",
+            base: b"cuExternalMemoryGetMappedMipmappedArray\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFlushGPUDirectRDMAWrites\0",
+            base: b"cuFlushGPUDirectRDMAWrites\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncGetAttribute\0",
+            base: b"cuFuncGetAttribute\0",
+            version: 2020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncGetModule\0",
+            base: b"cuFuncGetModule\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncGetName\0",
+            base: b"cuFuncGetName\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncGetParamInfo\0",
+            base: b"cuFuncGetParamInfo\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncIsLoaded\0",
+            base: b"cuFuncIsLoaded\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncLoad\0",
+            base: b"cuFuncLoad\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncSetAttribute\0",
+            base: b"cuFuncSetAttribute\0",
+            version: 9000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncSetBlockShape\0",
+            base: b"cuFuncSetBlockShape\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncSetCacheConfig\0",
+            base: b"cuFuncSetCacheConfig\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncSetSharedMemConfig\0",
+            base: b"cuFuncSetSharedMemConfig\0",
+            version: 4020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuFuncSetSharedSize\0",
+            base: b"cuFuncSetSharedSize\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGetErrorName\0",
+            base: b"cuGetErrorName\0",
+            version: 6000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGetErrorString\0",
+            base: b"cuGetErrorString\0",
+            version: 6000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGetExportTable\0",
+            base: b"cuGetExportTable\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGetProcAddress_v2\0",
+            base: b"cuGetProcAddress\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddBatchMemOpNode\0",
+            base: b"cuGraphAddBatchMemOpNode\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddChildGraphNode\0",
+            base: b"cuGraphAddChildGraphNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddDependencies_v2\0",
+            base: b"cuGraphAddDependencies\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddEmptyNode\0",
+            base: b"cuGraphAddEmptyNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddEventRecordNode\0",
+            base: b"cuGraphAddEventRecordNode\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddEventWaitNode\0",
+            base: b"cuGraphAddEventWaitNode\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddExternalSemaphoresSignalNode\0",
+            base: b"cuGraphAddExternalSemaphoresSignalNode\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddExternalSemaphoresWaitNode\0",
+            base: b"cuGraphAddExternalSemaphoresWaitNode\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddHostNode\0",
+            base: b"cuGraphAddHostNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddKernelNode_v2\0",
+            base: b"cuGraphAddKernelNode\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddMemAllocNode\0",
+            base: b"cuGraphAddMemAllocNode\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddMemFreeNode\0",
+            base: b"cuGraphAddMemFreeNode\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddMemcpyNode\0",
+            base: b"cuGraphAddMemcpyNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddMemsetNode\0",
+            base: b"cuGraphAddMemsetNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphAddNode_v2\0",
+            base: b"cuGraphAddNode\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphBatchMemOpNodeGetParams\0",
+            base: b"cuGraphBatchMemOpNodeGetParams\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphBatchMemOpNodeSetParams\0",
+            base: b"cuGraphBatchMemOpNodeSetParams\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphChildGraphNodeGetGraph\0",
+            base: b"cuGraphChildGraphNodeGetGraph\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphClone\0",
+            base: b"cuGraphClone\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphConditionalHandleCreate\0",
+            base: b"cuGraphConditionalHandleCreate\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphCreate\0",
+            base: b"cuGraphCreate\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphDebugDotPrint\0",
+            base: b"cuGraphDebugDotPrint\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphDestroy\0",
+            base: b"cuGraphDestroy\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphDestroyNode\0",
+            base: b"cuGraphDestroyNode\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphEventRecordNodeGetEvent\0",
+            base: b"cuGraphEventRecordNodeGetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphEventRecordNodeSetEvent\0",
+            base: b"cuGraphEventRecordNodeSetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphEventWaitNodeGetEvent\0",
+            base: b"cuGraphEventWaitNodeGetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphEventWaitNodeSetEvent\0",
+            base: b"cuGraphEventWaitNodeSetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecBatchMemOpNodeSetParams\0",
+            base: b"cuGraphExecBatchMemOpNodeSetParams\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecChildGraphNodeSetParams\0",
+            base: b"cuGraphExecChildGraphNodeSetParams\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecDestroy\0",
+            base: b"cuGraphExecDestroy\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecEventRecordNodeSetEvent\0",
+            base: b"cuGraphExecEventRecordNodeSetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecEventWaitNodeSetEvent\0",
+            base: b"cuGraphExecEventWaitNodeSetEvent\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecExternalSemaphoresSignalNodeSetParams\0",
+            base: b"cuGraphExecExternalSemaphoresSignalNodeSetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecExternalSemaphoresWaitNodeSetParams\0",
+            base: b"cuGraphExecExternalSemaphoresWaitNodeSetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecGetFlags\0",
+            base: b"cuGraphExecGetFlags\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecHostNodeSetParams\0",
+            base: b"cuGraphExecHostNodeSetParams\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecKernelNodeSetParams_v2\0",
+            base: b"cuGraphExecKernelNodeSetParams\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecMemcpyNodeSetParams\0",
+            base: b"cuGraphExecMemcpyNodeSetParams\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecMemsetNodeSetParams\0",
+            base: b"cuGraphExecMemsetNodeSetParams\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecNodeSetParams\0",
+            base: b"cuGraphExecNodeSetParams\0",
+            version: 12020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExecUpdate_v2\0",
+            base: b"cuGraphExecUpdate\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExternalSemaphoresSignalNodeGetParams\0",
+            base: b"cuGraphExternalSemaphoresSignalNodeGetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExternalSemaphoresSignalNodeSetParams\0",
+            base: b"cuGraphExternalSemaphoresSignalNodeSetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExternalSemaphoresWaitNodeGetParams\0",
+            base: b"cuGraphExternalSemaphoresWaitNodeGetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphExternalSemaphoresWaitNodeSetParams\0",
+            base: b"cuGraphExternalSemaphoresWaitNodeSetParams\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphGetEdges_v2\0",
+            base: b"cuGraphGetEdges\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphGetNodes\0",
+            base: b"cuGraphGetNodes\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphGetRootNodes\0",
+            base: b"cuGraphGetRootNodes\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphHostNodeGetParams\0",
+            base: b"cuGraphHostNodeGetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphHostNodeSetParams\0",
+            base: b"cuGraphHostNodeSetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphInstantiateWithFlags\0",
+            base: b"cuGraphInstantiateWithFlags\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphInstantiateWithParams_ptsz\0",
+            base: b"cuGraphInstantiateWithParams\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphKernelNodeCopyAttributes\0",
+            base: b"cuGraphKernelNodeCopyAttributes\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphKernelNodeGetAttribute\0",
+            base: b"cuGraphKernelNodeGetAttribute\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphKernelNodeGetParams_v2\0",
+            base: b"cuGraphKernelNodeGetParams\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphKernelNodeSetAttribute\0",
+            base: b"cuGraphKernelNodeSetAttribute\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphKernelNodeSetParams_v2\0",
+            base: b"cuGraphKernelNodeSetParams\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphLaunch_ptsz\0",
+            base: b"cuGraphLaunch\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemAllocNodeGetParams\0",
+            base: b"cuGraphMemAllocNodeGetParams\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemFreeNodeGetParams\0",
+            base: b"cuGraphMemFreeNodeGetParams\0",
+            version: 11040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemcpyNodeGetParams\0",
+            base: b"cuGraphMemcpyNodeGetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemcpyNodeSetParams\0",
+            base: b"cuGraphMemcpyNodeSetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemsetNodeGetParams\0",
+            base: b"cuGraphMemsetNodeGetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphMemsetNodeSetParams\0",
+            base: b"cuGraphMemsetNodeSetParams\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeFindInClone\0",
+            base: b"cuGraphNodeFindInClone\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeGetDependencies_v2\0",
+            base: b"cuGraphNodeGetDependencies\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeGetDependentNodes_v2\0",
+            base: b"cuGraphNodeGetDependentNodes\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeGetEnabled\0",
+            base: b"cuGraphNodeGetEnabled\0",
+            version: 11060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeGetType\0",
+            base: b"cuGraphNodeGetType\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeSetEnabled\0",
+            base: b"cuGraphNodeSetEnabled\0",
+            version: 11060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphNodeSetParams\0",
+            base: b"cuGraphNodeSetParams\0",
+            version: 12020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphReleaseUserObject\0",
+            base: b"cuGraphReleaseUserObject\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphRemoveDependencies_v2\0",
+            base: b"cuGraphRemoveDependencies\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphRetainUserObject\0",
+            base: b"cuGraphRetainUserObject\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphUpload_ptsz\0",
+            base: b"cuGraphUpload\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsMapResources_ptsz\0",
+            base: b"cuGraphicsMapResources\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsResourceGetMappedMipmappedArray\0",
+            base: b"cuGraphicsResourceGetMappedMipmappedArray\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsResourceGetMappedPointer_v2\0",
+            base: b"cuGraphicsResourceGetMappedPointer\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsResourceSetMapFlags_v2\0",
+            base: b"cuGraphicsResourceSetMapFlags\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsSubResourceGetMappedArray\0",
+            base: b"cuGraphicsSubResourceGetMappedArray\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsUnmapResources_ptsz\0",
+            base: b"cuGraphicsUnmapResources\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGraphicsUnregisterResource\0",
+            base: b"cuGraphicsUnregisterResource\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxCreate\0",
+            base: b"cuGreenCtxCreate\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxDestroy\0",
+            base: b"cuGreenCtxDestroy\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxGetDevResource\0",
+            base: b"cuGreenCtxGetDevResource\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxGetId\0",
+            base: b"cuGreenCtxGetId\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxRecordEvent\0",
+            base: b"cuGreenCtxRecordEvent\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxStreamCreate\0",
+            base: b"cuGreenCtxStreamCreate\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuGreenCtxWaitEvent\0",
+            base: b"cuGreenCtxWaitEvent\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuImportExternalMemory\0",
+            base: b"cuImportExternalMemory\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuImportExternalSemaphore\0",
+            base: b"cuImportExternalSemaphore\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuInit\0",
+            base: b"cuInit\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuIpcCloseMemHandle\0",
+            base: b"cuIpcCloseMemHandle\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuIpcGetEventHandle\0",
+            base: b"cuIpcGetEventHandle\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuIpcGetMemHandle\0",
+            base: b"cuIpcGetMemHandle\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuIpcOpenEventHandle\0",
+            base: b"cuIpcOpenEventHandle\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuIpcOpenMemHandle_v2\0",
+            base: b"cuIpcOpenMemHandle\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelGetAttribute\0",
+            base: b"cuKernelGetAttribute\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelGetFunction\0",
+            base: b"cuKernelGetFunction\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelGetLibrary\0",
+            base: b"cuKernelGetLibrary\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelGetName\0",
+            base: b"cuKernelGetName\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelGetParamInfo\0",
+            base: b"cuKernelGetParamInfo\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelSetAttribute\0",
+            base: b"cuKernelSetAttribute\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuKernelSetCacheConfig\0",
+            base: b"cuKernelSetCacheConfig\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunch\0",
+            base: b"cuLaunch\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchCooperativeKernelMultiDevice\0",
+            base: b"cuLaunchCooperativeKernelMultiDevice\0",
+            version: 9000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchCooperativeKernel_ptsz\0",
+            base: b"cuLaunchCooperativeKernel\0",
+            version: 9000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchGrid\0",
+            base: b"cuLaunchGrid\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchGridAsync\0",
+            base: b"cuLaunchGridAsync\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchHostFunc_ptsz\0",
+            base: b"cuLaunchHostFunc\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchKernelEx_ptsz\0",
+            base: b"cuLaunchKernelEx\0",
+            version: 11060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLaunchKernel_ptsz\0",
+            base: b"cuLaunchKernel\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryEnumerateKernels\0",
+            base: b"cuLibraryEnumerateKernels\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetGlobal\0",
+            base: b"cuLibraryGetGlobal\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetKernel\0",
+            base: b"cuLibraryGetKernel\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetKernelCount\0",
+            base: b"cuLibraryGetKernelCount\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetManaged\0",
+            base: b"cuLibraryGetManaged\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetModule\0",
+            base: b"cuLibraryGetModule\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryGetUnifiedFunction\0",
+            base: b"cuLibraryGetUnifiedFunction\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryLoadData\0",
+            base: b"cuLibraryLoadData\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryLoadFromFile\0",
+            base: b"cuLibraryLoadFromFile\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLibraryUnload\0",
+            base: b"cuLibraryUnload\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLinkAddData_v2\0",
+            base: b"cuLinkAddData\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLinkAddFile_v2\0",
+            base: b"cuLinkAddFile\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLinkComplete\0",
+            base: b"cuLinkComplete\0",
+            version: 5050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLinkCreate_v2\0",
+            base: b"cuLinkCreate\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLinkDestroy\0",
+            base: b"cuLinkDestroy\0",
+            version: 5050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLogsCurrent\0",
+            base: b"cuLogsCurrent\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLogsDumpToFile\0",
+            base: b"cuLogsDumpToFile\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLogsDumpToMemory\0",
+            base: b"cuLogsDumpToMemory\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLogsRegisterCallback\0",
+            base: b"cuLogsRegisterCallback\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuLogsUnregisterCallback\0",
+            base: b"cuLogsUnregisterCallback\0",
+            version: 12090u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAddressFree\0",
+            base: b"cuMemAddressFree\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAddressReserve\0",
+            base: b"cuMemAddressReserve\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAdvise_v2\0",
+            base: b"cuMemAdvise\0",
+            version: 12020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAllocAsync_ptsz\0",
+            base: b"cuMemAllocAsync\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAllocFromPoolAsync_ptsz\0",
+            base: b"cuMemAllocFromPoolAsync\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAllocHost_v2\0",
+            base: b"cuMemAllocHost\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAllocManaged\0",
+            base: b"cuMemAllocManaged\0",
+            version: 6000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAllocPitch_v2\0",
+            base: b"cuMemAllocPitch\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemAlloc_v2\0",
+            base: b"cuMemAlloc\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemBatchDecompressAsync_ptsz\0",
+            base: b"cuMemBatchDecompressAsync\0",
+            version: 12060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemCreate\0",
+            base: b"cuMemCreate\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemDiscardAndPrefetchBatchAsync_ptsz\0",
+            base: b"cuMemDiscardAndPrefetchBatchAsync\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemDiscardBatchAsync_ptsz\0",
+            base: b"cuMemDiscardBatchAsync\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemExportToShareableHandle\0",
+            base: b"cuMemExportToShareableHandle\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemFreeAsync_ptsz\0",
+            base: b"cuMemFreeAsync\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemFreeHost\0",
+            base: b"cuMemFreeHost\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemFree_v2\0",
+            base: b"cuMemFree\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetAccess\0",
+            base: b"cuMemGetAccess\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetAddressRange_v2\0",
+            base: b"cuMemGetAddressRange\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetAllocationGranularity\0",
+            base: b"cuMemGetAllocationGranularity\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetAllocationPropertiesFromHandle\0",
+            base: b"cuMemGetAllocationPropertiesFromHandle\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetDefaultMemPool\0",
+            base: b"cuMemGetDefaultMemPool\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetHandleForAddressRange\0",
+            base: b"cuMemGetHandleForAddressRange\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetInfo_v2\0",
+            base: b"cuMemGetInfo\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemGetMemPool\0",
+            base: b"cuMemGetMemPool\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemHostAlloc\0",
+            base: b"cuMemHostAlloc\0",
+            version: 2020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemHostGetDevicePointer_v2\0",
+            base: b"cuMemHostGetDevicePointer\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemHostGetFlags\0",
+            base: b"cuMemHostGetFlags\0",
+            version: 2030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemHostRegister_v2\0",
+            base: b"cuMemHostRegister\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemHostUnregister\0",
+            base: b"cuMemHostUnregister\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemImportFromShareableHandle\0",
+            base: b"cuMemImportFromShareableHandle\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemMap\0",
+            base: b"cuMemMap\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemMapArrayAsync_ptsz\0",
+            base: b"cuMemMapArrayAsync\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolCreate\0",
+            base: b"cuMemPoolCreate\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolDestroy\0",
+            base: b"cuMemPoolDestroy\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolExportPointer\0",
+            base: b"cuMemPoolExportPointer\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolExportToShareableHandle\0",
+            base: b"cuMemPoolExportToShareableHandle\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolGetAccess\0",
+            base: b"cuMemPoolGetAccess\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolGetAttribute\0",
+            base: b"cuMemPoolGetAttribute\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolImportFromShareableHandle\0",
+            base: b"cuMemPoolImportFromShareableHandle\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolImportPointer\0",
+            base: b"cuMemPoolImportPointer\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolSetAccess\0",
+            base: b"cuMemPoolSetAccess\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolSetAttribute\0",
+            base: b"cuMemPoolSetAttribute\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPoolTrimTo\0",
+            base: b"cuMemPoolTrimTo\0",
+            version: 11020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPrefetchAsync_v2_ptsz\0",
+            base: b"cuMemPrefetchAsync\0",
+            version: 12020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemPrefetchBatchAsync_ptsz\0",
+            base: b"cuMemPrefetchBatchAsync\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemRangeGetAttribute\0",
+            base: b"cuMemRangeGetAttribute\0",
+            version: 8000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemRangeGetAttributes\0",
+            base: b"cuMemRangeGetAttributes\0",
+            version: 8000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemRelease\0",
+            base: b"cuMemRelease\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemRetainAllocationHandle\0",
+            base: b"cuMemRetainAllocationHandle\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemSetAccess\0",
+            base: b"cuMemSetAccess\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemSetMemPool\0",
+            base: b"cuMemSetMemPool\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemUnmap\0",
+            base: b"cuMemUnmap\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy2DAsync_v2_ptsz\0",
+            base: b"cuMemcpy2DAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy2DUnaligned_v2_ptds\0",
+            base: b"cuMemcpy2DUnaligned\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy2D_v2_ptds\0",
+            base: b"cuMemcpy2D\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy3DAsync_v2_ptsz\0",
+            base: b"cuMemcpy3DAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy3DBatchAsync_v2_ptsz\0",
+            base: b"cuMemcpy3DBatchAsync\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy3DPeerAsync_ptsz\0",
+            base: b"cuMemcpy3DPeerAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy3DPeer_ptds\0",
+            base: b"cuMemcpy3DPeer\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy3D_v2_ptds\0",
+            base: b"cuMemcpy3D\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyAsync_ptsz\0",
+            base: b"cuMemcpyAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyAtoA_v2_ptds\0",
+            base: b"cuMemcpyAtoA\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyAtoD_v2_ptds\0",
+            base: b"cuMemcpyAtoD\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyAtoHAsync_v2_ptsz\0",
+            base: b"cuMemcpyAtoHAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyAtoH_v2_ptds\0",
+            base: b"cuMemcpyAtoH\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyBatchAsync_v2_ptsz\0",
+            base: b"cuMemcpyBatchAsync\0",
+            version: 13000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyDtoA_v2_ptds\0",
+            base: b"cuMemcpyDtoA\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyDtoDAsync_v2_ptsz\0",
+            base: b"cuMemcpyDtoDAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyDtoD_v2_ptds\0",
+            base: b"cuMemcpyDtoD\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyDtoHAsync_v2_ptsz\0",
+            base: b"cuMemcpyDtoHAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyDtoH_v2_ptds\0",
+            base: b"cuMemcpyDtoH\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyHtoAAsync_v2_ptsz\0",
+            base: b"cuMemcpyHtoAAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyHtoA_v2_ptds\0",
+            base: b"cuMemcpyHtoA\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyHtoDAsync_v2_ptsz\0",
+            base: b"cuMemcpyHtoDAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyHtoD_v2_ptds\0",
+            base: b"cuMemcpyHtoD\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyPeerAsync_ptsz\0",
+            base: b"cuMemcpyPeerAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpyPeer_ptds\0",
+            base: b"cuMemcpyPeer\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemcpy_ptds\0",
+            base: b"cuMemcpy\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD16Async_ptsz\0",
+            base: b"cuMemsetD16Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD16_v2_ptds\0",
+            base: b"cuMemsetD16\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D16Async_ptsz\0",
+            base: b"cuMemsetD2D16Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D16_v2_ptds\0",
+            base: b"cuMemsetD2D16\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D32Async_ptsz\0",
+            base: b"cuMemsetD2D32Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D32_v2_ptds\0",
+            base: b"cuMemsetD2D32\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D8Async_ptsz\0",
+            base: b"cuMemsetD2D8Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD2D8_v2_ptds\0",
+            base: b"cuMemsetD2D8\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD32Async_ptsz\0",
+            base: b"cuMemsetD32Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD32_v2_ptds\0",
+            base: b"cuMemsetD32\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD8Async_ptsz\0",
+            base: b"cuMemsetD8Async\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMemsetD8_v2_ptds\0",
+            base: b"cuMemsetD8\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMipmappedArrayCreate\0",
+            base: b"cuMipmappedArrayCreate\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMipmappedArrayDestroy\0",
+            base: b"cuMipmappedArrayDestroy\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMipmappedArrayGetLevel\0",
+            base: b"cuMipmappedArrayGetLevel\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMipmappedArrayGetMemoryRequirements\0",
+            base: b"cuMipmappedArrayGetMemoryRequirements\0",
+            version: 11060u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMipmappedArrayGetSparseProperties\0",
+            base: b"cuMipmappedArrayGetSparseProperties\0",
+            version: 11010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleEnumerateFunctions\0",
+            base: b"cuModuleEnumerateFunctions\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetFunction\0",
+            base: b"cuModuleGetFunction\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetFunctionCount\0",
+            base: b"cuModuleGetFunctionCount\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetGlobal_v2\0",
+            base: b"cuModuleGetGlobal\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetLoadingMode\0",
+            base: b"cuModuleGetLoadingMode\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetSurfRef\0",
+            base: b"cuModuleGetSurfRef\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleGetTexRef\0",
+            base: b"cuModuleGetTexRef\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleLoad\0",
+            base: b"cuModuleLoad\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleLoadData\0",
+            base: b"cuModuleLoadData\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleLoadDataEx\0",
+            base: b"cuModuleLoadDataEx\0",
+            version: 2010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleLoadFatBinary\0",
+            base: b"cuModuleLoadFatBinary\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuModuleUnload\0",
+            base: b"cuModuleUnload\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastAddDevice\0",
+            base: b"cuMulticastAddDevice\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastBindAddr\0",
+            base: b"cuMulticastBindAddr\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastBindMem\0",
+            base: b"cuMulticastBindMem\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastCreate\0",
+            base: b"cuMulticastCreate\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastGetGranularity\0",
+            base: b"cuMulticastGetGranularity\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuMulticastUnbind\0",
+            base: b"cuMulticastUnbind\0",
+            version: 12010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyAvailableDynamicSMemPerBlock\0",
+            base: b"cuOccupancyAvailableDynamicSMemPerBlock\0",
+            version: 10020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxActiveBlocksPerMultiprocessor\0",
+            base: b"cuOccupancyMaxActiveBlocksPerMultiprocessor\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0",
+            base: b"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxActiveClusters\0",
+            base: b"cuOccupancyMaxActiveClusters\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxPotentialBlockSize\0",
+            base: b"cuOccupancyMaxPotentialBlockSize\0",
+            version: 6050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxPotentialBlockSizeWithFlags\0",
+            base: b"cuOccupancyMaxPotentialBlockSizeWithFlags\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuOccupancyMaxPotentialClusterSize\0",
+            base: b"cuOccupancyMaxPotentialClusterSize\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuParamSetSize\0",
+            base: b"cuParamSetSize\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuParamSetTexRef\0",
+            base: b"cuParamSetTexRef\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuParamSetf\0",
+            base: b"cuParamSetf\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuParamSeti\0",
+            base: b"cuParamSeti\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuParamSetv\0",
+            base: b"cuParamSetv\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuPointerGetAttribute\0",
+            base: b"cuPointerGetAttribute\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuPointerGetAttributes\0",
+            base: b"cuPointerGetAttributes\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuPointerSetAttribute\0",
+            base: b"cuPointerSetAttribute\0",
+            version: 6000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSignalExternalSemaphoresAsync_ptsz\0",
+            base: b"cuSignalExternalSemaphoresAsync\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamAddCallback_ptsz\0",
+            base: b"cuStreamAddCallback\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamAttachMemAsync_ptsz\0",
+            base: b"cuStreamAttachMemAsync\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamBatchMemOp_v2_ptsz\0",
+            base: b"cuStreamBatchMemOp\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamBeginCaptureToGraph_ptsz\0",
+            base: b"cuStreamBeginCaptureToGraph\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamBeginCapture_v2_ptsz\0",
+            base: b"cuStreamBeginCapture\0",
+            version: 10010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamCopyAttributes_ptsz\0",
+            base: b"cuStreamCopyAttributes\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamCreate\0",
+            base: b"cuStreamCreate\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamCreateWithPriority\0",
+            base: b"cuStreamCreateWithPriority\0",
+            version: 5050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamDestroy_v2\0",
+            base: b"cuStreamDestroy\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamEndCapture_ptsz\0",
+            base: b"cuStreamEndCapture\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetAttribute_ptsz\0",
+            base: b"cuStreamGetAttribute\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetCaptureInfo_v3_ptsz\0",
+            base: b"cuStreamGetCaptureInfo\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetCtx_ptsz\0",
+            base: b"cuStreamGetCtx\0",
+            version: 9020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetCtx_v2_ptsz\0",
+            base: b"cuStreamGetCtx\0",
+            version: 12050u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetDevice_ptsz\0",
+            base: b"cuStreamGetDevice\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetFlags_ptsz\0",
+            base: b"cuStreamGetFlags\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetGreenCtx\0",
+            base: b"cuStreamGetGreenCtx\0",
+            version: 12040u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetId_ptsz\0",
+            base: b"cuStreamGetId\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamGetPriority_ptsz\0",
+            base: b"cuStreamGetPriority\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamIsCapturing_ptsz\0",
+            base: b"cuStreamIsCapturing\0",
+            version: 10000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamQuery_ptsz\0",
+            base: b"cuStreamQuery\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamSetAttribute_ptsz\0",
+            base: b"cuStreamSetAttribute\0",
+            version: 11000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamSynchronize_ptsz\0",
+            base: b"cuStreamSynchronize\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamUpdateCaptureDependencies_v2_ptsz\0",
+            base: b"cuStreamUpdateCaptureDependencies\0",
+            version: 12030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamWaitEvent_ptsz\0",
+            base: b"cuStreamWaitEvent\0",
+            version: 7000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamWaitValue32_v2_ptsz\0",
+            base: b"cuStreamWaitValue32\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamWaitValue64_v2_ptsz\0",
+            base: b"cuStreamWaitValue64\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamWriteValue32_v2_ptsz\0",
+            base: b"cuStreamWriteValue32\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuStreamWriteValue64_v2_ptsz\0",
+            base: b"cuStreamWriteValue64\0",
+            version: 11070u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSurfObjectCreate\0",
+            base: b"cuSurfObjectCreate\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSurfObjectDestroy\0",
+            base: b"cuSurfObjectDestroy\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSurfObjectGetResourceDesc\0",
+            base: b"cuSurfObjectGetResourceDesc\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSurfRefGetArray\0",
+            base: b"cuSurfRefGetArray\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuSurfRefSetArray\0",
+            base: b"cuSurfRefSetArray\0",
+            version: 3000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTensorMapEncodeIm2col\0",
+            base: b"cuTensorMapEncodeIm2col\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTensorMapEncodeIm2colWide\0",
+            base: b"cuTensorMapEncodeIm2colWide\0",
+            version: 12080u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTensorMapEncodeTiled\0",
+            base: b"cuTensorMapEncodeTiled\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTensorMapReplaceAddress\0",
+            base: b"cuTensorMapReplaceAddress\0",
+            version: 12000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexObjectCreate\0",
+            base: b"cuTexObjectCreate\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexObjectDestroy\0",
+            base: b"cuTexObjectDestroy\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexObjectGetResourceDesc\0",
+            base: b"cuTexObjectGetResourceDesc\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexObjectGetResourceViewDesc\0",
+            base: b"cuTexObjectGetResourceViewDesc\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexObjectGetTextureDesc\0",
+            base: b"cuTexObjectGetTextureDesc\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefCreate\0",
+            base: b"cuTexRefCreate\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefDestroy\0",
+            base: b"cuTexRefDestroy\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetAddressMode\0",
+            base: b"cuTexRefGetAddressMode\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetAddress_v2\0",
+            base: b"cuTexRefGetAddress\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetArray\0",
+            base: b"cuTexRefGetArray\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetBorderColor\0",
+            base: b"cuTexRefGetBorderColor\0",
+            version: 8000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetFilterMode\0",
+            base: b"cuTexRefGetFilterMode\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetFlags\0",
+            base: b"cuTexRefGetFlags\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetFormat\0",
+            base: b"cuTexRefGetFormat\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetMaxAnisotropy\0",
+            base: b"cuTexRefGetMaxAnisotropy\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetMipmapFilterMode\0",
+            base: b"cuTexRefGetMipmapFilterMode\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetMipmapLevelBias\0",
+            base: b"cuTexRefGetMipmapLevelBias\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetMipmapLevelClamp\0",
+            base: b"cuTexRefGetMipmapLevelClamp\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefGetMipmappedArray\0",
+            base: b"cuTexRefGetMipmappedArray\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetAddress2D_v3\0",
+            base: b"cuTexRefSetAddress2D\0",
+            version: 4010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetAddressMode\0",
+            base: b"cuTexRefSetAddressMode\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetAddress_v2\0",
+            base: b"cuTexRefSetAddress\0",
+            version: 3020u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetArray\0",
+            base: b"cuTexRefSetArray\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetBorderColor\0",
+            base: b"cuTexRefSetBorderColor\0",
+            version: 8000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetFilterMode\0",
+            base: b"cuTexRefSetFilterMode\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetFlags\0",
+            base: b"cuTexRefSetFlags\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetFormat\0",
+            base: b"cuTexRefSetFormat\0",
+            version: 2000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetMaxAnisotropy\0",
+            base: b"cuTexRefSetMaxAnisotropy\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetMipmapFilterMode\0",
+            base: b"cuTexRefSetMipmapFilterMode\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetMipmapLevelBias\0",
+            base: b"cuTexRefSetMipmapLevelBias\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetMipmapLevelClamp\0",
+            base: b"cuTexRefSetMipmapLevelClamp\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuTexRefSetMipmappedArray\0",
+            base: b"cuTexRefSetMipmappedArray\0",
+            version: 5000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuThreadExchangeStreamCaptureMode\0",
+            base: b"cuThreadExchangeStreamCaptureMode\0",
+            version: 10010u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuUserObjectCreate\0",
+            base: b"cuUserObjectCreate\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuUserObjectRelease\0",
+            base: b"cuUserObjectRelease\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuUserObjectRetain\0",
+            base: b"cuUserObjectRetain\0",
+            version: 11030u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuWaitExternalSemaphoresAsync_ptsz\0",
+            base: b"cuWaitExternalSemaphoresAsync\0",
+            version: 10000u32,
+        },
+    ];
+    /// Runtime symbols, by slot.
+    pub static RUNTIME: [crate::loader::Entry; 310usize] = [
+        crate::loader::Entry {
+            symbol: b"cudaArrayGetInfo\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaArrayGetMemoryRequirements\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaArrayGetPlane\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaArrayGetSparseProperties\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaChooseDevice\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaCreateChannelDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaCreateSurfaceObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaCreateTextureObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaCtxResetPersistingL2Cache\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDestroyExternalMemory\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDestroyExternalSemaphore\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDestroySurfaceObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDestroyTextureObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceCanAccessPeer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceDisablePeerAccess\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceEnablePeerAccess\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceFlushGPUDirectRDMAWrites\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetByPCIBusId\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetCacheConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetDefaultMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetGraphMemAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetHostAtomicCapabilities\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetLimit\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetNvSciSyncAttributes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetP2PAtomicCapabilities\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetP2PAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetPCIBusId\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetSharedMemConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetStreamPriorityRange\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGetTexture1DLinearMaxWidth\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceGraphMemTrim\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceRegisterAsyncNotification\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceReset\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSetCacheConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSetGraphMemAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSetLimit\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSetMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSetSharedMemConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceSynchronize\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDeviceUnregisterAsyncNotification\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaDriverGetVersion\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventCreateWithFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventDestroy\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventElapsedTime\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventQuery\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventRecordWithFlags_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventRecord_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaEventSynchronize\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaExternalMemoryGetMappedBuffer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaExternalMemoryGetMappedMipmappedArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFree\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFreeArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFreeAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFreeHost\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFreeMipmappedArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncGetAttributes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncGetName\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncGetParamInfo\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncSetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncSetCacheConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaFuncSetSharedMemConfig\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetChannelDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDevice\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDeviceCount\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDeviceFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDeviceProperties\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDriverEntryPointByVersion_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetDriverEntryPoint_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetErrorName\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetErrorString\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetExportTable\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetFuncBySymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetKernel\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetLastError\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetMipmappedArrayLevel\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetSurfaceObjectResourceDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetSymbolAddress\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetSymbolSize\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetTextureObjectResourceDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetTextureObjectResourceViewDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGetTextureObjectTextureDesc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddChildGraphNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddDependencies\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddEmptyNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddEventRecordNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddEventWaitNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddExternalSemaphoresSignalNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddExternalSemaphoresWaitNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddHostNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddKernelNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemAllocNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemFreeNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemcpyNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemcpyNode1D\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemcpyNodeFromSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemcpyNodeToSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddMemsetNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphAddNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphChildGraphNodeGetGraph\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphClone\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphConditionalHandleCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphDebugDotPrint\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphDestroy\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphDestroyNode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphEventRecordNodeGetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphEventRecordNodeSetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphEventWaitNodeGetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphEventWaitNodeSetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecChildGraphNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecDestroy\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecEventRecordNodeSetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecEventWaitNodeSetEvent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecExternalSemaphoresSignalNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecExternalSemaphoresWaitNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecGetFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecHostNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecKernelNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecMemcpyNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecMemcpyNodeSetParams1D\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecMemcpyNodeSetParamsFromSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecMemcpyNodeSetParamsToSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecMemsetNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExecUpdate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExternalSemaphoresSignalNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExternalSemaphoresSignalNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExternalSemaphoresWaitNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphExternalSemaphoresWaitNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphGetEdges\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphGetNodes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphGetRootNodes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphHostNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphHostNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphInstantiate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphInstantiateWithFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphInstantiateWithParams_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphKernelNodeCopyAttributes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphKernelNodeGetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphKernelNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphKernelNodeSetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphKernelNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphLaunch_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemAllocNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemFreeNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemcpyNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemcpyNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemcpyNodeSetParams1D\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemcpyNodeSetParamsFromSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemcpyNodeSetParamsToSymbol\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemsetNodeGetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphMemsetNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeFindInClone\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeGetDependencies\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeGetDependentNodes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeGetEnabled\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeGetType\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeSetEnabled\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphNodeSetParams\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphReleaseUserObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphRemoveDependencies\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphRetainUserObject\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphUpload_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsMapResources\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsResourceGetMappedMipmappedArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsResourceGetMappedPointer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsResourceSetMapFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsSubResourceGetMappedArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsUnmapResources\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaGraphicsUnregisterResource\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaHostAlloc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaHostGetDevicePointer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaHostGetFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaHostRegister\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaHostUnregister\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaImportExternalMemory\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaImportExternalSemaphore\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaInitDevice\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaIpcCloseMemHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaIpcGetEventHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaIpcGetMemHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaIpcOpenEventHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaIpcOpenMemHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaKernelSetAttributeForDevice\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLaunchCooperativeKernel_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLaunchHostFunc_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLaunchKernelExC_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLaunchKernel_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryEnumerateKernels\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryGetGlobal\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryGetKernel\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryGetKernelCount\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryGetManaged\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryGetUnifiedFunction\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryLoadData\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryLoadFromFile\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLibraryUnload\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLogsCurrent\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLogsDumpToFile\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLogsDumpToMemory\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLogsRegisterCallback\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaLogsUnregisterCallback\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMalloc\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMalloc3D\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMalloc3DArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocFromPoolAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocHost\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocManaged\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocMipmappedArray\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMallocPitch\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemAdvise\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemDiscardAndPrefetchBatchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemDiscardBatchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemGetDefaultMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemGetInfo\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemGetMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolDestroy\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolExportPointer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolExportToShareableHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolGetAccess\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolGetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolImportFromShareableHandle\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolImportPointer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolSetAccess\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolSetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPoolTrimTo\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPrefetchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemPrefetchBatchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemRangeGetAttribute\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemRangeGetAttributes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemSetMemPool\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DArrayToArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DFromArrayAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DFromArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DToArrayAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2DToArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy2D_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy3DAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy3DBatchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy3DPeerAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy3DPeer_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy3D_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyArrayToArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyBatchAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyFromArrayAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyFromArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyFromSymbolAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyFromSymbol_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyPeer\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyPeerAsync\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyToArrayAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyToArray_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyToSymbolAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpyToSymbol_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemcpy_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemset2DAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemset2D_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemset3DAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemset3D_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemsetAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMemset_ptds\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMipmappedArrayGetMemoryRequirements\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaMipmappedArrayGetSparseProperties\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaOccupancyAvailableDynamicSMemPerBlock\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaOccupancyMaxActiveBlocksPerMultiprocessor\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaOccupancyMaxActiveClusters\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaOccupancyMaxPotentialClusterSize\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaPeekAtLastError\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaPointerGetAttributes\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaRuntimeGetVersion\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaSetDevice\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaSetDeviceFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaSetValidDevices\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaSignalExternalSemaphoresAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamAddCallback_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamAttachMemAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamBeginCaptureToGraph_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamBeginCapture_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamCopyAttributes_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamCreateWithFlags\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamCreateWithPriority\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamDestroy\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamEndCapture_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetAttribute_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetCaptureInfo_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetDevice_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetFlags_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetId_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamGetPriority_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamIsCapturing_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamQuery_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamSetAttribute_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamSynchronize_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamUpdateCaptureDependencies_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaStreamWaitEvent_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaThreadExchangeStreamCaptureMode\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaUserObjectCreate\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaUserObjectRelease\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaUserObjectRetain\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaWaitExternalSemaphoresAsync_ptsz\0",
+            base: b"\0",
+            version: 0u32,
+        },
+    ];
+    /// Documented names and symbols, sorted: (name, library, slot).
+    pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[
+        ("cuArray3DCreate", crate::loader::Api::Driver, 0usize),
+        ("cuArray3DCreate_v2", crate::loader::Api::Driver, 0usize),
+        ("cuArray3DGetDescriptor", crate::loader::Api::Driver, 1usize),
+        ("cuArray3DGetDescriptor_v2", crate::loader::Api::Driver, 1usize),
+        ("cuArrayCreate", crate::loader::Api::Driver, 2usize),
+        ("cuArrayCreate_v2", crate::loader::Api::Driver, 2usize),
+        ("cuArrayDestroy", crate::loader::Api::Driver, 3usize),
+        ("cuArrayGetDescriptor", crate::loader::Api::Driver, 4usize),
+        ("cuArrayGetDescriptor_v2", crate::loader::Api::Driver, 4usize),
+        ("cuArrayGetMemoryRequirements", crate::loader::Api::Driver, 5usize),
+        ("cuArrayGetPlane", crate::loader::Api::Driver, 6usize),
+        ("cuArrayGetSparseProperties", crate::loader::Api::Driver, 7usize),
+        ("cuCheckpointProcessCheckpoint", crate::loader::Api::Driver, 8usize),
+        ("cuCheckpointProcessGetRestoreThreadId", crate::loader::Api::Driver, 9usize),
+        ("cuCheckpointProcessGetState", crate::loader::Api::Driver, 10usize),
+        ("cuCheckpointProcessLock", crate::loader::Api::Driver, 11usize),
+        ("cuCheckpointProcessRestore", crate::loader::Api::Driver, 12usize),
+        ("cuCheckpointProcessUnlock", crate::loader::Api::Driver, 13usize),
+        ("cuCoredumpGetAttribute", crate::loader::Api::Driver, 14usize),
+        ("cuCoredumpGetAttributeGlobal", crate::loader::Api::Driver, 15usize),
+        ("cuCoredumpSetAttribute", crate::loader::Api::Driver, 16usize),
+        ("cuCoredumpSetAttributeGlobal", crate::loader::Api::Driver, 17usize),
+        ("cuCtxAttach", crate::loader::Api::Driver, 18usize),
+        ("cuCtxCreate", crate::loader::Api::Driver, 19usize),
+        ("cuCtxCreate_v4", crate::loader::Api::Driver, 19usize),
+        ("cuCtxDestroy", crate::loader::Api::Driver, 20usize),
+        ("cuCtxDestroy_v2", crate::loader::Api::Driver, 20usize),
+        ("cuCtxDetach", crate::loader::Api::Driver, 21usize),
+        ("cuCtxDisablePeerAccess", crate::loader::Api::Driver, 22usize),
+        ("cuCtxEnablePeerAccess", crate::loader::Api::Driver, 23usize),
+        ("cuCtxFromGreenCtx", crate::loader::Api::Driver, 24usize),
+        ("cuCtxGetApiVersion", crate::loader::Api::Driver, 25usize),
+        ("cuCtxGetCacheConfig", crate::loader::Api::Driver, 26usize),
+        ("cuCtxGetCurrent", crate::loader::Api::Driver, 27usize),
+        ("cuCtxGetDevResource", crate::loader::Api::Driver, 28usize),
+        ("cuCtxGetDevice", crate::loader::Api::Driver, 29usize),
+        ("cuCtxGetDevice_v2", crate::loader::Api::Driver, 30usize),
+        ("cuCtxGetExecAffinity", crate::loader::Api::Driver, 31usize),
+        ("cuCtxGetFlags", crate::loader::Api::Driver, 32usize),
+        ("cuCtxGetId", crate::loader::Api::Driver, 33usize),
+        ("cuCtxGetLimit", crate::loader::Api::Driver, 34usize),
+        ("cuCtxGetSharedMemConfig", crate::loader::Api::Driver, 35usize),
+        ("cuCtxGetStreamPriorityRange", crate::loader::Api::Driver, 36usize),
+        ("cuCtxPopCurrent", crate::loader::Api::Driver, 37usize),
+        ("cuCtxPopCurrent_v2", crate::loader::Api::Driver, 37usize),
+        ("cuCtxPushCurrent", crate::loader::Api::Driver, 38usize),
+        ("cuCtxPushCurrent_v2", crate::loader::Api::Driver, 38usize),
+        ("cuCtxRecordEvent", crate::loader::Api::Driver, 39usize),
+        ("cuCtxResetPersistingL2Cache", crate::loader::Api::Driver, 40usize),
+        ("cuCtxSetCacheConfig", crate::loader::Api::Driver, 41usize),
+        ("cuCtxSetCurrent", crate::loader::Api::Driver, 42usize),
+        ("cuCtxSetFlags", crate::loader::Api::Driver, 43usize),
+        ("cuCtxSetLimit", crate::loader::Api::Driver, 44usize),
+        ("cuCtxSetSharedMemConfig", crate::loader::Api::Driver, 45usize),
+        ("cuCtxSynchronize", crate::loader::Api::Driver, 46usize),
+        ("cuCtxSynchronize_v2", crate::loader::Api::Driver, 47usize),
+        ("cuCtxWaitEvent", crate::loader::Api::Driver, 48usize),
+        ("cuDestroyExternalMemory", crate::loader::Api::Driver, 49usize),
+        ("cuDestroyExternalSemaphore", crate::loader::Api::Driver, 50usize),
+        ("cuDevResourceGenerateDesc", crate::loader::Api::Driver, 51usize),
+        ("cuDevSmResourceSplitByCount", crate::loader::Api::Driver, 52usize),
+        ("cuDeviceCanAccessPeer", crate::loader::Api::Driver, 53usize),
+        ("cuDeviceComputeCapability", crate::loader::Api::Driver, 54usize),
+        ("cuDeviceGet", crate::loader::Api::Driver, 55usize),
+        ("cuDeviceGetAttribute", crate::loader::Api::Driver, 56usize),
+        ("cuDeviceGetByPCIBusId", crate::loader::Api::Driver, 57usize),
+        ("cuDeviceGetCount", crate::loader::Api::Driver, 58usize),
+        ("cuDeviceGetDefaultMemPool", crate::loader::Api::Driver, 59usize),
+        ("cuDeviceGetDevResource", crate::loader::Api::Driver, 60usize),
+        ("cuDeviceGetExecAffinitySupport", crate::loader::Api::Driver, 61usize),
+        ("cuDeviceGetGraphMemAttribute", crate::loader::Api::Driver, 62usize),
+        ("cuDeviceGetHostAtomicCapabilities", crate::loader::Api::Driver, 63usize),
+        ("cuDeviceGetLuid", crate::loader::Api::Driver, 64usize),
+        ("cuDeviceGetMemPool", crate::loader::Api::Driver, 65usize),
+        ("cuDeviceGetName", crate::loader::Api::Driver, 66usize),
+        ("cuDeviceGetNvSciSyncAttributes", crate::loader::Api::Driver, 67usize),
+        ("cuDeviceGetP2PAtomicCapabilities", crate::loader::Api::Driver, 68usize),
+        ("cuDeviceGetP2PAttribute", crate::loader::Api::Driver, 69usize),
+        ("cuDeviceGetPCIBusId", crate::loader::Api::Driver, 70usize),
+        ("cuDeviceGetProperties", crate::loader::Api::Driver, 71usize),
+        ("cuDeviceGetTexture1DLinearMaxWidth", crate::loader::Api::Driver, 72usize),
+        ("cuDeviceGetUuid", crate::loader::Api::Driver, 73usize),
+        ("cuDeviceGetUuid_v2", crate::loader::Api::Driver, 73usize),
+        ("cuDeviceGraphMemTrim", crate::loader::Api::Driver, 74usize),
+        ("cuDevicePrimaryCtxGetState", crate::loader::Api::Driver, 75usize),
+        ("cuDevicePrimaryCtxRelease", crate::loader::Api::Driver, 76usize),
+        ("cuDevicePrimaryCtxRelease_v2", crate::loader::Api::Driver, 76usize),
+        ("cuDevicePrimaryCtxReset", crate::loader::Api::Driver, 77usize),
+        ("cuDevicePrimaryCtxReset_v2", crate::loader::Api::Driver, 77usize),
+        ("cuDevicePrimaryCtxRetain", crate::loader::Api::Driver, 78usize),
+        ("cuDevicePrimaryCtxSetFlags", crate::loader::Api::Driver, 79usize),
+        ("cuDevicePrimaryCtxSetFlags_v2", crate::loader::Api::Driver, 79usize),
+        ("cuDeviceRegisterAsyncNotification", crate::loader::Api::Driver, 80usize),
+        ("cuDeviceSetGraphMemAttribute", crate::loader::Api::Driver, 81usize),
+        ("cuDeviceSetMemPool", crate::loader::Api::Driver, 82usize),
+        ("cuDeviceTotalMem", crate::loader::Api::Driver, 83usize),
+        ("cuDeviceTotalMem_v2", crate::loader::Api::Driver, 83usize),
+        ("cuDeviceUnregisterAsyncNotification", crate::loader::Api::Driver, 84usize),
+        ("cuDriverGetVersion", crate::loader::Api::Driver, 85usize),
+        ("cuEventCreate", crate::loader::Api::Driver, 86usize),
+        ("cuEventDestroy", crate::loader::Api::Driver, 87usize),
+        ("cuEventDestroy_v2", crate::loader::Api::Driver, 87usize),
+        ("cuEventElapsedTime", crate::loader::Api::Driver, 88usize),
+        ("cuEventElapsedTime_v2", crate::loader::Api::Driver, 88usize),
+        ("cuEventQuery", crate::loader::Api::Driver, 89usize),
+        ("cuEventRecord", crate::loader::Api::Driver, 91usize),
+        ("cuEventRecordWithFlags", crate::loader::Api::Driver, 90usize),
+        ("cuEventRecordWithFlags_ptsz", crate::loader::Api::Driver, 90usize),
+        ("cuEventRecord_ptsz", crate::loader::Api::Driver, 91usize),
+        ("cuEventSynchronize", crate::loader::Api::Driver, 92usize),
+        ("cuExternalMemoryGetMappedBuffer", crate::loader::Api::Driver, 93usize),
+        ("cuExternalMemoryGetMappedMipmappedArray", crate::loader::Api::Driver, 94usize),
+        ("cuFlushGPUDirectRDMAWrites", crate::loader::Api::Driver, 95usize),
+        ("cuFuncGetAttribute", crate::loader::Api::Driver, 96usize),
+        ("cuFuncGetModule", crate::loader::Api::Driver, 97usize),
+        ("cuFuncGetName", crate::loader::Api::Driver, 98usize),
+        ("cuFuncGetParamInfo", crate::loader::Api::Driver, 99usize),
+        ("cuFuncIsLoaded", crate::loader::Api::Driver, 100usize),
+        ("cuFuncLoad", crate::loader::Api::Driver, 101usize),
+        ("cuFuncSetAttribute", crate::loader::Api::Driver, 102usize),
+        ("cuFuncSetBlockShape", crate::loader::Api::Driver, 103usize),
+        ("cuFuncSetCacheConfig", crate::loader::Api::Driver, 104usize),
+        ("cuFuncSetSharedMemConfig", crate::loader::Api::Driver, 105usize),
+        ("cuFuncSetSharedSize", crate::loader::Api::Driver, 106usize),
+        ("cuGetErrorName", crate::loader::Api::Driver, 107usize),
+        ("cuGetErrorString", crate::loader::Api::Driver, 108usize),
+        ("cuGetExportTable", crate::loader::Api::Driver, 109usize),
+        ("cuGraphAddBatchMemOpNode", crate::loader::Api::Driver, 111usize),
+        ("cuGraphAddChildGraphNode", crate::loader::Api::Driver, 112usize),
+        ("cuGraphAddDependencies", crate::loader::Api::Driver, 113usize),
+        ("cuGraphAddDependencies_v2", crate::loader::Api::Driver, 113usize),
+        ("cuGraphAddEmptyNode", crate::loader::Api::Driver, 114usize),
+        ("cuGraphAddEventRecordNode", crate::loader::Api::Driver, 115usize),
+        ("cuGraphAddEventWaitNode", crate::loader::Api::Driver, 116usize),
+        ("cuGraphAddExternalSemaphoresSignalNode", crate::loader::Api::Driver, 117usize),
+        ("cuGraphAddExternalSemaphoresWaitNode", crate::loader::Api::Driver, 118usize),
+        ("cuGraphAddHostNode", crate::loader::Api::Driver, 119usize),
+        ("cuGraphAddKernelNode", crate::loader::Api::Driver, 120usize),
+        ("cuGraphAddKernelNode_v2", crate::loader::Api::Driver, 120usize),
+        ("cuGraphAddMemAllocNode", crate::loader::Api::Driver, 121usize),
+        ("cuGraphAddMemFreeNode", crate::loader::Api::Driver, 122usize),
+        ("cuGraphAddMemcpyNode", crate::loader::Api::Driver, 123usize),
+        ("cuGraphAddMemsetNode", crate::loader::Api::Driver, 124usize),
+        ("cuGraphAddNode", crate::loader::Api::Driver, 125usize),
+        ("cuGraphAddNode_v2", crate::loader::Api::Driver, 125usize),
+        ("cuGraphBatchMemOpNodeGetParams", crate::loader::Api::Driver, 126usize),
+        ("cuGraphBatchMemOpNodeSetParams", crate::loader::Api::Driver, 127usize),
+        ("cuGraphChildGraphNodeGetGraph", crate::loader::Api::Driver, 128usize),
+        ("cuGraphClone", crate::loader::Api::Driver, 129usize),
+        ("cuGraphConditionalHandleCreate", crate::loader::Api::Driver, 130usize),
+        ("cuGraphCreate", crate::loader::Api::Driver, 131usize),
+        ("cuGraphDebugDotPrint", crate::loader::Api::Driver, 132usize),
+        ("cuGraphDestroy", crate::loader::Api::Driver, 133usize),
+        ("cuGraphDestroyNode", crate::loader::Api::Driver, 134usize),
+        ("cuGraphEventRecordNodeGetEvent", crate::loader::Api::Driver, 135usize),
+        ("cuGraphEventRecordNodeSetEvent", crate::loader::Api::Driver, 136usize),
+        ("cuGraphEventWaitNodeGetEvent", crate::loader::Api::Driver, 137usize),
+        ("cuGraphEventWaitNodeSetEvent", crate::loader::Api::Driver, 138usize),
+        ("cuGraphExecBatchMemOpNodeSetParams", crate::loader::Api::Driver, 139usize),
+        ("cuGraphExecChildGraphNodeSetParams", crate::loader::Api::Driver, 140usize),
+        ("cuGraphExecDestroy", crate::loader::Api::Driver, 141usize),
+        ("cuGraphExecEventRecordNodeSetEvent", crate::loader::Api::Driver, 142usize),
+        ("cuGraphExecEventWaitNodeSetEvent", crate::loader::Api::Driver, 143usize),
+        (
+            "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+            crate::loader::Api::Driver,
+            144usize,
+        ),
+        (
+            "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+            crate::loader::Api::Driver,
+            145usize,
+        ),
+        ("cuGraphExecGetFlags", crate::loader::Api::Driver, 146usize),
+        ("cuGraphExecHostNodeSetParams", crate::loader::Api::Driver, 147usize),
+        ("cuGraphExecKernelNodeSetParams", crate::loader::Api::Driver, 148usize),
+        ("cuGraphExecKernelNodeSetParams_v2", crate::loader::Api::Driver, 148usize),
+        ("cuGraphExecMemcpyNodeSetParams", crate::loader::Api::Driver, 149usize),
+        ("cuGraphExecMemsetNodeSetParams", crate::loader::Api::Driver, 150usize),
+        ("cuGraphExecNodeSetParams", crate::loader::Api::Driver, 151usize),
+        ("cuGraphExecUpdate", crate::loader::Api::Driver, 152usize),
+        ("cuGraphExecUpdate_v2", crate::loader::Api::Driver, 152usize),
+        (
+            "cuGraphExternalSemaphoresSignalNodeGetParams",
+            crate::loader::Api::Driver,
+            153usize,
+        ),
+        (
+            "cuGraphExternalSemaphoresSignalNodeSetParams",
+            crate::loader::Api::Driver,
+            154usize,
+        ),
+        (
+            "cuGraphExternalSemaphoresWaitNodeGetParams",
+            crate::loader::Api::Driver,
+            155usize,
+        ),
+        (
+            "cuGraphExternalSemaphoresWaitNodeSetParams",
+            crate::loader::Api::Driver,
+            156usize,
+        ),
+        ("cuGraphGetEdges", crate::loader::Api::Driver, 157usize),
+        ("cuGraphGetEdges_v2", crate::loader::Api::Driver, 157usize),
+        ("cuGraphGetNodes", crate::loader::Api::Driver, 158usize),
+        ("cuGraphGetRootNodes", crate::loader::Api::Driver, 159usize),
+        ("cuGraphHostNodeGetParams", crate::loader::Api::Driver, 160usize),
+        ("cuGraphHostNodeSetParams", crate::loader::Api::Driver, 161usize),
+        ("cuGraphInstantiate", crate::loader::Api::Driver, 162usize),
+        ("cuGraphInstantiateWithFlags", crate::loader::Api::Driver, 162usize),
+        ("cuGraphInstantiateWithParams", crate::loader::Api::Driver, 163usize),
+        ("cuGraphInstantiateWithParams_ptsz", crate::loader::Api::Driver, 163usize),
+        ("cuGraphKernelNodeCopyAttributes", crate::loader::Api::Driver, 164usize),
+        ("cuGraphKernelNodeGetAttribute", crate::loader::Api::Driver, 165usize),
+        ("cuGraphKernelNodeGetParams", crate::loader::Api::Driver, 166usize),
+        ("cuGraphKernelNodeGetParams_v2", crate::loader::Api::Driver, 166usize),
+        ("cuGraphKernelNodeSetAttribute", crate::loader::Api::Driver, 167usize),
+        ("cuGraphKernelNodeSetParams", crate::loader::Api::Driver, 168usize),
+        ("cuGraphKernelNodeSetParams_v2", crate::loader::Api::Driver, 168usize),
+        ("cuGraphLaunch", crate::loader::Api::Driver, 169usize),
+        ("cuGraphLaunch_ptsz", crate::loader::Api::Driver, 169usize),
+        ("cuGraphMemAllocNodeGetParams", crate::loader::Api::Driver, 170usize),
+        ("cuGraphMemFreeNodeGetParams", crate::loader::Api::Driver, 171usize),
+        ("cuGraphMemcpyNodeGetParams", crate::loader::Api::Driver, 172usize),
+        ("cuGraphMemcpyNodeSetParams", crate::loader::Api::Driver, 173usize),
+        ("cuGraphMemsetNodeGetParams", crate::loader::Api::Driver, 174usize),
+        ("cuGraphMemsetNodeSetParams", crate::loader::Api::Driver, 175usize),
+        ("cuGraphNodeFindInClone", crate::loader::Api::Driver, 176usize),
+        ("cuGraphNodeGetDependencies", crate::loader::Api::Driver, 177usize),
+        ("cuGraphNodeGetDependencies_v2", crate::loader::Api::Driver, 177usize),
+        ("cuGraphNodeGetDependentNodes", crate::loader::Api::Driver, 178usize),
+        ("cuGraphNodeGetDependentNodes_v2", crate::loader::Api::Driver, 178usize),
+        ("cuGraphNodeGetEnabled", crate::loader::Api::Driver, 179usize),
+        ("cuGraphNodeGetType", crate::loader::Api::Driver, 180usize),
+        ("cuGraphNodeSetEnabled", crate::loader::Api::Driver, 181usize),
+        ("cuGraphNodeSetParams", crate::loader::Api::Driver, 182usize),
+        ("cuGraphReleaseUserObject", crate::loader::Api::Driver, 183usize),
+        ("cuGraphRemoveDependencies", crate::loader::Api::Driver, 184usize),
+        ("cuGraphRemoveDependencies_v2", crate::loader::Api::Driver, 184usize),
+        ("cuGraphRetainUserObject", crate::loader::Api::Driver, 185usize),
+        ("cuGraphUpload", crate::loader::Api::Driver, 186usize),
+        ("cuGraphUpload_ptsz", crate::loader::Api::Driver, 186usize),
+        ("cuGraphicsMapResources", crate::loader::Api::Driver, 187usize),
+        ("cuGraphicsMapResources_ptsz", crate::loader::Api::Driver, 187usize),
+        (
+            "cuGraphicsResourceGetMappedMipmappedArray",
+            crate::loader::Api::Driver,
+            188usize,
+        ),
+        ("cuGraphicsResourceGetMappedPointer", crate::loader::Api::Driver, 189usize),
+        ("cuGraphicsResourceGetMappedPointer_v2", crate::loader::Api::Driver, 189usize),
+        ("cuGraphicsResourceSetMapFlags", crate::loader::Api::Driver, 190usize),
+        ("cuGraphicsResourceSetMapFlags_v2", crate::loader::Api::Driver, 190usize),
+        ("cuGraphicsSubResourceGetMappedArray", crate::loader::Api::Driver, 191usize),
+        ("cuGraphicsUnmapResources", crate::loader::Api::Driver, 192usize),
+        ("cuGraphicsUnmapResources_ptsz", crate::loader::Api::Driver, 192usize),
+        ("cuGraphicsUnregisterResource", crate::loader::Api::Driver, 193usize),
+        ("cuGreenCtxCreate", crate::loader::Api::Driver, 194usize),
+        ("cuGreenCtxDestroy", crate::loader::Api::Driver, 195usize),
+        ("cuGreenCtxGetDevResource", crate::loader::Api::Driver, 196usize),
+        ("cuGreenCtxGetId", crate::loader::Api::Driver, 197usize),
+        ("cuGreenCtxRecordEvent", crate::loader::Api::Driver, 198usize),
+        ("cuGreenCtxStreamCreate", crate::loader::Api::Driver, 199usize),
+        ("cuGreenCtxWaitEvent", crate::loader::Api::Driver, 200usize),
+        ("cuImportExternalMemory", crate::loader::Api::Driver, 201usize),
+        ("cuImportExternalSemaphore", crate::loader::Api::Driver, 202usize),
+        ("cuInit", crate::loader::Api::Driver, 203usize),
+        ("cuIpcCloseMemHandle", crate::loader::Api::Driver, 204usize),
+        ("cuIpcGetEventHandle", crate::loader::Api::Driver, 205usize),
+        ("cuIpcGetMemHandle", crate::loader::Api::Driver, 206usize),
+        ("cuIpcOpenEventHandle", crate::loader::Api::Driver, 207usize),
+        ("cuIpcOpenMemHandle", crate::loader::Api::Driver, 208usize),
+        ("cuIpcOpenMemHandle_v2", crate::loader::Api::Driver, 208usize),
+        ("cuKernelGetAttribute", crate::loader::Api::Driver, 209usize),
+        ("cuKernelGetFunction", crate::loader::Api::Driver, 210usize),
+        ("cuKernelGetLibrary", crate::loader::Api::Driver, 211usize),
+        ("cuKernelGetName", crate::loader::Api::Driver, 212usize),
+        ("cuKernelGetParamInfo", crate::loader::Api::Driver, 213usize),
+        ("cuKernelSetAttribute", crate::loader::Api::Driver, 214usize),
+        ("cuKernelSetCacheConfig", crate::loader::Api::Driver, 215usize),
+        ("cuLaunch", crate::loader::Api::Driver, 216usize),
+        ("cuLaunchCooperativeKernel", crate::loader::Api::Driver, 218usize),
+        ("cuLaunchCooperativeKernelMultiDevice", crate::loader::Api::Driver, 217usize),
+        ("cuLaunchCooperativeKernel_ptsz", crate::loader::Api::Driver, 218usize),
+        ("cuLaunchGrid", crate::loader::Api::Driver, 219usize),
+        ("cuLaunchGridAsync", crate::loader::Api::Driver, 220usize),
+        ("cuLaunchHostFunc", crate::loader::Api::Driver, 221usize),
+        ("cuLaunchHostFunc_ptsz", crate::loader::Api::Driver, 221usize),
+        ("cuLaunchKernel", crate::loader::Api::Driver, 223usize),
+        ("cuLaunchKernelEx", crate::loader::Api::Driver, 222usize),
+        ("cuLaunchKernelEx_ptsz", crate::loader::Api::Driver, 222usize),
+        ("cuLaunchKernel_ptsz", crate::loader::Api::Driver, 223usize),
+        ("cuLibraryEnumerateKernels", crate::loader::Api::Driver, 224usize),
+        ("cuLibraryGetGlobal", crate::loader::Api::Driver, 225usize),
+        ("cuLibraryGetKernel", crate::loader::Api::Driver, 226usize),
+        ("cuLibraryGetKernelCount", crate::loader::Api::Driver, 227usize),
+        ("cuLibraryGetManaged", crate::loader::Api::Driver, 228usize),
+        ("cuLibraryGetModule", crate::loader::Api::Driver, 229usize),
+        ("cuLibraryGetUnifiedFunction", crate::loader::Api::Driver, 230usize),
+        ("cuLibraryLoadData", crate::loader::Api::Driver, 231usize),
+        ("cuLibraryLoadFromFile", crate::loader::Api::Driver, 232usize),
+        ("cuLibraryUnload", crate::loader::Api::Driver, 233usize),
+        ("cuLinkAddData", crate::loader::Api::Driver, 234usize),
+        ("cuLinkAddData_v2", crate::loader::Api::Driver, 234usize),
+        ("cuLinkAddFile", crate::loader::Api::Driver, 235usize),
+        ("cuLinkAddFile_v2", crate::loader::Api::Driver, 235usize),
+        ("cuLinkComplete", crate::loader::Api::Driver, 236usize),
+        ("cuLinkCreate", crate::loader::Api::Driver, 237usize),
+        ("cuLinkCreate_v2", crate::loader::Api::Driver, 237usize),
+        ("cuLinkDestroy", crate::loader::Api::Driver, 238usize),
+        ("cuLogsCurrent", crate::loader::Api::Driver, 239usize),
+        ("cuLogsDumpToFile", crate::loader::Api::Driver, 240usize),
+        ("cuLogsDumpToMemory", crate::loader::Api::Driver, 241usize),
+        ("cuLogsRegisterCallback", crate::loader::Api::Driver, 242usize),
+        ("cuLogsUnregisterCallback", crate::loader::Api::Driver, 243usize),
+        ("cuMemAddressFree", crate::loader::Api::Driver, 244usize),
+        ("cuMemAddressReserve", crate::loader::Api::Driver, 245usize),
+        ("cuMemAdvise", crate::loader::Api::Driver, 246usize),
+        ("cuMemAdvise_v2", crate::loader::Api::Driver, 246usize),
+        ("cuMemAlloc", crate::loader::Api::Driver, 252usize),
+        ("cuMemAllocAsync", crate::loader::Api::Driver, 247usize),
+        ("cuMemAllocAsync_ptsz", crate::loader::Api::Driver, 247usize),
+        ("cuMemAllocFromPoolAsync", crate::loader::Api::Driver, 248usize),
+        ("cuMemAllocFromPoolAsync_ptsz", crate::loader::Api::Driver, 248usize),
+        ("cuMemAllocHost", crate::loader::Api::Driver, 249usize),
+        ("cuMemAllocHost_v2", crate::loader::Api::Driver, 249usize),
+        ("cuMemAllocManaged", crate::loader::Api::Driver, 250usize),
+        ("cuMemAllocPitch", crate::loader::Api::Driver, 251usize),
+        ("cuMemAllocPitch_v2", crate::loader::Api::Driver, 251usize),
+        ("cuMemAlloc_v2", crate::loader::Api::Driver, 252usize),
+        ("cuMemBatchDecompressAsync", crate::loader::Api::Driver, 253usize),
+        ("cuMemBatchDecompressAsync_ptsz", crate::loader::Api::Driver, 253usize),
+        ("cuMemCreate", crate::loader::Api::Driver, 254usize),
+        ("cuMemDiscardAndPrefetchBatchAsync", crate::loader::Api::Driver, 255usize),
+        ("cuMemDiscardAndPrefetchBatchAsync_ptsz", crate::loader::Api::Driver, 255usize),
+        ("cuMemDiscardBatchAsync", crate::loader::Api::Driver, 256usize),
+        ("cuMemDiscardBatchAsync_ptsz", crate::loader::Api::Driver, 256usize),
+        ("cuMemExportToShareableHandle", crate::loader::Api::Driver, 257usize),
+        ("cuMemFree", crate::loader::Api::Driver, 260usize),
+        ("cuMemFreeAsync", crate::loader::Api::Driver, 258usize),
+        ("cuMemFreeAsync_ptsz", crate::loader::Api::Driver, 258usize),
+        ("cuMemFreeHost", crate::loader::Api::Driver, 259usize),
+        ("cuMemFree_v2", crate::loader::Api::Driver, 260usize),
+        ("cuMemGetAccess", crate::loader::Api::Driver, 261usize),
+        ("cuMemGetAddressRange", crate::loader::Api::Driver, 262usize),
+        ("cuMemGetAddressRange_v2", crate::loader::Api::Driver, 262usize),
+        ("cuMemGetAllocationGranularity", crate::loader::Api::Driver, 263usize),
+        ("cuMemGetAllocationPropertiesFromHandle", crate::loader::Api::Driver, 264usize),
+        ("cuMemGetDefaultMemPool", crate::loader::Api::Driver, 265usize),
+        ("cuMemGetHandleForAddressRange", crate::loader::Api::Driver, 266usize),
+        ("cuMemGetInfo", crate::loader::Api::Driver, 267usize),
+        ("cuMemGetInfo_v2", crate::loader::Api::Driver, 267usize),
+        ("cuMemGetMemPool", crate::loader::Api::Driver, 268usize),
+        ("cuMemHostAlloc", crate::loader::Api::Driver, 269usize),
+        ("cuMemHostGetDevicePointer", crate::loader::Api::Driver, 270usize),
+        ("cuMemHostGetDevicePointer_v2", crate::loader::Api::Driver, 270usize),
+        ("cuMemHostGetFlags", crate::loader::Api::Driver, 271usize),
+        ("cuMemHostRegister", crate::loader::Api::Driver, 272usize),
+        ("cuMemHostRegister_v2", crate::loader::Api::Driver, 272usize),
+        ("cuMemHostUnregister", crate::loader::Api::Driver, 273usize),
+        ("cuMemImportFromShareableHandle", crate::loader::Api::Driver, 274usize),
+        ("cuMemMap", crate::loader::Api::Driver, 275usize),
+        ("cuMemMapArrayAsync", crate::loader::Api::Driver, 276usize),
+        ("cuMemMapArrayAsync_ptsz", crate::loader::Api::Driver, 276usize),
+        ("cuMemPoolCreate", crate::loader::Api::Driver, 277usize),
+        ("cuMemPoolDestroy", crate::loader::Api::Driver, 278usize),
+        ("cuMemPoolExportPointer", crate::loader::Api::Driver, 279usize),
+        ("cuMemPoolExportToShareableHandle", crate::loader::Api::Driver, 280usize),
+        ("cuMemPoolGetAccess", crate::loader::Api::Driver, 281usize),
+        ("cuMemPoolGetAttribute", crate::loader::Api::Driver, 282usize),
+        ("cuMemPoolImportFromShareableHandle", crate::loader::Api::Driver, 283usize),
+        ("cuMemPoolImportPointer", crate::loader::Api::Driver, 284usize),
+        ("cuMemPoolSetAccess", crate::loader::Api::Driver, 285usize),
+        ("cuMemPoolSetAttribute", crate::loader::Api::Driver, 286usize),
+        ("cuMemPoolTrimTo", crate::loader::Api::Driver, 287usize),
+        ("cuMemPrefetchAsync", crate::loader::Api::Driver, 288usize),
+        ("cuMemPrefetchAsync_v2_ptsz", crate::loader::Api::Driver, 288usize),
+        ("cuMemPrefetchBatchAsync", crate::loader::Api::Driver, 289usize),
+        ("cuMemPrefetchBatchAsync_ptsz", crate::loader::Api::Driver, 289usize),
+        ("cuMemRangeGetAttribute", crate::loader::Api::Driver, 290usize),
+        ("cuMemRangeGetAttributes", crate::loader::Api::Driver, 291usize),
+        ("cuMemRelease", crate::loader::Api::Driver, 292usize),
+        ("cuMemRetainAllocationHandle", crate::loader::Api::Driver, 293usize),
+        ("cuMemSetAccess", crate::loader::Api::Driver, 294usize),
+        ("cuMemSetMemPool", crate::loader::Api::Driver, 295usize),
+        ("cuMemUnmap", crate::loader::Api::Driver, 296usize),
+        ("cuMemcpy", crate::loader::Api::Driver, 322usize),
+        ("cuMemcpy2D", crate::loader::Api::Driver, 299usize),
+        ("cuMemcpy2DAsync", crate::loader::Api::Driver, 297usize),
+        ("cuMemcpy2DAsync_v2_ptsz", crate::loader::Api::Driver, 297usize),
+        ("cuMemcpy2DUnaligned", crate::loader::Api::Driver, 298usize),
+        ("cuMemcpy2DUnaligned_v2_ptds", crate::loader::Api::Driver, 298usize),
+        ("cuMemcpy2D_v2_ptds", crate::loader::Api::Driver, 299usize),
+        ("cuMemcpy3D", crate::loader::Api::Driver, 304usize),
+        ("cuMemcpy3DAsync", crate::loader::Api::Driver, 300usize),
+        ("cuMemcpy3DAsync_v2_ptsz", crate::loader::Api::Driver, 300usize),
+        ("cuMemcpy3DBatchAsync", crate::loader::Api::Driver, 301usize),
+        ("cuMemcpy3DBatchAsync_v2_ptsz", crate::loader::Api::Driver, 301usize),
+        ("cuMemcpy3DPeer", crate::loader::Api::Driver, 303usize),
+        ("cuMemcpy3DPeerAsync", crate::loader::Api::Driver, 302usize),
+        ("cuMemcpy3DPeerAsync_ptsz", crate::loader::Api::Driver, 302usize),
+        ("cuMemcpy3DPeer_ptds", crate::loader::Api::Driver, 303usize),
+        ("cuMemcpy3D_v2_ptds", crate::loader::Api::Driver, 304usize),
+        ("cuMemcpyAsync", crate::loader::Api::Driver, 305usize),
+        ("cuMemcpyAsync_ptsz", crate::loader::Api::Driver, 305usize),
+        ("cuMemcpyAtoA", crate::loader::Api::Driver, 306usize),
+        ("cuMemcpyAtoA_v2_ptds", crate::loader::Api::Driver, 306usize),
+        ("cuMemcpyAtoD", crate::loader::Api::Driver, 307usize),
+        ("cuMemcpyAtoD_v2_ptds", crate::loader::Api::Driver, 307usize),
+        ("cuMemcpyAtoH", crate::loader::Api::Driver, 309usize),
+        ("cuMemcpyAtoHAsync", crate::loader::Api::Driver, 308usize),
+        ("cuMemcpyAtoHAsync_v2_ptsz", crate::loader::Api::Driver, 308usize),
+        ("cuMemcpyAtoH_v2_ptds", crate::loader::Api::Driver, 309usize),
+        ("cuMemcpyBatchAsync", crate::loader::Api::Driver, 310usize),
+        ("cuMemcpyBatchAsync_v2_ptsz", crate::loader::Api::Driver, 310usize),
+        ("cuMemcpyDtoA", crate::loader::Api::Driver, 311usize),
+        ("cuMemcpyDtoA_v2_ptds", crate::loader::Api::Driver, 311usize),
+        ("cuMemcpyDtoD", crate::loader::Api::Driver, 313usize),
+        ("cuMemcpyDtoDAsync", crate::loader::Api::Driver, 312usize),
+        ("cuMemcpyDtoDAsync_v2_ptsz", crate::loader::Api::Driver, 312usize),
+        ("cuMemcpyDtoD_v2_ptds", crate::loader::Api::Driver, 313usize),
+        ("cuMemcpyDtoH", crate::loader::Api::Driver, 315usize),
+        ("cuMemcpyDtoHAsync", crate::loader::Api::Driver, 314usize),
+        ("cuMemcpyDtoHAsync_v2_ptsz", crate::loader::Api::Driver, 314usize),
+        ("cuMemcpyDtoH_v2_ptds", crate::loader::Api::Driver, 315usize),
+        ("cuMemcpyHtoA", crate::loader::Api::Driver, 317usize),
+        ("cuMemcpyHtoAAsync", crate::loader::Api::Driver, 316usize),
+        ("cuMemcpyHtoAAsync_v2_ptsz", crate::loader::Api::Driver, 316usize),
+        ("cuMemcpyHtoA_v2_ptds", crate::loader::Api::Driver, 317usize),
+        ("cuMemcpyHtoD", crate::loader::Api::Driver, 319usize),
+        ("cuMemcpyHtoDAsync", crate::loader::Api::Driver, 318usize),
+        ("cuMemcpyHtoDAsync_v2_ptsz", crate::loader::Api::Driver, 318usize),
+        ("cuMemcpyHtoD_v2_ptds", crate::loader::Api::Driver, 319usize),
+        ("cuMemcpyPeer", crate::loader::Api::Driver, 321usize),
+        ("cuMemcpyPeerAsync", crate::loader::Api::Driver, 320usize),
+        ("cuMemcpyPeerAsync_ptsz", crate::loader::Api::Driver, 320usize),
+        ("cuMemcpyPeer_ptds", crate::loader::Api::Driver, 321usize),
+        ("cuMemcpy_ptds", crate::loader::Api::Driver, 322usize),
+        ("cuMemsetD16", crate::loader::Api::Driver, 324usize),
+        ("cuMemsetD16Async", crate::loader::Api::Driver, 323usize),
+        ("cuMemsetD16Async_ptsz", crate::loader::Api::Driver, 323usize),
+        ("cuMemsetD16_v2_ptds", crate::loader::Api::Driver, 324usize),
+        ("cuMemsetD2D16", crate::loader::Api::Driver, 326usize),
+        ("cuMemsetD2D16Async", crate::loader::Api::Driver, 325usize),
+        ("cuMemsetD2D16Async_ptsz", crate::loader::Api::Driver, 325usize),
+        ("cuMemsetD2D16_v2_ptds", crate::loader::Api::Driver, 326usize),
+        ("cuMemsetD2D32", crate::loader::Api::Driver, 328usize),
+        ("cuMemsetD2D32Async", crate::loader::Api::Driver, 327usize),
+        ("cuMemsetD2D32Async_ptsz", crate::loader::Api::Driver, 327usize),
+        ("cuMemsetD2D32_v2_ptds", crate::loader::Api::Driver, 328usize),
+        ("cuMemsetD2D8", crate::loader::Api::Driver, 330usize),
+        ("cuMemsetD2D8Async", crate::loader::Api::Driver, 329usize),
+        ("cuMemsetD2D8Async_ptsz", crate::loader::Api::Driver, 329usize),
+        ("cuMemsetD2D8_v2_ptds", crate::loader::Api::Driver, 330usize),
+        ("cuMemsetD32", crate::loader::Api::Driver, 332usize),
+        ("cuMemsetD32Async", crate::loader::Api::Driver, 331usize),
+        ("cuMemsetD32Async_ptsz", crate::loader::Api::Driver, 331usize),
+        ("cuMemsetD32_v2_ptds", crate::loader::Api::Driver, 332usize),
+        ("cuMemsetD8", crate::loader::Api::Driver, 334usize),
+        ("cuMemsetD8Async", crate::loader::Api::Driver, 333usize),
+        ("cuMemsetD8Async_ptsz", crate::loader::Api::Driver, 333usize),
+        ("cuMemsetD8_v2_ptds", crate::loader::Api::Driver, 334usize),
+        ("cuMipmappedArrayCreate", crate::loader::Api::Driver, 335usize),
+        ("cuMipmappedArrayDestroy", crate::loader::Api::Driver, 336usize),
+        ("cuMipmappedArrayGetLevel", crate::loader::Api::Driver, 337usize),
+        ("cuMipmappedArrayGetMemoryRequirements", crate::loader::Api::Driver, 338usize),
+        ("cuMipmappedArrayGetSparseProperties", crate::loader::Api::Driver, 339usize),
+        ("cuModuleEnumerateFunctions", crate::loader::Api::Driver, 340usize),
+        ("cuModuleGetFunction", crate::loader::Api::Driver, 341usize),
+        ("cuModuleGetFunctionCount", crate::loader::Api::Driver, 342usize),
+        ("cuModuleGetGlobal", crate::loader::Api::Driver, 343usize),
+        ("cuModuleGetGlobal_v2", crate::loader::Api::Driver, 343usize),
+        ("cuModuleGetLoadingMode", crate::loader::Api::Driver, 344usize),
+        ("cuModuleGetSurfRef", crate::loader::Api::Driver, 345usize),
+        ("cuModuleGetTexRef", crate::loader::Api::Driver, 346usize),
+        ("cuModuleLoad", crate::loader::Api::Driver, 347usize),
+        ("cuModuleLoadData", crate::loader::Api::Driver, 348usize),
+        ("cuModuleLoadDataEx", crate::loader::Api::Driver, 349usize),
+        ("cuModuleLoadFatBinary", crate::loader::Api::Driver, 350usize),
+        ("cuModuleUnload", crate::loader::Api::Driver, 351usize),
+        ("cuMulticastAddDevice", crate::loader::Api::Driver, 352usize),
+        ("cuMulticastBindAddr", crate::loader::Api::Driver, 353usize),
+        ("cuMulticastBindMem", crate::loader::Api::Driver, 354usize),
+        ("cuMulticastCreate", crate::loader::Api::Driver, 355usize),
+        ("cuMulticastGetGranularity", crate::loader::Api::Driver, 356usize),
+        ("cuMulticastUnbind", crate::loader::Api::Driver, 357usize),
+        (
+            "cuOccupancyAvailableDynamicSMemPerBlock",
+            crate::loader::Api::Driver,
+            358usize,
+        ),
+        (
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            crate::loader::Api::Driver,
+            359usize,
+        ),
+        (
+            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            crate::loader::Api::Driver,
+            360usize,
+        ),
+        ("cuOccupancyMaxActiveClusters", crate::loader::Api::Driver, 361usize),
+        ("cuOccupancyMaxPotentialBlockSize", crate::loader::Api::Driver, 362usize),
+        (
+            "cuOccupancyMaxPotentialBlockSizeWithFlags",
+            crate::loader::Api::Driver,
+            363usize,
+        ),
+        ("cuOccupancyMaxPotentialClusterSize", crate::loader::Api::Driver, 364usize),
+        ("cuParamSetSize", crate::loader::Api::Driver, 365usize),
+        ("cuParamSetTexRef", crate::loader::Api::Driver, 366usize),
+        ("cuParamSetf", crate::loader::Api::Driver, 367usize),
+        ("cuParamSeti", crate::loader::Api::Driver, 368usize),
+        ("cuParamSetv", crate::loader::Api::Driver, 369usize),
+        ("cuPointerGetAttribute", crate::loader::Api::Driver, 370usize),
+        ("cuPointerGetAttributes", crate::loader::Api::Driver, 371usize),
+        ("cuPointerSetAttribute", crate::loader::Api::Driver, 372usize),
+        ("cuSignalExternalSemaphoresAsync", crate::loader::Api::Driver, 373usize),
+        ("cuSignalExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 373usize),
+        ("cuStreamAddCallback", crate::loader::Api::Driver, 374usize),
+        ("cuStreamAddCallback_ptsz", crate::loader::Api::Driver, 374usize),
+        ("cuStreamAttachMemAsync", crate::loader::Api::Driver, 375usize),
+        ("cuStreamAttachMemAsync_ptsz", crate::loader::Api::Driver, 375usize),
+        ("cuStreamBatchMemOp", crate::loader::Api::Driver, 376usize),
+        ("cuStreamBatchMemOp_v2_ptsz", crate::loader::Api::Driver, 376usize),
+        ("cuStreamBeginCapture", crate::loader::Api::Driver, 378usize),
+        ("cuStreamBeginCaptureToGraph", crate::loader::Api::Driver, 377usize),
+        ("cuStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Driver, 377usize),
+        ("cuStreamBeginCapture_v2_ptsz", crate::loader::Api::Driver, 378usize),
+        ("cuStreamCopyAttributes", crate::loader::Api::Driver, 379usize),
+        ("cuStreamCopyAttributes_ptsz", crate::loader::Api::Driver, 379usize),
+        ("cuStreamCreate", crate::loader::Api::Driver, 380usize),
+        ("cuStreamCreateWithPriority", crate::loader::Api::Driver, 381usize),
+        ("cuStreamDestroy", crate::loader::Api::Driver, 382usize),
+        ("cuStreamDestroy_v2", crate::loader::Api::Driver, 382usize),
+        ("cuStreamEndCapture", crate::loader::Api::Driver, 383usize),
+        ("cuStreamEndCapture_ptsz", crate::loader::Api::Driver, 383usize),
+        ("cuStreamGetAttribute", crate::loader::Api::Driver, 384usize),
+        ("cuStreamGetAttribute_ptsz", crate::loader::Api::Driver, 384usize),
+        ("cuStreamGetCaptureInfo", crate::loader::Api::Driver, 385usize),
+        ("cuStreamGetCaptureInfo_v3_ptsz", crate::loader::Api::Driver, 385usize),
+        ("cuStreamGetCtx", crate::loader::Api::Driver, 386usize),
+        ("cuStreamGetCtx_ptsz", crate::loader::Api::Driver, 386usize),
+        ("cuStreamGetCtx_v2", crate::loader::Api::Driver, 387usize),
+        ("cuStreamGetCtx_v2_ptsz", crate::loader::Api::Driver, 387usize),
+        ("cuStreamGetDevice", crate::loader::Api::Driver, 388usize),
+        ("cuStreamGetDevice_ptsz", crate::loader::Api::Driver, 388usize),
+        ("cuStreamGetFlags", crate::loader::Api::Driver, 389usize),
+        ("cuStreamGetFlags_ptsz", crate::loader::Api::Driver, 389usize),
+        ("cuStreamGetGreenCtx", crate::loader::Api::Driver, 390usize),
+        ("cuStreamGetId", crate::loader::Api::Driver, 391usize),
+        ("cuStreamGetId_ptsz", crate::loader::Api::Driver, 391usize),
+        ("cuStreamGetPriority", crate::loader::Api::Driver, 392usize),
+        ("cuStreamGetPriority_ptsz", crate::loader::Api::Driver, 392usize),
+        ("cuStreamIsCapturing", crate::loader::Api::Driver, 393usize),
+        ("cuStreamIsCapturing_ptsz", crate::loader::Api::Driver, 393usize),
+        ("cuStreamQuery", crate::loader::Api::Driver, 394usize),
+        ("cuStreamQuery_ptsz", crate::loader::Api::Driver, 394usize),
+        ("cuStreamSetAttribute", crate::loader::Api::Driver, 395usize),
+        ("cuStreamSetAttribute_ptsz", crate::loader::Api::Driver, 395usize),
+        ("cuStreamSynchronize", crate::loader::Api::Driver, 396usize),
+        ("cuStreamSynchronize_ptsz", crate::loader::Api::Driver, 396usize),
+        ("cuStreamUpdateCaptureDependencies", crate::loader::Api::Driver, 397usize),
+        (
+            "cuStreamUpdateCaptureDependencies_v2_ptsz",
+            crate::loader::Api::Driver,
+            397usize,
+        ),
+        ("cuStreamWaitEvent", crate::loader::Api::Driver, 398usize),
+        ("cuStreamWaitEvent_ptsz", crate::loader::Api::Driver, 398usize),
+        ("cuStreamWaitValue32", crate::loader::Api::Driver, 399usize),
+        ("cuStreamWaitValue32_v2_ptsz", crate::loader::Api::Driver, 399usize),
+        ("cuStreamWaitValue64", crate::loader::Api::Driver, 400usize),
+        ("cuStreamWaitValue64_v2_ptsz", crate::loader::Api::Driver, 400usize),
+        ("cuStreamWriteValue32", crate::loader::Api::Driver, 401usize),
+        ("cuStreamWriteValue32_v2_ptsz", crate::loader::Api::Driver, 401usize),
+        ("cuStreamWriteValue64", crate::loader::Api::Driver, 402usize),
+        ("cuStreamWriteValue64_v2_ptsz", crate::loader::Api::Driver, 402usize),
+        ("cuSurfObjectCreate", crate::loader::Api::Driver, 403usize),
+        ("cuSurfObjectDestroy", crate::loader::Api::Driver, 404usize),
+        ("cuSurfObjectGetResourceDesc", crate::loader::Api::Driver, 405usize),
+        ("cuSurfRefGetArray", crate::loader::Api::Driver, 406usize),
+        ("cuSurfRefSetArray", crate::loader::Api::Driver, 407usize),
+        ("cuTensorMapEncodeIm2col", crate::loader::Api::Driver, 408usize),
+        ("cuTensorMapEncodeIm2colWide", crate::loader::Api::Driver, 409usize),
+        ("cuTensorMapEncodeTiled", crate::loader::Api::Driver, 410usize),
+        ("cuTensorMapReplaceAddress", crate::loader::Api::Driver, 411usize),
+        ("cuTexObjectCreate", crate::loader::Api::Driver, 412usize),
+        ("cuTexObjectDestroy", crate::loader::Api::Driver, 413usize),
+        ("cuTexObjectGetResourceDesc", crate::loader::Api::Driver, 414usize),
+        ("cuTexObjectGetResourceViewDesc", crate::loader::Api::Driver, 415usize),
+        ("cuTexObjectGetTextureDesc", crate::loader::Api::Driver, 416usize),
+        ("cuTexRefCreate", crate::loader::Api::Driver, 417usize),
+        ("cuTexRefDestroy", crate::loader::Api::Driver, 418usize),
+        ("cuTexRefGetAddress", crate::loader::Api::Driver, 420usize),
+        ("cuTexRefGetAddressMode", crate::loader::Api::Driver, 419usize),
+        ("cuTexRefGetAddress_v2", crate::loader::Api::Driver, 420usize),
+        ("cuTexRefGetArray", crate::loader::Api::Driver, 421usize),
+        ("cuTexRefGetBorderColor", crate::loader::Api::Driver, 422usize),
+        ("cuTexRefGetFilterMode", crate::loader::Api::Driver, 423usize),
+        ("cuTexRefGetFlags", crate::loader::Api::Driver, 424usize),
+        ("cuTexRefGetFormat", crate::loader::Api::Driver, 425usize),
+        ("cuTexRefGetMaxAnisotropy", crate::loader::Api::Driver, 426usize),
+        ("cuTexRefGetMipmapFilterMode", crate::loader::Api::Driver, 427usize),
+        ("cuTexRefGetMipmapLevelBias", crate::loader::Api::Driver, 428usize),
+        ("cuTexRefGetMipmapLevelClamp", crate::loader::Api::Driver, 429usize),
+        ("cuTexRefGetMipmappedArray", crate::loader::Api::Driver, 430usize),
+        ("cuTexRefSetAddress", crate::loader::Api::Driver, 433usize),
+        ("cuTexRefSetAddress2D", crate::loader::Api::Driver, 431usize),
+        ("cuTexRefSetAddress2D_v3", crate::loader::Api::Driver, 431usize),
+        ("cuTexRefSetAddressMode", crate::loader::Api::Driver, 432usize),
+        ("cuTexRefSetAddress_v2", crate::loader::Api::Driver, 433usize),
+        ("cuTexRefSetArray", crate::loader::Api::Driver, 434usize),
+        ("cuTexRefSetBorderColor", crate::loader::Api::Driver, 435usize),
+        ("cuTexRefSetFilterMode", crate::loader::Api::Driver, 436usize),
+        ("cuTexRefSetFlags", crate::loader::Api::Driver, 437usize),
+        ("cuTexRefSetFormat", crate::loader::Api::Driver, 438usize),
+        ("cuTexRefSetMaxAnisotropy", crate::loader::Api::Driver, 439usize),
+        ("cuTexRefSetMipmapFilterMode", crate::loader::Api::Driver, 440usize),
+        ("cuTexRefSetMipmapLevelBias", crate::loader::Api::Driver, 441usize),
+        ("cuTexRefSetMipmapLevelClamp", crate::loader::Api::Driver, 442usize),
+        ("cuTexRefSetMipmappedArray", crate::loader::Api::Driver, 443usize),
+        ("cuThreadExchangeStreamCaptureMode", crate::loader::Api::Driver, 444usize),
+        ("cuUserObjectCreate", crate::loader::Api::Driver, 445usize),
+        ("cuUserObjectRelease", crate::loader::Api::Driver, 446usize),
+        ("cuUserObjectRetain", crate::loader::Api::Driver, 447usize),
+        ("cuWaitExternalSemaphoresAsync", crate::loader::Api::Driver, 448usize),
+        ("cuWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 448usize),
+        ("cudaArrayGetInfo", crate::loader::Api::Runtime, 0usize),
+        ("cudaArrayGetMemoryRequirements", crate::loader::Api::Runtime, 1usize),
+        ("cudaArrayGetPlane", crate::loader::Api::Runtime, 2usize),
+        ("cudaArrayGetSparseProperties", crate::loader::Api::Runtime, 3usize),
+        ("cudaChooseDevice", crate::loader::Api::Runtime, 4usize),
+        ("cudaCreateChannelDesc", crate::loader::Api::Runtime, 5usize),
+        ("cudaCreateSurfaceObject", crate::loader::Api::Runtime, 6usize),
+        ("cudaCreateTextureObject", crate::loader::Api::Runtime, 7usize),
+        ("cudaCtxResetPersistingL2Cache", crate::loader::Api::Runtime, 8usize),
+        ("cudaDestroyExternalMemory", crate::loader::Api::Runtime, 9usize),
+        ("cudaDestroyExternalSemaphore", crate::loader::Api::Runtime, 10usize),
+        ("cudaDestroySurfaceObject", crate::loader::Api::Runtime, 11usize),
+        ("cudaDestroyTextureObject", crate::loader::Api::Runtime, 12usize),
+        ("cudaDeviceCanAccessPeer", crate::loader::Api::Runtime, 13usize),
+        ("cudaDeviceDisablePeerAccess", crate::loader::Api::Runtime, 14usize),
+        ("cudaDeviceEnablePeerAccess", crate::loader::Api::Runtime, 15usize),
+        ("cudaDeviceFlushGPUDirectRDMAWrites", crate::loader::Api::Runtime, 16usize),
+        ("cudaDeviceGetAttribute", crate::loader::Api::Runtime, 17usize),
+        ("cudaDeviceGetByPCIBusId", crate::loader::Api::Runtime, 18usize),
+        ("cudaDeviceGetCacheConfig", crate::loader::Api::Runtime, 19usize),
+        ("cudaDeviceGetDefaultMemPool", crate::loader::Api::Runtime, 20usize),
+        ("cudaDeviceGetGraphMemAttribute", crate::loader::Api::Runtime, 21usize),
+        ("cudaDeviceGetHostAtomicCapabilities", crate::loader::Api::Runtime, 22usize),
+        ("cudaDeviceGetLimit", crate::loader::Api::Runtime, 23usize),
+        ("cudaDeviceGetMemPool", crate::loader::Api::Runtime, 24usize),
+        ("cudaDeviceGetNvSciSyncAttributes", crate::loader::Api::Runtime, 25usize),
+        ("cudaDeviceGetP2PAtomicCapabilities", crate::loader::Api::Runtime, 26usize),
+        ("cudaDeviceGetP2PAttribute", crate::loader::Api::Runtime, 27usize),
+        ("cudaDeviceGetPCIBusId", crate::loader::Api::Runtime, 28usize),
+        ("cudaDeviceGetSharedMemConfig", crate::loader::Api::Runtime, 29usize),
+        ("cudaDeviceGetStreamPriorityRange", crate::loader::Api::Runtime, 30usize),
+        ("cudaDeviceGetTexture1DLinearMaxWidth", crate::loader::Api::Runtime, 31usize),
+        ("cudaDeviceGraphMemTrim", crate::loader::Api::Runtime, 32usize),
+        ("cudaDeviceRegisterAsyncNotification", crate::loader::Api::Runtime, 33usize),
+        ("cudaDeviceReset", crate::loader::Api::Runtime, 34usize),
+        ("cudaDeviceSetCacheConfig", crate::loader::Api::Runtime, 35usize),
+        ("cudaDeviceSetGraphMemAttribute", crate::loader::Api::Runtime, 36usize),
+        ("cudaDeviceSetLimit", crate::loader::Api::Runtime, 37usize),
+        ("cudaDeviceSetMemPool", crate::loader::Api::Runtime, 38usize),
+        ("cudaDeviceSetSharedMemConfig", crate::loader::Api::Runtime, 39usize),
+        ("cudaDeviceSynchronize", crate::loader::Api::Runtime, 40usize),
+        ("cudaDeviceUnregisterAsyncNotification", crate::loader::Api::Runtime, 41usize),
+        ("cudaDriverGetVersion", crate::loader::Api::Runtime, 42usize),
+        ("cudaEventCreate", crate::loader::Api::Runtime, 43usize),
+        ("cudaEventCreateWithFlags", crate::loader::Api::Runtime, 44usize),
+        ("cudaEventDestroy", crate::loader::Api::Runtime, 45usize),
+        ("cudaEventElapsedTime", crate::loader::Api::Runtime, 46usize),
+        ("cudaEventQuery", crate::loader::Api::Runtime, 47usize),
+        ("cudaEventRecord", crate::loader::Api::Runtime, 49usize),
+        ("cudaEventRecordWithFlags", crate::loader::Api::Runtime, 48usize),
+        ("cudaEventRecordWithFlags_ptsz", crate::loader::Api::Runtime, 48usize),
+        ("cudaEventRecord_ptsz", crate::loader::Api::Runtime, 49usize),
+        ("cudaEventSynchronize", crate::loader::Api::Runtime, 50usize),
+        ("cudaExternalMemoryGetMappedBuffer", crate::loader::Api::Runtime, 51usize),
+        (
+            "cudaExternalMemoryGetMappedMipmappedArray",
+            crate::loader::Api::Runtime,
+            52usize,
+        ),
+        ("cudaFree", crate::loader::Api::Runtime, 53usize),
+        ("cudaFreeArray", crate::loader::Api::Runtime, 54usize),
+        ("cudaFreeAsync", crate::loader::Api::Runtime, 55usize),
+        ("cudaFreeAsync_ptsz", crate::loader::Api::Runtime, 55usize),
+        ("cudaFreeHost", crate::loader::Api::Runtime, 56usize),
+        ("cudaFreeMipmappedArray", crate::loader::Api::Runtime, 57usize),
+        ("cudaFuncGetAttributes", crate::loader::Api::Runtime, 58usize),
+        ("cudaFuncGetName", crate::loader::Api::Runtime, 59usize),
+        ("cudaFuncGetParamInfo", crate::loader::Api::Runtime, 60usize),
+        ("cudaFuncSetAttribute", crate::loader::Api::Runtime, 61usize),
+        ("cudaFuncSetCacheConfig", crate::loader::Api::Runtime, 62usize),
+        ("cudaFuncSetSharedMemConfig", crate::loader::Api::Runtime, 63usize),
+        ("cudaGetChannelDesc", crate::loader::Api::Runtime, 64usize),
+        ("cudaGetDevice", crate::loader::Api::Runtime, 65usize),
+        ("cudaGetDeviceCount", crate::loader::Api::Runtime, 66usize),
+        ("cudaGetDeviceFlags", crate::loader::Api::Runtime, 67usize),
+        ("cudaGetDeviceProperties", crate::loader::Api::Runtime, 68usize),
+        ("cudaGetDriverEntryPoint", crate::loader::Api::Runtime, 70usize),
+        ("cudaGetDriverEntryPointByVersion", crate::loader::Api::Runtime, 69usize),
+        ("cudaGetDriverEntryPointByVersion_ptsz", crate::loader::Api::Runtime, 69usize),
+        ("cudaGetDriverEntryPoint_ptsz", crate::loader::Api::Runtime, 70usize),
+        ("cudaGetErrorName", crate::loader::Api::Runtime, 71usize),
+        ("cudaGetErrorString", crate::loader::Api::Runtime, 72usize),
+        ("cudaGetExportTable", crate::loader::Api::Runtime, 73usize),
+        ("cudaGetFuncBySymbol", crate::loader::Api::Runtime, 74usize),
+        ("cudaGetKernel", crate::loader::Api::Runtime, 75usize),
+        ("cudaGetLastError", crate::loader::Api::Runtime, 76usize),
+        ("cudaGetMipmappedArrayLevel", crate::loader::Api::Runtime, 77usize),
+        ("cudaGetSurfaceObjectResourceDesc", crate::loader::Api::Runtime, 78usize),
+        ("cudaGetSymbolAddress", crate::loader::Api::Runtime, 79usize),
+        ("cudaGetSymbolSize", crate::loader::Api::Runtime, 80usize),
+        ("cudaGetTextureObjectResourceDesc", crate::loader::Api::Runtime, 81usize),
+        ("cudaGetTextureObjectResourceViewDesc", crate::loader::Api::Runtime, 82usize),
+        ("cudaGetTextureObjectTextureDesc", crate::loader::Api::Runtime, 83usize),
+        ("cudaGraphAddChildGraphNode", crate::loader::Api::Runtime, 84usize),
+        ("cudaGraphAddDependencies", crate::loader::Api::Runtime, 85usize),
+        ("cudaGraphAddEmptyNode", crate::loader::Api::Runtime, 86usize),
+        ("cudaGraphAddEventRecordNode", crate::loader::Api::Runtime, 87usize),
+        ("cudaGraphAddEventWaitNode", crate::loader::Api::Runtime, 88usize),
+        (
+            "cudaGraphAddExternalSemaphoresSignalNode",
+            crate::loader::Api::Runtime,
+            89usize,
+        ),
+        ("cudaGraphAddExternalSemaphoresWaitNode", crate::loader::Api::Runtime, 90usize),
+        ("cudaGraphAddHostNode", crate::loader::Api::Runtime, 91usize),
+        ("cudaGraphAddKernelNode", crate::loader::Api::Runtime, 92usize),
+        ("cudaGraphAddMemAllocNode", crate::loader::Api::Runtime, 93usize),
+        ("cudaGraphAddMemFreeNode", crate::loader::Api::Runtime, 94usize),
+        ("cudaGraphAddMemcpyNode", crate::loader::Api::Runtime, 95usize),
+        ("cudaGraphAddMemcpyNode1D", crate::loader::Api::Runtime, 96usize),
+        ("cudaGraphAddMemcpyNodeFromSymbol", crate::loader::Api::Runtime, 97usize),
+        ("cudaGraphAddMemcpyNodeToSymbol", crate::loader::Api::Runtime, 98usize),
+        ("cudaGraphAddMemsetNode", crate::loader::Api::Runtime, 99usize),
+        ("cudaGraphAddNode", crate::loader::Api::Runtime, 100usize),
+        ("cudaGraphChildGraphNodeGetGraph", crate::loader::Api::Runtime, 101usize),
+        ("cudaGraphClone", crate::loader::Api::Runtime, 102usize),
+        ("cudaGraphConditionalHandleCreate", crate::loader::Api::Runtime, 103usize),
+        ("cudaGraphCreate", crate::loader::Api::Runtime, 104usize),
+        ("cudaGraphDebugDotPrint", crate::loader::Api::Runtime, 105usize),
+        ("cudaGraphDestroy", crate::loader::Api::Runtime, 106usize),
+        ("cudaGraphDestroyNode", crate::loader::Api::Runtime, 107usize),
+        ("cudaGraphEventRecordNodeGetEvent", crate::loader::Api::Runtime, 108usize),
+        ("cudaGraphEventRecordNodeSetEvent", crate::loader::Api::Runtime, 109usize),
+        ("cudaGraphEventWaitNodeGetEvent", crate::loader::Api::Runtime, 110usize),
+        ("cudaGraphEventWaitNodeSetEvent", crate::loader::Api::Runtime, 111usize),
+        ("cudaGraphExecChildGraphNodeSetParams", crate::loader::Api::Runtime, 112usize),
+        ("cudaGraphExecDestroy", crate::loader::Api::Runtime, 113usize),
+        ("cudaGraphExecEventRecordNodeSetEvent", crate::loader::Api::Runtime, 114usize),
+        ("cudaGraphExecEventWaitNodeSetEvent", crate::loader::Api::Runtime, 115usize),
+        (
+            "cudaGraphExecExternalSemaphoresSignalNodeSetParams",
+            crate::loader::Api::Runtime,
+            116usize,
+        ),
+        (
+            "cudaGraphExecExternalSemaphoresWaitNodeSetParams",
+            crate::loader::Api::Runtime,
+            117usize,
+        ),
+        ("cudaGraphExecGetFlags", crate::loader::Api::Runtime, 118usize),
+        ("cudaGraphExecHostNodeSetParams", crate::loader::Api::Runtime, 119usize),
+        ("cudaGraphExecKernelNodeSetParams", crate::loader::Api::Runtime, 120usize),
+        ("cudaGraphExecMemcpyNodeSetParams", crate::loader::Api::Runtime, 121usize),
+        ("cudaGraphExecMemcpyNodeSetParams1D", crate::loader::Api::Runtime, 122usize),
+        (
+            "cudaGraphExecMemcpyNodeSetParamsFromSymbol",
+            crate::loader::Api::Runtime,
+            123usize,
+        ),
+        (
+            "cudaGraphExecMemcpyNodeSetParamsToSymbol",
+            crate::loader::Api::Runtime,
+            124usize,
+        ),
+        ("cudaGraphExecMemsetNodeSetParams", crate::loader::Api::Runtime, 125usize),
+        ("cudaGraphExecNodeSetParams", crate::loader::Api::Runtime, 126usize),
+        ("cudaGraphExecUpdate", crate::loader::Api::Runtime, 127usize),
+        (
+            "cudaGraphExternalSemaphoresSignalNodeGetParams",
+            crate::loader::Api::Runtime,
+            128usize,
+        ),
+        (
+            "cudaGraphExternalSemaphoresSignalNodeSetParams",
+            crate::loader::Api::Runtime,
+            129usize,
+        ),
+        (
+            "cudaGraphExternalSemaphoresWaitNodeGetParams",
+            crate::loader::Api::Runtime,
+            130usize,
+        ),
+        (
+            "cudaGraphExternalSemaphoresWaitNodeSetParams",
+            crate::loader::Api::Runtime,
+            131usize,
+        ),
+        ("cudaGraphGetEdges", crate::loader::Api::Runtime, 132usize),
+        ("cudaGraphGetNodes", crate::loader::Api::Runtime, 133usize),
+        ("cudaGraphGetRootNodes", crate::loader::Api::Runtime, 134usize),
+        ("cudaGraphHostNodeGetParams", crate::loader::Api::Runtime, 135usize),
+        ("cudaGraphHostNodeSetParams", crate::loader::Api::Runtime, 136usize),
+        ("cudaGraphInstantiate", crate::loader::Api::Runtime, 137usize),
+        ("cudaGraphInstantiateWithFlags", crate::loader::Api::Runtime, 138usize),
+        ("cudaGraphInstantiateWithParams", crate::loader::Api::Runtime, 139usize),
+        ("cudaGraphInstantiateWithParams_ptsz", crate::loader::Api::Runtime, 139usize),
+        ("cudaGraphKernelNodeCopyAttributes", crate::loader::Api::Runtime, 140usize),
+        ("cudaGraphKernelNodeGetAttribute", crate::loader::Api::Runtime, 141usize),
+        ("cudaGraphKernelNodeGetParams", crate::loader::Api::Runtime, 142usize),
+        ("cudaGraphKernelNodeSetAttribute", crate::loader::Api::Runtime, 143usize),
+        ("cudaGraphKernelNodeSetParams", crate::loader::Api::Runtime, 144usize),
+        ("cudaGraphLaunch", crate::loader::Api::Runtime, 145usize),
+        ("cudaGraphLaunch_ptsz", crate::loader::Api::Runtime, 145usize),
+        ("cudaGraphMemAllocNodeGetParams", crate::loader::Api::Runtime, 146usize),
+        ("cudaGraphMemFreeNodeGetParams", crate::loader::Api::Runtime, 147usize),
+        ("cudaGraphMemcpyNodeGetParams", crate::loader::Api::Runtime, 148usize),
+        ("cudaGraphMemcpyNodeSetParams", crate::loader::Api::Runtime, 149usize),
+        ("cudaGraphMemcpyNodeSetParams1D", crate::loader::Api::Runtime, 150usize),
+        (
+            "cudaGraphMemcpyNodeSetParamsFromSymbol",
+            crate::loader::Api::Runtime,
+            151usize,
+        ),
+        ("cudaGraphMemcpyNodeSetParamsToSymbol", crate::loader::Api::Runtime, 152usize),
+        ("cudaGraphMemsetNodeGetParams", crate::loader::Api::Runtime, 153usize),
+        ("cudaGraphMemsetNodeSetParams", crate::loader::Api::Runtime, 154usize),
+        ("cudaGraphNodeFindInClone", crate::loader::Api::Runtime, 155usize),
+        ("cudaGraphNodeGetDependencies", crate::loader::Api::Runtime, 156usize),
+        ("cudaGraphNodeGetDependentNodes", crate::loader::Api::Runtime, 157usize),
+        ("cudaGraphNodeGetEnabled", crate::loader::Api::Runtime, 158usize),
+        ("cudaGraphNodeGetType", crate::loader::Api::Runtime, 159usize),
+        ("cudaGraphNodeSetEnabled", crate::loader::Api::Runtime, 160usize),
+        ("cudaGraphNodeSetParams", crate::loader::Api::Runtime, 161usize),
+        ("cudaGraphReleaseUserObject", crate::loader::Api::Runtime, 162usize),
+        ("cudaGraphRemoveDependencies", crate::loader::Api::Runtime, 163usize),
+        ("cudaGraphRetainUserObject", crate::loader::Api::Runtime, 164usize),
+        ("cudaGraphUpload", crate::loader::Api::Runtime, 165usize),
+        ("cudaGraphUpload_ptsz", crate::loader::Api::Runtime, 165usize),
+        ("cudaGraphicsMapResources", crate::loader::Api::Runtime, 166usize),
+        (
+            "cudaGraphicsResourceGetMappedMipmappedArray",
+            crate::loader::Api::Runtime,
+            167usize,
+        ),
+        ("cudaGraphicsResourceGetMappedPointer", crate::loader::Api::Runtime, 168usize),
+        ("cudaGraphicsResourceSetMapFlags", crate::loader::Api::Runtime, 169usize),
+        ("cudaGraphicsSubResourceGetMappedArray", crate::loader::Api::Runtime, 170usize),
+        ("cudaGraphicsUnmapResources", crate::loader::Api::Runtime, 171usize),
+        ("cudaGraphicsUnregisterResource", crate::loader::Api::Runtime, 172usize),
+        ("cudaHostAlloc", crate::loader::Api::Runtime, 173usize),
+        ("cudaHostGetDevicePointer", crate::loader::Api::Runtime, 174usize),
+        ("cudaHostGetFlags", crate::loader::Api::Runtime, 175usize),
+        ("cudaHostRegister", crate::loader::Api::Runtime, 176usize),
+        ("cudaHostUnregister", crate::loader::Api::Runtime, 177usize),
+        ("cudaImportExternalMemory", crate::loader::Api::Runtime, 178usize),
+        ("cudaImportExternalSemaphore", crate::loader::Api::Runtime, 179usize),
+        ("cudaInitDevice", crate::loader::Api::Runtime, 180usize),
+        ("cudaIpcCloseMemHandle", crate::loader::Api::Runtime, 181usize),
+        ("cudaIpcGetEventHandle", crate::loader::Api::Runtime, 182usize),
+        ("cudaIpcGetMemHandle", crate::loader::Api::Runtime, 183usize),
+        ("cudaIpcOpenEventHandle", crate::loader::Api::Runtime, 184usize),
+        ("cudaIpcOpenMemHandle", crate::loader::Api::Runtime, 185usize),
+        ("cudaKernelSetAttributeForDevice", crate::loader::Api::Runtime, 186usize),
+        ("cudaLaunchCooperativeKernel", crate::loader::Api::Runtime, 187usize),
+        ("cudaLaunchCooperativeKernel_ptsz", crate::loader::Api::Runtime, 187usize),
+        ("cudaLaunchHostFunc", crate::loader::Api::Runtime, 188usize),
+        ("cudaLaunchHostFunc_ptsz", crate::loader::Api::Runtime, 188usize),
+        ("cudaLaunchKernel", crate::loader::Api::Runtime, 190usize),
+        ("cudaLaunchKernelExC", crate::loader::Api::Runtime, 189usize),
+        ("cudaLaunchKernelExC_ptsz", crate::loader::Api::Runtime, 189usize),
+        ("cudaLaunchKernel_ptsz", crate::loader::Api::Runtime, 190usize),
+        ("cudaLibraryEnumerateKernels", crate::loader::Api::Runtime, 191usize),
+        ("cudaLibraryGetGlobal", crate::loader::Api::Runtime, 192usize),
+        ("cudaLibraryGetKernel", crate::loader::Api::Runtime, 193usize),
+        ("cudaLibraryGetKernelCount", crate::loader::Api::Runtime, 194usize),
+        ("cudaLibraryGetManaged", crate::loader::Api::Runtime, 195usize),
+        ("cudaLibraryGetUnifiedFunction", crate::loader::Api::Runtime, 196usize),
+        ("cudaLibraryLoadData", crate::loader::Api::Runtime, 197usize),
+        ("cudaLibraryLoadFromFile", crate::loader::Api::Runtime, 198usize),
+        ("cudaLibraryUnload", crate::loader::Api::Runtime, 199usize),
+        ("cudaLogsCurrent", crate::loader::Api::Runtime, 200usize),
+        ("cudaLogsDumpToFile", crate::loader::Api::Runtime, 201usize),
+        ("cudaLogsDumpToMemory", crate::loader::Api::Runtime, 202usize),
+        ("cudaLogsRegisterCallback", crate::loader::Api::Runtime, 203usize),
+        ("cudaLogsUnregisterCallback", crate::loader::Api::Runtime, 204usize),
+        ("cudaMalloc", crate::loader::Api::Runtime, 205usize),
+        ("cudaMalloc3D", crate::loader::Api::Runtime, 206usize),
+        ("cudaMalloc3DArray", crate::loader::Api::Runtime, 207usize),
+        ("cudaMallocArray", crate::loader::Api::Runtime, 208usize),
+        ("cudaMallocAsync", crate::loader::Api::Runtime, 209usize),
+        ("cudaMallocAsync_ptsz", crate::loader::Api::Runtime, 209usize),
+        ("cudaMallocFromPoolAsync", crate::loader::Api::Runtime, 210usize),
+        ("cudaMallocFromPoolAsync_ptsz", crate::loader::Api::Runtime, 210usize),
+        ("cudaMallocHost", crate::loader::Api::Runtime, 211usize),
+        ("cudaMallocManaged", crate::loader::Api::Runtime, 212usize),
+        ("cudaMallocMipmappedArray", crate::loader::Api::Runtime, 213usize),
+        ("cudaMallocPitch", crate::loader::Api::Runtime, 214usize),
+        ("cudaMemAdvise", crate::loader::Api::Runtime, 215usize),
+        ("cudaMemDiscardAndPrefetchBatchAsync", crate::loader::Api::Runtime, 216usize),
+        (
+            "cudaMemDiscardAndPrefetchBatchAsync_ptsz",
+            crate::loader::Api::Runtime,
+            216usize,
+        ),
+        ("cudaMemDiscardBatchAsync", crate::loader::Api::Runtime, 217usize),
+        ("cudaMemDiscardBatchAsync_ptsz", crate::loader::Api::Runtime, 217usize),
+        ("cudaMemGetDefaultMemPool", crate::loader::Api::Runtime, 218usize),
+        ("cudaMemGetInfo", crate::loader::Api::Runtime, 219usize),
+        ("cudaMemGetMemPool", crate::loader::Api::Runtime, 220usize),
+        ("cudaMemPoolCreate", crate::loader::Api::Runtime, 221usize),
+        ("cudaMemPoolDestroy", crate::loader::Api::Runtime, 222usize),
+        ("cudaMemPoolExportPointer", crate::loader::Api::Runtime, 223usize),
+        ("cudaMemPoolExportToShareableHandle", crate::loader::Api::Runtime, 224usize),
+        ("cudaMemPoolGetAccess", crate::loader::Api::Runtime, 225usize),
+        ("cudaMemPoolGetAttribute", crate::loader::Api::Runtime, 226usize),
+        ("cudaMemPoolImportFromShareableHandle", crate::loader::Api::Runtime, 227usize),
+        ("cudaMemPoolImportPointer", crate::loader::Api::Runtime, 228usize),
+        ("cudaMemPoolSetAccess", crate::loader::Api::Runtime, 229usize),
+        ("cudaMemPoolSetAttribute", crate::loader::Api::Runtime, 230usize),
+        ("cudaMemPoolTrimTo", crate::loader::Api::Runtime, 231usize),
+        ("cudaMemPrefetchAsync", crate::loader::Api::Runtime, 232usize),
+        ("cudaMemPrefetchAsync_ptsz", crate::loader::Api::Runtime, 232usize),
+        ("cudaMemPrefetchBatchAsync", crate::loader::Api::Runtime, 233usize),
+        ("cudaMemPrefetchBatchAsync_ptsz", crate::loader::Api::Runtime, 233usize),
+        ("cudaMemRangeGetAttribute", crate::loader::Api::Runtime, 234usize),
+        ("cudaMemRangeGetAttributes", crate::loader::Api::Runtime, 235usize),
+        ("cudaMemSetMemPool", crate::loader::Api::Runtime, 236usize),
+        ("cudaMemcpy", crate::loader::Api::Runtime, 262usize),
+        ("cudaMemcpy2D", crate::loader::Api::Runtime, 243usize),
+        ("cudaMemcpy2DArrayToArray", crate::loader::Api::Runtime, 237usize),
+        ("cudaMemcpy2DArrayToArray_ptds", crate::loader::Api::Runtime, 237usize),
+        ("cudaMemcpy2DAsync", crate::loader::Api::Runtime, 238usize),
+        ("cudaMemcpy2DAsync_ptsz", crate::loader::Api::Runtime, 238usize),
+        ("cudaMemcpy2DFromArray", crate::loader::Api::Runtime, 240usize),
+        ("cudaMemcpy2DFromArrayAsync", crate::loader::Api::Runtime, 239usize),
+        ("cudaMemcpy2DFromArrayAsync_ptsz", crate::loader::Api::Runtime, 239usize),
+        ("cudaMemcpy2DFromArray_ptds", crate::loader::Api::Runtime, 240usize),
+        ("cudaMemcpy2DToArray", crate::loader::Api::Runtime, 242usize),
+        ("cudaMemcpy2DToArrayAsync", crate::loader::Api::Runtime, 241usize),
+        ("cudaMemcpy2DToArrayAsync_ptsz", crate::loader::Api::Runtime, 241usize),
+        ("cudaMemcpy2DToArray_ptds", crate::loader::Api::Runtime, 242usize),
+        ("cudaMemcpy2D_ptds", crate::loader::Api::Runtime, 243usize),
+        ("cudaMemcpy3D", crate::loader::Api::Runtime, 248usize),
+        ("cudaMemcpy3DAsync", crate::loader::Api::Runtime, 244usize),
+        ("cudaMemcpy3DAsync_ptsz", crate::loader::Api::Runtime, 244usize),
+        ("cudaMemcpy3DBatchAsync", crate::loader::Api::Runtime, 245usize),
+        ("cudaMemcpy3DBatchAsync_ptsz", crate::loader::Api::Runtime, 245usize),
+        ("cudaMemcpy3DPeer", crate::loader::Api::Runtime, 247usize),
+        ("cudaMemcpy3DPeerAsync", crate::loader::Api::Runtime, 246usize),
+        ("cudaMemcpy3DPeerAsync_ptsz", crate::loader::Api::Runtime, 246usize),
+        ("cudaMemcpy3DPeer_ptds", crate::loader::Api::Runtime, 247usize),
+        ("cudaMemcpy3D_ptds", crate::loader::Api::Runtime, 248usize),
+        ("cudaMemcpyArrayToArray", crate::loader::Api::Runtime, 249usize),
+        ("cudaMemcpyArrayToArray_ptds", crate::loader::Api::Runtime, 249usize),
+        ("cudaMemcpyAsync", crate::loader::Api::Runtime, 250usize),
+        ("cudaMemcpyAsync_ptsz", crate::loader::Api::Runtime, 250usize),
+        ("cudaMemcpyBatchAsync", crate::loader::Api::Runtime, 251usize),
+        ("cudaMemcpyBatchAsync_ptsz", crate::loader::Api::Runtime, 251usize),
+        ("cudaMemcpyFromArray", crate::loader::Api::Runtime, 253usize),
+        ("cudaMemcpyFromArrayAsync", crate::loader::Api::Runtime, 252usize),
+        ("cudaMemcpyFromArrayAsync_ptsz", crate::loader::Api::Runtime, 252usize),
+        ("cudaMemcpyFromArray_ptds", crate::loader::Api::Runtime, 253usize),
+        ("cudaMemcpyFromSymbol", crate::loader::Api::Runtime, 255usize),
+        ("cudaMemcpyFromSymbolAsync", crate::loader::Api::Runtime, 254usize),
+        ("cudaMemcpyFromSymbolAsync_ptsz", crate::loader::Api::Runtime, 254usize),
+        ("cudaMemcpyFromSymbol_ptds", crate::loader::Api::Runtime, 255usize),
+        ("cudaMemcpyPeer", crate::loader::Api::Runtime, 256usize),
+        ("cudaMemcpyPeerAsync", crate::loader::Api::Runtime, 257usize),
+        ("cudaMemcpyToArray", crate::loader::Api::Runtime, 259usize),
+        ("cudaMemcpyToArrayAsync", crate::loader::Api::Runtime, 258usize),
+        ("cudaMemcpyToArrayAsync_ptsz", crate::loader::Api::Runtime, 258usize),
+        ("cudaMemcpyToArray_ptds", crate::loader::Api::Runtime, 259usize),
+        ("cudaMemcpyToSymbol", crate::loader::Api::Runtime, 261usize),
+        ("cudaMemcpyToSymbolAsync", crate::loader::Api::Runtime, 260usize),
+        ("cudaMemcpyToSymbolAsync_ptsz", crate::loader::Api::Runtime, 260usize),
+        ("cudaMemcpyToSymbol_ptds", crate::loader::Api::Runtime, 261usize),
+        ("cudaMemcpy_ptds", crate::loader::Api::Runtime, 262usize),
+        ("cudaMemset", crate::loader::Api::Runtime, 268usize),
+        ("cudaMemset2D", crate::loader::Api::Runtime, 264usize),
+        ("cudaMemset2DAsync", crate::loader::Api::Runtime, 263usize),
+        ("cudaMemset2DAsync_ptsz", crate::loader::Api::Runtime, 263usize),
+        ("cudaMemset2D_ptds", crate::loader::Api::Runtime, 264usize),
+        ("cudaMemset3D", crate::loader::Api::Runtime, 266usize),
+        ("cudaMemset3DAsync", crate::loader::Api::Runtime, 265usize),
+        ("cudaMemset3DAsync_ptsz", crate::loader::Api::Runtime, 265usize),
+        ("cudaMemset3D_ptds", crate::loader::Api::Runtime, 266usize),
+        ("cudaMemsetAsync", crate::loader::Api::Runtime, 267usize),
+        ("cudaMemsetAsync_ptsz", crate::loader::Api::Runtime, 267usize),
+        ("cudaMemset_ptds", crate::loader::Api::Runtime, 268usize),
+        (
+            "cudaMipmappedArrayGetMemoryRequirements",
+            crate::loader::Api::Runtime,
+            269usize,
+        ),
+        ("cudaMipmappedArrayGetSparseProperties", crate::loader::Api::Runtime, 270usize),
+        (
+            "cudaOccupancyAvailableDynamicSMemPerBlock",
+            crate::loader::Api::Runtime,
+            271usize,
+        ),
+        (
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+            crate::loader::Api::Runtime,
+            272usize,
+        ),
+        (
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            crate::loader::Api::Runtime,
+            273usize,
+        ),
+        ("cudaOccupancyMaxActiveClusters", crate::loader::Api::Runtime, 274usize),
+        ("cudaOccupancyMaxPotentialClusterSize", crate::loader::Api::Runtime, 275usize),
+        ("cudaPeekAtLastError", crate::loader::Api::Runtime, 276usize),
+        ("cudaPointerGetAttributes", crate::loader::Api::Runtime, 277usize),
+        ("cudaRuntimeGetVersion", crate::loader::Api::Runtime, 278usize),
+        ("cudaSetDevice", crate::loader::Api::Runtime, 279usize),
+        ("cudaSetDeviceFlags", crate::loader::Api::Runtime, 280usize),
+        ("cudaSetValidDevices", crate::loader::Api::Runtime, 281usize),
+        ("cudaSignalExternalSemaphoresAsync", crate::loader::Api::Runtime, 282usize),
+        (
+            "cudaSignalExternalSemaphoresAsync_ptsz",
+            crate::loader::Api::Runtime,
+            282usize,
+        ),
+        ("cudaStreamAddCallback", crate::loader::Api::Runtime, 283usize),
+        ("cudaStreamAddCallback_ptsz", crate::loader::Api::Runtime, 283usize),
+        ("cudaStreamAttachMemAsync", crate::loader::Api::Runtime, 284usize),
+        ("cudaStreamAttachMemAsync_ptsz", crate::loader::Api::Runtime, 284usize),
+        ("cudaStreamBeginCapture", crate::loader::Api::Runtime, 286usize),
+        ("cudaStreamBeginCaptureToGraph", crate::loader::Api::Runtime, 285usize),
+        ("cudaStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Runtime, 285usize),
+        ("cudaStreamBeginCapture_ptsz", crate::loader::Api::Runtime, 286usize),
+        ("cudaStreamCopyAttributes", crate::loader::Api::Runtime, 287usize),
+        ("cudaStreamCopyAttributes_ptsz", crate::loader::Api::Runtime, 287usize),
+        ("cudaStreamCreate", crate::loader::Api::Runtime, 288usize),
+        ("cudaStreamCreateWithFlags", crate::loader::Api::Runtime, 289usize),
+        ("cudaStreamCreateWithPriority", crate::loader::Api::Runtime, 290usize),
+        ("cudaStreamDestroy", crate::loader::Api::Runtime, 291usize),
+        ("cudaStreamEndCapture", crate::loader::Api::Runtime, 292usize),
+        ("cudaStreamEndCapture_ptsz", crate::loader::Api::Runtime, 292usize),
+        ("cudaStreamGetAttribute", crate::loader::Api::Runtime, 293usize),
+        ("cudaStreamGetAttribute_ptsz", crate::loader::Api::Runtime, 293usize),
+        ("cudaStreamGetCaptureInfo", crate::loader::Api::Runtime, 294usize),
+        ("cudaStreamGetCaptureInfo_ptsz", crate::loader::Api::Runtime, 294usize),
+        ("cudaStreamGetDevice", crate::loader::Api::Runtime, 295usize),
+        ("cudaStreamGetDevice_ptsz", crate::loader::Api::Runtime, 295usize),
+        ("cudaStreamGetFlags", crate::loader::Api::Runtime, 296usize),
+        ("cudaStreamGetFlags_ptsz", crate::loader::Api::Runtime, 296usize),
+        ("cudaStreamGetId", crate::loader::Api::Runtime, 297usize),
+        ("cudaStreamGetId_ptsz", crate::loader::Api::Runtime, 297usize),
+        ("cudaStreamGetPriority", crate::loader::Api::Runtime, 298usize),
+        ("cudaStreamGetPriority_ptsz", crate::loader::Api::Runtime, 298usize),
+        ("cudaStreamIsCapturing", crate::loader::Api::Runtime, 299usize),
+        ("cudaStreamIsCapturing_ptsz", crate::loader::Api::Runtime, 299usize),
+        ("cudaStreamQuery", crate::loader::Api::Runtime, 300usize),
+        ("cudaStreamQuery_ptsz", crate::loader::Api::Runtime, 300usize),
+        ("cudaStreamSetAttribute", crate::loader::Api::Runtime, 301usize),
+        ("cudaStreamSetAttribute_ptsz", crate::loader::Api::Runtime, 301usize),
+        ("cudaStreamSynchronize", crate::loader::Api::Runtime, 302usize),
+        ("cudaStreamSynchronize_ptsz", crate::loader::Api::Runtime, 302usize),
+        ("cudaStreamUpdateCaptureDependencies", crate::loader::Api::Runtime, 303usize),
+        (
+            "cudaStreamUpdateCaptureDependencies_ptsz",
+            crate::loader::Api::Runtime,
+            303usize,
+        ),
+        ("cudaStreamWaitEvent", crate::loader::Api::Runtime, 304usize),
+        ("cudaStreamWaitEvent_ptsz", crate::loader::Api::Runtime, 304usize),
+        ("cudaThreadExchangeStreamCaptureMode", crate::loader::Api::Runtime, 305usize),
+        ("cudaUserObjectCreate", crate::loader::Api::Runtime, 306usize),
+        ("cudaUserObjectRelease", crate::loader::Api::Runtime, 307usize),
+        ("cudaUserObjectRetain", crate::loader::Api::Runtime, 308usize),
+        ("cudaWaitExternalSemaphoresAsync", crate::loader::Api::Runtime, 309usize),
+        ("cudaWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Runtime, 309usize),
+    ];
+}
+/// The driver symbols the declarations link, defined by the crate: each calls through its loader slot.
+#[cfg(cuda_mem_sys_load_driver)]
+mod loaded_driver {
+    use super::*;
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArray3DCreate_v2(
+        pHandle: *mut CUarray,
+        pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
+    ) -> CUresult {
+        match crate::loader::driver_fn(0usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray,
+                        *const CUDA_ARRAY3D_DESCRIPTOR,
+                    ) -> CUresult,
+                >(__cms_loaded)(pHandle, pAllocateArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+        pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
+        hArray: CUarray,
+    ) -> CUresult {
+        match crate::loader::driver_fn(1usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_ARRAY3D_DESCRIPTOR,
+                        CUarray,
+                    ) -> CUresult,
+                >(__cms_loaded)(pArrayDescriptor, hArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayCreate_v2(
+        pHandle: *mut CUarray,
+        pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
+    ) -> CUresult {
+        match crate::loader::driver_fn(2usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray,
+                        *const CUDA_ARRAY_DESCRIPTOR,
+                    ) -> CUresult,
+                >(__cms_loaded)(pHandle, pAllocateArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayDestroy(hArray: CUarray) -> CUresult {
+        match crate::loader::driver_fn(3usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUarray) -> CUresult,
+                >(__cms_loaded)(hArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+        pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
+        hArray: CUarray,
+    ) -> CUresult {
+        match crate::loader::driver_fn(4usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUDA_ARRAY_DESCRIPTOR, CUarray) -> CUresult,
+                >(__cms_loaded)(pArrayDescriptor, hArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
+        memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
+        array: CUarray,
+        device: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(5usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
+                        CUarray,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(memoryRequirements, array, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayGetPlane(
+        pPlaneArray: *mut CUarray,
+        hArray: CUarray,
+        planeIdx: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(6usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray,
+                        CUarray,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pPlaneArray, hArray, planeIdx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuArrayGetSparseProperties(
+        sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
+        array: CUarray,
+    ) -> CUresult {
+        match crate::loader::driver_fn(7usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_ARRAY_SPARSE_PROPERTIES,
+                        CUarray,
+                    ) -> CUresult,
+                >(__cms_loaded)(sparseProperties, array)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessCheckpoint(
+        pid: ::core::ffi::c_int,
+        args: *mut CUcheckpointCheckpointArgs,
+    ) -> CUresult {
+        match crate::loader::driver_fn(8usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUcheckpointCheckpointArgs,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, args)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessGetRestoreThreadId(
+        pid: ::core::ffi::c_int,
+        tid: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(9usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, tid)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessGetState(
+        pid: ::core::ffi::c_int,
+        state: *mut CUprocessState,
+    ) -> CUresult {
+        match crate::loader::driver_fn(10usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUprocessState,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, state)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessLock(
+        pid: ::core::ffi::c_int,
+        args: *mut CUcheckpointLockArgs,
+    ) -> CUresult {
+        match crate::loader::driver_fn(11usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUcheckpointLockArgs,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, args)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessRestore(
+        pid: ::core::ffi::c_int,
+        args: *mut CUcheckpointRestoreArgs,
+    ) -> CUresult {
+        match crate::loader::driver_fn(12usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUcheckpointRestoreArgs,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, args)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCheckpointProcessUnlock(
+        pid: ::core::ffi::c_int,
+        args: *mut CUcheckpointUnlockArgs,
+    ) -> CUresult {
+        match crate::loader::driver_fn(13usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUcheckpointUnlockArgs,
+                    ) -> CUresult,
+                >(__cms_loaded)(pid, args)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCoredumpGetAttribute(
+        attrib: CUcoredumpSettings,
+        value: *mut ::core::ffi::c_void,
+        size: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(14usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcoredumpSettings,
+                        *mut ::core::ffi::c_void,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(attrib, value, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCoredumpGetAttributeGlobal(
+        attrib: CUcoredumpSettings,
+        value: *mut ::core::ffi::c_void,
+        size: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(15usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcoredumpSettings,
+                        *mut ::core::ffi::c_void,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(attrib, value, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCoredumpSetAttribute(
+        attrib: CUcoredumpSettings,
+        value: *mut ::core::ffi::c_void,
+        size: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(16usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcoredumpSettings,
+                        *mut ::core::ffi::c_void,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(attrib, value, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCoredumpSetAttributeGlobal(
+        attrib: CUcoredumpSettings,
+        value: *mut ::core::ffi::c_void,
+        size: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(17usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcoredumpSettings,
+                        *mut ::core::ffi::c_void,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(attrib, value, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxAttach(
+        pctx: *mut CUcontext,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(18usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUcontext, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(pctx, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxCreate_v4(
+        pctx: *mut CUcontext,
+        ctxCreateParams: *mut CUctxCreateParams,
+        flags: ::core::ffi::c_uint,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(19usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUcontext,
+                        *mut CUctxCreateParams,
+                        ::core::ffi::c_uint,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(pctx, ctxCreateParams, flags, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(20usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxDetach(ctx: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(21usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxDisablePeerAccess(peerContext: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(22usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(peerContext)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxEnablePeerAccess(
+        peerContext: CUcontext,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(23usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(peerContext, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxFromGreenCtx(
+        pContext: *mut CUcontext,
+        hCtx: CUgreenCtx,
+    ) -> CUresult {
+        match crate::loader::driver_fn(24usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUcontext, CUgreenCtx) -> CUresult,
+                >(__cms_loaded)(pContext, hCtx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetApiVersion(
+        ctx: CUcontext,
+        version: *mut ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(25usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext, *mut ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(ctx, version)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetCacheConfig(
+        pconfig: *mut CUfunc_cache,
+    ) -> CUresult {
+        match crate::loader::driver_fn(26usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUfunc_cache) -> CUresult,
+                >(__cms_loaded)(pconfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
+        match crate::loader::driver_fn(27usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUcontext) -> CUresult,
+                >(__cms_loaded)(pctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetDevResource(
+        hCtx: CUcontext,
+        resource: *mut CUdevResource,
+        type_: CUdevResourceType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(28usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcontext,
+                        *mut CUdevResource,
+                        CUdevResourceType,
+                    ) -> CUresult,
+                >(__cms_loaded)(hCtx, resource, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
+        match crate::loader::driver_fn(29usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdevice) -> CUresult,
+                >(__cms_loaded)(device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetDevice_v2(
+        device: *mut CUdevice,
+        ctx: CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(30usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdevice, CUcontext) -> CUresult,
+                >(__cms_loaded)(device, ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetExecAffinity(
+        pExecAffinity: *mut CUexecAffinityParam,
+        type_: CUexecAffinityType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(31usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUexecAffinityParam,
+                        CUexecAffinityType,
+                    ) -> CUresult,
+                >(__cms_loaded)(pExecAffinity, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetFlags(flags: *mut ::core::ffi::c_uint) -> CUresult {
+        match crate::loader::driver_fn(32usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetId(
+        ctx: CUcontext,
+        ctxId: *mut ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(33usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUcontext,
+                        *mut ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(ctx, ctxId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetLimit(
+        pvalue: *mut usize,
+        limit: CUlimit,
+    ) -> CUresult {
+        match crate::loader::driver_fn(34usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut usize, CUlimit) -> CUresult,
+                >(__cms_loaded)(pvalue, limit)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetSharedMemConfig(
+        pConfig: *mut CUsharedconfig,
+    ) -> CUresult {
+        match crate::loader::driver_fn(35usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUsharedconfig) -> CUresult,
+                >(__cms_loaded)(pConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxGetStreamPriorityRange(
+        leastPriority: *mut ::core::ffi::c_int,
+        greatestPriority: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(36usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(leastPriority, greatestPriority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
+        match crate::loader::driver_fn(37usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUcontext) -> CUresult,
+                >(__cms_loaded)(pctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(38usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxRecordEvent(
+        hCtx: CUcontext,
+        hEvent: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(39usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext, CUevent) -> CUresult,
+                >(__cms_loaded)(hCtx, hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxResetPersistingL2Cache() -> CUresult {
+        match crate::loader::driver_fn(40usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> CUresult,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSetCacheConfig(config: CUfunc_cache) -> CUresult {
+        match crate::loader::driver_fn(41usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunc_cache) -> CUresult,
+                >(__cms_loaded)(config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(42usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSetFlags(flags: ::core::ffi::c_uint) -> CUresult {
+        match crate::loader::driver_fn(43usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult {
+        match crate::loader::driver_fn(44usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUlimit, usize) -> CUresult,
+                >(__cms_loaded)(limit, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSetSharedMemConfig(
+        config: CUsharedconfig,
+    ) -> CUresult {
+        match crate::loader::driver_fn(45usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUsharedconfig) -> CUresult,
+                >(__cms_loaded)(config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
+        match crate::loader::driver_fn(46usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> CUresult,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult {
+        match crate::loader::driver_fn(47usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext) -> CUresult,
+                >(__cms_loaded)(ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuCtxWaitEvent(
+        hCtx: CUcontext,
+        hEvent: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(48usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUcontext, CUevent) -> CUresult,
+                >(__cms_loaded)(hCtx, hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDestroyExternalMemory(
+        extMem: CUexternalMemory,
+    ) -> CUresult {
+        match crate::loader::driver_fn(49usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUexternalMemory) -> CUresult,
+                >(__cms_loaded)(extMem)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDestroyExternalSemaphore(
+        extSem: CUexternalSemaphore,
+    ) -> CUresult {
+        match crate::loader::driver_fn(50usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUexternalSemaphore) -> CUresult,
+                >(__cms_loaded)(extSem)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevResourceGenerateDesc(
+        phDesc: *mut CUdevResourceDesc,
+        resources: *mut CUdevResource,
+        nbResources: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(51usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdevResourceDesc,
+                        *mut CUdevResource,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(phDesc, resources, nbResources)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevSmResourceSplitByCount(
+        result: *mut CUdevResource,
+        nbGroups: *mut ::core::ffi::c_uint,
+        input: *const CUdevResource,
+        remaining: *mut CUdevResource,
+        useFlags: ::core::ffi::c_uint,
+        minCount: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(52usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdevResource,
+                        *mut ::core::ffi::c_uint,
+                        *const CUdevResource,
+                        *mut CUdevResource,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(result, nbGroups, input, remaining, useFlags, minCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+        canAccessPeer: *mut ::core::ffi::c_int,
+        dev: CUdevice,
+        peerDev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(53usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUdevice,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(canAccessPeer, dev, peerDev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceComputeCapability(
+        major: *mut ::core::ffi::c_int,
+        minor: *mut ::core::ffi::c_int,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(54usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(major, minor, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGet(
+        device: *mut CUdevice,
+        ordinal: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(55usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdevice, ::core::ffi::c_int) -> CUresult,
+                >(__cms_loaded)(device, ordinal)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetAttribute(
+        pi: *mut ::core::ffi::c_int,
+        attrib: CUdevice_attribute,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(56usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUdevice_attribute,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(pi, attrib, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetByPCIBusId(
+        dev: *mut CUdevice,
+        pciBusId: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(57usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdevice,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(dev, pciBusId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetCount(
+        count: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(58usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> CUresult,
+                >(__cms_loaded)(count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
+        pool_out: *mut CUmemoryPool,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(59usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> CUresult,
+                >(__cms_loaded)(pool_out, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetDevResource(
+        device: CUdevice,
+        resource: *mut CUdevResource,
+        type_: CUdevResourceType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(60usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdevice,
+                        *mut CUdevResource,
+                        CUdevResourceType,
+                    ) -> CUresult,
+                >(__cms_loaded)(device, resource, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetExecAffinitySupport(
+        pi: *mut ::core::ffi::c_int,
+        type_: CUexecAffinityType,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(61usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUexecAffinityType,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(pi, type_, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetGraphMemAttribute(
+        device: CUdevice,
+        attr: CUgraphMem_attribute,
+        value: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(62usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdevice,
+                        CUgraphMem_attribute,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(device, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetHostAtomicCapabilities(
+        capabilities: *mut ::core::ffi::c_uint,
+        operations: *const CUatomicOperation,
+        count: ::core::ffi::c_uint,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(63usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *const CUatomicOperation,
+                        ::core::ffi::c_uint,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(capabilities, operations, count, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetLuid(
+        luid: *mut ::core::ffi::c_char,
+        deviceNodeMask: *mut ::core::ffi::c_uint,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(64usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_char,
+                        *mut ::core::ffi::c_uint,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(luid, deviceNodeMask, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetMemPool(
+        pool: *mut CUmemoryPool,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(65usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> CUresult,
+                >(__cms_loaded)(pool, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetName(
+        name: *mut ::core::ffi::c_char,
+        len: ::core::ffi::c_int,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(66usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_char,
+                        ::core::ffi::c_int,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(name, len, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetNvSciSyncAttributes(
+        nvSciSyncAttrList: *mut ::core::ffi::c_void,
+        dev: CUdevice,
+        flags: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(67usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUdevice,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(nvSciSyncAttrList, dev, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetP2PAtomicCapabilities(
+        capabilities: *mut ::core::ffi::c_uint,
+        operations: *const CUatomicOperation,
+        count: ::core::ffi::c_uint,
+        srcDevice: CUdevice,
+        dstDevice: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(68usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *const CUatomicOperation,
+                        ::core::ffi::c_uint,
+                        CUdevice,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(capabilities, operations, count, srcDevice, dstDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
+        value: *mut ::core::ffi::c_int,
+        attrib: CUdevice_P2PAttribute,
+        srcDevice: CUdevice,
+        dstDevice: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(69usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUdevice_P2PAttribute,
+                        CUdevice,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(value, attrib, srcDevice, dstDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetPCIBusId(
+        pciBusId: *mut ::core::ffi::c_char,
+        len: ::core::ffi::c_int,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(70usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_char,
+                        ::core::ffi::c_int,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(pciBusId, len, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetProperties(
+        prop: *mut CUdevprop,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(71usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdevprop, CUdevice) -> CUresult,
+                >(__cms_loaded)(prop, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
+        maxWidthInElements: *mut usize,
+        format: CUarray_format,
+        numChannels: ::core::ffi::c_uint,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(72usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        CUarray_format,
+                        ::core::ffi::c_uint,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(maxWidthInElements, format, numChannels, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGetUuid_v2(
+        uuid: *mut CUuuid,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(73usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUuuid, CUdevice) -> CUresult,
+                >(__cms_loaded)(uuid, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceGraphMemTrim(device: CUdevice) -> CUresult {
+        match crate::loader::driver_fn(74usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice) -> CUresult,
+                >(__cms_loaded)(device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
+        dev: CUdevice,
+        flags: *mut ::core::ffi::c_uint,
+        active: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(75usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdevice,
+                        *mut ::core::ffi::c_uint,
+                        *mut ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(dev, flags, active)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult {
+        match crate::loader::driver_fn(76usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice) -> CUresult,
+                >(__cms_loaded)(dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult {
+        match crate::loader::driver_fn(77usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice) -> CUresult,
+                >(__cms_loaded)(dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
+        pctx: *mut CUcontext,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(78usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
+                >(__cms_loaded)(pctx, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(
+        dev: CUdevice,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(79usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(dev, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceRegisterAsyncNotification(
+        device: CUdevice,
+        callbackFunc: CUasyncCallback,
+        userData: *mut ::core::ffi::c_void,
+        callback: *mut CUasyncCallbackHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(80usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdevice,
+                        CUasyncCallback,
+                        *mut ::core::ffi::c_void,
+                        *mut CUasyncCallbackHandle,
+                    ) -> CUresult,
+                >(__cms_loaded)(device, callbackFunc, userData, callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceSetGraphMemAttribute(
+        device: CUdevice,
+        attr: CUgraphMem_attribute,
+        value: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(81usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdevice,
+                        CUgraphMem_attribute,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(device, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceSetMemPool(
+        dev: CUdevice,
+        pool: CUmemoryPool,
+    ) -> CUresult {
+        match crate::loader::driver_fn(82usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice, CUmemoryPool) -> CUresult,
+                >(__cms_loaded)(dev, pool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceTotalMem_v2(
+        bytes: *mut usize,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(83usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut usize, CUdevice) -> CUresult,
+                >(__cms_loaded)(bytes, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDeviceUnregisterAsyncNotification(
+        device: CUdevice,
+        callback: CUasyncCallbackHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(84usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdevice, CUasyncCallbackHandle) -> CUresult,
+                >(__cms_loaded)(device, callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuDriverGetVersion(
+        driverVersion: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(85usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> CUresult,
+                >(__cms_loaded)(driverVersion)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventCreate(
+        phEvent: *mut CUevent,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(86usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUevent, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(phEvent, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult {
+        match crate::loader::driver_fn(87usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUevent) -> CUresult,
+                >(__cms_loaded)(hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventElapsedTime_v2(
+        pMilliseconds: *mut f32,
+        hStart: CUevent,
+        hEnd: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(88usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut f32, CUevent, CUevent) -> CUresult,
+                >(__cms_loaded)(pMilliseconds, hStart, hEnd)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
+        match crate::loader::driver_fn(89usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUevent) -> CUresult,
+                >(__cms_loaded)(hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
+        hEvent: CUevent,
+        hStream: CUstream,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(90usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUevent,
+                        CUstream,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hEvent, hStream, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventRecord_ptsz(
+        hEvent: CUevent,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(91usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUevent, CUstream) -> CUresult,
+                >(__cms_loaded)(hEvent, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
+        match crate::loader::driver_fn(92usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUevent) -> CUresult,
+                >(__cms_loaded)(hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuExternalMemoryGetMappedBuffer(
+        devPtr: *mut CUdeviceptr,
+        extMem: CUexternalMemory,
+        bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(93usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        CUexternalMemory,
+                        *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(devPtr, extMem, bufferDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
+        mipmap: *mut CUmipmappedArray,
+        extMem: CUexternalMemory,
+        mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(94usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmipmappedArray,
+                        CUexternalMemory,
+                        *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(mipmap, extMem, mipmapDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFlushGPUDirectRDMAWrites(
+        target: CUflushGPUDirectRDMAWritesTarget,
+        scope: CUflushGPUDirectRDMAWritesScope,
+    ) -> CUresult {
+        match crate::loader::driver_fn(95usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUflushGPUDirectRDMAWritesTarget,
+                        CUflushGPUDirectRDMAWritesScope,
+                    ) -> CUresult,
+                >(__cms_loaded)(target, scope)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncGetAttribute(
+        pi: *mut ::core::ffi::c_int,
+        attrib: CUfunction_attribute,
+        hfunc: CUfunction,
+    ) -> CUresult {
+        match crate::loader::driver_fn(96usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction_attribute,
+                        CUfunction,
+                    ) -> CUresult,
+                >(__cms_loaded)(pi, attrib, hfunc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncGetModule(
+        hmod: *mut CUmodule,
+        hfunc: CUfunction,
+    ) -> CUresult {
+        match crate::loader::driver_fn(97usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmodule, CUfunction) -> CUresult,
+                >(__cms_loaded)(hmod, hfunc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncGetName(
+        name: *mut *const ::core::ffi::c_char,
+        hfunc: CUfunction,
+    ) -> CUresult {
+        match crate::loader::driver_fn(98usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *const ::core::ffi::c_char,
+                        CUfunction,
+                    ) -> CUresult,
+                >(__cms_loaded)(name, hfunc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncGetParamInfo(
+        func: CUfunction,
+        paramIndex: usize,
+        paramOffset: *mut usize,
+        paramSize: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(99usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        usize,
+                        *mut usize,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(func, paramIndex, paramOffset, paramSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncIsLoaded(
+        state: *mut CUfunctionLoadingState,
+        function: CUfunction,
+    ) -> CUresult {
+        match crate::loader::driver_fn(100usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUfunctionLoadingState,
+                        CUfunction,
+                    ) -> CUresult,
+                >(__cms_loaded)(state, function)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncLoad(function: CUfunction) -> CUresult {
+        match crate::loader::driver_fn(101usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction) -> CUresult,
+                >(__cms_loaded)(function)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncSetAttribute(
+        hfunc: CUfunction,
+        attrib: CUfunction_attribute,
+        value: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(102usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        CUfunction_attribute,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, attrib, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncSetBlockShape(
+        hfunc: CUfunction,
+        x: ::core::ffi::c_int,
+        y: ::core::ffi::c_int,
+        z: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(103usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, x, y, z)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncSetCacheConfig(
+        hfunc: CUfunction,
+        config: CUfunc_cache,
+    ) -> CUresult {
+        match crate::loader::driver_fn(104usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction, CUfunc_cache) -> CUresult,
+                >(__cms_loaded)(hfunc, config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncSetSharedMemConfig(
+        hfunc: CUfunction,
+        config: CUsharedconfig,
+    ) -> CUresult {
+        match crate::loader::driver_fn(105usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction, CUsharedconfig) -> CUresult,
+                >(__cms_loaded)(hfunc, config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuFuncSetSharedSize(
+        hfunc: CUfunction,
+        bytes: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(106usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(hfunc, bytes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGetErrorName(
+        error: CUresult,
+        pStr: *mut *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(107usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUresult,
+                        *mut *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(error, pStr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGetErrorString(
+        error: CUresult,
+        pStr: *mut *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(108usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUresult,
+                        *mut *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(error, pStr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGetExportTable(
+        ppExportTable: *mut *const ::core::ffi::c_void,
+        pExportTableId: *const CUuuid,
+    ) -> CUresult {
+        match crate::loader::driver_fn(109usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *const ::core::ffi::c_void,
+                        *const CUuuid,
+                    ) -> CUresult,
+                >(__cms_loaded)(ppExportTable, pExportTableId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGetProcAddress_v2(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        driverVersion: ::core::ffi::c_int,
+        flags: cuuint64_t,
+        symbolStatus: *mut CUdriverProcAddressQueryResult,
+    ) -> CUresult {
+        match crate::loader::driver_fn(110usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_char,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        cuuint64_t,
+                        *mut CUdriverProcAddressQueryResult,
+                    ) -> CUresult,
+                >(__cms_loaded)(symbol, funcPtr, driverVersion, flags, symbolStatus)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddBatchMemOpNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(111usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddChildGraphNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        childGraph: CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(112usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        CUgraph,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, childGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddDependencies_v2(
+        hGraph: CUgraph,
+        from: *const CUgraphNode,
+        to: *const CUgraphNode,
+        edgeData: *const CUgraphEdgeData,
+        numDependencies: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(113usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *const CUgraphNode,
+                        *const CUgraphNode,
+                        *const CUgraphEdgeData,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, from, to, edgeData, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddEmptyNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(114usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(phGraphNode, hGraph, dependencies, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(115usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        CUevent,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(116usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        CUevent,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddExternalSemaphoresSignalNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(117usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddExternalSemaphoresWaitNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(118usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddHostNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_HOST_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(119usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_HOST_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(120usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_KERNEL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddMemAllocNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(121usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        dptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(122usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(phGraphNode, hGraph, dependencies, numDependencies, dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddMemcpyNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        copyParams: *const CUDA_MEMCPY3D,
+        ctx: CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(123usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_MEMCPY3D,
+                        CUcontext,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddMemsetNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
+        ctx: CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(124usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_MEMSET_NODE_PARAMS,
+                        CUcontext,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphAddNode_v2(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult {
+        match crate::loader::driver_fn(125usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        *const CUgraphEdgeData,
+                        usize,
+                        *mut CUgraphNodeParams,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    phGraphNode,
+                    hGraph,
+                    dependencies,
+                    dependencyData,
+                    numDependencies,
+                    nodeParams,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphBatchMemOpNodeGetParams(
+        hNode: CUgraphNode,
+        nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(126usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphBatchMemOpNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(127usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
+        hNode: CUgraphNode,
+        phGraph: *mut CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(128usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult,
+                >(__cms_loaded)(hNode, phGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphClone(
+        phGraphClone: *mut CUgraph,
+        originalGraph: CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(129usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUgraph, CUgraph) -> CUresult,
+                >(__cms_loaded)(phGraphClone, originalGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
+        pHandle_out: *mut CUgraphConditionalHandle,
+        hGraph: CUgraph,
+        ctx: CUcontext,
+        defaultLaunchValue: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(130usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphConditionalHandle,
+                        CUgraph,
+                        CUcontext,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pHandle_out, hGraph, ctx, defaultLaunchValue, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphCreate(
+        phGraph: *mut CUgraph,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(131usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUgraph, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(phGraph, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphDebugDotPrint(
+        hGraph: CUgraph,
+        path: *const ::core::ffi::c_char,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(132usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, path, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
+        match crate::loader::driver_fn(133usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraph) -> CUresult,
+                >(__cms_loaded)(hGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphDestroyNode(hNode: CUgraphNode) -> CUresult {
+        match crate::loader::driver_fn(134usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode) -> CUresult,
+                >(__cms_loaded)(hNode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
+        hNode: CUgraphNode,
+        event_out: *mut CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(135usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult,
+                >(__cms_loaded)(hNode, event_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphEventRecordNodeSetEvent(
+        hNode: CUgraphNode,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(136usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, CUevent) -> CUresult,
+                >(__cms_loaded)(hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
+        hNode: CUgraphNode,
+        event_out: *mut CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(137usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult,
+                >(__cms_loaded)(hNode, event_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphEventWaitNodeSetEvent(
+        hNode: CUgraphNode,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(138usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, CUevent) -> CUresult,
+                >(__cms_loaded)(hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecBatchMemOpNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(139usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        childGraph: CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(140usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUgraph) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, childGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
+        match crate::loader::driver_fn(141usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec) -> CUresult,
+                >(__cms_loaded)(hGraphExec)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecEventRecordNodeSetEvent(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(142usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecEventWaitNodeSetEvent(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(143usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecExternalSemaphoresSignalNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(144usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(145usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecGetFlags(
+        hGraphExec: CUgraphExec,
+        flags: *mut cuuint64_t,
+    ) -> CUresult {
+        match crate::loader::driver_fn(146usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, *mut cuuint64_t) -> CUresult,
+                >(__cms_loaded)(hGraphExec, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecHostNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_HOST_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(147usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_HOST_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(148usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_KERNEL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        copyParams: *const CUDA_MEMCPY3D,
+        ctx: CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(149usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_MEMCPY3D,
+                        CUcontext,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, copyParams, ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecMemsetNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
+        ctx: CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(150usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_MEMSET_NODE_PARAMS,
+                        CUcontext,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, memsetParams, ctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult {
+        match crate::loader::driver_fn(151usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *mut CUgraphNodeParams,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExecUpdate_v2(
+        hGraphExec: CUgraphExec,
+        hGraph: CUgraph,
+        resultInfo: *mut CUgraphExecUpdateResultInfo,
+    ) -> CUresult {
+        match crate::loader::driver_fn(152usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraph,
+                        *mut CUgraphExecUpdateResultInfo,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hGraph, resultInfo)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeGetParams(
+        hNode: CUgraphNode,
+        params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(153usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(154usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeGetParams(
+        hNode: CUgraphNode,
+        params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(155usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(156usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphGetEdges_v2(
+        hGraph: CUgraph,
+        from: *mut CUgraphNode,
+        to: *mut CUgraphNode,
+        edgeData: *mut CUgraphEdgeData,
+        numEdges: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(157usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *mut CUgraphNode,
+                        *mut CUgraphNode,
+                        *mut CUgraphEdgeData,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, from, to, edgeData, numEdges)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphGetNodes(
+        hGraph: CUgraph,
+        nodes: *mut CUgraphNode,
+        numNodes: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(158usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *mut CUgraphNode,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, nodes, numNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphGetRootNodes(
+        hGraph: CUgraph,
+        rootNodes: *mut CUgraphNode,
+        numRootNodes: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(159usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *mut CUgraphNode,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, rootNodes, numRootNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphHostNodeGetParams(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUDA_HOST_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(160usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_HOST_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphHostNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_HOST_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(161usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_HOST_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(162usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphExec,
+                        CUgraph,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(phGraphExec, hGraph, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphInstantiateWithParams_ptsz(
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(163usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphExec,
+                        CUgraph,
+                        *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(phGraphExec, hGraph, instantiateParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphKernelNodeCopyAttributes(
+        dst: CUgraphNode,
+        src: CUgraphNode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(164usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, CUgraphNode) -> CUresult,
+                >(__cms_loaded)(dst, src)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
+        hNode: CUgraphNode,
+        attr: CUkernelNodeAttrID,
+        value_out: *mut CUkernelNodeAttrValue,
+    ) -> CUresult {
+        match crate::loader::driver_fn(165usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        CUkernelNodeAttrID,
+                        *mut CUkernelNodeAttrValue,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, attr, value_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphKernelNodeGetParams_v2(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(166usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_KERNEL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
+        hNode: CUgraphNode,
+        attr: CUkernelNodeAttrID,
+        value: *const CUkernelNodeAttrValue,
+    ) -> CUresult {
+        match crate::loader::driver_fn(167usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        CUkernelNodeAttrID,
+                        *const CUkernelNodeAttrValue,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(168usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_KERNEL_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphLaunch_ptsz(
+        hGraphExec: CUgraphExec,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(169usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, CUstream) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemAllocNodeGetParams(
+        hNode: CUgraphNode,
+        params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(170usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+        hNode: CUgraphNode,
+        dptr_out: *mut CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(171usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult,
+                >(__cms_loaded)(hNode, dptr_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemcpyNodeGetParams(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUDA_MEMCPY3D,
+    ) -> CUresult {
+        match crate::loader::driver_fn(172usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMCPY3D) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemcpyNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_MEMCPY3D,
+    ) -> CUresult {
+        match crate::loader::driver_fn(173usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *const CUDA_MEMCPY3D) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemsetNodeGetParams(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUDA_MEMSET_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(174usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_MEMSET_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphMemsetNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_MEMSET_NODE_PARAMS,
+    ) -> CUresult {
+        match crate::loader::driver_fn(175usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_MEMSET_NODE_PARAMS,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeFindInClone(
+        phNode: *mut CUgraphNode,
+        hOriginalNode: CUgraphNode,
+        hClonedGraph: CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(176usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraphNode,
+                        CUgraph,
+                    ) -> CUresult,
+                >(__cms_loaded)(phNode, hOriginalNode, hClonedGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
+        hNode: CUgraphNode,
+        dependencies: *mut CUgraphNode,
+        edgeData: *mut CUgraphEdgeData,
+        numDependencies: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(177usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUgraphNode,
+                        *mut CUgraphEdgeData,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, dependencies, edgeData, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
+        hNode: CUgraphNode,
+        dependentNodes: *mut CUgraphNode,
+        edgeData: *mut CUgraphEdgeData,
+        numDependentNodes: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(178usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUgraphNode,
+                        *mut CUgraphEdgeData,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hNode, dependentNodes, edgeData, numDependentNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeGetEnabled(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        isEnabled: *mut ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(179usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *mut ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeGetType(
+        hNode: CUgraphNode,
+        type_: *mut CUgraphNodeType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(180usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUgraphNodeType) -> CUresult,
+                >(__cms_loaded)(hNode, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeSetEnabled(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        isEnabled: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(181usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphNodeSetParams(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult {
+        match crate::loader::driver_fn(182usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphNode, *mut CUgraphNodeParams) -> CUresult,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphReleaseUserObject(
+        graph: CUgraph,
+        object: CUuserObject,
+        count: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(183usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        CUuserObject,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(graph, object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
+        hGraph: CUgraph,
+        from: *const CUgraphNode,
+        to: *const CUgraphNode,
+        edgeData: *const CUgraphEdgeData,
+        numDependencies: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(184usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        *const CUgraphNode,
+                        *const CUgraphNode,
+                        *const CUgraphEdgeData,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hGraph, from, to, edgeData, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphRetainUserObject(
+        graph: CUgraph,
+        object: CUuserObject,
+        count: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(185usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraph,
+                        CUuserObject,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(graph, object, count, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphUpload_ptsz(
+        hGraphExec: CUgraphExec,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(186usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphExec, CUstream) -> CUresult,
+                >(__cms_loaded)(hGraphExec, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsMapResources_ptsz(
+        count: ::core::ffi::c_uint,
+        resources: *mut CUgraphicsResource,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(187usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_uint,
+                        *mut CUgraphicsResource,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(count, resources, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsResourceGetMappedMipmappedArray(
+        pMipmappedArray: *mut CUmipmappedArray,
+        resource: CUgraphicsResource,
+    ) -> CUresult {
+        match crate::loader::driver_fn(188usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmipmappedArray,
+                        CUgraphicsResource,
+                    ) -> CUresult,
+                >(__cms_loaded)(pMipmappedArray, resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
+        pDevPtr: *mut CUdeviceptr,
+        pSize: *mut usize,
+        resource: CUgraphicsResource,
+    ) -> CUresult {
+        match crate::loader::driver_fn(189usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        CUgraphicsResource,
+                    ) -> CUresult,
+                >(__cms_loaded)(pDevPtr, pSize, resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsResourceSetMapFlags_v2(
+        resource: CUgraphicsResource,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(190usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgraphicsResource,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(resource, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsSubResourceGetMappedArray(
+        pArray: *mut CUarray,
+        resource: CUgraphicsResource,
+        arrayIndex: ::core::ffi::c_uint,
+        mipLevel: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(191usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray,
+                        CUgraphicsResource,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pArray, resource, arrayIndex, mipLevel)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsUnmapResources_ptsz(
+        count: ::core::ffi::c_uint,
+        resources: *mut CUgraphicsResource,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(192usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_uint,
+                        *mut CUgraphicsResource,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(count, resources, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGraphicsUnregisterResource(
+        resource: CUgraphicsResource,
+    ) -> CUresult {
+        match crate::loader::driver_fn(193usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgraphicsResource) -> CUresult,
+                >(__cms_loaded)(resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxCreate(
+        phCtx: *mut CUgreenCtx,
+        desc: CUdevResourceDesc,
+        dev: CUdevice,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(194usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUgreenCtx,
+                        CUdevResourceDesc,
+                        CUdevice,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(phCtx, desc, dev, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxDestroy(hCtx: CUgreenCtx) -> CUresult {
+        match crate::loader::driver_fn(195usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgreenCtx) -> CUresult,
+                >(__cms_loaded)(hCtx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxGetDevResource(
+        hCtx: CUgreenCtx,
+        resource: *mut CUdevResource,
+        type_: CUdevResourceType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(196usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgreenCtx,
+                        *mut CUdevResource,
+                        CUdevResourceType,
+                    ) -> CUresult,
+                >(__cms_loaded)(hCtx, resource, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxGetId(
+        greenCtx: CUgreenCtx,
+        greenCtxId: *mut ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(197usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUgreenCtx,
+                        *mut ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(greenCtx, greenCtxId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxRecordEvent(
+        hCtx: CUgreenCtx,
+        hEvent: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(198usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgreenCtx, CUevent) -> CUresult,
+                >(__cms_loaded)(hCtx, hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxStreamCreate(
+        phStream: *mut CUstream,
+        greenCtx: CUgreenCtx,
+        flags: ::core::ffi::c_uint,
+        priority: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(199usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUstream,
+                        CUgreenCtx,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(phStream, greenCtx, flags, priority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuGreenCtxWaitEvent(
+        hCtx: CUgreenCtx,
+        hEvent: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(200usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUgreenCtx, CUevent) -> CUresult,
+                >(__cms_loaded)(hCtx, hEvent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuImportExternalMemory(
+        extMem_out: *mut CUexternalMemory,
+        memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(201usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUexternalMemory,
+                        *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(extMem_out, memHandleDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuImportExternalSemaphore(
+        extSem_out: *mut CUexternalSemaphore,
+        semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(202usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUexternalSemaphore,
+                        *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(extSem_out, semHandleDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuInit(Flags: ::core::ffi::c_uint) -> CUresult {
+        match crate::loader::driver_fn(203usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
+        match crate::loader::driver_fn(204usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr) -> CUresult,
+                >(__cms_loaded)(dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuIpcGetEventHandle(
+        pHandle: *mut CUipcEventHandle,
+        event: CUevent,
+    ) -> CUresult {
+        match crate::loader::driver_fn(205usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUipcEventHandle, CUevent) -> CUresult,
+                >(__cms_loaded)(pHandle, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuIpcGetMemHandle(
+        pHandle: *mut CUipcMemHandle,
+        dptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(206usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUipcMemHandle, CUdeviceptr) -> CUresult,
+                >(__cms_loaded)(pHandle, dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuIpcOpenEventHandle(
+        phEvent: *mut CUevent,
+        handle: CUipcEventHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(207usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUevent, CUipcEventHandle) -> CUresult,
+                >(__cms_loaded)(phEvent, handle)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
+        pdptr: *mut CUdeviceptr,
+        handle: CUipcMemHandle,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(208usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        CUipcMemHandle,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pdptr, handle, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelGetAttribute(
+        pi: *mut ::core::ffi::c_int,
+        attrib: CUfunction_attribute,
+        kernel: CUkernel,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(209usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction_attribute,
+                        CUkernel,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(pi, attrib, kernel, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelGetFunction(
+        pFunc: *mut CUfunction,
+        kernel: CUkernel,
+    ) -> CUresult {
+        match crate::loader::driver_fn(210usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUfunction, CUkernel) -> CUresult,
+                >(__cms_loaded)(pFunc, kernel)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelGetLibrary(
+        pLib: *mut CUlibrary,
+        kernel: CUkernel,
+    ) -> CUresult {
+        match crate::loader::driver_fn(211usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUlibrary, CUkernel) -> CUresult,
+                >(__cms_loaded)(pLib, kernel)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelGetName(
+        name: *mut *const ::core::ffi::c_char,
+        hfunc: CUkernel,
+    ) -> CUresult {
+        match crate::loader::driver_fn(212usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *const ::core::ffi::c_char,
+                        CUkernel,
+                    ) -> CUresult,
+                >(__cms_loaded)(name, hfunc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelGetParamInfo(
+        kernel: CUkernel,
+        paramIndex: usize,
+        paramOffset: *mut usize,
+        paramSize: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(213usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUkernel,
+                        usize,
+                        *mut usize,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(kernel, paramIndex, paramOffset, paramSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelSetAttribute(
+        attrib: CUfunction_attribute,
+        val: ::core::ffi::c_int,
+        kernel: CUkernel,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(214usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction_attribute,
+                        ::core::ffi::c_int,
+                        CUkernel,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(attrib, val, kernel, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuKernelSetCacheConfig(
+        kernel: CUkernel,
+        config: CUfunc_cache,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(215usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUkernel, CUfunc_cache, CUdevice) -> CUresult,
+                >(__cms_loaded)(kernel, config, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunch(f: CUfunction) -> CUresult {
+        match crate::loader::driver_fn(216usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction) -> CUresult,
+                >(__cms_loaded)(f)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
+        launchParamsList: *mut CUDA_LAUNCH_PARAMS,
+        numDevices: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(217usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_LAUNCH_PARAMS,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(launchParamsList, numDevices, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
+        f: CUfunction,
+        gridDimX: ::core::ffi::c_uint,
+        gridDimY: ::core::ffi::c_uint,
+        gridDimZ: ::core::ffi::c_uint,
+        blockDimX: ::core::ffi::c_uint,
+        blockDimY: ::core::ffi::c_uint,
+        blockDimZ: ::core::ffi::c_uint,
+        sharedMemBytes: ::core::ffi::c_uint,
+        hStream: CUstream,
+        kernelParams: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(218usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    f,
+                    gridDimX,
+                    gridDimY,
+                    gridDimZ,
+                    blockDimX,
+                    blockDimY,
+                    blockDimZ,
+                    sharedMemBytes,
+                    hStream,
+                    kernelParams,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchGrid(
+        f: CUfunction,
+        grid_width: ::core::ffi::c_int,
+        grid_height: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(219usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(f, grid_width, grid_height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchGridAsync(
+        f: CUfunction,
+        grid_width: ::core::ffi::c_int,
+        grid_height: ::core::ffi::c_int,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(220usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(f, grid_width, grid_height, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
+        hStream: CUstream,
+        fn_: CUhostFn,
+        userData: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(221usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUhostFn,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, fn_, userData)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
+        config: *const CUlaunchConfig,
+        f: CUfunction,
+        kernelParams: *mut *mut ::core::ffi::c_void,
+        extra: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(222usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const CUlaunchConfig,
+                        CUfunction,
+                        *mut *mut ::core::ffi::c_void,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(config, f, kernelParams, extra)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLaunchKernel_ptsz(
+        f: CUfunction,
+        gridDimX: ::core::ffi::c_uint,
+        gridDimY: ::core::ffi::c_uint,
+        gridDimZ: ::core::ffi::c_uint,
+        blockDimX: ::core::ffi::c_uint,
+        blockDimY: ::core::ffi::c_uint,
+        blockDimZ: ::core::ffi::c_uint,
+        sharedMemBytes: ::core::ffi::c_uint,
+        hStream: CUstream,
+        kernelParams: *mut *mut ::core::ffi::c_void,
+        extra: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(223usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                        *mut *mut ::core::ffi::c_void,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    f,
+                    gridDimX,
+                    gridDimY,
+                    gridDimZ,
+                    blockDimX,
+                    blockDimY,
+                    blockDimZ,
+                    sharedMemBytes,
+                    hStream,
+                    kernelParams,
+                    extra,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryEnumerateKernels(
+        kernels: *mut CUkernel,
+        numKernels: ::core::ffi::c_uint,
+        lib: CUlibrary,
+    ) -> CUresult {
+        match crate::loader::driver_fn(224usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUkernel,
+                        ::core::ffi::c_uint,
+                        CUlibrary,
+                    ) -> CUresult,
+                >(__cms_loaded)(kernels, numKernels, lib)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetGlobal(
+        dptr: *mut CUdeviceptr,
+        bytes: *mut usize,
+        library: CUlibrary,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(225usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        CUlibrary,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, bytes, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetKernel(
+        pKernel: *mut CUkernel,
+        library: CUlibrary,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(226usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUkernel,
+                        CUlibrary,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(pKernel, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetKernelCount(
+        count: *mut ::core::ffi::c_uint,
+        lib: CUlibrary,
+    ) -> CUresult {
+        match crate::loader::driver_fn(227usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUlibrary) -> CUresult,
+                >(__cms_loaded)(count, lib)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetManaged(
+        dptr: *mut CUdeviceptr,
+        bytes: *mut usize,
+        library: CUlibrary,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(228usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        CUlibrary,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, bytes, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetModule(
+        pMod: *mut CUmodule,
+        library: CUlibrary,
+    ) -> CUresult {
+        match crate::loader::driver_fn(229usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmodule, CUlibrary) -> CUresult,
+                >(__cms_loaded)(pMod, library)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryGetUnifiedFunction(
+        fptr: *mut *mut ::core::ffi::c_void,
+        library: CUlibrary,
+        symbol: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(230usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        CUlibrary,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(fptr, library, symbol)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryLoadData(
+        library: *mut CUlibrary,
+        code: *const ::core::ffi::c_void,
+        jitOptions: *mut CUjit_option,
+        jitOptionsValues: *mut *mut ::core::ffi::c_void,
+        numJitOptions: ::core::ffi::c_uint,
+        libraryOptions: *mut CUlibraryOption,
+        libraryOptionValues: *mut *mut ::core::ffi::c_void,
+        numLibraryOptions: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(231usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUlibrary,
+                        *const ::core::ffi::c_void,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        *mut CUlibraryOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    library,
+                    code,
+                    jitOptions,
+                    jitOptionsValues,
+                    numJitOptions,
+                    libraryOptions,
+                    libraryOptionValues,
+                    numLibraryOptions,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryLoadFromFile(
+        library: *mut CUlibrary,
+        fileName: *const ::core::ffi::c_char,
+        jitOptions: *mut CUjit_option,
+        jitOptionsValues: *mut *mut ::core::ffi::c_void,
+        numJitOptions: ::core::ffi::c_uint,
+        libraryOptions: *mut CUlibraryOption,
+        libraryOptionValues: *mut *mut ::core::ffi::c_void,
+        numLibraryOptions: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(232usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUlibrary,
+                        *const ::core::ffi::c_char,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        *mut CUlibraryOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    library,
+                    fileName,
+                    jitOptions,
+                    jitOptionsValues,
+                    numJitOptions,
+                    libraryOptions,
+                    libraryOptionValues,
+                    numLibraryOptions,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLibraryUnload(library: CUlibrary) -> CUresult {
+        match crate::loader::driver_fn(233usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUlibrary) -> CUresult,
+                >(__cms_loaded)(library)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLinkAddData_v2(
+        state: CUlinkState,
+        type_: CUjitInputType,
+        data: *mut ::core::ffi::c_void,
+        size: usize,
+        name: *const ::core::ffi::c_char,
+        numOptions: ::core::ffi::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(234usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUlinkState,
+                        CUjitInputType,
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(state, type_, data, size, name, numOptions, options, optionValues)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLinkAddFile_v2(
+        state: CUlinkState,
+        type_: CUjitInputType,
+        path: *const ::core::ffi::c_char,
+        numOptions: ::core::ffi::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(235usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUlinkState,
+                        CUjitInputType,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(state, type_, path, numOptions, options, optionValues)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLinkComplete(
+        state: CUlinkState,
+        cubinOut: *mut *mut ::core::ffi::c_void,
+        sizeOut: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(236usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUlinkState,
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(state, cubinOut, sizeOut)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLinkCreate_v2(
+        numOptions: ::core::ffi::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::core::ffi::c_void,
+        stateOut: *mut CUlinkState,
+    ) -> CUresult {
+        match crate::loader::driver_fn(237usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_uint,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                        *mut CUlinkState,
+                    ) -> CUresult,
+                >(__cms_loaded)(numOptions, options, optionValues, stateOut)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLinkDestroy(state: CUlinkState) -> CUresult {
+        match crate::loader::driver_fn(238usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUlinkState) -> CUresult,
+                >(__cms_loaded)(state)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLogsCurrent(
+        iterator_out: *mut CUlogIterator,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(239usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUlogIterator,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(iterator_out, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLogsDumpToFile(
+        iterator: *mut CUlogIterator,
+        pathToFile: *const ::core::ffi::c_char,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(240usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUlogIterator,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(iterator, pathToFile, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLogsDumpToMemory(
+        iterator: *mut CUlogIterator,
+        buffer: *mut ::core::ffi::c_char,
+        size: *mut usize,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(241usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUlogIterator,
+                        *mut ::core::ffi::c_char,
+                        *mut usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(iterator, buffer, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLogsRegisterCallback(
+        callbackFunc: CUlogsCallback,
+        userData: *mut ::core::ffi::c_void,
+        callback_out: *mut CUlogsCallbackHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(242usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUlogsCallback,
+                        *mut ::core::ffi::c_void,
+                        *mut CUlogsCallbackHandle,
+                    ) -> CUresult,
+                >(__cms_loaded)(callbackFunc, userData, callback_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuLogsUnregisterCallback(
+        callback: CUlogsCallbackHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(243usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUlogsCallbackHandle) -> CUresult,
+                >(__cms_loaded)(callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAddressFree(
+        ptr: CUdeviceptr,
+        size: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(244usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(ptr, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAddressReserve(
+        ptr: *mut CUdeviceptr,
+        size: usize,
+        alignment: usize,
+        addr: CUdeviceptr,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(245usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        usize,
+                        usize,
+                        CUdeviceptr,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(ptr, size, alignment, addr, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAdvise_v2(
+        devPtr: CUdeviceptr,
+        count: usize,
+        advice: CUmem_advise,
+        location: CUmemLocation,
+    ) -> CUresult {
+        match crate::loader::driver_fn(246usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        CUmem_advise,
+                        CUmemLocation,
+                    ) -> CUresult,
+                >(__cms_loaded)(devPtr, count, advice, location)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(247usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> CUresult,
+                >(__cms_loaded)(dptr, bytesize, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+        pool: CUmemoryPool,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(248usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        usize,
+                        CUmemoryPool,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, bytesize, pool, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAllocHost_v2(
+        pp: *mut *mut ::core::ffi::c_void,
+        bytesize: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(249usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(pp, bytesize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAllocManaged(
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(250usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, bytesize, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAllocPitch_v2(
+        dptr: *mut CUdeviceptr,
+        pPitch: *mut usize,
+        WidthInBytes: usize,
+        Height: usize,
+        ElementSizeBytes: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(251usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        usize,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemAlloc_v2(
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(252usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(dptr, bytesize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemBatchDecompressAsync_ptsz(
+        paramsArray: *mut CUmemDecompressParams,
+        count: usize,
+        flags: ::core::ffi::c_uint,
+        errorIndex: *mut usize,
+        stream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(253usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemDecompressParams,
+                        usize,
+                        ::core::ffi::c_uint,
+                        *mut usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(paramsArray, count, flags, errorIndex, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemCreate(
+        handle: *mut CUmemGenericAllocationHandle,
+        size: usize,
+        prop: *const CUmemAllocationProp,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(254usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemGenericAllocationHandle,
+                        usize,
+                        *const CUmemAllocationProp,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(handle, size, prop, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync_ptsz(
+        dptrs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut CUmemLocation,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(255usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        usize,
+                        *mut CUmemLocation,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        CUstream,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    dptrs,
+                    sizes,
+                    count,
+                    prefetchLocs,
+                    prefetchLocIdxs,
+                    numPrefetchLocs,
+                    flags,
+                    hStream,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemDiscardBatchAsync_ptsz(
+        dptrs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(256usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptrs, sizes, count, flags, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemExportToShareableHandle(
+        shareableHandle: *mut ::core::ffi::c_void,
+        handle: CUmemGenericAllocationHandle,
+        handleType: CUmemAllocationHandleType,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(257usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUmemGenericAllocationHandle,
+                        CUmemAllocationHandleType,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(shareableHandle, handle, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemFreeAsync_ptsz(
+        dptr: CUdeviceptr,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(258usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, CUstream) -> CUresult,
+                >(__cms_loaded)(dptr, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemFreeHost(p: *mut ::core::ffi::c_void) -> CUresult {
+        match crate::loader::driver_fn(259usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> CUresult,
+                >(__cms_loaded)(p)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
+        match crate::loader::driver_fn(260usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr) -> CUresult,
+                >(__cms_loaded)(dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetAccess(
+        flags: *mut ::core::ffi::c_ulonglong,
+        location: *const CUmemLocation,
+        ptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(261usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_ulonglong,
+                        *const CUmemLocation,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(flags, location, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+        pbase: *mut CUdeviceptr,
+        psize: *mut usize,
+        dptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(262usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(pbase, psize, dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetAllocationGranularity(
+        granularity: *mut usize,
+        prop: *const CUmemAllocationProp,
+        option: CUmemAllocationGranularity_flags,
+    ) -> CUresult {
+        match crate::loader::driver_fn(263usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const CUmemAllocationProp,
+                        CUmemAllocationGranularity_flags,
+                    ) -> CUresult,
+                >(__cms_loaded)(granularity, prop, option)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetAllocationPropertiesFromHandle(
+        prop: *mut CUmemAllocationProp,
+        handle: CUmemGenericAllocationHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(264usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemAllocationProp,
+                        CUmemGenericAllocationHandle,
+                    ) -> CUresult,
+                >(__cms_loaded)(prop, handle)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetDefaultMemPool(
+        pool_out: *mut CUmemoryPool,
+        location: *mut CUmemLocation,
+        type_: CUmemAllocationType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(265usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemoryPool,
+                        *mut CUmemLocation,
+                        CUmemAllocationType,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool_out, location, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
+        handle: *mut ::core::ffi::c_void,
+        dptr: CUdeviceptr,
+        size: usize,
+        handleType: CUmemRangeHandleType,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(266usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUdeviceptr,
+                        usize,
+                        CUmemRangeHandleType,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(handle, dptr, size, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetInfo_v2(
+        free: *mut usize,
+        total: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(267usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult,
+                >(__cms_loaded)(free, total)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemGetMemPool(
+        pool: *mut CUmemoryPool,
+        location: *mut CUmemLocation,
+        type_: CUmemAllocationType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(268usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemoryPool,
+                        *mut CUmemLocation,
+                        CUmemAllocationType,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool, location, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemHostAlloc(
+        pp: *mut *mut ::core::ffi::c_void,
+        bytesize: usize,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(269usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pp, bytesize, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+        pdptr: *mut CUdeviceptr,
+        p: *mut ::core::ffi::c_void,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(270usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pdptr, p, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemHostGetFlags(
+        pFlags: *mut ::core::ffi::c_uint,
+        p: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(271usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(pFlags, p)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemHostRegister_v2(
+        p: *mut ::core::ffi::c_void,
+        bytesize: usize,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(272usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(p, bytesize, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemHostUnregister(
+        p: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(273usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> CUresult,
+                >(__cms_loaded)(p)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemImportFromShareableHandle(
+        handle: *mut CUmemGenericAllocationHandle,
+        osHandle: *mut ::core::ffi::c_void,
+        shHandleType: CUmemAllocationHandleType,
+    ) -> CUresult {
+        match crate::loader::driver_fn(274usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemGenericAllocationHandle,
+                        *mut ::core::ffi::c_void,
+                        CUmemAllocationHandleType,
+                    ) -> CUresult,
+                >(__cms_loaded)(handle, osHandle, shHandleType)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemMap(
+        ptr: CUdeviceptr,
+        size: usize,
+        offset: usize,
+        handle: CUmemGenericAllocationHandle,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(275usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        usize,
+                        CUmemGenericAllocationHandle,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(ptr, size, offset, handle, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemMapArrayAsync_ptsz(
+        mapInfoList: *mut CUarrayMapInfo,
+        count: ::core::ffi::c_uint,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(276usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarrayMapInfo,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(mapInfoList, count, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolCreate(
+        pool: *mut CUmemoryPool,
+        poolProps: *const CUmemPoolProps,
+    ) -> CUresult {
+        match crate::loader::driver_fn(277usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemoryPool,
+                        *const CUmemPoolProps,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool, poolProps)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolDestroy(pool: CUmemoryPool) -> CUresult {
+        match crate::loader::driver_fn(278usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUmemoryPool) -> CUresult,
+                >(__cms_loaded)(pool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolExportPointer(
+        shareData_out: *mut CUmemPoolPtrExportData,
+        ptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(279usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemPoolPtrExportData,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(shareData_out, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
+        handle_out: *mut ::core::ffi::c_void,
+        pool: CUmemoryPool,
+        handleType: CUmemAllocationHandleType,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(280usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUmemoryPool,
+                        CUmemAllocationHandleType,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(handle_out, pool, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolGetAccess(
+        flags: *mut CUmemAccess_flags,
+        memPool: CUmemoryPool,
+        location: *mut CUmemLocation,
+    ) -> CUresult {
+        match crate::loader::driver_fn(281usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemAccess_flags,
+                        CUmemoryPool,
+                        *mut CUmemLocation,
+                    ) -> CUresult,
+                >(__cms_loaded)(flags, memPool, location)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolGetAttribute(
+        pool: CUmemoryPool,
+        attr: CUmemPool_attribute,
+        value: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(282usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemoryPool,
+                        CUmemPool_attribute,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
+        pool_out: *mut CUmemoryPool,
+        handle: *mut ::core::ffi::c_void,
+        handleType: CUmemAllocationHandleType,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(283usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemoryPool,
+                        *mut ::core::ffi::c_void,
+                        CUmemAllocationHandleType,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool_out, handle, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolImportPointer(
+        ptr_out: *mut CUdeviceptr,
+        pool: CUmemoryPool,
+        shareData: *mut CUmemPoolPtrExportData,
+    ) -> CUresult {
+        match crate::loader::driver_fn(284usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        CUmemoryPool,
+                        *mut CUmemPoolPtrExportData,
+                    ) -> CUresult,
+                >(__cms_loaded)(ptr_out, pool, shareData)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolSetAccess(
+        pool: CUmemoryPool,
+        map: *const CUmemAccessDesc,
+        count: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(285usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemoryPool,
+                        *const CUmemAccessDesc,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool, map, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolSetAttribute(
+        pool: CUmemoryPool,
+        attr: CUmemPool_attribute,
+        value: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(286usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemoryPool,
+                        CUmemPool_attribute,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(pool, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPoolTrimTo(
+        pool: CUmemoryPool,
+        minBytesToKeep: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(287usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUmemoryPool, usize) -> CUresult,
+                >(__cms_loaded)(pool, minBytesToKeep)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPrefetchAsync_v2_ptsz(
+        devPtr: CUdeviceptr,
+        count: usize,
+        location: CUmemLocation,
+        flags: ::core::ffi::c_uint,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(288usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        CUmemLocation,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(devPtr, count, location, flags, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemPrefetchBatchAsync_ptsz(
+        dptrs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut CUmemLocation,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(289usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        usize,
+                        *mut CUmemLocation,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        CUstream,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    dptrs,
+                    sizes,
+                    count,
+                    prefetchLocs,
+                    prefetchLocIdxs,
+                    numPrefetchLocs,
+                    flags,
+                    hStream,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemRangeGetAttribute(
+        data: *mut ::core::ffi::c_void,
+        dataSize: usize,
+        attribute: CUmem_range_attribute,
+        devPtr: CUdeviceptr,
+        count: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(290usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        CUmem_range_attribute,
+                        CUdeviceptr,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(data, dataSize, attribute, devPtr, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemRangeGetAttributes(
+        data: *mut *mut ::core::ffi::c_void,
+        dataSizes: *mut usize,
+        attributes: *mut CUmem_range_attribute,
+        numAttributes: usize,
+        devPtr: CUdeviceptr,
+        count: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(291usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        *mut CUmem_range_attribute,
+                        usize,
+                        CUdeviceptr,
+                        usize,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(data, dataSizes, attributes, numAttributes, devPtr, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemRelease(
+        handle: CUmemGenericAllocationHandle,
+    ) -> CUresult {
+        match crate::loader::driver_fn(292usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUmemGenericAllocationHandle) -> CUresult,
+                >(__cms_loaded)(handle)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemRetainAllocationHandle(
+        handle: *mut CUmemGenericAllocationHandle,
+        addr: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(293usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemGenericAllocationHandle,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(handle, addr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemSetAccess(
+        ptr: CUdeviceptr,
+        size: usize,
+        desc: *const CUmemAccessDesc,
+        count: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(294usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        *const CUmemAccessDesc,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(ptr, size, desc, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemSetMemPool(
+        location: *mut CUmemLocation,
+        type_: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> CUresult {
+        match crate::loader::driver_fn(295usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemLocation,
+                        CUmemAllocationType,
+                        CUmemoryPool,
+                    ) -> CUresult,
+                >(__cms_loaded)(location, type_, pool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
+        match crate::loader::driver_fn(296usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(ptr, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy2DAsync_v2_ptsz(
+        pCopy: *const CUDA_MEMCPY2D,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(297usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY2D, CUstream) -> CUresult,
+                >(__cms_loaded)(pCopy, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2_ptds(
+        pCopy: *const CUDA_MEMCPY2D,
+    ) -> CUresult {
+        match crate::loader::driver_fn(298usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
+                >(__cms_loaded)(pCopy)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy2D_v2_ptds(
+        pCopy: *const CUDA_MEMCPY2D,
+    ) -> CUresult {
+        match crate::loader::driver_fn(299usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
+                >(__cms_loaded)(pCopy)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy3DAsync_v2_ptsz(
+        pCopy: *const CUDA_MEMCPY3D,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(300usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY3D, CUstream) -> CUresult,
+                >(__cms_loaded)(pCopy, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy3DBatchAsync_v2_ptsz(
+        numOps: usize,
+        opList: *mut CUDA_MEMCPY3D_BATCH_OP,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(301usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        usize,
+                        *mut CUDA_MEMCPY3D_BATCH_OP,
+                        ::core::ffi::c_ulonglong,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(numOps, opList, flags, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy3DPeerAsync_ptsz(
+        pCopy: *const CUDA_MEMCPY3D_PEER,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(302usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY3D_PEER, CUstream) -> CUresult,
+                >(__cms_loaded)(pCopy, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy3DPeer_ptds(
+        pCopy: *const CUDA_MEMCPY3D_PEER,
+    ) -> CUresult {
+        match crate::loader::driver_fn(303usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY3D_PEER) -> CUresult,
+                >(__cms_loaded)(pCopy)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy3D_v2_ptds(
+        pCopy: *const CUDA_MEMCPY3D,
+    ) -> CUresult {
+        match crate::loader::driver_fn(304usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const CUDA_MEMCPY3D) -> CUresult,
+                >(__cms_loaded)(pCopy)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyAsync_ptsz(
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(305usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        CUdeviceptr,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dst, src, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyAtoA_v2_ptds(
+        dstArray: CUarray,
+        dstOffset: usize,
+        srcArray: CUarray,
+        srcOffset: usize,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(306usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUarray,
+                        usize,
+                        CUarray,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyAtoD_v2_ptds(
+        dstDevice: CUdeviceptr,
+        srcArray: CUarray,
+        srcOffset: usize,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(307usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult,
+                >(__cms_loaded)(dstDevice, srcArray, srcOffset, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyAtoHAsync_v2_ptsz(
+        dstHost: *mut ::core::ffi::c_void,
+        srcArray: CUarray,
+        srcOffset: usize,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(308usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUarray,
+                        usize,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstHost, srcArray, srcOffset, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyAtoH_v2_ptds(
+        dstHost: *mut ::core::ffi::c_void,
+        srcArray: CUarray,
+        srcOffset: usize,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(309usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUarray,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstHost, srcArray, srcOffset, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyBatchAsync_v2_ptsz(
+        dsts: *mut CUdeviceptr,
+        srcs: *mut CUdeviceptr,
+        sizes: *mut usize,
+        count: usize,
+        attrs: *mut CUmemcpyAttributes,
+        attrsIdxs: *mut usize,
+        numAttrs: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(310usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        usize,
+                        *mut CUmemcpyAttributes,
+                        *mut usize,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyDtoA_v2_ptds(
+        dstArray: CUarray,
+        dstOffset: usize,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(311usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(dstArray, dstOffset, srcDevice, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2_ptsz(
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(312usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        CUdeviceptr,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, srcDevice, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyDtoD_v2_ptds(
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(313usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(dstDevice, srcDevice, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2_ptsz(
+        dstHost: *mut ::core::ffi::c_void,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(314usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUdeviceptr,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstHost, srcDevice, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyDtoH_v2_ptds(
+        dstHost: *mut ::core::ffi::c_void,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(315usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUdeviceptr,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstHost, srcDevice, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyHtoAAsync_v2_ptsz(
+        dstArray: CUarray,
+        dstOffset: usize,
+        srcHost: *const ::core::ffi::c_void,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(316usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUarray,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstArray, dstOffset, srcHost, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyHtoA_v2_ptds(
+        dstArray: CUarray,
+        dstOffset: usize,
+        srcHost: *const ::core::ffi::c_void,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(317usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUarray,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstArray, dstOffset, srcHost, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2_ptsz(
+        dstDevice: CUdeviceptr,
+        srcHost: *const ::core::ffi::c_void,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(318usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, srcHost, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyHtoD_v2_ptds(
+        dstDevice: CUdeviceptr,
+        srcHost: *const ::core::ffi::c_void,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(319usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        *const ::core::ffi::c_void,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, srcHost, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyPeerAsync_ptsz(
+        dstDevice: CUdeviceptr,
+        dstContext: CUcontext,
+        srcDevice: CUdeviceptr,
+        srcContext: CUcontext,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(320usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        CUcontext,
+                        CUdeviceptr,
+                        CUcontext,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpyPeer_ptds(
+        dstDevice: CUdeviceptr,
+        dstContext: CUcontext,
+        srcDevice: CUdeviceptr,
+        srcContext: CUcontext,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(321usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        CUcontext,
+                        CUdeviceptr,
+                        CUcontext,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemcpy_ptds(
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(322usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
+                >(__cms_loaded)(dst, src, ByteCount)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD16Async_ptsz(
+        dstDevice: CUdeviceptr,
+        us: ::core::ffi::c_ushort,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(323usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_ushort,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, us, N, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD16_v2_ptds(
+        dstDevice: CUdeviceptr,
+        us: ::core::ffi::c_ushort,
+        N: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(324usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_ushort,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, us, N)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D16Async_ptsz(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        us: ::core::ffi::c_ushort,
+        Width: usize,
+        Height: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(325usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_ushort,
+                        usize,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, us, Width, Height, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D16_v2_ptds(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        us: ::core::ffi::c_ushort,
+        Width: usize,
+        Height: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(326usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_ushort,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, us, Width, Height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D32Async_ptsz(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        ui: ::core::ffi::c_uint,
+        Width: usize,
+        Height: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(327usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uint,
+                        usize,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, ui, Width, Height, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D32_v2_ptds(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        ui: ::core::ffi::c_uint,
+        Width: usize,
+        Height: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(328usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uint,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, ui, Width, Height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D8Async_ptsz(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        uc: ::core::ffi::c_uchar,
+        Width: usize,
+        Height: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(329usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uchar,
+                        usize,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, uc, Width, Height, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD2D8_v2_ptds(
+        dstDevice: CUdeviceptr,
+        dstPitch: usize,
+        uc: ::core::ffi::c_uchar,
+        Width: usize,
+        Height: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(330usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uchar,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, dstPitch, uc, Width, Height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD32Async_ptsz(
+        dstDevice: CUdeviceptr,
+        ui: ::core::ffi::c_uint,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(331usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_uint,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, ui, N, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD32_v2_ptds(
+        dstDevice: CUdeviceptr,
+        ui: ::core::ffi::c_uint,
+        N: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(332usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_uint,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, ui, N)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD8Async_ptsz(
+        dstDevice: CUdeviceptr,
+        uc: ::core::ffi::c_uchar,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(333usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_uchar,
+                        usize,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, uc, N, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMemsetD8_v2_ptds(
+        dstDevice: CUdeviceptr,
+        uc: ::core::ffi::c_uchar,
+        N: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(334usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        ::core::ffi::c_uchar,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(dstDevice, uc, N)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMipmappedArrayCreate(
+        pHandle: *mut CUmipmappedArray,
+        pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR,
+        numMipmapLevels: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(335usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmipmappedArray,
+                        *const CUDA_ARRAY3D_DESCRIPTOR,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pHandle, pMipmappedArrayDesc, numMipmapLevels)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMipmappedArrayDestroy(
+        hMipmappedArray: CUmipmappedArray,
+    ) -> CUresult {
+        match crate::loader::driver_fn(336usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUmipmappedArray) -> CUresult,
+                >(__cms_loaded)(hMipmappedArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
+        pLevelArray: *mut CUarray,
+        hMipmappedArray: CUmipmappedArray,
+        level: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(337usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray,
+                        CUmipmappedArray,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(pLevelArray, hMipmappedArray, level)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
+        memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
+        mipmap: CUmipmappedArray,
+        device: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(338usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
+                        CUmipmappedArray,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(memoryRequirements, mipmap, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
+        sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
+        mipmap: CUmipmappedArray,
+    ) -> CUresult {
+        match crate::loader::driver_fn(339usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_ARRAY_SPARSE_PROPERTIES,
+                        CUmipmappedArray,
+                    ) -> CUresult,
+                >(__cms_loaded)(sparseProperties, mipmap)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleEnumerateFunctions(
+        functions: *mut CUfunction,
+        numFunctions: ::core::ffi::c_uint,
+        mod_: CUmodule,
+    ) -> CUresult {
+        match crate::loader::driver_fn(340usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUfunction,
+                        ::core::ffi::c_uint,
+                        CUmodule,
+                    ) -> CUresult,
+                >(__cms_loaded)(functions, numFunctions, mod_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetFunction(
+        hfunc: *mut CUfunction,
+        hmod: CUmodule,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(341usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUfunction,
+                        CUmodule,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, hmod, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetFunctionCount(
+        count: *mut ::core::ffi::c_uint,
+        mod_: CUmodule,
+    ) -> CUresult {
+        match crate::loader::driver_fn(342usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUmodule) -> CUresult,
+                >(__cms_loaded)(count, mod_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+        dptr: *mut CUdeviceptr,
+        bytes: *mut usize,
+        hmod: CUmodule,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(343usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUdeviceptr,
+                        *mut usize,
+                        CUmodule,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(dptr, bytes, hmod, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetLoadingMode(
+        mode: *mut CUmoduleLoadingMode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(344usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmoduleLoadingMode) -> CUresult,
+                >(__cms_loaded)(mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetSurfRef(
+        pSurfRef: *mut CUsurfref,
+        hmod: CUmodule,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(345usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUsurfref,
+                        CUmodule,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(pSurfRef, hmod, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleGetTexRef(
+        pTexRef: *mut CUtexref,
+        hmod: CUmodule,
+        name: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(346usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtexref,
+                        CUmodule,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(pTexRef, hmod, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleLoad(
+        module: *mut CUmodule,
+        fname: *const ::core::ffi::c_char,
+    ) -> CUresult {
+        match crate::loader::driver_fn(347usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmodule,
+                        *const ::core::ffi::c_char,
+                    ) -> CUresult,
+                >(__cms_loaded)(module, fname)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleLoadData(
+        module: *mut CUmodule,
+        image: *const ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(348usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmodule,
+                        *const ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(module, image)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleLoadDataEx(
+        module: *mut CUmodule,
+        image: *const ::core::ffi::c_void,
+        numOptions: ::core::ffi::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(349usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmodule,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        *mut CUjit_option,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(module, image, numOptions, options, optionValues)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleLoadFatBinary(
+        module: *mut CUmodule,
+        fatCubin: *const ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(350usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmodule,
+                        *const ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(module, fatCubin)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
+        match crate::loader::driver_fn(351usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUmodule) -> CUresult,
+                >(__cms_loaded)(hmod)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastAddDevice(
+        mcHandle: CUmemGenericAllocationHandle,
+        dev: CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(352usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemGenericAllocationHandle,
+                        CUdevice,
+                    ) -> CUresult,
+                >(__cms_loaded)(mcHandle, dev)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastBindAddr(
+        mcHandle: CUmemGenericAllocationHandle,
+        mcOffset: usize,
+        memptr: CUdeviceptr,
+        size: usize,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(353usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemGenericAllocationHandle,
+                        usize,
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(mcHandle, mcOffset, memptr, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastBindMem(
+        mcHandle: CUmemGenericAllocationHandle,
+        mcOffset: usize,
+        memHandle: CUmemGenericAllocationHandle,
+        memOffset: usize,
+        size: usize,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(354usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemGenericAllocationHandle,
+                        usize,
+                        CUmemGenericAllocationHandle,
+                        usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(mcHandle, mcOffset, memHandle, memOffset, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastCreate(
+        mcHandle: *mut CUmemGenericAllocationHandle,
+        prop: *const CUmulticastObjectProp,
+    ) -> CUresult {
+        match crate::loader::driver_fn(355usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUmemGenericAllocationHandle,
+                        *const CUmulticastObjectProp,
+                    ) -> CUresult,
+                >(__cms_loaded)(mcHandle, prop)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastGetGranularity(
+        granularity: *mut usize,
+        prop: *const CUmulticastObjectProp,
+        option: CUmulticastGranularity_flags,
+    ) -> CUresult {
+        match crate::loader::driver_fn(356usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const CUmulticastObjectProp,
+                        CUmulticastGranularity_flags,
+                    ) -> CUresult,
+                >(__cms_loaded)(granularity, prop, option)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuMulticastUnbind(
+        mcHandle: CUmemGenericAllocationHandle,
+        dev: CUdevice,
+        mcOffset: usize,
+        size: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(357usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUmemGenericAllocationHandle,
+                        CUdevice,
+                        usize,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(mcHandle, dev, mcOffset, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
+        dynamicSmemSize: *mut usize,
+        func: CUfunction,
+        numBlocks: ::core::ffi::c_int,
+        blockSize: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(358usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(dynamicSmemSize, func, numBlocks, blockSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        numBlocks: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        blockSize: ::core::ffi::c_int,
+        dynamicSMemSize: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(359usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        blockSize: ::core::ffi::c_int,
+        dynamicSMemSize: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(360usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
+        numClusters: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        config: *const CUlaunchConfig,
+    ) -> CUresult {
+        match crate::loader::driver_fn(361usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        *const CUlaunchConfig,
+                    ) -> CUresult,
+                >(__cms_loaded)(numClusters, func, config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+        minGridSize: *mut ::core::ffi::c_int,
+        blockSize: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
+        dynamicSMemSize: usize,
+        blockSizeLimit: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(362usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        CUoccupancyB2DSize,
+                        usize,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    minGridSize,
+                    blockSize,
+                    func,
+                    blockSizeToDynamicSMemSize,
+                    dynamicSMemSize,
+                    blockSizeLimit,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+        minGridSize: *mut ::core::ffi::c_int,
+        blockSize: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
+        dynamicSMemSize: usize,
+        blockSizeLimit: ::core::ffi::c_int,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(363usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        CUoccupancyB2DSize,
+                        usize,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    minGridSize,
+                    blockSize,
+                    func,
+                    blockSizeToDynamicSMemSize,
+                    dynamicSMemSize,
+                    blockSizeLimit,
+                    flags,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
+        clusterSize: *mut ::core::ffi::c_int,
+        func: CUfunction,
+        config: *const CUlaunchConfig,
+    ) -> CUresult {
+        match crate::loader::driver_fn(364usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        CUfunction,
+                        *const CUlaunchConfig,
+                    ) -> CUresult,
+                >(__cms_loaded)(clusterSize, func, config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuParamSetSize(
+        hfunc: CUfunction,
+        numbytes: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(365usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(hfunc, numbytes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuParamSetTexRef(
+        hfunc: CUfunction,
+        texunit: ::core::ffi::c_int,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(366usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        CUtexref,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, texunit, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuParamSetf(
+        hfunc: CUfunction,
+        offset: ::core::ffi::c_int,
+        value: f32,
+    ) -> CUresult {
+        match crate::loader::driver_fn(367usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_int, f32) -> CUresult,
+                >(__cms_loaded)(hfunc, offset, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuParamSeti(
+        hfunc: CUfunction,
+        offset: ::core::ffi::c_int,
+        value: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(368usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, offset, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuParamSetv(
+        hfunc: CUfunction,
+        offset: ::core::ffi::c_int,
+        ptr: *mut ::core::ffi::c_void,
+        numbytes: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(369usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUfunction,
+                        ::core::ffi::c_int,
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hfunc, offset, ptr, numbytes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuPointerGetAttribute(
+        data: *mut ::core::ffi::c_void,
+        attribute: CUpointer_attribute,
+        ptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(370usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        CUpointer_attribute,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(data, attribute, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuPointerGetAttributes(
+        numAttributes: ::core::ffi::c_uint,
+        attributes: *mut CUpointer_attribute,
+        data: *mut *mut ::core::ffi::c_void,
+        ptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(371usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_uint,
+                        *mut CUpointer_attribute,
+                        *mut *mut ::core::ffi::c_void,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(numAttributes, attributes, data, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuPointerSetAttribute(
+        value: *const ::core::ffi::c_void,
+        attribute: CUpointer_attribute,
+        ptr: CUdeviceptr,
+    ) -> CUresult {
+        match crate::loader::driver_fn(372usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        CUpointer_attribute,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(__cms_loaded)(value, attribute, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync_ptsz(
+        extSemArray: *const CUexternalSemaphore,
+        paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+        numExtSems: ::core::ffi::c_uint,
+        stream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(373usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const CUexternalSemaphore,
+                        *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
+        hStream: CUstream,
+        callback: CUstreamCallback,
+        userData: *mut ::core::ffi::c_void,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(374usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUstreamCallback,
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, callback, userData, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamAttachMemAsync_ptsz(
+        hStream: CUstream,
+        dptr: CUdeviceptr,
+        length: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(375usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUdeviceptr,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, dptr, length, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamBatchMemOp_v2_ptsz(
+        stream: CUstream,
+        count: ::core::ffi::c_uint,
+        paramArray: *mut CUstreamBatchMemOpParams,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(376usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        ::core::ffi::c_uint,
+                        *mut CUstreamBatchMemOpParams,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(stream, count, paramArray, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
+        hStream: CUstream,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        mode: CUstreamCaptureMode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(377usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUgraph,
+                        *const CUgraphNode,
+                        *const CUgraphEdgeData,
+                        usize,
+                        CUstreamCaptureMode,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamBeginCapture_v2_ptsz(
+        hStream: CUstream,
+        mode: CUstreamCaptureMode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(378usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, CUstreamCaptureMode) -> CUresult,
+                >(__cms_loaded)(hStream, mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamCopyAttributes_ptsz(
+        dst: CUstream,
+        src: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(379usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, CUstream) -> CUresult,
+                >(__cms_loaded)(dst, src)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamCreate(
+        phStream: *mut CUstream,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(380usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUstream, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(phStream, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamCreateWithPriority(
+        phStream: *mut CUstream,
+        flags: ::core::ffi::c_uint,
+        priority: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(381usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUstream,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(phStream, flags, priority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamDestroy_v2(hStream: CUstream) -> CUresult {
+        match crate::loader::driver_fn(382usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream) -> CUresult,
+                >(__cms_loaded)(hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
+        hStream: CUstream,
+        phGraph: *mut CUgraph,
+    ) -> CUresult {
+        match crate::loader::driver_fn(383usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut CUgraph) -> CUresult,
+                >(__cms_loaded)(hStream, phGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
+        hStream: CUstream,
+        attr: CUstreamAttrID,
+        value_out: *mut CUstreamAttrValue,
+    ) -> CUresult {
+        match crate::loader::driver_fn(384usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUstreamAttrID,
+                        *mut CUstreamAttrValue,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, attr, value_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3_ptsz(
+        hStream: CUstream,
+        captureStatus_out: *mut CUstreamCaptureStatus,
+        id_out: *mut cuuint64_t,
+        graph_out: *mut CUgraph,
+        dependencies_out: *mut *const CUgraphNode,
+        edgeData_out: *mut *const CUgraphEdgeData,
+        numDependencies_out: *mut usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(385usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        *mut CUstreamCaptureStatus,
+                        *mut cuuint64_t,
+                        *mut CUgraph,
+                        *mut *const CUgraphNode,
+                        *mut *const CUgraphEdgeData,
+                        *mut usize,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    hStream,
+                    captureStatus_out,
+                    id_out,
+                    graph_out,
+                    dependencies_out,
+                    edgeData_out,
+                    numDependencies_out,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetCtx_ptsz(
+        hStream: CUstream,
+        pctx: *mut CUcontext,
+    ) -> CUresult {
+        match crate::loader::driver_fn(386usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut CUcontext) -> CUresult,
+                >(__cms_loaded)(hStream, pctx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetCtx_v2_ptsz(
+        hStream: CUstream,
+        pCtx: *mut CUcontext,
+        pGreenCtx: *mut CUgreenCtx,
+    ) -> CUresult {
+        match crate::loader::driver_fn(387usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        *mut CUcontext,
+                        *mut CUgreenCtx,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, pCtx, pGreenCtx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetDevice_ptsz(
+        hStream: CUstream,
+        device: *mut CUdevice,
+    ) -> CUresult {
+        match crate::loader::driver_fn(388usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut CUdevice) -> CUresult,
+                >(__cms_loaded)(hStream, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
+        hStream: CUstream,
+        flags: *mut ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(389usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(hStream, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetGreenCtx(
+        hStream: CUstream,
+        phCtx: *mut CUgreenCtx,
+    ) -> CUresult {
+        match crate::loader::driver_fn(390usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut CUgreenCtx) -> CUresult,
+                >(__cms_loaded)(hStream, phCtx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetId_ptsz(
+        hStream: CUstream,
+        streamId: *mut ::core::ffi::c_ulonglong,
+    ) -> CUresult {
+        match crate::loader::driver_fn(391usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        *mut ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, streamId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamGetPriority_ptsz(
+        hStream: CUstream,
+        priority: *mut ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(392usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream, *mut ::core::ffi::c_int) -> CUresult,
+                >(__cms_loaded)(hStream, priority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamIsCapturing_ptsz(
+        hStream: CUstream,
+        captureStatus: *mut CUstreamCaptureStatus,
+    ) -> CUresult {
+        match crate::loader::driver_fn(393usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        *mut CUstreamCaptureStatus,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, captureStatus)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamQuery_ptsz(hStream: CUstream) -> CUresult {
+        match crate::loader::driver_fn(394usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream) -> CUresult,
+                >(__cms_loaded)(hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamSetAttribute_ptsz(
+        hStream: CUstream,
+        attr: CUstreamAttrID,
+        value: *const CUstreamAttrValue,
+    ) -> CUresult {
+        match crate::loader::driver_fn(395usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUstreamAttrID,
+                        *const CUstreamAttrValue,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamSynchronize_ptsz(hStream: CUstream) -> CUresult {
+        match crate::loader::driver_fn(396usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUstream) -> CUresult,
+                >(__cms_loaded)(hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_v2_ptsz(
+        hStream: CUstream,
+        dependencies: *mut CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(397usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        *mut CUgraphNode,
+                        *const CUgraphEdgeData,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(hStream, dependencies, dependencyData, numDependencies, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamWaitEvent_ptsz(
+        hStream: CUstream,
+        hEvent: CUevent,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(398usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUevent,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hStream, hEvent, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamWaitValue32_v2_ptsz(
+        stream: CUstream,
+        addr: CUdeviceptr,
+        value: cuuint32_t,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(399usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUdeviceptr,
+                        cuuint32_t,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(stream, addr, value, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamWaitValue64_v2_ptsz(
+        stream: CUstream,
+        addr: CUdeviceptr,
+        value: cuuint64_t,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(400usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUdeviceptr,
+                        cuuint64_t,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(stream, addr, value, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamWriteValue32_v2_ptsz(
+        stream: CUstream,
+        addr: CUdeviceptr,
+        value: cuuint32_t,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(401usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUdeviceptr,
+                        cuuint32_t,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(stream, addr, value, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuStreamWriteValue64_v2_ptsz(
+        stream: CUstream,
+        addr: CUdeviceptr,
+        value: cuuint64_t,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(402usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUstream,
+                        CUdeviceptr,
+                        cuuint64_t,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(stream, addr, value, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSurfObjectCreate(
+        pSurfObject: *mut CUsurfObject,
+        pResDesc: *const CUDA_RESOURCE_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(403usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUsurfObject,
+                        *const CUDA_RESOURCE_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(pSurfObject, pResDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSurfObjectDestroy(surfObject: CUsurfObject) -> CUresult {
+        match crate::loader::driver_fn(404usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUsurfObject) -> CUresult,
+                >(__cms_loaded)(surfObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSurfObjectGetResourceDesc(
+        pResDesc: *mut CUDA_RESOURCE_DESC,
+        surfObject: CUsurfObject,
+    ) -> CUresult {
+        match crate::loader::driver_fn(405usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_RESOURCE_DESC,
+                        CUsurfObject,
+                    ) -> CUresult,
+                >(__cms_loaded)(pResDesc, surfObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSurfRefGetArray(
+        phArray: *mut CUarray,
+        hSurfRef: CUsurfref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(406usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUarray, CUsurfref) -> CUresult,
+                >(__cms_loaded)(phArray, hSurfRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuSurfRefSetArray(
+        hSurfRef: CUsurfref,
+        hArray: CUarray,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(407usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUsurfref,
+                        CUarray,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hSurfRef, hArray, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTensorMapEncodeIm2col(
+        tensorMap: *mut CUtensorMap,
+        tensorDataType: CUtensorMapDataType,
+        tensorRank: cuuint32_t,
+        globalAddress: *mut ::core::ffi::c_void,
+        globalDim: *const cuuint64_t,
+        globalStrides: *const cuuint64_t,
+        pixelBoxLowerCorner: *const ::core::ffi::c_int,
+        pixelBoxUpperCorner: *const ::core::ffi::c_int,
+        channelsPerPixel: cuuint32_t,
+        pixelsPerColumn: cuuint32_t,
+        elementStrides: *const cuuint32_t,
+        interleave: CUtensorMapInterleave,
+        swizzle: CUtensorMapSwizzle,
+        l2Promotion: CUtensorMapL2promotion,
+        oobFill: CUtensorMapFloatOOBfill,
+    ) -> CUresult {
+        match crate::loader::driver_fn(408usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtensorMap,
+                        CUtensorMapDataType,
+                        cuuint32_t,
+                        *mut ::core::ffi::c_void,
+                        *const cuuint64_t,
+                        *const cuuint64_t,
+                        *const ::core::ffi::c_int,
+                        *const ::core::ffi::c_int,
+                        cuuint32_t,
+                        cuuint32_t,
+                        *const cuuint32_t,
+                        CUtensorMapInterleave,
+                        CUtensorMapSwizzle,
+                        CUtensorMapL2promotion,
+                        CUtensorMapFloatOOBfill,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    tensorMap,
+                    tensorDataType,
+                    tensorRank,
+                    globalAddress,
+                    globalDim,
+                    globalStrides,
+                    pixelBoxLowerCorner,
+                    pixelBoxUpperCorner,
+                    channelsPerPixel,
+                    pixelsPerColumn,
+                    elementStrides,
+                    interleave,
+                    swizzle,
+                    l2Promotion,
+                    oobFill,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTensorMapEncodeIm2colWide(
+        tensorMap: *mut CUtensorMap,
+        tensorDataType: CUtensorMapDataType,
+        tensorRank: cuuint32_t,
+        globalAddress: *mut ::core::ffi::c_void,
+        globalDim: *const cuuint64_t,
+        globalStrides: *const cuuint64_t,
+        pixelBoxLowerCornerWidth: ::core::ffi::c_int,
+        pixelBoxUpperCornerWidth: ::core::ffi::c_int,
+        channelsPerPixel: cuuint32_t,
+        pixelsPerColumn: cuuint32_t,
+        elementStrides: *const cuuint32_t,
+        interleave: CUtensorMapInterleave,
+        mode: CUtensorMapIm2ColWideMode,
+        swizzle: CUtensorMapSwizzle,
+        l2Promotion: CUtensorMapL2promotion,
+        oobFill: CUtensorMapFloatOOBfill,
+    ) -> CUresult {
+        match crate::loader::driver_fn(409usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtensorMap,
+                        CUtensorMapDataType,
+                        cuuint32_t,
+                        *mut ::core::ffi::c_void,
+                        *const cuuint64_t,
+                        *const cuuint64_t,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        cuuint32_t,
+                        cuuint32_t,
+                        *const cuuint32_t,
+                        CUtensorMapInterleave,
+                        CUtensorMapIm2ColWideMode,
+                        CUtensorMapSwizzle,
+                        CUtensorMapL2promotion,
+                        CUtensorMapFloatOOBfill,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    tensorMap,
+                    tensorDataType,
+                    tensorRank,
+                    globalAddress,
+                    globalDim,
+                    globalStrides,
+                    pixelBoxLowerCornerWidth,
+                    pixelBoxUpperCornerWidth,
+                    channelsPerPixel,
+                    pixelsPerColumn,
+                    elementStrides,
+                    interleave,
+                    mode,
+                    swizzle,
+                    l2Promotion,
+                    oobFill,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTensorMapEncodeTiled(
+        tensorMap: *mut CUtensorMap,
+        tensorDataType: CUtensorMapDataType,
+        tensorRank: cuuint32_t,
+        globalAddress: *mut ::core::ffi::c_void,
+        globalDim: *const cuuint64_t,
+        globalStrides: *const cuuint64_t,
+        boxDim: *const cuuint32_t,
+        elementStrides: *const cuuint32_t,
+        interleave: CUtensorMapInterleave,
+        swizzle: CUtensorMapSwizzle,
+        l2Promotion: CUtensorMapL2promotion,
+        oobFill: CUtensorMapFloatOOBfill,
+    ) -> CUresult {
+        match crate::loader::driver_fn(410usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtensorMap,
+                        CUtensorMapDataType,
+                        cuuint32_t,
+                        *mut ::core::ffi::c_void,
+                        *const cuuint64_t,
+                        *const cuuint64_t,
+                        *const cuuint32_t,
+                        *const cuuint32_t,
+                        CUtensorMapInterleave,
+                        CUtensorMapSwizzle,
+                        CUtensorMapL2promotion,
+                        CUtensorMapFloatOOBfill,
+                    ) -> CUresult,
+                >(
+                    __cms_loaded,
+                )(
+                    tensorMap,
+                    tensorDataType,
+                    tensorRank,
+                    globalAddress,
+                    globalDim,
+                    globalStrides,
+                    boxDim,
+                    elementStrides,
+                    interleave,
+                    swizzle,
+                    l2Promotion,
+                    oobFill,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTensorMapReplaceAddress(
+        tensorMap: *mut CUtensorMap,
+        globalAddress: *mut ::core::ffi::c_void,
+    ) -> CUresult {
+        match crate::loader::driver_fn(411usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtensorMap,
+                        *mut ::core::ffi::c_void,
+                    ) -> CUresult,
+                >(__cms_loaded)(tensorMap, globalAddress)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexObjectCreate(
+        pTexObject: *mut CUtexObject,
+        pResDesc: *const CUDA_RESOURCE_DESC,
+        pTexDesc: *const CUDA_TEXTURE_DESC,
+        pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC,
+    ) -> CUresult {
+        match crate::loader::driver_fn(412usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUtexObject,
+                        *const CUDA_RESOURCE_DESC,
+                        *const CUDA_TEXTURE_DESC,
+                        *const CUDA_RESOURCE_VIEW_DESC,
+                    ) -> CUresult,
+                >(__cms_loaded)(pTexObject, pResDesc, pTexDesc, pResViewDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexObjectDestroy(texObject: CUtexObject) -> CUresult {
+        match crate::loader::driver_fn(413usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexObject) -> CUresult,
+                >(__cms_loaded)(texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexObjectGetResourceDesc(
+        pResDesc: *mut CUDA_RESOURCE_DESC,
+        texObject: CUtexObject,
+    ) -> CUresult {
+        match crate::loader::driver_fn(414usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_RESOURCE_DESC,
+                        CUtexObject,
+                    ) -> CUresult,
+                >(__cms_loaded)(pResDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexObjectGetResourceViewDesc(
+        pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC,
+        texObject: CUtexObject,
+    ) -> CUresult {
+        match crate::loader::driver_fn(415usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUDA_RESOURCE_VIEW_DESC,
+                        CUtexObject,
+                    ) -> CUresult,
+                >(__cms_loaded)(pResViewDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexObjectGetTextureDesc(
+        pTexDesc: *mut CUDA_TEXTURE_DESC,
+        texObject: CUtexObject,
+    ) -> CUresult {
+        match crate::loader::driver_fn(416usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUDA_TEXTURE_DESC, CUtexObject) -> CUresult,
+                >(__cms_loaded)(pTexDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut CUtexref) -> CUresult {
+        match crate::loader::driver_fn(417usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUtexref) -> CUresult,
+                >(__cms_loaded)(pTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefDestroy(hTexRef: CUtexref) -> CUresult {
+        match crate::loader::driver_fn(418usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref) -> CUresult,
+                >(__cms_loaded)(hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetAddressMode(
+        pam: *mut CUaddress_mode,
+        hTexRef: CUtexref,
+        dim: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(419usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUaddress_mode,
+                        CUtexref,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(pam, hTexRef, dim)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetAddress_v2(
+        pdptr: *mut CUdeviceptr,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(420usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUdeviceptr, CUtexref) -> CUresult,
+                >(__cms_loaded)(pdptr, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetArray(
+        phArray: *mut CUarray,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(421usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUarray, CUtexref) -> CUresult,
+                >(__cms_loaded)(phArray, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetBorderColor(
+        pBorderColor: *mut f32,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(422usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut f32, CUtexref) -> CUresult,
+                >(__cms_loaded)(pBorderColor, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetFilterMode(
+        pfm: *mut CUfilter_mode,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(423usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUfilter_mode, CUtexref) -> CUresult,
+                >(__cms_loaded)(pfm, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetFlags(
+        pFlags: *mut ::core::ffi::c_uint,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(424usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUtexref) -> CUresult,
+                >(__cms_loaded)(pFlags, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetFormat(
+        pFormat: *mut CUarray_format,
+        pNumChannels: *mut ::core::ffi::c_int,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(425usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUarray_format,
+                        *mut ::core::ffi::c_int,
+                        CUtexref,
+                    ) -> CUresult,
+                >(__cms_loaded)(pFormat, pNumChannels, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetMaxAnisotropy(
+        pmaxAniso: *mut ::core::ffi::c_int,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(426usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int, CUtexref) -> CUresult,
+                >(__cms_loaded)(pmaxAniso, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetMipmapFilterMode(
+        pfm: *mut CUfilter_mode,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(427usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUfilter_mode, CUtexref) -> CUresult,
+                >(__cms_loaded)(pfm, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetMipmapLevelBias(
+        pbias: *mut f32,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(428usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut f32, CUtexref) -> CUresult,
+                >(__cms_loaded)(pbias, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetMipmapLevelClamp(
+        pminMipmapLevelClamp: *mut f32,
+        pmaxMipmapLevelClamp: *mut f32,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(429usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut f32, *mut f32, CUtexref) -> CUresult,
+                >(__cms_loaded)(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefGetMipmappedArray(
+        phMipmappedArray: *mut CUmipmappedArray,
+        hTexRef: CUtexref,
+    ) -> CUresult {
+        match crate::loader::driver_fn(430usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUmipmappedArray, CUtexref) -> CUresult,
+                >(__cms_loaded)(phMipmappedArray, hTexRef)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
+        hTexRef: CUtexref,
+        desc: *const CUDA_ARRAY_DESCRIPTOR,
+        dptr: CUdeviceptr,
+        Pitch: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(431usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUtexref,
+                        *const CUDA_ARRAY_DESCRIPTOR,
+                        CUdeviceptr,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(hTexRef, desc, dptr, Pitch)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetAddressMode(
+        hTexRef: CUtexref,
+        dim: ::core::ffi::c_int,
+        am: CUaddress_mode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(432usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUtexref,
+                        ::core::ffi::c_int,
+                        CUaddress_mode,
+                    ) -> CUresult,
+                >(__cms_loaded)(hTexRef, dim, am)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetAddress_v2(
+        ByteOffset: *mut usize,
+        hTexRef: CUtexref,
+        dptr: CUdeviceptr,
+        bytes: usize,
+    ) -> CUresult {
+        match crate::loader::driver_fn(433usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        CUtexref,
+                        CUdeviceptr,
+                        usize,
+                    ) -> CUresult,
+                >(__cms_loaded)(ByteOffset, hTexRef, dptr, bytes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetArray(
+        hTexRef: CUtexref,
+        hArray: CUarray,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(434usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUtexref,
+                        CUarray,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hTexRef, hArray, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetBorderColor(
+        hTexRef: CUtexref,
+        pBorderColor: *mut f32,
+    ) -> CUresult {
+        match crate::loader::driver_fn(435usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, *mut f32) -> CUresult,
+                >(__cms_loaded)(hTexRef, pBorderColor)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetFilterMode(
+        hTexRef: CUtexref,
+        fm: CUfilter_mode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(436usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, CUfilter_mode) -> CUresult,
+                >(__cms_loaded)(hTexRef, fm)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetFlags(
+        hTexRef: CUtexref,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(437usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(hTexRef, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetFormat(
+        hTexRef: CUtexref,
+        fmt: CUarray_format,
+        NumPackedComponents: ::core::ffi::c_int,
+    ) -> CUresult {
+        match crate::loader::driver_fn(438usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUtexref,
+                        CUarray_format,
+                        ::core::ffi::c_int,
+                    ) -> CUresult,
+                >(__cms_loaded)(hTexRef, fmt, NumPackedComponents)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetMaxAnisotropy(
+        hTexRef: CUtexref,
+        maxAniso: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(439usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(hTexRef, maxAniso)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetMipmapFilterMode(
+        hTexRef: CUtexref,
+        fm: CUfilter_mode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(440usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, CUfilter_mode) -> CUresult,
+                >(__cms_loaded)(hTexRef, fm)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetMipmapLevelBias(
+        hTexRef: CUtexref,
+        bias: f32,
+    ) -> CUresult {
+        match crate::loader::driver_fn(441usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, f32) -> CUresult,
+                >(__cms_loaded)(hTexRef, bias)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetMipmapLevelClamp(
+        hTexRef: CUtexref,
+        minMipmapLevelClamp: f32,
+        maxMipmapLevelClamp: f32,
+    ) -> CUresult {
+        match crate::loader::driver_fn(442usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUtexref, f32, f32) -> CUresult,
+                >(__cms_loaded)(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuTexRefSetMipmappedArray(
+        hTexRef: CUtexref,
+        hMipmappedArray: CUmipmappedArray,
+        Flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(443usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        CUtexref,
+                        CUmipmappedArray,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(hTexRef, hMipmappedArray, Flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(
+        mode: *mut CUstreamCaptureMode,
+    ) -> CUresult {
+        match crate::loader::driver_fn(444usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut CUstreamCaptureMode) -> CUresult,
+                >(__cms_loaded)(mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuUserObjectCreate(
+        object_out: *mut CUuserObject,
+        ptr: *mut ::core::ffi::c_void,
+        destroy: CUhostFn,
+        initialRefcount: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(445usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut CUuserObject,
+                        *mut ::core::ffi::c_void,
+                        CUhostFn,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(__cms_loaded)(object_out, ptr, destroy, initialRefcount, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuUserObjectRelease(
+        object: CUuserObject,
+        count: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(446usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUuserObject, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuUserObjectRetain(
+        object: CUuserObject,
+        count: ::core::ffi::c_uint,
+    ) -> CUresult {
+        match crate::loader::driver_fn(447usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(CUuserObject, ::core::ffi::c_uint) -> CUresult,
+                >(__cms_loaded)(object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync_ptsz(
+        extSemArray: *const CUexternalSemaphore,
+        paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+        numExtSems: ::core::ffi::c_uint,
+        stream: CUstream,
+    ) -> CUresult {
+        match crate::loader::driver_fn(448usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const CUexternalSemaphore,
+                        *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+                        ::core::ffi::c_uint,
+                        CUstream,
+                    ) -> CUresult,
+                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+}
+/// The runtime symbols the declarations link, defined by the crate: each calls through its loader slot.
+#[cfg(cuda_mem_sys_load_runtime)]
+mod loaded_runtime {
+    use super::*;
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaArrayGetInfo(
+        desc: *mut cudaChannelFormatDesc,
+        extent: *mut cudaExtent,
+        flags: *mut ::core::ffi::c_uint,
+        array: cudaArray_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(0usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaChannelFormatDesc,
+                        *mut cudaExtent,
+                        *mut ::core::ffi::c_uint,
+                        cudaArray_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(desc, extent, flags, array)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaArrayGetMemoryRequirements(
+        memoryRequirements: *mut cudaArrayMemoryRequirements,
+        array: cudaArray_t,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(1usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArrayMemoryRequirements,
+                        cudaArray_t,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memoryRequirements, array, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaArrayGetPlane(
+        pPlaneArray: *mut cudaArray_t,
+        hArray: cudaArray_t,
+        planeIdx: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(2usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArray_t,
+                        cudaArray_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pPlaneArray, hArray, planeIdx)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaArrayGetSparseProperties(
+        sparseProperties: *mut cudaArraySparseProperties,
+        array: cudaArray_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(3usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArraySparseProperties,
+                        cudaArray_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(sparseProperties, array)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaChooseDevice(
+        device: *mut ::core::ffi::c_int,
+        prop: *const cudaDeviceProp,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(4usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const cudaDeviceProp,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, prop)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaCreateChannelDesc(
+        x: ::core::ffi::c_int,
+        y: ::core::ffi::c_int,
+        z: ::core::ffi::c_int,
+        w: ::core::ffi::c_int,
+        f: cudaChannelFormatKind,
+    ) -> cudaChannelFormatDesc {
+        match crate::loader::runtime_fn(5usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        cudaChannelFormatKind,
+                    ) -> cudaChannelFormatDesc,
+                >(__cms_loaded)(x, y, z, w, f)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaCreateSurfaceObject(
+        pSurfObject: *mut cudaSurfaceObject_t,
+        pResDesc: *const cudaResourceDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(6usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaSurfaceObject_t,
+                        *const cudaResourceDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pSurfObject, pResDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaCreateTextureObject(
+        pTexObject: *mut cudaTextureObject_t,
+        pResDesc: *const cudaResourceDesc,
+        pTexDesc: *const cudaTextureDesc,
+        pResViewDesc: *const cudaResourceViewDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(7usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaTextureObject_t,
+                        *const cudaResourceDesc,
+                        *const cudaTextureDesc,
+                        *const cudaResourceViewDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pTexObject, pResDesc, pTexDesc, pResViewDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaCtxResetPersistingL2Cache() -> cudaError_t {
+        match crate::loader::runtime_fn(8usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> cudaError_t,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDestroyExternalMemory(
+        extMem: cudaExternalMemory_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(9usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaExternalMemory_t) -> cudaError_t,
+                >(__cms_loaded)(extMem)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDestroyExternalSemaphore(
+        extSem: cudaExternalSemaphore_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(10usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaExternalSemaphore_t) -> cudaError_t,
+                >(__cms_loaded)(extSem)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDestroySurfaceObject(
+        surfObject: cudaSurfaceObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(11usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaSurfaceObject_t) -> cudaError_t,
+                >(__cms_loaded)(surfObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDestroyTextureObject(
+        texObject: cudaTextureObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(12usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaTextureObject_t) -> cudaError_t,
+                >(__cms_loaded)(texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceCanAccessPeer(
+        canAccessPeer: *mut ::core::ffi::c_int,
+        device: ::core::ffi::c_int,
+        peerDevice: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(13usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(canAccessPeer, device, peerDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceDisablePeerAccess(
+        peerDevice: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(14usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(peerDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceEnablePeerAccess(
+        peerDevice: ::core::ffi::c_int,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(15usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(peerDevice, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceFlushGPUDirectRDMAWrites(
+        target: cudaFlushGPUDirectRDMAWritesTarget,
+        scope: cudaFlushGPUDirectRDMAWritesScope,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(16usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaFlushGPUDirectRDMAWritesTarget,
+                        cudaFlushGPUDirectRDMAWritesScope,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(target, scope)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetAttribute(
+        value: *mut ::core::ffi::c_int,
+        attr: cudaDeviceAttr,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(17usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        cudaDeviceAttr,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(value, attr, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetByPCIBusId(
+        device: *mut ::core::ffi::c_int,
+        pciBusId: *const ::core::ffi::c_char,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(18usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const ::core::ffi::c_char,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, pciBusId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetCacheConfig(
+        pCacheConfig: *mut cudaFuncCache,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(19usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaFuncCache) -> cudaError_t,
+                >(__cms_loaded)(pCacheConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetDefaultMemPool(
+        memPool: *mut cudaMemPool_t,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(20usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetGraphMemAttribute(
+        device: ::core::ffi::c_int,
+        attr: cudaGraphMemAttributeType,
+        value: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(21usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        cudaGraphMemAttributeType,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetHostAtomicCapabilities(
+        capabilities: *mut ::core::ffi::c_uint,
+        operations: *const cudaAtomicOperation,
+        count: ::core::ffi::c_uint,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(22usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *const cudaAtomicOperation,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(capabilities, operations, count, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetLimit(
+        pValue: *mut usize,
+        limit: cudaLimit,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(23usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut usize, cudaLimit) -> cudaError_t,
+                >(__cms_loaded)(pValue, limit)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetMemPool(
+        memPool: *mut cudaMemPool_t,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(24usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetNvSciSyncAttributes(
+        nvSciSyncAttrList: *mut ::core::ffi::c_void,
+        device: ::core::ffi::c_int,
+        flags: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(25usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(nvSciSyncAttrList, device, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetP2PAtomicCapabilities(
+        capabilities: *mut ::core::ffi::c_uint,
+        operations: *const cudaAtomicOperation,
+        count: ::core::ffi::c_uint,
+        srcDevice: ::core::ffi::c_int,
+        dstDevice: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(26usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *const cudaAtomicOperation,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(capabilities, operations, count, srcDevice, dstDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetP2PAttribute(
+        value: *mut ::core::ffi::c_int,
+        attr: cudaDeviceP2PAttr,
+        srcDevice: ::core::ffi::c_int,
+        dstDevice: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(27usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        cudaDeviceP2PAttr,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(value, attr, srcDevice, dstDevice)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetPCIBusId(
+        pciBusId: *mut ::core::ffi::c_char,
+        len: ::core::ffi::c_int,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(28usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_char,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pciBusId, len, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetSharedMemConfig(
+        pConfig: *mut cudaSharedMemConfig,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(29usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaSharedMemConfig) -> cudaError_t,
+                >(__cms_loaded)(pConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetStreamPriorityRange(
+        leastPriority: *mut ::core::ffi::c_int,
+        greatestPriority: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(30usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *mut ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(leastPriority, greatestPriority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGetTexture1DLinearMaxWidth(
+        maxWidthInElements: *mut usize,
+        fmtDesc: *const cudaChannelFormatDesc,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(31usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const cudaChannelFormatDesc,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(maxWidthInElements, fmtDesc, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceGraphMemTrim(
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(32usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceRegisterAsyncNotification(
+        device: ::core::ffi::c_int,
+        callbackFunc: cudaAsyncCallback,
+        userData: *mut ::core::ffi::c_void,
+        callback: *mut cudaAsyncCallbackHandle_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(33usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        cudaAsyncCallback,
+                        *mut ::core::ffi::c_void,
+                        *mut cudaAsyncCallbackHandle_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, callbackFunc, userData, callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceReset() -> cudaError_t {
+        match crate::loader::runtime_fn(34usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> cudaError_t,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSetCacheConfig(
+        cacheConfig: cudaFuncCache,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(35usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaFuncCache) -> cudaError_t,
+                >(__cms_loaded)(cacheConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSetGraphMemAttribute(
+        device: ::core::ffi::c_int,
+        attr: cudaGraphMemAttributeType,
+        value: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(36usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        cudaGraphMemAttributeType,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSetLimit(
+        limit: cudaLimit,
+        value: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(37usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaLimit, usize) -> cudaError_t,
+                >(__cms_loaded)(limit, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSetMemPool(
+        device: ::core::ffi::c_int,
+        memPool: cudaMemPool_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(38usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        cudaMemPool_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, memPool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSetSharedMemConfig(
+        config: cudaSharedMemConfig,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(39usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaSharedMemConfig) -> cudaError_t,
+                >(__cms_loaded)(config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceSynchronize() -> cudaError_t {
+        match crate::loader::runtime_fn(40usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> cudaError_t,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDeviceUnregisterAsyncNotification(
+        device: ::core::ffi::c_int,
+        callback: cudaAsyncCallbackHandle_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(41usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        cudaAsyncCallbackHandle_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaDriverGetVersion(
+        driverVersion: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(42usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(driverVersion)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventCreate(event: *mut cudaEvent_t) -> cudaError_t {
+        match crate::loader::runtime_fn(43usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventCreateWithFlags(
+        event: *mut cudaEvent_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(44usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaEvent_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(event, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventDestroy(event: cudaEvent_t) -> cudaError_t {
+        match crate::loader::runtime_fn(45usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventElapsedTime(
+        ms: *mut f32,
+        start: cudaEvent_t,
+        end: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(46usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut f32,
+                        cudaEvent_t,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ms, start, end)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventQuery(event: cudaEvent_t) -> cudaError_t {
+        match crate::loader::runtime_fn(47usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventRecordWithFlags_ptsz(
+        event: cudaEvent_t,
+        stream: cudaStream_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(48usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaEvent_t,
+                        cudaStream_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(event, stream, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventRecord_ptsz(
+        event: cudaEvent_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(49usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaEvent_t, cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(event, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaEventSynchronize(event: cudaEvent_t) -> cudaError_t {
+        match crate::loader::runtime_fn(50usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaExternalMemoryGetMappedBuffer(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        extMem: cudaExternalMemory_t,
+        bufferDesc: *const cudaExternalMemoryBufferDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(51usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        cudaExternalMemory_t,
+                        *const cudaExternalMemoryBufferDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, extMem, bufferDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaExternalMemoryGetMappedMipmappedArray(
+        mipmap: *mut cudaMipmappedArray_t,
+        extMem: cudaExternalMemory_t,
+        mipmapDesc: *const cudaExternalMemoryMipmappedArrayDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(52usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMipmappedArray_t,
+                        cudaExternalMemory_t,
+                        *const cudaExternalMemoryMipmappedArrayDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(mipmap, extMem, mipmapDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFree(devPtr: *mut ::core::ffi::c_void) -> cudaError_t {
+        match crate::loader::runtime_fn(53usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
+                >(__cms_loaded)(devPtr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFreeArray(array: cudaArray_t) -> cudaError_t {
+        match crate::loader::runtime_fn(54usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaArray_t) -> cudaError_t,
+                >(__cms_loaded)(array)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFreeAsync_ptsz(
+        devPtr: *mut ::core::ffi::c_void,
+        hStream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(55usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFreeHost(ptr: *mut ::core::ffi::c_void) -> cudaError_t {
+        match crate::loader::runtime_fn(56usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
+                >(__cms_loaded)(ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFreeMipmappedArray(
+        mipmappedArray: cudaMipmappedArray_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(57usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaMipmappedArray_t) -> cudaError_t,
+                >(__cms_loaded)(mipmappedArray)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncGetAttributes(
+        attr: *mut cudaFuncAttributes,
+        func: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(58usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaFuncAttributes,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(attr, func)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncGetName(
+        name: *mut *const ::core::ffi::c_char,
+        func: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(59usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *const ::core::ffi::c_char,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(name, func)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncGetParamInfo(
+        func: *const ::core::ffi::c_void,
+        paramIndex: usize,
+        paramOffset: *mut usize,
+        paramSize: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(60usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        usize,
+                        *mut usize,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, paramIndex, paramOffset, paramSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncSetAttribute(
+        func: *const ::core::ffi::c_void,
+        attr: cudaFuncAttribute,
+        value: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(61usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        cudaFuncAttribute,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncSetCacheConfig(
+        func: *const ::core::ffi::c_void,
+        cacheConfig: cudaFuncCache,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(62usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        cudaFuncCache,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, cacheConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaFuncSetSharedMemConfig(
+        func: *const ::core::ffi::c_void,
+        config: cudaSharedMemConfig,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(63usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        cudaSharedMemConfig,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, config)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetChannelDesc(
+        desc: *mut cudaChannelFormatDesc,
+        array: cudaArray_const_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(64usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaChannelFormatDesc,
+                        cudaArray_const_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(desc, array)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDevice(
+        device: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(65usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDeviceCount(
+        count: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(66usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDeviceFlags(
+        flags: *mut ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(67usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_uint) -> cudaError_t,
+                >(__cms_loaded)(flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDeviceProperties(
+        prop: *mut cudaDeviceProp,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(68usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaDeviceProp,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(prop, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion_ptsz(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        cudaVersion: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_ulonglong,
+        driverStatus: *mut cudaDriverEntryPointQueryResult,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(69usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_char,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_ulonglong,
+                        *mut cudaDriverEntryPointQueryResult,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(symbol, funcPtr, cudaVersion, flags, driverStatus)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetDriverEntryPoint_ptsz(
+        symbol: *const ::core::ffi::c_char,
+        funcPtr: *mut *mut ::core::ffi::c_void,
+        flags: ::core::ffi::c_ulonglong,
+        driverStatus: *mut cudaDriverEntryPointQueryResult,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(70usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_char,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_ulonglong,
+                        *mut cudaDriverEntryPointQueryResult,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(symbol, funcPtr, flags, driverStatus)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetErrorName(
+        error: cudaError_t,
+    ) -> *const ::core::ffi::c_char {
+        match crate::loader::runtime_fn(71usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaError_t) -> *const ::core::ffi::c_char,
+                >(__cms_loaded)(error)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetErrorString(
+        error: cudaError_t,
+    ) -> *const ::core::ffi::c_char {
+        match crate::loader::runtime_fn(72usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaError_t) -> *const ::core::ffi::c_char,
+                >(__cms_loaded)(error)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetExportTable(
+        ppExportTable: *mut *const ::core::ffi::c_void,
+        pExportTableId: *const cudaUUID_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(73usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *const ::core::ffi::c_void,
+                        *const cudaUUID_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ppExportTable, pExportTableId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetFuncBySymbol(
+        functionPtr: *mut cudaFunction_t,
+        symbolPtr: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(74usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaFunction_t,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(functionPtr, symbolPtr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetKernel(
+        kernelPtr: *mut cudaKernel_t,
+        entryFuncAddr: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(75usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaKernel_t,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(kernelPtr, entryFuncAddr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetLastError() -> cudaError_t {
+        match crate::loader::runtime_fn(76usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> cudaError_t,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetMipmappedArrayLevel(
+        levelArray: *mut cudaArray_t,
+        mipmappedArray: cudaMipmappedArray_const_t,
+        level: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(77usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArray_t,
+                        cudaMipmappedArray_const_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(levelArray, mipmappedArray, level)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetSurfaceObjectResourceDesc(
+        pResDesc: *mut cudaResourceDesc,
+        surfObject: cudaSurfaceObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(78usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaResourceDesc,
+                        cudaSurfaceObject_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pResDesc, surfObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetSymbolAddress(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(79usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, symbol)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetSymbolSize(
+        size: *mut usize,
+        symbol: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(80usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(size, symbol)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetTextureObjectResourceDesc(
+        pResDesc: *mut cudaResourceDesc,
+        texObject: cudaTextureObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(81usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaResourceDesc,
+                        cudaTextureObject_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pResDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetTextureObjectResourceViewDesc(
+        pResViewDesc: *mut cudaResourceViewDesc,
+        texObject: cudaTextureObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(82usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaResourceViewDesc,
+                        cudaTextureObject_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pResViewDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGetTextureObjectTextureDesc(
+        pTexDesc: *mut cudaTextureDesc,
+        texObject: cudaTextureObject_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(83usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaTextureDesc,
+                        cudaTextureObject_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pTexDesc, texObject)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddChildGraphNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        childGraph: cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(84usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        cudaGraph_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, childGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddDependencies(
+        graph: cudaGraph_t,
+        from: *const cudaGraphNode_t,
+        to: *const cudaGraphNode_t,
+        edgeData: *const cudaGraphEdgeData,
+        numDependencies: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(85usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphEdgeData,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, from, to, edgeData, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddEmptyNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(86usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddEventRecordNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(87usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddEventWaitNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(88usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddExternalSemaphoresSignalNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(89usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaExternalSemaphoreSignalNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddExternalSemaphoresWaitNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(90usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaExternalSemaphoreWaitNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddHostNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        pNodeParams: *const cudaHostNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(91usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaHostNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddKernelNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        pNodeParams: *const cudaKernelNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(92usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaKernelNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemAllocNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        nodeParams: *mut cudaMemAllocNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(93usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *mut cudaMemAllocNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemFreeNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        dptr: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(94usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, dptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemcpyNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        pCopyParams: *const cudaMemcpy3DParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(95usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaMemcpy3DParms,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, pCopyParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemcpyNode1D(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        dst: *mut ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(96usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    pGraphNode,
+                    graph,
+                    pDependencies,
+                    numDependencies,
+                    dst,
+                    src,
+                    count,
+                    kind,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemcpyNodeFromSymbol(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        dst: *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(97usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    pGraphNode,
+                    graph,
+                    pDependencies,
+                    numDependencies,
+                    dst,
+                    symbol,
+                    count,
+                    offset,
+                    kind,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemcpyNodeToSymbol(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        symbol: *const ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(98usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    pGraphNode,
+                    graph,
+                    pDependencies,
+                    numDependencies,
+                    symbol,
+                    src,
+                    count,
+                    offset,
+                    kind,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddMemsetNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        numDependencies: usize,
+        pMemsetParams: *const cudaMemsetParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(99usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *const cudaMemsetParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(pGraphNode, graph, pDependencies, numDependencies, pMemsetParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphAddNode(
+        pGraphNode: *mut cudaGraphNode_t,
+        graph: cudaGraph_t,
+        pDependencies: *const cudaGraphNode_t,
+        dependencyData: *const cudaGraphEdgeData,
+        numDependencies: usize,
+        nodeParams: *mut cudaGraphNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(100usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphEdgeData,
+                        usize,
+                        *mut cudaGraphNodeParams,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    pGraphNode,
+                    graph,
+                    pDependencies,
+                    dependencyData,
+                    numDependencies,
+                    nodeParams,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphChildGraphNodeGetGraph(
+        node: cudaGraphNode_t,
+        pGraph: *mut cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(101usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraph_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphClone(
+        pGraphClone: *mut cudaGraph_t,
+        originalGraph: cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(102usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaGraph_t, cudaGraph_t) -> cudaError_t,
+                >(__cms_loaded)(pGraphClone, originalGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphConditionalHandleCreate(
+        pHandle_out: *mut cudaGraphConditionalHandle,
+        graph: cudaGraph_t,
+        defaultLaunchValue: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(103usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphConditionalHandle,
+                        cudaGraph_t,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pHandle_out, graph, defaultLaunchValue, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphCreate(
+        pGraph: *mut cudaGraph_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(104usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraph_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraph, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphDebugDotPrint(
+        graph: cudaGraph_t,
+        path: *const ::core::ffi::c_char,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(105usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, path, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphDestroy(graph: cudaGraph_t) -> cudaError_t {
+        match crate::loader::runtime_fn(106usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraph_t) -> cudaError_t,
+                >(__cms_loaded)(graph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphDestroyNode(node: cudaGraphNode_t) -> cudaError_t {
+        match crate::loader::runtime_fn(107usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphNode_t) -> cudaError_t,
+                >(__cms_loaded)(node)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphEventRecordNodeGetEvent(
+        node: cudaGraphNode_t,
+        event_out: *mut cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(108usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, event_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphEventRecordNodeSetEvent(
+        node: cudaGraphNode_t,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(109usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphNode_t, cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(node, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphEventWaitNodeGetEvent(
+        node: cudaGraphNode_t,
+        event_out: *mut cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(110usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, event_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphEventWaitNodeSetEvent(
+        node: cudaGraphNode_t,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(111usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphNode_t, cudaEvent_t) -> cudaError_t,
+                >(__cms_loaded)(node, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecChildGraphNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        childGraph: cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(112usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        cudaGraph_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, childGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecDestroy(
+        graphExec: cudaGraphExec_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(113usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphExec_t) -> cudaError_t,
+                >(__cms_loaded)(graphExec)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecEventRecordNodeSetEvent(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(114usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecEventWaitNodeSetEvent(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(115usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecExternalSemaphoresSignalNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(116usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaExternalSemaphoreSignalNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecExternalSemaphoresWaitNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(117usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaExternalSemaphoreWaitNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecGetFlags(
+        graphExec: cudaGraphExec_t,
+        flags: *mut ::core::ffi::c_ulonglong,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(118usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        *mut ::core::ffi::c_ulonglong,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graphExec, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecHostNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaHostNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(119usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaHostNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecKernelNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaKernelNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(120usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaKernelNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaMemcpy3DParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(121usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaMemcpy3DParms,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParams1D(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        dst: *mut ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(122usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, dst, src, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        dst: *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(123usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, dst, symbol, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParamsToSymbol(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        symbol: *const ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(124usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, symbol, src, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecMemsetNodeSetParams(
+        hGraphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaMemsetParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(125usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *const cudaMemsetParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecNodeSetParams(
+        graphExec: cudaGraphExec_t,
+        node: cudaGraphNode_t,
+        nodeParams: *mut cudaGraphNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(126usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *mut cudaGraphNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graphExec, node, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExecUpdate(
+        hGraphExec: cudaGraphExec_t,
+        hGraph: cudaGraph_t,
+        resultInfo: *mut cudaGraphExecUpdateResultInfo,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(127usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraph_t,
+                        *mut cudaGraphExecUpdateResultInfo,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hGraph, resultInfo)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExternalSemaphoresSignalNodeGetParams(
+        hNode: cudaGraphNode_t,
+        params_out: *mut cudaExternalSemaphoreSignalNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(128usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaExternalSemaphoreSignalNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExternalSemaphoresSignalNodeSetParams(
+        hNode: cudaGraphNode_t,
+        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(129usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaExternalSemaphoreSignalNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExternalSemaphoresWaitNodeGetParams(
+        hNode: cudaGraphNode_t,
+        params_out: *mut cudaExternalSemaphoreWaitNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(130usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaExternalSemaphoreWaitNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphExternalSemaphoresWaitNodeSetParams(
+        hNode: cudaGraphNode_t,
+        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(131usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaExternalSemaphoreWaitNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphGetEdges(
+        graph: cudaGraph_t,
+        from: *mut cudaGraphNode_t,
+        to: *mut cudaGraphNode_t,
+        edgeData: *mut cudaGraphEdgeData,
+        numEdges: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(132usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *mut cudaGraphNode_t,
+                        *mut cudaGraphNode_t,
+                        *mut cudaGraphEdgeData,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, from, to, edgeData, numEdges)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphGetNodes(
+        graph: cudaGraph_t,
+        nodes: *mut cudaGraphNode_t,
+        numNodes: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(133usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *mut cudaGraphNode_t,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, nodes, numNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphGetRootNodes(
+        graph: cudaGraph_t,
+        pRootNodes: *mut cudaGraphNode_t,
+        pNumRootNodes: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(134usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *mut cudaGraphNode_t,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, pRootNodes, pNumRootNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphHostNodeGetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *mut cudaHostNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(135usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaHostNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphHostNodeSetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaHostNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(136usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaHostNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphInstantiate(
+        pGraphExec: *mut cudaGraphExec_t,
+        graph: cudaGraph_t,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(137usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphExec_t,
+                        cudaGraph_t,
+                        ::core::ffi::c_ulonglong,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphExec, graph, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphInstantiateWithFlags(
+        pGraphExec: *mut cudaGraphExec_t,
+        graph: cudaGraph_t,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(138usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphExec_t,
+                        cudaGraph_t,
+                        ::core::ffi::c_ulonglong,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphExec, graph, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphInstantiateWithParams_ptsz(
+        pGraphExec: *mut cudaGraphExec_t,
+        graph: cudaGraph_t,
+        instantiateParams: *mut cudaGraphInstantiateParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(139usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphExec_t,
+                        cudaGraph_t,
+                        *mut cudaGraphInstantiateParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pGraphExec, graph, instantiateParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphKernelNodeCopyAttributes(
+        hDst: cudaGraphNode_t,
+        hSrc: cudaGraphNode_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(140usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphNode_t, cudaGraphNode_t) -> cudaError_t,
+                >(__cms_loaded)(hDst, hSrc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphKernelNodeGetAttribute(
+        hNode: cudaGraphNode_t,
+        attr: cudaLaunchAttributeID,
+        value_out: *mut cudaLaunchAttributeValue,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(141usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        cudaLaunchAttributeID,
+                        *mut cudaLaunchAttributeValue,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, attr, value_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphKernelNodeGetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *mut cudaKernelNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(142usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaKernelNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphKernelNodeSetAttribute(
+        hNode: cudaGraphNode_t,
+        attr: cudaLaunchAttributeID,
+        value: *const cudaLaunchAttributeValue,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(143usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        cudaLaunchAttributeID,
+                        *const cudaLaunchAttributeValue,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hNode, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphKernelNodeSetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaKernelNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(144usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaKernelNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphLaunch_ptsz(
+        graphExec: cudaGraphExec_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(145usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphExec_t, cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(graphExec, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemAllocNodeGetParams(
+        node: cudaGraphNode_t,
+        params_out: *mut cudaMemAllocNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(146usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaMemAllocNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, params_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemFreeNodeGetParams(
+        node: cudaGraphNode_t,
+        dptr_out: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(147usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, dptr_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemcpyNodeGetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *mut cudaMemcpy3DParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(148usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaMemcpy3DParms,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaMemcpy3DParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(149usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaMemcpy3DParms,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParams1D(
+        node: cudaGraphNode_t,
+        dst: *mut ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(150usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, dst, src, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParamsFromSymbol(
+        node: cudaGraphNode_t,
+        dst: *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(151usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, dst, symbol, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParamsToSymbol(
+        node: cudaGraphNode_t,
+        symbol: *const ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(152usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, symbol, src, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemsetNodeGetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *mut cudaMemsetParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(153usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaMemsetParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphMemsetNodeSetParams(
+        node: cudaGraphNode_t,
+        pNodeParams: *const cudaMemsetParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(154usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *const cudaMemsetParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pNodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeFindInClone(
+        pNode: *mut cudaGraphNode_t,
+        originalNode: cudaGraphNode_t,
+        clonedGraph: cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(155usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraphNode_t,
+                        cudaGraph_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pNode, originalNode, clonedGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeGetDependencies(
+        node: cudaGraphNode_t,
+        pDependencies: *mut cudaGraphNode_t,
+        edgeData: *mut cudaGraphEdgeData,
+        pNumDependencies: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(156usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraphNode_t,
+                        *mut cudaGraphEdgeData,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pDependencies, edgeData, pNumDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeGetDependentNodes(
+        node: cudaGraphNode_t,
+        pDependentNodes: *mut cudaGraphNode_t,
+        edgeData: *mut cudaGraphEdgeData,
+        pNumDependentNodes: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(157usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraphNode_t,
+                        *mut cudaGraphEdgeData,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pDependentNodes, edgeData, pNumDependentNodes)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeGetEnabled(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        isEnabled: *mut ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(158usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *mut ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeGetType(
+        node: cudaGraphNode_t,
+        pType: *mut cudaGraphNodeType,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(159usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraphNodeType,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, pType)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeSetEnabled(
+        hGraphExec: cudaGraphExec_t,
+        hNode: cudaGraphNode_t,
+        isEnabled: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(160usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphNodeSetParams(
+        node: cudaGraphNode_t,
+        nodeParams: *mut cudaGraphNodeParams,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(161usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraphNodeParams,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(node, nodeParams)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphReleaseUserObject(
+        graph: cudaGraph_t,
+        object: cudaUserObject_t,
+        count: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(162usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        cudaUserObject_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphRemoveDependencies(
+        graph: cudaGraph_t,
+        from: *const cudaGraphNode_t,
+        to: *const cudaGraphNode_t,
+        edgeData: *const cudaGraphEdgeData,
+        numDependencies: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(163usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphEdgeData,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, from, to, edgeData, numDependencies)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphRetainUserObject(
+        graph: cudaGraph_t,
+        object: cudaUserObject_t,
+        count: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(164usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraph_t,
+                        cudaUserObject_t,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(graph, object, count, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphUpload_ptsz(
+        graphExec: cudaGraphExec_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(165usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphExec_t, cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(graphExec, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsMapResources(
+        count: ::core::ffi::c_int,
+        resources: *mut cudaGraphicsResource_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(166usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut cudaGraphicsResource_t,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(count, resources, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsResourceGetMappedMipmappedArray(
+        mipmappedArray: *mut cudaMipmappedArray_t,
+        resource: cudaGraphicsResource_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(167usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMipmappedArray_t,
+                        cudaGraphicsResource_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(mipmappedArray, resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsResourceGetMappedPointer(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        size: *mut usize,
+        resource: cudaGraphicsResource_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(168usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        cudaGraphicsResource_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, size, resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsResourceSetMapFlags(
+        resource: cudaGraphicsResource_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(169usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaGraphicsResource_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(resource, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsSubResourceGetMappedArray(
+        array: *mut cudaArray_t,
+        resource: cudaGraphicsResource_t,
+        arrayIndex: ::core::ffi::c_uint,
+        mipLevel: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(170usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArray_t,
+                        cudaGraphicsResource_t,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(array, resource, arrayIndex, mipLevel)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsUnmapResources(
+        count: ::core::ffi::c_int,
+        resources: *mut cudaGraphicsResource_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(171usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut cudaGraphicsResource_t,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(count, resources, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaGraphicsUnregisterResource(
+        resource: cudaGraphicsResource_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(172usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaGraphicsResource_t) -> cudaError_t,
+                >(__cms_loaded)(resource)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaHostAlloc(
+        pHost: *mut *mut ::core::ffi::c_void,
+        size: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(173usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pHost, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaHostGetDevicePointer(
+        pDevice: *mut *mut ::core::ffi::c_void,
+        pHost: *mut ::core::ffi::c_void,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(174usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pDevice, pHost, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaHostGetFlags(
+        pFlags: *mut ::core::ffi::c_uint,
+        pHost: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(175usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pFlags, pHost)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaHostRegister(
+        ptr: *mut ::core::ffi::c_void,
+        size: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(176usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ptr, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaHostUnregister(
+        ptr: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(177usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
+                >(__cms_loaded)(ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaImportExternalMemory(
+        extMem_out: *mut cudaExternalMemory_t,
+        memHandleDesc: *const cudaExternalMemoryHandleDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(178usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaExternalMemory_t,
+                        *const cudaExternalMemoryHandleDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(extMem_out, memHandleDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaImportExternalSemaphore(
+        extSem_out: *mut cudaExternalSemaphore_t,
+        semHandleDesc: *const cudaExternalSemaphoreHandleDesc,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(179usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaExternalSemaphore_t,
+                        *const cudaExternalSemaphoreHandleDesc,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(extSem_out, semHandleDesc)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaInitDevice(
+        device: ::core::ffi::c_int,
+        deviceFlags: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(180usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device, deviceFlags, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaIpcCloseMemHandle(
+        devPtr: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(181usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
+                >(__cms_loaded)(devPtr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaIpcGetEventHandle(
+        handle: *mut cudaIpcEventHandle_t,
+        event: cudaEvent_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(182usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaIpcEventHandle_t,
+                        cudaEvent_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(handle, event)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaIpcGetMemHandle(
+        handle: *mut cudaIpcMemHandle_t,
+        devPtr: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(183usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaIpcMemHandle_t,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(handle, devPtr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaIpcOpenEventHandle(
+        event: *mut cudaEvent_t,
+        handle: cudaIpcEventHandle_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(184usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaEvent_t,
+                        cudaIpcEventHandle_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(event, handle)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaIpcOpenMemHandle(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        handle: cudaIpcMemHandle_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(185usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        cudaIpcMemHandle_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, handle, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaKernelSetAttributeForDevice(
+        kernel: cudaKernel_t,
+        attr: cudaFuncAttribute,
+        value: ::core::ffi::c_int,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(186usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaKernel_t,
+                        cudaFuncAttribute,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(kernel, attr, value, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLaunchCooperativeKernel_ptsz(
+        func: *const ::core::ffi::c_void,
+        gridDim: dim3,
+        blockDim: dim3,
+        args: *mut *mut ::core::ffi::c_void,
+        sharedMem: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(187usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        dim3,
+                        dim3,
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, gridDim, blockDim, args, sharedMem, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLaunchHostFunc_ptsz(
+        stream: cudaStream_t,
+        fn_: cudaHostFn_t,
+        userData: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(188usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaHostFn_t,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, fn_, userData)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLaunchKernelExC_ptsz(
+        config: *const cudaLaunchConfig_t,
+        func: *const ::core::ffi::c_void,
+        args: *mut *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(189usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const cudaLaunchConfig_t,
+                        *const ::core::ffi::c_void,
+                        *mut *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(config, func, args)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLaunchKernel_ptsz(
+        func: *const ::core::ffi::c_void,
+        gridDim: dim3,
+        blockDim: dim3,
+        args: *mut *mut ::core::ffi::c_void,
+        sharedMem: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(190usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        dim3,
+                        dim3,
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(func, gridDim, blockDim, args, sharedMem, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryEnumerateKernels(
+        kernels: *mut cudaKernel_t,
+        numKernels: ::core::ffi::c_uint,
+        lib: cudaLibrary_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(191usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaKernel_t,
+                        ::core::ffi::c_uint,
+                        cudaLibrary_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(kernels, numKernels, lib)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryGetGlobal(
+        dptr: *mut *mut ::core::ffi::c_void,
+        bytes: *mut usize,
+        library: cudaLibrary_t,
+        name: *const ::core::ffi::c_char,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(192usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        cudaLibrary_t,
+                        *const ::core::ffi::c_char,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dptr, bytes, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryGetKernel(
+        pKernel: *mut cudaKernel_t,
+        library: cudaLibrary_t,
+        name: *const ::core::ffi::c_char,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(193usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaKernel_t,
+                        cudaLibrary_t,
+                        *const ::core::ffi::c_char,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pKernel, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryGetKernelCount(
+        count: *mut ::core::ffi::c_uint,
+        lib: cudaLibrary_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(194usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_uint,
+                        cudaLibrary_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(count, lib)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryGetManaged(
+        dptr: *mut *mut ::core::ffi::c_void,
+        bytes: *mut usize,
+        library: cudaLibrary_t,
+        name: *const ::core::ffi::c_char,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(195usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        cudaLibrary_t,
+                        *const ::core::ffi::c_char,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dptr, bytes, library, name)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryGetUnifiedFunction(
+        fptr: *mut *mut ::core::ffi::c_void,
+        library: cudaLibrary_t,
+        symbol: *const ::core::ffi::c_char,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(196usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        cudaLibrary_t,
+                        *const ::core::ffi::c_char,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(fptr, library, symbol)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryLoadData(
+        library: *mut cudaLibrary_t,
+        code: *const ::core::ffi::c_void,
+        jitOptions: *mut cudaJitOption,
+        jitOptionsValues: *mut *mut ::core::ffi::c_void,
+        numJitOptions: ::core::ffi::c_uint,
+        libraryOptions: *mut cudaLibraryOption,
+        libraryOptionValues: *mut *mut ::core::ffi::c_void,
+        numLibraryOptions: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(197usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaLibrary_t,
+                        *const ::core::ffi::c_void,
+                        *mut cudaJitOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        *mut cudaLibraryOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    library,
+                    code,
+                    jitOptions,
+                    jitOptionsValues,
+                    numJitOptions,
+                    libraryOptions,
+                    libraryOptionValues,
+                    numLibraryOptions,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryLoadFromFile(
+        library: *mut cudaLibrary_t,
+        fileName: *const ::core::ffi::c_char,
+        jitOptions: *mut cudaJitOption,
+        jitOptionsValues: *mut *mut ::core::ffi::c_void,
+        numJitOptions: ::core::ffi::c_uint,
+        libraryOptions: *mut cudaLibraryOption,
+        libraryOptionValues: *mut *mut ::core::ffi::c_void,
+        numLibraryOptions: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(198usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaLibrary_t,
+                        *const ::core::ffi::c_char,
+                        *mut cudaJitOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                        *mut cudaLibraryOption,
+                        *mut *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    library,
+                    fileName,
+                    jitOptions,
+                    jitOptionsValues,
+                    numJitOptions,
+                    libraryOptions,
+                    libraryOptionValues,
+                    numLibraryOptions,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLibraryUnload(library: cudaLibrary_t) -> cudaError_t {
+        match crate::loader::runtime_fn(199usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaLibrary_t) -> cudaError_t,
+                >(__cms_loaded)(library)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLogsCurrent(
+        iterator_out: *mut cudaLogIterator,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(200usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaLogIterator,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(iterator_out, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLogsDumpToFile(
+        iterator: *mut cudaLogIterator,
+        pathToFile: *const ::core::ffi::c_char,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(201usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaLogIterator,
+                        *const ::core::ffi::c_char,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(iterator, pathToFile, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLogsDumpToMemory(
+        iterator: *mut cudaLogIterator,
+        buffer: *mut ::core::ffi::c_char,
+        size: *mut usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(202usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaLogIterator,
+                        *mut ::core::ffi::c_char,
+                        *mut usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(iterator, buffer, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLogsRegisterCallback(
+        callbackFunc: cudaLogsCallback_t,
+        userData: *mut ::core::ffi::c_void,
+        callback_out: *mut cudaLogsCallbackHandle,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(203usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaLogsCallback_t,
+                        *mut ::core::ffi::c_void,
+                        *mut cudaLogsCallbackHandle,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(callbackFunc, userData, callback_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaLogsUnregisterCallback(
+        callback: cudaLogsCallbackHandle,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(204usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaLogsCallbackHandle) -> cudaError_t,
+                >(__cms_loaded)(callback)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMalloc(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        size: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(205usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMalloc3D(
+        pitchedDevPtr: *mut cudaPitchedPtr,
+        extent: cudaExtent,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(206usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaPitchedPtr, cudaExtent) -> cudaError_t,
+                >(__cms_loaded)(pitchedDevPtr, extent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMalloc3DArray(
+        array: *mut cudaArray_t,
+        desc: *const cudaChannelFormatDesc,
+        extent: cudaExtent,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(207usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArray_t,
+                        *const cudaChannelFormatDesc,
+                        cudaExtent,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(array, desc, extent, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocArray(
+        array: *mut cudaArray_t,
+        desc: *const cudaChannelFormatDesc,
+        width: usize,
+        height: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(208usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArray_t,
+                        *const cudaChannelFormatDesc,
+                        usize,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(array, desc, width, height, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocAsync_ptsz(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        size: usize,
+        hStream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(209usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, size, hStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocFromPoolAsync_ptsz(
+        ptr: *mut *mut ::core::ffi::c_void,
+        size: usize,
+        memPool: cudaMemPool_t,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(210usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        cudaMemPool_t,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ptr, size, memPool, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocHost(
+        ptr: *mut *mut ::core::ffi::c_void,
+        size: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(211usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ptr, size)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocManaged(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        size: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(212usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, size, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocMipmappedArray(
+        mipmappedArray: *mut cudaMipmappedArray_t,
+        desc: *const cudaChannelFormatDesc,
+        extent: cudaExtent,
+        numLevels: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(213usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMipmappedArray_t,
+                        *const cudaChannelFormatDesc,
+                        cudaExtent,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(mipmappedArray, desc, extent, numLevels, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMallocPitch(
+        devPtr: *mut *mut ::core::ffi::c_void,
+        pitch: *mut usize,
+        width: usize,
+        height: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(214usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        usize,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, pitch, width, height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemAdvise(
+        devPtr: *const ::core::ffi::c_void,
+        count: usize,
+        advice: cudaMemoryAdvise,
+        location: cudaMemLocation,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(215usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemoryAdvise,
+                        cudaMemLocation,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, count, advice, location)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemDiscardAndPrefetchBatchAsync_ptsz(
+        dptrs: *mut *mut ::core::ffi::c_void,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut cudaMemLocation,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: ::core::ffi::c_ulonglong,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(216usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        usize,
+                        *mut cudaMemLocation,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    dptrs,
+                    sizes,
+                    count,
+                    prefetchLocs,
+                    prefetchLocIdxs,
+                    numPrefetchLocs,
+                    flags,
+                    stream,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemDiscardBatchAsync_ptsz(
+        dptrs: *mut *mut ::core::ffi::c_void,
+        sizes: *mut usize,
+        count: usize,
+        flags: ::core::ffi::c_ulonglong,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(217usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dptrs, sizes, count, flags, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemGetDefaultMemPool(
+        memPool: *mut cudaMemPool_t,
+        location: *mut cudaMemLocation,
+        type_: cudaMemAllocationType,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(218usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        *mut cudaMemLocation,
+                        cudaMemAllocationType,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, location, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemGetInfo(
+        free: *mut usize,
+        total: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(219usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut usize, *mut usize) -> cudaError_t,
+                >(__cms_loaded)(free, total)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemGetMemPool(
+        memPool: *mut cudaMemPool_t,
+        location: *mut cudaMemLocation,
+        type_: cudaMemAllocationType,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(220usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        *mut cudaMemLocation,
+                        cudaMemAllocationType,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, location, type_)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolCreate(
+        memPool: *mut cudaMemPool_t,
+        poolProps: *const cudaMemPoolProps,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(221usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        *const cudaMemPoolProps,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, poolProps)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolDestroy(memPool: cudaMemPool_t) -> cudaError_t {
+        match crate::loader::runtime_fn(222usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaMemPool_t) -> cudaError_t,
+                >(__cms_loaded)(memPool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolExportPointer(
+        exportData: *mut cudaMemPoolPtrExportData,
+        ptr: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(223usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPoolPtrExportData,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(exportData, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolExportToShareableHandle(
+        shareableHandle: *mut ::core::ffi::c_void,
+        memPool: cudaMemPool_t,
+        handleType: cudaMemAllocationHandleType,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(224usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        cudaMemPool_t,
+                        cudaMemAllocationHandleType,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(shareableHandle, memPool, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolGetAccess(
+        flags: *mut cudaMemAccessFlags,
+        memPool: cudaMemPool_t,
+        location: *mut cudaMemLocation,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(225usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemAccessFlags,
+                        cudaMemPool_t,
+                        *mut cudaMemLocation,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(flags, memPool, location)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolGetAttribute(
+        memPool: cudaMemPool_t,
+        attr: cudaMemPoolAttr,
+        value: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(226usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaMemPool_t,
+                        cudaMemPoolAttr,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolImportFromShareableHandle(
+        memPool: *mut cudaMemPool_t,
+        shareableHandle: *mut ::core::ffi::c_void,
+        handleType: cudaMemAllocationHandleType,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(227usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        *mut ::core::ffi::c_void,
+                        cudaMemAllocationHandleType,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, shareableHandle, handleType, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolImportPointer(
+        ptr: *mut *mut ::core::ffi::c_void,
+        memPool: cudaMemPool_t,
+        exportData: *mut cudaMemPoolPtrExportData,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(228usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        cudaMemPool_t,
+                        *mut cudaMemPoolPtrExportData,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(ptr, memPool, exportData)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolSetAccess(
+        memPool: cudaMemPool_t,
+        descList: *const cudaMemAccessDesc,
+        count: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(229usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaMemPool_t,
+                        *const cudaMemAccessDesc,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, descList, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolSetAttribute(
+        memPool: cudaMemPool_t,
+        attr: cudaMemPoolAttr,
+        value: *mut ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(230usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaMemPool_t,
+                        cudaMemPoolAttr,
+                        *mut ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memPool, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPoolTrimTo(
+        memPool: cudaMemPool_t,
+        minBytesToKeep: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(231usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaMemPool_t, usize) -> cudaError_t,
+                >(__cms_loaded)(memPool, minBytesToKeep)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPrefetchAsync_ptsz(
+        devPtr: *const ::core::ffi::c_void,
+        count: usize,
+        location: cudaMemLocation,
+        flags: ::core::ffi::c_uint,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(232usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemLocation,
+                        ::core::ffi::c_uint,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, count, location, flags, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemPrefetchBatchAsync_ptsz(
+        dptrs: *mut *mut ::core::ffi::c_void,
+        sizes: *mut usize,
+        count: usize,
+        prefetchLocs: *mut cudaMemLocation,
+        prefetchLocIdxs: *mut usize,
+        numPrefetchLocs: usize,
+        flags: ::core::ffi::c_ulonglong,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(233usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        usize,
+                        *mut cudaMemLocation,
+                        *mut usize,
+                        usize,
+                        ::core::ffi::c_ulonglong,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    dptrs,
+                    sizes,
+                    count,
+                    prefetchLocs,
+                    prefetchLocIdxs,
+                    numPrefetchLocs,
+                    flags,
+                    stream,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemRangeGetAttribute(
+        data: *mut ::core::ffi::c_void,
+        dataSize: usize,
+        attribute: cudaMemRangeAttribute,
+        devPtr: *const ::core::ffi::c_void,
+        count: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(234usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        cudaMemRangeAttribute,
+                        *const ::core::ffi::c_void,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(data, dataSize, attribute, devPtr, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemRangeGetAttributes(
+        data: *mut *mut ::core::ffi::c_void,
+        dataSizes: *mut usize,
+        attributes: *mut cudaMemRangeAttribute,
+        numAttributes: usize,
+        devPtr: *const ::core::ffi::c_void,
+        count: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(235usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut *mut ::core::ffi::c_void,
+                        *mut usize,
+                        *mut cudaMemRangeAttribute,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(data, dataSizes, attributes, numAttributes, devPtr, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemSetMemPool(
+        location: *mut cudaMemLocation,
+        type_: cudaMemAllocationType,
+        memPool: cudaMemPool_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(236usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaMemLocation,
+                        cudaMemAllocationType,
+                        cudaMemPool_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(location, type_, memPool)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DArrayToArray_ptds(
+        dst: cudaArray_t,
+        wOffsetDst: usize,
+        hOffsetDst: usize,
+        src: cudaArray_const_t,
+        wOffsetSrc: usize,
+        hOffsetSrc: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(237usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    dst,
+                    wOffsetDst,
+                    hOffsetDst,
+                    src,
+                    wOffsetSrc,
+                    hOffsetSrc,
+                    width,
+                    height,
+                    kind,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DAsync_ptsz(
+        dst: *mut ::core::ffi::c_void,
+        dpitch: usize,
+        src: *const ::core::ffi::c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(238usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, dpitch, src, spitch, width, height, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DFromArrayAsync_ptsz(
+        dst: *mut ::core::ffi::c_void,
+        dpitch: usize,
+        src: cudaArray_const_t,
+        wOffset: usize,
+        hOffset: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(239usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DFromArray_ptds(
+        dst: *mut ::core::ffi::c_void,
+        dpitch: usize,
+        src: cudaArray_const_t,
+        wOffset: usize,
+        hOffset: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(240usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, dpitch, src, wOffset, hOffset, width, height, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DToArrayAsync_ptsz(
+        dst: cudaArray_t,
+        wOffset: usize,
+        hOffset: usize,
+        src: *const ::core::ffi::c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(241usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(dst, wOffset, hOffset, src, spitch, width, height, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2DToArray_ptds(
+        dst: cudaArray_t,
+        wOffset: usize,
+        hOffset: usize,
+        src: *const ::core::ffi::c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(242usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, wOffset, hOffset, src, spitch, width, height, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy2D_ptds(
+        dst: *mut ::core::ffi::c_void,
+        dpitch: usize,
+        src: *const ::core::ffi::c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(243usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, dpitch, src, spitch, width, height, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy3DAsync_ptsz(
+        p: *const cudaMemcpy3DParms,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(244usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const cudaMemcpy3DParms,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(p, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy3DBatchAsync_ptsz(
+        numOps: usize,
+        opList: *mut cudaMemcpy3DBatchOp,
+        flags: ::core::ffi::c_ulonglong,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(245usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        usize,
+                        *mut cudaMemcpy3DBatchOp,
+                        ::core::ffi::c_ulonglong,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(numOps, opList, flags, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy3DPeerAsync_ptsz(
+        p: *const cudaMemcpy3DPeerParms,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(246usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const cudaMemcpy3DPeerParms,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(p, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy3DPeer_ptds(
+        p: *const cudaMemcpy3DPeerParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(247usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const cudaMemcpy3DPeerParms) -> cudaError_t,
+                >(__cms_loaded)(p)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy3D_ptds(
+        p: *const cudaMemcpy3DParms,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(248usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*const cudaMemcpy3DParms) -> cudaError_t,
+                >(__cms_loaded)(p)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyArrayToArray_ptds(
+        dst: cudaArray_t,
+        wOffsetDst: usize,
+        hOffsetDst: usize,
+        src: cudaArray_const_t,
+        wOffsetSrc: usize,
+        hOffsetSrc: usize,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(249usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyAsync_ptsz(
+        dst: *mut ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(250usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, src, count, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyBatchAsync_ptsz(
+        dsts: *const *mut ::core::ffi::c_void,
+        srcs: *const *const ::core::ffi::c_void,
+        sizes: *const usize,
+        count: usize,
+        attrs: *mut cudaMemcpyAttributes,
+        attrsIdxs: *mut usize,
+        numAttrs: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(251usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const *mut ::core::ffi::c_void,
+                        *const *const ::core::ffi::c_void,
+                        *const usize,
+                        usize,
+                        *mut cudaMemcpyAttributes,
+                        *mut usize,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyFromArrayAsync_ptsz(
+        dst: *mut ::core::ffi::c_void,
+        src: cudaArray_const_t,
+        wOffset: usize,
+        hOffset: usize,
+        count: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(252usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, src, wOffset, hOffset, count, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyFromArray_ptds(
+        dst: *mut ::core::ffi::c_void,
+        src: cudaArray_const_t,
+        wOffset: usize,
+        hOffset: usize,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(253usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        cudaArray_const_t,
+                        usize,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, src, wOffset, hOffset, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync_ptsz(
+        dst: *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(254usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, symbol, count, offset, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyFromSymbol_ptds(
+        dst: *mut ::core::ffi::c_void,
+        symbol: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(255usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, symbol, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyPeer(
+        dst: *mut ::core::ffi::c_void,
+        dstDevice: ::core::ffi::c_int,
+        src: *const ::core::ffi::c_void,
+        srcDevice: ::core::ffi::c_int,
+        count: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(256usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, dstDevice, src, srcDevice, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyPeerAsync(
+        dst: *mut ::core::ffi::c_void,
+        dstDevice: ::core::ffi::c_int,
+        src: *const ::core::ffi::c_void,
+        srcDevice: ::core::ffi::c_int,
+        count: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(257usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, dstDevice, src, srcDevice, count, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyToArrayAsync_ptsz(
+        dst: cudaArray_t,
+        wOffset: usize,
+        hOffset: usize,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(258usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, wOffset, hOffset, src, count, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyToArray_ptds(
+        dst: cudaArray_t,
+        wOffset: usize,
+        hOffset: usize,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(259usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaArray_t,
+                        usize,
+                        usize,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, wOffset, hOffset, src, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyToSymbolAsync_ptsz(
+        symbol: *const ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(260usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(symbol, src, count, offset, kind, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpyToSymbol_ptds(
+        symbol: *const ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        offset: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(261usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(symbol, src, count, offset, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemcpy_ptds(
+        dst: *mut ::core::ffi::c_void,
+        src: *const ::core::ffi::c_void,
+        count: usize,
+        kind: cudaMemcpyKind,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(262usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        *const ::core::ffi::c_void,
+                        usize,
+                        cudaMemcpyKind,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dst, src, count, kind)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemset2DAsync_ptsz(
+        devPtr: *mut ::core::ffi::c_void,
+        pitch: usize,
+        value: ::core::ffi::c_int,
+        width: usize,
+        height: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(263usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_int,
+                        usize,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, pitch, value, width, height, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemset2D_ptds(
+        devPtr: *mut ::core::ffi::c_void,
+        pitch: usize,
+        value: ::core::ffi::c_int,
+        width: usize,
+        height: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(264usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_int,
+                        usize,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, pitch, value, width, height)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemset3DAsync_ptsz(
+        pitchedDevPtr: cudaPitchedPtr,
+        value: ::core::ffi::c_int,
+        extent: cudaExtent,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(265usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaPitchedPtr,
+                        ::core::ffi::c_int,
+                        cudaExtent,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pitchedDevPtr, value, extent, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemset3D_ptds(
+        pitchedDevPtr: cudaPitchedPtr,
+        value: ::core::ffi::c_int,
+        extent: cudaExtent,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(266usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaPitchedPtr,
+                        ::core::ffi::c_int,
+                        cudaExtent,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pitchedDevPtr, value, extent)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemsetAsync_ptsz(
+        devPtr: *mut ::core::ffi::c_void,
+        value: ::core::ffi::c_int,
+        count: usize,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(267usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, value, count, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMemset_ptds(
+        devPtr: *mut ::core::ffi::c_void,
+        value: ::core::ffi::c_int,
+        count: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(268usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(devPtr, value, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMipmappedArrayGetMemoryRequirements(
+        memoryRequirements: *mut cudaArrayMemoryRequirements,
+        mipmap: cudaMipmappedArray_t,
+        device: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(269usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArrayMemoryRequirements,
+                        cudaMipmappedArray_t,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(memoryRequirements, mipmap, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaMipmappedArrayGetSparseProperties(
+        sparseProperties: *mut cudaArraySparseProperties,
+        mipmap: cudaMipmappedArray_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(270usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaArraySparseProperties,
+                        cudaMipmappedArray_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(sparseProperties, mipmap)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaOccupancyAvailableDynamicSMemPerBlock(
+        dynamicSmemSize: *mut usize,
+        func: *const ::core::ffi::c_void,
+        numBlocks: ::core::ffi::c_int,
+        blockSize: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(271usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(dynamicSmemSize, func, numBlocks, blockSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        numBlocks: *mut ::core::ffi::c_int,
+        func: *const ::core::ffi::c_void,
+        blockSize: ::core::ffi::c_int,
+        dynamicSMemSize: usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(272usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks: *mut ::core::ffi::c_int,
+        func: *const ::core::ffi::c_void,
+        blockSize: ::core::ffi::c_int,
+        dynamicSMemSize: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(273usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        ::core::ffi::c_int,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaOccupancyMaxActiveClusters(
+        numClusters: *mut ::core::ffi::c_int,
+        func: *const ::core::ffi::c_void,
+        launchConfig: *const cudaLaunchConfig_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(274usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        *const cudaLaunchConfig_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(numClusters, func, launchConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaOccupancyMaxPotentialClusterSize(
+        clusterSize: *mut ::core::ffi::c_int,
+        func: *const ::core::ffi::c_void,
+        launchConfig: *const cudaLaunchConfig_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(275usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        *const ::core::ffi::c_void,
+                        *const cudaLaunchConfig_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(clusterSize, func, launchConfig)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaPeekAtLastError() -> cudaError_t {
+        match crate::loader::runtime_fn(276usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn() -> cudaError_t,
+                >(__cms_loaded)()
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaPointerGetAttributes(
+        attributes: *mut cudaPointerAttributes,
+        ptr: *const ::core::ffi::c_void,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(277usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaPointerAttributes,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(attributes, ptr)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaRuntimeGetVersion(
+        runtimeVersion: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(278usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(runtimeVersion)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaSetDevice(device: ::core::ffi::c_int) -> cudaError_t {
+        match crate::loader::runtime_fn(279usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
+                >(__cms_loaded)(device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaSetDeviceFlags(
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(280usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(::core::ffi::c_uint) -> cudaError_t,
+                >(__cms_loaded)(flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaSetValidDevices(
+        device_arr: *mut ::core::ffi::c_int,
+        len: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(281usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_int,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(device_arr, len)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaSignalExternalSemaphoresAsync_ptsz(
+        extSemArray: *const cudaExternalSemaphore_t,
+        paramsArray: *const cudaExternalSemaphoreSignalParams,
+        numExtSems: ::core::ffi::c_uint,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(282usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const cudaExternalSemaphore_t,
+                        *const cudaExternalSemaphoreSignalParams,
+                        ::core::ffi::c_uint,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamAddCallback_ptsz(
+        stream: cudaStream_t,
+        callback: cudaStreamCallback_t,
+        userData: *mut ::core::ffi::c_void,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(283usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaStreamCallback_t,
+                        *mut ::core::ffi::c_void,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, callback, userData, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamAttachMemAsync_ptsz(
+        stream: cudaStream_t,
+        devPtr: *mut ::core::ffi::c_void,
+        length: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(284usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut ::core::ffi::c_void,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, devPtr, length, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamBeginCaptureToGraph_ptsz(
+        stream: cudaStream_t,
+        graph: cudaGraph_t,
+        dependencies: *const cudaGraphNode_t,
+        dependencyData: *const cudaGraphEdgeData,
+        numDependencies: usize,
+        mode: cudaStreamCaptureMode,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(285usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        *const cudaGraphEdgeData,
+                        usize,
+                        cudaStreamCaptureMode,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(stream, graph, dependencies, dependencyData, numDependencies, mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamBeginCapture_ptsz(
+        stream: cudaStream_t,
+        mode: cudaStreamCaptureMode,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(286usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaStreamCaptureMode,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamCopyAttributes_ptsz(
+        dst: cudaStream_t,
+        src: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(287usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaStream_t, cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(dst, src)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamCreate(
+        pStream: *mut cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(288usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(pStream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamCreateWithFlags(
+        pStream: *mut cudaStream_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(289usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaStream_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pStream, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamCreateWithPriority(
+        pStream: *mut cudaStream_t,
+        flags: ::core::ffi::c_uint,
+        priority: ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(290usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaStream_t,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(pStream, flags, priority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamDestroy(stream: cudaStream_t) -> cudaError_t {
+        match crate::loader::runtime_fn(291usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamEndCapture_ptsz(
+        stream: cudaStream_t,
+        pGraph: *mut cudaGraph_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(292usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaStream_t, *mut cudaGraph_t) -> cudaError_t,
+                >(__cms_loaded)(stream, pGraph)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetAttribute_ptsz(
+        hStream: cudaStream_t,
+        attr: cudaLaunchAttributeID,
+        value_out: *mut cudaLaunchAttributeValue,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(293usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaLaunchAttributeID,
+                        *mut cudaLaunchAttributeValue,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, attr, value_out)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetCaptureInfo_ptsz(
+        stream: cudaStream_t,
+        captureStatus_out: *mut cudaStreamCaptureStatus,
+        id_out: *mut ::core::ffi::c_ulonglong,
+        graph_out: *mut cudaGraph_t,
+        dependencies_out: *mut *const cudaGraphNode_t,
+        edgeData_out: *mut *const cudaGraphEdgeData,
+        numDependencies_out: *mut usize,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(294usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut cudaStreamCaptureStatus,
+                        *mut ::core::ffi::c_ulonglong,
+                        *mut cudaGraph_t,
+                        *mut *const cudaGraphNode_t,
+                        *mut *const cudaGraphEdgeData,
+                        *mut usize,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(
+                    stream,
+                    captureStatus_out,
+                    id_out,
+                    graph_out,
+                    dependencies_out,
+                    edgeData_out,
+                    numDependencies_out,
+                )
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetDevice_ptsz(
+        hStream: cudaStream_t,
+        device: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(295usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, device)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetFlags_ptsz(
+        hStream: cudaStream_t,
+        flags: *mut ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(296usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetId_ptsz(
+        hStream: cudaStream_t,
+        streamId: *mut ::core::ffi::c_ulonglong,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(297usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut ::core::ffi::c_ulonglong,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, streamId)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamGetPriority_ptsz(
+        hStream: cudaStream_t,
+        priority: *mut ::core::ffi::c_int,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(298usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut ::core::ffi::c_int,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, priority)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamIsCapturing_ptsz(
+        stream: cudaStream_t,
+        pCaptureStatus: *mut cudaStreamCaptureStatus,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(299usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut cudaStreamCaptureStatus,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, pCaptureStatus)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamQuery_ptsz(stream: cudaStream_t) -> cudaError_t {
+        match crate::loader::runtime_fn(300usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamSetAttribute_ptsz(
+        hStream: cudaStream_t,
+        attr: cudaLaunchAttributeID,
+        value: *const cudaLaunchAttributeValue,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(301usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaLaunchAttributeID,
+                        *const cudaLaunchAttributeValue,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(hStream, attr, value)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamSynchronize_ptsz(
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(302usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
+                >(__cms_loaded)(stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamUpdateCaptureDependencies_ptsz(
+        stream: cudaStream_t,
+        dependencies: *mut cudaGraphNode_t,
+        dependencyData: *const cudaGraphEdgeData,
+        numDependencies: usize,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(303usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        *mut cudaGraphNode_t,
+                        *const cudaGraphEdgeData,
+                        usize,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(
+                    __cms_loaded,
+                )(stream, dependencies, dependencyData, numDependencies, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaStreamWaitEvent_ptsz(
+        stream: cudaStream_t,
+        event: cudaEvent_t,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(304usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaStream_t,
+                        cudaEvent_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(stream, event, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(
+        mode: *mut cudaStreamCaptureMode,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(305usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(*mut cudaStreamCaptureMode) -> cudaError_t,
+                >(__cms_loaded)(mode)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaUserObjectCreate(
+        object_out: *mut cudaUserObject_t,
+        ptr: *mut ::core::ffi::c_void,
+        destroy: cudaHostFn_t,
+        initialRefcount: ::core::ffi::c_uint,
+        flags: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(306usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *mut cudaUserObject_t,
+                        *mut ::core::ffi::c_void,
+                        cudaHostFn_t,
+                        ::core::ffi::c_uint,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(object_out, ptr, destroy, initialRefcount, flags)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaUserObjectRelease(
+        object: cudaUserObject_t,
+        count: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(307usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaUserObject_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaUserObjectRetain(
+        object: cudaUserObject_t,
+        count: ::core::ffi::c_uint,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(308usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        cudaUserObject_t,
+                        ::core::ffi::c_uint,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(object, count)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+    #[no_mangle]
+    pub unsafe extern "C" fn cudaWaitExternalSemaphoresAsync_ptsz(
+        extSemArray: *const cudaExternalSemaphore_t,
+        paramsArray: *const cudaExternalSemaphoreWaitParams,
+        numExtSems: ::core::ffi::c_uint,
+        stream: cudaStream_t,
+    ) -> cudaError_t {
+        match crate::loader::runtime_fn(309usize) {
+            Ok(__cms_loaded) => {
+                ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn(
+                        *const cudaExternalSemaphore_t,
+                        *const cudaExternalSemaphoreWaitParams,
+                        ::core::ffi::c_uint,
+                        cudaStream_t,
+                    ) -> cudaError_t,
+                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
+            }
+            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
+        }
+    }
+}
