@@ -475,6 +475,8 @@ mod roles {
     pub fn run(role: &str) {
         match role {
             "requests" => {
+                // Loads the named driver (at start-up already where the runtime is static).
+                let _ = loader::driver();
                 let count: Count = fake("fake_request_count");
                 let request: Request = fake("fake_request");
                 let driver_names = cuda_mem_sys::loader_table::NAMES
