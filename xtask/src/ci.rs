@@ -103,10 +103,29 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env("LD_LIBRARY_PATH", &lib),
     )?;
 
+    step("dynamic-loading: no CUDA NEEDED, the loader against a fake driver, documented codes");
+    for features in [
+        "dynamic-loading",
+        "dynamic-loading,per-thread-default-stream",
+        "dynamic-loading,dynamic-cudart",
+    ] {
+        run_cmd(
+            cargo(workspace)
+                .args(["test", "--features", features])
+                .args(["--test", "dynamic_loading", "--test", "abi_symbols"])
+                .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
+        )?;
+    }
+
     step("no CUDA at all: the committed fallback bindings");
     run_cmd(
         cargo(workspace)
             .args(["test", "--test", "fallback", "--test", "device_smoke"])
+            .env("CARGO_TARGET_DIR", workspace.join("target/fallback")),
+    )?;
+    run_cmd(
+        cargo(workspace)
+            .args(["test", "--features", "dynamic-loading", "--test", "dynamic_loading"])
             .env("CARGO_TARGET_DIR", workspace.join("target/fallback")),
     )?;
 

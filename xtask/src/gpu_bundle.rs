@@ -12,8 +12,17 @@ const GPU_RELEASE: &str = "13.0";
 /// Builds of the test suite that go to the GPU: (name suffix, cargo features,
 /// test targets; empty for all). The feature builds only carry the tests
 /// whose outcome the feature changes, to keep the bundle small.
-const VARIANTS: [(&str, &str, &[&str]); 3] = [
+const VARIANTS: [(&str, &str, &[&str]); 6] = [
     ("", "", &[]),
+    // Run-time loading: the whole device suite through the loader, with the
+    // static runtime and with libcudart.so loaded too.
+    ("-loaded", "dynamic-loading", &[]),
+    ("-loaded-dynamic-cudart", "dynamic-loading,dynamic-cudart", &[]),
+    (
+        "-loaded-ptds",
+        "dynamic-loading,per-thread-default-stream",
+        &["abi_symbols", "device_smoke"],
+    ),
     (
         "-ptds",
         "per-thread-default-stream",
