@@ -198,6 +198,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         /// How `dynamic-loading` finds each function (generated from the
         /// headers: `cuGetProcAddress` base name and ABI version, or `dlsym`).
         #[doc(hidden)]
+        #[cfg(cuda_mem_sys_load_driver)]
         pub mod loader_table {
             /// How many driver and runtime symbols there are.
             pub const N_DRIVER: usize = #n_driver;

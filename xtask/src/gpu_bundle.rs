@@ -91,6 +91,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
         }
     }
+    bench(workspace, &include, &bundle)?;
     // The symbol test preprocesses the same headers on the GPU machine.
     run_cmd(
         Command::new("cp")
@@ -115,6 +116,57 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// The call-cost benchmark (`bench/`), release builds: cuda-mem-sys linked,
+/// cuda-mem-sys loaded, cudarc 0.19 loaded; `bench.sh` runs them interleaved.
+fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(bundle.join("bench")).map_err(|e| e.to_string())?;
+    for (name, features) in [("linked", ""), ("loaded", "loaded"), ("cudarc", "cudarc")] {
+        let target_dir = workspace.join("target/gpu-bundle/bench");
+        run_cmd(
+            Command::new(env!("CARGO"))
+                .current_dir(workspace)
+                .args(["build", "--release", "--package", "cuda-mem-sys-bench"])
+                .args(["--features", features])
+                .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+                .env("CARGO_TARGET_DIR", &target_dir),
+        )?;
+        std::fs::copy(
+            target_dir.join("release/cuda-mem-sys-bench"),
+            bundle.join("bench").join(name),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    std::fs::write(bundle.join("bench.sh"), BENCH_SH).map_err(|e| e.to_string())?;
+    run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("bench.sh")))
+}
+
+/// Three interleaved rounds of the three builds; prints every figure and the
+/// median per (build, operation).
+const BENCH_SH: &str = r#"#!/usr/bin/env bash
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/results}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+: >"$out/bench-raw.txt"
+for round in 1 2 3; do
+  for b in linked loaded cudarc; do "$here/bench/$b" >>"$out/bench-raw.txt"; done
+done
+python3 - "$out/bench-raw.txt" <<'PY' | tee "$out/bench.txt"
+import sys, statistics, collections
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    who, op, ns = line.split()
+    d[(op, who)].append(float(ns))
+ops = sorted({op for op, _ in d}, key=lambda o: list(d).index((o, "cuda-mem-sys-linked")))
+print("| operation | linked | loaded | loaded / linked | cudarc 0.19 loaded |")
+print("|---|---|---|---|---|")
+for op in ops:
+    m = {w: statistics.median(d[(op, w)]) for w in ("cuda-mem-sys-linked", "cuda-mem-sys-loaded", "cudarc-0.19-loaded")}
+    print(f"| `{op}` | {m['cuda-mem-sys-linked']:.1f} | {m['cuda-mem-sys-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cuda-mem-sys-linked']:.2f} | {m['cudarc-0.19-loaded']:.1f} |")
+PY
+"#;
 
 /// The string value of `"key":"..."` in one line of cargo's JSON output.
 fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
