@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod fd_passing;
+pub mod process_death;
 
 use cuda_mem_sys::*;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -39,6 +40,10 @@ pub type ChildRole = (&'static str, fn() -> TestResult);
 
 /// The environment variable that makes a test binary act as a child process.
 pub const CHILD_ROLE_VAR: &str = "CUDA_MEM_SYS_CHILD_ROLE";
+
+/// Set (to anything) by `run.sh --sanitize`'s self-test: the pool-IPC importer
+/// child then keeps what it imported, a leak compute-sanitizer must report.
+pub const SELFTEST_LEAK_VAR: &str = "CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT";
 
 /// The `main` of a device-test binary: runs a child role if asked to,
 /// else the tests (one at a time: some measure device memory).
