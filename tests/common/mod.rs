@@ -48,6 +48,28 @@ pub const SELFTEST_LEAK_VAR: &str = "CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT";
 /// The `main` of a device-test binary: runs a child role if asked to,
 /// else the tests (one at a time: some measure device memory).
 pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
+    run_child_role(child_roles);
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let trials = tests
+        .into_iter()
+        .map(|t| {
+            Trial::ignorable_test(t.name, move || {
+                if let Some(reason) = unavailable(t.gpus) {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                (t.run)().map(|()| Completion::Completed)
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// If this process was started as a child (`CHILD_ROLE_VAR`), runs that role
+/// and exits; else returns. Test binaries with a `main` of their own call it first.
+pub fn run_child_role(child_roles: &[ChildRole]) {
     if let Ok(role) = std::env::var(CHILD_ROLE_VAR) {
         let Some((_, f)) = child_roles.iter().find(|(r, _)| *r == role) else {
             eprintln!("unknown child role {role}");
@@ -66,22 +88,6 @@ pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
             }
         }
     }
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        args.test_threads = Some(1);
-    }
-    let trials = tests
-        .into_iter()
-        .map(|t| {
-            Trial::ignorable_test(t.name, move || {
-                if let Some(reason) = unavailable(t.gpus) {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                (t.run)().map(|()| Completion::Completed)
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
 }
 
 /// Why tests needing `gpus` devices cannot run here, or `None` if they can.
