@@ -208,6 +208,9 @@ impl Checks {
     /// `got` must be `want`; prints the code either way.
     fn code(&mut self, got: CUresult, want: CUresult, what: &str) {
         println!("    {} <- {what}", error_name(got));
+        if want != CUDA_SUCCESS {
+            common::report_bad_input(None, what, &error_name(want), &error_name(got));
+        }
         self.check(
             got == want,
             format!(
@@ -231,6 +234,12 @@ impl Checks {
             "    {} <- {what} (documented: {})",
             error_name(got),
             error_name(documented)
+        );
+        common::report_bad_input(
+            None,
+            &format!("{what} [documented: {}]", error_name(documented)),
+            &error_name(observed),
+            &error_name(got),
         );
         self.check(
             got == observed,

@@ -167,8 +167,28 @@ pub fn check_rt(r: cudaError_t, what: &str) -> TestResult {
     }
 }
 
+/// Prints one parseable line for a deliberately bad call, which
+/// `cargo xtask bad-input-table` turns into the table of
+/// `docs/device-results.md`:
+/// `bad-input: <entry point> expected=<code> got=<code> case=<the call>`.
+/// The entry point is the name before the first `(` of `what`; `entry`
+/// overrides it where `what` does not start with one.
+pub fn report_bad_input(entry: Option<&str>, what: &str, expected: &str, got: &str) {
+    let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
+    let entry = entry.unwrap_or_else(|| what.split(['(', ' ']).next().unwrap_or("?"));
+    let one_word = |c: &str| c.replace(" (", "(").replace(' ', "_");
+    println!(
+        "bad-input: {entry} expected={} got={} case={what}",
+        one_word(expected),
+        one_word(got)
+    );
+}
+
 /// `Ok` if a driver call returned exactly `expected`.
 pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
+    if expected != CUDA_SUCCESS {
+        report_bad_input(None, what, &error_name(expected), &error_name(r));
+    }
     if r == expected {
         Ok(())
     } else {
@@ -183,6 +203,9 @@ pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
 
 /// `Ok` if a runtime call returned exactly `expected`.
 pub fn expect_rt_error(r: cudaError_t, expected: cudaError_t, what: &str) -> TestResult {
+    if expected != cudaSuccess {
+        report_bad_input(None, what, &rt_error_name(expected), &rt_error_name(r));
+    }
     if r == expected {
         Ok(())
     } else {
