@@ -64,6 +64,9 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// Per entry point: cases, expected code → count, cases whose result differed.
+type Tally = (usize, BTreeMap<String, usize>, Vec<String>);
+
 /// One parsed `bad-input:` line.
 #[derive(Debug, PartialEq)]
 struct Case {
@@ -125,9 +128,7 @@ fn bad_input_table(tsv: &str, logs: &[(&str, String)]) -> String {
             .filter(|(g, _)| g == group)
             .filter_map(|(_, rest)| rest.split('\t').next())
             .collect();
-        // entry → (cases, expected code → count, differing results)
-        let mut by_entry: BTreeMap<String, (usize, BTreeMap<String, usize>, Vec<String>)> =
-            BTreeMap::new();
+        let mut by_entry: BTreeMap<String, Tally> = BTreeMap::new();
         for c in text.lines().filter_map(parse_case) {
             let e = by_entry
                 .entry(entry_point(&c, &known_all).to_string())
