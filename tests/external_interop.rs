@@ -26,6 +26,7 @@
 mod common;
 
 use ash::vk;
+use common::process_death as pd;
 use common::{Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -46,10 +47,26 @@ enum Body {
 }
 
 fn main() {
+    common::run_child_role(&[
+        ("ext_exporter", ext_exporter),
+        ("ext_importer", ext_importer),
+    ]);
     let tests: Vec<(&str, Body)> = vec![
         (
             "vmm_allocation_imported_as_external_memory",
             Body::Cuda(vmm_allocation_imported_as_external_memory),
+        ),
+        (
+            "process_death_importer_killed_while_mapped",
+            Body::Cuda(process_death_importer_killed_while_mapped),
+        ),
+        (
+            "process_death_exporter_killed",
+            Body::Cuda(process_death_exporter_killed),
+        ),
+        (
+            "process_death_descriptor_after_sender_died",
+            Body::Cuda(process_death_descriptor_after_sender_died),
         ),
         (
             "bad_external_memory_input_is_rejected",
@@ -403,6 +420,195 @@ impl Problems {
             Err(self.0.join("\n").into())
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Process death: a VMM descriptor imported as external memory by another
+// process, when one side is SIGKILLed (tests/common/process_death.rs)
+// ---------------------------------------------------------------------------
+
+/// The exporter's VMM allocation, freed when the exporter ends normally.
+struct ExtKept {
+    vmm: Option<Vmm>,
+    _gpu: Gpu,
+}
+
+impl Drop for ExtKept {
+    fn drop(&mut self) {
+        if let Some(v) = self.vmm.take() {
+            let _ = v.free();
+        }
+    }
+}
+
+/// Two granules of VMM memory holding `pd::pattern`, exported as a POSIX fd.
+fn ext_export() -> Result<(i32, pd::Fields, ExtKept), Failed> {
+    let gpu = Gpu::new(0)?;
+    let vmm = Vmm::new(&gpu, 2)?;
+    let data = pd::pattern(vmm.size, pd::SEED);
+    cu!(cuMemcpyHtoD(vmm.va, data.as_ptr().cast(), vmm.size))?;
+    let fd = vmm.export()?;
+    let mut f = pd::Fields::default();
+    f.push("bytes", vmm.size);
+    f.push("seed", pd::SEED);
+    Ok((
+        fd,
+        f,
+        ExtKept {
+            vmm: Some(vmm),
+            _gpu: gpu,
+        },
+    ))
+}
+
+fn ext_exporter() -> TestResult {
+    pd::exporter_main(|| {
+        let (fd, f, kept) = ext_export()?;
+        Ok((fd, f, Box::new(kept)))
+    })
+}
+
+/// The importer's external memory object and the buffer mapped on it.
+struct ExtHeld {
+    ext: CUexternalMemory,
+    p: CUdeviceptr,
+    _gpu: Gpu,
+}
+
+impl pd::Held for ExtHeld {
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let mut v = vec![0u8; n];
+        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.p, n) };
+        if r != CUDA_SUCCESS {
+            return Err(pd::code(r));
+        }
+        Ok(v)
+    }
+    /// The documented order: free the mapped buffer, then destroy the object.
+    fn release(self: Box<Self>) -> String {
+        let (f, d) = unsafe { (cuMemFree(self.p), cuDestroyExternalMemory(self.ext)) };
+        format!("mem_free:{},destroy:{}", pd::code(f), pd::code(d))
+    }
+}
+
+fn ext_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
+    let gpu = Gpu::new(0).map_err(pd::message)?;
+    let size = f.number("bytes").map_err(pd::message)?;
+    // CUDA owns the descriptor from a successful import; a failed one closes it.
+    let d = opaque_fd_desc(fd, size, 0);
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
+    if r != CUDA_SUCCESS {
+        unsafe { libc::close(fd) };
+        return Err(pd::code(r));
+    }
+    let p = match mapped_buffer(ext, 0, size) {
+        Ok(p) => p,
+        Err(e) => {
+            unsafe { cuDestroyExternalMemory(ext) };
+            return Err(format!("mapped_buffer:{}", pd::message(e)));
+        }
+    };
+    Ok(Box::new(ExtHeld { ext, p, _gpu: gpu }))
+}
+
+fn ext_importer() -> TestResult {
+    pd::importer_main(ext_import)
+}
+
+/// An importer child holding the external-memory mapping is SIGKILLed: the
+/// exporter's bytes are intact, it keeps allocating and freeing, and once it
+/// frees its allocation the memory is back (`cuMemGetInfo`).
+fn process_death_importer_killed_while_mapped() -> TestResult {
+    let test = "ext_importer_killed_while_mapped";
+    let gpu = Gpu::new(0)?;
+    let free0 = pd::free_memory()?;
+    let (fd, fields, kept) = ext_export()?;
+    let size = fields.number("bytes")? as usize;
+    let imported = pd::spawn_importer("ext_importer", &[], fd, &fields);
+    close_fd(fd)?;
+    let (mut importer, first) = imported?;
+    let free_mapped = pd::free_memory()?;
+    let killed = importer.kill()?;
+    let va = kept
+        .vmm
+        .as_ref()
+        .map(|v| v.va)
+        .ok_or("no allocation kept")?;
+    let intact = pd::compare(
+        read_device(va, size).map_err(pd::message),
+        &pd::pattern(size, pd::SEED),
+    );
+    for i in 0..4 {
+        let v = Vmm::new(&gpu, 2)?;
+        let data = pattern(v.size, i);
+        cu!(cuMemcpyHtoD(v.va, data.as_ptr().cast(), v.size))?;
+        let back = read_device(v.va, v.size)?;
+        v.free()?;
+        ensure!(
+            back == data,
+            "a new allocation after the importer died: {}",
+            first_mismatch(&back, &data)
+        );
+    }
+    let free_held = pd::free_memory()?;
+    drop(kept);
+    let (free_end, ms) = pd::await_free(free0, pd::slack(size))?;
+    pd::figure(
+        test,
+        &[
+            ("bytes", size.to_string()),
+            ("free_before", pd::mib(free0)),
+            ("free_both_mapped", pd::mib(free_mapped)),
+            ("importer", first.clone()),
+            ("importer_killed", killed),
+            ("exporter_data_after", intact.clone()),
+            ("free_exporter_holding", pd::mib(free_held)),
+            ("free_after_release", pd::mib(free_end)),
+            ("returned_in_ms", ms.to_string()),
+        ],
+    );
+    ensure!(first == pd::READ_OK, "the importer: {first}");
+    ensure!(
+        intact == "match",
+        "the exporter's bytes after the importer died: {intact}"
+    );
+    ensure!(
+        free_end + pd::slack(size) >= free0,
+        "{} not returned after the exporter freed its allocation",
+        pd::mib(free0 - free_end)
+    );
+    Ok(())
+}
+
+/// The exporter child is SIGKILLed while the importer child reads through
+/// external memory. The external-memory reference does not say what the
+/// mapping does then (the VMM one says the allocation lives while any
+/// shareable counterpart does): recorded; the importer must exit 0 and the
+/// memory come back.
+fn process_death_exporter_killed() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::exporter_killed(
+        "ext_exporter_killed",
+        "ext_exporter",
+        "ext_importer",
+        &[],
+        false,
+    )
+}
+
+/// A VMM descriptor imported as external memory after its sender was
+/// SIGKILLed: recorded (the bytes or an error code); the importer exits 0 and
+/// the memory comes back.
+fn process_death_descriptor_after_sender_died() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::descriptor_after_sender_died(
+        "ext_descriptor_after_sender_died",
+        "ext_exporter",
+        "ext_importer",
+        &[],
+        false,
+    )
 }
 
 /// Import of `fd` (ours) described by `d` must fail with `expected`; the

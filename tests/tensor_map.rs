@@ -1560,6 +1560,19 @@ fn bad_input_documented_errors() -> TestResult {
     ];
     let mut failures = Vec::new();
     for (what, r) in cases {
+        let entry = if what.starts_with("im2col") {
+            "cuTensorMapEncodeIm2col"
+        } else if what.starts_with("replace") {
+            "cuTensorMapReplaceAddress"
+        } else {
+            "cuTensorMapEncodeTiled"
+        };
+        common::report_bad_input(
+            Some(entry),
+            what,
+            &error_name(CUDA_ERROR_INVALID_VALUE),
+            &error_name(r),
+        );
         if r != CUDA_ERROR_INVALID_VALUE {
             failures.push(format!(
                 "{what}: returned {}, expected {}",

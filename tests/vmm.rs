@@ -13,6 +13,7 @@
 mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+use common::process_death as pd;
 use common::{error_name, test, test_gpus, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -207,6 +208,9 @@ impl Checks {
     /// `got` must be `want`; prints the code either way.
     fn code(&mut self, got: CUresult, want: CUresult, what: &str) {
         println!("    {} <- {what}", error_name(got));
+        if want != CUDA_SUCCESS {
+            common::report_bad_input(None, what, &error_name(want), &error_name(got));
+        }
         self.check(
             got == want,
             format!(
@@ -230,6 +234,12 @@ impl Checks {
             "    {} <- {what} (documented: {})",
             error_name(got),
             error_name(documented)
+        );
+        common::report_bad_input(
+            None,
+            &format!("{what} [documented: {}]", error_name(documented)),
+            &error_name(observed),
+            &error_name(got),
         );
         self.check(
             got == observed,
@@ -995,6 +1005,220 @@ fn posix_fd_importer() -> TestResult {
     cu!(cuMemRelease(h))?;
     cu!(cuMemAddressFree(ptr, size))?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Process death: POSIX descriptors when one side is SIGKILLed
+// (tests/common/process_death.rs has the scenarios and the wire format)
+// ---------------------------------------------------------------------------
+
+/// The exporter's allocation, freed when the exporter child ends normally.
+struct VmmKept {
+    m: Option<Mapping>,
+    _gpu: Gpu,
+}
+
+impl Drop for VmmKept {
+    fn drop(&mut self) {
+        if let Some(m) = self.m.take() {
+            let _ = m.free();
+        }
+    }
+}
+
+/// A POSIX-fd shareable allocation of two granules holding `pd::pattern`.
+fn vmm_export() -> Result<(i32, pd::Fields, Box<dyn std::any::Any>), Failed> {
+    let gpu = Gpu::new(0)?;
+    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    let size = 2 * min_granularity(&prop)?;
+    let m = Mapping::new(&prop, size, gpu.dev)?;
+    write(m.ptr, &pd::pattern(size, pd::SEED))?;
+    let mut fd: i32 = -1;
+    cu!(cuMemExportToShareableHandle(
+        (&mut fd as *mut i32).cast(),
+        m.handle,
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        0
+    ))?;
+    let mut f = pd::Fields::default();
+    f.push("bytes", size);
+    f.push("seed", pd::SEED);
+    Ok((
+        fd,
+        f,
+        Box::new(VmmKept {
+            m: Some(m),
+            _gpu: gpu,
+        }),
+    ))
+}
+
+/// Child: the exporter of the process-death tests.
+fn vmm_exporter() -> TestResult {
+    pd::exporter_main(vmm_export)
+}
+
+/// What the importer child holds: the imported handle mapped read-write.
+struct VmmHeld {
+    h: Handle,
+    ptr: CUdeviceptr,
+    size: usize,
+    _gpu: Gpu,
+}
+
+impl pd::Held for VmmHeld {
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let mut v = vec![0u8; n];
+        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.ptr, n) };
+        if r != CUDA_SUCCESS {
+            return Err(pd::code(r));
+        }
+        Ok(v)
+    }
+    fn release(self: Box<Self>) -> String {
+        let (u, r, a) = unsafe {
+            (
+                cuMemUnmap(self.ptr, self.size),
+                cuMemRelease(self.h),
+                cuMemAddressFree(self.ptr, self.size),
+            )
+        };
+        format!(
+            "unmap:{},release:{},address_free:{}",
+            pd::code(u),
+            pd::code(r),
+            pd::code(a)
+        )
+    }
+}
+
+fn vmm_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
+    let gpu = Gpu::new(0).map_err(pd::message)?;
+    let size = f.number("bytes").map_err(pd::message)? as usize;
+    let mut h: Handle = 0;
+    let r = unsafe {
+        cuMemImportFromShareableHandle(
+            &mut h,
+            fd as isize as *mut c_void,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        )
+    };
+    unsafe { libc::close(fd) };
+    if r != CUDA_SUCCESS {
+        return Err(pd::code(r));
+    }
+    let ptr = reserve(size, 0, 0).map_err(pd::message)?;
+    let mapped = unsafe { cuMemMap(ptr, size, 0, h, 0) };
+    if mapped != CUDA_SUCCESS {
+        unsafe {
+            cuMemRelease(h);
+            cuMemAddressFree(ptr, size);
+        }
+        return Err(format!("map:{}", pd::code(mapped)));
+    }
+    let held = VmmHeld {
+        h,
+        ptr,
+        size,
+        _gpu: gpu,
+    };
+    set_rw(ptr, size, held._gpu.dev).map_err(pd::message)?;
+    Ok(Box::new(held))
+}
+
+/// Child: the importer of the process-death tests.
+fn vmm_importer() -> TestResult {
+    pd::importer_main(vmm_import)
+}
+
+/// An importer child holding a mapping is SIGKILLed: the exporter's bytes are
+/// intact, it keeps creating and releasing allocations, and once it releases
+/// its own handle `cuMemGetInfo` shows the memory back.
+fn process_death_importer_killed_while_mapped() -> TestResult {
+    let test = "vmm_importer_killed_while_mapped";
+    let gpu = Gpu::new(0)?;
+    let free0 = pd::free_memory()?;
+    let (fd, fields, kept) = vmm_export()?;
+    let size = fields.number("bytes")? as usize;
+    let imported = pd::spawn_importer("vmm_importer", &[], fd, &fields);
+    ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
+    let (mut importer, first) = imported?;
+    let free_mapped = pd::free_memory()?;
+    let killed = importer.kill()?;
+    let ptr = kept
+        .downcast_ref::<VmmKept>()
+        .and_then(|k| k.m.as_ref())
+        .map(|m| m.ptr)
+        .ok_or("no mapping kept")?;
+    let intact = pd::compare(
+        read(ptr, size).map_err(pd::message),
+        &pd::pattern(size, pd::SEED),
+    );
+    // The exporter goes on: allocations come and go after the importer's death.
+    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    for i in 0..4 {
+        let m = Mapping::new(&prop, size, gpu.dev)?;
+        write(m.ptr, &pattern(size, i))?;
+        same(&read(m.ptr, size)?, &pattern(size, i), "a new allocation")?;
+        m.free()?;
+    }
+    let free_held = pd::free_memory()?;
+    drop(kept);
+    let (free_end, ms) = pd::await_free(free0, pd::slack(size))?;
+    pd::figure(
+        test,
+        &[
+            ("bytes", size.to_string()),
+            ("free_before", pd::mib(free0)),
+            ("free_both_mapped", pd::mib(free_mapped)),
+            ("importer", first.clone()),
+            ("importer_killed", killed),
+            ("exporter_data_after", intact.clone()),
+            ("free_exporter_holding", pd::mib(free_held)),
+            ("free_after_release", pd::mib(free_end)),
+            ("returned_in_ms", ms.to_string()),
+        ],
+    );
+    ensure!(first == pd::READ_OK, "the importer: {first}");
+    ensure!(
+        intact == "match",
+        "the exporter's bytes after the importer died: {intact}"
+    );
+    ensure!(
+        free_end + pd::slack(size) >= free0,
+        "{} not returned after the exporter released its handle",
+        pd::mib(free0 - free_end)
+    );
+    Ok(())
+}
+
+/// The exporter child is SIGKILLed while the importer child has the memory
+/// mapped: a VMM handle is reference counted (an imported handle is one of
+/// the "shareable counterparts" whose release frees the memory), so the
+/// importer still reads the exporter's bytes; the memory comes back after.
+fn process_death_exporter_killed_importer_reads_on() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::exporter_killed(
+        "vmm_exporter_killed",
+        "vmm_exporter",
+        "vmm_importer",
+        &[],
+        true,
+    )
+}
+
+/// A descriptor received after its sender was SIGKILLed still imports and
+/// reads the sender's bytes (the descriptor is a reference to the
+/// allocation), and closing it returns the memory.
+fn process_death_descriptor_outlives_its_sender() -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::descriptor_after_sender_died(
+        "vmm_descriptor_after_sender_died",
+        "vmm_exporter",
+        "vmm_importer",
+        &[],
+        true,
+    )
 }
 
 fn fabric_handle() -> TestResult {
@@ -1856,6 +2080,18 @@ fn main() {
                 "posix_fd_across_two_processes",
                 posix_fd_across_two_processes,
             ),
+            test(
+                "process_death_importer_killed_while_mapped",
+                process_death_importer_killed_while_mapped,
+            ),
+            test(
+                "process_death_exporter_killed_importer_reads_on",
+                process_death_exporter_killed_importer_reads_on,
+            ),
+            test(
+                "process_death_descriptor_outlives_its_sender",
+                process_death_descriptor_outlives_its_sender,
+            ),
             test("fabric_handle", fabric_handle),
             test("sparse_array_tile_mapping", sparse_array_tile_mapping),
             test_gpus("two_gpus_set_access", 2, two_gpus_set_access),
@@ -1865,6 +2101,8 @@ fn main() {
         ],
         &[
             ("posix_fd_importer", posix_fd_importer),
+            ("vmm_exporter", vmm_exporter),
+            ("vmm_importer", vmm_importer),
             ("host_numa_cpu_access", host_numa_cpu_access),
             ("double_release", double_release),
         ],

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod fd_passing;
+pub mod process_death;
 
 use cuda_mem_sys::*;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -40,9 +41,35 @@ pub type ChildRole = (&'static str, fn() -> TestResult);
 /// The environment variable that makes a test binary act as a child process.
 pub const CHILD_ROLE_VAR: &str = "CUDA_MEM_SYS_CHILD_ROLE";
 
+/// Set (to anything) by `run.sh --sanitize`'s self-test: the pool-IPC importer
+/// child then keeps what it imported, a leak compute-sanitizer must report.
+pub const SELFTEST_LEAK_VAR: &str = "CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT";
+
 /// The `main` of a device-test binary: runs a child role if asked to,
 /// else the tests (one at a time: some measure device memory).
 pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
+    run_child_role(child_roles);
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let trials = tests
+        .into_iter()
+        .map(|t| {
+            Trial::ignorable_test(t.name, move || {
+                if let Some(reason) = unavailable(t.gpus) {
+                    return Ok(Completion::ignored_with(reason));
+                }
+                (t.run)().map(|()| Completion::Completed)
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// If this process was started as a child (`CHILD_ROLE_VAR`), runs that role
+/// and exits; else returns. Test binaries with a `main` of their own call it first.
+pub fn run_child_role(child_roles: &[ChildRole]) {
     if let Ok(role) = std::env::var(CHILD_ROLE_VAR) {
         let Some((_, f)) = child_roles.iter().find(|(r, _)| *r == role) else {
             eprintln!("unknown child role {role}");
@@ -61,22 +88,6 @@ pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
             }
         }
     }
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        args.test_threads = Some(1);
-    }
-    let trials = tests
-        .into_iter()
-        .map(|t| {
-            Trial::ignorable_test(t.name, move || {
-                if let Some(reason) = unavailable(t.gpus) {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                (t.run)().map(|()| Completion::Completed)
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
 }
 
 /// Why tests needing `gpus` devices cannot run here, or `None` if they can.
@@ -156,8 +167,28 @@ pub fn check_rt(r: cudaError_t, what: &str) -> TestResult {
     }
 }
 
+/// Prints one parseable line for a deliberately bad call, which
+/// `cargo xtask bad-input-table` turns into the table of
+/// `docs/device-results.md`:
+/// `bad-input: <entry point> expected=<code> got=<code> case=<the call>`.
+/// The entry point is the name before the first `(` of `what`; `entry`
+/// overrides it where `what` does not start with one.
+pub fn report_bad_input(entry: Option<&str>, what: &str, expected: &str, got: &str) {
+    let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
+    let entry = entry.unwrap_or_else(|| what.split(['(', ' ']).next().unwrap_or("?"));
+    let one_word = |c: &str| c.replace(" (", "(").replace(' ', "_");
+    println!(
+        "bad-input: {entry} expected={} got={} case={what}",
+        one_word(expected),
+        one_word(got)
+    );
+}
+
 /// `Ok` if a driver call returned exactly `expected`.
 pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
+    if expected != CUDA_SUCCESS {
+        report_bad_input(None, what, &error_name(expected), &error_name(r));
+    }
     if r == expected {
         Ok(())
     } else {
@@ -172,6 +203,9 @@ pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
 
 /// `Ok` if a runtime call returned exactly `expected`.
 pub fn expect_rt_error(r: cudaError_t, expected: cudaError_t, what: &str) -> TestResult {
+    if expected != cudaSuccess {
+        report_bad_input(None, what, &rt_error_name(expected), &rt_error_name(r));
+    }
     if r == expected {
         Ok(())
     } else {

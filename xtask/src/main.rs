@@ -7,6 +7,7 @@ mod ci;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
+mod device_report;
 mod gpu_bundle;
 mod headers;
 #[allow(dead_code)]
@@ -28,6 +29,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust
+  device-report <dir>    Markdown for docs/device-results.md from what run.sh wrote in <dir>:
+                         bad-input table, process-death figures, compute-sanitizer counts
   abi <version>...       build against each release's headers and check the bindings' layout and
                          constants against the C compiler (tests/abi_layout.rs) and stable names
                          (tests/stable_names.rs); `fallback`: the committed bindings
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
+        ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),
         ["changes"] => changes::run(&workspace()),
         _ => Err(USAGE.to_string()),

@@ -1,0 +1,593 @@
+//! Process death on the cross-process paths (VMM POSIX descriptors, pool
+//! descriptors with exported pointers, external memory from a VMM descriptor).
+//!
+//! Three scenarios, each deterministic (a line over a Unix socket says the
+//! child has mapped and read before anything is killed) and bounded in time
+//! (every wait for a child has a timeout that fails the test):
+//!
+//! - **importer killed**: the test process exports, an importer child maps and
+//!   reads, then gets SIGKILL; the test checks its own data, keeps allocating,
+//!   releases, and measures that the memory comes back ([`spawn_importer`]).
+//! - **exporter killed**: an exporter child exports, an importer child maps and
+//!   reads, the exporter gets SIGKILL, the importer reads again and releases
+//!   ([`exporter_killed`]).
+//! - **descriptor after its sender died**: the exporter child sends its
+//!   descriptor and gets SIGKILL before any import; a fresh importer child
+//!   imports it ([`descriptor_after_sender_died`]).
+//!
+//! The importer and the exporter that may die are always children, so a
+//! driver that misbehaves after a peer's death cannot spoil the test process
+//! for the tests after it. Each test prints one line of figures,
+//! `figure: <test> <key>=<value> ...`, for `docs/device-results.md`.
+//!
+//! Wire format: a descriptor (one byte with `SCM_RIGHTS`), then text lines.
+//! Lines are read a byte at a time so that no read ever swallows the byte
+//! that carries the next descriptor.
+
+use super::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+use super::{check, spawn_child, TestResult};
+use crate::ensure;
+use cuda_mem_sys::*;
+use libtest_mimic::Failed;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::RawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// The socket descriptor a test hands to its peer child.
+pub const PEER_SOCK_VAR: &str = "CUDA_MEM_SYS_PEER_SOCKET";
+/// How long the test waits for any answer of a child (compute-sanitizer
+/// slows children down a lot; a healthy answer takes well under a second).
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long the test waits for a child to exit once told to, or once killed.
+pub const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long freed device memory may take to show up in `cuMemGetInfo`.
+pub const FREE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `key=value` lines sent after a descriptor, ended by `end`.
+#[derive(Clone, Debug, Default)]
+pub struct Fields(pub Vec<(String, String)>);
+
+impl Fields {
+    pub fn push(&mut self, key: &str, value: impl ToString) {
+        self.0.push((key.into(), value.to_string()));
+    }
+    pub fn get(&self, key: &str) -> Result<&str, Failed> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .ok_or_else(|| format!("no field {key} in {:?}", self.0).into())
+    }
+    pub fn number(&self, key: &str) -> Result<u64, Failed> {
+        let v = self.get(key)?;
+        v.parse()
+            .map_err(|e| format!("field {key}={v}: {e}").into())
+    }
+}
+
+/// One end of the socket between the test and a child.
+pub struct Link {
+    sock: UnixStream,
+    peer: String,
+}
+
+impl Link {
+    /// The child's end, passed by [`Peer::spawn`] (no read timeout: a child
+    /// waits for its parent's next word until the parent closes or kills it).
+    pub fn from_parent() -> Result<Link, Failed> {
+        Ok(Link {
+            sock: child_socket(PEER_SOCK_VAR)?,
+            peer: "the test process".into(),
+        })
+    }
+
+    pub fn send_fd(&self, fd: RawFd) -> TestResult {
+        send_fd(&self.sock, fd)
+            .map_err(|e| format!("sending descriptor {fd} to {}: {e}", self.peer))?;
+        Ok(())
+    }
+
+    pub fn recv_fd(&self) -> Result<RawFd, Failed> {
+        recv_fd(&self.sock)
+            .map_err(|e| format!("receiving a descriptor from {}: {e}", self.peer).into())
+    }
+
+    pub fn send(&mut self, line: &str) -> TestResult {
+        self.sock
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| format!("telling {} {line:?}: {e}", self.peer))?;
+        Ok(())
+    }
+
+    /// The next line, `None` once the other side has closed (or died).
+    pub fn recv(&mut self) -> Result<Option<String>, Failed> {
+        let mut line = Vec::new();
+        let mut b = [0u8; 1];
+        loop {
+            match self.sock.read(&mut b) {
+                Ok(0) if line.is_empty() => return Ok(None),
+                Ok(0) => break,
+                Ok(_) if b[0] == b'\n' => break,
+                Ok(_) => line.push(b[0]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(format!(
+                        "no answer from {} within {} s",
+                        self.peer,
+                        REPLY_TIMEOUT.as_secs()
+                    )
+                    .into())
+                }
+                Err(e) => return Err(format!("reading from {}: {e}", self.peer).into()),
+            }
+        }
+        Ok(Some(String::from_utf8_lossy(&line).into_owned()))
+    }
+
+    /// The next line; the other side closing first is a failure.
+    pub fn expect(&mut self) -> Result<String, Failed> {
+        self.recv()?
+            .ok_or_else(|| format!("{} closed the socket without answering", self.peer).into())
+    }
+
+    pub fn send_fields(&mut self, fields: &Fields) -> TestResult {
+        for (k, v) in &fields.0 {
+            self.send(&format!("{k}={v}"))?;
+        }
+        self.send("end")
+    }
+
+    pub fn recv_fields(&mut self) -> Result<Fields, Failed> {
+        let mut f = Fields::default();
+        loop {
+            let line = self.expect()?;
+            if line == "end" {
+                return Ok(f);
+            }
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| format!("{} sent {line:?}, not key=value", self.peer))?;
+            f.push(k, v);
+        }
+    }
+}
+
+/// A child process of this test binary in some role, with its socket. Dropping
+/// it kills and reaps the child, so no failure path leaves one behind.
+pub struct Peer {
+    pub role: String,
+    pub link: Link,
+    child: Option<Child>,
+}
+
+impl Peer {
+    pub fn spawn(role: &str, env: &[(&str, String)]) -> Result<Peer, Failed> {
+        let (mine, theirs) = socket_pair()?;
+        mine.set_read_timeout(Some(REPLY_TIMEOUT))?;
+        let n = inheritable(&theirs);
+        let mut env = env.to_vec();
+        env.push((PEER_SOCK_VAR, n.to_string()));
+        let child = spawn_child(role, &env);
+        drop(theirs);
+        Ok(Peer {
+            role: role.into(),
+            link: Link {
+                sock: mine,
+                peer: format!("child {role} (pid {})", child.id()),
+            },
+            child: Some(child),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
+    /// SIGKILL, then `waitpid` (bounded); fails unless the child died of it.
+    pub fn kill(&mut self) -> Result<String, Failed> {
+        let mut child = self
+            .child
+            .take()
+            .ok_or_else(|| format!("{} was already gone", self.role))?;
+        let pid = child.id() as libc::pid_t;
+        if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
+            return Err(
+                format!("kill({pid}, SIGKILL): {}", std::io::Error::last_os_error()).into(),
+            );
+        }
+        let status = wait_bounded(&mut child, &self.role)?;
+        if status.signal() != Some(libc::SIGKILL) {
+            return Err(
+                format!("{} (pid {pid}) ended with {status}, not SIGKILL", self.role).into(),
+            );
+        }
+        Ok(format!("SIGKILL(pid{pid})"))
+    }
+
+    /// Closes the socket and waits (bounded) for the child; fails unless it exited 0.
+    pub fn finish(mut self) -> TestResult {
+        let mut child = self
+            .child
+            .take()
+            .ok_or_else(|| format!("{} was already gone", self.role))?;
+        let _ = self.link.sock.shutdown(std::net::Shutdown::Both);
+        let status = wait_bounded(&mut child, &self.role)?;
+        ensure!(status.success(), "child {} exited with {status}", self.role);
+        Ok(())
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `waitpid` with a deadline: a child that does not end in [`EXIT_TIMEOUT`] is
+/// killed and the test fails.
+fn wait_bounded(child: &mut Child, role: &str) -> Result<ExitStatus, Failed> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if start.elapsed() > EXIT_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "child {role} did not exit within {} s (killed)",
+                EXIT_TIMEOUT.as_secs()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Prints `figure: <test> key=value ...` (spaces inside values become `_`).
+pub fn figure(test: &str, pairs: &[(&str, String)]) {
+    let mut line = format!("figure: {test}");
+    for (k, v) in pairs {
+        line.push_str(&format!(" {k}={}", v.replace(' ', "_")));
+    }
+    println!("{line}");
+}
+
+/// A driver result as one word: `CUDA_SUCCESS`, `CUDA_ERROR_INVALID_VALUE(1)`.
+pub fn code(r: CUresult) -> String {
+    if r == CUDA_SUCCESS {
+        return "CUDA_SUCCESS".into();
+    }
+    super::error_name(r).replace(" (", "(")
+}
+
+/// A runtime result as one word: `cudaSuccess`, `cudaErrorInvalidValue(1)`.
+pub fn rt_code(r: cudaError_t) -> String {
+    if r == cudaSuccess {
+        return "cudaSuccess".into();
+    }
+    super::rt_error_name(r).replace(" (", "(")
+}
+
+/// Free device memory (`cuMemGetInfo`) in the current context.
+pub fn free_memory() -> Result<usize, Failed> {
+    let (mut free, mut total) = (0usize, 0usize);
+    check(unsafe { cuCtxSynchronize() }, "cuCtxSynchronize")?;
+    check(
+        unsafe { cuMemGetInfo(&mut free, &mut total) },
+        "cuMemGetInfo",
+    )?;
+    Ok(free)
+}
+
+/// Polls `cuMemGetInfo` until at least `baseline - slack` bytes are free again
+/// (or [`FREE_TIMEOUT`] passed); returns the last figure and the time it took.
+pub fn await_free(baseline: usize, slack: usize) -> Result<(usize, u128), Failed> {
+    let start = Instant::now();
+    loop {
+        let free = free_memory()?;
+        if free + slack >= baseline || start.elapsed() > FREE_TIMEOUT {
+            return Ok((free, start.elapsed().as_millis()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// MiB with one decimal, for figures.
+pub fn mib(bytes: usize) -> String {
+    format!("{:.1}MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The bytes every exporter writes (xorshift from `seed`).
+pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(0x9E37_79B9) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// `match`, `mismatch@<first byte>`, or the error code of the read.
+pub fn compare(got: Result<Vec<u8>, String>, want: &[u8]) -> String {
+    match got {
+        Err(code) => code,
+        Ok(got) if got.len() != want.len() => format!("length{}", got.len()),
+        Ok(got) => match got.iter().zip(want).position(|(a, b)| a != b) {
+            None => "match".into(),
+            Some(i) => format!("mismatch@{i}"),
+        },
+    }
+}
+
+/// What an importer child holds: it can read the shared bytes again and
+/// release everything it imported.
+pub trait Held {
+    /// The `n` shared bytes, or the error code of the failed read.
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String>;
+    /// Releases in the documented order; returns each step's code, as
+    /// `step:code,step:code`.
+    fn release(self: Box<Self>) -> String;
+}
+
+/// An importer: from the received descriptor and fields to what it holds, or
+/// the error code of the import. It owns the descriptor (closes it, or hands
+/// it to the driver where the import takes ownership).
+pub type Importer = fn(RawFd, &Fields) -> Result<Box<dyn Held>, String>;
+
+/// The body of an importer child role: receives a descriptor and fields,
+/// imports and reads (`imported=ok read=match` or `imported=<code>`), then
+/// obeys `reread` and `quit` (`released=...`) until its parent closes the
+/// socket, or kills it.
+pub fn importer_main(import: Importer) -> TestResult {
+    let mut link = Link::from_parent()?;
+    let fd = link.recv_fd()?;
+    let fields = link.recv_fields()?;
+    let want = pattern(
+        fields.number("bytes")? as usize,
+        fields.number("seed")? as u32,
+    );
+    let mut held = match import(fd, &fields) {
+        Ok(held) => held,
+        Err(code) => {
+            link.send(&format!("imported={code}"))?;
+            while let Some(cmd) = link.recv()? {
+                if cmd == "quit" {
+                    link.send("released=nothing")?;
+                    break;
+                }
+                link.send(&format!("{cmd}=nothing-imported"))?;
+            }
+            return Ok(());
+        }
+    };
+    let first = compare(held.read(want.len()), &want);
+    link.send(&format!("imported=ok read={first}"))?;
+    loop {
+        match link.recv()?.as_deref() {
+            Some("reread") => {
+                let again = compare(held.read(want.len()), &want);
+                link.send(&format!("reread={again}"))?;
+            }
+            Some("quit") => {
+                let released = held.release();
+                link.send(&format!("released={released}"))?;
+                return Ok(());
+            }
+            // The test process closed the socket (it failed, or is done).
+            None => {
+                held.release();
+                return Ok(());
+            }
+            Some(other) => return Err(format!("importer: unknown command {other:?}").into()),
+        }
+    }
+}
+
+/// An exporter: allocates, writes `pattern(bytes, seed)`, exports a
+/// descriptor; returns it, the fields for the importer (at least `bytes` and
+/// `seed`), and what must stay alive while the exporter lives.
+pub type Exporter = fn() -> Result<(RawFd, Fields, Box<dyn std::any::Any>), Failed>;
+
+/// The body of an exporter child role: exports, sends the descriptor and the
+/// fields, closes its own copy of the descriptor, then holds everything until
+/// told `quit`, the socket closes, or it is killed.
+pub fn exporter_main(export: Exporter) -> TestResult {
+    let mut link = Link::from_parent()?;
+    let (fd, fields, keep) = export()?;
+    link.send_fd(fd)?;
+    unsafe { libc::close(fd) };
+    link.send_fields(&fields)?;
+    while let Some(cmd) = link.recv()? {
+        if cmd == "quit" {
+            break;
+        }
+    }
+    drop(keep);
+    Ok(())
+}
+
+/// Spawns importer `role`, hands it `fd` (the caller keeps its own copy) and
+/// `fields`, and waits until it has imported and read: returns the child and
+/// its first report.
+pub fn spawn_importer(
+    role: &str,
+    env: &[(&str, String)],
+    fd: RawFd,
+    fields: &Fields,
+) -> Result<(Peer, String), Failed> {
+    let mut peer = Peer::spawn(role, env)?;
+    peer.link.send_fd(fd)?;
+    peer.link.send_fields(fields)?;
+    let first = peer.link.expect()?;
+    Ok((peer, first))
+}
+
+/// The first report an importer must give where the import is supposed to work.
+pub const READ_OK: &str = "imported=ok read=match";
+
+/// Exporter child killed after exporting, importer child still mapped.
+/// `documented` says whether NVIDIA documents that the importer's mapping
+/// outlives the exporter (VMM handles are reference counted); where it does,
+/// the importer's read after the death must match, else it is recorded. Both
+/// ways the importer must exit 0 and the memory must come back.
+pub fn exporter_killed(
+    test: &str,
+    exporter: &str,
+    importer: &str,
+    env: &[(&str, String)],
+    documented: bool,
+) -> TestResult {
+    let free0 = free_memory()?;
+    let mut e = Peer::spawn(exporter, env)?;
+    let fd = e.link.recv_fd()?;
+    let fields = e.link.recv_fields()?;
+    let bytes = fields.number("bytes")? as usize;
+    let imported = spawn_importer(importer, env, fd, &fields);
+    unsafe { libc::close(fd) };
+    let (mut i, first) = imported?;
+    let free_both = free_memory()?;
+    let killed = e.kill()?;
+    i.link.send("reread")?;
+    let after = i.link.expect()?;
+    i.link.send("quit")?;
+    let released = i.link.expect()?;
+    let exit = i.finish();
+    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    figure(
+        test,
+        &[
+            ("bytes", bytes.to_string()),
+            ("free_before", mib(free0)),
+            ("free_both_mapped", mib(free_both)),
+            ("importer", first.clone()),
+            ("exporter", killed),
+            ("after_death", after.clone()),
+            ("importer_release", released.clone()),
+            (
+                "importer_exit",
+                if exit.is_ok() { "0" } else { "failed" }.into(),
+            ),
+            ("free_end", mib(free_end)),
+            ("returned_in_ms", ms.to_string()),
+        ],
+    );
+    exit?;
+    ensure!(
+        first == READ_OK,
+        "the importer before the exporter died: {first}"
+    );
+    if documented {
+        ensure!(
+            after == "reread=match",
+            "the importer's mapping after the exporter died: {after} (VMM handles are reference counted)"
+        );
+    }
+    ensure!(
+        free_end + slack(bytes) >= free0,
+        "{} not returned after both processes ended",
+        mib(free0 - free_end)
+    );
+    Ok(())
+}
+
+/// The exporter sends its descriptor and is killed before anyone imports it;
+/// a fresh importer child then imports. `documented`: the import must work
+/// and read the exporter's bytes (a VMM descriptor is a reference to the
+/// allocation); else the outcome is recorded and the importer must exit 0.
+/// Both ways the memory comes back once the descriptor is closed.
+pub fn descriptor_after_sender_died(
+    test: &str,
+    exporter: &str,
+    importer: &str,
+    env: &[(&str, String)],
+    documented: bool,
+) -> TestResult {
+    let free0 = free_memory()?;
+    let mut e = Peer::spawn(exporter, env)?;
+    let fd = e.link.recv_fd()?;
+    let fields = e.link.recv_fields()?;
+    let bytes = fields.number("bytes")? as usize;
+    let killed = e.kill();
+    let free_sender_dead = free_memory();
+    let imported = killed
+        .and_then(|k| free_sender_dead.map(|f| (k, f)))
+        .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
+    unsafe { libc::close(fd) };
+    let ((killed, free_sender_dead), (mut i, first)) = imported?;
+    i.link.send("quit")?;
+    let released = i.link.expect()?;
+    let exit = i.finish();
+    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    figure(
+        test,
+        &[
+            ("bytes", bytes.to_string()),
+            ("free_before", mib(free0)),
+            ("exporter", killed),
+            ("free_sender_dead_fd_held", mib(free_sender_dead)),
+            ("importer", first.clone()),
+            ("importer_release", released),
+            (
+                "importer_exit",
+                if exit.is_ok() { "0" } else { "failed" }.into(),
+            ),
+            ("free_end", mib(free_end)),
+            ("returned_in_ms", ms.to_string()),
+        ],
+    );
+    exit?;
+    if documented {
+        ensure!(
+            first == READ_OK,
+            "importing a descriptor whose sender died: {first} (the descriptor holds a reference)"
+        );
+    } else {
+        ensure!(
+            first == READ_OK || (first.starts_with("imported=") && !first.contains("read=")),
+            "importing a descriptor whose sender died: {first} (neither the exporter's bytes nor an error code)"
+        );
+    }
+    ensure!(
+        free_end + slack(bytes) >= free0,
+        "{} not returned after the descriptor was closed",
+        mib(free0 - free_end)
+    );
+    Ok(())
+}
+
+/// Tolerance of the free-memory figures: half the shared size, at least
+/// 1 MiB (what a context's own bookkeeping may move), so a leak of the
+/// shared allocation itself always shows.
+pub fn slack(bytes: usize) -> usize {
+    (bytes / 2).max(1 << 20)
+}
+
+/// Bytes as lowercase hex, for a field (pool export data).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of [`hex`].
+pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| format!("{s}: {e}")))
+        .collect()
+}
+
+/// A failure's message, for an importer's report.
+pub fn message(e: Failed) -> String {
+    e.message().unwrap_or("failed").to_string()
+}
+
+/// The seed of the bytes the exporters of these tests write.
+pub const SEED: u32 = 0xDEAD;
