@@ -57604,6 +57604,7 @@ pub mod runtime {
 /// How `dynamic-loading` finds each function (generated from the
 /// headers: `cuGetProcAddress` base name and ABI version, or `dlsym`).
 #[doc(hidden)]
+#[cfg(cuda_mem_sys_load_driver)]
 pub mod loader_table {
     /// How many driver and runtime symbols there are.
     pub const N_DRIVER: usize = 449usize;
