@@ -266,6 +266,9 @@ impl Model {
                         self.methods.entry(name).or_default().extend(fns);
                     }
                 }
+                // A module under `#[cfg]` (the run-time loader's tables) holds
+                // no C item, and may not exist in this build.
+                syn::Item::Mod(m) if m.attrs.iter().any(|a| a.path().is_ident("cfg")) => {}
                 syn::Item::Mod(m) => {
                     if let Some((_, items)) = &m.content {
                         let mut path = module.to_vec();
