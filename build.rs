@@ -123,10 +123,13 @@ fn run() -> Result<(), String> {
         &out_dir.join("abi/functions.rs"),
         &codegen::abi_checks::function_table(&rust)?,
     )?;
-    println!(
-        "cargo:rustc-env=CUDA_MEM_SYS_TARGET={}",
-        env::var("TARGET").unwrap()
-    );
+    // The ABI tests compile C for the target with the host's cross compiler.
+    for (var, name) in [
+        ("TARGET", "CUDA_MEM_SYS_TARGET"),
+        ("HOST", "CUDA_MEM_SYS_HOST"),
+    ] {
+        println!("cargo:rustc-env={name}={}", env::var(var).unwrap());
+    }
     // The two halves of the layout check (tests/abi_layout.rs), from the final text.
     let layout = layout_check::generate(&rust, "::cuda_mem_sys")?;
     write_if_changed(&out_dir.join("abi/layout_rust.rs"), &layout.rust)?;

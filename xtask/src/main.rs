@@ -18,8 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <command>
-  headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
-                         target/cuda-headers/ and print the include directory
+  headers <version> [--target <triple>]
+                         fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
+                         target/cuda-headers/ and print the include directory; for another
+                         target (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu) its wheels,
+                         into target/cuda-headers/<triple>/<version>/
   demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
                          and run examples/demo.rs
   ci                     the whole test suite as CI runs it (installs what it needs)
@@ -41,6 +44,10 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["headers", release] => {
             headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
+        }
+        ["headers", release, "--target", target] | ["headers", "--target", target, release] => {
+            headers::fetch_for(&workspace(), release, target)
+                .map(|dir| println!("{}", dir.display()))
         }
         ["demo"] => ci::demo(&workspace()),
         ["ci"] => ci::run(&workspace()),
