@@ -41,9 +41,14 @@ pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
 pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
     let target = env!("CUDA_MEM_SYS_TARGET");
     let mut b = cc::Build::new();
-    b.target(target)
-        .host(env!("CUDA_MEM_SYS_HOST"))
-        .opt_level(0)
+    b.target(target).host(env!("CUDA_MEM_SYS_HOST"));
+    if let Some(cc) = option_env!("CUDA_MEM_SYS_TARGET_CC") {
+        // The compiler the build found for the target (`CC_<target>` honoured
+        // there; a test running under Wine would look for `gcc.exe`);
+        // `CUDA_MEM_SYS_TEST_CC` overrides it where the tests run.
+        b.compiler(std::env::var("CUDA_MEM_SYS_TEST_CC").unwrap_or(cc.into()));
+    }
+    b.opt_level(0)
         .cargo_metadata(false)
         .warnings(false)
         .includes(include_dirs);
