@@ -130,10 +130,21 @@ fn run() -> Result<(), String> {
         &out_dir.join("abi/functions.rs"),
         &codegen::abi_checks::function_table(&rust)?,
     )?;
-    println!(
-        "cargo:rustc-env=CUDA_MEM_SYS_TARGET={}",
-        env::var("TARGET").unwrap()
-    );
+    // The ABI tests compile C for the target with the host's cross compiler.
+    for (var, name) in [
+        ("TARGET", "CUDA_MEM_SYS_TARGET"),
+        ("HOST", "CUDA_MEM_SYS_HOST"),
+    ] {
+        println!("cargo:rustc-env={name}={}", env::var(var).unwrap());
+    }
+    // The target's C compiler as found here (a test running under Wine would
+    // otherwise look for a Windows `gcc.exe`).
+    if let Ok(cc) = cc::Build::new().cargo_metadata(false).try_get_compiler() {
+        println!(
+            "cargo:rustc-env=CUDA_MEM_SYS_TARGET_CC={}",
+            cc.path().display()
+        );
+    }
     // The two halves of the layout check (tests/abi_layout.rs), from the final text.
     let layout = layout_check::generate(&rust, "::cuda_mem_sys")?;
     write_if_changed(&out_dir.join("abi/layout_rust.rs"), &layout.rust)?;

@@ -100,6 +100,8 @@ fn lib_candidates(root: &Path, include: &Path, arch: &str) -> Vec<PathBuf> {
     ] {
         c.push(base.join("lib64"));
         c.push(base.join("lib"));
+        // Windows: the toolkit's and the wheels' import libraries.
+        c.push(base.join("lib").join("x64"));
         for t in toolkit_target_dirs(arch) {
             c.push(base.join("targets").join(t).join("lib"));
         }

@@ -24,7 +24,13 @@ fn committed_bindings_match_the_pinned_headers() -> Result<Completion, Failed> {
         ));
     }
     let dirs = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS").unwrap_or_default();
-    if !dirs.contains("cuda-headers/13.0/") {
+    // x86_64's or aarch64's 13.0 wheels (`cargo xtask headers 13.0 [--target ...]`):
+    // the committed file must hold for both Linux targets.
+    let pinned = [
+        "cuda-headers/13.0/",
+        "cuda-headers/aarch64-unknown-linux-gnu/13.0/",
+    ];
+    if !pinned.iter().any(|p| dirs.contains(p)) {
         return Ok(Completion::ignored_with(format!(
             "built against {dirs}, not the pinned headers of `cargo xtask headers 13.0`"
         )));

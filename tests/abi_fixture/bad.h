@@ -58,3 +58,17 @@ typedef enum lc_kind_enum {
 #define LC_RIGHT 7
 /* bad.rs says 8. */
 #define LC_WRONG 7
+
+/* Right in bad.rs for x86_64 Linux only, as a generator run on an x86_64 host
+ * would write it; wrong on any other target, which is how the check shows it
+ * compiled and ran the C for the target and not for the host.
+ * `va_list` is 24 bytes on x86_64 Linux (SysV), 32 on aarch64 (AAPCS64),
+ * 8 on Windows (a `char *`). */
+typedef struct lc_target_st {
+    int first;
+    __builtin_va_list args;
+    int last;
+} lc_target;
+
+/* Plain `char` is signed on x86_64 (Linux and Windows), unsigned on aarch64 Linux. */
+#define LC_PLAIN_CHAR_ONES ((char)-1)

@@ -100,3 +100,18 @@ pub const LC_RIGHT: u32 = 7;
 pub const LC_WRONG: u32 = 8;
 /// WRONG: the header has no such constant.
 pub const LC_ONLY_IN_RUST: u32 = 1;
+
+/// Right for x86_64 Linux only (SysV `va_list`: `__va_list_tag[1]`, 24 bytes,
+/// aligned 8); WRONG on aarch64 Linux (32 bytes) and Windows (8).
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct lc_target_st {
+    pub first: ::core::ffi::c_int,
+    pub args: [u64; 3usize],
+    pub last: ::core::ffi::c_int,
+}
+pub type lc_target = lc_target_st;
+
+/// Right where plain `char` is signed (x86_64); WRONG on aarch64 Linux, where
+/// C's `(char)-1` is 255.
+pub const LC_PLAIN_CHAR_ONES: i8 = -1;

@@ -41,7 +41,7 @@ fn hex_bytes(bytes: &[u8]) -> String {
 }
 
 /// Structs and unions with a C name.
-pub const RECORDS: &[&str] = &["lc_anon_st", "lc_bits_st", "lc_long_st", "lc_packed_st", "lc_renamed_st", "lc_untagged"];
+pub const RECORDS: &[&str] = &["lc_anon_st", "lc_bits_st", "lc_long_st", "lc_packed_st", "lc_renamed_st", "lc_target_st", "lc_untagged"];
 /// Enum newtypes.
 pub const ENUMS: &[&str] = &["lc_kind_enum"];
 /// Aliases of scalars, pointers and function pointers.
@@ -63,6 +63,7 @@ pub fn entries() -> Vec<Entry> {
     check_lc_long_st(&mut out);
     check_lc_packed_st(&mut out);
     check_lc_renamed_st(&mut out);
+    check_lc_target_st(&mut out);
     check_lc_untagged(&mut out);
     check_part_0(&mut out);
     out
@@ -132,6 +133,15 @@ fn check_lc_renamed_st(out: &mut Vec<Entry>) {
     field(out, "lc_renamed_st.tail", ::core::mem::offset_of!(crate::fixture::lc_renamed_st, tail), unsafe { ::core::ptr::addr_of!((*p).tail) });
 }
 #[allow(unused_unsafe, unused_variables, clippy::all)]
+fn check_lc_target_st(out: &mut Vec<Entry>) {
+    let u = ::core::mem::MaybeUninit::<crate::fixture::lc_target_st>::uninit();
+    let p = u.as_ptr();
+    out.push(Entry::new("type", "lc_target_st", format!("{} {}", ::core::mem::size_of::<crate::fixture::lc_target_st>(), ::core::mem::align_of::<crate::fixture::lc_target_st>())));
+    field(out, "lc_target_st.first", ::core::mem::offset_of!(crate::fixture::lc_target_st, first), unsafe { ::core::ptr::addr_of!((*p).first) });
+    field(out, "lc_target_st.args", ::core::mem::offset_of!(crate::fixture::lc_target_st, args), unsafe { ::core::ptr::addr_of!((*p).args) });
+    field(out, "lc_target_st.last", ::core::mem::offset_of!(crate::fixture::lc_target_st, last), unsafe { ::core::ptr::addr_of!((*p).last) });
+}
+#[allow(unused_unsafe, unused_variables, clippy::all)]
 fn check_lc_untagged(out: &mut Vec<Entry>) {
     let u = ::core::mem::MaybeUninit::<crate::fixture::lc_untagged>::uninit();
     let p = u.as_ptr();
@@ -145,4 +155,5 @@ fn check_part_0(out: &mut Vec<Entry>) {
     out.push(Entry::new("const", "LC_RIGHT", (crate::fixture::LC_RIGHT as i128).to_string()));
     out.push(Entry::new("const", "LC_WRONG", (crate::fixture::LC_WRONG as i128).to_string()));
     out.push(Entry::new("const", "LC_ONLY_IN_RUST", (crate::fixture::LC_ONLY_IN_RUST as i128).to_string()));
+    out.push(Entry::new("const", "LC_PLAIN_CHAR_ONES", (crate::fixture::LC_PLAIN_CHAR_ONES as i128).to_string()));
 }

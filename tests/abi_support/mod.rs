@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub type Check = (&'static str, fn() -> Result<Completion, Failed>);
 
@@ -33,14 +34,21 @@ pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
     }
 }
 
-/// The C compiler for the crate's target, configured with its headers and
-/// the `per-thread-default-stream` feature's define.
+/// The C compiler for the crate's target (the `cc` crate's choice for that
+/// target on the build's host: `aarch64-linux-gnu-gcc`, `x86_64-w64-mingw32-gcc`,
+/// `CC_<target>` honoured), configured with its headers and the
+/// `per-thread-default-stream` feature's define.
 pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
     let target = env!("CUDA_MEM_SYS_TARGET");
     let mut b = cc::Build::new();
-    b.target(target)
-        .host(target)
-        .opt_level(0)
+    b.target(target).host(env!("CUDA_MEM_SYS_HOST"));
+    if let Some(cc) = option_env!("CUDA_MEM_SYS_TARGET_CC") {
+        // The compiler the build found for the target (`CC_<target>` honoured
+        // there; a test running under Wine would look for `gcc.exe`);
+        // `CUDA_MEM_SYS_TEST_CC` overrides it where the tests run.
+        b.compiler(std::env::var("CUDA_MEM_SYS_TEST_CC").unwrap_or(cc.into()));
+    }
+    b.opt_level(0)
         .cargo_metadata(false)
         .warnings(false)
         .includes(include_dirs);
@@ -57,4 +65,42 @@ pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The variable cargo reads the target's runner from: `CARGO_TARGET_<TRIPLE>_RUNNER`.
+pub fn runner_var() -> String {
+    let triple = env!("CUDA_MEM_SYS_TARGET");
+    format!(
+        "CARGO_TARGET_{}_RUNNER",
+        triple.to_uppercase().replace(['-', '.'], "_")
+    )
+}
+
+/// The runner's words (`qemu-aarch64 -L /usr/aarch64-linux-gnu`, `wine`), as
+/// cargo splits them; empty where none is set (the host runs the target's
+/// programs itself).
+pub fn runner() -> Vec<String> {
+    std::env::var(runner_var())
+        .map(|r| r.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// A command that runs a program built for the crate's target the way cargo
+/// runs the test itself: through the target's runner where one is set, so
+/// that an aarch64 program runs under `qemu-aarch64` on an x86_64 host (there
+/// is no binfmt: a program started directly would not run).
+pub fn target_command(program: &Path) -> Command {
+    match runner().split_first() {
+        Some((first, rest)) => {
+            let mut cmd = Command::new(first);
+            cmd.args(rest).arg(program);
+            cmd
+        }
+        None => Command::new(program),
+    }
+}
+
+/// A program's file name on the crate's target (`layout_check.exe` on Windows).
+pub fn target_exe(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }

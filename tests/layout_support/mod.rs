@@ -79,14 +79,24 @@ pub fn run_c(input: &CInput) -> Result<COutput, String> {
     pp.arg("-E").arg(dir.join("lc_prelude.h"));
     let preprocessed = output(pp, "preprocessing the headers")?;
     write("lc_names.h", &names_header(&preprocessed))?;
-    let exe = dir.join("layout_check");
+    let exe = crate::abi_support::target_exe(dir, "layout_check");
     let mut cc = command(&tool, input);
     cc.args(["-std=gnu11", "-w"])
         .arg(dir.join("layout_check.c"))
         .arg("-o")
         .arg(&exe);
     output(cc, "compiling the C half of the layout check")?;
-    let lines = output(Command::new(&exe), "running the C half of the layout check")?;
+    // Compiled for the target: run the way cargo runs the test (its runner).
+    let run = crate::abi_support::target_command(&exe);
+    let lines = output(run, "running the C half of the layout check").map_err(|e| {
+        let runner = crate::abi_support::runner_var();
+        match std::env::var(&runner) {
+            Ok(_) => e,
+            Err(_) => {
+                format!("{e}\n(no {runner} is set: a program built for another target needs one)")
+            }
+        }
+    })?;
     let version = tool.to_command().arg("--version").output().ok();
     let compiler = version
         .and_then(|o| {

@@ -46,26 +46,100 @@ impl Summary {
 }
 
 pub fn target_dir(workspace: &Path, release: &str) -> PathBuf {
-    workspace.join("target/abi").join(release)
+    target_dir_for(workspace, release, HOST)
+}
+
+/// `target/abi/<release>` for x86_64 Linux, `target/abi/<triple>/<release>` for another target.
+pub fn target_dir_for(workspace: &Path, release: &str, target: &str) -> PathBuf {
+    let base = workspace.join("target/abi");
+    if target == HOST {
+        base.join(release)
+    } else {
+        base.join(target).join(release)
+    }
+}
+
+use headers::HOST_TARGET as HOST;
+
+/// Makes a `cargo test` command build for `target` and run its programs
+/// there: `--target`, the cross linker and the runner (each only where the
+/// environment does not set it already; the tests read the runner from the
+/// same `CARGO_TARGET_<TRIPLE>_RUNNER` for the C programs they run).
+pub fn for_target(cmd: &mut Command, workspace: &Path, target: &str) -> Result<(), String> {
+    if target == HOST {
+        return Ok(());
+    }
+    let (linker, runner) = match target {
+        "aarch64-unknown-linux-gnu" => (
+            "aarch64-linux-gnu-gcc",
+            "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+        ),
+        "x86_64-pc-windows-gnu" => ("x86_64-w64-mingw32-gcc", "wine"),
+        _ => {
+            return Err(format!(
+                "abi: unknown target {target} (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu)"
+            ))
+        }
+    };
+    let var = |what: &str| {
+        format!(
+            "CARGO_TARGET_{}_{what}",
+            target.to_uppercase().replace('-', "_")
+        )
+    };
+    cmd.args(["--target", target]);
+    for (name, value) in [(var("LINKER"), linker), (var("RUNNER"), runner)] {
+        if std::env::var_os(&name).is_none() {
+            cmd.env(name, value);
+        }
+    }
+    if target.contains("windows") {
+        // libclang finds no compiler headers (mm_malloc.h) for a MinGW target by itself.
+        cmd.env(
+            format!("BINDGEN_EXTRA_CLANG_ARGS_{}", target.replace('-', "_")),
+            "-isystem /usr/lib/llvm-19/lib/clang/19/include",
+        )
+        .env("WINEDEBUG", "-all")
+        .env("WINEPATH", crate::ci::wine_shim(workspace)?);
+    }
+    Ok(())
 }
 
 /// The ABI tests (symbols, signatures, layouts and constants, stable names)
 /// against one release's headers, in the target folder `xtask abi` uses.
 pub fn ci_release(workspace: &Path, release: &str) -> Result<(), String> {
-    let include = headers::fetch(workspace, release)?;
+    ci_release_for(workspace, release, HOST)
+}
+
+/// The same for `target` (built for it, its programs run through its runner);
+/// for the pinned release also the bad-input fixture and the committed fallback.
+pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(), String> {
+    let include = headers::fetch_for(workspace, release, target)?;
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"])
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .args(["--test", "abi_layout", "--test", "stable_names"]);
+    if target != HOST && release == PINNED_RELEASE {
+        cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
+    }
+    for_target(&mut cmd, workspace, target)?;
+    cmd.env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
         // The 12.x wheels hold only libcudart.so.12, linked dynamically.
         .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
-        .env("CARGO_TARGET_DIR", target_dir(workspace, release));
+        .env(
+            "CARGO_TARGET_DIR",
+            target_dir_for(workspace, release, target),
+        );
     crate::run_cmd(&mut cmd)
 }
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    let (target, args): (&str, Vec<&str>) = match args {
+        ["--target", t, rest @ ..] => (t, rest.to_vec()),
+        _ => (HOST, args.to_vec()),
+    };
+    let args = args.as_slice();
     let all = args == ["--all"];
     let releases: Vec<String> = if all {
         headers::RELEASES
@@ -81,15 +155,20 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let mut rows = vec![];
     for release in &releases {
         eprintln!("== abi {release}");
-        let row = check(workspace, release)?;
+        let row = check(workspace, release, target)?;
         print_row(&row);
         rows.push(row);
     }
     if all {
         let path = workspace.join("docs/abi-report.md");
         std::fs::create_dir_all(workspace.join("docs")).map_err(|e| e.to_string())?;
-        std::fs::write(&path, report(workspace, &rows))
-            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let doc = if target == HOST {
+            keep_target_sections(&report(workspace, &rows), &old)
+        } else {
+            splice_section(&old, target, &target_section(target, &rows))
+        };
+        std::fs::write(&path, doc).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     let bad: Vec<&str> = rows
@@ -129,7 +208,7 @@ fn print_row(row: &Row) {
     }
 }
 
-fn check(workspace: &Path, release: &str) -> Result<Row, String> {
+fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
     let fallback = release == FALLBACK;
     let headers_release = if fallback { PINNED_RELEASE } else { release };
     let mut row = Row {
@@ -149,17 +228,24 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
             return Ok(row);
         }
     }
-    let include = headers::fetch(workspace, headers_release)?;
-    row.wheels = headers::wheel_names(workspace, headers_release);
-    let dir = target_dir(workspace, release);
+    let include = headers::fetch_for(workspace, headers_release, target)?;
+    row.wheels = headers::wheel_names_for(workspace, headers_release, target);
+    if let Some(from) = headers::headers_only_from(target, headers_release) {
+        row.wheels = format!(
+            "{} (no {target} wheel: the {from} wheels' headers, identical text; a stub libcudart)",
+            row.wheels
+        );
+    }
+    let dir = target_dir_for(workspace, release, target);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let dump = dir.join("abi.txt");
     let _ = std::fs::remove_file(&dump);
     let cargo = |test: &str| {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(workspace)
-            .args(["test", "--package", "cuda-mem-sys", "--test", test])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+            .args(["test", "--package", "cuda-mem-sys", "--test", test]);
+        for_target(&mut cmd, workspace, target)?;
+        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CUDA_MEM_SYS_ABI_DUMP", &dump)
@@ -169,9 +255,9 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
         if fallback {
             cmd.env("CUDA_MEM_SYS_ABI_FALLBACK", "1");
         }
-        cmd
+        Ok::<Command, String>(cmd)
     };
-    let out = cargo("abi_layout")
+    let out = cargo("abi_layout")?
         .output()
         .map_err(|e| format!("running cargo: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -209,7 +295,7 @@ fn check(workspace: &Path, release: &str) -> Result<Row, String> {
             errors.join("\n")
         ));
     }
-    let names = cargo("stable_names")
+    let names = cargo("stable_names")?
         .output()
         .map_err(|e| format!("running cargo: {e}"))?;
     let names_err = String::from_utf8_lossy(&names.stderr);
@@ -428,4 +514,80 @@ fn report(workspace: &Path, rows: &[Row]) -> String {
     }
     let _ = workspace;
     md
+}
+
+fn markers(target: &str) -> (String, String) {
+    (
+        format!("<!-- target {target} -->"),
+        format!("<!-- end of target {target} -->"),
+    )
+}
+
+/// Another target's rows: its own table, mismatches and headers, between
+/// markers, so that each target's `abi --all` rewrites only its own part.
+fn target_section(target: &str, rows: &[Row]) -> String {
+    let (begin, end) = markers(target);
+    let full = report(Path::new("."), rows);
+    let table_start = full.find("| Release |").unwrap_or(0);
+    let table_end = full[table_start..]
+        .find("\n\n")
+        .map_or(full.len(), |e| table_start + e);
+    let section = |title: &str| {
+        let start = full.find(title)?;
+        let body = &full[start + title.len()..];
+        let stop = body.find("\n## ").unwrap_or(body.len());
+        Some(body[..stop].trim().to_string())
+    };
+    let compiler = rows
+        .iter()
+        .find_map(|r| r.summary.as_ref().map(|s| s.compiler.clone()))
+        .unwrap_or_else(|| "?".into());
+    let runner = match target {
+        "x86_64-pc-windows-gnu" => "wine",
+        _ => "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+    };
+    format!(
+        "{begin}\n## Target {target}\n\n\
+         Written by `cargo xtask abi --target {target} --all`: the crate and the test built for \
+         {target} against that target's wheels, the C half compiled by {compiler} and every program \
+         run through `{runner}` (cargo's runner, `CARGO_TARGET_<TRIPLE>_RUNNER`).\n\n{}\n\n\
+         ### Mismatches ({target})\n\n{}\n\n### Headers ({target})\n\n{}\n{end}\n",
+        &full[table_start..table_end],
+        section("## Mismatches\n\n").unwrap_or_default(),
+        section("## Headers\n\n").unwrap_or_default(),
+    )
+}
+
+/// `doc` with `section` (marked) in place of that target's old one, or
+/// before "## What is checked" where it had none.
+fn splice_section(doc: &str, target: &str, section: &str) -> String {
+    let (begin, end) = markers(target);
+    if let (Some(b), Some(e)) = (doc.find(&begin), doc.find(&end)) {
+        let e = e + end.len();
+        let e = if doc[e..].starts_with('\n') { e + 1 } else { e };
+        return format!("{}{section}{}", &doc[..b], &doc[e..]);
+    }
+    match doc.find("## What is checked") {
+        Some(at) => format!("{}{section}\n{}", &doc[..at], &doc[at..]),
+        None => format!("{doc}\n{section}"),
+    }
+}
+
+/// The x86_64 report with the other targets' sections of the old one kept.
+fn keep_target_sections(new: &str, old: &str) -> String {
+    let mut doc = new.to_string();
+    let mut rest = old;
+    while let Some(b) = rest.find("<!-- target ") {
+        let after = &rest[b + "<!-- target ".len()..];
+        let Some(t) = after.find(" -->").map(|e| &after[..e]) else {
+            break;
+        };
+        let (begin, end) = markers(t);
+        let Some(e) = rest.find(&end) else { break };
+        let section = format!("{}\n", &rest[b..e + end.len()]);
+        debug_assert!(section.starts_with(&begin));
+        doc = splice_section(&doc, t, &section);
+        rest = &rest[e + end.len()..];
+    }
+    doc
 }

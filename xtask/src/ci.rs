@@ -28,6 +28,75 @@ pub fn ensure_libclang() -> Result<(), String> {
     Ok(())
 }
 
+/// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
+pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
+pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
+pub const WINDOWS: &str = "x86_64-pc-windows-gnu";
+
+/// A Rust target and the Debian packages that build and run its programs
+/// here (no binfmt: programs run through cargo's runner).
+pub fn ensure_target(target: &str) -> Result<(), String> {
+    let (tools, packages): (&[&str], &[&str]) = match target {
+        AARCH64 => (
+            &["/usr/bin/aarch64-linux-gnu-gcc", "/usr/bin/qemu-aarch64"],
+            &[
+                "gcc-aarch64-linux-gnu",
+                "libc6-dev-arm64-cross",
+                "qemu-user",
+            ],
+        ),
+        _ => (
+            &["/usr/bin/x86_64-w64-mingw32-gcc", "/usr/lib/wine/wine64"],
+            &["gcc-mingw-w64-x86-64", "wine64"],
+        ),
+    };
+    if tools.iter().any(|t| !Path::new(t).exists()) {
+        step(&format!("installing {}", packages.join(" ")));
+        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
+        run_cmd(
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq"])
+                .args(packages)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    }
+    run_cmd(Command::new("rustup").args(["target", "add", target]))
+}
+
+/// Wine 8.0 (Debian 12) lacks `bcryptprimitives.dll`, whose `ProcessPrng`
+/// Rust's standard library imports on Windows since 1.78: a one-function DLL
+/// over `RtlGenRandom`, built with MinGW into `target/wine-shim/` (WINEPATH).
+pub fn wine_shim(workspace: &Path) -> Result<std::path::PathBuf, String> {
+    let dir = workspace.join("target/wine-shim");
+    let dll = dir.join("bcryptprimitives.dll");
+    if dll.is_file() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let c = dir.join("bcryptprimitives.c");
+    std::fs::write(
+        &c,
+        "#include <windows.h>\n\
+         BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);\n\
+         __declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {\n\
+         \x20   while (len) {\n\
+         \x20       ULONG n = len > 0x10000 ? 0x10000 : (ULONG)len;\n\
+         \x20       if (!SystemFunction036(data, n)) return FALSE;\n\
+         \x20       data += n; len -= n;\n\
+         \x20   }\n\
+         \x20   return TRUE;\n}\n",
+    )
+    .map_err(|e| e.to_string())?;
+    run_cmd(
+        Command::new("x86_64-w64-mingw32-gcc")
+            .args(["-shared", "-O2", "-o"])
+            .arg(&dll)
+            .arg(&c)
+            .arg("-ladvapi32"),
+    )?;
+    Ok(dir)
+}
+
 fn cargo(workspace: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
     c.current_dir(workspace);
@@ -141,5 +210,65 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
     }
+
+    cross(workspace)
+}
+
+/// The aarch64 Linux and Windows x86_64 part of CI (`cargo xtask ci --cross` alone).
+pub fn cross(workspace: &Path) -> Result<(), String> {
+    ensure_libclang()?;
+    ensure_target(AARCH64)?;
+    for release in AARCH64_RELEASES {
+        let started = std::time::Instant::now();
+        step(&format!(
+            "{AARCH64}, CUDA {release}: ABI checks under qemu-aarch64{}",
+            if release == "13.0" {
+                " (with the bad-input fixture and the fallback comparison)"
+            } else {
+                ""
+            }
+        ));
+        crate::abi::ci_release_for(workspace, release, AARCH64)?;
+        println!("({:.0} s)", started.elapsed().as_secs_f64());
+    }
+    let started = std::time::Instant::now();
+    step(&format!(
+        "{AARCH64}: the committed fallback bindings against the 13.0 aarch64 headers"
+    ));
+    crate::abi::run(workspace, &["--target", AARCH64, "fallback"])?;
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
+
+    ensure_target(WINDOWS)?;
+    let started = std::time::Instant::now();
+    step(&format!("{WINDOWS}: cross-build of the crate and its ABI tests against the win_amd64 13.0 headers; run under wine"));
+    windows(workspace)?;
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Windows x86_64 (MinGW): the crate and its ABI tests built against the
+/// win_amd64 wheels' 13.0 headers and import libraries, linked, and the
+/// tests that need no C compiler at run time run under wine.
+fn windows(workspace: &Path) -> Result<(), String> {
+    let include = headers::fetch_for(workspace, "13.0", WINDOWS)?;
+    let dir = crate::abi::target_dir_for(workspace, "13.0", WINDOWS);
+    let build = |run: bool| -> Result<(), String> {
+        let mut cmd = cargo(workspace);
+        cmd.arg("test");
+        if !run {
+            cmd.arg("--no-run");
+            for t in ["abi_layout", "abi_signatures", "abi_bad_input"] {
+                cmd.args(["--test", t]);
+            }
+        }
+        cmd.args(["--test", "stable_names", "--test", "fallback"]);
+        crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
+        run_cmd(
+            cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+                .env("CARGO_PROFILE_DEV_DEBUG", "0")
+                .env("CARGO_TARGET_DIR", &dir),
+        )
+    };
+    build(false)?;
+    build(true)
 }

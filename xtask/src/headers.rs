@@ -1,5 +1,7 @@
-//! `cargo xtask headers <version>`: the real CUDA headers and libcudart of a
-//! release, from the Python package index wheels, cached under `target/`.
+//! `cargo xtask headers <version> [--target <triple>]`: the real CUDA headers
+//! and libcudart of a release, from the Python package index wheels, cached
+//! under `target/cuda-headers/` (`target/cuda-headers/<triple>/<release>/` for
+//! a target other than x86_64 Linux).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,8 +37,39 @@ fn wheels(release: &str) -> Result<[String; 2], String> {
     })
 }
 
-pub fn cache_root(workspace: &Path, release: &str) -> PathBuf {
-    workspace.join("target/cuda-headers").join(release)
+/// The target whose wheels `cargo xtask headers` fetches without `--target`.
+pub const HOST_TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// The wheel platform tags of a Rust target triple.
+pub fn platforms(target: &str) -> Result<&'static [&'static str], String> {
+    match target {
+        "x86_64-unknown-linux-gnu" => Ok(&["manylinux2014_x86_64", "manylinux_2_17_x86_64"]),
+        "aarch64-unknown-linux-gnu" => Ok(&["manylinux2014_aarch64", "manylinux_2_17_aarch64"]),
+        "x86_64-pc-windows-gnu" | "x86_64-pc-windows-msvc" => Ok(&["win_amd64"]),
+        _ => Err(format!(
+            "no CUDA wheels for {target}; known: x86_64-unknown-linux-gnu, \
+             aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu, x86_64-pc-windows-msvc"
+        )),
+    }
+}
+
+/// Releases NVIDIA published no wheel for on `target`, and the target whose
+/// wheel's headers are used instead: the aarch64 wheels start at 12.3, and
+/// the headers of the Linux wheels are the same text for both architectures
+/// (`diff -r` of the 12.9 x86_64 and aarch64 wheels' `include/`: identical).
+/// No libcudart comes with them: the build links a stub for the target.
+pub fn headers_only_from(target: &str, release: &str) -> Option<&'static str> {
+    let early = ["12.0", "12.1", "12.2"].contains(&release);
+    (target == "aarch64-unknown-linux-gnu" && early).then_some(HOST_TARGET)
+}
+
+pub fn cache_root_for(workspace: &Path, release: &str, target: &str) -> PathBuf {
+    let base = workspace.join("target/cuda-headers");
+    if target == HOST_TARGET {
+        base.join(release)
+    } else {
+        base.join(target).join(release)
+    }
 }
 
 /// The include directory holding `cuda.h` for a fetched release.
@@ -49,9 +82,19 @@ pub fn include_dir(root: &Path) -> Option<PathBuf> {
 
 /// Fetches (once) and returns the include directory of `release`.
 pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
-    let root = cache_root(workspace, release);
+    fetch_for(workspace, release, HOST_TARGET)
+}
+
+/// Fetches (once) and returns the include directory of `release` for `target`.
+pub fn fetch_for(workspace: &Path, release: &str, target: &str) -> Result<PathBuf, String> {
+    let root = cache_root_for(workspace, release, target);
     if let Some(dir) = include_dir(&root).filter(|_| root.join("wheels.txt").is_file()) {
         return Ok(dir);
+    }
+    let wheel_target = headers_only_from(target, release).unwrap_or(target);
+    let headers_only = wheel_target != target;
+    if headers_only {
+        eprintln!("no {target} wheels for CUDA {release}: using the {wheel_target} wheels' headers (no libcudart)");
     }
     let wheel_dir = root.join("wheels");
     std::fs::create_dir_all(&wheel_dir).map_err(|e| e.to_string())?;
@@ -66,12 +109,11 @@ pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
             "--no-deps",
             "--only-binary=:all:",
         ])
-        .args([
-            "--platform",
-            "manylinux2014_x86_64",
-            "--platform",
-            "manylinux_2_17_x86_64",
-        ])
+        .args(
+            platforms(wheel_target)?
+                .iter()
+                .flat_map(|p| ["--platform", p]),
+        )
         .arg("-d")
         .arg(&wheel_dir)
         .args(&specs)
@@ -80,17 +122,21 @@ pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("pip could not download {}", specs.join(" ")));
     }
-    // Only headers and libcudart are kept: the nvcc wheel is mostly compiler.
+    // Only headers and the runtime's libraries are kept (the nvcc wheel is
+    // mostly compiler): libcudart on Linux; on Windows the import libraries
+    // (`lib/x64/cuda.lib`, `cudart.lib`, `cudart_static.lib`) and `cudart64_<major>.dll`.
     let script = r#"
 import sys, zipfile, pathlib
-root = pathlib.Path(sys.argv[1]); names = []
+root = pathlib.Path(sys.argv[1]); libs = sys.argv[3] == '1'; names = []
 for whl in sorted(pathlib.Path(sys.argv[2]).glob('*.whl')):
     names.append(whl.name)
     with zipfile.ZipFile(whl) as z:
         for m in z.namelist():
             p = m.split('/')
-            keep = ('include' in p and ('crt' in p or 'cuda_nvcc' not in p)) or \
-                   ('lib' in p and p[-1].startswith('libcudart'))
+            lib = ('lib' in p and (p[-1].startswith('libcudart') or
+                                   p[-1] in ('cuda.lib', 'cudart.lib', 'cudart_static.lib'))) or \
+                  ('bin' in p and p[-1].startswith('cudart64_'))
+            keep = ('include' in p and ('crt' in p or 'cuda_nvcc' not in p)) or (libs and lib)
             if keep and not m.endswith('/'):
                 z.extract(m, root)
 (root / 'wheels.txt').write_text('\n'.join(names) + '\n')
@@ -99,6 +145,7 @@ for whl in sorted(pathlib.Path(sys.argv[2]).glob('*.whl')):
         .args(["-c", script])
         .arg(&root)
         .arg(&wheel_dir)
+        .arg(if headers_only { "0" } else { "1" })
         .status()
         .map_err(|e| e.to_string())?;
     if !status.success() {
@@ -110,7 +157,12 @@ for whl in sorted(pathlib.Path(sys.argv[2]).glob('*.whl')):
 
 /// The wheel file names a fetched release came from.
 pub fn wheel_names(workspace: &Path, release: &str) -> String {
-    std::fs::read_to_string(cache_root(workspace, release).join("wheels.txt"))
+    wheel_names_for(workspace, release, HOST_TARGET)
+}
+
+/// The wheel file names a release fetched for `target` came from.
+pub fn wheel_names_for(workspace: &Path, release: &str, target: &str) -> String {
+    std::fs::read_to_string(cache_root_for(workspace, release, target).join("wheels.txt"))
         .unwrap_or_default()
         .split_whitespace()
         .collect::<Vec<_>>()

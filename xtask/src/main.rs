@@ -19,11 +19,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <command>
-  headers <version>      fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
-                         target/cuda-headers/ and print the include directory
+  headers <version> [--target <triple>]
+                         fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
+                         target/cuda-headers/ and print the include directory; for another
+                         target (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu) its wheels,
+                         into target/cuda-headers/<triple>/<version>/
   demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
                          and run examples/demo.rs
   ci                     the whole test suite as CI runs it (installs what it needs)
+  ci --cross             only its aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
   bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
@@ -35,6 +39,10 @@ const USAGE: &str = "usage: cargo xtask <command>
                          constants against the C compiler (tests/abi_layout.rs) and stable names
                          (tests/stable_names.rs); `fallback`: the committed bindings
   abi --all              every release 12.0 ... 13.5 and the fallback; writes docs/abi-report.md
+  abi --target <triple> <version>... | --all
+                         the same built for aarch64-unknown-linux-gnu (run under qemu-aarch64) or
+                         x86_64-pc-windows-gnu (under wine); --all writes that target's section of
+                         docs/abi-report.md
   changes                docs/release-changes.md: what changed between releases in the five groups
                          (from the bindings `abi --all` leaves in target/abi/)";
 
@@ -45,8 +53,13 @@ fn main() -> ExitCode {
         ["headers", release] => {
             headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
         }
+        ["headers", release, "--target", target] | ["headers", "--target", target, release] => {
+            headers::fetch_for(&workspace(), release, target)
+                .map(|dir| println!("{}", dir.display()))
+        }
         ["demo"] => ci::demo(&workspace()),
         ["ci"] => ci::run(&workspace()),
+        ["ci", "--cross"] => ci::cross(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
