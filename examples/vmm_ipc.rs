@@ -34,7 +34,11 @@ macro_rules! cu {
 fn error_name(r: CUresult) -> String {
     let mut s = std::ptr::null();
     match unsafe { cuGetErrorName(r, &mut s) } {
-        CUDA_SUCCESS => format!("{} ({})", unsafe { CStr::from_ptr(s) }.to_string_lossy(), r.0),
+        CUDA_SUCCESS => format!(
+            "{} ({})",
+            unsafe { CStr::from_ptr(s) }.to_string_lossy(),
+            r.0
+        ),
         _ => r.0.to_string(),
     }
 }
@@ -113,7 +117,19 @@ fn fill(f: CUfunction, va: CUdeviceptr, bytes: usize, salt: u32) {
         (&mut salt as *mut u32).cast(),
     ];
     let (stream, extra) = (std::ptr::null_mut(), std::ptr::null_mut());
-    cu!(cuLaunchKernel(f, n.div_ceil(256).min(1024), 1, 1, 256, 1, 1, 0, stream, params.as_mut_ptr(), extra));
+    cu!(cuLaunchKernel(
+        f,
+        n.div_ceil(256).min(1024),
+        1,
+        1,
+        256,
+        1,
+        1,
+        0,
+        stream,
+        params.as_mut_ptr(),
+        extra
+    ));
     cu!(cuCtxSynchronize());
 }
 
@@ -121,9 +137,18 @@ fn expect_filled(va: CUdeviceptr, bytes: usize, salt: u32, what: &str) {
     let mut host = vec![0u32; bytes / 4];
     cu!(cuMemcpyDtoH(host.as_mut_ptr().cast(), va, bytes));
     if let Some(i) = (0..host.len()).find(|&i| host[i] != i as u32 ^ salt) {
-        fail(&format!("{what}: word {i} is {:#x}, expected {:#x}", host[i], i as u32 ^ salt));
+        fail(&format!(
+            "{what}: word {i} is {:#x}, expected {:#x}",
+            host[i],
+            i as u32 ^ salt
+        ));
     }
-    println!("{} ({}): {what}: all {} words are i ^ {salt:#x}", role(), std::process::id(), host.len());
+    println!(
+        "{} ({}): {what}: all {} words are i ^ {salt:#x}",
+        role(),
+        std::process::id(),
+        host.len()
+    );
 }
 
 fn main() {
@@ -145,7 +170,11 @@ fn exporter() {
     }
     let prop = shareable_prop();
     let mut size = 0;
-    cu!(cuMemGetAllocationGranularity(&mut size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    cu!(cuMemGetAllocationGranularity(
+        &mut size,
+        &prop,
+        CU_MEM_ALLOC_GRANULARITY_MINIMUM
+    ));
     let mut handle = 0;
     cu!(cuMemCreate(&mut handle, size, &prop, 0));
     let va = map(handle, size);
@@ -166,14 +195,22 @@ fn exporter() {
     unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_SETFD, 0) };
     let exe = io(std::env::current_exe(), "current_exe");
     let mut child = io(
-        std::process::Command::new(exe).env(SOCKET_VAR, theirs.as_raw_fd().to_string()).spawn(),
+        std::process::Command::new(exe)
+            .env(SOCKET_VAR, theirs.as_raw_fd().to_string())
+            .spawn(),
         "starting the importer",
     );
     drop(theirs);
     io(send_fd(&sock, fd), "sending the descriptor");
     unsafe { libc::close(fd) };
-    io(sock.write_all(&(size as u64).to_le_bytes()), "sending the size");
-    println!("exporter ({}): sent descriptor {fd} of a {size}-byte allocation", std::process::id());
+    io(
+        sock.write_all(&(size as u64).to_le_bytes()),
+        "sending the size",
+    );
+    println!(
+        "exporter ({}): sent descriptor {fd} of a {size}-byte allocation",
+        std::process::id()
+    );
     let mut answer = [0u8; 1];
     let answered = sock.read_exact(&mut answer);
     let status = io(child.wait(), "waiting for the importer");
@@ -181,7 +218,12 @@ fn exporter() {
         fail(&format!("the importer did not finish ({status})"));
     }
     // The importer's kernel wrote the same physical memory.
-    expect_filled(va, size, CHILD_SALT, "the importer's words, read through the exporter's mapping");
+    expect_filled(
+        va,
+        size,
+        CHILD_SALT,
+        "the importer's words, read through the exporter's mapping",
+    );
     unmap(va, size);
     cu!(cuMemRelease(handle));
     println!("OK: vmm_ipc, {size} bytes shared with a second process through a POSIX descriptor");
@@ -189,7 +231,10 @@ fn exporter() {
 
 fn importer() {
     let f = setup();
-    let fd: RawFd = std::env::var(SOCKET_VAR).unwrap().parse().unwrap_or_else(|_| fail("bad socket number"));
+    let fd: RawFd = std::env::var(SOCKET_VAR)
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| fail("bad socket number"));
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
     let shared = io(recv_fd(&sock), "receiving the descriptor");
     let mut size = [0u8; 8];
@@ -204,7 +249,12 @@ fn importer() {
     ));
     unsafe { libc::close(shared) };
     let va = map(handle, size);
-    expect_filled(va, size, PARENT_SALT, "the exporter's words, read through the imported allocation");
+    expect_filled(
+        va,
+        size,
+        PARENT_SALT,
+        "the exporter's words, read through the imported allocation",
+    );
     fill(f, va, size, CHILD_SALT);
     unmap(va, size);
     cu!(cuMemRelease(handle));
@@ -215,7 +265,10 @@ fn importer() {
 fn send_fd(sock: &UnixStream, fd: RawFd) -> std::io::Result<()> {
     unsafe {
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
         let space = libc::CMSG_SPACE(size_of::<RawFd>() as u32) as usize;
         let mut control = vec![0u8; space];
         let mut msg: libc::msghdr = std::mem::zeroed();
@@ -239,7 +292,10 @@ fn send_fd(sock: &UnixStream, fd: RawFd) -> std::io::Result<()> {
 fn recv_fd(sock: &UnixStream) -> std::io::Result<RawFd> {
     unsafe {
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
         let space = libc::CMSG_SPACE(size_of::<RawFd>() as u32) as usize;
         let mut control = vec![0u8; space];
         let mut msg: libc::msghdr = std::mem::zeroed();
@@ -254,6 +310,8 @@ fn recv_fd(sock: &UnixStream) -> std::io::Result<RawFd> {
         if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
             return Err(std::io::Error::other("no descriptor in the message"));
         }
-        Ok(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>()))
+        Ok(std::ptr::read_unaligned(
+            libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+        ))
     }
 }
