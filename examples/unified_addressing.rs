@@ -10,6 +10,11 @@
 //! (last line starts with `no GPU:`, or `skipped:` on a device without
 //! concurrent managed access).
 
+// Structs are filled field by field: `CUmemLocation::id` moves into an anonymous
+// union in CUDA 13.2, and `loc.id = 0` compiles on every release where a struct
+// literal does not.
+#![allow(clippy::field_reassign_with_default)]
+
 use cuda_mem_sys::*;
 use std::ffi::{c_void, CStr};
 use std::process::exit;

@@ -10,6 +10,11 @@
 //! a check failed (the last line says which), 77 no GPU here (last line starts
 //! with `no GPU:`).
 
+// Structs are filled field by field: `CUmemLocation::id` moves into an anonymous
+// union in CUDA 13.2, and `loc.id = 0` compiles on every release where a struct
+// literal does not.
+#![allow(clippy::field_reassign_with_default)]
+
 use cuda_mem_sys::*;
 use std::ffi::{c_void, CStr};
 use std::io::{Read, Write};
