@@ -7,6 +7,7 @@ mod ci;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
+mod examples;
 mod gpu_bundle;
 mod headers;
 #[allow(dead_code)]
@@ -23,6 +24,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
                          and run examples/demo.rs
   ci                     the whole test suite as CI runs it (installs what it needs)
+  examples               build every example and run each without a GPU, expecting its
+                         documented `no GPU:` line and exit code (a step of `ci`)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
   bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         }
         ["demo"] => ci::demo(&workspace()),
         ["ci"] => ci::run(&workspace()),
+        ["examples"] => ci::examples(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
