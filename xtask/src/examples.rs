@@ -110,6 +110,60 @@ pub fn check_without_gpu(
     }
 }
 
+/// Builds every example against `include` (as `gpu-bundle` builds the tests,
+/// into the same target folder) and copies them into `bundle/examples/`.
+pub fn bundle(
+    workspace: &Path,
+    include: &Path,
+    target_dir: &Path,
+    bundle: &Path,
+) -> Result<(), String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(workspace)
+        .args([
+            "build",
+            "--examples",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(["--package", "cuda-mem-sys"])
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err("building the examples failed".into());
+    }
+    let dir = bundle.join("examples");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut copied = vec![];
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.contains("\"kind\":[\"example\"]") {
+            continue;
+        }
+        let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
+            continue;
+        };
+        std::fs::copy(exe, dir.join(name)).map_err(|e| format!("copying {exe}: {e}"))?;
+        copied.push(name.to_string());
+    }
+    for (name, _) in EXAMPLES {
+        if !copied.iter().any(|c| c == name) {
+            return Err(format!("the example {name} was not built"));
+        }
+    }
+    Ok(())
+}
+
+/// The string value of `"key":"..."` in one line of cargo's JSON output.
+fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let len = line[start..].find('"')?;
+    Some(&line[start..start + len])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
