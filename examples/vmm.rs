@@ -108,10 +108,14 @@ fn fill(f: CUfunction, va: CUdeviceptr, bytes: usize, salt: u32) {
     cu!(cuCtxSynchronize());
 }
 
-/// Copies `bytes` at `va` to the host and checks every word against `fill`'s formula.
-fn expect_filled(va: CUdeviceptr, bytes: usize, salt: u32, what: &str) {
+/// Copies `bytes` at `va` (mapped in `chunk`-byte pieces) to the host and checks every word against `fill`'s formula.
+fn expect_filled(va: CUdeviceptr, bytes: usize, chunk: usize, salt: u32, what: &str) {
+    // One copy per mapping: after growing in place the range spans two reservations.
     let mut host = vec![0u32; bytes / 4];
-    cu!(cuMemcpyDtoH(host.as_mut_ptr().cast(), va, bytes));
+    for (i, piece) in host.chunks_mut(chunk / 4).enumerate() {
+        let at = va + (i * chunk) as u64;
+        cu!(cuMemcpyDtoH(piece.as_mut_ptr().cast(), at, piece.len() * 4));
+    }
     if let Some(i) = (0..host.len()).find(|&i| host[i] != i as u32 ^ salt) {
         fail(&format!(
             "{what}: word {i} is {:#x}, expected {:#x}",
@@ -209,7 +213,13 @@ fn main() {
     let mut f = std::ptr::null_mut();
     cu!(cuModuleGetFunction(&mut f, module, c"fill".as_ptr()));
     fill(f, va, size, 0x1234_5678);
-    expect_filled(va, size, 0x1234_5678, "kernel wrote the striped range");
+    expect_filled(
+        va,
+        size,
+        chunk,
+        0x1234_5678,
+        "kernel wrote the striped range",
+    );
 
     // 2. Grow by another stripe per device. Ask for the addresses right after
     // the range (the address argument is a hint); if the driver gives them,
@@ -247,6 +257,7 @@ fn main() {
     expect_filled(
         va,
         size,
+        chunk,
         0x1234_5678,
         "after growing, the first part still holds the kernel's words",
     );
@@ -254,6 +265,7 @@ fn main() {
     expect_filled(
         va,
         size + extra,
+        chunk,
         0x0BAD_F00D,
         "kernel wrote the grown range",
     );
