@@ -234,7 +234,15 @@ fn external_effect(handle: CUmemGenericAllocationHandle, size: usize) {
     );
 }
 
+/// Unified Addressing: a managed range prefetched to device 0 says so
+/// (`cuMemPrefetchAsync` takes a `CUmemLocation` since CUDA 13.0).
+#[cfg(not(cuda_13000))]
+fn unified_effect() {
+    println!("  unified addressing: shown with the CUDA 13 form of cuMemPrefetchAsync (these bindings are older)");
+}
+
 /// Unified Addressing: a managed range prefetched to device 0 says so.
+#[cfg(cuda_13000)]
 fn unified_effect() {
     let len = 1 << 20;
     let mut p = 0;

@@ -14,15 +14,20 @@
 // union in CUDA 13.2, and `loc.id = 0` compiles on every release where a struct
 // literal does not.
 #![allow(clippy::field_reassign_with_default)]
+// Before CUDA 13 only the `main` that says so is compiled.
+#![cfg_attr(not(cuda_13000), allow(unused_imports))]
 
 use cuda_mem_sys::*;
 use std::ffi::{c_void, CStr};
 use std::process::exit;
 use std::ptr::null_mut;
 
+#[cfg(cuda_13000)]
 const PTX: &str = concat!(include_str!("kernels/fill.ptx"), "\0");
+#[cfg(cuda_13000)]
 const MIB: usize = 1 << 20;
 
+#[cfg(cuda_13000)]
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {{
         let r = unsafe { $f($($arg),*) };
@@ -32,6 +37,7 @@ macro_rules! cu {
     }};
 }
 
+#[cfg(cuda_13000)]
 fn error_name(r: CUresult) -> String {
     let mut s = std::ptr::null();
     match unsafe { cuGetErrorName(r, &mut s) } {
@@ -44,17 +50,20 @@ fn error_name(r: CUresult) -> String {
     }
 }
 
+#[cfg(cuda_13000)]
 fn fail(what: &str) -> ! {
     println!("FAILED: {what}");
     exit(1)
 }
 
+#[cfg(cuda_13000)]
 fn check(ok: bool, what: &str) {
     if !ok {
         fail(what);
     }
 }
 
+#[cfg(cuda_13000)]
 fn location(type_: CUmemLocationType, id: i32) -> CUmemLocation {
     let mut l = CUmemLocation::default();
     l.type_ = type_;
@@ -62,6 +71,7 @@ fn location(type_: CUmemLocationType, id: i32) -> CUmemLocation {
     l
 }
 
+#[cfg(cuda_13000)]
 /// One range attribute of 4 bytes (an `int` or a `CUmemLocationType`).
 fn range_i32(attr: CUmem_range_attribute, p: CUdeviceptr, len: usize) -> i32 {
     let mut v = 0x7777_7777i32;
@@ -75,6 +85,7 @@ fn range_i32(attr: CUmem_range_attribute, p: CUdeviceptr, len: usize) -> i32 {
     v
 }
 
+#[cfg(cuda_13000)]
 /// Where the range was last prefetched to: (`LAST_PREFETCH_LOCATION`, `_TYPE`).
 fn last_prefetch(p: CUdeviceptr, len: usize) -> (i32, u32) {
     let at = range_i32(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p, len);
@@ -82,6 +93,7 @@ fn last_prefetch(p: CUdeviceptr, len: usize) -> (i32, u32) {
     (at, ty as u32)
 }
 
+#[cfg(cuda_13000)]
 fn expect_prefetched(p: CUdeviceptr, len: usize, to: (i32, CUmemLocationType), what: &str) {
     let got = last_prefetch(p, len);
     check(
@@ -97,6 +109,7 @@ fn expect_prefetched(p: CUdeviceptr, len: usize, to: (i32, CUmemLocationType), w
     );
 }
 
+#[cfg(cuda_13000)]
 fn main() {
     let r = unsafe { cuInit(0) };
     if r != CUDA_SUCCESS {
@@ -264,4 +277,15 @@ fn main() {
     println!(
         "OK: unified_addressing, advice, prefetches to the device and the host, a batch prefetch"
     );
+}
+
+/// The CUDA 13 forms of `cuMemAdvise` and `cuMemPrefetchAsync` (a
+/// `CUmemLocation`) and `cuMemPrefetchBatchAsync` do not exist before 13.0.
+#[cfg(not(cuda_13000))]
+fn main() {
+    println!(
+        "skipped: written for the CUDA 13 unified-addressing API; these bindings are CUDA {}",
+        CUDA_VERSION
+    );
+    exit(77);
 }
