@@ -296,3 +296,100 @@ fn no_c_enum_is_a_rust_enum() {
     let flags = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
     assert_eq!(flags.0, 0x9);
 }
+
+/// The differences between a module's `ENTRY_POINTS` and the reference list of
+/// its group: names missing from the module, then names the reference lacks.
+fn entry_point_differences(module: &[&str], reference: &[&str]) -> Vec<String> {
+    let missing = reference
+        .iter()
+        .filter(|n| !module.contains(n))
+        .map(|n| format!("missing {n}"));
+    let extra = module
+        .iter()
+        .filter(|n| !reference.contains(n))
+        .map(|n| format!("not in the reference: {n}"));
+    let mut seen = Vec::new();
+    let duplicated = module
+        .iter()
+        .filter(|n| {
+            let dup = seen.contains(n);
+            seen.push(n);
+            dup
+        })
+        .map(|n| format!("listed twice: {n}"));
+    missing.chain(extra).chain(duplicated).collect()
+}
+
+/// NVIDIA's reference list of the five groups' entry points (CUDA 13.0), one
+/// `group<TAB>function<TAB>library` a line: a copy of the project's reference file.
+fn reference(group: &str) -> Vec<&'static str> {
+    include_str!("entry_points.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            (f.next() == Some(group)).then(|| f.next().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn each_group_module_counts_exactly_its_documented_entry_points() {
+    let modules: [(&str, &[&str]); 5] = [
+        (
+            "virtual-memory-management",
+            driver::virtual_memory_management::ENTRY_POINTS,
+        ),
+        (
+            "unified-addressing",
+            driver::unified_addressing::ENTRY_POINTS,
+        ),
+        (
+            "stream-ordered-memory-allocator",
+            runtime::stream_ordered_memory_allocator::ENTRY_POINTS,
+        ),
+        (
+            "tensor-map",
+            driver::tensor_map_object_management::ENTRY_POINTS,
+        ),
+        (
+            "external-resource-interop",
+            driver::external_resource_interoperability::ENTRY_POINTS,
+        ),
+    ];
+    let mut total = 0;
+    for (group, module) in modules {
+        let reference = reference(group);
+        assert!(!reference.is_empty(), "{group}: not in the reference file");
+        assert_eq!(
+            entry_point_differences(module, &reference),
+            Vec::<String>::new(),
+            "{group}"
+        );
+        total += module.len();
+    }
+    assert_eq!(total, 53);
+}
+
+#[test]
+fn a_wrong_entry_point_list_is_caught_by_name() {
+    // The versioned symbol instead of the documented name, one name dropped,
+    // one listed twice: each is named.
+    let reference = reference("unified-addressing");
+    let mut wrong: Vec<&str> = reference
+        .iter()
+        .copied()
+        .filter(|n| *n != "cuMemAdvise" && *n != "cuPointerSetAttribute")
+        .collect();
+    wrong.push("cuMemAdvise_v2");
+    wrong.push("cuMemRangeGetAttribute");
+    assert_eq!(
+        entry_point_differences(&wrong, &reference),
+        [
+            "missing cuMemAdvise",
+            "missing cuPointerSetAttribute",
+            "not in the reference: cuMemAdvise_v2",
+            "listed twice: cuMemRangeGetAttribute",
+        ]
+    );
+}

@@ -385,6 +385,21 @@ fn add_group_modules(
                     fns.push(syn::Ident::new(n, proc_macro2::Span::call_site()));
                 }
             }
+            // The group's entry points by the names NVIDIA documents: a function the
+            // headers rename (`cuMemAdvise` → `cuMemAdvise_v2`) counts once, by its
+            // documented name.
+            let mut entry_points: Vec<&str> = vec![];
+            for f in &g.functions {
+                let names = by_symbol
+                    .get(f.as_str())
+                    .cloned()
+                    .unwrap_or_else(|| vec![f]);
+                for n in names {
+                    if !entry_points.contains(&n) {
+                        entry_points.push(n);
+                    }
+                }
+            }
             let m = syn::Ident::new(&name, proc_macro2::Span::call_site());
             let doc = format!(
                 "{}\n\n NVIDIA's group `{}`.\n\n{}",
@@ -397,6 +412,9 @@ fn add_group_modules(
                 pub mod #m {
                     #[doc(inline)]
                     pub use crate::{#(#fns),*};
+                    /// The group's entry points by their documented names (a function the
+                    /// headers rename to a versioned symbol counts once, by its documented name).
+                    pub const ENTRY_POINTS: &[&str] = &[#(#entry_points),*];
                 }
             });
         }

@@ -56156,6 +56156,9 @@ pub mod driver {
     pub mod error_handling {
         #[doc(inline)]
         pub use crate::{cuGetErrorString, cuGetErrorName};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuGetErrorString", "cuGetErrorName"];
     }
     /** Initialization
 
@@ -56166,6 +56169,9 @@ pub mod driver {
     pub mod initialization {
         #[doc(inline)]
         pub use crate::cuInit;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuInit"];
     }
     /** Version Management
 
@@ -56176,6 +56182,9 @@ pub mod driver {
     pub mod version_management {
         #[doc(inline)]
         pub use crate::cuDriverGetVersion;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuDriverGetVersion"];
     }
     /** Device Management
 
@@ -56193,6 +56202,25 @@ pub mod driver {
             cuDeviceSetMemPool, cuDeviceGetMemPool, cuDeviceGetDefaultMemPool,
             cuDeviceGetExecAffinitySupport, cuFlushGPUDirectRDMAWrites,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceGet",
+            "cuDeviceGetCount",
+            "cuDeviceGetName",
+            "cuDeviceGetUuid",
+            "cuDeviceGetLuid",
+            "cuDeviceTotalMem",
+            "cuDeviceGetTexture1DLinearMaxWidth",
+            "cuDeviceGetAttribute",
+            "cuDeviceGetHostAtomicCapabilities",
+            "cuDeviceGetNvSciSyncAttributes",
+            "cuDeviceSetMemPool",
+            "cuDeviceGetMemPool",
+            "cuDeviceGetDefaultMemPool",
+            "cuDeviceGetExecAffinitySupport",
+            "cuFlushGPUDirectRDMAWrites",
+        ];
     }
     /** Device Management \[DEPRECATED\]
 
@@ -56203,6 +56231,12 @@ pub mod driver {
     pub mod device_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuDeviceGetProperties, cuDeviceComputeCapability};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceGetProperties",
+            "cuDeviceComputeCapability",
+        ];
     }
     /** Primary Context Management
 
@@ -56221,6 +56255,15 @@ pub mod driver {
             cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxGetState,
             cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDevicePrimaryCtxRetain",
+            "cuDevicePrimaryCtxRelease",
+            "cuDevicePrimaryCtxSetFlags",
+            "cuDevicePrimaryCtxGetState",
+            "cuDevicePrimaryCtxReset",
+        ];
     }
     /** Context Management
 
@@ -56242,6 +56285,33 @@ pub mod driver {
             cuCtxGetApiVersion, cuCtxGetStreamPriorityRange, cuCtxResetPersistingL2Cache,
             cuCtxGetExecAffinity, cuCtxRecordEvent, cuCtxWaitEvent,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCtxCreate",
+            "cuCtxDestroy",
+            "cuCtxPushCurrent",
+            "cuCtxPopCurrent",
+            "cuCtxSetCurrent",
+            "cuCtxGetCurrent",
+            "cuCtxGetDevice",
+            "cuCtxGetDevice_v2",
+            "cuCtxGetFlags",
+            "cuCtxSetFlags",
+            "cuCtxGetId",
+            "cuCtxSynchronize",
+            "cuCtxSynchronize_v2",
+            "cuCtxSetLimit",
+            "cuCtxGetLimit",
+            "cuCtxGetCacheConfig",
+            "cuCtxSetCacheConfig",
+            "cuCtxGetApiVersion",
+            "cuCtxGetStreamPriorityRange",
+            "cuCtxResetPersistingL2Cache",
+            "cuCtxGetExecAffinity",
+            "cuCtxRecordEvent",
+            "cuCtxWaitEvent",
+        ];
     }
     /** Context Management \[DEPRECATED\]
 
@@ -56254,6 +56324,14 @@ pub mod driver {
         pub use crate::{
             cuCtxAttach, cuCtxDetach, cuCtxGetSharedMemConfig, cuCtxSetSharedMemConfig,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCtxAttach",
+            "cuCtxDetach",
+            "cuCtxGetSharedMemConfig",
+            "cuCtxSetSharedMemConfig",
+        ];
     }
     /** Module Management
 
@@ -56271,6 +56349,25 @@ pub mod driver {
             cuLinkAddData_v2, cuLinkAddFile, cuLinkAddFile_v2, cuLinkComplete,
             cuLinkDestroy,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuModuleLoad",
+            "cuModuleLoadData",
+            "cuModuleLoadDataEx",
+            "cuModuleLoadFatBinary",
+            "cuModuleUnload",
+            "cuModuleGetLoadingMode",
+            "cuModuleGetFunction",
+            "cuModuleGetFunctionCount",
+            "cuModuleEnumerateFunctions",
+            "cuModuleGetGlobal",
+            "cuLinkCreate",
+            "cuLinkAddData",
+            "cuLinkAddFile",
+            "cuLinkComplete",
+            "cuLinkDestroy",
+        ];
     }
     /** Module Management \[DEPRECATED\]
 
@@ -56281,6 +56378,9 @@ pub mod driver {
     pub mod module_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuModuleGetTexRef, cuModuleGetSurfRef};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuModuleGetTexRef", "cuModuleGetSurfRef"];
     }
     /** Library Management
 
@@ -56298,6 +56398,27 @@ pub mod driver {
             cuKernelGetAttribute, cuKernelSetAttribute, cuKernelSetCacheConfig,
             cuKernelGetName, cuKernelGetParamInfo,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuLibraryLoadData",
+            "cuLibraryLoadFromFile",
+            "cuLibraryUnload",
+            "cuLibraryGetKernel",
+            "cuLibraryGetKernelCount",
+            "cuLibraryEnumerateKernels",
+            "cuLibraryGetModule",
+            "cuKernelGetFunction",
+            "cuKernelGetLibrary",
+            "cuLibraryGetGlobal",
+            "cuLibraryGetManaged",
+            "cuLibraryGetUnifiedFunction",
+            "cuKernelGetAttribute",
+            "cuKernelSetAttribute",
+            "cuKernelSetCacheConfig",
+            "cuKernelGetName",
+            "cuKernelGetParamInfo",
+        ];
     }
     /** Memory Management
 
@@ -56348,6 +56469,85 @@ pub mod driver {
             cuMipmappedArrayDestroy, cuMemGetHandleForAddressRange,
             cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemGetInfo",
+            "cuMemAlloc",
+            "cuMemAllocPitch",
+            "cuMemFree",
+            "cuMemGetAddressRange",
+            "cuMemAllocHost",
+            "cuMemFreeHost",
+            "cuMemHostAlloc",
+            "cuMemHostGetDevicePointer",
+            "cuMemHostGetFlags",
+            "cuMemAllocManaged",
+            "cuDeviceRegisterAsyncNotification",
+            "cuDeviceUnregisterAsyncNotification",
+            "cuDeviceGetByPCIBusId",
+            "cuDeviceGetPCIBusId",
+            "cuIpcGetEventHandle",
+            "cuIpcOpenEventHandle",
+            "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle",
+            "cuIpcCloseMemHandle",
+            "cuMemHostRegister",
+            "cuMemHostUnregister",
+            "cuMemcpy",
+            "cuMemcpyPeer",
+            "cuMemcpyHtoD",
+            "cuMemcpyDtoH",
+            "cuMemcpyDtoD",
+            "cuMemcpyDtoA",
+            "cuMemcpyAtoD",
+            "cuMemcpyHtoA",
+            "cuMemcpyAtoH",
+            "cuMemcpyAtoA",
+            "cuMemcpy2D",
+            "cuMemcpy2DUnaligned",
+            "cuMemcpy3D",
+            "cuMemcpy3DPeer",
+            "cuMemcpyAsync",
+            "cuMemcpyPeerAsync",
+            "cuMemcpyHtoDAsync",
+            "cuMemcpyDtoHAsync",
+            "cuMemcpyDtoDAsync",
+            "cuMemcpyHtoAAsync",
+            "cuMemcpyAtoHAsync",
+            "cuMemcpy2DAsync",
+            "cuMemcpy3DAsync",
+            "cuMemcpy3DPeerAsync",
+            "cuMemcpyBatchAsync",
+            "cuMemcpy3DBatchAsync",
+            "cuMemsetD8",
+            "cuMemsetD16",
+            "cuMemsetD32",
+            "cuMemsetD2D8",
+            "cuMemsetD2D16",
+            "cuMemsetD2D32",
+            "cuMemsetD8Async",
+            "cuMemsetD16Async",
+            "cuMemsetD32Async",
+            "cuMemsetD2D8Async",
+            "cuMemsetD2D16Async",
+            "cuMemsetD2D32Async",
+            "cuArrayCreate",
+            "cuArrayGetDescriptor",
+            "cuArrayGetSparseProperties",
+            "cuMipmappedArrayGetSparseProperties",
+            "cuArrayGetMemoryRequirements",
+            "cuMipmappedArrayGetMemoryRequirements",
+            "cuArrayGetPlane",
+            "cuArrayDestroy",
+            "cuArray3DCreate",
+            "cuArray3DGetDescriptor",
+            "cuMipmappedArrayCreate",
+            "cuMipmappedArrayGetLevel",
+            "cuMipmappedArrayDestroy",
+            "cuMemGetHandleForAddressRange",
+            "cuMemBatchDecompressAsync",
+        ];
     }
     /** Virtual Memory Management
 
@@ -56364,6 +56564,24 @@ pub mod driver {
             cuMemGetAllocationGranularity, cuMemGetAllocationPropertiesFromHandle,
             cuMemRetainAllocationHandle,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemAddressReserve",
+            "cuMemAddressFree",
+            "cuMemCreate",
+            "cuMemRelease",
+            "cuMemMap",
+            "cuMemMapArrayAsync",
+            "cuMemUnmap",
+            "cuMemSetAccess",
+            "cuMemGetAccess",
+            "cuMemExportToShareableHandle",
+            "cuMemImportFromShareableHandle",
+            "cuMemGetAllocationGranularity",
+            "cuMemGetAllocationPropertiesFromHandle",
+            "cuMemRetainAllocationHandle",
+        ];
     }
     /** Stream Ordered Memory Allocator
 
@@ -56402,6 +56620,27 @@ pub mod driver {
             cuMemPoolExportToShareableHandle, cuMemPoolImportFromShareableHandle,
             cuMemPoolExportPointer, cuMemPoolImportPointer,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemFreeAsync",
+            "cuMemAllocAsync",
+            "cuMemPoolTrimTo",
+            "cuMemPoolSetAttribute",
+            "cuMemPoolGetAttribute",
+            "cuMemPoolSetAccess",
+            "cuMemPoolGetAccess",
+            "cuMemPoolCreate",
+            "cuMemPoolDestroy",
+            "cuMemGetDefaultMemPool",
+            "cuMemGetMemPool",
+            "cuMemSetMemPool",
+            "cuMemAllocFromPoolAsync",
+            "cuMemPoolExportToShareableHandle",
+            "cuMemPoolImportFromShareableHandle",
+            "cuMemPoolExportPointer",
+            "cuMemPoolImportPointer",
+        ];
     }
     /** Multicast Object Management
 
@@ -56429,6 +56668,16 @@ pub mod driver {
             cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem,
             cuMulticastBindAddr, cuMulticastUnbind, cuMulticastGetGranularity,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMulticastCreate",
+            "cuMulticastAddDevice",
+            "cuMulticastBindMem",
+            "cuMulticastBindAddr",
+            "cuMulticastUnbind",
+            "cuMulticastGetGranularity",
+        ];
     }
     /** Unified Addressing
 
@@ -56526,6 +56775,20 @@ pub mod driver {
             cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemRangeGetAttribute,
             cuMemRangeGetAttributes, cuPointerSetAttribute, cuPointerGetAttributes,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuPointerGetAttribute",
+            "cuMemPrefetchAsync",
+            "cuMemAdvise",
+            "cuMemPrefetchBatchAsync",
+            "cuMemDiscardBatchAsync",
+            "cuMemDiscardAndPrefetchBatchAsync",
+            "cuMemRangeGetAttribute",
+            "cuMemRangeGetAttributes",
+            "cuPointerSetAttribute",
+            "cuPointerGetAttributes",
+        ];
     }
     /** Stream Management
 
@@ -56554,6 +56817,34 @@ pub mod driver {
             cuStreamGetAttribute, cuStreamGetAttribute_ptsz, cuStreamSetAttribute,
             cuStreamSetAttribute_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuStreamCreate",
+            "cuStreamCreateWithPriority",
+            "cuStreamGetPriority",
+            "cuStreamGetDevice",
+            "cuStreamGetFlags",
+            "cuStreamGetId",
+            "cuStreamGetCtx",
+            "cuStreamGetCtx_v2",
+            "cuStreamWaitEvent",
+            "cuStreamAddCallback",
+            "cuStreamBeginCapture",
+            "cuStreamBeginCaptureToGraph",
+            "cuThreadExchangeStreamCaptureMode",
+            "cuStreamEndCapture",
+            "cuStreamIsCapturing",
+            "cuStreamGetCaptureInfo",
+            "cuStreamUpdateCaptureDependencies",
+            "cuStreamAttachMemAsync",
+            "cuStreamQuery",
+            "cuStreamSynchronize",
+            "cuStreamDestroy",
+            "cuStreamCopyAttributes",
+            "cuStreamGetAttribute",
+            "cuStreamSetAttribute",
+        ];
     }
     /** Event Management
 
@@ -56568,6 +56859,17 @@ pub mod driver {
             cuEventRecordWithFlags_ptsz, cuEventQuery, cuEventSynchronize,
             cuEventDestroy, cuEventDestroy_v2, cuEventElapsedTime, cuEventElapsedTime_v2,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuEventCreate",
+            "cuEventRecord",
+            "cuEventRecordWithFlags",
+            "cuEventQuery",
+            "cuEventSynchronize",
+            "cuEventDestroy",
+            "cuEventElapsedTime",
+        ];
     }
     /** External Resource Interoperability
 
@@ -56584,6 +56886,18 @@ pub mod driver {
             cuSignalExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync,
             cuWaitExternalSemaphoresAsync_ptsz, cuDestroyExternalSemaphore,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuImportExternalMemory",
+            "cuExternalMemoryGetMappedBuffer",
+            "cuExternalMemoryGetMappedMipmappedArray",
+            "cuDestroyExternalMemory",
+            "cuImportExternalSemaphore",
+            "cuSignalExternalSemaphoresAsync",
+            "cuWaitExternalSemaphoresAsync",
+            "cuDestroyExternalSemaphore",
+        ];
     }
     /** Stream Memory Operations
 
@@ -56627,6 +56941,15 @@ pub mod driver {
             cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue64,
             cuStreamWriteValue64_v2_ptsz, cuStreamBatchMemOp, cuStreamBatchMemOp_v2_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuStreamWaitValue32",
+            "cuStreamWaitValue64",
+            "cuStreamWriteValue32",
+            "cuStreamWriteValue64",
+            "cuStreamBatchMemOp",
+        ];
     }
     /** Execution Control
 
@@ -56644,6 +56967,23 @@ pub mod driver {
             cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernelMultiDevice,
             cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuFuncGetAttribute",
+            "cuFuncSetAttribute",
+            "cuFuncSetCacheConfig",
+            "cuFuncGetModule",
+            "cuFuncGetName",
+            "cuFuncGetParamInfo",
+            "cuFuncIsLoaded",
+            "cuFuncLoad",
+            "cuLaunchKernel",
+            "cuLaunchKernelEx",
+            "cuLaunchCooperativeKernel",
+            "cuLaunchCooperativeKernelMultiDevice",
+            "cuLaunchHostFunc",
+        ];
     }
     /** Execution Control \[DEPRECATED\]
 
@@ -56658,6 +56998,21 @@ pub mod driver {
             cuParamSetf, cuParamSetv, cuLaunch, cuLaunchGrid, cuLaunchGridAsync,
             cuParamSetTexRef, cuFuncSetSharedMemConfig,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuFuncSetBlockShape",
+            "cuFuncSetSharedSize",
+            "cuParamSetSize",
+            "cuParamSeti",
+            "cuParamSetf",
+            "cuParamSetv",
+            "cuLaunch",
+            "cuLaunchGrid",
+            "cuLaunchGridAsync",
+            "cuParamSetTexRef",
+            "cuFuncSetSharedMemConfig",
+        ];
     }
     /** Graph Management
 
@@ -56712,6 +57067,92 @@ pub mod driver {
             cuGraphAddNode, cuGraphAddNode_v2, cuGraphNodeSetParams,
             cuGraphExecNodeSetParams, cuGraphConditionalHandleCreate,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGraphCreate",
+            "cuGraphAddKernelNode",
+            "cuGraphKernelNodeGetParams",
+            "cuGraphKernelNodeSetParams",
+            "cuGraphAddMemcpyNode",
+            "cuGraphMemcpyNodeGetParams",
+            "cuGraphMemcpyNodeSetParams",
+            "cuGraphAddMemsetNode",
+            "cuGraphMemsetNodeGetParams",
+            "cuGraphMemsetNodeSetParams",
+            "cuGraphAddHostNode",
+            "cuGraphHostNodeGetParams",
+            "cuGraphHostNodeSetParams",
+            "cuGraphAddChildGraphNode",
+            "cuGraphChildGraphNodeGetGraph",
+            "cuGraphAddEmptyNode",
+            "cuGraphAddEventRecordNode",
+            "cuGraphEventRecordNodeGetEvent",
+            "cuGraphEventRecordNodeSetEvent",
+            "cuGraphAddEventWaitNode",
+            "cuGraphEventWaitNodeGetEvent",
+            "cuGraphEventWaitNodeSetEvent",
+            "cuGraphAddExternalSemaphoresSignalNode",
+            "cuGraphExternalSemaphoresSignalNodeGetParams",
+            "cuGraphExternalSemaphoresSignalNodeSetParams",
+            "cuGraphAddExternalSemaphoresWaitNode",
+            "cuGraphExternalSemaphoresWaitNodeGetParams",
+            "cuGraphExternalSemaphoresWaitNodeSetParams",
+            "cuGraphAddBatchMemOpNode",
+            "cuGraphBatchMemOpNodeGetParams",
+            "cuGraphBatchMemOpNodeSetParams",
+            "cuGraphExecBatchMemOpNodeSetParams",
+            "cuGraphAddMemAllocNode",
+            "cuGraphMemAllocNodeGetParams",
+            "cuGraphAddMemFreeNode",
+            "cuGraphMemFreeNodeGetParams",
+            "cuDeviceGraphMemTrim",
+            "cuDeviceGetGraphMemAttribute",
+            "cuDeviceSetGraphMemAttribute",
+            "cuGraphClone",
+            "cuGraphNodeFindInClone",
+            "cuGraphNodeGetType",
+            "cuGraphGetNodes",
+            "cuGraphGetRootNodes",
+            "cuGraphGetEdges",
+            "cuGraphNodeGetDependencies",
+            "cuGraphNodeGetDependentNodes",
+            "cuGraphAddDependencies",
+            "cuGraphRemoveDependencies",
+            "cuGraphDestroyNode",
+            "cuGraphInstantiate",
+            "cuGraphInstantiateWithParams",
+            "cuGraphExecGetFlags",
+            "cuGraphExecKernelNodeSetParams",
+            "cuGraphExecMemcpyNodeSetParams",
+            "cuGraphExecMemsetNodeSetParams",
+            "cuGraphExecHostNodeSetParams",
+            "cuGraphExecChildGraphNodeSetParams",
+            "cuGraphExecEventRecordNodeSetEvent",
+            "cuGraphExecEventWaitNodeSetEvent",
+            "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+            "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+            "cuGraphNodeSetEnabled",
+            "cuGraphNodeGetEnabled",
+            "cuGraphUpload",
+            "cuGraphLaunch",
+            "cuGraphExecDestroy",
+            "cuGraphDestroy",
+            "cuGraphExecUpdate",
+            "cuGraphKernelNodeCopyAttributes",
+            "cuGraphKernelNodeGetAttribute",
+            "cuGraphKernelNodeSetAttribute",
+            "cuGraphDebugDotPrint",
+            "cuUserObjectCreate",
+            "cuUserObjectRetain",
+            "cuUserObjectRelease",
+            "cuGraphRetainUserObject",
+            "cuGraphReleaseUserObject",
+            "cuGraphAddNode",
+            "cuGraphNodeSetParams",
+            "cuGraphExecNodeSetParams",
+            "cuGraphConditionalHandleCreate",
+        ];
     }
     /** Occupancy
 
@@ -56728,6 +57169,17 @@ pub mod driver {
             cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyMaxPotentialClusterSize,
             cuOccupancyMaxActiveClusters,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            "cuOccupancyMaxPotentialBlockSize",
+            "cuOccupancyMaxPotentialBlockSizeWithFlags",
+            "cuOccupancyAvailableDynamicSMemPerBlock",
+            "cuOccupancyMaxPotentialClusterSize",
+            "cuOccupancyMaxActiveClusters",
+        ];
     }
     /** Texture Reference Management \[DEPRECATED\]
 
@@ -56750,6 +57202,37 @@ pub mod driver {
             cuTexRefGetMipmapLevelClamp, cuTexRefGetMaxAnisotropy,
             cuTexRefGetBorderColor, cuTexRefGetFlags, cuTexRefCreate, cuTexRefDestroy,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTexRefSetArray",
+            "cuTexRefSetMipmappedArray",
+            "cuTexRefSetAddress",
+            "cuTexRefSetAddress2D",
+            "cuTexRefSetFormat",
+            "cuTexRefSetAddressMode",
+            "cuTexRefSetFilterMode",
+            "cuTexRefSetMipmapFilterMode",
+            "cuTexRefSetMipmapLevelBias",
+            "cuTexRefSetMipmapLevelClamp",
+            "cuTexRefSetMaxAnisotropy",
+            "cuTexRefSetBorderColor",
+            "cuTexRefSetFlags",
+            "cuTexRefGetAddress",
+            "cuTexRefGetArray",
+            "cuTexRefGetMipmappedArray",
+            "cuTexRefGetAddressMode",
+            "cuTexRefGetFilterMode",
+            "cuTexRefGetFormat",
+            "cuTexRefGetMipmapFilterMode",
+            "cuTexRefGetMipmapLevelBias",
+            "cuTexRefGetMipmapLevelClamp",
+            "cuTexRefGetMaxAnisotropy",
+            "cuTexRefGetBorderColor",
+            "cuTexRefGetFlags",
+            "cuTexRefCreate",
+            "cuTexRefDestroy",
+        ];
     }
     /** Surface Reference Management \[DEPRECATED\]
 
@@ -56760,6 +57243,9 @@ pub mod driver {
     pub mod surface_reference_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuSurfRefSetArray, cuSurfRefGetArray};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuSurfRefSetArray", "cuSurfRefGetArray"];
     }
     /** Texture Object Management
 
@@ -56774,6 +57260,15 @@ pub mod driver {
             cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTexObjectCreate",
+            "cuTexObjectDestroy",
+            "cuTexObjectGetResourceDesc",
+            "cuTexObjectGetTextureDesc",
+            "cuTexObjectGetResourceViewDesc",
+        ];
     }
     /** Surface Object Management
 
@@ -56787,6 +57282,13 @@ pub mod driver {
         pub use crate::{
             cuSurfObjectCreate, cuSurfObjectDestroy, cuSurfObjectGetResourceDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuSurfObjectCreate",
+            "cuSurfObjectDestroy",
+            "cuSurfObjectGetResourceDesc",
+        ];
     }
     /** Tensor Map Object Managment
 
@@ -56801,6 +57303,14 @@ pub mod driver {
             cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTensorMapEncodeTiled",
+            "cuTensorMapEncodeIm2col",
+            "cuTensorMapEncodeIm2colWide",
+            "cuTensorMapReplaceAddress",
+        ];
     }
     /** Peer Context Memory Access
 
@@ -56814,6 +57324,15 @@ pub mod driver {
             cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuCtxDisablePeerAccess,
             cuDeviceGetP2PAttribute, cuDeviceGetP2PAtomicCapabilities,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceCanAccessPeer",
+            "cuCtxEnablePeerAccess",
+            "cuCtxDisablePeerAccess",
+            "cuDeviceGetP2PAttribute",
+            "cuDeviceGetP2PAtomicCapabilities",
+        ];
     }
     /** Graphics Interoperability
 
@@ -56831,6 +57350,17 @@ pub mod driver {
             cuGraphicsMapResources, cuGraphicsMapResources_ptsz,
             cuGraphicsUnmapResources, cuGraphicsUnmapResources_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGraphicsUnregisterResource",
+            "cuGraphicsSubResourceGetMappedArray",
+            "cuGraphicsResourceGetMappedMipmappedArray",
+            "cuGraphicsResourceGetMappedPointer",
+            "cuGraphicsResourceSetMapFlags",
+            "cuGraphicsMapResources",
+            "cuGraphicsUnmapResources",
+        ];
     }
     /** Driver Entry Point Access
 
@@ -56841,6 +57371,9 @@ pub mod driver {
     pub mod driver_entry_point_access {
         #[doc(inline)]
         pub use crate::cuGetProcAddress_v2;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuGetProcAddress_v2"];
     }
     /** Coredump Attributes Control API
 
@@ -56854,6 +57387,14 @@ pub mod driver {
             cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
             cuCoredumpSetAttributeGlobal,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCoredumpGetAttribute",
+            "cuCoredumpGetAttributeGlobal",
+            "cuCoredumpSetAttribute",
+            "cuCoredumpSetAttributeGlobal",
+        ];
     }
     /** Green Contexts
 
@@ -56901,6 +57442,23 @@ pub mod driver {
             cuGreenCtxRecordEvent, cuGreenCtxWaitEvent, cuStreamGetGreenCtx,
             cuGreenCtxStreamCreate, cuGreenCtxGetId,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGreenCtxCreate",
+            "cuGreenCtxDestroy",
+            "cuCtxFromGreenCtx",
+            "cuDeviceGetDevResource",
+            "cuCtxGetDevResource",
+            "cuGreenCtxGetDevResource",
+            "cuDevSmResourceSplitByCount",
+            "cuDevResourceGenerateDesc",
+            "cuGreenCtxRecordEvent",
+            "cuGreenCtxWaitEvent",
+            "cuStreamGetGreenCtx",
+            "cuGreenCtxStreamCreate",
+            "cuGreenCtxGetId",
+        ];
     }
     /** Error Log Management Functions
 
@@ -56914,6 +57472,15 @@ pub mod driver {
             cuLogsRegisterCallback, cuLogsUnregisterCallback, cuLogsCurrent,
             cuLogsDumpToFile, cuLogsDumpToMemory,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuLogsRegisterCallback",
+            "cuLogsUnregisterCallback",
+            "cuLogsCurrent",
+            "cuLogsDumpToFile",
+            "cuLogsDumpToMemory",
+        ];
     }
     /** CUDA Checkpointing
 
@@ -56935,6 +57502,16 @@ pub mod driver {
             cuCheckpointProcessLock, cuCheckpointProcessCheckpoint,
             cuCheckpointProcessRestore, cuCheckpointProcessUnlock,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCheckpointProcessGetRestoreThreadId",
+            "cuCheckpointProcessGetState",
+            "cuCheckpointProcessLock",
+            "cuCheckpointProcessCheckpoint",
+            "cuCheckpointProcessRestore",
+            "cuCheckpointProcessUnlock",
+        ];
     }
 }
 /// The runtime API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
@@ -56957,6 +57534,28 @@ pub mod runtime {
             cudaDeviceFlushGPUDirectRDMAWrites, cudaDeviceRegisterAsyncNotification,
             cudaDeviceUnregisterAsyncNotification,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceReset",
+            "cudaDeviceSynchronize",
+            "cudaDeviceSetLimit",
+            "cudaDeviceGetLimit",
+            "cudaDeviceGetTexture1DLinearMaxWidth",
+            "cudaDeviceGetCacheConfig",
+            "cudaDeviceGetStreamPriorityRange",
+            "cudaDeviceSetCacheConfig",
+            "cudaDeviceGetByPCIBusId",
+            "cudaDeviceGetPCIBusId",
+            "cudaIpcGetEventHandle",
+            "cudaIpcOpenEventHandle",
+            "cudaIpcGetMemHandle",
+            "cudaIpcOpenMemHandle",
+            "cudaIpcCloseMemHandle",
+            "cudaDeviceFlushGPUDirectRDMAWrites",
+            "cudaDeviceRegisterAsyncNotification",
+            "cudaDeviceUnregisterAsyncNotification",
+        ];
     }
     /** Device Management \[DEPRECATED\]
 
@@ -56967,6 +57566,12 @@ pub mod runtime {
     pub mod device_management_deprecated {
         #[doc(inline)]
         pub use crate::{cudaDeviceGetSharedMemConfig, cudaDeviceSetSharedMemConfig};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceGetSharedMemConfig",
+            "cudaDeviceSetSharedMemConfig",
+        ];
     }
     /** Error Handling
 
@@ -56979,6 +57584,14 @@ pub mod runtime {
         pub use crate::{
             cudaGetLastError, cudaPeekAtLastError, cudaGetErrorName, cudaGetErrorString,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetLastError",
+            "cudaPeekAtLastError",
+            "cudaGetErrorName",
+            "cudaGetErrorString",
+        ];
     }
     /** Stream Management
 
@@ -57007,6 +57620,34 @@ pub mod runtime {
             cudaStreamGetCaptureInfo_ptsz, cudaStreamUpdateCaptureDependencies,
             cudaStreamUpdateCaptureDependencies_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaStreamCreate",
+            "cudaStreamCreateWithFlags",
+            "cudaStreamCreateWithPriority",
+            "cudaStreamGetPriority",
+            "cudaStreamGetFlags",
+            "cudaStreamGetId",
+            "cudaStreamGetDevice",
+            "cudaCtxResetPersistingL2Cache",
+            "cudaStreamCopyAttributes",
+            "cudaStreamGetAttribute",
+            "cudaStreamSetAttribute",
+            "cudaStreamDestroy",
+            "cudaStreamWaitEvent",
+            "cudaStreamAddCallback",
+            "cudaStreamSynchronize",
+            "cudaStreamQuery",
+            "cudaStreamAttachMemAsync",
+            "cudaStreamBeginCapture",
+            "cudaStreamBeginCaptureToGraph",
+            "cudaThreadExchangeStreamCaptureMode",
+            "cudaStreamEndCapture",
+            "cudaStreamIsCapturing",
+            "cudaStreamGetCaptureInfo",
+            "cudaStreamUpdateCaptureDependencies",
+        ];
     }
     /** Event Management
 
@@ -57022,6 +57663,18 @@ pub mod runtime {
             cudaEventRecordWithFlags_ptsz, cudaEventQuery, cudaEventSynchronize,
             cudaEventDestroy, cudaEventElapsedTime,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaEventCreate",
+            "cudaEventCreateWithFlags",
+            "cudaEventRecord",
+            "cudaEventRecordWithFlags",
+            "cudaEventQuery",
+            "cudaEventSynchronize",
+            "cudaEventDestroy",
+            "cudaEventElapsedTime",
+        ];
     }
     /** External Resource Interoperability
 
@@ -57038,6 +57691,18 @@ pub mod runtime {
             cudaSignalExternalSemaphoresAsync_ptsz, cudaWaitExternalSemaphoresAsync,
             cudaWaitExternalSemaphoresAsync_ptsz, cudaDestroyExternalSemaphore,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaImportExternalMemory",
+            "cudaExternalMemoryGetMappedBuffer",
+            "cudaExternalMemoryGetMappedMipmappedArray",
+            "cudaDestroyExternalMemory",
+            "cudaImportExternalSemaphore",
+            "cudaSignalExternalSemaphoresAsync",
+            "cudaWaitExternalSemaphoresAsync",
+            "cudaDestroyExternalSemaphore",
+        ];
     }
     /** Execution Control
 
@@ -57057,6 +57722,19 @@ pub mod runtime {
             cudaFuncGetAttributes, cudaFuncSetAttribute, cudaFuncGetName,
             cudaFuncGetParamInfo, cudaLaunchHostFunc, cudaLaunchHostFunc_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLaunchKernel",
+            "cudaLaunchKernelExC",
+            "cudaLaunchCooperativeKernel",
+            "cudaFuncSetCacheConfig",
+            "cudaFuncGetAttributes",
+            "cudaFuncSetAttribute",
+            "cudaFuncGetName",
+            "cudaFuncGetParamInfo",
+            "cudaLaunchHostFunc",
+        ];
     }
     /** Execution Control \[DEPRECATED\]
 
@@ -57070,6 +57748,9 @@ pub mod runtime {
     pub mod execution_control_deprecated {
         #[doc(inline)]
         pub use crate::cudaFuncSetSharedMemConfig;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaFuncSetSharedMemConfig"];
     }
     /** Occupancy
 
@@ -57097,6 +57778,15 @@ pub mod runtime {
             cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
             cudaOccupancyMaxPotentialClusterSize, cudaOccupancyMaxActiveClusters,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+            "cudaOccupancyAvailableDynamicSMemPerBlock",
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            "cudaOccupancyMaxPotentialClusterSize",
+            "cudaOccupancyMaxActiveClusters",
+        ];
     }
     /** Memory Management
 
@@ -57142,6 +57832,71 @@ pub mod runtime {
             cudaMemDiscardAndPrefetchBatchAsync_ptsz, cudaMemAdvise,
             cudaMemRangeGetAttribute, cudaMemRangeGetAttributes,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMallocManaged",
+            "cudaMalloc",
+            "cudaMallocHost",
+            "cudaMallocPitch",
+            "cudaMallocArray",
+            "cudaFree",
+            "cudaFreeHost",
+            "cudaFreeArray",
+            "cudaFreeMipmappedArray",
+            "cudaHostAlloc",
+            "cudaHostRegister",
+            "cudaHostUnregister",
+            "cudaHostGetDevicePointer",
+            "cudaHostGetFlags",
+            "cudaMalloc3D",
+            "cudaMalloc3DArray",
+            "cudaMallocMipmappedArray",
+            "cudaGetMipmappedArrayLevel",
+            "cudaMemcpy3D",
+            "cudaMemcpy3DPeer",
+            "cudaMemcpy3DAsync",
+            "cudaMemcpy3DPeerAsync",
+            "cudaMemGetInfo",
+            "cudaArrayGetInfo",
+            "cudaArrayGetPlane",
+            "cudaArrayGetMemoryRequirements",
+            "cudaMipmappedArrayGetMemoryRequirements",
+            "cudaArrayGetSparseProperties",
+            "cudaMipmappedArrayGetSparseProperties",
+            "cudaMemcpy",
+            "cudaMemcpyPeer",
+            "cudaMemcpy2D",
+            "cudaMemcpy2DToArray",
+            "cudaMemcpy2DFromArray",
+            "cudaMemcpy2DArrayToArray",
+            "cudaMemcpyToSymbol",
+            "cudaMemcpyFromSymbol",
+            "cudaMemcpyAsync",
+            "cudaMemcpyPeerAsync",
+            "cudaMemcpyBatchAsync",
+            "cudaMemcpy3DBatchAsync",
+            "cudaMemcpy2DAsync",
+            "cudaMemcpy2DToArrayAsync",
+            "cudaMemcpy2DFromArrayAsync",
+            "cudaMemcpyToSymbolAsync",
+            "cudaMemcpyFromSymbolAsync",
+            "cudaMemset",
+            "cudaMemset2D",
+            "cudaMemset3D",
+            "cudaMemsetAsync",
+            "cudaMemset2DAsync",
+            "cudaMemset3DAsync",
+            "cudaGetSymbolAddress",
+            "cudaGetSymbolSize",
+            "cudaMemPrefetchAsync",
+            "cudaMemPrefetchBatchAsync",
+            "cudaMemDiscardBatchAsync",
+            "cudaMemDiscardAndPrefetchBatchAsync",
+            "cudaMemAdvise",
+            "cudaMemRangeGetAttribute",
+            "cudaMemRangeGetAttributes",
+        ];
     }
     /** Memory Management \[DEPRECATED\]
 
@@ -57161,6 +57916,15 @@ pub mod runtime {
             cudaMemcpyToArrayAsync_ptsz, cudaMemcpyFromArrayAsync,
             cudaMemcpyFromArrayAsync_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMemcpyToArray",
+            "cudaMemcpyFromArray",
+            "cudaMemcpyArrayToArray",
+            "cudaMemcpyToArrayAsync",
+            "cudaMemcpyFromArrayAsync",
+        ];
     }
     /** Stream Ordered Memory Allocator
 
@@ -57196,6 +57960,27 @@ pub mod runtime {
             cudaMemPoolExportToShareableHandle, cudaMemPoolImportFromShareableHandle,
             cudaMemPoolExportPointer, cudaMemPoolImportPointer,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMallocAsync",
+            "cudaFreeAsync",
+            "cudaMemPoolTrimTo",
+            "cudaMemPoolSetAttribute",
+            "cudaMemPoolGetAttribute",
+            "cudaMemPoolSetAccess",
+            "cudaMemPoolGetAccess",
+            "cudaMemPoolCreate",
+            "cudaMemPoolDestroy",
+            "cudaMemGetDefaultMemPool",
+            "cudaMemGetMemPool",
+            "cudaMemSetMemPool",
+            "cudaMallocFromPoolAsync",
+            "cudaMemPoolExportToShareableHandle",
+            "cudaMemPoolImportFromShareableHandle",
+            "cudaMemPoolExportPointer",
+            "cudaMemPoolImportPointer",
+        ];
     }
     /** Unified Addressing
 
@@ -57281,6 +58066,9 @@ pub mod runtime {
     pub mod unified_addressing {
         #[doc(inline)]
         pub use crate::cudaPointerGetAttributes;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaPointerGetAttributes"];
     }
     /** Peer Device Memory Access
 
@@ -57294,6 +58082,13 @@ pub mod runtime {
             cudaDeviceCanAccessPeer, cudaDeviceEnablePeerAccess,
             cudaDeviceDisablePeerAccess,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceCanAccessPeer",
+            "cudaDeviceEnablePeerAccess",
+            "cudaDeviceDisablePeerAccess",
+        ];
     }
     /** Graphics Interoperability
 
@@ -57309,6 +58104,17 @@ pub mod runtime {
             cudaGraphicsResourceGetMappedPointer, cudaGraphicsSubResourceGetMappedArray,
             cudaGraphicsResourceGetMappedMipmappedArray,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGraphicsUnregisterResource",
+            "cudaGraphicsResourceSetMapFlags",
+            "cudaGraphicsMapResources",
+            "cudaGraphicsUnmapResources",
+            "cudaGraphicsResourceGetMappedPointer",
+            "cudaGraphicsSubResourceGetMappedArray",
+            "cudaGraphicsResourceGetMappedMipmappedArray",
+        ];
     }
     /** Texture Object Management
 
@@ -57324,6 +58130,17 @@ pub mod runtime {
             cudaDestroyTextureObject, cudaGetTextureObjectResourceDesc,
             cudaGetTextureObjectTextureDesc, cudaGetTextureObjectResourceViewDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetChannelDesc",
+            "cudaCreateChannelDesc",
+            "cudaCreateTextureObject",
+            "cudaDestroyTextureObject",
+            "cudaGetTextureObjectResourceDesc",
+            "cudaGetTextureObjectTextureDesc",
+            "cudaGetTextureObjectResourceViewDesc",
+        ];
     }
     /** Surface Object Management
 
@@ -57338,6 +58155,13 @@ pub mod runtime {
             cudaCreateSurfaceObject, cudaDestroySurfaceObject,
             cudaGetSurfaceObjectResourceDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaCreateSurfaceObject",
+            "cudaDestroySurfaceObject",
+            "cudaGetSurfaceObjectResourceDesc",
+        ];
     }
     /** Version Management
 
@@ -57347,6 +58171,12 @@ pub mod runtime {
     pub mod version_management {
         #[doc(inline)]
         pub use crate::{cudaDriverGetVersion, cudaRuntimeGetVersion};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDriverGetVersion",
+            "cudaRuntimeGetVersion",
+        ];
     }
     /** Error Log Management Functions
 
@@ -57361,6 +58191,15 @@ pub mod runtime {
             cudaLogsRegisterCallback, cudaLogsUnregisterCallback, cudaLogsCurrent,
             cudaLogsDumpToFile, cudaLogsDumpToMemory,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLogsRegisterCallback",
+            "cudaLogsUnregisterCallback",
+            "cudaLogsCurrent",
+            "cudaLogsDumpToFile",
+            "cudaLogsDumpToMemory",
+        ];
     }
     /** Graph Management
 
@@ -57416,6 +58255,98 @@ pub mod runtime {
             cudaGraphNodeSetParams, cudaGraphExecNodeSetParams,
             cudaGraphConditionalHandleCreate,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGraphCreate",
+            "cudaGraphAddKernelNode",
+            "cudaGraphKernelNodeGetParams",
+            "cudaGraphKernelNodeSetParams",
+            "cudaGraphKernelNodeCopyAttributes",
+            "cudaGraphKernelNodeGetAttribute",
+            "cudaGraphKernelNodeSetAttribute",
+            "cudaGraphAddMemcpyNode",
+            "cudaGraphAddMemcpyNodeToSymbol",
+            "cudaGraphAddMemcpyNodeFromSymbol",
+            "cudaGraphAddMemcpyNode1D",
+            "cudaGraphMemcpyNodeGetParams",
+            "cudaGraphMemcpyNodeSetParams",
+            "cudaGraphMemcpyNodeSetParamsToSymbol",
+            "cudaGraphMemcpyNodeSetParamsFromSymbol",
+            "cudaGraphMemcpyNodeSetParams1D",
+            "cudaGraphAddMemsetNode",
+            "cudaGraphMemsetNodeGetParams",
+            "cudaGraphMemsetNodeSetParams",
+            "cudaGraphAddHostNode",
+            "cudaGraphHostNodeGetParams",
+            "cudaGraphHostNodeSetParams",
+            "cudaGraphAddChildGraphNode",
+            "cudaGraphChildGraphNodeGetGraph",
+            "cudaGraphAddEmptyNode",
+            "cudaGraphAddEventRecordNode",
+            "cudaGraphEventRecordNodeGetEvent",
+            "cudaGraphEventRecordNodeSetEvent",
+            "cudaGraphAddEventWaitNode",
+            "cudaGraphEventWaitNodeGetEvent",
+            "cudaGraphEventWaitNodeSetEvent",
+            "cudaGraphAddExternalSemaphoresSignalNode",
+            "cudaGraphExternalSemaphoresSignalNodeGetParams",
+            "cudaGraphExternalSemaphoresSignalNodeSetParams",
+            "cudaGraphAddExternalSemaphoresWaitNode",
+            "cudaGraphExternalSemaphoresWaitNodeGetParams",
+            "cudaGraphExternalSemaphoresWaitNodeSetParams",
+            "cudaGraphAddMemAllocNode",
+            "cudaGraphMemAllocNodeGetParams",
+            "cudaGraphAddMemFreeNode",
+            "cudaGraphMemFreeNodeGetParams",
+            "cudaDeviceGraphMemTrim",
+            "cudaDeviceGetGraphMemAttribute",
+            "cudaDeviceSetGraphMemAttribute",
+            "cudaGraphClone",
+            "cudaGraphNodeFindInClone",
+            "cudaGraphNodeGetType",
+            "cudaGraphGetNodes",
+            "cudaGraphGetRootNodes",
+            "cudaGraphGetEdges",
+            "cudaGraphNodeGetDependencies",
+            "cudaGraphNodeGetDependentNodes",
+            "cudaGraphAddDependencies",
+            "cudaGraphRemoveDependencies",
+            "cudaGraphDestroyNode",
+            "cudaGraphInstantiate",
+            "cudaGraphInstantiateWithFlags",
+            "cudaGraphInstantiateWithParams",
+            "cudaGraphExecGetFlags",
+            "cudaGraphExecKernelNodeSetParams",
+            "cudaGraphExecMemcpyNodeSetParams",
+            "cudaGraphExecMemcpyNodeSetParamsToSymbol",
+            "cudaGraphExecMemcpyNodeSetParamsFromSymbol",
+            "cudaGraphExecMemcpyNodeSetParams1D",
+            "cudaGraphExecMemsetNodeSetParams",
+            "cudaGraphExecHostNodeSetParams",
+            "cudaGraphExecChildGraphNodeSetParams",
+            "cudaGraphExecEventRecordNodeSetEvent",
+            "cudaGraphExecEventWaitNodeSetEvent",
+            "cudaGraphExecExternalSemaphoresSignalNodeSetParams",
+            "cudaGraphExecExternalSemaphoresWaitNodeSetParams",
+            "cudaGraphNodeSetEnabled",
+            "cudaGraphNodeGetEnabled",
+            "cudaGraphExecUpdate",
+            "cudaGraphUpload",
+            "cudaGraphLaunch",
+            "cudaGraphExecDestroy",
+            "cudaGraphDestroy",
+            "cudaGraphDebugDotPrint",
+            "cudaUserObjectCreate",
+            "cudaUserObjectRetain",
+            "cudaUserObjectRelease",
+            "cudaGraphRetainUserObject",
+            "cudaGraphReleaseUserObject",
+            "cudaGraphAddNode",
+            "cudaGraphNodeSetParams",
+            "cudaGraphExecNodeSetParams",
+            "cudaGraphConditionalHandleCreate",
+        ];
     }
     /** Driver Entry Point Access
 
@@ -57429,6 +58360,12 @@ pub mod runtime {
             cudaGetDriverEntryPoint, cudaGetDriverEntryPoint_ptsz,
             cudaGetDriverEntryPointByVersion, cudaGetDriverEntryPointByVersion_ptsz,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetDriverEntryPoint",
+            "cudaGetDriverEntryPointByVersion",
+        ];
     }
     /** Library Management
 
@@ -57444,6 +58381,20 @@ pub mod runtime {
             cudaLibraryGetUnifiedFunction, cudaLibraryGetKernelCount,
             cudaLibraryEnumerateKernels, cudaKernelSetAttributeForDevice,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLibraryLoadData",
+            "cudaLibraryLoadFromFile",
+            "cudaLibraryUnload",
+            "cudaLibraryGetKernel",
+            "cudaLibraryGetGlobal",
+            "cudaLibraryGetManaged",
+            "cudaLibraryGetUnifiedFunction",
+            "cudaLibraryGetKernelCount",
+            "cudaLibraryEnumerateKernels",
+            "cudaKernelSetAttributeForDevice",
+        ];
     }
     /** Interactions with the CUDA Driver API
 
@@ -57599,6 +58550,9 @@ pub mod runtime {
     pub mod interactions_with_the_cuda_driver_api {
         #[doc(inline)]
         pub use crate::{cudaGetFuncBySymbol, cudaGetKernel};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaGetFuncBySymbol", "cudaGetKernel"];
     }
 }
 /// How `dynamic-loading` finds each function (generated from the

@@ -49824,6 +49824,9 @@ pub mod driver {
     pub mod error_handling {
         #[doc(inline)]
         pub use crate::{cuGetErrorString, cuGetErrorName};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuGetErrorString", "cuGetErrorName"];
     }
     /** Initialization
 
@@ -49834,6 +49837,9 @@ pub mod driver {
     pub mod initialization {
         #[doc(inline)]
         pub use crate::cuInit;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuInit"];
     }
     /** Version Management
 
@@ -49844,6 +49850,9 @@ pub mod driver {
     pub mod version_management {
         #[doc(inline)]
         pub use crate::cuDriverGetVersion;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuDriverGetVersion"];
     }
     /** Device Management
 
@@ -49861,6 +49870,25 @@ pub mod driver {
             cuDeviceSetMemPool, cuDeviceGetMemPool, cuDeviceGetDefaultMemPool,
             cuDeviceGetExecAffinitySupport, cuFlushGPUDirectRDMAWrites,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceGet",
+            "cuDeviceGetCount",
+            "cuDeviceGetName",
+            "cuDeviceGetUuid",
+            "cuDeviceGetLuid",
+            "cuDeviceTotalMem",
+            "cuDeviceGetTexture1DLinearMaxWidth",
+            "cuDeviceGetAttribute",
+            "cuDeviceGetHostAtomicCapabilities",
+            "cuDeviceGetNvSciSyncAttributes",
+            "cuDeviceSetMemPool",
+            "cuDeviceGetMemPool",
+            "cuDeviceGetDefaultMemPool",
+            "cuDeviceGetExecAffinitySupport",
+            "cuFlushGPUDirectRDMAWrites",
+        ];
     }
     /** Device Management \[DEPRECATED\]
 
@@ -49871,6 +49899,12 @@ pub mod driver {
     pub mod device_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuDeviceGetProperties, cuDeviceComputeCapability};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceGetProperties",
+            "cuDeviceComputeCapability",
+        ];
     }
     /** Primary Context Management
 
@@ -49889,6 +49923,15 @@ pub mod driver {
             cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxGetState,
             cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDevicePrimaryCtxRetain",
+            "cuDevicePrimaryCtxRelease",
+            "cuDevicePrimaryCtxSetFlags",
+            "cuDevicePrimaryCtxGetState",
+            "cuDevicePrimaryCtxReset",
+        ];
     }
     /** Context Management
 
@@ -49910,6 +49953,33 @@ pub mod driver {
             cuCtxGetApiVersion, cuCtxGetStreamPriorityRange, cuCtxResetPersistingL2Cache,
             cuCtxGetExecAffinity, cuCtxRecordEvent, cuCtxWaitEvent,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCtxCreate",
+            "cuCtxDestroy",
+            "cuCtxPushCurrent",
+            "cuCtxPopCurrent",
+            "cuCtxSetCurrent",
+            "cuCtxGetCurrent",
+            "cuCtxGetDevice",
+            "cuCtxGetDevice_v2",
+            "cuCtxGetFlags",
+            "cuCtxSetFlags",
+            "cuCtxGetId",
+            "cuCtxSynchronize",
+            "cuCtxSynchronize_v2",
+            "cuCtxSetLimit",
+            "cuCtxGetLimit",
+            "cuCtxGetCacheConfig",
+            "cuCtxSetCacheConfig",
+            "cuCtxGetApiVersion",
+            "cuCtxGetStreamPriorityRange",
+            "cuCtxResetPersistingL2Cache",
+            "cuCtxGetExecAffinity",
+            "cuCtxRecordEvent",
+            "cuCtxWaitEvent",
+        ];
     }
     /** Context Management \[DEPRECATED\]
 
@@ -49922,6 +49992,14 @@ pub mod driver {
         pub use crate::{
             cuCtxAttach, cuCtxDetach, cuCtxGetSharedMemConfig, cuCtxSetSharedMemConfig,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCtxAttach",
+            "cuCtxDetach",
+            "cuCtxGetSharedMemConfig",
+            "cuCtxSetSharedMemConfig",
+        ];
     }
     /** Module Management
 
@@ -49939,6 +50017,25 @@ pub mod driver {
             cuLinkAddData_v2, cuLinkAddFile, cuLinkAddFile_v2, cuLinkComplete,
             cuLinkDestroy,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuModuleLoad",
+            "cuModuleLoadData",
+            "cuModuleLoadDataEx",
+            "cuModuleLoadFatBinary",
+            "cuModuleUnload",
+            "cuModuleGetLoadingMode",
+            "cuModuleGetFunction",
+            "cuModuleGetFunctionCount",
+            "cuModuleEnumerateFunctions",
+            "cuModuleGetGlobal",
+            "cuLinkCreate",
+            "cuLinkAddData",
+            "cuLinkAddFile",
+            "cuLinkComplete",
+            "cuLinkDestroy",
+        ];
     }
     /** Module Management \[DEPRECATED\]
 
@@ -49949,6 +50046,9 @@ pub mod driver {
     pub mod module_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuModuleGetTexRef, cuModuleGetSurfRef};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuModuleGetTexRef", "cuModuleGetSurfRef"];
     }
     /** Library Management
 
@@ -49966,6 +50066,27 @@ pub mod driver {
             cuKernelGetAttribute, cuKernelSetAttribute, cuKernelSetCacheConfig,
             cuKernelGetName, cuKernelGetParamInfo,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuLibraryLoadData",
+            "cuLibraryLoadFromFile",
+            "cuLibraryUnload",
+            "cuLibraryGetKernel",
+            "cuLibraryGetKernelCount",
+            "cuLibraryEnumerateKernels",
+            "cuLibraryGetModule",
+            "cuKernelGetFunction",
+            "cuKernelGetLibrary",
+            "cuLibraryGetGlobal",
+            "cuLibraryGetManaged",
+            "cuLibraryGetUnifiedFunction",
+            "cuKernelGetAttribute",
+            "cuKernelSetAttribute",
+            "cuKernelSetCacheConfig",
+            "cuKernelGetName",
+            "cuKernelGetParamInfo",
+        ];
     }
     /** Memory Management
 
@@ -50010,6 +50131,85 @@ pub mod driver {
             cuMipmappedArrayDestroy, cuMemGetHandleForAddressRange,
             cuMemBatchDecompressAsync,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemGetInfo",
+            "cuMemAlloc",
+            "cuMemAllocPitch",
+            "cuMemFree",
+            "cuMemGetAddressRange",
+            "cuMemAllocHost",
+            "cuMemFreeHost",
+            "cuMemHostAlloc",
+            "cuMemHostGetDevicePointer",
+            "cuMemHostGetFlags",
+            "cuMemAllocManaged",
+            "cuDeviceRegisterAsyncNotification",
+            "cuDeviceUnregisterAsyncNotification",
+            "cuDeviceGetByPCIBusId",
+            "cuDeviceGetPCIBusId",
+            "cuIpcGetEventHandle",
+            "cuIpcOpenEventHandle",
+            "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle",
+            "cuIpcCloseMemHandle",
+            "cuMemHostRegister",
+            "cuMemHostUnregister",
+            "cuMemcpy",
+            "cuMemcpyPeer",
+            "cuMemcpyHtoD",
+            "cuMemcpyDtoH",
+            "cuMemcpyDtoD",
+            "cuMemcpyDtoA",
+            "cuMemcpyAtoD",
+            "cuMemcpyHtoA",
+            "cuMemcpyAtoH",
+            "cuMemcpyAtoA",
+            "cuMemcpy2D",
+            "cuMemcpy2DUnaligned",
+            "cuMemcpy3D",
+            "cuMemcpy3DPeer",
+            "cuMemcpyAsync",
+            "cuMemcpyPeerAsync",
+            "cuMemcpyHtoDAsync",
+            "cuMemcpyDtoHAsync",
+            "cuMemcpyDtoDAsync",
+            "cuMemcpyHtoAAsync",
+            "cuMemcpyAtoHAsync",
+            "cuMemcpy2DAsync",
+            "cuMemcpy3DAsync",
+            "cuMemcpy3DPeerAsync",
+            "cuMemcpyBatchAsync",
+            "cuMemcpy3DBatchAsync",
+            "cuMemsetD8",
+            "cuMemsetD16",
+            "cuMemsetD32",
+            "cuMemsetD2D8",
+            "cuMemsetD2D16",
+            "cuMemsetD2D32",
+            "cuMemsetD8Async",
+            "cuMemsetD16Async",
+            "cuMemsetD32Async",
+            "cuMemsetD2D8Async",
+            "cuMemsetD2D16Async",
+            "cuMemsetD2D32Async",
+            "cuArrayCreate",
+            "cuArrayGetDescriptor",
+            "cuArrayGetSparseProperties",
+            "cuMipmappedArrayGetSparseProperties",
+            "cuArrayGetMemoryRequirements",
+            "cuMipmappedArrayGetMemoryRequirements",
+            "cuArrayGetPlane",
+            "cuArrayDestroy",
+            "cuArray3DCreate",
+            "cuArray3DGetDescriptor",
+            "cuMipmappedArrayCreate",
+            "cuMipmappedArrayGetLevel",
+            "cuMipmappedArrayDestroy",
+            "cuMemGetHandleForAddressRange",
+            "cuMemBatchDecompressAsync",
+        ];
     }
     /** Virtual Memory Management
 
@@ -50026,6 +50226,24 @@ pub mod driver {
             cuMemGetAllocationGranularity, cuMemGetAllocationPropertiesFromHandle,
             cuMemRetainAllocationHandle,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemAddressReserve",
+            "cuMemAddressFree",
+            "cuMemCreate",
+            "cuMemRelease",
+            "cuMemMap",
+            "cuMemMapArrayAsync",
+            "cuMemUnmap",
+            "cuMemSetAccess",
+            "cuMemGetAccess",
+            "cuMemExportToShareableHandle",
+            "cuMemImportFromShareableHandle",
+            "cuMemGetAllocationGranularity",
+            "cuMemGetAllocationPropertiesFromHandle",
+            "cuMemRetainAllocationHandle",
+        ];
     }
     /** Stream Ordered Memory Allocator
 
@@ -50063,6 +50281,27 @@ pub mod driver {
             cuMemPoolImportFromShareableHandle, cuMemPoolExportPointer,
             cuMemPoolImportPointer,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMemFreeAsync",
+            "cuMemAllocAsync",
+            "cuMemPoolTrimTo",
+            "cuMemPoolSetAttribute",
+            "cuMemPoolGetAttribute",
+            "cuMemPoolSetAccess",
+            "cuMemPoolGetAccess",
+            "cuMemPoolCreate",
+            "cuMemPoolDestroy",
+            "cuMemGetDefaultMemPool",
+            "cuMemGetMemPool",
+            "cuMemSetMemPool",
+            "cuMemAllocFromPoolAsync",
+            "cuMemPoolExportToShareableHandle",
+            "cuMemPoolImportFromShareableHandle",
+            "cuMemPoolExportPointer",
+            "cuMemPoolImportPointer",
+        ];
     }
     /** Multicast Object Management
 
@@ -50090,6 +50329,16 @@ pub mod driver {
             cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem,
             cuMulticastBindAddr, cuMulticastUnbind, cuMulticastGetGranularity,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuMulticastCreate",
+            "cuMulticastAddDevice",
+            "cuMulticastBindMem",
+            "cuMulticastBindAddr",
+            "cuMulticastUnbind",
+            "cuMulticastGetGranularity",
+        ];
     }
     /** Unified Addressing
 
@@ -50185,6 +50434,20 @@ pub mod driver {
             cuMemDiscardAndPrefetchBatchAsync, cuMemRangeGetAttribute,
             cuMemRangeGetAttributes, cuPointerSetAttribute, cuPointerGetAttributes,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuPointerGetAttribute",
+            "cuMemPrefetchAsync",
+            "cuMemAdvise",
+            "cuMemPrefetchBatchAsync",
+            "cuMemDiscardBatchAsync",
+            "cuMemDiscardAndPrefetchBatchAsync",
+            "cuMemRangeGetAttribute",
+            "cuMemRangeGetAttributes",
+            "cuPointerSetAttribute",
+            "cuPointerGetAttributes",
+        ];
     }
     /** Stream Management
 
@@ -50206,6 +50469,34 @@ pub mod driver {
             cuStreamDestroy_v2, cuStreamCopyAttributes, cuStreamGetAttribute,
             cuStreamSetAttribute,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuStreamCreate",
+            "cuStreamCreateWithPriority",
+            "cuStreamGetPriority",
+            "cuStreamGetDevice",
+            "cuStreamGetFlags",
+            "cuStreamGetId",
+            "cuStreamGetCtx",
+            "cuStreamGetCtx_v2",
+            "cuStreamWaitEvent",
+            "cuStreamAddCallback",
+            "cuStreamBeginCapture",
+            "cuStreamBeginCaptureToGraph",
+            "cuThreadExchangeStreamCaptureMode",
+            "cuStreamEndCapture",
+            "cuStreamIsCapturing",
+            "cuStreamGetCaptureInfo",
+            "cuStreamUpdateCaptureDependencies",
+            "cuStreamAttachMemAsync",
+            "cuStreamQuery",
+            "cuStreamSynchronize",
+            "cuStreamDestroy",
+            "cuStreamCopyAttributes",
+            "cuStreamGetAttribute",
+            "cuStreamSetAttribute",
+        ];
     }
     /** Event Management
 
@@ -50220,6 +50511,17 @@ pub mod driver {
             cuEventSynchronize, cuEventDestroy, cuEventDestroy_v2, cuEventElapsedTime,
             cuEventElapsedTime_v2,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuEventCreate",
+            "cuEventRecord",
+            "cuEventRecordWithFlags",
+            "cuEventQuery",
+            "cuEventSynchronize",
+            "cuEventDestroy",
+            "cuEventElapsedTime",
+        ];
     }
     /** External Resource Interoperability
 
@@ -50235,6 +50537,18 @@ pub mod driver {
             cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
             cuWaitExternalSemaphoresAsync, cuDestroyExternalSemaphore,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuImportExternalMemory",
+            "cuExternalMemoryGetMappedBuffer",
+            "cuExternalMemoryGetMappedMipmappedArray",
+            "cuDestroyExternalMemory",
+            "cuImportExternalSemaphore",
+            "cuSignalExternalSemaphoresAsync",
+            "cuWaitExternalSemaphoresAsync",
+            "cuDestroyExternalSemaphore",
+        ];
     }
     /** Stream Memory Operations
 
@@ -50278,6 +50592,15 @@ pub mod driver {
             cuStreamWriteValue64, cuStreamWriteValue64_v2, cuStreamBatchMemOp,
             cuStreamBatchMemOp_v2,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuStreamWaitValue32",
+            "cuStreamWaitValue64",
+            "cuStreamWriteValue32",
+            "cuStreamWriteValue64",
+            "cuStreamBatchMemOp",
+        ];
     }
     /** Execution Control
 
@@ -50293,6 +50616,23 @@ pub mod driver {
             cuFuncLoad, cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel,
             cuLaunchCooperativeKernelMultiDevice, cuLaunchHostFunc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuFuncGetAttribute",
+            "cuFuncSetAttribute",
+            "cuFuncSetCacheConfig",
+            "cuFuncGetModule",
+            "cuFuncGetName",
+            "cuFuncGetParamInfo",
+            "cuFuncIsLoaded",
+            "cuFuncLoad",
+            "cuLaunchKernel",
+            "cuLaunchKernelEx",
+            "cuLaunchCooperativeKernel",
+            "cuLaunchCooperativeKernelMultiDevice",
+            "cuLaunchHostFunc",
+        ];
     }
     /** Execution Control \[DEPRECATED\]
 
@@ -50307,6 +50647,21 @@ pub mod driver {
             cuParamSetf, cuParamSetv, cuLaunch, cuLaunchGrid, cuLaunchGridAsync,
             cuParamSetTexRef, cuFuncSetSharedMemConfig,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuFuncSetBlockShape",
+            "cuFuncSetSharedSize",
+            "cuParamSetSize",
+            "cuParamSeti",
+            "cuParamSetf",
+            "cuParamSetv",
+            "cuLaunch",
+            "cuLaunchGrid",
+            "cuLaunchGridAsync",
+            "cuParamSetTexRef",
+            "cuFuncSetSharedMemConfig",
+        ];
     }
     /** Graph Management
 
@@ -50361,6 +50716,92 @@ pub mod driver {
             cuGraphNodeSetParams, cuGraphExecNodeSetParams,
             cuGraphConditionalHandleCreate,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGraphCreate",
+            "cuGraphAddKernelNode",
+            "cuGraphKernelNodeGetParams",
+            "cuGraphKernelNodeSetParams",
+            "cuGraphAddMemcpyNode",
+            "cuGraphMemcpyNodeGetParams",
+            "cuGraphMemcpyNodeSetParams",
+            "cuGraphAddMemsetNode",
+            "cuGraphMemsetNodeGetParams",
+            "cuGraphMemsetNodeSetParams",
+            "cuGraphAddHostNode",
+            "cuGraphHostNodeGetParams",
+            "cuGraphHostNodeSetParams",
+            "cuGraphAddChildGraphNode",
+            "cuGraphChildGraphNodeGetGraph",
+            "cuGraphAddEmptyNode",
+            "cuGraphAddEventRecordNode",
+            "cuGraphEventRecordNodeGetEvent",
+            "cuGraphEventRecordNodeSetEvent",
+            "cuGraphAddEventWaitNode",
+            "cuGraphEventWaitNodeGetEvent",
+            "cuGraphEventWaitNodeSetEvent",
+            "cuGraphAddExternalSemaphoresSignalNode",
+            "cuGraphExternalSemaphoresSignalNodeGetParams",
+            "cuGraphExternalSemaphoresSignalNodeSetParams",
+            "cuGraphAddExternalSemaphoresWaitNode",
+            "cuGraphExternalSemaphoresWaitNodeGetParams",
+            "cuGraphExternalSemaphoresWaitNodeSetParams",
+            "cuGraphAddBatchMemOpNode",
+            "cuGraphBatchMemOpNodeGetParams",
+            "cuGraphBatchMemOpNodeSetParams",
+            "cuGraphExecBatchMemOpNodeSetParams",
+            "cuGraphAddMemAllocNode",
+            "cuGraphMemAllocNodeGetParams",
+            "cuGraphAddMemFreeNode",
+            "cuGraphMemFreeNodeGetParams",
+            "cuDeviceGraphMemTrim",
+            "cuDeviceGetGraphMemAttribute",
+            "cuDeviceSetGraphMemAttribute",
+            "cuGraphClone",
+            "cuGraphNodeFindInClone",
+            "cuGraphNodeGetType",
+            "cuGraphGetNodes",
+            "cuGraphGetRootNodes",
+            "cuGraphGetEdges",
+            "cuGraphNodeGetDependencies",
+            "cuGraphNodeGetDependentNodes",
+            "cuGraphAddDependencies",
+            "cuGraphRemoveDependencies",
+            "cuGraphDestroyNode",
+            "cuGraphInstantiate",
+            "cuGraphInstantiateWithParams",
+            "cuGraphExecGetFlags",
+            "cuGraphExecKernelNodeSetParams",
+            "cuGraphExecMemcpyNodeSetParams",
+            "cuGraphExecMemsetNodeSetParams",
+            "cuGraphExecHostNodeSetParams",
+            "cuGraphExecChildGraphNodeSetParams",
+            "cuGraphExecEventRecordNodeSetEvent",
+            "cuGraphExecEventWaitNodeSetEvent",
+            "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+            "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+            "cuGraphNodeSetEnabled",
+            "cuGraphNodeGetEnabled",
+            "cuGraphUpload",
+            "cuGraphLaunch",
+            "cuGraphExecDestroy",
+            "cuGraphDestroy",
+            "cuGraphExecUpdate",
+            "cuGraphKernelNodeCopyAttributes",
+            "cuGraphKernelNodeGetAttribute",
+            "cuGraphKernelNodeSetAttribute",
+            "cuGraphDebugDotPrint",
+            "cuUserObjectCreate",
+            "cuUserObjectRetain",
+            "cuUserObjectRelease",
+            "cuGraphRetainUserObject",
+            "cuGraphReleaseUserObject",
+            "cuGraphAddNode",
+            "cuGraphNodeSetParams",
+            "cuGraphExecNodeSetParams",
+            "cuGraphConditionalHandleCreate",
+        ];
     }
     /** Occupancy
 
@@ -50377,6 +50818,17 @@ pub mod driver {
             cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyMaxPotentialClusterSize,
             cuOccupancyMaxActiveClusters,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            "cuOccupancyMaxPotentialBlockSize",
+            "cuOccupancyMaxPotentialBlockSizeWithFlags",
+            "cuOccupancyAvailableDynamicSMemPerBlock",
+            "cuOccupancyMaxPotentialClusterSize",
+            "cuOccupancyMaxActiveClusters",
+        ];
     }
     /** Texture Reference Management \[DEPRECATED\]
 
@@ -50399,6 +50851,37 @@ pub mod driver {
             cuTexRefGetMipmapLevelClamp, cuTexRefGetMaxAnisotropy,
             cuTexRefGetBorderColor, cuTexRefGetFlags, cuTexRefCreate, cuTexRefDestroy,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTexRefSetArray",
+            "cuTexRefSetMipmappedArray",
+            "cuTexRefSetAddress",
+            "cuTexRefSetAddress2D",
+            "cuTexRefSetFormat",
+            "cuTexRefSetAddressMode",
+            "cuTexRefSetFilterMode",
+            "cuTexRefSetMipmapFilterMode",
+            "cuTexRefSetMipmapLevelBias",
+            "cuTexRefSetMipmapLevelClamp",
+            "cuTexRefSetMaxAnisotropy",
+            "cuTexRefSetBorderColor",
+            "cuTexRefSetFlags",
+            "cuTexRefGetAddress",
+            "cuTexRefGetArray",
+            "cuTexRefGetMipmappedArray",
+            "cuTexRefGetAddressMode",
+            "cuTexRefGetFilterMode",
+            "cuTexRefGetFormat",
+            "cuTexRefGetMipmapFilterMode",
+            "cuTexRefGetMipmapLevelBias",
+            "cuTexRefGetMipmapLevelClamp",
+            "cuTexRefGetMaxAnisotropy",
+            "cuTexRefGetBorderColor",
+            "cuTexRefGetFlags",
+            "cuTexRefCreate",
+            "cuTexRefDestroy",
+        ];
     }
     /** Surface Reference Management \[DEPRECATED\]
 
@@ -50409,6 +50892,9 @@ pub mod driver {
     pub mod surface_reference_management_deprecated {
         #[doc(inline)]
         pub use crate::{cuSurfRefSetArray, cuSurfRefGetArray};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuSurfRefSetArray", "cuSurfRefGetArray"];
     }
     /** Texture Object Management
 
@@ -50423,6 +50909,15 @@ pub mod driver {
             cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTexObjectCreate",
+            "cuTexObjectDestroy",
+            "cuTexObjectGetResourceDesc",
+            "cuTexObjectGetTextureDesc",
+            "cuTexObjectGetResourceViewDesc",
+        ];
     }
     /** Surface Object Management
 
@@ -50436,6 +50931,13 @@ pub mod driver {
         pub use crate::{
             cuSurfObjectCreate, cuSurfObjectDestroy, cuSurfObjectGetResourceDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuSurfObjectCreate",
+            "cuSurfObjectDestroy",
+            "cuSurfObjectGetResourceDesc",
+        ];
     }
     /** Tensor Map Object Managment
 
@@ -50450,6 +50952,14 @@ pub mod driver {
             cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuTensorMapEncodeTiled",
+            "cuTensorMapEncodeIm2col",
+            "cuTensorMapEncodeIm2colWide",
+            "cuTensorMapReplaceAddress",
+        ];
     }
     /** Peer Context Memory Access
 
@@ -50463,6 +50973,15 @@ pub mod driver {
             cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuCtxDisablePeerAccess,
             cuDeviceGetP2PAttribute, cuDeviceGetP2PAtomicCapabilities,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuDeviceCanAccessPeer",
+            "cuCtxEnablePeerAccess",
+            "cuCtxDisablePeerAccess",
+            "cuDeviceGetP2PAttribute",
+            "cuDeviceGetP2PAtomicCapabilities",
+        ];
     }
     /** Graphics Interoperability
 
@@ -50479,6 +50998,17 @@ pub mod driver {
             cuGraphicsResourceSetMapFlags, cuGraphicsResourceSetMapFlags_v2,
             cuGraphicsMapResources, cuGraphicsUnmapResources,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGraphicsUnregisterResource",
+            "cuGraphicsSubResourceGetMappedArray",
+            "cuGraphicsResourceGetMappedMipmappedArray",
+            "cuGraphicsResourceGetMappedPointer",
+            "cuGraphicsResourceSetMapFlags",
+            "cuGraphicsMapResources",
+            "cuGraphicsUnmapResources",
+        ];
     }
     /** Driver Entry Point Access
 
@@ -50489,6 +51019,9 @@ pub mod driver {
     pub mod driver_entry_point_access {
         #[doc(inline)]
         pub use crate::{cuGetProcAddress, cuGetProcAddress_v2};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuGetProcAddress"];
     }
     /** Coredump Attributes Control API
 
@@ -50502,6 +51035,14 @@ pub mod driver {
             cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
             cuCoredumpSetAttributeGlobal,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCoredumpGetAttribute",
+            "cuCoredumpGetAttributeGlobal",
+            "cuCoredumpSetAttribute",
+            "cuCoredumpSetAttributeGlobal",
+        ];
     }
     /** Green Contexts
 
@@ -50549,6 +51090,23 @@ pub mod driver {
             cuGreenCtxRecordEvent, cuGreenCtxWaitEvent, cuStreamGetGreenCtx,
             cuGreenCtxStreamCreate, cuGreenCtxGetId,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuGreenCtxCreate",
+            "cuGreenCtxDestroy",
+            "cuCtxFromGreenCtx",
+            "cuDeviceGetDevResource",
+            "cuCtxGetDevResource",
+            "cuGreenCtxGetDevResource",
+            "cuDevSmResourceSplitByCount",
+            "cuDevResourceGenerateDesc",
+            "cuGreenCtxRecordEvent",
+            "cuGreenCtxWaitEvent",
+            "cuStreamGetGreenCtx",
+            "cuGreenCtxStreamCreate",
+            "cuGreenCtxGetId",
+        ];
     }
     /** Error Log Management Functions
 
@@ -50562,6 +51120,15 @@ pub mod driver {
             cuLogsRegisterCallback, cuLogsUnregisterCallback, cuLogsCurrent,
             cuLogsDumpToFile, cuLogsDumpToMemory,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuLogsRegisterCallback",
+            "cuLogsUnregisterCallback",
+            "cuLogsCurrent",
+            "cuLogsDumpToFile",
+            "cuLogsDumpToMemory",
+        ];
     }
     /** CUDA Checkpointing
 
@@ -50583,6 +51150,16 @@ pub mod driver {
             cuCheckpointProcessLock, cuCheckpointProcessCheckpoint,
             cuCheckpointProcessRestore, cuCheckpointProcessUnlock,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cuCheckpointProcessGetRestoreThreadId",
+            "cuCheckpointProcessGetState",
+            "cuCheckpointProcessLock",
+            "cuCheckpointProcessCheckpoint",
+            "cuCheckpointProcessRestore",
+            "cuCheckpointProcessUnlock",
+        ];
     }
 }
 /// The runtime API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
@@ -50605,6 +51182,28 @@ pub mod runtime {
             cudaDeviceFlushGPUDirectRDMAWrites, cudaDeviceRegisterAsyncNotification,
             cudaDeviceUnregisterAsyncNotification,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceReset",
+            "cudaDeviceSynchronize",
+            "cudaDeviceSetLimit",
+            "cudaDeviceGetLimit",
+            "cudaDeviceGetTexture1DLinearMaxWidth",
+            "cudaDeviceGetCacheConfig",
+            "cudaDeviceGetStreamPriorityRange",
+            "cudaDeviceSetCacheConfig",
+            "cudaDeviceGetByPCIBusId",
+            "cudaDeviceGetPCIBusId",
+            "cudaIpcGetEventHandle",
+            "cudaIpcOpenEventHandle",
+            "cudaIpcGetMemHandle",
+            "cudaIpcOpenMemHandle",
+            "cudaIpcCloseMemHandle",
+            "cudaDeviceFlushGPUDirectRDMAWrites",
+            "cudaDeviceRegisterAsyncNotification",
+            "cudaDeviceUnregisterAsyncNotification",
+        ];
     }
     /** Device Management \[DEPRECATED\]
 
@@ -50615,6 +51214,12 @@ pub mod runtime {
     pub mod device_management_deprecated {
         #[doc(inline)]
         pub use crate::{cudaDeviceGetSharedMemConfig, cudaDeviceSetSharedMemConfig};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceGetSharedMemConfig",
+            "cudaDeviceSetSharedMemConfig",
+        ];
     }
     /** Error Handling
 
@@ -50627,6 +51232,14 @@ pub mod runtime {
         pub use crate::{
             cudaGetLastError, cudaPeekAtLastError, cudaGetErrorName, cudaGetErrorString,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetLastError",
+            "cudaPeekAtLastError",
+            "cudaGetErrorName",
+            "cudaGetErrorString",
+        ];
     }
     /** Stream Management
 
@@ -50647,6 +51260,34 @@ pub mod runtime {
             cudaStreamEndCapture, cudaStreamIsCapturing, cudaStreamGetCaptureInfo,
             cudaStreamUpdateCaptureDependencies,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaStreamCreate",
+            "cudaStreamCreateWithFlags",
+            "cudaStreamCreateWithPriority",
+            "cudaStreamGetPriority",
+            "cudaStreamGetFlags",
+            "cudaStreamGetId",
+            "cudaStreamGetDevice",
+            "cudaCtxResetPersistingL2Cache",
+            "cudaStreamCopyAttributes",
+            "cudaStreamGetAttribute",
+            "cudaStreamSetAttribute",
+            "cudaStreamDestroy",
+            "cudaStreamWaitEvent",
+            "cudaStreamAddCallback",
+            "cudaStreamSynchronize",
+            "cudaStreamQuery",
+            "cudaStreamAttachMemAsync",
+            "cudaStreamBeginCapture",
+            "cudaStreamBeginCaptureToGraph",
+            "cudaThreadExchangeStreamCaptureMode",
+            "cudaStreamEndCapture",
+            "cudaStreamIsCapturing",
+            "cudaStreamGetCaptureInfo",
+            "cudaStreamUpdateCaptureDependencies",
+        ];
     }
     /** Event Management
 
@@ -50661,6 +51302,18 @@ pub mod runtime {
             cudaEventRecordWithFlags, cudaEventQuery, cudaEventSynchronize,
             cudaEventDestroy, cudaEventElapsedTime,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaEventCreate",
+            "cudaEventCreateWithFlags",
+            "cudaEventRecord",
+            "cudaEventRecordWithFlags",
+            "cudaEventQuery",
+            "cudaEventSynchronize",
+            "cudaEventDestroy",
+            "cudaEventElapsedTime",
+        ];
     }
     /** External Resource Interoperability
 
@@ -50676,6 +51329,18 @@ pub mod runtime {
             cudaImportExternalSemaphore, cudaSignalExternalSemaphoresAsync,
             cudaWaitExternalSemaphoresAsync, cudaDestroyExternalSemaphore,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaImportExternalMemory",
+            "cudaExternalMemoryGetMappedBuffer",
+            "cudaExternalMemoryGetMappedMipmappedArray",
+            "cudaDestroyExternalMemory",
+            "cudaImportExternalSemaphore",
+            "cudaSignalExternalSemaphoresAsync",
+            "cudaWaitExternalSemaphoresAsync",
+            "cudaDestroyExternalSemaphore",
+        ];
     }
     /** Execution Control
 
@@ -50693,6 +51358,19 @@ pub mod runtime {
             cudaFuncSetCacheConfig, cudaFuncGetAttributes, cudaFuncSetAttribute,
             cudaFuncGetName, cudaFuncGetParamInfo, cudaLaunchHostFunc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLaunchKernel",
+            "cudaLaunchKernelExC",
+            "cudaLaunchCooperativeKernel",
+            "cudaFuncSetCacheConfig",
+            "cudaFuncGetAttributes",
+            "cudaFuncSetAttribute",
+            "cudaFuncGetName",
+            "cudaFuncGetParamInfo",
+            "cudaLaunchHostFunc",
+        ];
     }
     /** Execution Control \[DEPRECATED\]
 
@@ -50706,6 +51384,9 @@ pub mod runtime {
     pub mod execution_control_deprecated {
         #[doc(inline)]
         pub use crate::cudaFuncSetSharedMemConfig;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaFuncSetSharedMemConfig"];
     }
     /** Occupancy
 
@@ -50733,6 +51414,15 @@ pub mod runtime {
             cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
             cudaOccupancyMaxPotentialClusterSize, cudaOccupancyMaxActiveClusters,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+            "cudaOccupancyAvailableDynamicSMemPerBlock",
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            "cudaOccupancyMaxPotentialClusterSize",
+            "cudaOccupancyMaxActiveClusters",
+        ];
     }
     /** Memory Management
 
@@ -50766,6 +51456,71 @@ pub mod runtime {
             cudaMemDiscardBatchAsync, cudaMemDiscardAndPrefetchBatchAsync, cudaMemAdvise,
             cudaMemRangeGetAttribute, cudaMemRangeGetAttributes,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMallocManaged",
+            "cudaMalloc",
+            "cudaMallocHost",
+            "cudaMallocPitch",
+            "cudaMallocArray",
+            "cudaFree",
+            "cudaFreeHost",
+            "cudaFreeArray",
+            "cudaFreeMipmappedArray",
+            "cudaHostAlloc",
+            "cudaHostRegister",
+            "cudaHostUnregister",
+            "cudaHostGetDevicePointer",
+            "cudaHostGetFlags",
+            "cudaMalloc3D",
+            "cudaMalloc3DArray",
+            "cudaMallocMipmappedArray",
+            "cudaGetMipmappedArrayLevel",
+            "cudaMemcpy3D",
+            "cudaMemcpy3DPeer",
+            "cudaMemcpy3DAsync",
+            "cudaMemcpy3DPeerAsync",
+            "cudaMemGetInfo",
+            "cudaArrayGetInfo",
+            "cudaArrayGetPlane",
+            "cudaArrayGetMemoryRequirements",
+            "cudaMipmappedArrayGetMemoryRequirements",
+            "cudaArrayGetSparseProperties",
+            "cudaMipmappedArrayGetSparseProperties",
+            "cudaMemcpy",
+            "cudaMemcpyPeer",
+            "cudaMemcpy2D",
+            "cudaMemcpy2DToArray",
+            "cudaMemcpy2DFromArray",
+            "cudaMemcpy2DArrayToArray",
+            "cudaMemcpyToSymbol",
+            "cudaMemcpyFromSymbol",
+            "cudaMemcpyAsync",
+            "cudaMemcpyPeerAsync",
+            "cudaMemcpyBatchAsync",
+            "cudaMemcpy3DBatchAsync",
+            "cudaMemcpy2DAsync",
+            "cudaMemcpy2DToArrayAsync",
+            "cudaMemcpy2DFromArrayAsync",
+            "cudaMemcpyToSymbolAsync",
+            "cudaMemcpyFromSymbolAsync",
+            "cudaMemset",
+            "cudaMemset2D",
+            "cudaMemset3D",
+            "cudaMemsetAsync",
+            "cudaMemset2DAsync",
+            "cudaMemset3DAsync",
+            "cudaGetSymbolAddress",
+            "cudaGetSymbolSize",
+            "cudaMemPrefetchAsync",
+            "cudaMemPrefetchBatchAsync",
+            "cudaMemDiscardBatchAsync",
+            "cudaMemDiscardAndPrefetchBatchAsync",
+            "cudaMemAdvise",
+            "cudaMemRangeGetAttribute",
+            "cudaMemRangeGetAttributes",
+        ];
     }
     /** Memory Management \[DEPRECATED\]
 
@@ -50782,6 +51537,15 @@ pub mod runtime {
             cudaMemcpyToArray, cudaMemcpyFromArray, cudaMemcpyArrayToArray,
             cudaMemcpyToArrayAsync, cudaMemcpyFromArrayAsync,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMemcpyToArray",
+            "cudaMemcpyFromArray",
+            "cudaMemcpyArrayToArray",
+            "cudaMemcpyToArrayAsync",
+            "cudaMemcpyFromArrayAsync",
+        ];
     }
     /** Stream Ordered Memory Allocator
 
@@ -50816,6 +51580,27 @@ pub mod runtime {
             cudaMemPoolExportToShareableHandle, cudaMemPoolImportFromShareableHandle,
             cudaMemPoolExportPointer, cudaMemPoolImportPointer,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaMallocAsync",
+            "cudaFreeAsync",
+            "cudaMemPoolTrimTo",
+            "cudaMemPoolSetAttribute",
+            "cudaMemPoolGetAttribute",
+            "cudaMemPoolSetAccess",
+            "cudaMemPoolGetAccess",
+            "cudaMemPoolCreate",
+            "cudaMemPoolDestroy",
+            "cudaMemGetDefaultMemPool",
+            "cudaMemGetMemPool",
+            "cudaMemSetMemPool",
+            "cudaMallocFromPoolAsync",
+            "cudaMemPoolExportToShareableHandle",
+            "cudaMemPoolImportFromShareableHandle",
+            "cudaMemPoolExportPointer",
+            "cudaMemPoolImportPointer",
+        ];
     }
     /** Unified Addressing
 
@@ -50901,6 +51686,9 @@ pub mod runtime {
     pub mod unified_addressing {
         #[doc(inline)]
         pub use crate::cudaPointerGetAttributes;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaPointerGetAttributes"];
     }
     /** Peer Device Memory Access
 
@@ -50914,6 +51702,13 @@ pub mod runtime {
             cudaDeviceCanAccessPeer, cudaDeviceEnablePeerAccess,
             cudaDeviceDisablePeerAccess,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDeviceCanAccessPeer",
+            "cudaDeviceEnablePeerAccess",
+            "cudaDeviceDisablePeerAccess",
+        ];
     }
     /** Graphics Interoperability
 
@@ -50929,6 +51724,17 @@ pub mod runtime {
             cudaGraphicsResourceGetMappedPointer, cudaGraphicsSubResourceGetMappedArray,
             cudaGraphicsResourceGetMappedMipmappedArray,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGraphicsUnregisterResource",
+            "cudaGraphicsResourceSetMapFlags",
+            "cudaGraphicsMapResources",
+            "cudaGraphicsUnmapResources",
+            "cudaGraphicsResourceGetMappedPointer",
+            "cudaGraphicsSubResourceGetMappedArray",
+            "cudaGraphicsResourceGetMappedMipmappedArray",
+        ];
     }
     /** Texture Object Management
 
@@ -50944,6 +51750,17 @@ pub mod runtime {
             cudaDestroyTextureObject, cudaGetTextureObjectResourceDesc,
             cudaGetTextureObjectTextureDesc, cudaGetTextureObjectResourceViewDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetChannelDesc",
+            "cudaCreateChannelDesc",
+            "cudaCreateTextureObject",
+            "cudaDestroyTextureObject",
+            "cudaGetTextureObjectResourceDesc",
+            "cudaGetTextureObjectTextureDesc",
+            "cudaGetTextureObjectResourceViewDesc",
+        ];
     }
     /** Surface Object Management
 
@@ -50958,6 +51775,13 @@ pub mod runtime {
             cudaCreateSurfaceObject, cudaDestroySurfaceObject,
             cudaGetSurfaceObjectResourceDesc,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaCreateSurfaceObject",
+            "cudaDestroySurfaceObject",
+            "cudaGetSurfaceObjectResourceDesc",
+        ];
     }
     /** Version Management
 
@@ -50967,6 +51791,12 @@ pub mod runtime {
     pub mod version_management {
         #[doc(inline)]
         pub use crate::{cudaDriverGetVersion, cudaRuntimeGetVersion};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaDriverGetVersion",
+            "cudaRuntimeGetVersion",
+        ];
     }
     /** Error Log Management Functions
 
@@ -50981,6 +51811,15 @@ pub mod runtime {
             cudaLogsRegisterCallback, cudaLogsUnregisterCallback, cudaLogsCurrent,
             cudaLogsDumpToFile, cudaLogsDumpToMemory,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLogsRegisterCallback",
+            "cudaLogsUnregisterCallback",
+            "cudaLogsCurrent",
+            "cudaLogsDumpToFile",
+            "cudaLogsDumpToMemory",
+        ];
     }
     /** Graph Management
 
@@ -51035,6 +51874,98 @@ pub mod runtime {
             cudaGraphAddNode, cudaGraphNodeSetParams, cudaGraphExecNodeSetParams,
             cudaGraphConditionalHandleCreate,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGraphCreate",
+            "cudaGraphAddKernelNode",
+            "cudaGraphKernelNodeGetParams",
+            "cudaGraphKernelNodeSetParams",
+            "cudaGraphKernelNodeCopyAttributes",
+            "cudaGraphKernelNodeGetAttribute",
+            "cudaGraphKernelNodeSetAttribute",
+            "cudaGraphAddMemcpyNode",
+            "cudaGraphAddMemcpyNodeToSymbol",
+            "cudaGraphAddMemcpyNodeFromSymbol",
+            "cudaGraphAddMemcpyNode1D",
+            "cudaGraphMemcpyNodeGetParams",
+            "cudaGraphMemcpyNodeSetParams",
+            "cudaGraphMemcpyNodeSetParamsToSymbol",
+            "cudaGraphMemcpyNodeSetParamsFromSymbol",
+            "cudaGraphMemcpyNodeSetParams1D",
+            "cudaGraphAddMemsetNode",
+            "cudaGraphMemsetNodeGetParams",
+            "cudaGraphMemsetNodeSetParams",
+            "cudaGraphAddHostNode",
+            "cudaGraphHostNodeGetParams",
+            "cudaGraphHostNodeSetParams",
+            "cudaGraphAddChildGraphNode",
+            "cudaGraphChildGraphNodeGetGraph",
+            "cudaGraphAddEmptyNode",
+            "cudaGraphAddEventRecordNode",
+            "cudaGraphEventRecordNodeGetEvent",
+            "cudaGraphEventRecordNodeSetEvent",
+            "cudaGraphAddEventWaitNode",
+            "cudaGraphEventWaitNodeGetEvent",
+            "cudaGraphEventWaitNodeSetEvent",
+            "cudaGraphAddExternalSemaphoresSignalNode",
+            "cudaGraphExternalSemaphoresSignalNodeGetParams",
+            "cudaGraphExternalSemaphoresSignalNodeSetParams",
+            "cudaGraphAddExternalSemaphoresWaitNode",
+            "cudaGraphExternalSemaphoresWaitNodeGetParams",
+            "cudaGraphExternalSemaphoresWaitNodeSetParams",
+            "cudaGraphAddMemAllocNode",
+            "cudaGraphMemAllocNodeGetParams",
+            "cudaGraphAddMemFreeNode",
+            "cudaGraphMemFreeNodeGetParams",
+            "cudaDeviceGraphMemTrim",
+            "cudaDeviceGetGraphMemAttribute",
+            "cudaDeviceSetGraphMemAttribute",
+            "cudaGraphClone",
+            "cudaGraphNodeFindInClone",
+            "cudaGraphNodeGetType",
+            "cudaGraphGetNodes",
+            "cudaGraphGetRootNodes",
+            "cudaGraphGetEdges",
+            "cudaGraphNodeGetDependencies",
+            "cudaGraphNodeGetDependentNodes",
+            "cudaGraphAddDependencies",
+            "cudaGraphRemoveDependencies",
+            "cudaGraphDestroyNode",
+            "cudaGraphInstantiate",
+            "cudaGraphInstantiateWithFlags",
+            "cudaGraphInstantiateWithParams",
+            "cudaGraphExecGetFlags",
+            "cudaGraphExecKernelNodeSetParams",
+            "cudaGraphExecMemcpyNodeSetParams",
+            "cudaGraphExecMemcpyNodeSetParamsToSymbol",
+            "cudaGraphExecMemcpyNodeSetParamsFromSymbol",
+            "cudaGraphExecMemcpyNodeSetParams1D",
+            "cudaGraphExecMemsetNodeSetParams",
+            "cudaGraphExecHostNodeSetParams",
+            "cudaGraphExecChildGraphNodeSetParams",
+            "cudaGraphExecEventRecordNodeSetEvent",
+            "cudaGraphExecEventWaitNodeSetEvent",
+            "cudaGraphExecExternalSemaphoresSignalNodeSetParams",
+            "cudaGraphExecExternalSemaphoresWaitNodeSetParams",
+            "cudaGraphNodeSetEnabled",
+            "cudaGraphNodeGetEnabled",
+            "cudaGraphExecUpdate",
+            "cudaGraphUpload",
+            "cudaGraphLaunch",
+            "cudaGraphExecDestroy",
+            "cudaGraphDestroy",
+            "cudaGraphDebugDotPrint",
+            "cudaUserObjectCreate",
+            "cudaUserObjectRetain",
+            "cudaUserObjectRelease",
+            "cudaGraphRetainUserObject",
+            "cudaGraphReleaseUserObject",
+            "cudaGraphAddNode",
+            "cudaGraphNodeSetParams",
+            "cudaGraphExecNodeSetParams",
+            "cudaGraphConditionalHandleCreate",
+        ];
     }
     /** Driver Entry Point Access
 
@@ -51045,6 +51976,12 @@ pub mod runtime {
     pub mod driver_entry_point_access {
         #[doc(inline)]
         pub use crate::{cudaGetDriverEntryPoint, cudaGetDriverEntryPointByVersion};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaGetDriverEntryPoint",
+            "cudaGetDriverEntryPointByVersion",
+        ];
     }
     /** Library Management
 
@@ -51060,6 +51997,20 @@ pub mod runtime {
             cudaLibraryGetUnifiedFunction, cudaLibraryGetKernelCount,
             cudaLibraryEnumerateKernels, cudaKernelSetAttributeForDevice,
         };
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &[
+            "cudaLibraryLoadData",
+            "cudaLibraryLoadFromFile",
+            "cudaLibraryUnload",
+            "cudaLibraryGetKernel",
+            "cudaLibraryGetGlobal",
+            "cudaLibraryGetManaged",
+            "cudaLibraryGetUnifiedFunction",
+            "cudaLibraryGetKernelCount",
+            "cudaLibraryEnumerateKernels",
+            "cudaKernelSetAttributeForDevice",
+        ];
     }
     /** Interactions with the CUDA Driver API
 
@@ -51215,6 +52166,9 @@ pub mod runtime {
     pub mod interactions_with_the_cuda_driver_api {
         #[doc(inline)]
         pub use crate::{cudaGetFuncBySymbol, cudaGetKernel};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaGetFuncBySymbol", "cudaGetKernel"];
     }
 }
 /// How `dynamic-loading` finds each function (generated from the

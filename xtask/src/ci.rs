@@ -97,7 +97,7 @@ pub fn wine_shim(workspace: &Path) -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
-fn cargo(workspace: &Path) -> Command {
+pub fn cargo(workspace: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
     c.current_dir(workspace);
     for var in crate::locate::ROOT_VARS {
@@ -114,6 +114,13 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
             .args(["run", "--quiet", "--example", "demo"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
     )
+}
+
+/// `cargo xtask examples`: the CI step for the examples alone.
+pub fn examples(workspace: &Path) -> Result<(), String> {
+    ensure_libclang()?;
+    let pinned = headers::fetch(workspace, "13.0")?;
+    crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
@@ -141,6 +148,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .args(["test", "--workspace"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
     )?;
+
+    step("examples: each built, and run without a GPU (documented `no GPU:` line and exit code)");
+    crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
 
     step("per-thread default stream: symbols and signatures");
     run_cmd(

@@ -91,6 +91,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
         }
     }
+    // The examples, built like the first variant's tests (run.sh runs them).
+    crate::examples::bundle(
+        workspace,
+        &include,
+        &workspace.join("target/gpu-bundle/build"),
+        &bundle,
+    )?;
     bench(workspace, &include, &bundle)?;
     // The symbol test preprocesses the same headers on the GPU machine.
     run_cmd(
@@ -237,6 +244,21 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     [ $first = 1 ] || printf ',\n'; first=0
     printf '    "%s": {"exit": %d, "passed": %s, "failed": %s, "ignored": %s, "seconds": %d}' "$n" $rc "${p:-0}" "${f:-0}" "${i:-0}" $(( $(date +%s) - start ))
     echo "$n: exit $rc, ${line:-no result line}" >&2
+  done
+  printf '\n  }'
+  # The examples (examples/*.rs): exit code and last line of each; 0 and a
+  # line starting "OK:" when every check passed.
+  printf ',\n  "examples": {\n'
+  first=1
+  for e in "$here"/examples/*; do
+    [ -e "$e" ] || continue
+    n=$(basename "$e")
+    (cd "$out" && timeout 300 "$e") >"$out/example-$n.log" 2>&1
+    rc=$?
+    last=$(tail -n 1 "$out/example-$n.log" | tr -d '\r' | sed 's/\\/\\\\/g; s/"/\\"/g; s/\t/ /g')
+    [ $first = 1 ] || printf ',\n'; first=0
+    printf '    "%s": {"exit": %d, "last": "%s"}' "$n" $rc "$last"
+    echo "example $n: exit $rc, $last" >&2
   done
   printf '\n  }'
   if [ $sanitize = 1 ]; then

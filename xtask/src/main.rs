@@ -8,6 +8,7 @@ mod ci;
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
 mod device_report;
+mod examples;
 mod gpu_bundle;
 mod headers;
 #[allow(dead_code)]
@@ -28,6 +29,8 @@ const USAGE: &str = "usage: cargo xtask <command>
                          and run examples/demo.rs
   ci                     the whole test suite as CI runs it (installs what it needs)
   ci --cross             only its aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part
+  examples               build every example and run each without a GPU, expecting its
+                         documented `no GPU:` line and exit code (a step of `ci`)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
   bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         ["demo"] => ci::demo(&workspace()),
         ["ci"] => ci::run(&workspace()),
         ["ci", "--cross"] => ci::cross(&workspace()),
+        ["examples"] => ci::examples(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
