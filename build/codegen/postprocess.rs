@@ -14,7 +14,9 @@ pub struct Context<'a> {
     pub per_thread_default_stream: bool,
 }
 
-pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
+/// Parses bindgen's text once; returns the finished tree (every later step,
+/// and the text written out, comes from it) and the file's header comment.
+pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> {
     let mut file = syn::parse_file(bindings).map_err(|e| format!("parsing bindgen output: {e}"))?;
     let aliases = function_aliases(cx, &file)?;
     let mut known = item_names(&file);
@@ -42,7 +44,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
             ""
         }
     );
-    Ok(header + &prettyplease::unparse(&file))
+    Ok((file, header))
 }
 
 fn foreign_fns(file: &syn::File) -> impl Iterator<Item = &syn::ForeignItemFn> {
@@ -559,15 +561,14 @@ pub struct ForeignFn {
     pub symbol: String,
 }
 
-pub fn foreign_functions(rust: &str) -> Result<Vec<ForeignFn>, String> {
-    let file = syn::parse_file(rust).map_err(|e| format!("parsing generated bindings: {e}"))?;
-    Ok(foreign_fns(&file)
+pub fn foreign_functions(file: &syn::File) -> Vec<ForeignFn> {
+    foreign_fns(file)
         .map(|f| {
             let name = f.sig.ident.to_string();
             let symbol = link_name(&f.attrs).unwrap_or_else(|| name.clone());
             ForeignFn { name, symbol }
         })
-        .collect())
+        .collect()
 }
 
 pub fn link_name(attrs: &[syn::Attribute]) -> Option<String> {
