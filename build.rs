@@ -298,8 +298,7 @@ fn libclang() -> Result<(), String> {
     let version = version.map_err(|_| {
         "libclang was not found (bindgen needs it to read the CUDA headers). Install it \
          (Debian/Ubuntu: `apt-get install libclang-19-dev`) or set LIBCLANG_PATH to the folder \
-         holding libclang.so; or build without the `bindgen` feature \
-         (`default-features = false`) to use the bindings committed for CUDA 13.0."
+         holding libclang.so."
             .to_string()
     })?;
     if let Some((major, _)) = version.parsed {
