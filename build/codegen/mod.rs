@@ -75,27 +75,47 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
         .collect();
 
-    let static_wrappers = input.work_dir.join("static_wrappers");
-    let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
-    let bindings = bindgen_config::builder(
-        &input.crate_dir.join("wrapper.h"),
-        &include_dirs,
-        &defines,
-        &static_wrappers,
-    )
-    .generate()
-    .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
-    .to_string();
-
     let macros: Vec<_> = macros
         .into_iter()
         .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))
         .collect();
+    let names: Vec<&str> = macros
+        .iter()
+        .filter(|m| !m.function_like && m.name.starts_with("cu"))
+        .map(|m| m.name.as_str())
+        .collect();
+
+    let static_wrappers = input.work_dir.join("static_wrappers");
+    let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
+    // The preprocessor's two other questions need nothing from bindgen: they
+    // run beside it (bindgen keeps one core busy for seconds).
+    let (bindings, asked) = std::thread::scope(|s| {
+        let asked = s.spawn(|| -> Result<_, String> {
+            Ok((pp.expand(WRAPPER, &names)?, pp.with_comments(WRAPPER)?))
+        });
+        let bindings = bindgen_config::builder(
+            &input.crate_dir.join("wrapper.h"),
+            &include_dirs,
+            &defines,
+            &static_wrappers,
+        )
+        .generate()
+        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
+        .map(|b| b.to_string());
+        let asked = asked
+            .join()
+            .unwrap_or_else(|_| Err("the preprocessor thread panicked".into()));
+        (bindings, asked)
+    });
+    let (bindings, (expansions, comments)) = (bindings?, asked?);
+
     let (file, header) = postprocess::run(
         &postprocess::Context {
             pp: &pp,
             wrapper: WRAPPER,
             macros: &macros,
+            expansions: &expansions,
+            comments: &comments,
             cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
         },
