@@ -1,14 +1,35 @@
-//! Finds CUDA, generates the bindings, detects the release, links.
-//! Each concern lives in its own file under `build/`.
+//! Finds CUDA, generates the bindings (or takes the committed ones), detects
+//! the release, links. Each concern lives in its own file under `build/`.
+//!
+//! It runs unoptimised in every dependent's build, so it does little: the
+//! generated text is parsed once and every later step reads that tree; it is
+//! written to `OUT_DIR` as compact tokens, not pretty-printed; the ABI tests'
+//! inputs are made only when the crate's own tests are built (feature
+//! `abi-test-inputs`, which the crate's dev-dependency on itself turns on).
+//! Without the `bindgen` feature nothing here needs syn, bindgen or libclang.
 
+#[cfg(feature = "bindgen")]
 #[path = "build/codegen/mod.rs"]
 mod codegen;
+#[cfg(feature = "bindgen")]
 #[path = "build/codegen/layout_check.rs"]
+#[allow(dead_code)] // `generate` (from text) serves tests/abi_bad_input.rs
 mod layout_check;
 #[path = "build/link.rs"]
 mod link;
 #[path = "build/locate.rs"]
 mod locate;
+// Without the generator, its two syn-free parts alone.
+#[cfg(not(feature = "bindgen"))]
+#[path = "build/codegen/preprocess.rs"]
+#[allow(dead_code)] // only `cuda_version` is asked here; the generator asks the rest
+mod preprocess;
+#[cfg(not(feature = "bindgen"))]
+#[path = "build/codegen/release.rs"]
+#[allow(dead_code)] // `symbols_text` serves the generator
+mod release;
+#[cfg(feature = "bindgen")]
+use codegen::{preprocess, release};
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -21,6 +42,15 @@ const RELEASES: [u32; 16] = [
 
 /// Set: use the committed bindings even where headers are found (their ABI check).
 const ABI_FALLBACK: &str = "CUDA_MEM_SYS_ABI_FALLBACK";
+
+/// The bindings this build compiles.
+enum Bindings {
+    /// Generated from the headers found (feature `bindgen`).
+    #[cfg(feature = "bindgen")]
+    Generated(Box<codegen::Output>),
+    /// The committed file of [`release::PINNED_RELEASE`].
+    Committed,
+}
 
 fn main() {
     if let Err(message) = run() {
@@ -35,6 +65,7 @@ fn run() -> Result<(), String> {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let ptds = env::var_os("CARGO_FEATURE_PER_THREAD_DEFAULT_STREAM").is_some();
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
+    let test_inputs = env::var_os("CARGO_FEATURE_ABI_TEST_INPUTS").is_some();
     let dynamic_loading = env::var_os("CARGO_FEATURE_DYNAMIC_LOADING").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
@@ -63,73 +94,94 @@ fn run() -> Result<(), String> {
     } else {
         locate::find(&arch)
     };
-    let (rust, cuda_version, cuda) = match search {
+    let work_dir = out_dir.join("preprocess");
+    let (bindings, cuda) = match search {
         locate::Search::Invalid(message) => return Err(message),
         locate::Search::Found(cuda) => {
-            require_libclang()?;
-            let work_dir = out_dir.join("preprocess");
             std::fs::create_dir_all(&work_dir).map_err(|e| e.to_string())?;
-            let mut cc = cc::Build::new();
-            cc.cargo_metadata(false).warnings(false);
-            let out = codegen::generate(&codegen::Input {
-                include_dirs: &cuda.include_dirs,
-                crate_dir: &crate_dir,
-                work_dir: &work_dir,
-                cc,
-                per_thread_default_stream: ptds,
-            })?;
-            for h in &out.headers_read {
-                println!("cargo:rerun-if-changed={}", h.display());
-            }
-            write_abi_check_inputs(&out_dir, &out.rust, &out.c_tags)?;
-            if let Some(c) = &out.static_wrappers_c {
-                compile_static_wrappers(&out_dir, c, &cuda.include_dirs, &crate_dir, ptds)?;
-            }
+            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds)?;
             let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
             println!(
                 "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
                 dirs.to_string_lossy()
             );
-            (out.rust, out.cuda_version, Some(cuda))
+            (b, Some(cuda))
         }
         locate::Search::NotFound { searched } => {
-            let file = codegen::fallback_path(&crate_dir, ptds);
-            println!("cargo:rerun-if-changed={}", file.display());
             if !docs_rs {
                 println!(
                     "cargo:warning=no CUDA headers found (searched: {}); using the bindings \
                      committed for CUDA {}. Set CUDA_MEM_SYS_INCLUDE_DIR or CUDA_PATH to generate \
                      them from your headers.",
                     searched.join(", "),
-                    codegen::PINNED_RELEASE
+                    release::PINNED_RELEASE
                 );
             }
-            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
             println!("cargo:fallback=1");
-            let rust = std::fs::read_to_string(&file)
-                .map_err(|e| format!("reading {}: {e}", file.display()))?;
-            let version = codegen::pinned_cuda_version();
-            (rust, version, None)
+            (Bindings::Committed, None)
         }
     };
     // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
-    let (rust, cuda_version) = match &cuda {
-        Some(_) if env::var_os(ABI_FALLBACK).is_some() => {
-            let file = codegen::fallback_path(&crate_dir, ptds);
-            println!("cargo:rerun-if-changed={}", file.display());
-            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
-            let rust = std::fs::read_to_string(&file)
-                .map_err(|e| format!("{ABI_FALLBACK}: reading {}: {e}", file.display()))?;
-            (rust, codegen::pinned_cuda_version())
+    let bindings = match bindings {
+        #[cfg(feature = "bindgen")]
+        Bindings::Generated(out) if env::var_os(ABI_FALLBACK).is_some() => {
+            if test_inputs {
+                write_signature_inputs(&out_dir, &out.file, &out.c_tags)?;
+            }
+            Bindings::Committed
         }
-        _ => (rust, cuda_version),
+        b => b,
     };
-    write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
-    std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
-    write_if_changed(
-        &out_dir.join("abi/functions.rs"),
-        &codegen::abi_checks::function_table(&rust)?,
-    )?;
+
+    let committed = release::fallback_path(&crate_dir, ptds);
+    let symbols = release::symbols_path(&crate_dir, ptds);
+    let (cuda_version, (driver_symbols, runtime_symbols)) = match &bindings {
+        #[cfg(feature = "bindgen")]
+        Bindings::Generated(out) => {
+            write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &out.tokens())?;
+            if test_inputs {
+                write_signature_inputs(&out_dir, &out.file, &out.c_tags)?;
+                write_test_inputs(&out_dir, &out.file)?;
+            }
+            let symbols = codegen::linked_symbols(&out.file);
+            if test_inputs {
+                // tests/fallback.rs: the committed list must equal this one.
+                std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
+                write_if_changed(
+                    &out_dir.join("abi/symbols.txt"),
+                    &release::symbols_text(&symbols.0, &symbols.1),
+                )?;
+            }
+            if let (Some(c), Some(cuda)) = (&out.static_wrappers_c, &cuda) {
+                compile_static_wrappers(&out_dir, c, &cuda.include_dirs, &crate_dir, ptds)?;
+            }
+            (out.cuda_version, symbols)
+        }
+        Bindings::Committed => {
+            println!("cargo:rerun-if-changed={}", committed.display());
+            println!("cargo:rerun-if-changed={}", symbols.display());
+            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
+            let rust = std::fs::read_to_string(&committed)
+                .map_err(|e| format!("reading {}: {e}", committed.display()))?;
+            write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
+            #[cfg(feature = "bindgen")]
+            if test_inputs {
+                let file = syn::parse_file(&rust)
+                    .map_err(|e| format!("parsing {}: {e}", committed.display()))?;
+                write_test_inputs(&out_dir, &file)?;
+            }
+            let text = std::fs::read_to_string(&symbols)
+                .map_err(|e| format!("reading {}: {e}", symbols.display()))?;
+            if test_inputs {
+                std::fs::create_dir_all(out_dir.join("abi")).map_err(|e| e.to_string())?;
+                write_if_changed(&out_dir.join("abi/symbols.txt"), &text)?;
+            }
+            (
+                release::pinned_cuda_version(),
+                release::read_symbols(&text)?,
+            )
+        }
+    };
     // The ABI tests compile C for the target with the host's cross compiler.
     for (var, name) in [
         ("TARGET", "CUDA_MEM_SYS_TARGET"),
@@ -145,10 +197,6 @@ fn run() -> Result<(), String> {
             cc.path().display()
         );
     }
-    // The two halves of the layout check (tests/abi_layout.rs), from the final text.
-    let layout = layout_check::generate(&rust, "::cuda_mem_sys")?;
-    write_if_changed(&out_dir.join("abi/layout_rust.rs"), &layout.rust)?;
-    write_if_changed(&out_dir.join("abi/layout_check.c"), &layout.c)?;
 
     for r in RELEASES.iter().filter(|&&r| r <= cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
@@ -166,7 +214,6 @@ fn run() -> Result<(), String> {
     if docs_rs {
         return Ok(());
     }
-    let (driver_symbols, runtime_symbols) = codegen::linked_symbols(&rust)?;
     let no_dirs = vec![];
     let linked = link::emit(&link::Plan {
         lib_dirs: cuda.as_ref().map_or(&no_dirs, |c| &c.lib_dirs),
@@ -191,8 +238,93 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
+/// Headers were found: generate from them where bindgen can run; otherwise the
+/// committed bindings, if (and only if) the headers are of their release.
+fn from_headers(
+    cuda: &locate::Cuda,
+    crate_dir: &Path,
+    work_dir: &Path,
+    ptds: bool,
+) -> Result<Bindings, String> {
+    #[cfg(feature = "bindgen")]
+    {
+        match libclang() {
+            Ok(()) => {
+                let mut cc = cc::Build::new();
+                cc.cargo_metadata(false).warnings(false);
+                let out = codegen::generate(&codegen::Input {
+                    include_dirs: &cuda.include_dirs,
+                    crate_dir,
+                    work_dir,
+                    cc,
+                    per_thread_default_stream: ptds,
+                })?;
+                for h in &out.headers_read {
+                    println!("cargo:rerun-if-changed={}", h.display());
+                }
+                Ok(Bindings::Generated(Box::new(out)))
+            }
+            Err(why) => {
+                let version = headers_version(cuda, crate_dir, work_dir)?;
+                if version != release::pinned_cuda_version() {
+                    return Err(why);
+                }
+                println!(
+                    "cargo:warning=libclang was not found, so bindgen cannot read the CUDA headers \
+                     in {}; they are release {}, that of the committed bindings, which are used \
+                     instead. Install libclang (Debian/Ubuntu: libclang-19-dev) or set \
+                     LIBCLANG_PATH to generate them from your headers.",
+                    cuda.include_dirs[0].display(),
+                    release::PINNED_RELEASE
+                );
+                Ok(Bindings::Committed)
+            }
+        }
+    }
+    #[cfg(not(feature = "bindgen"))]
+    {
+        let _ = ptds;
+        let version = headers_version(cuda, crate_dir, work_dir)?;
+        if version != release::pinned_cuda_version() {
+            return Err(format!(
+                "the CUDA headers in {} are release {}.{} (CUDA_VERSION {version}), and this \
+                 build has no `bindgen` feature: its committed bindings declare CUDA {}, and \
+                 linking them against another release's libraries is an ABI mismatch. Either \
+                 turn on the `bindgen` feature (a default feature; it needs libclang) to generate \
+                 the bindings from these headers, or use the `dynamic-loading` feature, which \
+                 checks each function at run time, or point CUDA_MEM_SYS_INCLUDE_DIR at CUDA {} \
+                 headers.",
+                cuda.include_dirs[0].display(),
+                version / 1000,
+                version % 1000 / 10,
+                release::PINNED_RELEASE,
+                release::PINNED_RELEASE
+            ));
+        }
+        Ok(Bindings::Committed)
+    }
+}
+
+/// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).
+fn headers_version(cuda: &locate::Cuda, crate_dir: &Path, work_dir: &Path) -> Result<u32, String> {
+    let mut include_dirs = cuda.include_dirs.clone();
+    include_dirs.push(crate_dir.to_path_buf());
+    let mut cc = cc::Build::new();
+    cc.cargo_metadata(false).warnings(false);
+    let version = preprocess::Preprocessor {
+        cc,
+        include_dirs: &include_dirs,
+        defines: vec![],
+        work_dir,
+    }
+    .cuda_version()?;
+    release::check_release(&cuda.include_dirs[0], version)?;
+    Ok(version)
+}
+
 /// bindgen loads libclang at run time; say what to install instead of panicking.
-fn require_libclang() -> Result<(), String> {
+#[cfg(feature = "bindgen")]
+fn libclang() -> Result<(), String> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let version = std::panic::catch_unwind(bindgen::clang_version);
@@ -216,6 +348,7 @@ fn require_libclang() -> Result<(), String> {
 
 /// Out-of-line copies of the `static inline` functions the bindings declare,
 /// compiled by the C compiler against the same headers.
+#[cfg(feature = "bindgen")]
 fn compile_static_wrappers(
     out_dir: &Path,
     c: &str,
@@ -231,36 +364,55 @@ fn compile_static_wrappers(
         .include(crate_dir)
         .warnings(false);
     if ptds {
-        b.define(codegen::PTDS_DEFINE, None);
+        b.define(release::PTDS_DEFINE, None);
     }
     b.try_compile("cuda_mem_sys_static_wrappers")
         .map_err(|e| format!("compiling the static inline wrappers: {e}"))
 }
 
+/// The function table (`tests/abi_symbols.rs`) and the two halves of the
+/// layout check (`tests/abi_layout.rs`), from the final bindings.
+#[cfg(feature = "bindgen")]
+fn write_test_inputs(out_dir: &Path, file: &syn::File) -> Result<(), String> {
+    let dir = out_dir.join("abi");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    write_if_changed(
+        &dir.join("functions.rs"),
+        &codegen::abi_checks::function_table(file),
+    )?;
+    let layout = layout_check::generate_from(file, "::cuda_mem_sys");
+    write_if_changed(&dir.join("layout_rust.rs"), &layout.rust)?;
+    write_if_changed(&dir.join("layout_check.c"), &layout.c)
+}
+
 /// The C signature checks the ABI tests compile (also for a deliberately
 /// wrong declaration, which must fail).
-fn write_abi_check_inputs(
+#[cfg(feature = "bindgen")]
+fn write_signature_inputs(
     out_dir: &Path,
-    rust: &str,
+    file: &syn::File,
     tags: &std::collections::BTreeSet<String>,
 ) -> Result<(), String> {
     let dir = out_dir.join("abi");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(rust, rust, tags)?;
+    let (c, checked, skipped) = codegen::abi_checks::signature_asserts(file, file, tags);
     write_if_changed(&dir.join("signatures.c"), &c)?;
     write_if_changed(
         &dir.join("signatures.txt"),
         &format!("checked {checked}\n{}", skipped.join("\n")),
     )?;
     // cuMemAdvise as CUDA 12 declared it: a CUdevice where 13.0 takes a CUmemLocation.
-    let wrong = "extern \"C\" { pub fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, \
-                 advice: CUmem_advise, device: CUdevice) -> CUresult; }";
-    let (c, _, _) = codegen::abi_checks::signature_asserts(wrong, rust, tags)?;
+    let wrong: syn::File = syn::parse_quote! {
+        extern "C" {
+            pub fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: CUmem_advise, device: CUdevice) -> CUresult;
+        }
+    };
+    let (c, _, _) = codegen::abi_checks::signature_asserts(&wrong, file, tags);
     write_if_changed(&dir.join("signatures_wrong.c"), &c)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
-    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+    if std::fs::read(path).ok().as_deref() == Some(text.as_bytes()) {
         return Ok(());
     }
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))

@@ -17,10 +17,16 @@ fn scratch(name: &str) -> PathBuf {
 /// `cargo build` of this crate with `env` set (and every CUDA variable unset);
 /// returns (success, stderr).
 fn build_with(env: &[(&str, &Path)]) -> (bool, String) {
+    build_with_args(&[], env)
+}
+
+/// [`build_with`] with more arguments for cargo (`--no-default-features`).
+fn build_with_args(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(manifest)
         .args(["build", "--quiet", "-p", "cuda-mem-sys", "--lib"])
+        .args(args)
         .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"));
     for var in [
         "CUDA_MEM_SYS_INCLUDE_DIR",
@@ -85,17 +91,90 @@ fn headers_older_than_12_0_are_refused() {
     assert_clean_error(&stderr, &["release 11.8", "needs 12.0 or newer"]);
 }
 
+/// An include folder whose `cuda.h` says `CUDA_VERSION` is `version` (and
+/// nothing else: enough for the release check, which comes first).
+fn fake_headers(version: u32) -> PathBuf {
+    let dir = scratch(&format!("fake-{version}"));
+    std::fs::write(
+        dir.join("cuda.h"),
+        format!("#define CUDA_VERSION {version}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("cuda_runtime_api.h"), "").unwrap();
+    dir
+}
+
 #[test]
 fn missing_libclang_is_named_with_the_package_to_install() {
-    let Some(include) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-        eprintln!("skipped: built without CUDA headers, so libclang is never needed");
-        return;
-    };
-    let include = std::env::split_paths(include).next().unwrap();
+    // Headers of a release other than the committed bindings' (13.0): only
+    // bindgen could serve them.
+    let include = fake_headers(12090);
+    let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
         ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
-        ("LIBCLANG_PATH", Path::new("/nonexistent/libclang")),
+        ("LIBCLANG_PATH", &no_libclang),
     ]);
     assert!(!ok);
     assert_clean_error(&stderr, &["libclang was not found", "libclang-19-dev"]);
+}
+
+#[test]
+fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings() {
+    let include = fake_headers(13000);
+    let no_libclang = scratch("no-libclang");
+    let (ok, stderr) = build_with(&[
+        ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+        ("LIBCLANG_PATH", &no_libclang),
+    ]);
+    assert!(ok, "the build failed:\n{stderr}");
+    // `--quiet` hides the warning: read it from the build script's recorded output.
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
+    let said = std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|d| std::fs::read_to_string(d.ok()?.path().join("output")).ok())
+        .any(|out| {
+            out.lines().any(|l| {
+                l.starts_with("cargo:warning=libclang was not found")
+                    && l.contains(&*include.to_string_lossy())
+                    && l.contains("committed bindings")
+            }) && out.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
+        });
+    assert!(
+        said,
+        "no build in {} used the committed bindings and said so",
+        build.display()
+    );
+}
+
+#[test]
+fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
+    let include = fake_headers(12090);
+    let (ok, stderr) = build_with_args(
+        &["--no-default-features"],
+        &[("CUDA_MEM_SYS_INCLUDE_DIR", &include)],
+    );
+    assert!(!ok);
+    assert_clean_error(
+        &stderr,
+        &[
+            "release 12.9",
+            "no `bindgen` feature",
+            "turn on the `bindgen` feature",
+            "`dynamic-loading`",
+        ],
+    );
+}
+
+#[test]
+fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
+    let include = fake_headers(13000);
+    let no_libclang = scratch("no-libclang");
+    let (ok, stderr) = build_with_args(
+        &["--no-default-features"],
+        &[
+            ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            ("LIBCLANG_PATH", &no_libclang),
+        ],
+    );
+    assert!(ok, "the build failed:\n{stderr}");
 }

@@ -1,11 +1,66 @@
 //! The committed fallback bindings (`src/generated/`) are exactly what the
 //! generator makes from the pinned release's headers, and a build without
 //! CUDA uses them.
+//!
+//! The build script writes its bindings as compact tokens; `cargo xtask regen`
+//! pretty-prints the same tree. So the two are compared as tokens: both are
+//! parsed, string literals (doc comments included) taken by value, and printed
+//! by one pretty-printer, which also settles what only layout decides (the
+//! trailing comma of a call broken over lines).
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));
+const GENERATED_SYMBOLS: &str = include_str!(concat!(env!("OUT_DIR"), "/abi/symbols.txt"));
+
+fn committed_symbols() -> &'static str {
+    if cfg!(feature = "per-thread-default-stream") {
+        include_str!("../src/generated/cuda-13.0-ptds.symbols")
+    } else {
+        include_str!("../src/generated/cuda-13.0.symbols")
+    }
+}
+
+/// The file's tokens in one canonical spelling: each string literal (a doc
+/// comment is one) re-spelt from its value, pretty-printed; the header
+/// comment (`// @generated ...`) kept apart, as it names the release.
+fn canonical(text: &str) -> Result<(String, String), String> {
+    use syn::visit_mut::VisitMut;
+    struct Lits;
+    impl VisitMut for Lits {
+        fn visit_lit_str_mut(&mut self, l: &mut syn::LitStr) {
+            *l = syn::LitStr::new(&l.value(), l.span());
+        }
+    }
+    let header: String = text
+        .lines()
+        .take_while(|l| l.starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut file = syn::parse_file(text).map_err(|e| e.to_string())?;
+    Lits.visit_file_mut(&mut file);
+    Ok((header, prettyplease::unparse(&file)))
+}
+
+/// Where two canonical texts first differ: the line and both versions of it.
+fn first_difference(a: &str, b: &str) -> Option<String> {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    for n in 1.. {
+        match (la.next(), lb.next()) {
+            (None, None) => return None,
+            (x, y) if x == y => continue,
+            (x, y) => {
+                return Some(format!(
+                    "line {n}:\n generated: {}\n committed: {}",
+                    x.unwrap_or("(end)"),
+                    y.unwrap_or("(end)")
+                ))
+            }
+        }
+    }
+    None
+}
 
 fn committed() -> &'static str {
     if cfg!(feature = "per-thread-default-stream") {
@@ -35,17 +90,30 @@ fn committed_bindings_match_the_pinned_headers() -> Result<Completion, Failed> {
             "built against {dirs}, not the pinned headers of `cargo xtask headers 13.0`"
         )));
     }
-    if GENERATED != committed() {
-        let line = GENERATED
-            .lines()
-            .zip(committed().lines())
-            .position(|(a, b)| a != b)
-            .map_or("(length)".into(), |n| (n + 1).to_string());
+    let generated =
+        canonical(GENERATED).map_err(|e| format!("parsing the generated bindings: {e}"))?;
+    let pinned = canonical(committed()).map_err(|e| format!("parsing src/generated: {e}"))?;
+    if generated.0 != pinned.0 {
         return Err(format!(
-            "src/generated differs from what the pinned headers produce (first difference at line {line}): \
+            "the header comments differ:\n{}\n{}\nrun `cargo xtask regen`",
+            generated.0, pinned.0
+        )
+        .into());
+    }
+    if let Some(diff) = first_difference(&generated.1, &pinned.1) {
+        return Err(format!(
+            "src/generated differs from what the pinned headers produce, as tokens:\n {diff}\n\
              run `cargo xtask regen`"
         )
         .into());
+    }
+    if GENERATED_SYMBOLS != committed_symbols() {
+        return Err(
+            "the committed symbols list (src/generated/*.symbols, which builds without \
+                    the `bindgen` feature link) differs from the generated bindings' symbols: \
+                    run `cargo xtask regen`"
+                .into(),
+        );
     }
     Ok(Completion::Completed)
 }
@@ -61,8 +129,37 @@ fn a_build_without_cuda_uses_the_fallback() -> Result<Completion, Failed> {
     Ok(Completion::Completed)
 }
 
+/// The comparison catches a change of one token, and only of tokens: a
+/// pretty-printed file equals its compact form, and one changed literal, type
+/// or attribute is found.
+fn the_token_comparison_catches_a_changed_token() -> Result<Completion, Failed> {
+    let pretty = "// @generated x\n\n/// A doc\n/// comment.\n#[repr(C)]\npub struct S {\n    pub a: u32,\n}\n";
+    let compact =
+        "// @generated x\n# [doc = \" A doc\"] # [doc = \" comment.\"] # [repr (C)] pub struct S { pub a : u32 , }";
+    let (p, c) = (canonical(pretty)?, canonical(compact)?);
+    if p != c {
+        return Err(format!("equal tokens compared unequal:\n{p:?}\n{c:?}").into());
+    }
+    for wrong in [
+        compact.replace("u32", "u64"),
+        compact.replace(" comment.", " comment!"),
+        compact.replace("repr (C)", "repr (packed)"),
+        compact.replace("pub a", "a"),
+    ] {
+        let w = canonical(&wrong)?;
+        if first_difference(&w.1, &p.1).is_none() {
+            return Err(format!("a changed token went unnoticed: {wrong}").into());
+        }
+    }
+    Ok(Completion::Completed)
+}
+
 fn main() {
     abi_support::main(vec![
+        (
+            "the_token_comparison_catches_a_changed_token",
+            the_token_comparison_catches_a_changed_token,
+        ),
         (
             "committed_bindings_match_the_pinned_headers",
             committed_bindings_match_the_pinned_headers,

@@ -8,30 +8,40 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));
 
-/// Names the generated bindings define.
+/// Names the generated bindings define (parsed: the build script writes them
+/// as compact tokens, the committed copies pretty-printed).
 fn provided() -> BTreeSet<String> {
+    let file = syn::parse_file(GENERATED).expect("the generated bindings parse");
     let mut names = BTreeSet::new();
-    for line in GENERATED.lines() {
-        let l = line.trim_start();
-        for prefix in [
-            "pub const ",
-            "pub type ",
-            "pub fn ",
-            "pub struct ",
-            "pub union ",
-        ] {
-            if let Some(rest) = l.strip_prefix(prefix) {
-                let end = rest
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(rest.len());
-                names.insert(rest[..end].to_string());
+    for item in &file.items {
+        match item {
+            syn::Item::Const(c) => {
+                names.insert(c.ident.to_string());
             }
-        }
-        if let Some((_, alias)) = l
-            .strip_prefix("pub use ")
-            .and_then(|r| r.split_once(" as "))
-        {
-            names.insert(alias.trim_end_matches(';').to_string());
+            syn::Item::Type(t) => {
+                names.insert(t.ident.to_string());
+            }
+            syn::Item::Struct(s) => {
+                names.insert(s.ident.to_string());
+            }
+            syn::Item::Union(u) => {
+                names.insert(u.ident.to_string());
+            }
+            syn::Item::Use(u) if matches!(u.vis, syn::Visibility::Public(_)) => {
+                if let syn::UseTree::Path(p) = &u.tree {
+                    if let syn::UseTree::Rename(r) = &*p.tree {
+                        names.insert(r.rename.to_string());
+                    }
+                }
+            }
+            syn::Item::ForeignMod(m) => {
+                for f in &m.items {
+                    if let syn::ForeignItem::Fn(f) = f {
+                        names.insert(f.sig.ident.to_string());
+                    }
+                }
+            }
+            _ => {}
         }
     }
     names

@@ -9,9 +9,9 @@ use std::fmt::Write;
 
 /// `vec![("cuMemAdvise", cuda_mem_sys::cuMemAdvise as usize), ...]`, one
 /// entry per function the crate declares.
-pub fn function_table(rust: &str) -> Result<String, String> {
+pub fn function_table(file: &syn::File) -> String {
     let mut out = String::from("vec![\n");
-    for f in super::postprocess::foreign_functions(rust)? {
+    for f in super::postprocess::foreign_functions(file) {
         writeln!(
             out,
             "    (\"{0}\", cuda_mem_sys::{0} as *const () as usize),",
@@ -20,10 +20,10 @@ pub fn function_table(rust: &str) -> Result<String, String> {
         .unwrap();
     }
     out.push_str("]\n");
-    Ok(out)
+    out
 }
 
-/// C source asserting, for every function declared in `rust`, that the C
+/// C source asserting, for every function declared in `file`, that the C
 /// type of `&name` (after the headers' macros) is the function-pointer type
 /// spelled from the Rust parameter and return types. `tags` holds the
 /// `struct X`/`union X`/`enum X` tags the headers declare, so that a Rust
@@ -31,12 +31,10 @@ pub fn function_table(rust: &str) -> Result<String, String> {
 /// functions whose types could not be spelled in C, with why). `vocabulary`
 /// is the whole generated file (which names are typedefs).
 pub fn signature_asserts(
-    rust: &str,
-    vocabulary: &str,
+    file: &syn::File,
+    vocabulary: &syn::File,
     tags: &BTreeSet<String>,
-) -> Result<(String, usize, Vec<String>), String> {
-    let file = syn::parse_file(rust).map_err(|e| e.to_string())?;
-    let vocabulary = syn::parse_file(vocabulary).map_err(|e| e.to_string())?;
+) -> (String, usize, Vec<String>) {
     // Names Rust declares as aliases are C typedef names, never tags.
     let typedefs: BTreeSet<String> = vocabulary
         .items
@@ -83,7 +81,7 @@ pub fn signature_asserts(
             }
         }
     }
-    Ok((out, checked, skipped))
+    (out, checked, skipped)
 }
 
 fn fn_pointer_type(sig: &syn::Signature, tags: &BTreeSet<String>) -> Result<String, String> {
@@ -122,7 +120,12 @@ fn c_decl(
             } else {
                 format!("(*{inner})")
             };
-            c_decl(&p.elem, &inner, p.const_token.is_some(), tags)
+            c_decl(
+                &p.elem,
+                &inner,
+                matches!(p.mutability, syn::PointerMutability::Const(_)),
+                tags,
+            )
         }
         syn::Type::Path(p) => {
             let last = p.path.segments.last().ok_or("empty path")?;
@@ -131,7 +134,7 @@ fn c_decl(
                 let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
                     return Err("Option without argument".into());
                 };
-                let Some(syn::GenericArgument::Type(syn::Type::BareFn(f))) = a.args.first() else {
+                let Some(syn::GenericArgument::Type(syn::Type::FnPtr(f))) = a.args.first() else {
                     return Err("Option of a non-function".into());
                 };
                 let params = f

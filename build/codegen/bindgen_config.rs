@@ -36,7 +36,10 @@ pub fn builder(
         .derive_debug(true)
         .impl_debug(false)
         .generate_comments(true)
-        .merge_extern_blocks(true)
+        // Both would make bindgen parse its whole output with syn and print it
+        // again (seconds, unoptimised); postprocess merges the blocks on the
+        // tree it parses anyway.
+        .merge_extern_blocks(false)
         .wrap_static_fns(true)
         .wrap_static_fns_path(static_wrappers)
         .sort_semantically(false)

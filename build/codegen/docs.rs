@@ -116,12 +116,37 @@ fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// The bytes [`inline`] may have to convert (all ASCII, so every other run of
+/// text is copied as it is): `::`, `\\`, URLs (`h`), Markdown and HTML.
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let special = b":\\h[]*_`#|<>&";
+    let mut i = 0;
+    while i < special.len() {
+        t[special[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// Inline markup: `::name` references, `\p`/`\e`/`\b`/`\c`, characters that
 /// Markdown or rustdoc would misread.
 fn inline(text: &str, known: &BTreeSet<String>) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(text.len() + 16);
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
+        // Text with nothing to convert is copied in one piece (the build script
+        // runs unoptimised: per-character work over NVIDIA's docs costs seconds).
+        let plain = rest
+            .as_bytes()
+            .iter()
+            .position(|&b| SPECIAL[b as usize])
+            .unwrap_or(rest.len());
+        if plain > 0 {
+            out.push_str(&rest[..plain]);
+            rest = &rest[plain..];
+            continue;
+        }
         if let Some(r) = rest.strip_prefix("::") {
             let n = r.find(|c| !is_ident_char(c)).unwrap_or(r.len());
             if n > 0 {

@@ -55,10 +55,15 @@ pub struct Artefacts {
 pub fn generate(rust: &str, crate_path: &str) -> Result<Artefacts, String> {
     let file =
         syn::parse_file(rust).map_err(|e| format!("layout check: parsing the bindings: {e}"))?;
+    Ok(generate_from(&file, crate_path))
+}
+
+/// [`generate`] for bindings already parsed (the build script's one tree).
+pub fn generate_from(file: &syn::File, crate_path: &str) -> Artefacts {
     let mut model = Model::default();
     model.collect(&file.items, &[]);
     model.classify();
-    Ok(Gen::new(&model, crate_path).run())
+    Gen::new(&model, crate_path).run()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

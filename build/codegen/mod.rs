@@ -1,7 +1,8 @@
 //! The generator: headers in, one self-contained Rust file out.
 //!
 //! Shared by `build.rs` (bindings for the headers found at build time) and
-//! `cargo xtask regen` (the committed fallback), so both produce identical text.
+//! `cargo xtask regen` (the committed fallback), so both produce the same tokens
+//! (`build.rs` writes them compactly, `regen` pretty-printed).
 
 pub mod abi_checks;
 mod bindgen_config;
@@ -10,14 +11,12 @@ mod groups;
 pub mod loader;
 mod postprocess;
 pub mod preprocess;
+pub mod release;
 
+pub use release::*;
 use std::path::{Path, PathBuf};
 
-/// The reference release of the committed fallback bindings.
-pub const PINNED_RELEASE: &str = "13.0";
 pub const WRAPPER: &str = "#include \"wrapper.h\"\n";
-/// Defined by the `per-thread-default-stream` feature.
-pub const PTDS_DEFINE: &str = "CUDA_API_PER_THREAD_DEFAULT_STREAM";
 
 pub struct Input<'a> {
     pub include_dirs: &'a [PathBuf],
@@ -32,8 +31,10 @@ pub struct Input<'a> {
 
 pub struct Output {
     pub cuda_version: u32,
-    /// The generated Rust source.
-    pub rust: String,
+    /// The generated bindings, parsed once: every later step reads this tree.
+    pub file: syn::File,
+    /// The generated file's header comment (the text is `header` + the tree).
+    pub header: String,
     /// Every header the preprocessor read (for `rerun-if-changed`).
     pub headers_read: Vec<PathBuf>,
     /// C source of out-of-line copies of the headers' `static inline`
@@ -57,45 +58,65 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         defines: defines.clone(),
         work_dir: input.work_dir,
     };
-    let cuda_version = pp.cuda_version()?;
-    if cuda_version < 12000 {
-        return Err(format!(
-            "the CUDA headers in {} are release {}.{} (CUDA_VERSION {cuda_version}); \
-             cuda-mem-sys needs 12.0 or newer. Point CUDA_MEM_SYS_INCLUDE_DIR at newer headers \
-             (`cargo xtask headers 13.0` fetches them).",
-            input.include_dirs[0].display(),
-            cuda_version / 1000,
-            cuda_version % 1000 / 10
-        ));
-    }
-    let (macros, files, preprocessed) = pp.macros(WRAPPER)?;
+    // One preprocessor run answers both: `CUDA_VERSION` is one of the macros.
+    // Where it fails, ask for the release alone: headers too old are named as such.
+    let (macros, files, preprocessed) = match pp.macros(WRAPPER) {
+        Ok(m) => m,
+        Err(e) => {
+            pp.cuda_version()
+                .and_then(|v| check_release(&input.include_dirs[0], v))?;
+            return Err(e);
+        }
+    };
+    let cuda_version = preprocess::cuda_version_of(&macros)?;
+    check_release(&input.include_dirs[0], cuda_version)?;
     let c_tags = abi_checks::c_tags(&preprocessed);
     let headers_read: Vec<PathBuf> = files
         .into_iter()
         .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
         .collect();
 
-    let static_wrappers = input.work_dir.join("static_wrappers");
-    let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
-    let bindings = bindgen_config::builder(
-        &input.crate_dir.join("wrapper.h"),
-        &include_dirs,
-        &defines,
-        &static_wrappers,
-    )
-    .generate()
-    .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))?
-    .to_string();
-
     let macros: Vec<_> = macros
         .into_iter()
         .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))
         .collect();
-    let rust = postprocess::run(
+    let names: Vec<&str> = macros
+        .iter()
+        .filter(|m| !m.function_like && m.name.starts_with("cu"))
+        .map(|m| m.name.as_str())
+        .collect();
+
+    let static_wrappers = input.work_dir.join("static_wrappers");
+    let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
+    // The preprocessor's two other questions need nothing from bindgen: they
+    // run beside it (bindgen keeps one core busy for seconds).
+    let (bindings, asked) = std::thread::scope(|s| {
+        let asked = s.spawn(|| -> Result<_, String> {
+            Ok((pp.expand(WRAPPER, &names)?, pp.with_comments(WRAPPER)?))
+        });
+        let bindings = bindgen_config::builder(
+            &input.crate_dir.join("wrapper.h"),
+            &include_dirs,
+            &defines,
+            &static_wrappers,
+        )
+        .generate()
+        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
+        .map(|b| b.to_string());
+        let asked = asked
+            .join()
+            .unwrap_or_else(|_| Err("the preprocessor thread panicked".into()));
+        (bindings, asked)
+    });
+    let (bindings, (expansions, comments)) = (bindings?, asked?);
+
+    let (file, header) = postprocess::run(
         &postprocess::Context {
             pp: &pp,
             wrapper: WRAPPER,
             macros: &macros,
+            expansions: &expansions,
+            comments: &comments,
             cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
         },
@@ -103,7 +124,8 @@ pub fn generate(input: &Input) -> Result<Output, String> {
     )?;
     Ok(Output {
         cuda_version,
-        rust,
+        file,
+        header,
         headers_read,
         static_wrappers_c: std::fs::read_to_string(static_wrappers.with_extension("c"))
             .ok()
@@ -112,28 +134,12 @@ pub fn generate(input: &Input) -> Result<Output, String> {
     })
 }
 
-/// The committed bindings used when no headers are found.
-pub fn fallback_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    let suffix = if per_thread_default_stream {
-        "-ptds"
-    } else {
-        ""
-    };
-    crate_dir.join(format!("src/generated/cuda-{PINNED_RELEASE}{suffix}.rs"))
-}
-
-/// `CUDA_VERSION` of [`PINNED_RELEASE`].
-pub fn pinned_cuda_version() -> u32 {
-    let (major, minor) = PINNED_RELEASE.split_once('.').unwrap();
-    major.parse::<u32>().unwrap() * 1000 + minor.parse::<u32>().unwrap() * 10
-}
-
 /// The symbols generated code links to, split into driver (`cu*`) and
 /// runtime (`cuda*`) ones; read back from the generated text itself.
-pub fn linked_symbols(rust: &str) -> Result<(Vec<String>, Vec<String>), String> {
+pub fn linked_symbols(file: &syn::File) -> (Vec<String>, Vec<String>) {
     let mut driver = vec![];
     let mut runtime = vec![];
-    for f in postprocess::foreign_functions(rust)? {
+    for f in postprocess::foreign_functions(file) {
         let list = if f.name.starts_with("cuda") {
             &mut runtime
         } else {
@@ -147,5 +153,18 @@ pub fn linked_symbols(rust: &str) -> Result<(Vec<String>, Vec<String>), String> 
             }
         }
     }
-    Ok((driver, runtime))
+    (driver, runtime)
+}
+
+impl Output {
+    /// The bindings as compact tokens, for `OUT_DIR`: nobody reads them there,
+    /// and pretty-printing 3 MB in an unoptimised build script costs seconds.
+    /// `cargo xtask regen` pretty-prints the same tree for the committed copy;
+    /// `tests/fallback.rs` compares the two as tokens.
+    pub fn tokens(&self) -> String {
+        let mut text = self.header.clone();
+        text.push_str(&quote::ToTokens::to_token_stream(&self.file).to_string());
+        text.push('\n');
+        text
+    }
 }

@@ -10,13 +10,20 @@ pub struct Context<'a> {
     pub pp: &'a Preprocessor<'a>,
     pub wrapper: &'a str,
     pub macros: &'a [MacroDef],
+    /// [`Preprocessor::expand`] of the `cu*` object-like macros.
+    pub expansions: &'a BTreeMap<String, String>,
+    /// [`Preprocessor::with_comments`] of the wrapper.
+    pub comments: &'a str,
     pub cuda_version: u32,
     pub per_thread_default_stream: bool,
 }
 
-pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
+/// Parses bindgen's text once; returns the finished tree (every later step,
+/// and the text written out, comes from it) and the file's header comment.
+pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> {
     let mut file = syn::parse_file(bindings).map_err(|e| format!("parsing bindgen output: {e}"))?;
-    let aliases = function_aliases(cx, &file)?;
+    merge_extern_blocks(&mut file);
+    let aliases = function_aliases(cx, &file);
     let mut known = item_names(&file);
     known.extend(aliases.keys().cloned());
     // Only NVIDIA's comments are Doxygen; the notes added below are Markdown.
@@ -29,7 +36,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
     let declared: BTreeSet<String> = foreign_fns(&file)
         .map(|f| f.sig.ident.to_string())
         .collect();
-    let groups = groups::find(&cx.pp.with_comments(cx.wrapper)?, &declared);
+    let groups = groups::find(cx.comments, &declared);
     add_group_modules(&mut file, &groups, &aliases, &known);
     loader::add(cx.pp, cx.wrapper, &mut file)?;
     let header = format!(
@@ -43,7 +50,30 @@ pub fn run(cx: &Context, bindings: &str) -> Result<String, String> {
             ""
         }
     );
-    Ok(header + &prettyplease::unparse(&file))
+    Ok((file, header))
+}
+
+/// What bindgen's `merge_extern_blocks` does: the `extern` blocks with the
+/// same ABI and attributes become one, after the other items, in the order of
+/// their first block.
+fn merge_extern_blocks(file: &mut syn::File) {
+    let mut blocks: Vec<syn::ItemForeignMod> = vec![];
+    for item in std::mem::take(&mut file.items) {
+        match item {
+            syn::Item::ForeignMod(m) => {
+                match blocks
+                    .iter_mut()
+                    .find(|b| b.attrs == m.attrs && b.abi == m.abi)
+                {
+                    Some(b) => b.items.extend(m.items),
+                    None => blocks.push(m),
+                }
+            }
+            other => file.items.push(other),
+        }
+    }
+    file.items
+        .extend(blocks.into_iter().map(syn::Item::ForeignMod));
 }
 
 pub(super) fn foreign_fns(file: &syn::File) -> impl Iterator<Item = &syn::ForeignItemFn> {
@@ -63,19 +93,13 @@ pub(super) fn foreign_fns(file: &syn::File) -> impl Iterator<Item = &syn::Foreig
 /// Documented name → symbol, for every `cu*`/`cuda*` object-like macro of the
 /// CUDA headers that the C preprocessor expands to another function the
 /// bindings declare (`cuMemAdvise` → `cuMemAdvise_v2`; `_ptsz`/`_ptds` forms).
-fn function_aliases(cx: &Context, file: &syn::File) -> Result<BTreeMap<String, String>, String> {
+fn function_aliases(cx: &Context, file: &syn::File) -> BTreeMap<String, String> {
     let declared: BTreeSet<String> = foreign_fns(file).map(|f| f.sig.ident.to_string()).collect();
-    let names: Vec<&str> = cx
-        .macros
+    cx.expansions
         .iter()
-        .filter(|m| !m.function_like && m.name.starts_with("cu"))
-        .map(|m| m.name.as_str())
-        .collect();
-    let expansions = cx.pp.expand(cx.wrapper, &names)?;
-    Ok(expansions
-        .into_iter()
-        .filter(|(name, symbol)| name != symbol && declared.contains(symbol))
-        .collect())
+        .filter(|(name, symbol)| name != symbol && declared.contains(*symbol))
+        .map(|(n, s)| (n.clone(), s.clone()))
+        .collect()
 }
 
 /// Adds the documented names. A declared function whose name the headers
@@ -340,10 +364,10 @@ fn convert_docs(file: &mut syn::File, known: &BTreeSet<String>) {
                     if let syn::Expr::Lit(syn::ExprLit {
                         lit: syn::Lit::Str(s),
                         ..
-                    }) = &nv.value
+                    }) = &mut nv.value
                     {
                         let text = docs::convert(&s.value(), self.0);
-                        nv.value = syn::parse_quote!(#text);
+                        *s = syn::LitStr::new(&text, s.span());
                     }
                 }
             }
@@ -578,15 +602,14 @@ pub struct ForeignFn {
     pub symbol: String,
 }
 
-pub fn foreign_functions(rust: &str) -> Result<Vec<ForeignFn>, String> {
-    let file = syn::parse_file(rust).map_err(|e| format!("parsing generated bindings: {e}"))?;
-    Ok(foreign_fns(&file)
+pub fn foreign_functions(file: &syn::File) -> Vec<ForeignFn> {
+    foreign_fns(file)
         .map(|f| {
             let name = f.sig.ident.to_string();
             let symbol = link_name(&f.attrs).unwrap_or_else(|| name.clone());
             ForeignFn { name, symbol }
         })
-        .collect())
+        .collect()
 }
 
 pub fn link_name(attrs: &[syn::Attribute]) -> Option<String> {

@@ -21,6 +21,16 @@ pub struct MacroDef {
     pub file: PathBuf,
 }
 
+/// `CUDA_VERSION` among the macros of [`Preprocessor::macros`] (its last definition).
+pub fn cuda_version_of(macros: &[MacroDef]) -> Result<u32, String> {
+    macros
+        .iter()
+        .rev()
+        .find(|m| m.name == "CUDA_VERSION" && !m.function_like)
+        .and_then(|m| m.body.trim().parse().ok())
+        .ok_or_else(|| "cuda.h does not define CUDA_VERSION as a number".to_string())
+}
+
 impl Preprocessor<'_> {
     fn run(&self, file_name: &str, source: &str, flags: &[&str]) -> Result<String, String> {
         let path = self.work_dir.join(file_name);

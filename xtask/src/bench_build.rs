@@ -1,25 +1,39 @@
-//! `cargo xtask bench-build`: clean-build and no-op-rebuild wall times of this
-//! crate (headers found, and fallback) beside cudarc 0.19 (features `driver`,
-//! `runtime`, `cuda-13000`), measured in one run on this machine; writes
-//! `docs/build-times.md`.
+//! `cargo xtask bench-build`: what a user's build costs. A one-line library
+//! depending on this crate is built clean and again with nothing changed, for
+//! (a) the CUDA 13.0 headers found, (b) no CUDA, (c) `default-features = false`
+//! with the headers found, beside a one-line library depending on cudarc 0.19
+//! (features `driver`, `runtime`, `cuda-13000`), all in one run on this
+//! machine; writes `docs/build-times.md`.
 
 use crate::headers;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 const RUNS: usize = 3;
 
-fn timed(cmd: &mut Command) -> Result<f64, String> {
+/// CPU seconds (user + system) of this process's waited-for children so far.
+fn children_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // cutime, cstime are fields 16 and 17 (1-based), in clock ticks (100 Hz on Linux).
+    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<f64>().ok());
+    ticks(16).unwrap_or(0.0) / 100.0 + ticks(17).unwrap_or(0.0) / 100.0
+}
+
+/// (wall, CPU) seconds of `cmd`, and its stderr.
+fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
+    let cpu = children_cpu();
     let start = Instant::now();
     let out = cmd.output().map_err(|e| e.to_string())?;
+    let wall = start.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("{cmd:?} failed:\n{stderr}"));
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok((wall, children_cpu() - cpu, stderr))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -27,14 +41,51 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// (clean, no-op) median wall seconds of `cargo build` of `manifest`.
-fn measure(manifest: &Path, target: &Path, env: &[(&str, &Path)]) -> Result<(f64, f64), String> {
-    let (mut clean, mut noop) = (vec![], vec![]);
+/// The duration of the run of `package`'s build script in a `--timings` report.
+fn build_script_run(target: &Path, package: &str) -> Option<f64> {
+    let html = std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html")).ok()?;
+    let data = html.split("const UNIT_DATA = ").nth(1)?;
+    // One object per unit: {"i":..,"name":"..","version":"..","mode":"..","target":"..",..,"duration":..}
+    data.split('{').find_map(|unit| {
+        let field = |k: &str| {
+            let v = unit.split(&format!("\"{k}\":")).nth(1)?;
+            Some(
+                v.split([',', '}'])
+                    .next()?
+                    .trim()
+                    .trim_matches('"')
+                    .to_string(),
+            )
+        };
+        (field("name")? == package && field("target")?.contains("build-script (run)"))
+            .then(|| field("duration")?.parse().ok())?
+    })
+}
+
+struct Figures {
+    clean_wall: f64,
+    clean_cpu: f64,
+    noop_wall: f64,
+    /// The build script's own run in the clean build (`--timings`).
+    script: Option<f64>,
+    /// Whether a no-op rebuild ran no build script (all runs).
+    noop_fresh: bool,
+}
+
+/// Clean and no-op `cargo build` of `manifest`, each the median of [`RUNS`].
+fn measure(
+    manifest: &Path,
+    target: &Path,
+    env: &[(&str, &Path)],
+    package: &str,
+) -> Result<Figures, String> {
+    let (mut clean, mut cpu, mut noop, mut script) = (vec![], vec![], vec![], vec![]);
+    let mut noop_fresh = true;
     for _ in 0..RUNS {
         let _ = std::fs::remove_dir_all(target);
-        let build = || {
+        let build = |extra: &str| {
             let mut c = Command::new(env!("CARGO"));
-            c.args(["build", "--quiet", "--manifest-path"])
+            c.args(["build", extra, "--manifest-path"])
                 .arg(manifest)
                 .env("CARGO_TARGET_DIR", target);
             for var in crate::locate::ROOT_VARS {
@@ -45,57 +96,132 @@ fn measure(manifest: &Path, target: &Path, env: &[(&str, &Path)]) -> Result<(f64
             }
             c
         };
-        clean.push(timed(&mut build())?);
-        noop.push(timed(&mut build())?);
+        let (wall, c, _) = timed(&mut build("--timings"))?;
+        clean.push(wall);
+        cpu.push(c);
+        if let Some(s) = build_script_run(target, package) {
+            script.push(s);
+        }
+        let (wall, _, stderr) = timed(&mut build("--verbose"))?;
+        noop.push(wall);
+        noop_fresh &= !stderr.contains("build-script-build`");
     }
-    Ok((median(clean), median(noop)))
+    Ok(Figures {
+        clean_wall: median(clean),
+        clean_cpu: median(cpu),
+        noop_wall: median(noop),
+        script: (!script.is_empty()).then(|| median(script)),
+        noop_fresh,
+    })
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     crate::ci::ensure_libclang()?;
     let include = headers::fetch(workspace, "13.0")?;
     let bench = workspace.join("target/bench");
-    let cudarc = bench.join("cudarc-user");
-    std::fs::create_dir_all(cudarc.join("src")).map_err(|e| e.to_string())?;
-    std::fs::write(
-        cudarc.join("Cargo.toml"),
-        "[package]\nname = \"cudarc-user\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n\
-         cudarc = { version = \"0.19\", default-features = false, features = [\"driver\", \"runtime\", \"cuda-13000\", \"dynamic-loading\", \"std\"] }\n\n[workspace]\n",
-    )
-    .map_err(|e| e.to_string())?;
-    std::fs::write(cudarc.join("src/lib.rs"), "pub use cudarc;\n").map_err(|e| e.to_string())?;
+    let user = |name: &str, dependency: &str| -> Result<PathBuf, String> {
+        let dir = bench.join(name);
+        std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+        write(
+            &dir.join("Cargo.toml"),
+            &format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+                 [dependencies]\n{dependency}\n\n[workspace]\n"
+            ),
+        )?;
+        let krate = dependency.split(' ').next().unwrap().replace('-', "_");
+        write(&dir.join("src/lib.rs"), &format!("pub use {krate};\n"))?;
+        Ok(dir.join("Cargo.toml"))
+    };
+    let path = format!("{:?}", workspace.display().to_string());
+    let ours = user(
+        "cuda-mem-sys-user",
+        &format!("cuda-mem-sys = {{ path = {path} }}"),
+    )?;
+    let ours_min = user(
+        "cuda-mem-sys-user-no-bindgen",
+        &format!("cuda-mem-sys = {{ path = {path}, default-features = false }}"),
+    )?;
+    let cudarc = user(
+        "cudarc-user",
+        "cudarc = { version = \"0.19\", default-features = false, features = \
+         [\"driver\", \"runtime\", \"cuda-13000\", \"dynamic-loading\", \"std\"] }",
+    )?;
     // Fetch first, so the timings hold no downloads.
-    crate::run_cmd(
-        Command::new(env!("CARGO"))
-            .arg("fetch")
-            .arg("--manifest-path")
-            .arg(cudarc.join("Cargo.toml")),
-    )?;
-    let ours = workspace.join("Cargo.toml");
-    let with_headers = measure(
-        &ours,
-        &bench.join("t-headers"),
-        &[("CUDA_MEM_SYS_INCLUDE_DIR", &include)],
-    )?;
-    let fallback = measure(&ours, &bench.join("t-fallback"), &[])?;
-    let theirs = measure(&cudarc.join("Cargo.toml"), &bench.join("t-cudarc"), &[])?;
+    for m in [&ours, &ours_min, &cudarc] {
+        crate::run_cmd(
+            Command::new(env!("CARGO"))
+                .arg("fetch")
+                .arg("--manifest-path")
+                .arg(m),
+        )?;
+    }
+    let load_before = loadavg();
+    let started = std::time::SystemTime::now();
+    let headers = [("CUDA_MEM_SYS_INCLUDE_DIR", include.as_path())];
+    let cases = [
+        (
+            "cuda-mem-sys, (a) CUDA 13.0 headers found (bindgen runs)",
+            measure(&ours, &bench.join("t-a"), &headers, "cuda-mem-sys")?,
+        ),
+        (
+            "cuda-mem-sys, (b) no CUDA (committed bindings)",
+            measure(&ours, &bench.join("t-b"), &[], "cuda-mem-sys")?,
+        ),
+        (
+            "cuda-mem-sys, (c) `default-features = false`, CUDA 13.0 headers found",
+            measure(&ours_min, &bench.join("t-c"), &headers, "cuda-mem-sys")?,
+        ),
+        (
+            "cudarc 0.19 (`driver`, `runtime`, `cuda-13000`, dynamic loading)",
+            measure(&cudarc, &bench.join("t-cudarc"), &[], "cudarc")?,
+        ),
+    ];
+    let minutes = started.elapsed().map_or(0.0, |d| d.as_secs_f64() / 60.0);
+    let load_after = loadavg();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cudarc_wall = cases[3].1.clean_wall;
+    let mut rows = String::new();
+    for (name, f) in &cases {
+        rows.push_str(&format!(
+            "| {name} | {:.1} s | {:.2}× | {:.1} s | {} | {:.2} s | {} |\n",
+            f.clean_wall,
+            f.clean_wall / cudarc_wall,
+            f.clean_cpu,
+            f.script.map_or("-".into(), |s| format!("{s:.1} s")),
+            f.noop_wall,
+            if f.noop_fresh { "none" } else { "**some**" },
+        ));
+    }
     let report = format!(
         "# Build times\n\n\
-         Measured by `cargo xtask bench-build` in one run, on this project's development machine \
-         ({cores} cores), debug profile, each figure the median of {RUNS} runs; clean = empty target \
-         folder (dependencies included, sources already downloaded), no-op = `cargo build` again \
-         with nothing changed.\n\n\
-         | build | clean | no-op rebuild |\n|---|---|---|\n\
-         | cuda-mem-sys, bindgen over the CUDA 13.0 headers | {:.1} s | {:.2} s |\n\
-         | cuda-mem-sys, no CUDA (committed fallback) | {:.1} s | {:.2} s |\n\
-         | cudarc 0.19 (`driver`, `runtime`, `cuda-13000`, dynamic loading) | {:.1} s | {:.2} s |\n\n\
-         cuda-mem-sys compiles bindgen and runs it (and the C preprocessor) at build time; cudarc \
-         ships pregenerated bindings. The no-op rebuild reruns no build script \
-         (`rerun-if-changed` names only `wrapper.h` and the headers read).\n",
-        with_headers.0, with_headers.1, fallback.0, fallback.1, theirs.0, theirs.1
+         Measured by `cargo xtask bench-build` in one run ({minutes:.0} minutes) on this \
+         project's development machine ({cores} cores, shared: load average {load_before} \
+         before, {load_after} after), debug profile. What is built is a one-line library \
+         depending on the crate, as a user compiles it (not this workspace); each figure is the \
+         median of {RUNS} runs. Clean = an empty target folder (dependencies included, sources \
+         already downloaded); no-op = `cargo build` again with nothing changed. CPU = user + \
+         system seconds of the build, all processes. Build script = the run of the crate's \
+         build script in the clean build (`cargo build --timings`).\n\n\
+         | build | clean (wall) | × cudarc | clean (CPU) | build script | no-op rebuild | build scripts rerun by the no-op |\n\
+         |---|---|---|---|---|---|---|\n{rows}\n\
+         (a) compiles bindgen and syn and runs bindgen (and the C preprocessor) at build time; \
+         (b) compiles them but uses the committed bindings; (c) compiles neither, needs no \
+         libclang, and asks the C compiler only for the headers' `CUDA_VERSION`; cudarc ships \
+         pregenerated bindings. On a machine this loaded, wall times vary by tens of percent \
+         between runs; the CPU column moves less.\n"
     );
-    std::fs::write(workspace.join("docs/build-times.md"), &report).map_err(|e| e.to_string())?;
+    write(&workspace.join("docs/build-times.md"), &report)?;
     println!("{report}");
     Ok(())
 }

@@ -76,7 +76,7 @@ fn fmt_type(ty: &syn::Type) -> String {
     match ty {
         syn::Type::Ptr(p) => format!(
             "*{} {}",
-            if p.mutability.is_some() {
+            if matches!(p.mutability, syn::PointerMutability::Mut(_)) {
                 "mut"
             } else {
                 "const"
@@ -110,7 +110,7 @@ fn fmt_type(ty: &syn::Type) -> String {
             };
             format!("[{}; {len}]", fmt_type(&a.elem))
         }
-        syn::Type::BareFn(f) => {
+        syn::Type::FnPtr(f) => {
             let args: Vec<String> = f.inputs.iter().map(|a| fmt_type(&a.ty)).collect();
             let ret = match &f.output {
                 syn::ReturnType::Default => String::new(),
@@ -143,7 +143,7 @@ fn idents(ty: &syn::Type, out: &mut BTreeSet<String>) {
                 }
             }
         }
-        syn::Type::BareFn(f) => {
+        syn::Type::FnPtr(f) => {
             for a in &f.inputs {
                 idents(&a.ty, out);
             }

@@ -208,6 +208,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env("CARGO_TARGET_DIR", workspace.join("target/fallback")),
     )?;
 
+    step("build cost: one copy of each dependency; no bindgen, no libclang without the feature");
+    crate::build_cost::check(workspace)?;
+
     step("documentation");
     run_cmd(
         cargo(workspace)

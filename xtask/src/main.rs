@@ -2,6 +2,7 @@
 
 mod abi;
 mod bench_build;
+mod build_cost;
 mod changes;
 mod ci;
 #[allow(dead_code)]
@@ -34,6 +35,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
   bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
+  build-cost             CI's build-cost checks alone: no duplicated dependency, a
+                         default-features = false dependent builds without libclang or bindgen
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust
   device-report <dir>    Markdown for docs/device-results.md from what run.sh wrote in <dir>:
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         ["examples"] => ci::examples(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
+        ["build-cost"] => build_cost::check(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),

@@ -19,10 +19,22 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             per_thread_default_stream: ptds,
         })?;
         let path = codegen::fallback_path(workspace, ptds);
-        std::fs::write(&path, out.rust).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        std::fs::write(&path, pretty(&out))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+        let (driver, runtime) = codegen::linked_symbols(&out.file);
+        let path = codegen::symbols_path(workspace, ptds);
+        std::fs::write(&path, codegen::symbols_text(&driver, &runtime))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The committed form of the bindings: the build script's tree, pretty-printed
+/// (`build.rs` writes the same tree as compact tokens).
+pub fn pretty(out: &codegen::Output) -> String {
+    out.header.clone() + &prettyplease::unparse(&out.file)
 }
 
 /// The C compiler for this machine, configured outside a build script.
