@@ -56,7 +56,15 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         defines: defines.clone(),
         work_dir: input.work_dir,
     };
-    let cuda_version = pp.cuda_version()?;
+    let cuda_version = pp.cuda_version().map_err(|e| {
+        format!(
+            "{} does not preprocess: the C preprocessor stopped on `#include <cuda.h>` (its \
+             messages are above). The headers are damaged or incomplete: point \
+             CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include folder (`cargo xtask headers \
+             <version>` fetches one). ({e})",
+            input.include_dirs[0].join("cuda.h").display()
+        )
+    })?;
     if cuda_version < 12000 {
         return Err(format!(
             "the CUDA headers in {} are release {}.{} (CUDA_VERSION {cuda_version}); \
