@@ -558,7 +558,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     }
     let free_held = pd::free_memory()?;
     drop(kept);
-    let (free_end, ms) = pd::await_free(free0, pd::slack(size))?;
+    let (free_end, ms) = pd::await_free(pd::free_memory, free0, pd::slack(size))?;
     pd::figure(
         test,
         &[
@@ -581,7 +581,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     ensure!(
         free_end + pd::slack(size) >= free0,
         "{} not returned after the exporter freed its allocation",
-        pd::mib(free0 - free_end)
+        pd::mib(free0.saturating_sub(free_end))
     );
     Ok(())
 }
@@ -599,6 +599,7 @@ fn process_death_exporter_killed() -> TestResult {
         "ext_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 
@@ -613,6 +614,7 @@ fn process_death_descriptor_after_sender_died() -> TestResult {
         "ext_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 

@@ -3459,7 +3459,7 @@ fn pool_importer_killed(rt: bool) -> TestResult {
     unsafe { cuStreamDestroy(kept.s) };
     kept.s = null_mut();
     drop(kept);
-    let (free_end, ms) = pd::await_free(free0, pd::slack(IPC_BYTES))?;
+    let (free_end, ms) = pd::await_free(pd::free_memory, free0, pd::slack(IPC_BYTES))?;
     pd::figure(
         test,
         &[
@@ -3494,7 +3494,7 @@ fn pool_importer_killed(rt: bool) -> TestResult {
     ensure!(
         free_end + pd::slack(IPC_BYTES) >= free0,
         "{} not returned after the pool was destroyed",
-        pd::mib(free0 - free_end)
+        pd::mib(free0.saturating_sub(free_end))
     );
     Ok(())
 }
@@ -3541,6 +3541,7 @@ fn rt_process_death_exporter_killed() -> TestResult {
         "rt_pool_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 
@@ -3552,6 +3553,7 @@ fn drv_process_death_exporter_killed() -> TestResult {
         "drv_pool_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 
@@ -3566,6 +3568,7 @@ fn rt_process_death_descriptor_after_sender_died() -> TestResult {
         "rt_pool_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 
@@ -3577,6 +3580,7 @@ fn drv_process_death_descriptor_after_sender_died() -> TestResult {
         "drv_pool_importer",
         &[],
         false,
+        pd::free_memory,
     )
 }
 

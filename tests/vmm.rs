@@ -1164,7 +1164,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     }
     let free_held = pd::free_memory()?;
     drop(kept);
-    let (free_end, ms) = pd::await_free(free0, pd::slack(size))?;
+    let (free_end, ms) = pd::await_free(pd::free_memory, free0, pd::slack(size))?;
     pd::figure(
         test,
         &[
@@ -1187,7 +1187,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     ensure!(
         free_end + pd::slack(size) >= free0,
         "{} not returned after the exporter released its handle",
-        pd::mib(free0 - free_end)
+        pd::mib(free0.saturating_sub(free_end))
     );
     Ok(())
 }
@@ -1204,6 +1204,7 @@ fn process_death_exporter_killed_importer_reads_on() -> TestResult {
         "vmm_importer",
         &[],
         true,
+        pd::free_memory,
     )
 }
 
@@ -1218,6 +1219,7 @@ fn process_death_descriptor_outlives_its_sender() -> TestResult {
         "vmm_importer",
         &[],
         true,
+        pd::free_memory,
     )
 }
 

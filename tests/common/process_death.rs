@@ -72,6 +72,7 @@ impl Fields {
 pub struct Link {
     sock: UnixStream,
     peer: String,
+    timeout: Duration,
 }
 
 impl Link {
@@ -81,6 +82,7 @@ impl Link {
         Ok(Link {
             sock: child_socket(PEER_SOCK_VAR)?,
             peer: "the test process".into(),
+            timeout: Duration::ZERO,
         })
     }
 
@@ -115,9 +117,9 @@ impl Link {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Err(format!(
-                        "no answer from {} within {} s",
+                        "no answer from {} within {:.1} s",
                         self.peer,
-                        REPLY_TIMEOUT.as_secs()
+                        self.timeout.as_secs_f64()
                     )
                     .into())
                 }
@@ -163,6 +165,15 @@ pub struct Peer {
     child: Option<Child>,
 }
 
+impl Link {
+    /// How long [`Link::recv`] waits (the test side: [`REPLY_TIMEOUT`]).
+    pub fn set_timeout(&mut self, t: Duration) -> TestResult {
+        self.sock.set_read_timeout(Some(t))?;
+        self.timeout = t;
+        Ok(())
+    }
+}
+
 impl Peer {
     pub fn spawn(role: &str, env: &[(&str, String)]) -> Result<Peer, Failed> {
         let (mine, theirs) = socket_pair()?;
@@ -177,6 +188,7 @@ impl Peer {
             link: Link {
                 sock: mine,
                 peer: format!("child {role} (pid {})", child.id()),
+                timeout: REPLY_TIMEOUT,
             },
             child: Some(child),
         })
@@ -264,7 +276,7 @@ pub fn code(r: CUresult) -> String {
     if r == CUDA_SUCCESS {
         return "CUDA_SUCCESS".into();
     }
-    super::error_name(r).replace(" (", "(")
+    super::error_name(r).replace(" (", "(").replace(' ', "_")
 }
 
 /// A runtime result as one word: `cudaSuccess`, `cudaErrorInvalidValue(1)`.
@@ -272,7 +284,7 @@ pub fn rt_code(r: cudaError_t) -> String {
     if r == cudaSuccess {
         return "cudaSuccess".into();
     }
-    super::rt_error_name(r).replace(" (", "(")
+    super::rt_error_name(r).replace(" (", "(").replace(' ', "_")
 }
 
 /// Free device memory (`cuMemGetInfo`) in the current context.
@@ -286,12 +298,16 @@ pub fn free_memory() -> Result<usize, Failed> {
     Ok(free)
 }
 
-/// Polls `cuMemGetInfo` until at least `baseline - slack` bytes are free again
+/// How a scenario measures free memory: [`free_memory`] on a device (the
+/// plumbing's own test passes a stand-in).
+pub type Probe = fn() -> Result<usize, Failed>;
+
+/// Polls `probe` until at least `baseline - slack` bytes are free again
 /// (or [`FREE_TIMEOUT`] passed); returns the last figure and the time it took.
-pub fn await_free(baseline: usize, slack: usize) -> Result<(usize, u128), Failed> {
+pub fn await_free(probe: Probe, baseline: usize, slack: usize) -> Result<(usize, u128), Failed> {
     let start = Instant::now();
     loop {
-        let free = free_memory()?;
+        let free = probe()?;
         if free + slack >= baseline || start.elapsed() > FREE_TIMEOUT {
             return Ok((free, start.elapsed().as_millis()));
         }
@@ -446,8 +462,9 @@ pub fn exporter_killed(
     importer: &str,
     env: &[(&str, String)],
     documented: bool,
+    probe: Probe,
 ) -> TestResult {
-    let free0 = free_memory()?;
+    let free0 = probe()?;
     let mut e = Peer::spawn(exporter, env)?;
     let fd = e.link.recv_fd()?;
     let fields = e.link.recv_fields()?;
@@ -455,14 +472,14 @@ pub fn exporter_killed(
     let imported = spawn_importer(importer, env, fd, &fields);
     unsafe { libc::close(fd) };
     let (mut i, first) = imported?;
-    let free_both = free_memory()?;
+    let free_both = probe()?;
     let killed = e.kill()?;
     i.link.send("reread")?;
     let after = i.link.expect()?;
     i.link.send("quit")?;
     let released = i.link.expect()?;
     let exit = i.finish();
-    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
         test,
         &[
@@ -495,7 +512,7 @@ pub fn exporter_killed(
     ensure!(
         free_end + slack(bytes) >= free0,
         "{} not returned after both processes ended",
-        mib(free0 - free_end)
+        mib(free0.saturating_sub(free_end))
     );
     Ok(())
 }
@@ -511,14 +528,15 @@ pub fn descriptor_after_sender_died(
     importer: &str,
     env: &[(&str, String)],
     documented: bool,
+    probe: Probe,
 ) -> TestResult {
-    let free0 = free_memory()?;
+    let free0 = probe()?;
     let mut e = Peer::spawn(exporter, env)?;
     let fd = e.link.recv_fd()?;
     let fields = e.link.recv_fields()?;
     let bytes = fields.number("bytes")? as usize;
     let killed = e.kill();
-    let free_sender_dead = free_memory();
+    let free_sender_dead = probe();
     let imported = killed
         .and_then(|k| free_sender_dead.map(|f| (k, f)))
         .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
@@ -527,7 +545,7 @@ pub fn descriptor_after_sender_died(
     i.link.send("quit")?;
     let released = i.link.expect()?;
     let exit = i.finish();
-    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
         test,
         &[
@@ -560,7 +578,7 @@ pub fn descriptor_after_sender_died(
     ensure!(
         free_end + slack(bytes) >= free0,
         "{} not returned after the descriptor was closed",
-        mib(free0 - free_end)
+        mib(free0.saturating_sub(free_end))
     );
     Ok(())
 }
