@@ -197,7 +197,7 @@ fn main() {
         ("fake_importer", fake_importer),
         ("silent", silent),
     ]);
-    let tests: [(&str, fn() -> TestResult); 7] = [
+    let tests: [common::ChildRole; 7] = [
         (
             "exporter_killed_importer_reads_on",
             exporter_killed_importer_reads_on,
