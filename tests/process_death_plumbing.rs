@@ -191,13 +191,16 @@ fn a_silent_child_times_out_and_is_reaped() -> TestResult {
     Ok(())
 }
 
+/// A test: its name and body.
+type Test = (&'static str, fn() -> TestResult);
+
 fn main() {
     common::run_host_child_role(&[
         ("fake_exporter", fake_exporter),
         ("fake_importer", fake_importer),
         ("silent", silent),
     ]);
-    let tests: [common::ChildRole; 7] = [
+    let tests: [Test; 7] = [
         (
             "exporter_killed_importer_reads_on",
             exporter_killed_importer_reads_on,
