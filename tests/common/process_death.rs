@@ -474,10 +474,18 @@ pub fn exporter_killed(
     let (mut i, first) = imported?;
     let free_both = probe()?;
     let killed = e.kill()?;
-    i.link.send("reread")?;
-    let after = i.link.expect()?;
-    i.link.send("quit")?;
-    let released = i.link.expect()?;
+    // From here on every outcome is recorded in the figure, failures too: an
+    // importer that crashes or hangs after the exporter's death is a finding.
+    let after = i
+        .link
+        .send("reread")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("reread=failed:{}", message(e)));
+    let released = i
+        .link
+        .send("quit")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
@@ -490,10 +498,7 @@ pub fn exporter_killed(
             ("exporter", killed),
             ("after_death", after.clone()),
             ("importer_release", released.clone()),
-            (
-                "importer_exit",
-                if exit.is_ok() { "0" } else { "failed" }.into(),
-            ),
+            ("importer_exit", exit_word(&exit)),
             ("free_end", mib(free_end)),
             ("returned_in_ms", ms.to_string()),
         ],
@@ -542,8 +547,11 @@ pub fn descriptor_after_sender_died(
         .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
     unsafe { libc::close(fd) };
     let ((killed, free_sender_dead), (mut i, first)) = imported?;
-    i.link.send("quit")?;
-    let released = i.link.expect()?;
+    let released = i
+        .link
+        .send("quit")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
@@ -555,10 +563,7 @@ pub fn descriptor_after_sender_died(
             ("free_sender_dead_fd_held", mib(free_sender_dead)),
             ("importer", first.clone()),
             ("importer_release", released),
-            (
-                "importer_exit",
-                if exit.is_ok() { "0" } else { "failed" }.into(),
-            ),
+            ("importer_exit", exit_word(&exit)),
             ("free_end", mib(free_end)),
             ("returned_in_ms", ms.to_string()),
         ],
@@ -581,6 +586,14 @@ pub fn descriptor_after_sender_died(
         mib(free0.saturating_sub(free_end))
     );
     Ok(())
+}
+
+/// `0`, or why the child did not exit 0, as one word.
+fn exit_word(exit: &TestResult) -> String {
+    match exit {
+        Ok(()) => "0".into(),
+        Err(e) => e.message().unwrap_or("failed").replace(' ', "_"),
+    }
 }
 
 /// Tolerance of the free-memory figures: half the shared size, at least
