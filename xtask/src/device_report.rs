@@ -43,29 +43,41 @@ const GROUPS: [(&str, &str, &str); 5] = [
 ];
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
-    let [dir] = args else {
-        return Err("usage: cargo xtask device-report <folder run.sh wrote>".into());
-    };
-    let dir = Path::new(dir);
+    if args.is_empty() {
+        return Err("usage: cargo xtask device-report <folder run.sh wrote>...".into());
+    }
+    let dirs: Vec<&Path> = args.iter().map(Path::new).collect();
+    let dir = Dirs(&dirs);
     let tsv = std::fs::read_to_string(workspace.join("xtask/entry-points.tsv"))
         .map_err(|e| format!("xtask/entry-points.tsv: {e}"))?;
     let mut logs = Vec::new();
     for (bin, _, _) in GROUPS {
-        let path = dir.join(format!("{bin}.log"));
-        match std::fs::read_to_string(&path) {
-            Ok(text) => logs.push((bin, text)),
-            Err(e) => eprintln!("{}: {e} (group left out)", path.display()),
+        match dir.read(&format!("{bin}.log")) {
+            Some(text) => logs.push((bin, text)),
+            None => eprintln!("no {bin}.log in {args:?} (group left out)"),
         }
     }
     let mut md = bad_input_table(&tsv, &logs);
     md.push_str(&figures(&logs));
-    md.push_str(&sanitizer(dir));
+    md.push_str(&sanitizer(&dir));
     print!("{md}");
     Ok(())
 }
 
 /// Per entry point: cases, expected code → count, cases whose result differed.
 type Tally = (usize, BTreeMap<String, usize>, Vec<String>);
+
+/// The folders `run.sh` wrote (one per run: the suite and the sanitizer may
+/// run apart); a file is read from the first that has it.
+struct Dirs<'a>(&'a [&'a Path]);
+
+impl Dirs<'_> {
+    fn read(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find_map(|d| std::fs::read_to_string(d.join(name)).ok())
+    }
+}
 
 /// One parsed `bad-input:` line.
 #[derive(Debug, PartialEq)]
@@ -213,12 +225,12 @@ fn sum_after(text: &str, key: &str) -> u64 {
         .sum()
 }
 
-fn sanitizer(dir: &Path) -> String {
+fn sanitizer(dir: &Dirs) -> String {
     let mut md = String::from("## compute-sanitizer\n\n");
     let mut rows = String::new();
     let mut api = String::new();
     for (bin, _, _) in std::iter::once(&("device_smoke", "", "")).chain(GROUPS.iter()) {
-        if let Ok(t) = std::fs::read_to_string(dir.join(format!("memcheck-{bin}.log"))) {
+        if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let _ = writeln!(
                 rows,
                 "| `{bin}` | {} | {} |",
@@ -226,7 +238,7 @@ fn sanitizer(dir: &Path) -> String {
                 sum_after(&t, "LEAK SUMMARY:")
             );
         }
-        if let Ok(t) = std::fs::read_to_string(dir.join(format!("api-errors-{bin}.log"))) {
+        if let Some(t) = dir.read(&format!("api-errors-{bin}.log")) {
             let _ = writeln!(
                 api,
                 "| `{bin}` | {} |",
@@ -245,7 +257,7 @@ fn sanitizer(dir: &Path) -> String {
         md.push('\n');
     }
     for tool in ["racecheck", "synccheck"] {
-        if let Ok(t) = std::fs::read_to_string(dir.join(format!("{tool}-tensor_map.log"))) {
+        if let Some(t) = dir.read(&format!("{tool}-tensor_map.log")) {
             let summary = t
                 .lines()
                 .filter(|l| l.contains("SUMMARY"))
@@ -255,7 +267,7 @@ fn sanitizer(dir: &Path) -> String {
             let _ = writeln!(md, "- {tool} over `tensor_map`: {summary}");
         }
     }
-    if let Ok(t) = std::fs::read_to_string(dir.join("memcheck-selftest.log")) {
+    if let Some(t) = dir.read("memcheck-selftest.log") {
         let leaked = sum_after(&t, "LEAK SUMMARY:");
         let _ = writeln!(
             md,

@@ -127,13 +127,18 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #        show up as leaked). Bar: 0 errors and 0 bytes leaked in every binary.
 #   run.sh --api-errors [test filter]  memcheck with API errors reported: counts
 #        the deliberate bad calls per binary ("Program hit" lines).
+#   --skip-suite   with either: skip the plain run of the suite (already done).
+#   SANITIZE_TIMEOUT  seconds per binary under a sanitizer (default 420).
+# The test filter goes to every binary (libtest arguments, e.g.
+# `--skip no_leak_over_10000_cycles`).
 # The figures for docs/device-results.md: `cargo xtask device-report <this $OUT>`.
 set -u
-sanitize=0; api_errors=0
+sanitize=0; api_errors=0; suite=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=1; shift ;;
     --api-errors) api_errors=1; shift ;;
+    --skip-suite) suite=0; shift ;;
     *) break ;;
   esac
 done
@@ -153,6 +158,7 @@ fi
 export CUDA_MEM_SYS_TEST_INCLUDE_DIRS="$here/include"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
+st_limit=${SANITIZE_TIMEOUT:-420}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
@@ -166,6 +172,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
   printf '  "headers": "%s",\n  "binaries": {\n' "$(cat "$here/headers.txt" | tr -d '\n')"
   first=1
   for b in "$here"/bin/*; do
+    [ $suite = 1 ] || break
     n=$(basename "$b")
     start=$(date +%s)
     timeout 600 "$b" --test-threads=1 "$@" >"$out/$n.log" 2>&1
@@ -184,7 +191,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     for n in $sanitized; do
       [ -x "$here/bin/$n" ] || continue
       log="$out/memcheck-$n.log"; start=$(date +%s)
-      timeout 900 "$cs" --tool memcheck --leak-check full --report-api-errors no \
+      timeout "$st_limit" "$cs" --tool memcheck --leak-check full --report-api-errors no \
         --target-processes all "$here/bin/$n" --test-threads=1 "$@" >"$log" 2>&1
       rc=$?
       e=$(sum_after "$log" 'ERROR SUMMARY:'); l=$(sum_after "$log" 'LEAK SUMMARY:')
@@ -196,7 +203,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     printf '\n    },\n'
     for tool in racecheck synccheck; do
       log="$out/$tool-tensor_map.log"
-      timeout 900 "$cs" --tool $tool --target-processes all "$here/bin/tensor_map" --test-threads=1 "$@" >"$log" 2>&1
+      timeout "$st_limit" "$cs" --tool $tool --target-processes all "$here/bin/tensor_map" --test-threads=1 "$@" >"$log" 2>&1
       rc=$?
       if [ $tool = racecheck ]; then
         e=$(grep -o 'RACECHECK SUMMARY: .*(\([0-9]*\) errors' "$log" | grep -o '([0-9]* errors' | tr -d '(' | awk '{s+=$1} END {print s+0}')
@@ -226,7 +233,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     for n in $sanitized; do
       [ -x "$here/bin/$n" ] || continue
       log="$out/api-errors-$n.log"
-      timeout 900 "$cs" --tool memcheck --report-api-errors explicit --target-processes all \
+      timeout "$st_limit" "$cs" --tool memcheck --report-api-errors explicit --target-processes all \
         "$here/bin/$n" --test-threads=1 "$@" >"$log" 2>&1
       hits=$(grep -c 'Program hit' "$log")
       [ $first = 1 ] || printf ',\n'; first=0
