@@ -840,7 +840,7 @@ fn bad_mipmap_and_semaphore_input_is_an_error() -> TestResult {
 fn must_be_an_error(r: CUresult, documented: CUresult, what: &str) -> TestResult {
     common::report_bad_input(
         None,
-        what,
+        &format!("{what} [recorded: unmeasured, asserted to be an error]"),
         &common::error_name(documented),
         &common::error_name(r),
     );

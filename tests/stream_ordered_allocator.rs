@@ -1978,7 +1978,7 @@ fn rt_bad_input() -> TestResult {
     let r = unsafe { cudaMemPoolGetAccess(&mut flags, pool.0, &mut nowhere) };
     common::report_bad_input(
         None,
-        "cudaMemPoolGetAccess(pool, device 9999)",
+        "cudaMemPoolGetAccess(pool, device 9999) [recorded: unmeasured, asserted to be an error]",
         &common::rt_error_name(cudaErrorInvalidValue),
         &common::rt_error_name(r),
     );
@@ -3603,7 +3603,7 @@ fn drv_bad_input() -> TestResult {
     let r = unsafe { cuMemPoolGetAccess(&mut flags, pool.0, &mut nowhere) };
     common::report_bad_input(
         None,
-        "cuMemPoolGetAccess(pool, device 9999)",
+        "cuMemPoolGetAccess(pool, device 9999) [recorded: unmeasured, asserted to be an error]",
         &common::error_name(CUDA_ERROR_INVALID_VALUE),
         &common::error_name(r),
     );
