@@ -525,7 +525,8 @@ pub fn exporter_killed(
 /// The exporter sends its descriptor and is killed before anyone imports it;
 /// a fresh importer child then imports. `documented`: the import must work
 /// and read the exporter's bytes (a VMM descriptor is a reference to the
-/// allocation); else the outcome is recorded and the importer must exit 0.
+/// allocation); else the outcome (the bytes, other bytes, or an error code)
+/// is recorded and the importer must exit 0.
 /// Both ways the memory comes back once the descriptor is closed.
 pub fn descriptor_after_sender_died(
     test: &str,
@@ -575,9 +576,11 @@ pub fn descriptor_after_sender_died(
             "importing a descriptor whose sender died: {first} (the descriptor holds a reference)"
         );
     } else {
+        // Undocumented: whatever the import and the read gave is recorded in
+        // the figure; the importer must have answered and exited 0 (above).
         ensure!(
-            first == READ_OK || (first.starts_with("imported=") && !first.contains("read=")),
-            "importing a descriptor whose sender died: {first} (neither the exporter's bytes nor an error code)"
+            first.starts_with("imported="),
+            "the importer of a descriptor whose sender died answered {first:?}"
         );
     }
     ensure!(
