@@ -69,6 +69,11 @@ impl Drop for Scratch {
     }
 }
 
+/// `dir` (made by someone else), removed with its contents when the guard drops.
+pub fn remove_on_drop(dir: PathBuf) -> Scratch {
+    Scratch(dir)
+}
+
 /// A fresh scratch folder for generated C files (tests run in parallel).
 pub fn scratch(name: &str) -> Scratch {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
