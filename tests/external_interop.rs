@@ -578,11 +578,12 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
         intact == "match",
         "the exporter's bytes after the importer died: {intact}"
     );
-    ensure!(
-        free_end + pd::slack(size) >= free0,
-        "{} not returned after the exporter freed its allocation",
-        pd::mib(free0.saturating_sub(free_end))
-    );
+    pd::ensure_returned(
+        free0,
+        free_end,
+        pd::slack(size),
+        "after the exporter freed its allocation",
+    )?;
     Ok(())
 }
 

@@ -3491,11 +3491,12 @@ fn pool_importer_killed(rt: bool) -> TestResult {
         "{reserved_trimmed} B still reserved after the free and a trim to 0"
     );
     ensure!(destroyed == "CUDA_SUCCESS", "cuMemPoolDestroy: {destroyed}");
-    ensure!(
-        free_end + pd::slack(IPC_BYTES) >= free0,
-        "{} not returned after the pool was destroyed",
-        pd::mib(free0.saturating_sub(free_end))
-    );
+    pd::ensure_returned(
+        free0,
+        free_end,
+        pd::slack(IPC_BYTES),
+        "after the pool was destroyed",
+    )?;
     Ok(())
 }
 

@@ -514,11 +514,7 @@ pub fn exporter_killed(
             "the importer's mapping after the exporter died: {after} (VMM handles are reference counted)"
         );
     }
-    ensure!(
-        free_end + slack(bytes) >= free0,
-        "{} not returned after both processes ended",
-        mib(free0.saturating_sub(free_end))
-    );
+    ensure_returned(free0, free_end, slack(bytes), "after both processes ended")?;
     Ok(())
 }
 
@@ -583,11 +579,12 @@ pub fn descriptor_after_sender_died(
             "the importer of a descriptor whose sender died answered {first:?}"
         );
     }
-    ensure!(
-        free_end + slack(bytes) >= free0,
-        "{} not returned after the descriptor was closed",
-        mib(free0.saturating_sub(free_end))
-    );
+    ensure_returned(
+        free0,
+        free_end,
+        slack(bytes),
+        "after the descriptor was closed",
+    )?;
     Ok(())
 }
 
@@ -597,6 +594,25 @@ fn exit_word(exit: &TestResult) -> String {
         Ok(()) => "0".into(),
         Err(e) => e.message().unwrap_or("failed").replace(' ', "_"),
     }
+}
+
+/// Set by `run.sh` for runs under compute-sanitizer, whose tools hold device
+/// memory of their own in every process: the free-memory figures are then
+/// printed but not asserted (the sanitizer's leak check stands in for them).
+pub const UNDER_SANITIZER_VAR: &str = "CUDA_MEM_SYS_UNDER_SANITIZER";
+
+/// Fails unless `free_end` is back to `free0` within `slack` (except under
+/// compute-sanitizer, see [`UNDER_SANITIZER_VAR`]).
+pub fn ensure_returned(free0: usize, free_end: usize, slack: usize, when: &str) -> TestResult {
+    if free_end + slack >= free0 {
+        return Ok(());
+    }
+    let short = mib(free0.saturating_sub(free_end));
+    if std::env::var_os(UNDER_SANITIZER_VAR).is_some() {
+        println!("  {short} not back {when}: not asserted under compute-sanitizer");
+        return Ok(());
+    }
+    Err(format!("{short} not returned {when}").into())
 }
 
 /// Tolerance of the free-memory figures: half the shared size, at least
