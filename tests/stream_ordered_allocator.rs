@@ -3334,13 +3334,22 @@ fn pool_import(rt: bool, fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, S
                 k.pool = null_mut();
                 return Err(format!("import_pool:{}", pd::rt_code(r)));
             }
-            let desc = cudaMemAccessDesc {
-                location: rt_loc(cudaMemLocationTypeDevice, 0),
-                flags: cudaMemAccessFlagsProtReadWrite,
+            // As rt_ipc_importer: read-write for device 0, set only if not
+            // already granted.
+            let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
+            let mut flags = cudaMemAccessFlags(0xdead);
+            let r = cudaMemPoolGetAccess(&mut flags, k.pool, &mut loc);
+            let r = if r == cudaSuccess && flags != cudaMemAccessFlagsProtReadWrite {
+                let desc = cudaMemAccessDesc {
+                    location: loc,
+                    flags: cudaMemAccessFlagsProtReadWrite,
+                };
+                cudaMemPoolSetAccess(k.pool, &desc, 1)
+            } else {
+                r
             };
-            let r = cudaMemPoolSetAccess(k.pool, &desc, 1);
             if r != cudaSuccess {
-                return Err(format!("set_access:{}", pd::rt_code(r)));
+                return Err(format!("access:{}", pd::rt_code(r)));
             }
             let mut p: *mut c_void = null_mut();
             let r = cudaMemPoolImportPointer(
@@ -3366,9 +3375,17 @@ fn pool_import(rt: bool, fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, S
                 k.pool = null_mut();
                 return Err(format!("import_pool:{}", pd::code(r)));
             }
-            let r = cuMemPoolSetAccess(k.pool, &access, 1);
+            // As drv_ipc_importer: set only if not already read-write.
+            let mut loc = dev;
+            let mut flags = CUmemAccess_flags(0xdead);
+            let r = cuMemPoolGetAccess(&mut flags, k.pool, &mut loc);
+            let r = if r == CUDA_SUCCESS && flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+                cuMemPoolSetAccess(k.pool, &access, 1)
+            } else {
+                r
+            };
             if r != CUDA_SUCCESS {
-                return Err(format!("set_access:{}", pd::code(r)));
+                return Err(format!("access:{}", pd::code(r)));
             }
             let r = cuMemPoolImportPointer(&mut k.p, k.pool, &mut export);
             if r != CUDA_SUCCESS {
