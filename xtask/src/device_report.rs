@@ -240,14 +240,16 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut md = String::from("## compute-sanitizer\n\n");
     let mut rows = String::new();
     let mut api = String::new();
+    let (mut errors, mut leaked) = (0, 0);
     for (bin, _, _) in std::iter::once(&("device_smoke", "", "")).chain(GROUPS.iter()) {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
-            let _ = writeln!(
-                rows,
-                "| `{bin}` | {} | {} |",
+            let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),
-                sum_after(&t, "LEAK SUMMARY:")
+                sum_after(&t, "LEAK SUMMARY:"),
             );
+            errors += e;
+            leaked += l;
+            let _ = writeln!(rows, "| `{bin}` | {e} | {l} |");
         }
         if let Some(t) = dir.read(&format!("api-errors-{bin}.log")) {
             let _ = writeln!(
@@ -269,6 +271,12 @@ fn sanitizer(dir: &Dirs) -> String {
     }
     for tool in ["racecheck", "synccheck"] {
         if let Some(t) = dir.read(&format!("{tool}-tensor_map.log")) {
+            errors += if tool == "racecheck" {
+                // `RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)`
+                sum_after(&t, "displayed (")
+            } else {
+                sum_after(&t, "ERROR SUMMARY:")
+            };
             let summary = t
                 .lines()
                 .filter(|l| l.contains("SUMMARY"))
@@ -278,8 +286,10 @@ fn sanitizer(dir: &Dirs) -> String {
             let _ = writeln!(md, "- {tool} over `tensor_map`: {summary}");
         }
     }
+    let mut caught = None;
     if let Some(t) = dir.read("memcheck-selftest.log") {
         let leaked = sum_after(&t, "LEAK SUMMARY:");
+        caught = Some(leaked > 0);
         let _ = writeln!(
             md,
             "- self-test (the pool-IPC importer keeps its import): {}\n",
@@ -287,6 +297,20 @@ fn sanitizer(dir: &Dirs) -> String {
                 format!("caught, {leaked} bytes leaked")
             } else {
                 "MISSED".into()
+            }
+        );
+    }
+    if !rows.is_empty() {
+        let met = errors == 0 && leaked == 0 && caught == Some(true);
+        let _ = writeln!(
+            md,
+            "**Bar (0 errors, 0 bytes leaked across the suite, the self-test's leak caught): {}** \
+             ({errors} errors, {leaked} bytes leaked{}).\n",
+            if met { "met" } else { "not met" },
+            match caught {
+                None => ", no self-test log",
+                Some(true) => "",
+                Some(false) => ", self-test missed",
             }
         );
     }
@@ -353,5 +377,7 @@ test x ... ok
         assert_eq!(sum_after(t, "LEAK SUMMARY:"), 4_194_304);
         assert_eq!(sum_after(t, "ERROR SUMMARY:"), 2);
         assert_eq!(sum_after("Leaked 4,194,304 bytes", "Leaked"), 4_194_304);
+        let race = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)";
+        assert_eq!(sum_after(race, "displayed ("), 2);
     }
 }
