@@ -132,6 +132,32 @@ pub fn at_root(root: &Path, arch: &str, found_by: String) -> Option<Cuda> {
     })
 }
 
+/// `Invalid` naming the missing file and the fix where `cuda` lacks a header
+/// the bindings read (`cuda_runtime_api.h`, or the `crt/host_defines.h` it
+/// includes), else `Found`.
+fn complete(cuda: Cuda) -> Search {
+    let has = |file: &str| cuda.include_dirs.iter().any(|d| d.join(file).is_file());
+    let dir = cuda.include_dirs[0].display().to_string();
+    let fix = "Point it at a complete CUDA include folder (a toolkit's include/, or the output of \
+               `cargo xtask headers <version>`, which fetches the runtime and crt packages together)";
+    if !has("cuda_runtime_api.h") {
+        return Search::Invalid(format!(
+            "{}: {dir} holds cuda.h but not cuda_runtime_api.h, which the bindings read too: \
+             the header set is incomplete. {fix}.",
+            cuda.found_by
+        ));
+    }
+    if !has("crt/host_defines.h") {
+        return Search::Invalid(format!(
+            "{}: no crt/host_defines.h in {dir} or a sibling package's include folder; \
+             cuda_runtime_api.h includes it: the header set is incomplete (the Python wheels ship \
+             crt/ apart: nvidia-cuda-crt for 13.x, nvidia-cuda-nvcc-cu12 for 12.x). {fix}.",
+            cuda.found_by
+        ));
+    }
+    Search::Found(cuda)
+}
+
 /// Searches, in order: the variables of [`ROOT_VARS`], pkg-config
 /// (`cuda-X.Y`, `cudart-X.Y`), the folder of `nvcc` on `PATH`,
 /// `/usr/local/cuda`, `/opt/cuda`.
@@ -150,7 +176,7 @@ pub fn find(arch: &str) -> Search {
             ));
         }
         return match at_root(&root, arch, format!("{var}={value}")) {
-            Some(cuda) => Search::Found(cuda),
+            Some(cuda) => complete(cuda),
             None => Search::Invalid(format!(
                 "{var}={value} holds no cuda.h. Looked in: {}. Point it at a CUDA toolkit root, \
                  an include directory holding cuda.h, or the output of `cargo xtask headers <version>`.",
@@ -163,7 +189,7 @@ pub fn find(arch: &str) -> Search {
         };
     }
     if let Some(cuda) = from_pkg_config(arch) {
-        return Search::Found(cuda);
+        return complete(cuda);
     }
     searched.push("pkg-config cuda-X.Y / cudart-X.Y (none)".into());
     if let Some(nvcc_bin) = non_empty_env("PATH")
@@ -175,14 +201,14 @@ pub fn find(arch: &str) -> Search {
                 arch,
                 format!("nvcc on PATH in {}", nvcc_bin.display()),
             ) {
-                return Search::Found(cuda);
+                return complete(cuda);
             }
         }
     }
     searched.push("the folder of nvcc on PATH (none)".into());
     for root in ["/usr/local/cuda", "/opt/cuda"] {
         if let Some(cuda) = at_root(Path::new(root), arch, root.to_string()) {
-            return Search::Found(cuda);
+            return complete(cuda);
         }
         searched.push(root.to_string());
     }

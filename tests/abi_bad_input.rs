@@ -82,6 +82,7 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         std::env::temp_dir()
     };
     let work_dir = base.join(format!("abi_bad_input-{}", std::process::id()));
+    let _cleanup = abi_support::remove_on_drop(work_dir.clone());
     let c = layout_support::run_c(&layout_support::CInput {
         include_dirs: &[],
         defines: &[],
@@ -89,7 +90,6 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         source: &generated.c,
         work_dir: &work_dir,
     });
-    let _ = std::fs::remove_dir_all(&work_dir);
     let c = c?;
     let entries = fixture_table::entries();
     let cmp = layout_support::compare(

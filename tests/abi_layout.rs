@@ -67,6 +67,7 @@ fn run() -> &'static Result<Result<Run, String>, String> {
             std::env::temp_dir()
         };
         let work_dir = base.join(format!("abi_layout-{}", std::process::id()));
+        let _cleanup = abi_support::remove_on_drop(work_dir.clone());
         if let Err(e) = std::process::Command::new(layout_support::compiler().path())
             .arg("--version")
             .output()
@@ -83,7 +84,6 @@ fn run() -> &'static Result<Result<Run, String>, String> {
             source: C_SOURCE,
             work_dir: &work_dir,
         });
-        let _ = std::fs::remove_dir_all(&work_dir);
         Ok(c.map(|c| {
             let entries = table::entries();
             let cmp = layout_support::compare(

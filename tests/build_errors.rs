@@ -2,15 +2,20 @@
 //! bindgen panic: the build script is run (through cargo, in a target folder
 //! of its own) against deliberately broken setups.
 
-use std::path::{Path, PathBuf};
+mod abi_support;
+
+use abi_support::{scratch, Scratch};
+use std::path::Path;
 use std::process::Command;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "cuda-mem-sys-build-errors-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
+/// A scratch include folder holding `files` (path, contents); removed on drop.
+fn include_dir(name: &str, files: &[(&str, &str)]) -> Scratch {
+    let d = scratch(&format!("build-errors-{name}"));
+    for (f, text) in files {
+        let path = d.path().join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
     d
 }
 
@@ -62,8 +67,8 @@ fn assert_clean_error(stderr: &str, expected: &[&str]) {
 
 #[test]
 fn an_include_dir_without_cuda_h_is_named() {
-    let empty = scratch("empty");
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &empty)]);
+    let empty = include_dir("empty", &[]);
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", empty.path())]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
@@ -84,24 +89,30 @@ fn a_cuda_path_that_points_nowhere_is_named() {
 
 #[test]
 fn headers_older_than_12_0_are_refused() {
-    let old = scratch("old");
-    std::fs::write(old.join("cuda.h"), "#define CUDA_VERSION 11080\n").unwrap();
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &old)]);
+    let old = include_dir(
+        "old",
+        &[
+            ("cuda.h", "#define CUDA_VERSION 11080\n"),
+            ("cuda_runtime_api.h", ""),
+            ("crt/host_defines.h", ""),
+        ],
+    );
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", old.path())]);
     assert!(!ok);
     assert_clean_error(&stderr, &["release 11.8", "needs 12.0 or newer"]);
 }
 
 /// An include folder whose `cuda.h` says `CUDA_VERSION` is `version` (and
 /// nothing else: enough for the release check, which comes first).
-fn fake_headers(version: u32) -> PathBuf {
-    let dir = scratch(&format!("fake-{version}"));
-    std::fs::write(
-        dir.join("cuda.h"),
-        format!("#define CUDA_VERSION {version}\n"),
+fn fake_headers(version: u32) -> Scratch {
+    include_dir(
+        &format!("fake-{version}"),
+        &[
+            ("cuda.h", &format!("#define CUDA_VERSION {version}\n")),
+            ("cuda_runtime_api.h", ""),
+            ("crt/host_defines.h", ""),
+        ],
     )
-    .unwrap();
-    std::fs::write(dir.join("cuda_runtime_api.h"), "").unwrap();
-    dir
 }
 
 #[test]
@@ -111,8 +122,8 @@ fn missing_libclang_is_named_with_the_package_to_install() {
     let include = fake_headers(12090);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
-        ("LIBCLANG_PATH", &no_libclang),
+        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(!ok);
     assert_clean_error(&stderr, &["libclang was not found", "libclang-19-dev"]);
@@ -123,8 +134,8 @@ fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bin
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
-        ("LIBCLANG_PATH", &no_libclang),
+        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(ok, "the build failed:\n{stderr}");
     // `--quiet` hides the warning: read it from the build script's recorded output.
@@ -135,7 +146,7 @@ fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bin
         .any(|out| {
             out.lines().any(|l| {
                 l.starts_with("cargo:warning=libclang was not found")
-                    && l.contains(&*include.to_string_lossy())
+                    && l.contains(&*include.path().to_string_lossy())
                     && l.contains("committed bindings")
             }) && out.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
         });
@@ -151,7 +162,7 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     let include = fake_headers(12090);
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
-        &[("CUDA_MEM_SYS_INCLUDE_DIR", &include)],
+        &[("CUDA_MEM_SYS_INCLUDE_DIR", include.path())],
     );
     assert!(!ok);
     assert_clean_error(
@@ -172,9 +183,93 @@ fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
-            ("LIBCLANG_PATH", &no_libclang),
+            ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+            ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
     assert!(ok, "the build failed:\n{stderr}");
+}
+
+#[test]
+fn an_include_dir_without_cuda_runtime_api_h_is_named() {
+    let dir = include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    assert!(!ok);
+    assert_clean_error(
+        &stderr,
+        &[
+            "holds cuda.h but not cuda_runtime_api.h",
+            "the header set is incomplete",
+            "cargo xtask headers",
+        ],
+    );
+    assert!(
+        !stderr.contains("ToolExecError"),
+        "the raw preprocessor failure leaked out:\n{stderr}"
+    );
+}
+
+#[test]
+fn an_include_dir_without_crt_host_defines_h_is_named() {
+    let dir = include_dir(
+        "no-crt",
+        &[
+            ("cuda.h", "#define CUDA_VERSION 13000\n"),
+            ("cuda_runtime_api.h", "#include \"crt/host_defines.h\"\n"),
+        ],
+    );
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    assert!(!ok);
+    assert_clean_error(
+        &stderr,
+        &[
+            "no crt/host_defines.h",
+            "nvidia-cuda-crt",
+            "cargo xtask headers",
+        ],
+    );
+    assert!(
+        !stderr.contains("ToolExecError"),
+        "the raw preprocessor failure leaked out:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_cuda_h_that_does_not_preprocess_is_named() {
+    let dir = include_dir(
+        "broken",
+        &[
+            ("cuda.h", "#if\n#define CUDA_VERSION 13000\n"),
+            ("cuda_runtime_api.h", ""),
+            ("crt/host_defines.h", ""),
+        ],
+    );
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    assert!(!ok);
+    let cuda_h = dir.path().join("cuda.h");
+    assert_clean_error(
+        &stderr,
+        &[
+            &format!("{} does not preprocess", cuda_h.display()),
+            "cargo xtask headers",
+        ],
+    );
+}
+
+/// The scratch folders these tests make are gone once the guard is dropped,
+/// also when the test panics while holding it.
+
+#[test]
+fn scratch_folders_are_removed_even_when_a_test_panics() {
+    let mut seen = None;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let d = include_dir("panics", &[("cuda.h", "x")]);
+        seen = Some(d.path().to_path_buf());
+        assert!(d.path().join("cuda.h").is_file());
+        panic!("deliberately");
+    }));
+    assert!(r.is_err());
+    let seen = seen.unwrap();
+    assert!(!seen.exists(), "{} survived the panic", seen.display());
+}
 }

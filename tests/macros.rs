@@ -79,7 +79,8 @@ fn every_macro_is_provided_or_explained() -> Result<Completion, Failed> {
         Ok(d) => d,
         Err(reason) => return Ok(Completion::ignored_with(reason)),
     };
-    let file = abi_support::scratch("macros").join("macros.c");
+    let dir = abi_support::scratch("macros");
+    let file = dir.path().join("macros.c");
     std::fs::write(&file, "#include <cuda.h>\n#include <cuda_runtime_api.h>\n").unwrap();
     let out = abi_support::c_compiler(&dirs)
         .file(&file)

@@ -1220,6 +1220,15 @@ fn im2col_wide() -> TestResult {
                 "  cuTensorMapEncodeIm2colWide {what} on {major}.{minor}: {}",
                 error_name(r)
             );
+            common::report_bad_input(
+                None,
+                &format!(
+                    "cuTensorMapEncodeIm2colWide {what} [recorded: compute capability \
+                     {major}.{minor}, below 10.0, is not asserted]"
+                ),
+                &error_name(CUDA_ERROR_INVALID_VALUE),
+                &error_name(r),
+            );
         }
         // The process keeps working: a tiled map on the same tensor encodes.
         encode_tiled(

@@ -1027,7 +1027,7 @@ impl Drop for VmmKept {
 }
 
 /// A POSIX-fd shareable allocation of two granules holding `pd::pattern`.
-fn vmm_export() -> Result<(i32, pd::Fields, Box<dyn std::any::Any>), Failed> {
+fn vmm_export() -> Result<(i32, pd::Fields, VmmKept), Failed> {
     let gpu = Gpu::new(0)?;
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     let size = 2 * min_granularity(&prop)?;
@@ -1046,16 +1046,19 @@ fn vmm_export() -> Result<(i32, pd::Fields, Box<dyn std::any::Any>), Failed> {
     Ok((
         fd,
         f,
-        Box::new(VmmKept {
+        VmmKept {
             m: Some(m),
             _gpu: gpu,
-        }),
+        },
     ))
 }
 
 /// Child: the exporter of the process-death tests.
 fn vmm_exporter() -> TestResult {
-    pd::exporter_main(vmm_export)
+    pd::exporter_main(|| {
+        let (fd, f, kept) = vmm_export()?;
+        Ok((fd, f, Box::new(kept)))
+    })
 }
 
 /// What the importer child holds: the imported handle mapped read-write.
@@ -1145,11 +1148,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     let (mut importer, first) = imported?;
     let free_mapped = pd::free_memory()?;
     let killed = importer.kill()?;
-    let ptr = kept
-        .downcast_ref::<VmmKept>()
-        .and_then(|k| k.m.as_ref())
-        .map(|m| m.ptr)
-        .ok_or("no mapping kept")?;
+    let ptr = kept.m.as_ref().map(|m| m.ptr).ok_or("no mapping kept")?;
     let intact = pd::compare(
         read(ptr, size).map_err(pd::message),
         &pd::pattern(size, pd::SEED),
@@ -1164,7 +1163,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     }
     let free_held = pd::free_memory()?;
     drop(kept);
-    let (free_end, ms) = pd::await_free(free0, pd::slack(size))?;
+    let (free_end, ms) = pd::await_free(pd::free_memory, free0, pd::slack(size))?;
     pd::figure(
         test,
         &[
@@ -1184,11 +1183,12 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
         intact == "match",
         "the exporter's bytes after the importer died: {intact}"
     );
-    ensure!(
-        free_end + pd::slack(size) >= free0,
-        "{} not returned after the exporter released its handle",
-        pd::mib(free0 - free_end)
-    );
+    pd::ensure_returned(
+        free0,
+        free_end,
+        pd::slack(size),
+        "after the exporter released its handle",
+    )?;
     Ok(())
 }
 
@@ -1204,6 +1204,7 @@ fn process_death_exporter_killed_importer_reads_on() -> TestResult {
         "vmm_importer",
         &[],
         true,
+        pd::free_memory,
     )
 }
 
@@ -1218,6 +1219,7 @@ fn process_death_descriptor_outlives_its_sender() -> TestResult {
         "vmm_importer",
         &[],
         true,
+        pd::free_memory,
     )
 }
 

@@ -64,6 +64,15 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         Ok(m) => m,
         Err(e) => {
             pp.cuda_version()
+                .map_err(|e| {
+                    format!(
+                        "{} does not preprocess: the C preprocessor stopped on `#include \
+                         <cuda.h>` (its messages are above). The headers are damaged or \
+                         incomplete: point CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include \
+                         folder (`cargo xtask headers <version>` fetches one). ({e})",
+                        input.include_dirs[0].join("cuda.h").display()
+                    )
+                })
                 .and_then(|v| check_release(&input.include_dirs[0], v))?;
             return Err(e);
         }

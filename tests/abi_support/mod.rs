@@ -58,13 +58,37 @@ pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
     b
 }
 
+/// A scratch folder, removed with everything in it when dropped (also when
+/// the test fails or panics): keep it in a variable while its files are used.
+/// Other scratch folders: `scratch(name).path()`.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// The folder (no `Deref` on purpose: `scratch(..).join(..)` would drop,
+    /// and so remove, the folder at the end of that statement).
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `dir` (made by someone else), removed with its contents when the guard drops.
+pub fn remove_on_drop(dir: PathBuf) -> Scratch {
+    Scratch(dir)
+}
+
 /// A fresh scratch folder for generated C files (tests run in parallel).
-pub fn scratch(name: &str) -> PathBuf {
+pub fn scratch(name: &str) -> Scratch {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// The variable cargo reads the target's runner from: `CARGO_TARGET_<TRIPLE>_RUNNER`.

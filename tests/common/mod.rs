@@ -70,13 +70,22 @@ pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
 /// If this process was started as a child (`CHILD_ROLE_VAR`), runs that role
 /// and exits; else returns. Test binaries with a `main` of their own call it first.
 pub fn run_child_role(child_roles: &[ChildRole]) {
+    run_role(child_roles, true);
+}
+
+/// [`run_child_role`] for roles that need no GPU (the plumbing's own test).
+pub fn run_host_child_role(child_roles: &[ChildRole]) {
+    run_role(child_roles, false);
+}
+
+fn run_role(child_roles: &[ChildRole], needs_gpu: bool) {
     if let Ok(role) = std::env::var(CHILD_ROLE_VAR) {
         let Some((_, f)) = child_roles.iter().find(|(r, _)| *r == role) else {
             eprintln!("unknown child role {role}");
             std::process::exit(2);
         };
         // A child is a fresh process: the driver needs initialising there too.
-        if let Some(reason) = unavailable(1) {
+        if let Some(reason) = needs_gpu.then(|| unavailable(1)).flatten() {
             eprintln!("child {role}: {reason}");
             std::process::exit(1);
         }

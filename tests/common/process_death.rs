@@ -72,6 +72,7 @@ impl Fields {
 pub struct Link {
     sock: UnixStream,
     peer: String,
+    timeout: Duration,
 }
 
 impl Link {
@@ -81,6 +82,7 @@ impl Link {
         Ok(Link {
             sock: child_socket(PEER_SOCK_VAR)?,
             peer: "the test process".into(),
+            timeout: Duration::ZERO,
         })
     }
 
@@ -115,9 +117,9 @@ impl Link {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Err(format!(
-                        "no answer from {} within {} s",
+                        "no answer from {} within {:.1} s",
                         self.peer,
-                        REPLY_TIMEOUT.as_secs()
+                        self.timeout.as_secs_f64()
                     )
                     .into())
                 }
@@ -163,6 +165,15 @@ pub struct Peer {
     child: Option<Child>,
 }
 
+impl Link {
+    /// How long [`Link::recv`] waits (the test side: [`REPLY_TIMEOUT`]).
+    pub fn set_timeout(&mut self, t: Duration) -> TestResult {
+        self.sock.set_read_timeout(Some(t))?;
+        self.timeout = t;
+        Ok(())
+    }
+}
+
 impl Peer {
     pub fn spawn(role: &str, env: &[(&str, String)]) -> Result<Peer, Failed> {
         let (mine, theirs) = socket_pair()?;
@@ -177,6 +188,7 @@ impl Peer {
             link: Link {
                 sock: mine,
                 peer: format!("child {role} (pid {})", child.id()),
+                timeout: REPLY_TIMEOUT,
             },
             child: Some(child),
         })
@@ -264,7 +276,7 @@ pub fn code(r: CUresult) -> String {
     if r == CUDA_SUCCESS {
         return "CUDA_SUCCESS".into();
     }
-    super::error_name(r).replace(" (", "(")
+    super::error_name(r).replace(" (", "(").replace(' ', "_")
 }
 
 /// A runtime result as one word: `cudaSuccess`, `cudaErrorInvalidValue(1)`.
@@ -272,7 +284,7 @@ pub fn rt_code(r: cudaError_t) -> String {
     if r == cudaSuccess {
         return "cudaSuccess".into();
     }
-    super::rt_error_name(r).replace(" (", "(")
+    super::rt_error_name(r).replace(" (", "(").replace(' ', "_")
 }
 
 /// Free device memory (`cuMemGetInfo`) in the current context.
@@ -286,12 +298,16 @@ pub fn free_memory() -> Result<usize, Failed> {
     Ok(free)
 }
 
-/// Polls `cuMemGetInfo` until at least `baseline - slack` bytes are free again
+/// How a scenario measures free memory: [`free_memory`] on a device (the
+/// plumbing's own test passes a stand-in).
+pub type Probe = fn() -> Result<usize, Failed>;
+
+/// Polls `probe` until at least `baseline - slack` bytes are free again
 /// (or [`FREE_TIMEOUT`] passed); returns the last figure and the time it took.
-pub fn await_free(baseline: usize, slack: usize) -> Result<(usize, u128), Failed> {
+pub fn await_free(probe: Probe, baseline: usize, slack: usize) -> Result<(usize, u128), Failed> {
     let start = Instant::now();
     loop {
-        let free = free_memory()?;
+        let free = probe()?;
         if free + slack >= baseline || start.elapsed() > FREE_TIMEOUT {
             return Ok((free, start.elapsed().as_millis()));
         }
@@ -446,8 +462,9 @@ pub fn exporter_killed(
     importer: &str,
     env: &[(&str, String)],
     documented: bool,
+    probe: Probe,
 ) -> TestResult {
-    let free0 = free_memory()?;
+    let free0 = probe()?;
     let mut e = Peer::spawn(exporter, env)?;
     let fd = e.link.recv_fd()?;
     let fields = e.link.recv_fields()?;
@@ -455,14 +472,22 @@ pub fn exporter_killed(
     let imported = spawn_importer(importer, env, fd, &fields);
     unsafe { libc::close(fd) };
     let (mut i, first) = imported?;
-    let free_both = free_memory()?;
+    let free_both = probe()?;
     let killed = e.kill()?;
-    i.link.send("reread")?;
-    let after = i.link.expect()?;
-    i.link.send("quit")?;
-    let released = i.link.expect()?;
+    // From here on every outcome is recorded in the figure, failures too: an
+    // importer that crashes or hangs after the exporter's death is a finding.
+    let after = i
+        .link
+        .send("reread")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("reread=failed:{}", message(e)));
+    let released = i
+        .link
+        .send("quit")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
     let exit = i.finish();
-    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
         test,
         &[
@@ -473,10 +498,7 @@ pub fn exporter_killed(
             ("exporter", killed),
             ("after_death", after.clone()),
             ("importer_release", released.clone()),
-            (
-                "importer_exit",
-                if exit.is_ok() { "0" } else { "failed" }.into(),
-            ),
+            ("importer_exit", exit_word(&exit)),
             ("free_end", mib(free_end)),
             ("returned_in_ms", ms.to_string()),
         ],
@@ -492,18 +514,15 @@ pub fn exporter_killed(
             "the importer's mapping after the exporter died: {after} (VMM handles are reference counted)"
         );
     }
-    ensure!(
-        free_end + slack(bytes) >= free0,
-        "{} not returned after both processes ended",
-        mib(free0 - free_end)
-    );
+    ensure_returned(free0, free_end, slack(bytes), "after both processes ended")?;
     Ok(())
 }
 
 /// The exporter sends its descriptor and is killed before anyone imports it;
 /// a fresh importer child then imports. `documented`: the import must work
 /// and read the exporter's bytes (a VMM descriptor is a reference to the
-/// allocation); else the outcome is recorded and the importer must exit 0.
+/// allocation); else the outcome (the bytes, other bytes, or an error code)
+/// is recorded and the importer must exit 0.
 /// Both ways the memory comes back once the descriptor is closed.
 pub fn descriptor_after_sender_died(
     test: &str,
@@ -511,23 +530,27 @@ pub fn descriptor_after_sender_died(
     importer: &str,
     env: &[(&str, String)],
     documented: bool,
+    probe: Probe,
 ) -> TestResult {
-    let free0 = free_memory()?;
+    let free0 = probe()?;
     let mut e = Peer::spawn(exporter, env)?;
     let fd = e.link.recv_fd()?;
     let fields = e.link.recv_fields()?;
     let bytes = fields.number("bytes")? as usize;
     let killed = e.kill();
-    let free_sender_dead = free_memory();
+    let free_sender_dead = probe();
     let imported = killed
         .and_then(|k| free_sender_dead.map(|f| (k, f)))
         .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
     unsafe { libc::close(fd) };
     let ((killed, free_sender_dead), (mut i, first)) = imported?;
-    i.link.send("quit")?;
-    let released = i.link.expect()?;
+    let released = i
+        .link
+        .send("quit")
+        .and_then(|()| i.link.expect())
+        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
     let exit = i.finish();
-    let (free_end, ms) = await_free(free0, slack(bytes))?;
+    let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
         test,
         &[
@@ -537,10 +560,7 @@ pub fn descriptor_after_sender_died(
             ("free_sender_dead_fd_held", mib(free_sender_dead)),
             ("importer", first.clone()),
             ("importer_release", released),
-            (
-                "importer_exit",
-                if exit.is_ok() { "0" } else { "failed" }.into(),
-            ),
+            ("importer_exit", exit_word(&exit)),
             ("free_end", mib(free_end)),
             ("returned_in_ms", ms.to_string()),
         ],
@@ -552,17 +572,47 @@ pub fn descriptor_after_sender_died(
             "importing a descriptor whose sender died: {first} (the descriptor holds a reference)"
         );
     } else {
+        // Undocumented: whatever the import and the read gave is recorded in
+        // the figure; the importer must have answered and exited 0 (above).
         ensure!(
-            first == READ_OK || (first.starts_with("imported=") && !first.contains("read=")),
-            "importing a descriptor whose sender died: {first} (neither the exporter's bytes nor an error code)"
+            first.starts_with("imported="),
+            "the importer of a descriptor whose sender died answered {first:?}"
         );
     }
-    ensure!(
-        free_end + slack(bytes) >= free0,
-        "{} not returned after the descriptor was closed",
-        mib(free0 - free_end)
-    );
+    ensure_returned(
+        free0,
+        free_end,
+        slack(bytes),
+        "after the descriptor was closed",
+    )?;
     Ok(())
+}
+
+/// `0`, or why the child did not exit 0, as one word.
+fn exit_word(exit: &TestResult) -> String {
+    match exit {
+        Ok(()) => "0".into(),
+        Err(e) => e.message().unwrap_or("failed").replace(' ', "_"),
+    }
+}
+
+/// Set by `run.sh` for runs under compute-sanitizer, whose tools hold device
+/// memory of their own in every process: the free-memory figures are then
+/// printed but not asserted (the sanitizer's leak check stands in for them).
+pub const UNDER_SANITIZER_VAR: &str = "CUDA_MEM_SYS_UNDER_SANITIZER";
+
+/// Fails unless `free_end` is back to `free0` within `slack` (except under
+/// compute-sanitizer, see [`UNDER_SANITIZER_VAR`]).
+pub fn ensure_returned(free0: usize, free_end: usize, slack: usize, when: &str) -> TestResult {
+    if free_end + slack >= free0 {
+        return Ok(());
+    }
+    let short = mib(free0.saturating_sub(free_end));
+    if std::env::var_os(UNDER_SANITIZER_VAR).is_some() {
+        println!("  {short} not back {when}: not asserted under compute-sanitizer");
+        return Ok(());
+    }
+    Err(format!("{short} not returned {when}").into())
 }
 
 /// Tolerance of the free-memory figures: half the shared size, at least

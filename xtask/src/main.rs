@@ -39,7 +39,7 @@ const USAGE: &str = "usage: cargo xtask <command>
                          default-features = false dependent builds without libclang or bindgen
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust
-  device-report <dir>    Markdown for docs/device-results.md from what run.sh wrote in <dir>:
+  device-report <dir>... Markdown for docs/device-results.md from what run.sh wrote in <dir>s:
                          bad-input table, process-death figures, compute-sanitizer counts
   abi <version>...       build against each release's headers and check the bindings' layout and
                          constants against the C compiler (tests/abi_layout.rs) and stable names
