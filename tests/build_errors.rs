@@ -258,7 +258,6 @@ fn a_cuda_h_that_does_not_preprocess_is_named() {
 
 /// The scratch folders these tests make are gone once the guard is dropped,
 /// also when the test panics while holding it.
-
 #[test]
 fn scratch_folders_are_removed_even_when_a_test_panics() {
     let mut seen = None;
@@ -271,5 +270,4 @@ fn scratch_folders_are_removed_even_when_a_test_panics() {
     assert!(r.is_err());
     let seen = seen.unwrap();
     assert!(!seen.exists(), "{} survived the panic", seen.display());
-}
 }

@@ -56,9 +56,13 @@ fn cc() -> Command {
 }
 
 /// Builds a shared library `libcuda.so.1` from `source` with `defines` into a scratch folder.
-fn shared_library(name: &str, source: &Path, defines: &[&str]) -> Result<PathBuf, Failed> {
+fn shared_library(
+    name: &str,
+    source: &Path,
+    defines: &[&str],
+) -> Result<(abi_support::Scratch, PathBuf), Failed> {
     let dir = abi_support::scratch(name);
-    let lib = dir.join("libcuda.so.1");
+    let lib = dir.path().join("libcuda.so.1");
     let status = cc()
         .args(["-shared", "-fPIC", "-w", "-Wl,-soname,libcuda.so.1", "-o"])
         .arg(&lib)
@@ -69,10 +73,10 @@ fn shared_library(name: &str, source: &Path, defines: &[&str]) -> Result<PathBuf
     if !status.success() {
         return Err(format!("compiling {} failed", source.display()).into());
     }
-    Ok(lib)
+    Ok((dir, lib))
 }
 
-fn fake_driver(defines: &[&str]) -> Result<PathBuf, Failed> {
+fn fake_driver(defines: &[&str]) -> Result<(abi_support::Scratch, PathBuf), Failed> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_libcuda.c");
     shared_library("fake-driver", &src, defines)
 }
@@ -113,7 +117,7 @@ fn a_loaded_binary_needs_no_cuda_library() -> Result<Completion, Failed> {
     }
     println!("NEEDED: {}", own.join(", "));
     // The deliberately wrong case: a program linked with -lcuda is caught.
-    let lib = fake_driver(&[])?;
+    let (_scratch, lib) = fake_driver(&[])?;
     let dir = lib.parent().unwrap();
     std::fs::copy(&lib, dir.join("libcuda.so")).map_err(|e| e.to_string())?;
     let main_c = dir.join("main.c");
@@ -184,7 +188,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
     };
     let dir = abi_support::scratch("loading-typedefs");
     let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
-    let tu = dir.join("typedefs.c");
+    let tu = dir.path().join("typedefs.c");
     std::fs::write(&tu, head).unwrap();
     let text = abi_support::c_compiler(&dirs)
         .file(&tu)
@@ -213,7 +217,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
             ));
         }
     }
-    let file = dir.join("check.c");
+    let file = dir.path().join("check.c");
     std::fs::write(&file, src).unwrap();
     let out = abi_support::c_compiler(&dirs)
         .get_compiler()
@@ -235,7 +239,7 @@ fn the_loader_asks_for_the_versions_c_implies() -> Result<Completion, Failed> {
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let driver = fake_driver(&[])?;
+    let (_scratch, driver) = fake_driver(&[])?;
     let asked = requests(&driver)?;
     let flags = if cfg!(feature = "per-thread-default-stream") {
         2
@@ -342,7 +346,8 @@ fn answered_functions_are_called_and_the_rest_return_documented_codes() -> Resul
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let out = child("calls", Some(&fake_driver(&[])?))?;
+    let (_a, driver) = fake_driver(&[])?;
+    let out = child("calls", Some(&driver))?;
     print!("{out}");
     expect_lines(
         &out,
@@ -360,7 +365,8 @@ fn answered_functions_are_called_and_the_rest_return_documented_codes() -> Resul
         ],
     )?;
     // A driver with only the old cuGetProcAddress cannot tell "too old".
-    let out = child("calls", Some(&fake_driver(&["-DFAKE_V1_ONLY"])?))?;
+    let (_b, old_driver) = fake_driver(&["-DFAKE_V1_ONLY"])?;
+    let out = child("calls", Some(&old_driver))?;
     expect_lines(
         &out,
         &[
@@ -377,13 +383,13 @@ fn bad_library_files_return_shared_object_init_failed() -> Result<Completion, Fa
         return Ok(c);
     }
     let dir = abi_support::scratch("bad-drivers");
-    let text = dir.join("not-a-library.so");
+    let text = dir.path().join("not-a-library.so");
     std::fs::write(&text, "this is not an ELF file\n").unwrap();
-    let plain_c = dir.join("plain.c");
+    let plain_c = dir.path().join("plain.c");
     std::fs::write(&plain_c, "int not_cuda(void) { return 0; }\n").unwrap();
-    let plain = shared_library("plain-library", &plain_c, &[])?;
+    let (_plain_scratch, plain) = shared_library("plain-library", &plain_c, &[])?;
     for (case, file) in [
-        ("a missing file", dir.join("no-such-libcuda.so.1")),
+        ("a missing file", dir.path().join("no-such-libcuda.so.1")),
         ("a file that is not a shared library", text),
         ("a library without cuGetProcAddress", plain),
     ] {
@@ -402,7 +408,8 @@ fn concurrent_first_calls_resolve_once_and_agree() -> Result<Completion, Failed>
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let out = child("threads", Some(&fake_driver(&[])?))?;
+    let (_scratch, driver) = fake_driver(&[])?;
+    let out = child("threads", Some(&driver))?;
     expect_lines(&out, &["threads 16 agree 4242"])?;
     print!("{out}");
     Ok(Completion::Completed)
@@ -438,7 +445,8 @@ fn the_static_runtime_uses_the_named_driver() -> Result<Completion, Failed> {
     // A fake driver would crash NVIDIA's runtime, so the runtime is not
     // called: the test asks the dynamic loader what the runtime's own
     // dlopen("libcuda.so.1") would get.
-    let out = child("static-runtime", Some(&fake_driver(&[])?))?;
+    let (_scratch, driver) = fake_driver(&[])?;
+    let out = child("static-runtime", Some(&driver))?;
     print!("{out}");
     if out.lines().any(|l| l == "runtime loaded") {
         return Ok(Completion::ignored_with(
