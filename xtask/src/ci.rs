@@ -204,7 +204,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     )?;
     run_cmd(
         cargo(workspace)
-            .args(["test", "--features", "dynamic-loading", "--test", "dynamic_loading"])
+            .args([
+                "test",
+                "--features",
+                "dynamic-loading",
+                "--test",
+                "dynamic_loading",
+            ])
             .env("CARGO_TARGET_DIR", workspace.join("target/fallback")),
     )?;
 

@@ -17,7 +17,11 @@ const VARIANTS: [(&str, &str, &[&str]); 6] = [
     // Run-time loading: the whole device suite through the loader, with the
     // static runtime and with libcudart.so loaded too.
     ("-loaded", "dynamic-loading", &[]),
-    ("-loaded-dynamic-cudart", "dynamic-loading,dynamic-cudart", &[]),
+    (
+        "-loaded-dynamic-cudart",
+        "dynamic-loading,dynamic-cudart",
+        &[],
+    ),
     (
         "-loaded-ptds",
         "dynamic-loading,per-thread-default-stream",
