@@ -153,7 +153,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
     run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("bench.sh")))
 }
 
-/// Three interleaved rounds of the three builds; prints every figure and the
+/// Five interleaved rounds of the three builds; prints every figure and the
 /// median per (build, operation).
 const BENCH_SH: &str = r#"#!/usr/bin/env bash
 set -eu
@@ -162,7 +162,7 @@ out=${OUT:-$here/results}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : >"$out/bench-raw.txt"
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
   for b in linked loaded cudarc; do "$here/bench/$b" >>"$out/bench-raw.txt"; done
 done
 python3 - "$out/bench-raw.txt" <<'PY' | tee "$out/bench.txt"
