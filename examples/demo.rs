@@ -69,15 +69,28 @@ fn check(ok: bool, what: &str) {
 }
 
 /// How the program reaches libcuda and libcudart.
-fn mode() -> &'static str {
-    // MODE: one line per way of reaching CUDA. The `dynamic-loading` feature
-    // (run-time loading of libcuda/libcudart) adds its "loaded" line here.
+fn mode() -> String {
+    #[cfg(feature = "dynamic-loading")]
+    {
+        use cuda_mem_sys::loader;
+        let driver = match loader::driver() {
+            Ok(l) => format!("driver {} loaded", l.file),
+            Err(e) => format!("no driver: {} ({})", e.message, e.tried),
+        };
+        let runtime = match loader::runtime() {
+            Ok(l) if l.file == "libcudart_static.a" => "runtime linked statically".to_string(),
+            Ok(l) => format!("runtime {} loaded", l.file),
+            Err(e) => format!("no runtime: {}", e.message),
+        };
+        format!("loaded at run time (dynamic-loading): {driver}; {runtime}")
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
     if cfg!(cuda_mem_sys_fallback) {
-        "fallback: no CUDA at build time, the committed CUDA 13.0 bindings; libcuda linked dynamically (a stub at build time)"
+        "fallback: no CUDA at build time, the committed CUDA 13.0 bindings; libcuda linked dynamically (a stub at build time)".into()
     } else if cfg!(feature = "dynamic-cudart") {
-        "linked: libcuda and libcudart.so dynamically"
+        "linked: libcuda and libcudart.so dynamically".into()
     } else {
-        "linked: libcuda dynamically, libcudart statically (libcudart_static.a)"
+        "linked: libcuda dynamically, libcudart statically (libcudart_static.a)".into()
     }
 }
 

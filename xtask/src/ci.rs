@@ -113,6 +113,13 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+    )?;
+    println!("\n---- the same program, loading the driver at run time (--features dynamic-loading)");
+    run_cmd(
+        cargo(workspace)
+            .args(["run", "--quiet", "--example", "demo"])
+            .args(["--features", "dynamic-loading"])
+            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
     )
 }
 
