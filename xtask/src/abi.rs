@@ -159,7 +159,8 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
         print_row(&row);
         rows.push(row);
     }
-    if all {
+    // A target's section lists the releases run (CI's, or --all).
+    if all || target != HOST {
         let path = workspace.join("docs/abi-report.md");
         std::fs::create_dir_all(workspace.join("docs")).map_err(|e| e.to_string())?;
         let old = std::fs::read_to_string(&path).unwrap_or_default();
@@ -574,7 +575,7 @@ fn splice_section(doc: &str, target: &str, section: &str) -> String {
 }
 
 /// The x86_64 report with the other targets' sections of the old one kept.
-fn keep_target_sections(new: &str, old: &str) -> String {
+pub fn keep_target_sections(new: &str, old: &str) -> String {
     let mut doc = new.to_string();
     let mut rest = old;
     while let Some(b) = rest.find("<!-- target ") {

@@ -613,6 +613,10 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     md.push_str(&details);
     let path = workspace.join("docs/release-changes.md");
     std::fs::create_dir_all(workspace.join("docs")).map_err(|e| e.to_string())?;
+    // Sections about other targets (marked) are measured by hand or by
+    // `abi --target`, not here: keep them.
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let md = crate::abi::keep_target_sections(&md, &old);
     std::fs::write(&path, md).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())

@@ -47,8 +47,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   abi --all              every release 12.0 ... 13.5 and the fallback; writes docs/abi-report.md
   abi --target <triple> <version>... | --all
                          the same built for aarch64-unknown-linux-gnu (run under qemu-aarch64) or
-                         x86_64-pc-windows-gnu (under wine); --all writes that target's section of
-                         docs/abi-report.md
+                         x86_64-pc-windows-gnu (under wine); writes that target's section of
+                         docs/abi-report.md (the releases run)
   changes                docs/release-changes.md: what changed between releases in the five groups
                          (from the bindings `abi --all` leaves in target/abi/)";
 
