@@ -138,7 +138,10 @@ fn main() {
     let device0 = location(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     // For the host, the id is ignored.
     let host = location(CU_MEM_LOCATION_TYPE_HOST, 0);
-    let stream: CUstream = null_mut();
+    // A stream of our own: the batch prefetch refuses the legacy NULL stream
+    // (CUDA_ERROR_INVALID_VALUE, measured on an H100 with driver 580.159.04).
+    let mut stream: CUstream = null_mut();
+    cu!(cuStreamCreate(&mut stream, CU_STREAM_NON_BLOCKING.0));
 
     // One managed allocation: the same address on the host and the device.
     let len = 8 * MIB;
@@ -272,6 +275,7 @@ fn main() {
     for m in [p, a, b] {
         cu!(cuMemFree(m));
     }
+    cu!(cuStreamDestroy_v2(stream));
     cu!(cuModuleUnload(module));
     cu!(cuDevicePrimaryCtxRelease(0));
     println!(

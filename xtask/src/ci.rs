@@ -114,7 +114,9 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
             .args(["run", "--quiet", "--example", "demo"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
     )?;
-    println!("\n---- the same program, loading the driver at run time (--features dynamic-loading)");
+    println!(
+        "\n---- the same program, loading the driver at run time (--features dynamic-loading)"
+    );
     run_cmd(
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
