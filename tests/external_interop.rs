@@ -848,8 +848,13 @@ fn bad_mipmap_and_semaphore_input_is_an_error() -> TestResult {
             // crashes the driver in cuSignalExternalSemaphoresAsync. The reference
             // requires valid handles; the crate cannot check one. Recorded, not failed.
             (false, Some(sig)) if case != "mipmap" => println!(
-                "bad-input: null-semaphore {case} expected=CUDA_ERROR_INVALID_HANDLE(400) \
-                 got=signal-{sig} case={case}(null semaphore) [recorded: the driver crashes]"
+                "bad-input: {} expected=CUDA_ERROR_INVALID_HANDLE(400) got=signal-{sig} \
+                 case={case}(null semaphore) [recorded: the driver crashes]",
+                match case {
+                    "signal" => "cuSignalExternalSemaphoresAsync",
+                    "wait" => "cuWaitExternalSemaphoresAsync",
+                    _ => "cuDestroyExternalSemaphore",
+                }
             ),
             _ => return Err(format!("child {case} exited with {status}").into()),
         }
