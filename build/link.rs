@@ -128,23 +128,42 @@ fn static_runtime_system_libs() {
 fn emit_loaded(plan: &Plan) -> Result<Linked, String> {
     // dlopen/dlsym (in libc itself from glibc 2.34; libdl before); Windows:
     // LoadLibraryW from kernel32, which every program links.
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("windows") {
+    let windows = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows");
+    if !windows {
         println!("cargo:rustc-link-lib=dylib=dl");
     }
+    // The static runtime: `libcudart_static.a` on Linux, `cudart_static.lib`
+    // for MSVC; MinGW cannot link NVIDIA's MSVC archive, so it loads the DLL.
+    let msvc = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("msvc");
+    let (archive, dll) = if windows {
+        (
+            msvc.then_some("cudart_static.lib"),
+            format!("cudart64_{}.dll", plan.runtime_soname_major),
+        )
+    } else {
+        (
+            Some("libcudart_static.a"),
+            format!("libcudart.so.{}", plan.runtime_soname_major),
+        )
+    };
     if !plan.dynamic_cudart {
-        if let Some(dir) = find_in(plan.lib_dirs, "libcudart_static.a") {
+        if let Some(dir) = archive.and_then(|a| find_in(plan.lib_dirs, a)) {
             println!("cargo:rustc-link-search=native={}", dir.display());
             println!("cargo:rustc-link-lib=static=cudart_static");
-            static_runtime_system_libs();
+            if !windows {
+                static_runtime_system_libs();
+            }
             return Ok(Linked {
                 runtime_loaded: false,
             });
         }
+        let why = match archive {
+            Some(a) => format!("no {a} in {}", describe(plan.lib_dirs)),
+            None => "MinGW cannot link NVIDIA's MSVC cudart_static.lib".to_string(),
+        };
         println!(
-            "cargo:warning=dynamic-loading: no libcudart_static.a in {}: the runtime is loaded at \
-             run time (libcudart.so.{}, or the file named by CUDA_MEM_SYS_LIBCUDART)",
-            describe(plan.lib_dirs),
-            plan.runtime_soname_major
+            "cargo:warning=dynamic-loading: {why}: the runtime is loaded at run time ({dll}, or \
+             the file named by CUDA_MEM_SYS_LIBCUDART)"
         );
     }
     Ok(Linked {

@@ -80,7 +80,7 @@ fn mode() -> String {
         let runtime = match loader::runtime() {
             Ok(l) if l.file == "libcudart_static.a" => "runtime linked statically".to_string(),
             Ok(l) => format!("runtime {} loaded", l.file),
-            Err(e) => format!("no runtime: {}", e.message),
+            Err(e) => format!("no runtime: {} ({})", e.message, e.tried),
         };
         format!("loaded at run time (dynamic-loading): {driver}; {runtime}")
     }

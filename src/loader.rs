@@ -237,6 +237,80 @@ pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
     resolve(Api::Runtime, slot)
 }
 
+/// The body of every generated trampoline:
+/// `trampoline!(driver 27 cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult)`.
+///
+/// The hot path is a load, a compare and a tail jump to the library's
+/// function. The first call (and a missing function) goes to a cold inner
+/// function of the same signature, also by tail jump, so the trampoline
+/// itself needs no stack frame.
+macro_rules! trampoline {
+    (driver $($rest:tt)*) => {
+        $crate::loader::trampoline!(@ driver_ready driver_resolve $($rest)*);
+    };
+    (runtime $($rest:tt)*) => {
+        $crate::loader::trampoline!(@ runtime_ready runtime_resolve $($rest)*);
+    };
+    (@ $ready:ident $resolve:ident $slot:literal
+        $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
+            #[cold]
+            #[inline(never)]
+            unsafe extern "C" fn first_call($($arg: $ty),*) $(-> $ret)? {
+                match $crate::loader::$resolve($slot) {
+                    Ok(f) => ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
+                        $($arg),*
+                    ),
+                    Err(missing) => $crate::loader::Missing::value(missing),
+                }
+            }
+            match $crate::loader::$ready($slot) {
+                Some(f) => ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
+                    $($arg),*
+                ),
+                None => first_call($($arg),*),
+            }
+        }
+    };
+}
+pub(crate) use trampoline;
+
+/// The driver function in `slot` if it is already resolved: the trampolines'
+/// whole hot path (one load and a compare; the call is then a tail jump).
+#[doc(hidden)]
+#[inline(always)]
+pub fn driver_ready(slot: usize) -> Option<*const c_void> {
+    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
+    (v > NOT_FOUND).then_some(v as *const c_void)
+}
+
+/// The runtime function in `slot` if it is already resolved.
+#[doc(hidden)]
+#[inline(always)]
+pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
+    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
+    (v > NOT_FOUND).then_some(v as *const c_void)
+}
+
+/// Resolves the driver function in `slot` (the trampolines' cold path: first
+/// call, or a function that is missing).
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn driver_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
+    resolve(Api::Driver, slot)
+}
+
+/// Resolves the runtime function in `slot` (the trampolines' cold path).
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn runtime_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
+    resolve(Api::Runtime, slot)
+}
+
 #[cold]
 #[inline(never)]
 fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {

@@ -2,8 +2,15 @@
 //!
 //! One source, three builds: cuda-mem-sys linked (default), cuda-mem-sys
 //! loaded (`--features loaded`), cudarc 0.19 loaded (`--features cudarc`).
-//! `cargo xtask gpu-bundle` carries all three; `run.sh --bench` runs them
-//! interleaved. Each figure is the minimum over 5 repetitions of N calls.
+//! `cargo xtask gpu-bundle` carries all three; `bench.sh` runs them
+//! interleaved, pinned to one core. Each figure is the minimum over 5
+//! repetitions of N calls.
+//!
+//! Separate processes differ by more than the trampoline costs (CPU placement,
+//! frequency, page layout), so the loaded build also measures, in the same
+//! process and interleaved with its own calls, the driver's functions called
+//! directly through the pointers the loader resolved (`direct`): what a linked
+//! call does (one indirect jump through the GOT) without the trampoline.
 
 use std::ffi::c_void;
 use std::time::Instant;
@@ -110,7 +117,107 @@ macro_rules! measure {
     }};
 }
 
+/// The measured functions called through the driver's own pointers (from
+/// `loader::function`), everything else as in the crate: the same-process
+/// baseline for the trampolines.
+#[cfg(feature = "loaded")]
+#[allow(non_snake_case)]
+mod direct {
+    pub use cuda_mem_sys::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    macro_rules! direct {
+        ($($name:ident($($a:ident: $t:ty),*);)*) => {
+            #[allow(non_upper_case_globals)]
+            mod slot { $(pub static $name: super::AtomicUsize = super::AtomicUsize::new(0);)* }
+            /// Resolves each function once through the crate's loader.
+            pub fn init() {
+                $(
+                    match loader::function(stringify!($name)) {
+                        Ok(loader::Resolved::Loaded(p)) => slot::$name.store(p as usize, Relaxed),
+                        other => {
+                            eprintln!("{}: {other:?}", stringify!($name));
+                            std::process::exit(1);
+                        }
+                    }
+                )*
+            }
+            $(
+                #[inline(always)]
+                pub unsafe fn $name($($a: $t),*) -> CUresult {
+                    let f: unsafe extern "C" fn($($t),*) -> CUresult =
+                        std::mem::transmute(slot::$name.load(Relaxed));
+                    f($($a),*)
+                }
+            )*
+        };
+    }
+    direct! {
+        cuCtxGetCurrent(pctx: *mut CUcontext);
+        cuPointerGetAttribute(data: *mut std::ffi::c_void, attribute: CUpointer_attribute, ptr: CUdeviceptr);
+        cuStreamQuery(stream: CUstream);
+        cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream);
+        cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream);
+        cuTensorMapEncodeTiled(
+            map: *mut CUtensorMap, dtype: CUtensorMapDataType, rank: u32,
+            addr: *mut std::ffi::c_void, dims: *const u64, strides: *const u64,
+            boxes: *const u32, elem: *const u32, interleave: CUtensorMapInterleave,
+            swizzle: CUtensorMapSwizzle, l2: CUtensorMapL2promotion,
+            oob: CUtensorMapFloatOOBfill
+        );
+    }
+}
+
+/// Rounds of the loaded build's same-process comparison.
+#[cfg(feature = "loaded")]
+const SAME_PROCESS_ROUNDS: usize = 5;
+
 fn main() {
+    #[cfg(feature = "loaded")]
+    {
+        use cuda_mem_sys::*;
+        // Resolve everything first so that neither side pays a first call.
+        let (driver, _) = loader::load_all();
+        if driver == 0 {
+            eprintln!("no driver loaded: {:?}", loader::driver());
+            std::process::exit(1);
+        }
+        direct::init();
+        for _ in 0..SAME_PROCESS_ROUNDS {
+            for (who, figures) in [
+                (
+                    "same-process-trampoline",
+                    measure!(
+                        cuda_mem_sys,
+                        CUDA_SUCCESS,
+                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+                    ),
+                ),
+                (
+                    "same-process-direct",
+                    measure!(
+                        direct,
+                        CUDA_SUCCESS,
+                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+                    ),
+                ),
+            ] {
+                for (op, ns) in figures {
+                    println!("{who} {op} {ns:.2}");
+                }
+            }
+        }
+    }
     #[cfg(not(feature = "cudarc"))]
     let (who, figures) = {
         use cuda_mem_sys::*;

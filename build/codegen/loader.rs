@@ -237,39 +237,19 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
     Ok(())
 }
 
-/// `#[no_mangle] unsafe extern "C" fn <symbol>(<params>) -> R`, calling the
-/// function in `slot` of `api`'s library, or returning the documented
-/// "missing" value of `R`.
+/// `crate::loader::trampoline!(api slot symbol(params) -> R)`: the macro in
+/// `src/loader.rs` expands it to `#[no_mangle] unsafe extern "C" fn
+/// <symbol>(<params>) -> R`, which calls the function in `slot` of `api`'s
+/// library or returns the documented "missing" value of `R` (one
+/// hand-written body for every function; the generated text stays short).
 fn trampoline(f: &syn::ForeignItemFn, symbol: &str, api: &str, slot: usize) -> syn::Item {
     let name = syn::Ident::new(symbol, proc_macro2::Span::call_site());
+    let api = syn::Ident::new(api, proc_macro2::Span::call_site());
+    let slot = syn::LitInt::new(&slot.to_string(), proc_macro2::Span::call_site());
     let inputs = &f.sig.inputs;
-    let args: Vec<&syn::Pat> = inputs
-        .iter()
-        .filter_map(|a| match a {
-            syn::FnArg::Typed(t) => Some(&*t.pat),
-            _ => None,
-        })
-        .collect();
-    let types: Vec<&syn::Type> = inputs
-        .iter()
-        .filter_map(|a| match a {
-            syn::FnArg::Typed(t) => Some(&*t.ty),
-            _ => None,
-        })
-        .collect();
     let output = &f.sig.output;
-    let get = syn::Ident::new(&format!("{api}_fn"), proc_macro2::Span::call_site());
     syn::parse_quote! {
-        #[no_mangle]
-        pub unsafe extern "C" fn #name(#inputs) #output {
-            match crate::loader::#get(#slot) {
-                Ok(__cms_loaded) => ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(#(#types),*) #output,
-                >(__cms_loaded)(#(#args),*),
-                Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-            }
-        }
+        crate::loader::trampoline!(#api #slot #name(#inputs) #output);
     }
 }
 

@@ -63454,14904 +63454,3157 @@ pub mod loader_table {
 #[cfg(cuda_mem_sys_load_driver)]
 mod loaded_driver {
     use super::*;
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArray3DCreate_v2(
-        pHandle: *mut CUarray,
-        pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
-    ) -> CUresult {
-        match crate::loader::driver_fn(0usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray,
-                        *const CUDA_ARRAY3D_DESCRIPTOR,
-                    ) -> CUresult,
-                >(__cms_loaded)(pHandle, pAllocateArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
-        pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
-        hArray: CUarray,
-    ) -> CUresult {
-        match crate::loader::driver_fn(1usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_ARRAY3D_DESCRIPTOR,
-                        CUarray,
-                    ) -> CUresult,
-                >(__cms_loaded)(pArrayDescriptor, hArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayCreate_v2(
-        pHandle: *mut CUarray,
-        pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
-    ) -> CUresult {
-        match crate::loader::driver_fn(2usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray,
-                        *const CUDA_ARRAY_DESCRIPTOR,
-                    ) -> CUresult,
-                >(__cms_loaded)(pHandle, pAllocateArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayDestroy(hArray: CUarray) -> CUresult {
-        match crate::loader::driver_fn(3usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUarray) -> CUresult,
-                >(__cms_loaded)(hArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
-        pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
-        hArray: CUarray,
-    ) -> CUresult {
-        match crate::loader::driver_fn(4usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUDA_ARRAY_DESCRIPTOR, CUarray) -> CUresult,
-                >(__cms_loaded)(pArrayDescriptor, hArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
-        memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
-        array: CUarray,
-        device: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(5usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
-                        CUarray,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(memoryRequirements, array, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayGetPlane(
-        pPlaneArray: *mut CUarray,
-        hArray: CUarray,
-        planeIdx: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(6usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray,
-                        CUarray,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pPlaneArray, hArray, planeIdx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuArrayGetSparseProperties(
-        sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
-        array: CUarray,
-    ) -> CUresult {
-        match crate::loader::driver_fn(7usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_ARRAY_SPARSE_PROPERTIES,
-                        CUarray,
-                    ) -> CUresult,
-                >(__cms_loaded)(sparseProperties, array)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessCheckpoint(
-        pid: ::core::ffi::c_int,
-        args: *mut CUcheckpointCheckpointArgs,
-    ) -> CUresult {
-        match crate::loader::driver_fn(8usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut CUcheckpointCheckpointArgs,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, args)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessGetRestoreThreadId(
-        pid: ::core::ffi::c_int,
-        tid: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(9usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, tid)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessGetState(
-        pid: ::core::ffi::c_int,
-        state: *mut CUprocessState,
-    ) -> CUresult {
-        match crate::loader::driver_fn(10usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut CUprocessState,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, state)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessLock(
-        pid: ::core::ffi::c_int,
-        args: *mut CUcheckpointLockArgs,
-    ) -> CUresult {
-        match crate::loader::driver_fn(11usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut CUcheckpointLockArgs,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, args)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessRestore(
-        pid: ::core::ffi::c_int,
-        args: *mut CUcheckpointRestoreArgs,
-    ) -> CUresult {
-        match crate::loader::driver_fn(12usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut CUcheckpointRestoreArgs,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, args)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCheckpointProcessUnlock(
-        pid: ::core::ffi::c_int,
-        args: *mut CUcheckpointUnlockArgs,
-    ) -> CUresult {
-        match crate::loader::driver_fn(13usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut CUcheckpointUnlockArgs,
-                    ) -> CUresult,
-                >(__cms_loaded)(pid, args)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCoredumpGetAttribute(
-        attrib: CUcoredumpSettings,
-        value: *mut ::core::ffi::c_void,
-        size: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(14usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcoredumpSettings,
-                        *mut ::core::ffi::c_void,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(attrib, value, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCoredumpGetAttributeGlobal(
-        attrib: CUcoredumpSettings,
-        value: *mut ::core::ffi::c_void,
-        size: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(15usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcoredumpSettings,
-                        *mut ::core::ffi::c_void,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(attrib, value, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCoredumpSetAttribute(
-        attrib: CUcoredumpSettings,
-        value: *mut ::core::ffi::c_void,
-        size: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(16usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcoredumpSettings,
-                        *mut ::core::ffi::c_void,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(attrib, value, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCoredumpSetAttributeGlobal(
-        attrib: CUcoredumpSettings,
-        value: *mut ::core::ffi::c_void,
-        size: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(17usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcoredumpSettings,
-                        *mut ::core::ffi::c_void,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(attrib, value, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxAttach(
-        pctx: *mut CUcontext,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(18usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUcontext, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(pctx, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxCreate_v4(
-        pctx: *mut CUcontext,
-        ctxCreateParams: *mut CUctxCreateParams,
-        flags: ::core::ffi::c_uint,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(19usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUcontext,
-                        *mut CUctxCreateParams,
-                        ::core::ffi::c_uint,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(pctx, ctxCreateParams, flags, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(20usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxDetach(ctx: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(21usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxDisablePeerAccess(peerContext: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(22usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(peerContext)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxEnablePeerAccess(
-        peerContext: CUcontext,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(23usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(peerContext, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxFromGreenCtx(
-        pContext: *mut CUcontext,
-        hCtx: CUgreenCtx,
-    ) -> CUresult {
-        match crate::loader::driver_fn(24usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUcontext, CUgreenCtx) -> CUresult,
-                >(__cms_loaded)(pContext, hCtx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetApiVersion(
-        ctx: CUcontext,
-        version: *mut ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(25usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext, *mut ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(ctx, version)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetCacheConfig(
-        pconfig: *mut CUfunc_cache,
-    ) -> CUresult {
-        match crate::loader::driver_fn(26usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUfunc_cache) -> CUresult,
-                >(__cms_loaded)(pconfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
-        match crate::loader::driver_fn(27usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUcontext) -> CUresult,
-                >(__cms_loaded)(pctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetDevResource(
-        hCtx: CUcontext,
-        resource: *mut CUdevResource,
-        type_: CUdevResourceType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(28usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcontext,
-                        *mut CUdevResource,
-                        CUdevResourceType,
-                    ) -> CUresult,
-                >(__cms_loaded)(hCtx, resource, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
-        match crate::loader::driver_fn(29usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdevice) -> CUresult,
-                >(__cms_loaded)(device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetDevice_v2(
-        device: *mut CUdevice,
-        ctx: CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(30usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdevice, CUcontext) -> CUresult,
-                >(__cms_loaded)(device, ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetExecAffinity(
-        pExecAffinity: *mut CUexecAffinityParam,
-        type_: CUexecAffinityType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(31usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUexecAffinityParam,
-                        CUexecAffinityType,
-                    ) -> CUresult,
-                >(__cms_loaded)(pExecAffinity, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetFlags(flags: *mut ::core::ffi::c_uint) -> CUresult {
-        match crate::loader::driver_fn(32usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetId(
-        ctx: CUcontext,
-        ctxId: *mut ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(33usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUcontext,
-                        *mut ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(ctx, ctxId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetLimit(
-        pvalue: *mut usize,
-        limit: CUlimit,
-    ) -> CUresult {
-        match crate::loader::driver_fn(34usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut usize, CUlimit) -> CUresult,
-                >(__cms_loaded)(pvalue, limit)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetSharedMemConfig(
-        pConfig: *mut CUsharedconfig,
-    ) -> CUresult {
-        match crate::loader::driver_fn(35usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUsharedconfig) -> CUresult,
-                >(__cms_loaded)(pConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxGetStreamPriorityRange(
-        leastPriority: *mut ::core::ffi::c_int,
-        greatestPriority: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(36usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(leastPriority, greatestPriority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
-        match crate::loader::driver_fn(37usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUcontext) -> CUresult,
-                >(__cms_loaded)(pctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(38usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxRecordEvent(
-        hCtx: CUcontext,
-        hEvent: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(39usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext, CUevent) -> CUresult,
-                >(__cms_loaded)(hCtx, hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxResetPersistingL2Cache() -> CUresult {
-        match crate::loader::driver_fn(40usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> CUresult,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSetCacheConfig(config: CUfunc_cache) -> CUresult {
-        match crate::loader::driver_fn(41usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunc_cache) -> CUresult,
-                >(__cms_loaded)(config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(42usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSetFlags(flags: ::core::ffi::c_uint) -> CUresult {
-        match crate::loader::driver_fn(43usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult {
-        match crate::loader::driver_fn(44usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUlimit, usize) -> CUresult,
-                >(__cms_loaded)(limit, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSetSharedMemConfig(
-        config: CUsharedconfig,
-    ) -> CUresult {
-        match crate::loader::driver_fn(45usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUsharedconfig) -> CUresult,
-                >(__cms_loaded)(config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
-        match crate::loader::driver_fn(46usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> CUresult,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult {
-        match crate::loader::driver_fn(47usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext) -> CUresult,
-                >(__cms_loaded)(ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuCtxWaitEvent(
-        hCtx: CUcontext,
-        hEvent: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(48usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUcontext, CUevent) -> CUresult,
-                >(__cms_loaded)(hCtx, hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDestroyExternalMemory(
-        extMem: CUexternalMemory,
-    ) -> CUresult {
-        match crate::loader::driver_fn(49usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUexternalMemory) -> CUresult,
-                >(__cms_loaded)(extMem)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDestroyExternalSemaphore(
-        extSem: CUexternalSemaphore,
-    ) -> CUresult {
-        match crate::loader::driver_fn(50usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUexternalSemaphore) -> CUresult,
-                >(__cms_loaded)(extSem)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevResourceGenerateDesc(
-        phDesc: *mut CUdevResourceDesc,
-        resources: *mut CUdevResource,
-        nbResources: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(51usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdevResourceDesc,
-                        *mut CUdevResource,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(phDesc, resources, nbResources)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevSmResourceSplitByCount(
-        result: *mut CUdevResource,
-        nbGroups: *mut ::core::ffi::c_uint,
-        input: *const CUdevResource,
-        remaining: *mut CUdevResource,
-        useFlags: ::core::ffi::c_uint,
-        minCount: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(52usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdevResource,
-                        *mut ::core::ffi::c_uint,
-                        *const CUdevResource,
-                        *mut CUdevResource,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(result, nbGroups, input, remaining, useFlags, minCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceCanAccessPeer(
-        canAccessPeer: *mut ::core::ffi::c_int,
-        dev: CUdevice,
-        peerDev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(53usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUdevice,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(canAccessPeer, dev, peerDev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceComputeCapability(
-        major: *mut ::core::ffi::c_int,
-        minor: *mut ::core::ffi::c_int,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(54usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(major, minor, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGet(
-        device: *mut CUdevice,
-        ordinal: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(55usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdevice, ::core::ffi::c_int) -> CUresult,
-                >(__cms_loaded)(device, ordinal)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetAttribute(
-        pi: *mut ::core::ffi::c_int,
-        attrib: CUdevice_attribute,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(56usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUdevice_attribute,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(pi, attrib, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetByPCIBusId(
-        dev: *mut CUdevice,
-        pciBusId: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(57usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdevice,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(dev, pciBusId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetCount(
-        count: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(58usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> CUresult,
-                >(__cms_loaded)(count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
-        pool_out: *mut CUmemoryPool,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(59usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> CUresult,
-                >(__cms_loaded)(pool_out, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetDevResource(
-        device: CUdevice,
-        resource: *mut CUdevResource,
-        type_: CUdevResourceType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(60usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdevice,
-                        *mut CUdevResource,
-                        CUdevResourceType,
-                    ) -> CUresult,
-                >(__cms_loaded)(device, resource, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetExecAffinitySupport(
-        pi: *mut ::core::ffi::c_int,
-        type_: CUexecAffinityType,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(61usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUexecAffinityType,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(pi, type_, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetGraphMemAttribute(
-        device: CUdevice,
-        attr: CUgraphMem_attribute,
-        value: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(62usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdevice,
-                        CUgraphMem_attribute,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(device, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetHostAtomicCapabilities(
-        capabilities: *mut ::core::ffi::c_uint,
-        operations: *const CUatomicOperation,
-        count: ::core::ffi::c_uint,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(63usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *const CUatomicOperation,
-                        ::core::ffi::c_uint,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(capabilities, operations, count, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetLuid(
-        luid: *mut ::core::ffi::c_char,
-        deviceNodeMask: *mut ::core::ffi::c_uint,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(64usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_char,
-                        *mut ::core::ffi::c_uint,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(luid, deviceNodeMask, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetMemPool(
-        pool: *mut CUmemoryPool,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(65usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> CUresult,
-                >(__cms_loaded)(pool, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetName(
-        name: *mut ::core::ffi::c_char,
-        len: ::core::ffi::c_int,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(66usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_char,
-                        ::core::ffi::c_int,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(name, len, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetNvSciSyncAttributes(
-        nvSciSyncAttrList: *mut ::core::ffi::c_void,
-        dev: CUdevice,
-        flags: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(67usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUdevice,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(nvSciSyncAttrList, dev, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetP2PAtomicCapabilities(
-        capabilities: *mut ::core::ffi::c_uint,
-        operations: *const CUatomicOperation,
-        count: ::core::ffi::c_uint,
-        srcDevice: CUdevice,
-        dstDevice: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(68usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *const CUatomicOperation,
-                        ::core::ffi::c_uint,
-                        CUdevice,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(capabilities, operations, count, srcDevice, dstDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
-        value: *mut ::core::ffi::c_int,
-        attrib: CUdevice_P2PAttribute,
-        srcDevice: CUdevice,
-        dstDevice: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(69usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUdevice_P2PAttribute,
-                        CUdevice,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(value, attrib, srcDevice, dstDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetPCIBusId(
-        pciBusId: *mut ::core::ffi::c_char,
-        len: ::core::ffi::c_int,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(70usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_char,
-                        ::core::ffi::c_int,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(pciBusId, len, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetProperties(
-        prop: *mut CUdevprop,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(71usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdevprop, CUdevice) -> CUresult,
-                >(__cms_loaded)(prop, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
-        maxWidthInElements: *mut usize,
-        format: CUarray_format,
-        numChannels: ::core::ffi::c_uint,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(72usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        CUarray_format,
-                        ::core::ffi::c_uint,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(maxWidthInElements, format, numChannels, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGetUuid_v2(
-        uuid: *mut CUuuid,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(73usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUuuid, CUdevice) -> CUresult,
-                >(__cms_loaded)(uuid, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceGraphMemTrim(device: CUdevice) -> CUresult {
-        match crate::loader::driver_fn(74usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice) -> CUresult,
-                >(__cms_loaded)(device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
-        dev: CUdevice,
-        flags: *mut ::core::ffi::c_uint,
-        active: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(75usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdevice,
-                        *mut ::core::ffi::c_uint,
-                        *mut ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(dev, flags, active)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult {
-        match crate::loader::driver_fn(76usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice) -> CUresult,
-                >(__cms_loaded)(dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult {
-        match crate::loader::driver_fn(77usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice) -> CUresult,
-                >(__cms_loaded)(dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
-        pctx: *mut CUcontext,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(78usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
-                >(__cms_loaded)(pctx, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(
-        dev: CUdevice,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(79usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(dev, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceRegisterAsyncNotification(
-        device: CUdevice,
-        callbackFunc: CUasyncCallback,
-        userData: *mut ::core::ffi::c_void,
-        callback: *mut CUasyncCallbackHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(80usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdevice,
-                        CUasyncCallback,
-                        *mut ::core::ffi::c_void,
-                        *mut CUasyncCallbackHandle,
-                    ) -> CUresult,
-                >(__cms_loaded)(device, callbackFunc, userData, callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceSetGraphMemAttribute(
-        device: CUdevice,
-        attr: CUgraphMem_attribute,
-        value: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(81usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdevice,
-                        CUgraphMem_attribute,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(device, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceSetMemPool(
-        dev: CUdevice,
-        pool: CUmemoryPool,
-    ) -> CUresult {
-        match crate::loader::driver_fn(82usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice, CUmemoryPool) -> CUresult,
-                >(__cms_loaded)(dev, pool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceTotalMem_v2(
-        bytes: *mut usize,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(83usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut usize, CUdevice) -> CUresult,
-                >(__cms_loaded)(bytes, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDeviceUnregisterAsyncNotification(
-        device: CUdevice,
-        callback: CUasyncCallbackHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(84usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdevice, CUasyncCallbackHandle) -> CUresult,
-                >(__cms_loaded)(device, callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuDriverGetVersion(
-        driverVersion: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(85usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> CUresult,
-                >(__cms_loaded)(driverVersion)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventCreate(
-        phEvent: *mut CUevent,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(86usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUevent, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(phEvent, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult {
-        match crate::loader::driver_fn(87usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUevent) -> CUresult,
-                >(__cms_loaded)(hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventElapsedTime_v2(
-        pMilliseconds: *mut f32,
-        hStart: CUevent,
-        hEnd: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(88usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut f32, CUevent, CUevent) -> CUresult,
-                >(__cms_loaded)(pMilliseconds, hStart, hEnd)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
-        match crate::loader::driver_fn(89usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUevent) -> CUresult,
-                >(__cms_loaded)(hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
-        hEvent: CUevent,
-        hStream: CUstream,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(90usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUevent,
-                        CUstream,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hEvent, hStream, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventRecord_ptsz(
-        hEvent: CUevent,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(91usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUevent, CUstream) -> CUresult,
-                >(__cms_loaded)(hEvent, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
-        match crate::loader::driver_fn(92usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUevent) -> CUresult,
-                >(__cms_loaded)(hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuExternalMemoryGetMappedBuffer(
-        devPtr: *mut CUdeviceptr,
-        extMem: CUexternalMemory,
-        bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(93usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        CUexternalMemory,
-                        *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(devPtr, extMem, bufferDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
-        mipmap: *mut CUmipmappedArray,
-        extMem: CUexternalMemory,
-        mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(94usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmipmappedArray,
-                        CUexternalMemory,
-                        *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(mipmap, extMem, mipmapDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFlushGPUDirectRDMAWrites(
-        target: CUflushGPUDirectRDMAWritesTarget,
-        scope: CUflushGPUDirectRDMAWritesScope,
-    ) -> CUresult {
-        match crate::loader::driver_fn(95usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUflushGPUDirectRDMAWritesTarget,
-                        CUflushGPUDirectRDMAWritesScope,
-                    ) -> CUresult,
-                >(__cms_loaded)(target, scope)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncGetAttribute(
-        pi: *mut ::core::ffi::c_int,
-        attrib: CUfunction_attribute,
-        hfunc: CUfunction,
-    ) -> CUresult {
-        match crate::loader::driver_fn(96usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction_attribute,
-                        CUfunction,
-                    ) -> CUresult,
-                >(__cms_loaded)(pi, attrib, hfunc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncGetModule(
-        hmod: *mut CUmodule,
-        hfunc: CUfunction,
-    ) -> CUresult {
-        match crate::loader::driver_fn(97usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmodule, CUfunction) -> CUresult,
-                >(__cms_loaded)(hmod, hfunc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncGetName(
-        name: *mut *const ::core::ffi::c_char,
-        hfunc: CUfunction,
-    ) -> CUresult {
-        match crate::loader::driver_fn(98usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *const ::core::ffi::c_char,
-                        CUfunction,
-                    ) -> CUresult,
-                >(__cms_loaded)(name, hfunc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncGetParamInfo(
-        func: CUfunction,
-        paramIndex: usize,
-        paramOffset: *mut usize,
-        paramSize: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(99usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        usize,
-                        *mut usize,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(func, paramIndex, paramOffset, paramSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncIsLoaded(
-        state: *mut CUfunctionLoadingState,
-        function: CUfunction,
-    ) -> CUresult {
-        match crate::loader::driver_fn(100usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUfunctionLoadingState,
-                        CUfunction,
-                    ) -> CUresult,
-                >(__cms_loaded)(state, function)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncLoad(function: CUfunction) -> CUresult {
-        match crate::loader::driver_fn(101usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction) -> CUresult,
-                >(__cms_loaded)(function)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncSetAttribute(
-        hfunc: CUfunction,
-        attrib: CUfunction_attribute,
-        value: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(102usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        CUfunction_attribute,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, attrib, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncSetBlockShape(
-        hfunc: CUfunction,
-        x: ::core::ffi::c_int,
-        y: ::core::ffi::c_int,
-        z: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(103usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, x, y, z)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncSetCacheConfig(
-        hfunc: CUfunction,
-        config: CUfunc_cache,
-    ) -> CUresult {
-        match crate::loader::driver_fn(104usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction, CUfunc_cache) -> CUresult,
-                >(__cms_loaded)(hfunc, config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncSetSharedMemConfig(
-        hfunc: CUfunction,
-        config: CUsharedconfig,
-    ) -> CUresult {
-        match crate::loader::driver_fn(105usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction, CUsharedconfig) -> CUresult,
-                >(__cms_loaded)(hfunc, config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuFuncSetSharedSize(
-        hfunc: CUfunction,
-        bytes: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(106usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(hfunc, bytes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGetErrorName(
-        error: CUresult,
-        pStr: *mut *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(107usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUresult,
-                        *mut *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(error, pStr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGetErrorString(
-        error: CUresult,
-        pStr: *mut *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(108usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUresult,
-                        *mut *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(error, pStr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGetExportTable(
-        ppExportTable: *mut *const ::core::ffi::c_void,
-        pExportTableId: *const CUuuid,
-    ) -> CUresult {
-        match crate::loader::driver_fn(109usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *const ::core::ffi::c_void,
-                        *const CUuuid,
-                    ) -> CUresult,
-                >(__cms_loaded)(ppExportTable, pExportTableId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGetProcAddress_v2(
-        symbol: *const ::core::ffi::c_char,
-        funcPtr: *mut *mut ::core::ffi::c_void,
-        driverVersion: ::core::ffi::c_int,
-        flags: cuuint64_t,
-        symbolStatus: *mut CUdriverProcAddressQueryResult,
-    ) -> CUresult {
-        match crate::loader::driver_fn(110usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_char,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        cuuint64_t,
-                        *mut CUdriverProcAddressQueryResult,
-                    ) -> CUresult,
-                >(__cms_loaded)(symbol, funcPtr, driverVersion, flags, symbolStatus)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddBatchMemOpNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(111usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddChildGraphNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        childGraph: CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(112usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        CUgraph,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, childGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddDependencies_v2(
-        hGraph: CUgraph,
-        from: *const CUgraphNode,
-        to: *const CUgraphNode,
-        edgeData: *const CUgraphEdgeData,
-        numDependencies: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(113usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *const CUgraphNode,
-                        *const CUgraphNode,
-                        *const CUgraphEdgeData,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, from, to, edgeData, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddEmptyNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(114usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(phGraphNode, hGraph, dependencies, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddEventRecordNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(115usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        CUevent,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddEventWaitNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(116usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        CUevent,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddExternalSemaphoresSignalNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(117usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddExternalSemaphoresWaitNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(118usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddHostNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *const CUDA_HOST_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(119usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_HOST_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(120usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_KERNEL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddMemAllocNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(121usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddMemFreeNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        dptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(122usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(phGraphNode, hGraph, dependencies, numDependencies, dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddMemcpyNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        copyParams: *const CUDA_MEMCPY3D,
-        ctx: CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(123usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_MEMCPY3D,
-                        CUcontext,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddMemsetNode(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        numDependencies: usize,
-        memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
-        ctx: CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(124usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        usize,
-                        *const CUDA_MEMSET_NODE_PARAMS,
-                        CUcontext,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphAddNode_v2(
-        phGraphNode: *mut CUgraphNode,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        dependencyData: *const CUgraphEdgeData,
-        numDependencies: usize,
-        nodeParams: *mut CUgraphNodeParams,
-    ) -> CUresult {
-        match crate::loader::driver_fn(125usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraph,
-                        *const CUgraphNode,
-                        *const CUgraphEdgeData,
-                        usize,
-                        *mut CUgraphNodeParams,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    phGraphNode,
-                    hGraph,
-                    dependencies,
-                    dependencyData,
-                    numDependencies,
-                    nodeParams,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphBatchMemOpNodeGetParams(
-        hNode: CUgraphNode,
-        nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(126usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphBatchMemOpNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(127usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
-        hNode: CUgraphNode,
-        phGraph: *mut CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(128usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult,
-                >(__cms_loaded)(hNode, phGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphClone(
-        phGraphClone: *mut CUgraph,
-        originalGraph: CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(129usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUgraph, CUgraph) -> CUresult,
-                >(__cms_loaded)(phGraphClone, originalGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
-        pHandle_out: *mut CUgraphConditionalHandle,
-        hGraph: CUgraph,
-        ctx: CUcontext,
-        defaultLaunchValue: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(130usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphConditionalHandle,
-                        CUgraph,
-                        CUcontext,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pHandle_out, hGraph, ctx, defaultLaunchValue, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphCreate(
-        phGraph: *mut CUgraph,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(131usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUgraph, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(phGraph, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphDebugDotPrint(
-        hGraph: CUgraph,
-        path: *const ::core::ffi::c_char,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(132usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, path, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
-        match crate::loader::driver_fn(133usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraph) -> CUresult,
-                >(__cms_loaded)(hGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphDestroyNode(hNode: CUgraphNode) -> CUresult {
-        match crate::loader::driver_fn(134usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode) -> CUresult,
-                >(__cms_loaded)(hNode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
-        hNode: CUgraphNode,
-        event_out: *mut CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(135usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult,
-                >(__cms_loaded)(hNode, event_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphEventRecordNodeSetEvent(
-        hNode: CUgraphNode,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(136usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, CUevent) -> CUresult,
-                >(__cms_loaded)(hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
-        hNode: CUgraphNode,
-        event_out: *mut CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(137usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult,
-                >(__cms_loaded)(hNode, event_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphEventWaitNodeSetEvent(
-        hNode: CUgraphNode,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(138usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, CUevent) -> CUresult,
-                >(__cms_loaded)(hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecBatchMemOpNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(139usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        childGraph: CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(140usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUgraph) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, childGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
-        match crate::loader::driver_fn(141usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec) -> CUresult,
-                >(__cms_loaded)(hGraphExec)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecEventRecordNodeSetEvent(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(142usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecEventWaitNodeSetEvent(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(143usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecExternalSemaphoresSignalNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(144usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(145usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecGetFlags(
-        hGraphExec: CUgraphExec,
-        flags: *mut cuuint64_t,
-    ) -> CUresult {
-        match crate::loader::driver_fn(146usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, *mut cuuint64_t) -> CUresult,
-                >(__cms_loaded)(hGraphExec, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecHostNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_HOST_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(147usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_HOST_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(148usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_KERNEL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        copyParams: *const CUDA_MEMCPY3D,
-        ctx: CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(149usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_MEMCPY3D,
-                        CUcontext,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, copyParams, ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecMemsetNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
-        ctx: CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(150usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *const CUDA_MEMSET_NODE_PARAMS,
-                        CUcontext,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, memsetParams, ctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecNodeSetParams(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        nodeParams: *mut CUgraphNodeParams,
-    ) -> CUresult {
-        match crate::loader::driver_fn(151usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *mut CUgraphNodeParams,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExecUpdate_v2(
-        hGraphExec: CUgraphExec,
-        hGraph: CUgraph,
-        resultInfo: *mut CUgraphExecUpdateResultInfo,
-    ) -> CUresult {
-        match crate::loader::driver_fn(152usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraph,
-                        *mut CUgraphExecUpdateResultInfo,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hGraph, resultInfo)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeGetParams(
-        hNode: CUgraphNode,
-        params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(153usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(154usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeGetParams(
-        hNode: CUgraphNode,
-        params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(155usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(156usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphGetEdges_v2(
-        hGraph: CUgraph,
-        from: *mut CUgraphNode,
-        to: *mut CUgraphNode,
-        edgeData: *mut CUgraphEdgeData,
-        numEdges: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(157usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *mut CUgraphNode,
-                        *mut CUgraphNode,
-                        *mut CUgraphEdgeData,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, from, to, edgeData, numEdges)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphGetNodes(
-        hGraph: CUgraph,
-        nodes: *mut CUgraphNode,
-        numNodes: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(158usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *mut CUgraphNode,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, nodes, numNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphGetRootNodes(
-        hGraph: CUgraph,
-        rootNodes: *mut CUgraphNode,
-        numRootNodes: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(159usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *mut CUgraphNode,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, rootNodes, numRootNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphHostNodeGetParams(
-        hNode: CUgraphNode,
-        nodeParams: *mut CUDA_HOST_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(160usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_HOST_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphHostNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_HOST_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(161usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_HOST_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
-        phGraphExec: *mut CUgraphExec,
-        hGraph: CUgraph,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(162usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphExec,
-                        CUgraph,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(phGraphExec, hGraph, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphInstantiateWithParams_ptsz(
-        phGraphExec: *mut CUgraphExec,
-        hGraph: CUgraph,
-        instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(163usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphExec,
-                        CUgraph,
-                        *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(phGraphExec, hGraph, instantiateParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphKernelNodeCopyAttributes(
-        dst: CUgraphNode,
-        src: CUgraphNode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(164usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, CUgraphNode) -> CUresult,
-                >(__cms_loaded)(dst, src)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
-        hNode: CUgraphNode,
-        attr: CUkernelNodeAttrID,
-        value_out: *mut CUkernelNodeAttrValue,
-    ) -> CUresult {
-        match crate::loader::driver_fn(165usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        CUkernelNodeAttrID,
-                        *mut CUkernelNodeAttrValue,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, attr, value_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphKernelNodeGetParams_v2(
-        hNode: CUgraphNode,
-        nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(166usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_KERNEL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
-        hNode: CUgraphNode,
-        attr: CUkernelNodeAttrID,
-        value: *const CUkernelNodeAttrValue,
-    ) -> CUresult {
-        match crate::loader::driver_fn(167usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        CUkernelNodeAttrID,
-                        *const CUkernelNodeAttrValue,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(168usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_KERNEL_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphLaunch_ptsz(
-        hGraphExec: CUgraphExec,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(169usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, CUstream) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemAllocNodeGetParams(
-        hNode: CUgraphNode,
-        params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(170usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
-        hNode: CUgraphNode,
-        dptr_out: *mut CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(171usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult,
-                >(__cms_loaded)(hNode, dptr_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemcpyNodeGetParams(
-        hNode: CUgraphNode,
-        nodeParams: *mut CUDA_MEMCPY3D,
-    ) -> CUresult {
-        match crate::loader::driver_fn(172usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMCPY3D) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemcpyNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_MEMCPY3D,
-    ) -> CUresult {
-        match crate::loader::driver_fn(173usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *const CUDA_MEMCPY3D) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemsetNodeGetParams(
-        hNode: CUgraphNode,
-        nodeParams: *mut CUDA_MEMSET_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(174usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUDA_MEMSET_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphMemsetNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *const CUDA_MEMSET_NODE_PARAMS,
-    ) -> CUresult {
-        match crate::loader::driver_fn(175usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *const CUDA_MEMSET_NODE_PARAMS,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeFindInClone(
-        phNode: *mut CUgraphNode,
-        hOriginalNode: CUgraphNode,
-        hClonedGraph: CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(176usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgraphNode,
-                        CUgraphNode,
-                        CUgraph,
-                    ) -> CUresult,
-                >(__cms_loaded)(phNode, hOriginalNode, hClonedGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
-        hNode: CUgraphNode,
-        dependencies: *mut CUgraphNode,
-        edgeData: *mut CUgraphEdgeData,
-        numDependencies: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(177usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUgraphNode,
-                        *mut CUgraphEdgeData,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, dependencies, edgeData, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
-        hNode: CUgraphNode,
-        dependentNodes: *mut CUgraphNode,
-        edgeData: *mut CUgraphEdgeData,
-        numDependentNodes: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(178usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphNode,
-                        *mut CUgraphNode,
-                        *mut CUgraphEdgeData,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hNode, dependentNodes, edgeData, numDependentNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeGetEnabled(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        isEnabled: *mut ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(179usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        *mut ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeGetType(
-        hNode: CUgraphNode,
-        type_: *mut CUgraphNodeType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(180usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUgraphNodeType) -> CUresult,
-                >(__cms_loaded)(hNode, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeSetEnabled(
-        hGraphExec: CUgraphExec,
-        hNode: CUgraphNode,
-        isEnabled: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(181usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphExec,
-                        CUgraphNode,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphNodeSetParams(
-        hNode: CUgraphNode,
-        nodeParams: *mut CUgraphNodeParams,
-    ) -> CUresult {
-        match crate::loader::driver_fn(182usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphNode, *mut CUgraphNodeParams) -> CUresult,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphReleaseUserObject(
-        graph: CUgraph,
-        object: CUuserObject,
-        count: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(183usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        CUuserObject,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(graph, object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
-        hGraph: CUgraph,
-        from: *const CUgraphNode,
-        to: *const CUgraphNode,
-        edgeData: *const CUgraphEdgeData,
-        numDependencies: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(184usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        *const CUgraphNode,
-                        *const CUgraphNode,
-                        *const CUgraphEdgeData,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hGraph, from, to, edgeData, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphRetainUserObject(
-        graph: CUgraph,
-        object: CUuserObject,
-        count: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(185usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraph,
-                        CUuserObject,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(graph, object, count, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphUpload_ptsz(
-        hGraphExec: CUgraphExec,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(186usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphExec, CUstream) -> CUresult,
-                >(__cms_loaded)(hGraphExec, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsMapResources_ptsz(
-        count: ::core::ffi::c_uint,
-        resources: *mut CUgraphicsResource,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(187usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_uint,
-                        *mut CUgraphicsResource,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(count, resources, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsResourceGetMappedMipmappedArray(
-        pMipmappedArray: *mut CUmipmappedArray,
-        resource: CUgraphicsResource,
-    ) -> CUresult {
-        match crate::loader::driver_fn(188usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmipmappedArray,
-                        CUgraphicsResource,
-                    ) -> CUresult,
-                >(__cms_loaded)(pMipmappedArray, resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
-        pDevPtr: *mut CUdeviceptr,
-        pSize: *mut usize,
-        resource: CUgraphicsResource,
-    ) -> CUresult {
-        match crate::loader::driver_fn(189usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        CUgraphicsResource,
-                    ) -> CUresult,
-                >(__cms_loaded)(pDevPtr, pSize, resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsResourceSetMapFlags_v2(
-        resource: CUgraphicsResource,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(190usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgraphicsResource,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(resource, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsSubResourceGetMappedArray(
-        pArray: *mut CUarray,
-        resource: CUgraphicsResource,
-        arrayIndex: ::core::ffi::c_uint,
-        mipLevel: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(191usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray,
-                        CUgraphicsResource,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pArray, resource, arrayIndex, mipLevel)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsUnmapResources_ptsz(
-        count: ::core::ffi::c_uint,
-        resources: *mut CUgraphicsResource,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(192usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_uint,
-                        *mut CUgraphicsResource,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(count, resources, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGraphicsUnregisterResource(
-        resource: CUgraphicsResource,
-    ) -> CUresult {
-        match crate::loader::driver_fn(193usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgraphicsResource) -> CUresult,
-                >(__cms_loaded)(resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxCreate(
-        phCtx: *mut CUgreenCtx,
-        desc: CUdevResourceDesc,
-        dev: CUdevice,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(194usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUgreenCtx,
-                        CUdevResourceDesc,
-                        CUdevice,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(phCtx, desc, dev, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxDestroy(hCtx: CUgreenCtx) -> CUresult {
-        match crate::loader::driver_fn(195usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgreenCtx) -> CUresult,
-                >(__cms_loaded)(hCtx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxGetDevResource(
-        hCtx: CUgreenCtx,
-        resource: *mut CUdevResource,
-        type_: CUdevResourceType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(196usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgreenCtx,
-                        *mut CUdevResource,
-                        CUdevResourceType,
-                    ) -> CUresult,
-                >(__cms_loaded)(hCtx, resource, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxGetId(
-        greenCtx: CUgreenCtx,
-        greenCtxId: *mut ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(197usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUgreenCtx,
-                        *mut ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(greenCtx, greenCtxId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxRecordEvent(
-        hCtx: CUgreenCtx,
-        hEvent: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(198usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgreenCtx, CUevent) -> CUresult,
-                >(__cms_loaded)(hCtx, hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxStreamCreate(
-        phStream: *mut CUstream,
-        greenCtx: CUgreenCtx,
-        flags: ::core::ffi::c_uint,
-        priority: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(199usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUstream,
-                        CUgreenCtx,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(phStream, greenCtx, flags, priority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuGreenCtxWaitEvent(
-        hCtx: CUgreenCtx,
-        hEvent: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(200usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUgreenCtx, CUevent) -> CUresult,
-                >(__cms_loaded)(hCtx, hEvent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuImportExternalMemory(
-        extMem_out: *mut CUexternalMemory,
-        memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(201usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUexternalMemory,
-                        *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(extMem_out, memHandleDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuImportExternalSemaphore(
-        extSem_out: *mut CUexternalSemaphore,
-        semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(202usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUexternalSemaphore,
-                        *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(extSem_out, semHandleDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuInit(Flags: ::core::ffi::c_uint) -> CUresult {
-        match crate::loader::driver_fn(203usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
-        match crate::loader::driver_fn(204usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr) -> CUresult,
-                >(__cms_loaded)(dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuIpcGetEventHandle(
-        pHandle: *mut CUipcEventHandle,
-        event: CUevent,
-    ) -> CUresult {
-        match crate::loader::driver_fn(205usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUipcEventHandle, CUevent) -> CUresult,
-                >(__cms_loaded)(pHandle, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuIpcGetMemHandle(
-        pHandle: *mut CUipcMemHandle,
-        dptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(206usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUipcMemHandle, CUdeviceptr) -> CUresult,
-                >(__cms_loaded)(pHandle, dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuIpcOpenEventHandle(
-        phEvent: *mut CUevent,
-        handle: CUipcEventHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(207usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUevent, CUipcEventHandle) -> CUresult,
-                >(__cms_loaded)(phEvent, handle)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
-        pdptr: *mut CUdeviceptr,
-        handle: CUipcMemHandle,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(208usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        CUipcMemHandle,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pdptr, handle, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelGetAttribute(
-        pi: *mut ::core::ffi::c_int,
-        attrib: CUfunction_attribute,
-        kernel: CUkernel,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(209usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction_attribute,
-                        CUkernel,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(pi, attrib, kernel, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelGetFunction(
-        pFunc: *mut CUfunction,
-        kernel: CUkernel,
-    ) -> CUresult {
-        match crate::loader::driver_fn(210usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUfunction, CUkernel) -> CUresult,
-                >(__cms_loaded)(pFunc, kernel)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelGetLibrary(
-        pLib: *mut CUlibrary,
-        kernel: CUkernel,
-    ) -> CUresult {
-        match crate::loader::driver_fn(211usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUlibrary, CUkernel) -> CUresult,
-                >(__cms_loaded)(pLib, kernel)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelGetName(
-        name: *mut *const ::core::ffi::c_char,
-        hfunc: CUkernel,
-    ) -> CUresult {
-        match crate::loader::driver_fn(212usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *const ::core::ffi::c_char,
-                        CUkernel,
-                    ) -> CUresult,
-                >(__cms_loaded)(name, hfunc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelGetParamInfo(
-        kernel: CUkernel,
-        paramIndex: usize,
-        paramOffset: *mut usize,
-        paramSize: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(213usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUkernel,
-                        usize,
-                        *mut usize,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(kernel, paramIndex, paramOffset, paramSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelSetAttribute(
-        attrib: CUfunction_attribute,
-        val: ::core::ffi::c_int,
-        kernel: CUkernel,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(214usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction_attribute,
-                        ::core::ffi::c_int,
-                        CUkernel,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(attrib, val, kernel, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuKernelSetCacheConfig(
-        kernel: CUkernel,
-        config: CUfunc_cache,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(215usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUkernel, CUfunc_cache, CUdevice) -> CUresult,
-                >(__cms_loaded)(kernel, config, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunch(f: CUfunction) -> CUresult {
-        match crate::loader::driver_fn(216usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction) -> CUresult,
-                >(__cms_loaded)(f)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
-        launchParamsList: *mut CUDA_LAUNCH_PARAMS,
-        numDevices: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(217usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_LAUNCH_PARAMS,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(launchParamsList, numDevices, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
-        f: CUfunction,
-        gridDimX: ::core::ffi::c_uint,
-        gridDimY: ::core::ffi::c_uint,
-        gridDimZ: ::core::ffi::c_uint,
-        blockDimX: ::core::ffi::c_uint,
-        blockDimY: ::core::ffi::c_uint,
-        blockDimZ: ::core::ffi::c_uint,
-        sharedMemBytes: ::core::ffi::c_uint,
-        hStream: CUstream,
-        kernelParams: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(218usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    f,
-                    gridDimX,
-                    gridDimY,
-                    gridDimZ,
-                    blockDimX,
-                    blockDimY,
-                    blockDimZ,
-                    sharedMemBytes,
-                    hStream,
-                    kernelParams,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchGrid(
-        f: CUfunction,
-        grid_width: ::core::ffi::c_int,
-        grid_height: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(219usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(f, grid_width, grid_height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchGridAsync(
-        f: CUfunction,
-        grid_width: ::core::ffi::c_int,
-        grid_height: ::core::ffi::c_int,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(220usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(f, grid_width, grid_height, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
-        hStream: CUstream,
-        fn_: CUhostFn,
-        userData: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(221usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUhostFn,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, fn_, userData)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
-        config: *const CUlaunchConfig,
-        f: CUfunction,
-        kernelParams: *mut *mut ::core::ffi::c_void,
-        extra: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(222usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const CUlaunchConfig,
-                        CUfunction,
-                        *mut *mut ::core::ffi::c_void,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(config, f, kernelParams, extra)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLaunchKernel_ptsz(
-        f: CUfunction,
-        gridDimX: ::core::ffi::c_uint,
-        gridDimY: ::core::ffi::c_uint,
-        gridDimZ: ::core::ffi::c_uint,
-        blockDimX: ::core::ffi::c_uint,
-        blockDimY: ::core::ffi::c_uint,
-        blockDimZ: ::core::ffi::c_uint,
-        sharedMemBytes: ::core::ffi::c_uint,
-        hStream: CUstream,
-        kernelParams: *mut *mut ::core::ffi::c_void,
-        extra: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(223usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                        *mut *mut ::core::ffi::c_void,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    f,
-                    gridDimX,
-                    gridDimY,
-                    gridDimZ,
-                    blockDimX,
-                    blockDimY,
-                    blockDimZ,
-                    sharedMemBytes,
-                    hStream,
-                    kernelParams,
-                    extra,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryEnumerateKernels(
-        kernels: *mut CUkernel,
-        numKernels: ::core::ffi::c_uint,
-        lib: CUlibrary,
-    ) -> CUresult {
-        match crate::loader::driver_fn(224usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUkernel,
-                        ::core::ffi::c_uint,
-                        CUlibrary,
-                    ) -> CUresult,
-                >(__cms_loaded)(kernels, numKernels, lib)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetGlobal(
-        dptr: *mut CUdeviceptr,
-        bytes: *mut usize,
-        library: CUlibrary,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(225usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        CUlibrary,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, bytes, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetKernel(
-        pKernel: *mut CUkernel,
-        library: CUlibrary,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(226usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUkernel,
-                        CUlibrary,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(pKernel, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetKernelCount(
-        count: *mut ::core::ffi::c_uint,
-        lib: CUlibrary,
-    ) -> CUresult {
-        match crate::loader::driver_fn(227usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUlibrary) -> CUresult,
-                >(__cms_loaded)(count, lib)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetManaged(
-        dptr: *mut CUdeviceptr,
-        bytes: *mut usize,
-        library: CUlibrary,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(228usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        CUlibrary,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, bytes, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetModule(
-        pMod: *mut CUmodule,
-        library: CUlibrary,
-    ) -> CUresult {
-        match crate::loader::driver_fn(229usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmodule, CUlibrary) -> CUresult,
-                >(__cms_loaded)(pMod, library)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryGetUnifiedFunction(
-        fptr: *mut *mut ::core::ffi::c_void,
-        library: CUlibrary,
-        symbol: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(230usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        CUlibrary,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(fptr, library, symbol)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryLoadData(
-        library: *mut CUlibrary,
-        code: *const ::core::ffi::c_void,
-        jitOptions: *mut CUjit_option,
-        jitOptionsValues: *mut *mut ::core::ffi::c_void,
-        numJitOptions: ::core::ffi::c_uint,
-        libraryOptions: *mut CUlibraryOption,
-        libraryOptionValues: *mut *mut ::core::ffi::c_void,
-        numLibraryOptions: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(231usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUlibrary,
-                        *const ::core::ffi::c_void,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        *mut CUlibraryOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    library,
-                    code,
-                    jitOptions,
-                    jitOptionsValues,
-                    numJitOptions,
-                    libraryOptions,
-                    libraryOptionValues,
-                    numLibraryOptions,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryLoadFromFile(
-        library: *mut CUlibrary,
-        fileName: *const ::core::ffi::c_char,
-        jitOptions: *mut CUjit_option,
-        jitOptionsValues: *mut *mut ::core::ffi::c_void,
-        numJitOptions: ::core::ffi::c_uint,
-        libraryOptions: *mut CUlibraryOption,
-        libraryOptionValues: *mut *mut ::core::ffi::c_void,
-        numLibraryOptions: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(232usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUlibrary,
-                        *const ::core::ffi::c_char,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        *mut CUlibraryOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    library,
-                    fileName,
-                    jitOptions,
-                    jitOptionsValues,
-                    numJitOptions,
-                    libraryOptions,
-                    libraryOptionValues,
-                    numLibraryOptions,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLibraryUnload(library: CUlibrary) -> CUresult {
-        match crate::loader::driver_fn(233usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUlibrary) -> CUresult,
-                >(__cms_loaded)(library)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLinkAddData_v2(
-        state: CUlinkState,
-        type_: CUjitInputType,
-        data: *mut ::core::ffi::c_void,
-        size: usize,
-        name: *const ::core::ffi::c_char,
-        numOptions: ::core::ffi::c_uint,
-        options: *mut CUjit_option,
-        optionValues: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(234usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUlinkState,
-                        CUjitInputType,
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(state, type_, data, size, name, numOptions, options, optionValues)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLinkAddFile_v2(
-        state: CUlinkState,
-        type_: CUjitInputType,
-        path: *const ::core::ffi::c_char,
-        numOptions: ::core::ffi::c_uint,
-        options: *mut CUjit_option,
-        optionValues: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(235usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUlinkState,
-                        CUjitInputType,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(state, type_, path, numOptions, options, optionValues)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLinkComplete(
-        state: CUlinkState,
-        cubinOut: *mut *mut ::core::ffi::c_void,
-        sizeOut: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(236usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUlinkState,
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(state, cubinOut, sizeOut)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLinkCreate_v2(
-        numOptions: ::core::ffi::c_uint,
-        options: *mut CUjit_option,
-        optionValues: *mut *mut ::core::ffi::c_void,
-        stateOut: *mut CUlinkState,
-    ) -> CUresult {
-        match crate::loader::driver_fn(237usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_uint,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                        *mut CUlinkState,
-                    ) -> CUresult,
-                >(__cms_loaded)(numOptions, options, optionValues, stateOut)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLinkDestroy(state: CUlinkState) -> CUresult {
-        match crate::loader::driver_fn(238usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUlinkState) -> CUresult,
-                >(__cms_loaded)(state)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLogsCurrent(
-        iterator_out: *mut CUlogIterator,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(239usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUlogIterator,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(iterator_out, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLogsDumpToFile(
-        iterator: *mut CUlogIterator,
-        pathToFile: *const ::core::ffi::c_char,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(240usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUlogIterator,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(iterator, pathToFile, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLogsDumpToMemory(
-        iterator: *mut CUlogIterator,
-        buffer: *mut ::core::ffi::c_char,
-        size: *mut usize,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(241usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUlogIterator,
-                        *mut ::core::ffi::c_char,
-                        *mut usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(iterator, buffer, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLogsRegisterCallback(
-        callbackFunc: CUlogsCallback,
-        userData: *mut ::core::ffi::c_void,
-        callback_out: *mut CUlogsCallbackHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(242usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUlogsCallback,
-                        *mut ::core::ffi::c_void,
-                        *mut CUlogsCallbackHandle,
-                    ) -> CUresult,
-                >(__cms_loaded)(callbackFunc, userData, callback_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuLogsUnregisterCallback(
-        callback: CUlogsCallbackHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(243usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUlogsCallbackHandle) -> CUresult,
-                >(__cms_loaded)(callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAddressFree(
-        ptr: CUdeviceptr,
-        size: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(244usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(ptr, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAddressReserve(
-        ptr: *mut CUdeviceptr,
-        size: usize,
-        alignment: usize,
-        addr: CUdeviceptr,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(245usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        usize,
-                        usize,
-                        CUdeviceptr,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(ptr, size, alignment, addr, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAdvise_v2(
-        devPtr: CUdeviceptr,
-        count: usize,
-        advice: CUmem_advise,
-        location: CUmemLocation,
-    ) -> CUresult {
-        match crate::loader::driver_fn(246usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        CUmem_advise,
-                        CUmemLocation,
-                    ) -> CUresult,
-                >(__cms_loaded)(devPtr, count, advice, location)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
-        dptr: *mut CUdeviceptr,
-        bytesize: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(247usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> CUresult,
-                >(__cms_loaded)(dptr, bytesize, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
-        dptr: *mut CUdeviceptr,
-        bytesize: usize,
-        pool: CUmemoryPool,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(248usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        usize,
-                        CUmemoryPool,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, bytesize, pool, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAllocHost_v2(
-        pp: *mut *mut ::core::ffi::c_void,
-        bytesize: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(249usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(pp, bytesize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAllocManaged(
-        dptr: *mut CUdeviceptr,
-        bytesize: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(250usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, bytesize, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAllocPitch_v2(
-        dptr: *mut CUdeviceptr,
-        pPitch: *mut usize,
-        WidthInBytes: usize,
-        Height: usize,
-        ElementSizeBytes: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(251usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        usize,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemAlloc_v2(
-        dptr: *mut CUdeviceptr,
-        bytesize: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(252usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(dptr, bytesize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemBatchDecompressAsync_ptsz(
-        paramsArray: *mut CUmemDecompressParams,
-        count: usize,
-        flags: ::core::ffi::c_uint,
-        errorIndex: *mut usize,
-        stream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(253usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemDecompressParams,
-                        usize,
-                        ::core::ffi::c_uint,
-                        *mut usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(paramsArray, count, flags, errorIndex, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemCreate(
-        handle: *mut CUmemGenericAllocationHandle,
-        size: usize,
-        prop: *const CUmemAllocationProp,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(254usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemGenericAllocationHandle,
-                        usize,
-                        *const CUmemAllocationProp,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(handle, size, prop, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync_ptsz(
-        dptrs: *mut CUdeviceptr,
-        sizes: *mut usize,
-        count: usize,
-        prefetchLocs: *mut CUmemLocation,
-        prefetchLocIdxs: *mut usize,
-        numPrefetchLocs: usize,
-        flags: ::core::ffi::c_ulonglong,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(255usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        usize,
-                        *mut CUmemLocation,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        CUstream,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    dptrs,
-                    sizes,
-                    count,
-                    prefetchLocs,
-                    prefetchLocIdxs,
-                    numPrefetchLocs,
-                    flags,
-                    hStream,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemDiscardBatchAsync_ptsz(
-        dptrs: *mut CUdeviceptr,
-        sizes: *mut usize,
-        count: usize,
-        flags: ::core::ffi::c_ulonglong,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(256usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptrs, sizes, count, flags, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemExportToShareableHandle(
-        shareableHandle: *mut ::core::ffi::c_void,
-        handle: CUmemGenericAllocationHandle,
-        handleType: CUmemAllocationHandleType,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(257usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUmemGenericAllocationHandle,
-                        CUmemAllocationHandleType,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(shareableHandle, handle, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemFreeAsync_ptsz(
-        dptr: CUdeviceptr,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(258usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, CUstream) -> CUresult,
-                >(__cms_loaded)(dptr, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemFreeHost(p: *mut ::core::ffi::c_void) -> CUresult {
-        match crate::loader::driver_fn(259usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> CUresult,
-                >(__cms_loaded)(p)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
-        match crate::loader::driver_fn(260usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr) -> CUresult,
-                >(__cms_loaded)(dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetAccess(
-        flags: *mut ::core::ffi::c_ulonglong,
-        location: *const CUmemLocation,
-        ptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(261usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_ulonglong,
-                        *const CUmemLocation,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(flags, location, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetAddressRange_v2(
-        pbase: *mut CUdeviceptr,
-        psize: *mut usize,
-        dptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(262usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(pbase, psize, dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetAllocationGranularity(
-        granularity: *mut usize,
-        prop: *const CUmemAllocationProp,
-        option: CUmemAllocationGranularity_flags,
-    ) -> CUresult {
-        match crate::loader::driver_fn(263usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        *const CUmemAllocationProp,
-                        CUmemAllocationGranularity_flags,
-                    ) -> CUresult,
-                >(__cms_loaded)(granularity, prop, option)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetAllocationPropertiesFromHandle(
-        prop: *mut CUmemAllocationProp,
-        handle: CUmemGenericAllocationHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(264usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemAllocationProp,
-                        CUmemGenericAllocationHandle,
-                    ) -> CUresult,
-                >(__cms_loaded)(prop, handle)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetDefaultMemPool(
-        pool_out: *mut CUmemoryPool,
-        location: *mut CUmemLocation,
-        type_: CUmemAllocationType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(265usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemoryPool,
-                        *mut CUmemLocation,
-                        CUmemAllocationType,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool_out, location, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
-        handle: *mut ::core::ffi::c_void,
-        dptr: CUdeviceptr,
-        size: usize,
-        handleType: CUmemRangeHandleType,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(266usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUdeviceptr,
-                        usize,
-                        CUmemRangeHandleType,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(handle, dptr, size, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetInfo_v2(
-        free: *mut usize,
-        total: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(267usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult,
-                >(__cms_loaded)(free, total)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemGetMemPool(
-        pool: *mut CUmemoryPool,
-        location: *mut CUmemLocation,
-        type_: CUmemAllocationType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(268usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemoryPool,
-                        *mut CUmemLocation,
-                        CUmemAllocationType,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool, location, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemHostAlloc(
-        pp: *mut *mut ::core::ffi::c_void,
-        bytesize: usize,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(269usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pp, bytesize, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
-        pdptr: *mut CUdeviceptr,
-        p: *mut ::core::ffi::c_void,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(270usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pdptr, p, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemHostGetFlags(
-        pFlags: *mut ::core::ffi::c_uint,
-        p: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(271usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(pFlags, p)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemHostRegister_v2(
-        p: *mut ::core::ffi::c_void,
-        bytesize: usize,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(272usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(p, bytesize, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemHostUnregister(
-        p: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(273usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> CUresult,
-                >(__cms_loaded)(p)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemImportFromShareableHandle(
-        handle: *mut CUmemGenericAllocationHandle,
-        osHandle: *mut ::core::ffi::c_void,
-        shHandleType: CUmemAllocationHandleType,
-    ) -> CUresult {
-        match crate::loader::driver_fn(274usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemGenericAllocationHandle,
-                        *mut ::core::ffi::c_void,
-                        CUmemAllocationHandleType,
-                    ) -> CUresult,
-                >(__cms_loaded)(handle, osHandle, shHandleType)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemMap(
-        ptr: CUdeviceptr,
-        size: usize,
-        offset: usize,
-        handle: CUmemGenericAllocationHandle,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(275usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        usize,
-                        CUmemGenericAllocationHandle,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(ptr, size, offset, handle, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemMapArrayAsync_ptsz(
-        mapInfoList: *mut CUarrayMapInfo,
-        count: ::core::ffi::c_uint,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(276usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarrayMapInfo,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(mapInfoList, count, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolCreate(
-        pool: *mut CUmemoryPool,
-        poolProps: *const CUmemPoolProps,
-    ) -> CUresult {
-        match crate::loader::driver_fn(277usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemoryPool,
-                        *const CUmemPoolProps,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool, poolProps)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolDestroy(pool: CUmemoryPool) -> CUresult {
-        match crate::loader::driver_fn(278usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUmemoryPool) -> CUresult,
-                >(__cms_loaded)(pool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolExportPointer(
-        shareData_out: *mut CUmemPoolPtrExportData,
-        ptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(279usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemPoolPtrExportData,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(shareData_out, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
-        handle_out: *mut ::core::ffi::c_void,
-        pool: CUmemoryPool,
-        handleType: CUmemAllocationHandleType,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(280usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUmemoryPool,
-                        CUmemAllocationHandleType,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(handle_out, pool, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolGetAccess(
-        flags: *mut CUmemAccess_flags,
-        memPool: CUmemoryPool,
-        location: *mut CUmemLocation,
-    ) -> CUresult {
-        match crate::loader::driver_fn(281usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemAccess_flags,
-                        CUmemoryPool,
-                        *mut CUmemLocation,
-                    ) -> CUresult,
-                >(__cms_loaded)(flags, memPool, location)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolGetAttribute(
-        pool: CUmemoryPool,
-        attr: CUmemPool_attribute,
-        value: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(282usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemoryPool,
-                        CUmemPool_attribute,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
-        pool_out: *mut CUmemoryPool,
-        handle: *mut ::core::ffi::c_void,
-        handleType: CUmemAllocationHandleType,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(283usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemoryPool,
-                        *mut ::core::ffi::c_void,
-                        CUmemAllocationHandleType,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool_out, handle, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolImportPointer(
-        ptr_out: *mut CUdeviceptr,
-        pool: CUmemoryPool,
-        shareData: *mut CUmemPoolPtrExportData,
-    ) -> CUresult {
-        match crate::loader::driver_fn(284usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        CUmemoryPool,
-                        *mut CUmemPoolPtrExportData,
-                    ) -> CUresult,
-                >(__cms_loaded)(ptr_out, pool, shareData)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolSetAccess(
-        pool: CUmemoryPool,
-        map: *const CUmemAccessDesc,
-        count: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(285usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemoryPool,
-                        *const CUmemAccessDesc,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool, map, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolSetAttribute(
-        pool: CUmemoryPool,
-        attr: CUmemPool_attribute,
-        value: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(286usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemoryPool,
-                        CUmemPool_attribute,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(pool, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPoolTrimTo(
-        pool: CUmemoryPool,
-        minBytesToKeep: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(287usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUmemoryPool, usize) -> CUresult,
-                >(__cms_loaded)(pool, minBytesToKeep)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPrefetchAsync_v2_ptsz(
-        devPtr: CUdeviceptr,
-        count: usize,
-        location: CUmemLocation,
-        flags: ::core::ffi::c_uint,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(288usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        CUmemLocation,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(devPtr, count, location, flags, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemPrefetchBatchAsync_ptsz(
-        dptrs: *mut CUdeviceptr,
-        sizes: *mut usize,
-        count: usize,
-        prefetchLocs: *mut CUmemLocation,
-        prefetchLocIdxs: *mut usize,
-        numPrefetchLocs: usize,
-        flags: ::core::ffi::c_ulonglong,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(289usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        usize,
-                        *mut CUmemLocation,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        CUstream,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    dptrs,
-                    sizes,
-                    count,
-                    prefetchLocs,
-                    prefetchLocIdxs,
-                    numPrefetchLocs,
-                    flags,
-                    hStream,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemRangeGetAttribute(
-        data: *mut ::core::ffi::c_void,
-        dataSize: usize,
-        attribute: CUmem_range_attribute,
-        devPtr: CUdeviceptr,
-        count: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(290usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        CUmem_range_attribute,
-                        CUdeviceptr,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(data, dataSize, attribute, devPtr, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemRangeGetAttributes(
-        data: *mut *mut ::core::ffi::c_void,
-        dataSizes: *mut usize,
-        attributes: *mut CUmem_range_attribute,
-        numAttributes: usize,
-        devPtr: CUdeviceptr,
-        count: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(291usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        *mut CUmem_range_attribute,
-                        usize,
-                        CUdeviceptr,
-                        usize,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(data, dataSizes, attributes, numAttributes, devPtr, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemRelease(
-        handle: CUmemGenericAllocationHandle,
-    ) -> CUresult {
-        match crate::loader::driver_fn(292usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUmemGenericAllocationHandle) -> CUresult,
-                >(__cms_loaded)(handle)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemRetainAllocationHandle(
-        handle: *mut CUmemGenericAllocationHandle,
-        addr: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(293usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemGenericAllocationHandle,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(handle, addr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemSetAccess(
-        ptr: CUdeviceptr,
-        size: usize,
-        desc: *const CUmemAccessDesc,
-        count: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(294usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        *const CUmemAccessDesc,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(ptr, size, desc, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemSetMemPool(
-        location: *mut CUmemLocation,
-        type_: CUmemAllocationType,
-        pool: CUmemoryPool,
-    ) -> CUresult {
-        match crate::loader::driver_fn(295usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemLocation,
-                        CUmemAllocationType,
-                        CUmemoryPool,
-                    ) -> CUresult,
-                >(__cms_loaded)(location, type_, pool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
-        match crate::loader::driver_fn(296usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(ptr, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy2DAsync_v2_ptsz(
-        pCopy: *const CUDA_MEMCPY2D,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(297usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY2D, CUstream) -> CUresult,
-                >(__cms_loaded)(pCopy, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2_ptds(
-        pCopy: *const CUDA_MEMCPY2D,
-    ) -> CUresult {
-        match crate::loader::driver_fn(298usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
-                >(__cms_loaded)(pCopy)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy2D_v2_ptds(
-        pCopy: *const CUDA_MEMCPY2D,
-    ) -> CUresult {
-        match crate::loader::driver_fn(299usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
-                >(__cms_loaded)(pCopy)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy3DAsync_v2_ptsz(
-        pCopy: *const CUDA_MEMCPY3D,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(300usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY3D, CUstream) -> CUresult,
-                >(__cms_loaded)(pCopy, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy3DBatchAsync_v2_ptsz(
-        numOps: usize,
-        opList: *mut CUDA_MEMCPY3D_BATCH_OP,
-        flags: ::core::ffi::c_ulonglong,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(301usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        usize,
-                        *mut CUDA_MEMCPY3D_BATCH_OP,
-                        ::core::ffi::c_ulonglong,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(numOps, opList, flags, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy3DPeerAsync_ptsz(
-        pCopy: *const CUDA_MEMCPY3D_PEER,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(302usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY3D_PEER, CUstream) -> CUresult,
-                >(__cms_loaded)(pCopy, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy3DPeer_ptds(
-        pCopy: *const CUDA_MEMCPY3D_PEER,
-    ) -> CUresult {
-        match crate::loader::driver_fn(303usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY3D_PEER) -> CUresult,
-                >(__cms_loaded)(pCopy)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy3D_v2_ptds(
-        pCopy: *const CUDA_MEMCPY3D,
-    ) -> CUresult {
-        match crate::loader::driver_fn(304usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const CUDA_MEMCPY3D) -> CUresult,
-                >(__cms_loaded)(pCopy)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyAsync_ptsz(
-        dst: CUdeviceptr,
-        src: CUdeviceptr,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(305usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        CUdeviceptr,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dst, src, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyAtoA_v2_ptds(
-        dstArray: CUarray,
-        dstOffset: usize,
-        srcArray: CUarray,
-        srcOffset: usize,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(306usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUarray,
-                        usize,
-                        CUarray,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyAtoD_v2_ptds(
-        dstDevice: CUdeviceptr,
-        srcArray: CUarray,
-        srcOffset: usize,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(307usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult,
-                >(__cms_loaded)(dstDevice, srcArray, srcOffset, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyAtoHAsync_v2_ptsz(
-        dstHost: *mut ::core::ffi::c_void,
-        srcArray: CUarray,
-        srcOffset: usize,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(308usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUarray,
-                        usize,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstHost, srcArray, srcOffset, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyAtoH_v2_ptds(
-        dstHost: *mut ::core::ffi::c_void,
-        srcArray: CUarray,
-        srcOffset: usize,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(309usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUarray,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstHost, srcArray, srcOffset, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyBatchAsync_v2_ptsz(
-        dsts: *mut CUdeviceptr,
-        srcs: *mut CUdeviceptr,
-        sizes: *mut usize,
-        count: usize,
-        attrs: *mut CUmemcpyAttributes,
-        attrsIdxs: *mut usize,
-        numAttrs: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(310usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        usize,
-                        *mut CUmemcpyAttributes,
-                        *mut usize,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyDtoA_v2_ptds(
-        dstArray: CUarray,
-        dstOffset: usize,
-        srcDevice: CUdeviceptr,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(311usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(dstArray, dstOffset, srcDevice, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2_ptsz(
-        dstDevice: CUdeviceptr,
-        srcDevice: CUdeviceptr,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(312usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        CUdeviceptr,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, srcDevice, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyDtoD_v2_ptds(
-        dstDevice: CUdeviceptr,
-        srcDevice: CUdeviceptr,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(313usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(dstDevice, srcDevice, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2_ptsz(
-        dstHost: *mut ::core::ffi::c_void,
-        srcDevice: CUdeviceptr,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(314usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUdeviceptr,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstHost, srcDevice, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyDtoH_v2_ptds(
-        dstHost: *mut ::core::ffi::c_void,
-        srcDevice: CUdeviceptr,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(315usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUdeviceptr,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstHost, srcDevice, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyHtoAAsync_v2_ptsz(
-        dstArray: CUarray,
-        dstOffset: usize,
-        srcHost: *const ::core::ffi::c_void,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(316usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUarray,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstArray, dstOffset, srcHost, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyHtoA_v2_ptds(
-        dstArray: CUarray,
-        dstOffset: usize,
-        srcHost: *const ::core::ffi::c_void,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(317usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUarray,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstArray, dstOffset, srcHost, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2_ptsz(
-        dstDevice: CUdeviceptr,
-        srcHost: *const ::core::ffi::c_void,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(318usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, srcHost, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyHtoD_v2_ptds(
-        dstDevice: CUdeviceptr,
-        srcHost: *const ::core::ffi::c_void,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(319usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        *const ::core::ffi::c_void,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, srcHost, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyPeerAsync_ptsz(
-        dstDevice: CUdeviceptr,
-        dstContext: CUcontext,
-        srcDevice: CUdeviceptr,
-        srcContext: CUcontext,
-        ByteCount: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(320usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        CUcontext,
-                        CUdeviceptr,
-                        CUcontext,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpyPeer_ptds(
-        dstDevice: CUdeviceptr,
-        dstContext: CUcontext,
-        srcDevice: CUdeviceptr,
-        srcContext: CUcontext,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(321usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        CUcontext,
-                        CUdeviceptr,
-                        CUcontext,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemcpy_ptds(
-        dst: CUdeviceptr,
-        src: CUdeviceptr,
-        ByteCount: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(322usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
-                >(__cms_loaded)(dst, src, ByteCount)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD16Async_ptsz(
-        dstDevice: CUdeviceptr,
-        us: ::core::ffi::c_ushort,
-        N: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(323usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_ushort,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, us, N, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD16_v2_ptds(
-        dstDevice: CUdeviceptr,
-        us: ::core::ffi::c_ushort,
-        N: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(324usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_ushort,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, us, N)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D16Async_ptsz(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        us: ::core::ffi::c_ushort,
-        Width: usize,
-        Height: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(325usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_ushort,
-                        usize,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, us, Width, Height, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D16_v2_ptds(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        us: ::core::ffi::c_ushort,
-        Width: usize,
-        Height: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(326usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_ushort,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, us, Width, Height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D32Async_ptsz(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        ui: ::core::ffi::c_uint,
-        Width: usize,
-        Height: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(327usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uint,
-                        usize,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, ui, Width, Height, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D32_v2_ptds(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        ui: ::core::ffi::c_uint,
-        Width: usize,
-        Height: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(328usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uint,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, ui, Width, Height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D8Async_ptsz(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        uc: ::core::ffi::c_uchar,
-        Width: usize,
-        Height: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(329usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uchar,
-                        usize,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, uc, Width, Height, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD2D8_v2_ptds(
-        dstDevice: CUdeviceptr,
-        dstPitch: usize,
-        uc: ::core::ffi::c_uchar,
-        Width: usize,
-        Height: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(330usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uchar,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, dstPitch, uc, Width, Height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD32Async_ptsz(
-        dstDevice: CUdeviceptr,
-        ui: ::core::ffi::c_uint,
-        N: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(331usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_uint,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, ui, N, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD32_v2_ptds(
-        dstDevice: CUdeviceptr,
-        ui: ::core::ffi::c_uint,
-        N: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(332usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_uint,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, ui, N)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD8Async_ptsz(
-        dstDevice: CUdeviceptr,
-        uc: ::core::ffi::c_uchar,
-        N: usize,
-        hStream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(333usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_uchar,
-                        usize,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, uc, N, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMemsetD8_v2_ptds(
-        dstDevice: CUdeviceptr,
-        uc: ::core::ffi::c_uchar,
-        N: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(334usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUdeviceptr,
-                        ::core::ffi::c_uchar,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(dstDevice, uc, N)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMipmappedArrayCreate(
-        pHandle: *mut CUmipmappedArray,
-        pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR,
-        numMipmapLevels: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(335usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmipmappedArray,
-                        *const CUDA_ARRAY3D_DESCRIPTOR,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pHandle, pMipmappedArrayDesc, numMipmapLevels)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMipmappedArrayDestroy(
-        hMipmappedArray: CUmipmappedArray,
-    ) -> CUresult {
-        match crate::loader::driver_fn(336usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUmipmappedArray) -> CUresult,
-                >(__cms_loaded)(hMipmappedArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
-        pLevelArray: *mut CUarray,
-        hMipmappedArray: CUmipmappedArray,
-        level: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(337usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray,
-                        CUmipmappedArray,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(pLevelArray, hMipmappedArray, level)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
-        memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
-        mipmap: CUmipmappedArray,
-        device: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(338usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
-                        CUmipmappedArray,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(memoryRequirements, mipmap, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
-        sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
-        mipmap: CUmipmappedArray,
-    ) -> CUresult {
-        match crate::loader::driver_fn(339usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_ARRAY_SPARSE_PROPERTIES,
-                        CUmipmappedArray,
-                    ) -> CUresult,
-                >(__cms_loaded)(sparseProperties, mipmap)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleEnumerateFunctions(
-        functions: *mut CUfunction,
-        numFunctions: ::core::ffi::c_uint,
-        mod_: CUmodule,
-    ) -> CUresult {
-        match crate::loader::driver_fn(340usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUfunction,
-                        ::core::ffi::c_uint,
-                        CUmodule,
-                    ) -> CUresult,
-                >(__cms_loaded)(functions, numFunctions, mod_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetFunction(
-        hfunc: *mut CUfunction,
-        hmod: CUmodule,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(341usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUfunction,
-                        CUmodule,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, hmod, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetFunctionCount(
-        count: *mut ::core::ffi::c_uint,
-        mod_: CUmodule,
-    ) -> CUresult {
-        match crate::loader::driver_fn(342usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUmodule) -> CUresult,
-                >(__cms_loaded)(count, mod_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetGlobal_v2(
-        dptr: *mut CUdeviceptr,
-        bytes: *mut usize,
-        hmod: CUmodule,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(343usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUdeviceptr,
-                        *mut usize,
-                        CUmodule,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(dptr, bytes, hmod, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetLoadingMode(
-        mode: *mut CUmoduleLoadingMode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(344usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmoduleLoadingMode) -> CUresult,
-                >(__cms_loaded)(mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetSurfRef(
-        pSurfRef: *mut CUsurfref,
-        hmod: CUmodule,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(345usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUsurfref,
-                        CUmodule,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(pSurfRef, hmod, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleGetTexRef(
-        pTexRef: *mut CUtexref,
-        hmod: CUmodule,
-        name: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(346usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtexref,
-                        CUmodule,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(pTexRef, hmod, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleLoad(
-        module: *mut CUmodule,
-        fname: *const ::core::ffi::c_char,
-    ) -> CUresult {
-        match crate::loader::driver_fn(347usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmodule,
-                        *const ::core::ffi::c_char,
-                    ) -> CUresult,
-                >(__cms_loaded)(module, fname)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleLoadData(
-        module: *mut CUmodule,
-        image: *const ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(348usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmodule,
-                        *const ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(module, image)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleLoadDataEx(
-        module: *mut CUmodule,
-        image: *const ::core::ffi::c_void,
-        numOptions: ::core::ffi::c_uint,
-        options: *mut CUjit_option,
-        optionValues: *mut *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(349usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmodule,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        *mut CUjit_option,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(module, image, numOptions, options, optionValues)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleLoadFatBinary(
-        module: *mut CUmodule,
-        fatCubin: *const ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(350usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmodule,
-                        *const ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(module, fatCubin)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
-        match crate::loader::driver_fn(351usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUmodule) -> CUresult,
-                >(__cms_loaded)(hmod)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastAddDevice(
-        mcHandle: CUmemGenericAllocationHandle,
-        dev: CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(352usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemGenericAllocationHandle,
-                        CUdevice,
-                    ) -> CUresult,
-                >(__cms_loaded)(mcHandle, dev)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastBindAddr(
-        mcHandle: CUmemGenericAllocationHandle,
-        mcOffset: usize,
-        memptr: CUdeviceptr,
-        size: usize,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(353usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemGenericAllocationHandle,
-                        usize,
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(mcHandle, mcOffset, memptr, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastBindMem(
-        mcHandle: CUmemGenericAllocationHandle,
-        mcOffset: usize,
-        memHandle: CUmemGenericAllocationHandle,
-        memOffset: usize,
-        size: usize,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(354usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemGenericAllocationHandle,
-                        usize,
-                        CUmemGenericAllocationHandle,
-                        usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(mcHandle, mcOffset, memHandle, memOffset, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastCreate(
-        mcHandle: *mut CUmemGenericAllocationHandle,
-        prop: *const CUmulticastObjectProp,
-    ) -> CUresult {
-        match crate::loader::driver_fn(355usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUmemGenericAllocationHandle,
-                        *const CUmulticastObjectProp,
-                    ) -> CUresult,
-                >(__cms_loaded)(mcHandle, prop)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastGetGranularity(
-        granularity: *mut usize,
-        prop: *const CUmulticastObjectProp,
-        option: CUmulticastGranularity_flags,
-    ) -> CUresult {
-        match crate::loader::driver_fn(356usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        *const CUmulticastObjectProp,
-                        CUmulticastGranularity_flags,
-                    ) -> CUresult,
-                >(__cms_loaded)(granularity, prop, option)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuMulticastUnbind(
-        mcHandle: CUmemGenericAllocationHandle,
-        dev: CUdevice,
-        mcOffset: usize,
-        size: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(357usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUmemGenericAllocationHandle,
-                        CUdevice,
-                        usize,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(mcHandle, dev, mcOffset, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
-        dynamicSmemSize: *mut usize,
-        func: CUfunction,
-        numBlocks: ::core::ffi::c_int,
-        blockSize: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(358usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(dynamicSmemSize, func, numBlocks, blockSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        numBlocks: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        blockSize: ::core::ffi::c_int,
-        dynamicSMemSize: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(359usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-        numBlocks: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        blockSize: ::core::ffi::c_int,
-        dynamicSMemSize: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(360usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
-        numClusters: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        config: *const CUlaunchConfig,
-    ) -> CUresult {
-        match crate::loader::driver_fn(361usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        *const CUlaunchConfig,
-                    ) -> CUresult,
-                >(__cms_loaded)(numClusters, func, config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
-        minGridSize: *mut ::core::ffi::c_int,
-        blockSize: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
-        dynamicSMemSize: usize,
-        blockSizeLimit: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(362usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        CUoccupancyB2DSize,
-                        usize,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    minGridSize,
-                    blockSize,
-                    func,
-                    blockSizeToDynamicSMemSize,
-                    dynamicSMemSize,
-                    blockSizeLimit,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
-        minGridSize: *mut ::core::ffi::c_int,
-        blockSize: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
-        dynamicSMemSize: usize,
-        blockSizeLimit: ::core::ffi::c_int,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(363usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        CUoccupancyB2DSize,
-                        usize,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    minGridSize,
-                    blockSize,
-                    func,
-                    blockSizeToDynamicSMemSize,
-                    dynamicSMemSize,
-                    blockSizeLimit,
-                    flags,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
-        clusterSize: *mut ::core::ffi::c_int,
-        func: CUfunction,
-        config: *const CUlaunchConfig,
-    ) -> CUresult {
-        match crate::loader::driver_fn(364usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        CUfunction,
-                        *const CUlaunchConfig,
-                    ) -> CUresult,
-                >(__cms_loaded)(clusterSize, func, config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuParamSetSize(
-        hfunc: CUfunction,
-        numbytes: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(365usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(hfunc, numbytes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuParamSetTexRef(
-        hfunc: CUfunction,
-        texunit: ::core::ffi::c_int,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(366usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        CUtexref,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, texunit, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuParamSetf(
-        hfunc: CUfunction,
-        offset: ::core::ffi::c_int,
-        value: f32,
-    ) -> CUresult {
-        match crate::loader::driver_fn(367usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUfunction, ::core::ffi::c_int, f32) -> CUresult,
-                >(__cms_loaded)(hfunc, offset, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuParamSeti(
-        hfunc: CUfunction,
-        offset: ::core::ffi::c_int,
-        value: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(368usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, offset, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuParamSetv(
-        hfunc: CUfunction,
-        offset: ::core::ffi::c_int,
-        ptr: *mut ::core::ffi::c_void,
-        numbytes: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(369usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUfunction,
-                        ::core::ffi::c_int,
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hfunc, offset, ptr, numbytes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuPointerGetAttribute(
-        data: *mut ::core::ffi::c_void,
-        attribute: CUpointer_attribute,
-        ptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(370usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        CUpointer_attribute,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(data, attribute, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuPointerGetAttributes(
-        numAttributes: ::core::ffi::c_uint,
-        attributes: *mut CUpointer_attribute,
-        data: *mut *mut ::core::ffi::c_void,
-        ptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(371usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_uint,
-                        *mut CUpointer_attribute,
-                        *mut *mut ::core::ffi::c_void,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(numAttributes, attributes, data, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuPointerSetAttribute(
-        value: *const ::core::ffi::c_void,
-        attribute: CUpointer_attribute,
-        ptr: CUdeviceptr,
-    ) -> CUresult {
-        match crate::loader::driver_fn(372usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        CUpointer_attribute,
-                        CUdeviceptr,
-                    ) -> CUresult,
-                >(__cms_loaded)(value, attribute, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync_ptsz(
-        extSemArray: *const CUexternalSemaphore,
-        paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
-        numExtSems: ::core::ffi::c_uint,
-        stream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(373usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const CUexternalSemaphore,
-                        *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
-        hStream: CUstream,
-        callback: CUstreamCallback,
-        userData: *mut ::core::ffi::c_void,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(374usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUstreamCallback,
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, callback, userData, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamAttachMemAsync_ptsz(
-        hStream: CUstream,
-        dptr: CUdeviceptr,
-        length: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(375usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUdeviceptr,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, dptr, length, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamBatchMemOp_v2_ptsz(
-        stream: CUstream,
-        count: ::core::ffi::c_uint,
-        paramArray: *mut CUstreamBatchMemOpParams,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(376usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        ::core::ffi::c_uint,
-                        *mut CUstreamBatchMemOpParams,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(stream, count, paramArray, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
-        hStream: CUstream,
-        hGraph: CUgraph,
-        dependencies: *const CUgraphNode,
-        dependencyData: *const CUgraphEdgeData,
-        numDependencies: usize,
-        mode: CUstreamCaptureMode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(377usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUgraph,
-                        *const CUgraphNode,
-                        *const CUgraphEdgeData,
-                        usize,
-                        CUstreamCaptureMode,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamBeginCapture_v2_ptsz(
-        hStream: CUstream,
-        mode: CUstreamCaptureMode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(378usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, CUstreamCaptureMode) -> CUresult,
-                >(__cms_loaded)(hStream, mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamCopyAttributes_ptsz(
-        dst: CUstream,
-        src: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(379usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, CUstream) -> CUresult,
-                >(__cms_loaded)(dst, src)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamCreate(
-        phStream: *mut CUstream,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(380usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUstream, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(phStream, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamCreateWithPriority(
-        phStream: *mut CUstream,
-        flags: ::core::ffi::c_uint,
-        priority: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(381usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUstream,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(phStream, flags, priority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamDestroy_v2(hStream: CUstream) -> CUresult {
-        match crate::loader::driver_fn(382usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream) -> CUresult,
-                >(__cms_loaded)(hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
-        hStream: CUstream,
-        phGraph: *mut CUgraph,
-    ) -> CUresult {
-        match crate::loader::driver_fn(383usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut CUgraph) -> CUresult,
-                >(__cms_loaded)(hStream, phGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
-        hStream: CUstream,
-        attr: CUstreamAttrID,
-        value_out: *mut CUstreamAttrValue,
-    ) -> CUresult {
-        match crate::loader::driver_fn(384usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUstreamAttrID,
-                        *mut CUstreamAttrValue,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, attr, value_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3_ptsz(
-        hStream: CUstream,
-        captureStatus_out: *mut CUstreamCaptureStatus,
-        id_out: *mut cuuint64_t,
-        graph_out: *mut CUgraph,
-        dependencies_out: *mut *const CUgraphNode,
-        edgeData_out: *mut *const CUgraphEdgeData,
-        numDependencies_out: *mut usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(385usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        *mut CUstreamCaptureStatus,
-                        *mut cuuint64_t,
-                        *mut CUgraph,
-                        *mut *const CUgraphNode,
-                        *mut *const CUgraphEdgeData,
-                        *mut usize,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    hStream,
-                    captureStatus_out,
-                    id_out,
-                    graph_out,
-                    dependencies_out,
-                    edgeData_out,
-                    numDependencies_out,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetCtx_ptsz(
-        hStream: CUstream,
-        pctx: *mut CUcontext,
-    ) -> CUresult {
-        match crate::loader::driver_fn(386usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut CUcontext) -> CUresult,
-                >(__cms_loaded)(hStream, pctx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetCtx_v2_ptsz(
-        hStream: CUstream,
-        pCtx: *mut CUcontext,
-        pGreenCtx: *mut CUgreenCtx,
-    ) -> CUresult {
-        match crate::loader::driver_fn(387usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        *mut CUcontext,
-                        *mut CUgreenCtx,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, pCtx, pGreenCtx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetDevice_ptsz(
-        hStream: CUstream,
-        device: *mut CUdevice,
-    ) -> CUresult {
-        match crate::loader::driver_fn(388usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut CUdevice) -> CUresult,
-                >(__cms_loaded)(hStream, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
-        hStream: CUstream,
-        flags: *mut ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(389usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(hStream, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetGreenCtx(
-        hStream: CUstream,
-        phCtx: *mut CUgreenCtx,
-    ) -> CUresult {
-        match crate::loader::driver_fn(390usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut CUgreenCtx) -> CUresult,
-                >(__cms_loaded)(hStream, phCtx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetId_ptsz(
-        hStream: CUstream,
-        streamId: *mut ::core::ffi::c_ulonglong,
-    ) -> CUresult {
-        match crate::loader::driver_fn(391usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        *mut ::core::ffi::c_ulonglong,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, streamId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamGetPriority_ptsz(
-        hStream: CUstream,
-        priority: *mut ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(392usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream, *mut ::core::ffi::c_int) -> CUresult,
-                >(__cms_loaded)(hStream, priority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamIsCapturing_ptsz(
-        hStream: CUstream,
-        captureStatus: *mut CUstreamCaptureStatus,
-    ) -> CUresult {
-        match crate::loader::driver_fn(393usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        *mut CUstreamCaptureStatus,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, captureStatus)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamQuery_ptsz(hStream: CUstream) -> CUresult {
-        match crate::loader::driver_fn(394usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream) -> CUresult,
-                >(__cms_loaded)(hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamSetAttribute_ptsz(
-        hStream: CUstream,
-        attr: CUstreamAttrID,
-        value: *const CUstreamAttrValue,
-    ) -> CUresult {
-        match crate::loader::driver_fn(395usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUstreamAttrID,
-                        *const CUstreamAttrValue,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamSynchronize_ptsz(hStream: CUstream) -> CUresult {
-        match crate::loader::driver_fn(396usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUstream) -> CUresult,
-                >(__cms_loaded)(hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_v2_ptsz(
-        hStream: CUstream,
-        dependencies: *mut CUgraphNode,
-        dependencyData: *const CUgraphEdgeData,
-        numDependencies: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(397usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        *mut CUgraphNode,
-                        *const CUgraphEdgeData,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(hStream, dependencies, dependencyData, numDependencies, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamWaitEvent_ptsz(
-        hStream: CUstream,
-        hEvent: CUevent,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(398usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUevent,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hStream, hEvent, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamWaitValue32_v2_ptsz(
-        stream: CUstream,
-        addr: CUdeviceptr,
-        value: cuuint32_t,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(399usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUdeviceptr,
-                        cuuint32_t,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(stream, addr, value, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamWaitValue64_v2_ptsz(
-        stream: CUstream,
-        addr: CUdeviceptr,
-        value: cuuint64_t,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(400usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUdeviceptr,
-                        cuuint64_t,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(stream, addr, value, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamWriteValue32_v2_ptsz(
-        stream: CUstream,
-        addr: CUdeviceptr,
-        value: cuuint32_t,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(401usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUdeviceptr,
-                        cuuint32_t,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(stream, addr, value, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuStreamWriteValue64_v2_ptsz(
-        stream: CUstream,
-        addr: CUdeviceptr,
-        value: cuuint64_t,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(402usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUstream,
-                        CUdeviceptr,
-                        cuuint64_t,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(stream, addr, value, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSurfObjectCreate(
-        pSurfObject: *mut CUsurfObject,
-        pResDesc: *const CUDA_RESOURCE_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(403usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUsurfObject,
-                        *const CUDA_RESOURCE_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(pSurfObject, pResDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSurfObjectDestroy(surfObject: CUsurfObject) -> CUresult {
-        match crate::loader::driver_fn(404usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUsurfObject) -> CUresult,
-                >(__cms_loaded)(surfObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSurfObjectGetResourceDesc(
-        pResDesc: *mut CUDA_RESOURCE_DESC,
-        surfObject: CUsurfObject,
-    ) -> CUresult {
-        match crate::loader::driver_fn(405usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_RESOURCE_DESC,
-                        CUsurfObject,
-                    ) -> CUresult,
-                >(__cms_loaded)(pResDesc, surfObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSurfRefGetArray(
-        phArray: *mut CUarray,
-        hSurfRef: CUsurfref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(406usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUarray, CUsurfref) -> CUresult,
-                >(__cms_loaded)(phArray, hSurfRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuSurfRefSetArray(
-        hSurfRef: CUsurfref,
-        hArray: CUarray,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(407usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUsurfref,
-                        CUarray,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hSurfRef, hArray, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTensorMapEncodeIm2col(
-        tensorMap: *mut CUtensorMap,
-        tensorDataType: CUtensorMapDataType,
-        tensorRank: cuuint32_t,
-        globalAddress: *mut ::core::ffi::c_void,
-        globalDim: *const cuuint64_t,
-        globalStrides: *const cuuint64_t,
-        pixelBoxLowerCorner: *const ::core::ffi::c_int,
-        pixelBoxUpperCorner: *const ::core::ffi::c_int,
-        channelsPerPixel: cuuint32_t,
-        pixelsPerColumn: cuuint32_t,
-        elementStrides: *const cuuint32_t,
-        interleave: CUtensorMapInterleave,
-        swizzle: CUtensorMapSwizzle,
-        l2Promotion: CUtensorMapL2promotion,
-        oobFill: CUtensorMapFloatOOBfill,
-    ) -> CUresult {
-        match crate::loader::driver_fn(408usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtensorMap,
-                        CUtensorMapDataType,
-                        cuuint32_t,
-                        *mut ::core::ffi::c_void,
-                        *const cuuint64_t,
-                        *const cuuint64_t,
-                        *const ::core::ffi::c_int,
-                        *const ::core::ffi::c_int,
-                        cuuint32_t,
-                        cuuint32_t,
-                        *const cuuint32_t,
-                        CUtensorMapInterleave,
-                        CUtensorMapSwizzle,
-                        CUtensorMapL2promotion,
-                        CUtensorMapFloatOOBfill,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    tensorMap,
-                    tensorDataType,
-                    tensorRank,
-                    globalAddress,
-                    globalDim,
-                    globalStrides,
-                    pixelBoxLowerCorner,
-                    pixelBoxUpperCorner,
-                    channelsPerPixel,
-                    pixelsPerColumn,
-                    elementStrides,
-                    interleave,
-                    swizzle,
-                    l2Promotion,
-                    oobFill,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTensorMapEncodeIm2colWide(
-        tensorMap: *mut CUtensorMap,
-        tensorDataType: CUtensorMapDataType,
-        tensorRank: cuuint32_t,
-        globalAddress: *mut ::core::ffi::c_void,
-        globalDim: *const cuuint64_t,
-        globalStrides: *const cuuint64_t,
-        pixelBoxLowerCornerWidth: ::core::ffi::c_int,
-        pixelBoxUpperCornerWidth: ::core::ffi::c_int,
-        channelsPerPixel: cuuint32_t,
-        pixelsPerColumn: cuuint32_t,
-        elementStrides: *const cuuint32_t,
-        interleave: CUtensorMapInterleave,
-        mode: CUtensorMapIm2ColWideMode,
-        swizzle: CUtensorMapSwizzle,
-        l2Promotion: CUtensorMapL2promotion,
-        oobFill: CUtensorMapFloatOOBfill,
-    ) -> CUresult {
-        match crate::loader::driver_fn(409usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtensorMap,
-                        CUtensorMapDataType,
-                        cuuint32_t,
-                        *mut ::core::ffi::c_void,
-                        *const cuuint64_t,
-                        *const cuuint64_t,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        cuuint32_t,
-                        cuuint32_t,
-                        *const cuuint32_t,
-                        CUtensorMapInterleave,
-                        CUtensorMapIm2ColWideMode,
-                        CUtensorMapSwizzle,
-                        CUtensorMapL2promotion,
-                        CUtensorMapFloatOOBfill,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    tensorMap,
-                    tensorDataType,
-                    tensorRank,
-                    globalAddress,
-                    globalDim,
-                    globalStrides,
-                    pixelBoxLowerCornerWidth,
-                    pixelBoxUpperCornerWidth,
-                    channelsPerPixel,
-                    pixelsPerColumn,
-                    elementStrides,
-                    interleave,
-                    mode,
-                    swizzle,
-                    l2Promotion,
-                    oobFill,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTensorMapEncodeTiled(
-        tensorMap: *mut CUtensorMap,
-        tensorDataType: CUtensorMapDataType,
-        tensorRank: cuuint32_t,
-        globalAddress: *mut ::core::ffi::c_void,
-        globalDim: *const cuuint64_t,
-        globalStrides: *const cuuint64_t,
-        boxDim: *const cuuint32_t,
-        elementStrides: *const cuuint32_t,
-        interleave: CUtensorMapInterleave,
-        swizzle: CUtensorMapSwizzle,
-        l2Promotion: CUtensorMapL2promotion,
-        oobFill: CUtensorMapFloatOOBfill,
-    ) -> CUresult {
-        match crate::loader::driver_fn(410usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtensorMap,
-                        CUtensorMapDataType,
-                        cuuint32_t,
-                        *mut ::core::ffi::c_void,
-                        *const cuuint64_t,
-                        *const cuuint64_t,
-                        *const cuuint32_t,
-                        *const cuuint32_t,
-                        CUtensorMapInterleave,
-                        CUtensorMapSwizzle,
-                        CUtensorMapL2promotion,
-                        CUtensorMapFloatOOBfill,
-                    ) -> CUresult,
-                >(
-                    __cms_loaded,
-                )(
-                    tensorMap,
-                    tensorDataType,
-                    tensorRank,
-                    globalAddress,
-                    globalDim,
-                    globalStrides,
-                    boxDim,
-                    elementStrides,
-                    interleave,
-                    swizzle,
-                    l2Promotion,
-                    oobFill,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTensorMapReplaceAddress(
-        tensorMap: *mut CUtensorMap,
-        globalAddress: *mut ::core::ffi::c_void,
-    ) -> CUresult {
-        match crate::loader::driver_fn(411usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtensorMap,
-                        *mut ::core::ffi::c_void,
-                    ) -> CUresult,
-                >(__cms_loaded)(tensorMap, globalAddress)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexObjectCreate(
-        pTexObject: *mut CUtexObject,
-        pResDesc: *const CUDA_RESOURCE_DESC,
-        pTexDesc: *const CUDA_TEXTURE_DESC,
-        pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC,
-    ) -> CUresult {
-        match crate::loader::driver_fn(412usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUtexObject,
-                        *const CUDA_RESOURCE_DESC,
-                        *const CUDA_TEXTURE_DESC,
-                        *const CUDA_RESOURCE_VIEW_DESC,
-                    ) -> CUresult,
-                >(__cms_loaded)(pTexObject, pResDesc, pTexDesc, pResViewDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexObjectDestroy(texObject: CUtexObject) -> CUresult {
-        match crate::loader::driver_fn(413usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexObject) -> CUresult,
-                >(__cms_loaded)(texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexObjectGetResourceDesc(
-        pResDesc: *mut CUDA_RESOURCE_DESC,
-        texObject: CUtexObject,
-    ) -> CUresult {
-        match crate::loader::driver_fn(414usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_RESOURCE_DESC,
-                        CUtexObject,
-                    ) -> CUresult,
-                >(__cms_loaded)(pResDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexObjectGetResourceViewDesc(
-        pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC,
-        texObject: CUtexObject,
-    ) -> CUresult {
-        match crate::loader::driver_fn(415usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUDA_RESOURCE_VIEW_DESC,
-                        CUtexObject,
-                    ) -> CUresult,
-                >(__cms_loaded)(pResViewDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexObjectGetTextureDesc(
-        pTexDesc: *mut CUDA_TEXTURE_DESC,
-        texObject: CUtexObject,
-    ) -> CUresult {
-        match crate::loader::driver_fn(416usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUDA_TEXTURE_DESC, CUtexObject) -> CUresult,
-                >(__cms_loaded)(pTexDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut CUtexref) -> CUresult {
-        match crate::loader::driver_fn(417usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUtexref) -> CUresult,
-                >(__cms_loaded)(pTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefDestroy(hTexRef: CUtexref) -> CUresult {
-        match crate::loader::driver_fn(418usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref) -> CUresult,
-                >(__cms_loaded)(hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetAddressMode(
-        pam: *mut CUaddress_mode,
-        hTexRef: CUtexref,
-        dim: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(419usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUaddress_mode,
-                        CUtexref,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(pam, hTexRef, dim)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetAddress_v2(
-        pdptr: *mut CUdeviceptr,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(420usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUdeviceptr, CUtexref) -> CUresult,
-                >(__cms_loaded)(pdptr, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetArray(
-        phArray: *mut CUarray,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(421usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUarray, CUtexref) -> CUresult,
-                >(__cms_loaded)(phArray, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetBorderColor(
-        pBorderColor: *mut f32,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(422usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut f32, CUtexref) -> CUresult,
-                >(__cms_loaded)(pBorderColor, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetFilterMode(
-        pfm: *mut CUfilter_mode,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(423usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUfilter_mode, CUtexref) -> CUresult,
-                >(__cms_loaded)(pfm, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetFlags(
-        pFlags: *mut ::core::ffi::c_uint,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(424usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_uint, CUtexref) -> CUresult,
-                >(__cms_loaded)(pFlags, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetFormat(
-        pFormat: *mut CUarray_format,
-        pNumChannels: *mut ::core::ffi::c_int,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(425usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUarray_format,
-                        *mut ::core::ffi::c_int,
-                        CUtexref,
-                    ) -> CUresult,
-                >(__cms_loaded)(pFormat, pNumChannels, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetMaxAnisotropy(
-        pmaxAniso: *mut ::core::ffi::c_int,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(426usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int, CUtexref) -> CUresult,
-                >(__cms_loaded)(pmaxAniso, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetMipmapFilterMode(
-        pfm: *mut CUfilter_mode,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(427usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUfilter_mode, CUtexref) -> CUresult,
-                >(__cms_loaded)(pfm, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetMipmapLevelBias(
-        pbias: *mut f32,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(428usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut f32, CUtexref) -> CUresult,
-                >(__cms_loaded)(pbias, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetMipmapLevelClamp(
-        pminMipmapLevelClamp: *mut f32,
-        pmaxMipmapLevelClamp: *mut f32,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(429usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut f32, *mut f32, CUtexref) -> CUresult,
-                >(__cms_loaded)(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefGetMipmappedArray(
-        phMipmappedArray: *mut CUmipmappedArray,
-        hTexRef: CUtexref,
-    ) -> CUresult {
-        match crate::loader::driver_fn(430usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUmipmappedArray, CUtexref) -> CUresult,
-                >(__cms_loaded)(phMipmappedArray, hTexRef)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
-        hTexRef: CUtexref,
-        desc: *const CUDA_ARRAY_DESCRIPTOR,
-        dptr: CUdeviceptr,
-        Pitch: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(431usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUtexref,
-                        *const CUDA_ARRAY_DESCRIPTOR,
-                        CUdeviceptr,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(hTexRef, desc, dptr, Pitch)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetAddressMode(
-        hTexRef: CUtexref,
-        dim: ::core::ffi::c_int,
-        am: CUaddress_mode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(432usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUtexref,
-                        ::core::ffi::c_int,
-                        CUaddress_mode,
-                    ) -> CUresult,
-                >(__cms_loaded)(hTexRef, dim, am)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetAddress_v2(
-        ByteOffset: *mut usize,
-        hTexRef: CUtexref,
-        dptr: CUdeviceptr,
-        bytes: usize,
-    ) -> CUresult {
-        match crate::loader::driver_fn(433usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        CUtexref,
-                        CUdeviceptr,
-                        usize,
-                    ) -> CUresult,
-                >(__cms_loaded)(ByteOffset, hTexRef, dptr, bytes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetArray(
-        hTexRef: CUtexref,
-        hArray: CUarray,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(434usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUtexref,
-                        CUarray,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hTexRef, hArray, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetBorderColor(
-        hTexRef: CUtexref,
-        pBorderColor: *mut f32,
-    ) -> CUresult {
-        match crate::loader::driver_fn(435usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, *mut f32) -> CUresult,
-                >(__cms_loaded)(hTexRef, pBorderColor)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetFilterMode(
-        hTexRef: CUtexref,
-        fm: CUfilter_mode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(436usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, CUfilter_mode) -> CUresult,
-                >(__cms_loaded)(hTexRef, fm)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetFlags(
-        hTexRef: CUtexref,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(437usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(hTexRef, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetFormat(
-        hTexRef: CUtexref,
-        fmt: CUarray_format,
-        NumPackedComponents: ::core::ffi::c_int,
-    ) -> CUresult {
-        match crate::loader::driver_fn(438usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUtexref,
-                        CUarray_format,
-                        ::core::ffi::c_int,
-                    ) -> CUresult,
-                >(__cms_loaded)(hTexRef, fmt, NumPackedComponents)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetMaxAnisotropy(
-        hTexRef: CUtexref,
-        maxAniso: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(439usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(hTexRef, maxAniso)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetMipmapFilterMode(
-        hTexRef: CUtexref,
-        fm: CUfilter_mode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(440usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, CUfilter_mode) -> CUresult,
-                >(__cms_loaded)(hTexRef, fm)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetMipmapLevelBias(
-        hTexRef: CUtexref,
-        bias: f32,
-    ) -> CUresult {
-        match crate::loader::driver_fn(441usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, f32) -> CUresult,
-                >(__cms_loaded)(hTexRef, bias)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetMipmapLevelClamp(
-        hTexRef: CUtexref,
-        minMipmapLevelClamp: f32,
-        maxMipmapLevelClamp: f32,
-    ) -> CUresult {
-        match crate::loader::driver_fn(442usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUtexref, f32, f32) -> CUresult,
-                >(__cms_loaded)(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuTexRefSetMipmappedArray(
-        hTexRef: CUtexref,
-        hMipmappedArray: CUmipmappedArray,
-        Flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(443usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        CUtexref,
-                        CUmipmappedArray,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(hTexRef, hMipmappedArray, Flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(
-        mode: *mut CUstreamCaptureMode,
-    ) -> CUresult {
-        match crate::loader::driver_fn(444usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut CUstreamCaptureMode) -> CUresult,
-                >(__cms_loaded)(mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuUserObjectCreate(
-        object_out: *mut CUuserObject,
-        ptr: *mut ::core::ffi::c_void,
-        destroy: CUhostFn,
-        initialRefcount: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(445usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut CUuserObject,
-                        *mut ::core::ffi::c_void,
-                        CUhostFn,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> CUresult,
-                >(__cms_loaded)(object_out, ptr, destroy, initialRefcount, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuUserObjectRelease(
-        object: CUuserObject,
-        count: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(446usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUuserObject, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuUserObjectRetain(
-        object: CUuserObject,
-        count: ::core::ffi::c_uint,
-    ) -> CUresult {
-        match crate::loader::driver_fn(447usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(CUuserObject, ::core::ffi::c_uint) -> CUresult,
-                >(__cms_loaded)(object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync_ptsz(
-        extSemArray: *const CUexternalSemaphore,
-        paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
-        numExtSems: ::core::ffi::c_uint,
-        stream: CUstream,
-    ) -> CUresult {
-        match crate::loader::driver_fn(448usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const CUexternalSemaphore,
-                        *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
-                        ::core::ffi::c_uint,
-                        CUstream,
-                    ) -> CUresult,
-                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
+    crate::loader::trampoline!(
+        driver 0 cuArray3DCreate_v2(pHandle : * mut CUarray, pAllocateArray : * const
+        CUDA_ARRAY3D_DESCRIPTOR) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 1 cuArray3DGetDescriptor_v2(pArrayDescriptor : * mut
+        CUDA_ARRAY3D_DESCRIPTOR, hArray : CUarray) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 2 cuArrayCreate_v2(pHandle : * mut CUarray, pAllocateArray : * const
+        CUDA_ARRAY_DESCRIPTOR) -> CUresult
+    );
+    crate::loader::trampoline!(driver 3 cuArrayDestroy(hArray : CUarray) -> CUresult);
+    crate::loader::trampoline!(
+        driver 4 cuArrayGetDescriptor_v2(pArrayDescriptor : * mut CUDA_ARRAY_DESCRIPTOR,
+        hArray : CUarray) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 5 cuArrayGetMemoryRequirements(memoryRequirements : * mut
+        CUDA_ARRAY_MEMORY_REQUIREMENTS, array : CUarray, device : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 6 cuArrayGetPlane(pPlaneArray : * mut CUarray, hArray : CUarray, planeIdx
+        : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 7 cuArrayGetSparseProperties(sparseProperties : * mut
+        CUDA_ARRAY_SPARSE_PROPERTIES, array : CUarray) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 8 cuCheckpointProcessCheckpoint(pid : ::core::ffi::c_int, args : * mut
+        CUcheckpointCheckpointArgs) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 9 cuCheckpointProcessGetRestoreThreadId(pid : ::core::ffi::c_int, tid : *
+        mut ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 10 cuCheckpointProcessGetState(pid : ::core::ffi::c_int, state : * mut
+        CUprocessState) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 11 cuCheckpointProcessLock(pid : ::core::ffi::c_int, args : * mut
+        CUcheckpointLockArgs) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 12 cuCheckpointProcessRestore(pid : ::core::ffi::c_int, args : * mut
+        CUcheckpointRestoreArgs) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 13 cuCheckpointProcessUnlock(pid : ::core::ffi::c_int, args : * mut
+        CUcheckpointUnlockArgs) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 14 cuCoredumpGetAttribute(attrib : CUcoredumpSettings, value : * mut
+        ::core::ffi::c_void, size : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 15 cuCoredumpGetAttributeGlobal(attrib : CUcoredumpSettings, value : * mut
+        ::core::ffi::c_void, size : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 16 cuCoredumpSetAttribute(attrib : CUcoredumpSettings, value : * mut
+        ::core::ffi::c_void, size : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 17 cuCoredumpSetAttributeGlobal(attrib : CUcoredumpSettings, value : * mut
+        ::core::ffi::c_void, size : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 18 cuCtxAttach(pctx : * mut CUcontext, flags : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 19 cuCtxCreate_v4(pctx : * mut CUcontext, ctxCreateParams : * mut
+        CUctxCreateParams, flags : ::core::ffi::c_uint, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(driver 20 cuCtxDestroy_v2(ctx : CUcontext) -> CUresult);
+    crate::loader::trampoline!(driver 21 cuCtxDetach(ctx : CUcontext) -> CUresult);
+    crate::loader::trampoline!(
+        driver 22 cuCtxDisablePeerAccess(peerContext : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 23 cuCtxEnablePeerAccess(peerContext : CUcontext, Flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 24 cuCtxFromGreenCtx(pContext : * mut CUcontext, hCtx : CUgreenCtx) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 25 cuCtxGetApiVersion(ctx : CUcontext, version : * mut
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 26 cuCtxGetCacheConfig(pconfig : * mut CUfunc_cache) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 27 cuCtxGetCurrent(pctx : * mut CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 28 cuCtxGetDevResource(hCtx : CUcontext, resource : * mut CUdevResource,
+        type_ : CUdevResourceType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 29 cuCtxGetDevice(device : * mut CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 30 cuCtxGetDevice_v2(device : * mut CUdevice, ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 31 cuCtxGetExecAffinity(pExecAffinity : * mut CUexecAffinityParam, type_ :
+        CUexecAffinityType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 32 cuCtxGetFlags(flags : * mut ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 33 cuCtxGetId(ctx : CUcontext, ctxId : * mut ::core::ffi::c_ulonglong) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 34 cuCtxGetLimit(pvalue : * mut usize, limit : CUlimit) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 35 cuCtxGetSharedMemConfig(pConfig : * mut CUsharedconfig) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 36 cuCtxGetStreamPriorityRange(leastPriority : * mut ::core::ffi::c_int,
+        greatestPriority : * mut ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 37 cuCtxPopCurrent_v2(pctx : * mut CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 38 cuCtxPushCurrent_v2(ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 39 cuCtxRecordEvent(hCtx : CUcontext, hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(driver 40 cuCtxResetPersistingL2Cache() -> CUresult);
+    crate::loader::trampoline!(
+        driver 41 cuCtxSetCacheConfig(config : CUfunc_cache) -> CUresult
+    );
+    crate::loader::trampoline!(driver 42 cuCtxSetCurrent(ctx : CUcontext) -> CUresult);
+    crate::loader::trampoline!(
+        driver 43 cuCtxSetFlags(flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 44 cuCtxSetLimit(limit : CUlimit, value : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 45 cuCtxSetSharedMemConfig(config : CUsharedconfig) -> CUresult
+    );
+    crate::loader::trampoline!(driver 46 cuCtxSynchronize() -> CUresult);
+    crate::loader::trampoline!(
+        driver 47 cuCtxSynchronize_v2(ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 48 cuCtxWaitEvent(hCtx : CUcontext, hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 49 cuDestroyExternalMemory(extMem : CUexternalMemory) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 50 cuDestroyExternalSemaphore(extSem : CUexternalSemaphore) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 51 cuDevResourceGenerateDesc(phDesc : * mut CUdevResourceDesc, resources :
+        * mut CUdevResource, nbResources : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 52 cuDevSmResourceSplitByCount(result : * mut CUdevResource, nbGroups : *
+        mut ::core::ffi::c_uint, input : * const CUdevResource, remaining : * mut
+        CUdevResource, useFlags : ::core::ffi::c_uint, minCount : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 53 cuDeviceCanAccessPeer(canAccessPeer : * mut ::core::ffi::c_int, dev :
+        CUdevice, peerDev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 54 cuDeviceComputeCapability(major : * mut ::core::ffi::c_int, minor : *
+        mut ::core::ffi::c_int, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 55 cuDeviceGet(device : * mut CUdevice, ordinal : ::core::ffi::c_int) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 56 cuDeviceGetAttribute(pi : * mut ::core::ffi::c_int, attrib :
+        CUdevice_attribute, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 57 cuDeviceGetByPCIBusId(dev : * mut CUdevice, pciBusId : * const
+        ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 58 cuDeviceGetCount(count : * mut ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 59 cuDeviceGetDefaultMemPool(pool_out : * mut CUmemoryPool, dev :
+        CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 60 cuDeviceGetDevResource(device : CUdevice, resource : * mut
+        CUdevResource, type_ : CUdevResourceType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 61 cuDeviceGetExecAffinitySupport(pi : * mut ::core::ffi::c_int, type_ :
+        CUexecAffinityType, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 62 cuDeviceGetGraphMemAttribute(device : CUdevice, attr :
+        CUgraphMem_attribute, value : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 63 cuDeviceGetHostAtomicCapabilities(capabilities : * mut
+        ::core::ffi::c_uint, operations : * const CUatomicOperation, count :
+        ::core::ffi::c_uint, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 64 cuDeviceGetLuid(luid : * mut ::core::ffi::c_char, deviceNodeMask : *
+        mut ::core::ffi::c_uint, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 65 cuDeviceGetMemPool(pool : * mut CUmemoryPool, dev : CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 66 cuDeviceGetName(name : * mut ::core::ffi::c_char, len :
+        ::core::ffi::c_int, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 67 cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList : * mut
+        ::core::ffi::c_void, dev : CUdevice, flags : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 68 cuDeviceGetP2PAtomicCapabilities(capabilities : * mut
+        ::core::ffi::c_uint, operations : * const CUatomicOperation, count :
+        ::core::ffi::c_uint, srcDevice : CUdevice, dstDevice : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 69 cuDeviceGetP2PAttribute(value : * mut ::core::ffi::c_int, attrib :
+        CUdevice_P2PAttribute, srcDevice : CUdevice, dstDevice : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 70 cuDeviceGetPCIBusId(pciBusId : * mut ::core::ffi::c_char, len :
+        ::core::ffi::c_int, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 71 cuDeviceGetProperties(prop : * mut CUdevprop, dev : CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 72 cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements : * mut usize,
+        format : CUarray_format, numChannels : ::core::ffi::c_uint, dev : CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 73 cuDeviceGetUuid_v2(uuid : * mut CUuuid, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 74 cuDeviceGraphMemTrim(device : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 75 cuDevicePrimaryCtxGetState(dev : CUdevice, flags : * mut
+        ::core::ffi::c_uint, active : * mut ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 76 cuDevicePrimaryCtxRelease_v2(dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 77 cuDevicePrimaryCtxReset_v2(dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 78 cuDevicePrimaryCtxRetain(pctx : * mut CUcontext, dev : CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 79 cuDevicePrimaryCtxSetFlags_v2(dev : CUdevice, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 80 cuDeviceRegisterAsyncNotification(device : CUdevice, callbackFunc :
+        CUasyncCallback, userData : * mut ::core::ffi::c_void, callback : * mut
+        CUasyncCallbackHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 81 cuDeviceSetGraphMemAttribute(device : CUdevice, attr :
+        CUgraphMem_attribute, value : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 82 cuDeviceSetMemPool(dev : CUdevice, pool : CUmemoryPool) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 83 cuDeviceTotalMem_v2(bytes : * mut usize, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 84 cuDeviceUnregisterAsyncNotification(device : CUdevice, callback :
+        CUasyncCallbackHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 85 cuDriverGetVersion(driverVersion : * mut ::core::ffi::c_int) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 86 cuEventCreate(phEvent : * mut CUevent, Flags : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 87 cuEventDestroy_v2(hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 88 cuEventElapsedTime_v2(pMilliseconds : * mut f32, hStart : CUevent, hEnd
+        : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(driver 89 cuEventQuery(hEvent : CUevent) -> CUresult);
+    crate::loader::trampoline!(
+        driver 90 cuEventRecordWithFlags_ptsz(hEvent : CUevent, hStream : CUstream, flags
+        : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 91 cuEventRecord_ptsz(hEvent : CUevent, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 92 cuEventSynchronize(hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 93 cuExternalMemoryGetMappedBuffer(devPtr : * mut CUdeviceptr, extMem :
+        CUexternalMemory, bufferDesc : * const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 94 cuExternalMemoryGetMappedMipmappedArray(mipmap : * mut
+        CUmipmappedArray, extMem : CUexternalMemory, mipmapDesc : * const
+        CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 95 cuFlushGPUDirectRDMAWrites(target : CUflushGPUDirectRDMAWritesTarget,
+        scope : CUflushGPUDirectRDMAWritesScope) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 96 cuFuncGetAttribute(pi : * mut ::core::ffi::c_int, attrib :
+        CUfunction_attribute, hfunc : CUfunction) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 97 cuFuncGetModule(hmod : * mut CUmodule, hfunc : CUfunction) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 98 cuFuncGetName(name : * mut * const ::core::ffi::c_char, hfunc :
+        CUfunction) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 99 cuFuncGetParamInfo(func : CUfunction, paramIndex : usize, paramOffset :
+        * mut usize, paramSize : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 100 cuFuncIsLoaded(state : * mut CUfunctionLoadingState, function :
+        CUfunction) -> CUresult
+    );
+    crate::loader::trampoline!(driver 101 cuFuncLoad(function : CUfunction) -> CUresult);
+    crate::loader::trampoline!(
+        driver 102 cuFuncSetAttribute(hfunc : CUfunction, attrib : CUfunction_attribute,
+        value : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 103 cuFuncSetBlockShape(hfunc : CUfunction, x : ::core::ffi::c_int, y :
+        ::core::ffi::c_int, z : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 104 cuFuncSetCacheConfig(hfunc : CUfunction, config : CUfunc_cache) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 105 cuFuncSetSharedMemConfig(hfunc : CUfunction, config : CUsharedconfig)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 106 cuFuncSetSharedSize(hfunc : CUfunction, bytes : ::core::ffi::c_uint)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 107 cuGetErrorName(error : CUresult, pStr : * mut * const
+        ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 108 cuGetErrorString(error : CUresult, pStr : * mut * const
+        ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 109 cuGetExportTable(ppExportTable : * mut * const ::core::ffi::c_void,
+        pExportTableId : * const CUuuid) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 110 cuGetProcAddress_v2(symbol : * const ::core::ffi::c_char, funcPtr : *
+        mut * mut ::core::ffi::c_void, driverVersion : ::core::ffi::c_int, flags :
+        cuuint64_t, symbolStatus : * mut CUdriverProcAddressQueryResult) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 111 cuGraphAddBatchMemOpNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, nodeParams
+        : * const CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 112 cuGraphAddChildGraphNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, childGraph
+        : CUgraph) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 113 cuGraphAddDependencies_v2(hGraph : CUgraph, from : * const
+        CUgraphNode, to : * const CUgraphNode, edgeData : * const CUgraphEdgeData,
+        numDependencies : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 114 cuGraphAddEmptyNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+        dependencies : * const CUgraphNode, numDependencies : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 115 cuGraphAddEventRecordNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, event :
+        CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 116 cuGraphAddEventWaitNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, event :
+        CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 117 cuGraphAddExternalSemaphoresSignalNode(phGraphNode : * mut
+        CUgraphNode, hGraph : CUgraph, dependencies : * const CUgraphNode,
+        numDependencies : usize, nodeParams : * const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 118 cuGraphAddExternalSemaphoresWaitNode(phGraphNode : * mut CUgraphNode,
+        hGraph : CUgraph, dependencies : * const CUgraphNode, numDependencies : usize,
+        nodeParams : * const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 119 cuGraphAddHostNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+        dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : * const
+        CUDA_HOST_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 120 cuGraphAddKernelNode_v2(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, nodeParams
+        : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 121 cuGraphAddMemAllocNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, nodeParams
+        : * mut CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 122 cuGraphAddMemFreeNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, dptr :
+        CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 123 cuGraphAddMemcpyNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, copyParams
+        : * const CUDA_MEMCPY3D, ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 124 cuGraphAddMemsetNode(phGraphNode : * mut CUgraphNode, hGraph :
+        CUgraph, dependencies : * const CUgraphNode, numDependencies : usize,
+        memsetParams : * const CUDA_MEMSET_NODE_PARAMS, ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 125 cuGraphAddNode_v2(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+        dependencies : * const CUgraphNode, dependencyData : * const CUgraphEdgeData,
+        numDependencies : usize, nodeParams : * mut CUgraphNodeParams) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 126 cuGraphBatchMemOpNodeGetParams(hNode : CUgraphNode, nodeParams_out : *
+        mut CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 127 cuGraphBatchMemOpNodeSetParams(hNode : CUgraphNode, nodeParams : *
+        const CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 128 cuGraphChildGraphNodeGetGraph(hNode : CUgraphNode, phGraph : * mut
+        CUgraph) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 129 cuGraphClone(phGraphClone : * mut CUgraph, originalGraph : CUgraph) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 130 cuGraphConditionalHandleCreate(pHandle_out : * mut
+        CUgraphConditionalHandle, hGraph : CUgraph, ctx : CUcontext, defaultLaunchValue :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 131 cuGraphCreate(phGraph : * mut CUgraph, flags : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 132 cuGraphDebugDotPrint(hGraph : CUgraph, path : * const
+        ::core::ffi::c_char, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(driver 133 cuGraphDestroy(hGraph : CUgraph) -> CUresult);
+    crate::loader::trampoline!(
+        driver 134 cuGraphDestroyNode(hNode : CUgraphNode) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 135 cuGraphEventRecordNodeGetEvent(hNode : CUgraphNode, event_out : * mut
+        CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 136 cuGraphEventRecordNodeSetEvent(hNode : CUgraphNode, event : CUevent)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 137 cuGraphEventWaitNodeGetEvent(hNode : CUgraphNode, event_out : * mut
+        CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 138 cuGraphEventWaitNodeSetEvent(hNode : CUgraphNode, event : CUevent) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 139 cuGraphExecBatchMemOpNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, nodeParams : * const CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 140 cuGraphExecChildGraphNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, childGraph : CUgraph) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 141 cuGraphExecDestroy(hGraphExec : CUgraphExec) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 142 cuGraphExecEventRecordNodeSetEvent(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, event : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 143 cuGraphExecEventWaitNodeSetEvent(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, event : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 144 cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec :
+        CUgraphExec, hNode : CUgraphNode, nodeParams : * const
+        CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 145 cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec :
+        CUgraphExec, hNode : CUgraphNode, nodeParams : * const
+        CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 146 cuGraphExecGetFlags(hGraphExec : CUgraphExec, flags : * mut
+        cuuint64_t) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 147 cuGraphExecHostNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, nodeParams : * const CUDA_HOST_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 148 cuGraphExecKernelNodeSetParams_v2(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 149 cuGraphExecMemcpyNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, copyParams : * const CUDA_MEMCPY3D, ctx : CUcontext) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 150 cuGraphExecMemsetNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, memsetParams : * const CUDA_MEMSET_NODE_PARAMS, ctx : CUcontext) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 151 cuGraphExecNodeSetParams(hGraphExec : CUgraphExec, hNode :
+        CUgraphNode, nodeParams : * mut CUgraphNodeParams) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 152 cuGraphExecUpdate_v2(hGraphExec : CUgraphExec, hGraph : CUgraph,
+        resultInfo : * mut CUgraphExecUpdateResultInfo) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 153 cuGraphExternalSemaphoresSignalNodeGetParams(hNode : CUgraphNode,
+        params_out : * mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 154 cuGraphExternalSemaphoresSignalNodeSetParams(hNode : CUgraphNode,
+        nodeParams : * const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 155 cuGraphExternalSemaphoresWaitNodeGetParams(hNode : CUgraphNode,
+        params_out : * mut CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 156 cuGraphExternalSemaphoresWaitNodeSetParams(hNode : CUgraphNode,
+        nodeParams : * const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 157 cuGraphGetEdges_v2(hGraph : CUgraph, from : * mut CUgraphNode, to : *
+        mut CUgraphNode, edgeData : * mut CUgraphEdgeData, numEdges : * mut usize) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 158 cuGraphGetNodes(hGraph : CUgraph, nodes : * mut CUgraphNode, numNodes
+        : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 159 cuGraphGetRootNodes(hGraph : CUgraph, rootNodes : * mut CUgraphNode,
+        numRootNodes : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 160 cuGraphHostNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
+        CUDA_HOST_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 161 cuGraphHostNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+        CUDA_HOST_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 162 cuGraphInstantiateWithFlags(phGraphExec : * mut CUgraphExec, hGraph :
+        CUgraph, flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 163 cuGraphInstantiateWithParams_ptsz(phGraphExec : * mut CUgraphExec,
+        hGraph : CUgraph, instantiateParams : * mut CUDA_GRAPH_INSTANTIATE_PARAMS) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 164 cuGraphKernelNodeCopyAttributes(dst : CUgraphNode, src : CUgraphNode)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 165 cuGraphKernelNodeGetAttribute(hNode : CUgraphNode, attr :
+        CUkernelNodeAttrID, value_out : * mut CUkernelNodeAttrValue) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 166 cuGraphKernelNodeGetParams_v2(hNode : CUgraphNode, nodeParams : * mut
+        CUDA_KERNEL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 167 cuGraphKernelNodeSetAttribute(hNode : CUgraphNode, attr :
+        CUkernelNodeAttrID, value : * const CUkernelNodeAttrValue) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 168 cuGraphKernelNodeSetParams_v2(hNode : CUgraphNode, nodeParams : *
+        const CUDA_KERNEL_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 169 cuGraphLaunch_ptsz(hGraphExec : CUgraphExec, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 170 cuGraphMemAllocNodeGetParams(hNode : CUgraphNode, params_out : * mut
+        CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 171 cuGraphMemFreeNodeGetParams(hNode : CUgraphNode, dptr_out : * mut
+        CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 172 cuGraphMemcpyNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
+        CUDA_MEMCPY3D) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 173 cuGraphMemcpyNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+        CUDA_MEMCPY3D) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 174 cuGraphMemsetNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
+        CUDA_MEMSET_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 175 cuGraphMemsetNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+        CUDA_MEMSET_NODE_PARAMS) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 176 cuGraphNodeFindInClone(phNode : * mut CUgraphNode, hOriginalNode :
+        CUgraphNode, hClonedGraph : CUgraph) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 177 cuGraphNodeGetDependencies_v2(hNode : CUgraphNode, dependencies : *
+        mut CUgraphNode, edgeData : * mut CUgraphEdgeData, numDependencies : * mut usize)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 178 cuGraphNodeGetDependentNodes_v2(hNode : CUgraphNode, dependentNodes :
+        * mut CUgraphNode, edgeData : * mut CUgraphEdgeData, numDependentNodes : * mut
+        usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 179 cuGraphNodeGetEnabled(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+        isEnabled : * mut ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 180 cuGraphNodeGetType(hNode : CUgraphNode, type_ : * mut CUgraphNodeType)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 181 cuGraphNodeSetEnabled(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+        isEnabled : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 182 cuGraphNodeSetParams(hNode : CUgraphNode, nodeParams : * mut
+        CUgraphNodeParams) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 183 cuGraphReleaseUserObject(graph : CUgraph, object : CUuserObject, count
+        : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 184 cuGraphRemoveDependencies_v2(hGraph : CUgraph, from : * const
+        CUgraphNode, to : * const CUgraphNode, edgeData : * const CUgraphEdgeData,
+        numDependencies : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 185 cuGraphRetainUserObject(graph : CUgraph, object : CUuserObject, count
+        : ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 186 cuGraphUpload_ptsz(hGraphExec : CUgraphExec, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 187 cuGraphicsMapResources_ptsz(count : ::core::ffi::c_uint, resources : *
+        mut CUgraphicsResource, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 188 cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray : * mut
+        CUmipmappedArray, resource : CUgraphicsResource) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 189 cuGraphicsResourceGetMappedPointer_v2(pDevPtr : * mut CUdeviceptr,
+        pSize : * mut usize, resource : CUgraphicsResource) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 190 cuGraphicsResourceSetMapFlags_v2(resource : CUgraphicsResource, flags
+        : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 191 cuGraphicsSubResourceGetMappedArray(pArray : * mut CUarray, resource :
+        CUgraphicsResource, arrayIndex : ::core::ffi::c_uint, mipLevel :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 192 cuGraphicsUnmapResources_ptsz(count : ::core::ffi::c_uint, resources :
+        * mut CUgraphicsResource, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 193 cuGraphicsUnregisterResource(resource : CUgraphicsResource) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 194 cuGreenCtxCreate(phCtx : * mut CUgreenCtx, desc : CUdevResourceDesc,
+        dev : CUdevice, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 195 cuGreenCtxDestroy(hCtx : CUgreenCtx) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 196 cuGreenCtxGetDevResource(hCtx : CUgreenCtx, resource : * mut
+        CUdevResource, type_ : CUdevResourceType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 197 cuGreenCtxGetId(greenCtx : CUgreenCtx, greenCtxId : * mut
+        ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 198 cuGreenCtxRecordEvent(hCtx : CUgreenCtx, hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 199 cuGreenCtxStreamCreate(phStream : * mut CUstream, greenCtx :
+        CUgreenCtx, flags : ::core::ffi::c_uint, priority : ::core::ffi::c_int) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 200 cuGreenCtxWaitEvent(hCtx : CUgreenCtx, hEvent : CUevent) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 201 cuImportExternalMemory(extMem_out : * mut CUexternalMemory,
+        memHandleDesc : * const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 202 cuImportExternalSemaphore(extSem_out : * mut CUexternalSemaphore,
+        semHandleDesc : * const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 203 cuInit(Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 204 cuIpcCloseMemHandle(dptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 205 cuIpcGetEventHandle(pHandle : * mut CUipcEventHandle, event : CUevent)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 206 cuIpcGetMemHandle(pHandle : * mut CUipcMemHandle, dptr : CUdeviceptr)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 207 cuIpcOpenEventHandle(phEvent : * mut CUevent, handle :
+        CUipcEventHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 208 cuIpcOpenMemHandle_v2(pdptr : * mut CUdeviceptr, handle :
+        CUipcMemHandle, Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 209 cuKernelGetAttribute(pi : * mut ::core::ffi::c_int, attrib :
+        CUfunction_attribute, kernel : CUkernel, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 210 cuKernelGetFunction(pFunc : * mut CUfunction, kernel : CUkernel) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 211 cuKernelGetLibrary(pLib : * mut CUlibrary, kernel : CUkernel) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 212 cuKernelGetName(name : * mut * const ::core::ffi::c_char, hfunc :
+        CUkernel) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 213 cuKernelGetParamInfo(kernel : CUkernel, paramIndex : usize,
+        paramOffset : * mut usize, paramSize : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 214 cuKernelSetAttribute(attrib : CUfunction_attribute, val :
+        ::core::ffi::c_int, kernel : CUkernel, dev : CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 215 cuKernelSetCacheConfig(kernel : CUkernel, config : CUfunc_cache, dev :
+        CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(driver 216 cuLaunch(f : CUfunction) -> CUresult);
+    crate::loader::trampoline!(
+        driver 217 cuLaunchCooperativeKernelMultiDevice(launchParamsList : * mut
+        CUDA_LAUNCH_PARAMS, numDevices : ::core::ffi::c_uint, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 218 cuLaunchCooperativeKernel_ptsz(f : CUfunction, gridDimX :
+        ::core::ffi::c_uint, gridDimY : ::core::ffi::c_uint, gridDimZ :
+        ::core::ffi::c_uint, blockDimX : ::core::ffi::c_uint, blockDimY :
+        ::core::ffi::c_uint, blockDimZ : ::core::ffi::c_uint, sharedMemBytes :
+        ::core::ffi::c_uint, hStream : CUstream, kernelParams : * mut * mut
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 219 cuLaunchGrid(f : CUfunction, grid_width : ::core::ffi::c_int,
+        grid_height : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 220 cuLaunchGridAsync(f : CUfunction, grid_width : ::core::ffi::c_int,
+        grid_height : ::core::ffi::c_int, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 221 cuLaunchHostFunc_ptsz(hStream : CUstream, fn_ : CUhostFn, userData : *
+        mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 222 cuLaunchKernelEx_ptsz(config : * const CUlaunchConfig, f : CUfunction,
+        kernelParams : * mut * mut ::core::ffi::c_void, extra : * mut * mut
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 223 cuLaunchKernel_ptsz(f : CUfunction, gridDimX : ::core::ffi::c_uint,
+        gridDimY : ::core::ffi::c_uint, gridDimZ : ::core::ffi::c_uint, blockDimX :
+        ::core::ffi::c_uint, blockDimY : ::core::ffi::c_uint, blockDimZ :
+        ::core::ffi::c_uint, sharedMemBytes : ::core::ffi::c_uint, hStream : CUstream,
+        kernelParams : * mut * mut ::core::ffi::c_void, extra : * mut * mut
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 224 cuLibraryEnumerateKernels(kernels : * mut CUkernel, numKernels :
+        ::core::ffi::c_uint, lib : CUlibrary) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 225 cuLibraryGetGlobal(dptr : * mut CUdeviceptr, bytes : * mut usize,
+        library : CUlibrary, name : * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 226 cuLibraryGetKernel(pKernel : * mut CUkernel, library : CUlibrary, name
+        : * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 227 cuLibraryGetKernelCount(count : * mut ::core::ffi::c_uint, lib :
+        CUlibrary) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 228 cuLibraryGetManaged(dptr : * mut CUdeviceptr, bytes : * mut usize,
+        library : CUlibrary, name : * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 229 cuLibraryGetModule(pMod : * mut CUmodule, library : CUlibrary) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 230 cuLibraryGetUnifiedFunction(fptr : * mut * mut ::core::ffi::c_void,
+        library : CUlibrary, symbol : * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 231 cuLibraryLoadData(library : * mut CUlibrary, code : * const
+        ::core::ffi::c_void, jitOptions : * mut CUjit_option, jitOptionsValues : * mut *
+        mut ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : *
+        mut CUlibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+        numLibraryOptions : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 232 cuLibraryLoadFromFile(library : * mut CUlibrary, fileName : * const
+        ::core::ffi::c_char, jitOptions : * mut CUjit_option, jitOptionsValues : * mut *
+        mut ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : *
+        mut CUlibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+        numLibraryOptions : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 233 cuLibraryUnload(library : CUlibrary) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 234 cuLinkAddData_v2(state : CUlinkState, type_ : CUjitInputType, data : *
+        mut ::core::ffi::c_void, size : usize, name : * const ::core::ffi::c_char,
+        numOptions : ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : *
+        mut * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 235 cuLinkAddFile_v2(state : CUlinkState, type_ : CUjitInputType, path : *
+        const ::core::ffi::c_char, numOptions : ::core::ffi::c_uint, options : * mut
+        CUjit_option, optionValues : * mut * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 236 cuLinkComplete(state : CUlinkState, cubinOut : * mut * mut
+        ::core::ffi::c_void, sizeOut : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 237 cuLinkCreate_v2(numOptions : ::core::ffi::c_uint, options : * mut
+        CUjit_option, optionValues : * mut * mut ::core::ffi::c_void, stateOut : * mut
+        CUlinkState) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 238 cuLinkDestroy(state : CUlinkState) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 239 cuLogsCurrent(iterator_out : * mut CUlogIterator, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 240 cuLogsDumpToFile(iterator : * mut CUlogIterator, pathToFile : * const
+        ::core::ffi::c_char, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 241 cuLogsDumpToMemory(iterator : * mut CUlogIterator, buffer : * mut
+        ::core::ffi::c_char, size : * mut usize, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 242 cuLogsRegisterCallback(callbackFunc : CUlogsCallback, userData : * mut
+        ::core::ffi::c_void, callback_out : * mut CUlogsCallbackHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 243 cuLogsUnregisterCallback(callback : CUlogsCallbackHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 244 cuMemAddressFree(ptr : CUdeviceptr, size : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 245 cuMemAddressReserve(ptr : * mut CUdeviceptr, size : usize, alignment :
+        usize, addr : CUdeviceptr, flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 246 cuMemAdvise_v2(devPtr : CUdeviceptr, count : usize, advice :
+        CUmem_advise, location : CUmemLocation) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 247 cuMemAllocAsync_ptsz(dptr : * mut CUdeviceptr, bytesize : usize,
+        hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 248 cuMemAllocFromPoolAsync_ptsz(dptr : * mut CUdeviceptr, bytesize :
+        usize, pool : CUmemoryPool, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 249 cuMemAllocHost_v2(pp : * mut * mut ::core::ffi::c_void, bytesize :
+        usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 250 cuMemAllocManaged(dptr : * mut CUdeviceptr, bytesize : usize, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 251 cuMemAllocPitch_v2(dptr : * mut CUdeviceptr, pPitch : * mut usize,
+        WidthInBytes : usize, Height : usize, ElementSizeBytes : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 252 cuMemAlloc_v2(dptr : * mut CUdeviceptr, bytesize : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 253 cuMemBatchDecompressAsync_ptsz(paramsArray : * mut
+        CUmemDecompressParams, count : usize, flags : ::core::ffi::c_uint, errorIndex : *
+        mut usize, stream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 254 cuMemCreate(handle : * mut CUmemGenericAllocationHandle, size : usize,
+        prop : * const CUmemAllocationProp, flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 255 cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs : * mut CUdeviceptr,
+        sizes : * mut usize, count : usize, prefetchLocs : * mut CUmemLocation,
+        prefetchLocIdxs : * mut usize, numPrefetchLocs : usize, flags :
+        ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 256 cuMemDiscardBatchAsync_ptsz(dptrs : * mut CUdeviceptr, sizes : * mut
+        usize, count : usize, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 257 cuMemExportToShareableHandle(shareableHandle : * mut
+        ::core::ffi::c_void, handle : CUmemGenericAllocationHandle, handleType :
+        CUmemAllocationHandleType, flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 258 cuMemFreeAsync_ptsz(dptr : CUdeviceptr, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 259 cuMemFreeHost(p : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(driver 260 cuMemFree_v2(dptr : CUdeviceptr) -> CUresult);
+    crate::loader::trampoline!(
+        driver 261 cuMemGetAccess(flags : * mut ::core::ffi::c_ulonglong, location : *
+        const CUmemLocation, ptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 262 cuMemGetAddressRange_v2(pbase : * mut CUdeviceptr, psize : * mut
+        usize, dptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 263 cuMemGetAllocationGranularity(granularity : * mut usize, prop : *
+        const CUmemAllocationProp, option : CUmemAllocationGranularity_flags) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 264 cuMemGetAllocationPropertiesFromHandle(prop : * mut
+        CUmemAllocationProp, handle : CUmemGenericAllocationHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 265 cuMemGetDefaultMemPool(pool_out : * mut CUmemoryPool, location : * mut
+        CUmemLocation, type_ : CUmemAllocationType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 266 cuMemGetHandleForAddressRange(handle : * mut ::core::ffi::c_void, dptr
+        : CUdeviceptr, size : usize, handleType : CUmemRangeHandleType, flags :
+        ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 267 cuMemGetInfo_v2(free : * mut usize, total : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 268 cuMemGetMemPool(pool : * mut CUmemoryPool, location : * mut
+        CUmemLocation, type_ : CUmemAllocationType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 269 cuMemHostAlloc(pp : * mut * mut ::core::ffi::c_void, bytesize : usize,
+        Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 270 cuMemHostGetDevicePointer_v2(pdptr : * mut CUdeviceptr, p : * mut
+        ::core::ffi::c_void, Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 271 cuMemHostGetFlags(pFlags : * mut ::core::ffi::c_uint, p : * mut
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 272 cuMemHostRegister_v2(p : * mut ::core::ffi::c_void, bytesize : usize,
+        Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 273 cuMemHostUnregister(p : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 274 cuMemImportFromShareableHandle(handle : * mut
+        CUmemGenericAllocationHandle, osHandle : * mut ::core::ffi::c_void, shHandleType
+        : CUmemAllocationHandleType) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 275 cuMemMap(ptr : CUdeviceptr, size : usize, offset : usize, handle :
+        CUmemGenericAllocationHandle, flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 276 cuMemMapArrayAsync_ptsz(mapInfoList : * mut CUarrayMapInfo, count :
+        ::core::ffi::c_uint, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 277 cuMemPoolCreate(pool : * mut CUmemoryPool, poolProps : * const
+        CUmemPoolProps) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 278 cuMemPoolDestroy(pool : CUmemoryPool) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 279 cuMemPoolExportPointer(shareData_out : * mut CUmemPoolPtrExportData,
+        ptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 280 cuMemPoolExportToShareableHandle(handle_out : * mut
+        ::core::ffi::c_void, pool : CUmemoryPool, handleType : CUmemAllocationHandleType,
+        flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 281 cuMemPoolGetAccess(flags : * mut CUmemAccess_flags, memPool :
+        CUmemoryPool, location : * mut CUmemLocation) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 282 cuMemPoolGetAttribute(pool : CUmemoryPool, attr : CUmemPool_attribute,
+        value : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 283 cuMemPoolImportFromShareableHandle(pool_out : * mut CUmemoryPool,
+        handle : * mut ::core::ffi::c_void, handleType : CUmemAllocationHandleType, flags
+        : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 284 cuMemPoolImportPointer(ptr_out : * mut CUdeviceptr, pool :
+        CUmemoryPool, shareData : * mut CUmemPoolPtrExportData) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 285 cuMemPoolSetAccess(pool : CUmemoryPool, map : * const CUmemAccessDesc,
+        count : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 286 cuMemPoolSetAttribute(pool : CUmemoryPool, attr : CUmemPool_attribute,
+        value : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 287 cuMemPoolTrimTo(pool : CUmemoryPool, minBytesToKeep : usize) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 288 cuMemPrefetchAsync_v2_ptsz(devPtr : CUdeviceptr, count : usize,
+        location : CUmemLocation, flags : ::core::ffi::c_uint, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 289 cuMemPrefetchBatchAsync_ptsz(dptrs : * mut CUdeviceptr, sizes : * mut
+        usize, count : usize, prefetchLocs : * mut CUmemLocation, prefetchLocIdxs : * mut
+        usize, numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, hStream :
+        CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 290 cuMemRangeGetAttribute(data : * mut ::core::ffi::c_void, dataSize :
+        usize, attribute : CUmem_range_attribute, devPtr : CUdeviceptr, count : usize) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 291 cuMemRangeGetAttributes(data : * mut * mut ::core::ffi::c_void,
+        dataSizes : * mut usize, attributes : * mut CUmem_range_attribute, numAttributes
+        : usize, devPtr : CUdeviceptr, count : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 292 cuMemRelease(handle : CUmemGenericAllocationHandle) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 293 cuMemRetainAllocationHandle(handle : * mut
+        CUmemGenericAllocationHandle, addr : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 294 cuMemSetAccess(ptr : CUdeviceptr, size : usize, desc : * const
+        CUmemAccessDesc, count : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 295 cuMemSetMemPool(location : * mut CUmemLocation, type_ :
+        CUmemAllocationType, pool : CUmemoryPool) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 296 cuMemUnmap(ptr : CUdeviceptr, size : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 297 cuMemcpy2DAsync_v2_ptsz(pCopy : * const CUDA_MEMCPY2D, hStream :
+        CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 298 cuMemcpy2DUnaligned_v2_ptds(pCopy : * const CUDA_MEMCPY2D) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 299 cuMemcpy2D_v2_ptds(pCopy : * const CUDA_MEMCPY2D) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 300 cuMemcpy3DAsync_v2_ptsz(pCopy : * const CUDA_MEMCPY3D, hStream :
+        CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 301 cuMemcpy3DBatchAsync_v2_ptsz(numOps : usize, opList : * mut
+        CUDA_MEMCPY3D_BATCH_OP, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 302 cuMemcpy3DPeerAsync_ptsz(pCopy : * const CUDA_MEMCPY3D_PEER, hStream :
+        CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 303 cuMemcpy3DPeer_ptds(pCopy : * const CUDA_MEMCPY3D_PEER) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 304 cuMemcpy3D_v2_ptds(pCopy : * const CUDA_MEMCPY3D) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 305 cuMemcpyAsync_ptsz(dst : CUdeviceptr, src : CUdeviceptr, ByteCount :
+        usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 306 cuMemcpyAtoA_v2_ptds(dstArray : CUarray, dstOffset : usize, srcArray :
+        CUarray, srcOffset : usize, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 307 cuMemcpyAtoD_v2_ptds(dstDevice : CUdeviceptr, srcArray : CUarray,
+        srcOffset : usize, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 308 cuMemcpyAtoHAsync_v2_ptsz(dstHost : * mut ::core::ffi::c_void,
+        srcArray : CUarray, srcOffset : usize, ByteCount : usize, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 309 cuMemcpyAtoH_v2_ptds(dstHost : * mut ::core::ffi::c_void, srcArray :
+        CUarray, srcOffset : usize, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 310 cuMemcpyBatchAsync_v2_ptsz(dsts : * mut CUdeviceptr, srcs : * mut
+        CUdeviceptr, sizes : * mut usize, count : usize, attrs : * mut
+        CUmemcpyAttributes, attrsIdxs : * mut usize, numAttrs : usize, hStream :
+        CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 311 cuMemcpyDtoA_v2_ptds(dstArray : CUarray, dstOffset : usize, srcDevice
+        : CUdeviceptr, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 312 cuMemcpyDtoDAsync_v2_ptsz(dstDevice : CUdeviceptr, srcDevice :
+        CUdeviceptr, ByteCount : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 313 cuMemcpyDtoD_v2_ptds(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr,
+        ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 314 cuMemcpyDtoHAsync_v2_ptsz(dstHost : * mut ::core::ffi::c_void,
+        srcDevice : CUdeviceptr, ByteCount : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 315 cuMemcpyDtoH_v2_ptds(dstHost : * mut ::core::ffi::c_void, srcDevice :
+        CUdeviceptr, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 316 cuMemcpyHtoAAsync_v2_ptsz(dstArray : CUarray, dstOffset : usize,
+        srcHost : * const ::core::ffi::c_void, ByteCount : usize, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 317 cuMemcpyHtoA_v2_ptds(dstArray : CUarray, dstOffset : usize, srcHost :
+        * const ::core::ffi::c_void, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 318 cuMemcpyHtoDAsync_v2_ptsz(dstDevice : CUdeviceptr, srcHost : * const
+        ::core::ffi::c_void, ByteCount : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 319 cuMemcpyHtoD_v2_ptds(dstDevice : CUdeviceptr, srcHost : * const
+        ::core::ffi::c_void, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 320 cuMemcpyPeerAsync_ptsz(dstDevice : CUdeviceptr, dstContext :
+        CUcontext, srcDevice : CUdeviceptr, srcContext : CUcontext, ByteCount : usize,
+        hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 321 cuMemcpyPeer_ptds(dstDevice : CUdeviceptr, dstContext : CUcontext,
+        srcDevice : CUdeviceptr, srcContext : CUcontext, ByteCount : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 322 cuMemcpy_ptds(dst : CUdeviceptr, src : CUdeviceptr, ByteCount : usize)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 323 cuMemsetD16Async_ptsz(dstDevice : CUdeviceptr, us :
+        ::core::ffi::c_ushort, N : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 324 cuMemsetD16_v2_ptds(dstDevice : CUdeviceptr, us :
+        ::core::ffi::c_ushort, N : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 325 cuMemsetD2D16Async_ptsz(dstDevice : CUdeviceptr, dstPitch : usize, us
+        : ::core::ffi::c_ushort, Width : usize, Height : usize, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 326 cuMemsetD2D16_v2_ptds(dstDevice : CUdeviceptr, dstPitch : usize, us :
+        ::core::ffi::c_ushort, Width : usize, Height : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 327 cuMemsetD2D32Async_ptsz(dstDevice : CUdeviceptr, dstPitch : usize, ui
+        : ::core::ffi::c_uint, Width : usize, Height : usize, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 328 cuMemsetD2D32_v2_ptds(dstDevice : CUdeviceptr, dstPitch : usize, ui :
+        ::core::ffi::c_uint, Width : usize, Height : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 329 cuMemsetD2D8Async_ptsz(dstDevice : CUdeviceptr, dstPitch : usize, uc :
+        ::core::ffi::c_uchar, Width : usize, Height : usize, hStream : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 330 cuMemsetD2D8_v2_ptds(dstDevice : CUdeviceptr, dstPitch : usize, uc :
+        ::core::ffi::c_uchar, Width : usize, Height : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 331 cuMemsetD32Async_ptsz(dstDevice : CUdeviceptr, ui :
+        ::core::ffi::c_uint, N : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 332 cuMemsetD32_v2_ptds(dstDevice : CUdeviceptr, ui : ::core::ffi::c_uint,
+        N : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 333 cuMemsetD8Async_ptsz(dstDevice : CUdeviceptr, uc :
+        ::core::ffi::c_uchar, N : usize, hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 334 cuMemsetD8_v2_ptds(dstDevice : CUdeviceptr, uc : ::core::ffi::c_uchar,
+        N : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 335 cuMipmappedArrayCreate(pHandle : * mut CUmipmappedArray,
+        pMipmappedArrayDesc : * const CUDA_ARRAY3D_DESCRIPTOR, numMipmapLevels :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 336 cuMipmappedArrayDestroy(hMipmappedArray : CUmipmappedArray) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 337 cuMipmappedArrayGetLevel(pLevelArray : * mut CUarray, hMipmappedArray
+        : CUmipmappedArray, level : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 338 cuMipmappedArrayGetMemoryRequirements(memoryRequirements : * mut
+        CUDA_ARRAY_MEMORY_REQUIREMENTS, mipmap : CUmipmappedArray, device : CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 339 cuMipmappedArrayGetSparseProperties(sparseProperties : * mut
+        CUDA_ARRAY_SPARSE_PROPERTIES, mipmap : CUmipmappedArray) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 340 cuModuleEnumerateFunctions(functions : * mut CUfunction, numFunctions
+        : ::core::ffi::c_uint, mod_ : CUmodule) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 341 cuModuleGetFunction(hfunc : * mut CUfunction, hmod : CUmodule, name :
+        * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 342 cuModuleGetFunctionCount(count : * mut ::core::ffi::c_uint, mod_ :
+        CUmodule) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 343 cuModuleGetGlobal_v2(dptr : * mut CUdeviceptr, bytes : * mut usize,
+        hmod : CUmodule, name : * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 344 cuModuleGetLoadingMode(mode : * mut CUmoduleLoadingMode) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 345 cuModuleGetSurfRef(pSurfRef : * mut CUsurfref, hmod : CUmodule, name :
+        * const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 346 cuModuleGetTexRef(pTexRef : * mut CUtexref, hmod : CUmodule, name : *
+        const ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 347 cuModuleLoad(module : * mut CUmodule, fname : * const
+        ::core::ffi::c_char) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 348 cuModuleLoadData(module : * mut CUmodule, image : * const
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 349 cuModuleLoadDataEx(module : * mut CUmodule, image : * const
+        ::core::ffi::c_void, numOptions : ::core::ffi::c_uint, options : * mut
+        CUjit_option, optionValues : * mut * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 350 cuModuleLoadFatBinary(module : * mut CUmodule, fatCubin : * const
+        ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(driver 351 cuModuleUnload(hmod : CUmodule) -> CUresult);
+    crate::loader::trampoline!(
+        driver 352 cuMulticastAddDevice(mcHandle : CUmemGenericAllocationHandle, dev :
+        CUdevice) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 353 cuMulticastBindAddr(mcHandle : CUmemGenericAllocationHandle, mcOffset
+        : usize, memptr : CUdeviceptr, size : usize, flags : ::core::ffi::c_ulonglong) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 354 cuMulticastBindMem(mcHandle : CUmemGenericAllocationHandle, mcOffset :
+        usize, memHandle : CUmemGenericAllocationHandle, memOffset : usize, size : usize,
+        flags : ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 355 cuMulticastCreate(mcHandle : * mut CUmemGenericAllocationHandle, prop
+        : * const CUmulticastObjectProp) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 356 cuMulticastGetGranularity(granularity : * mut usize, prop : * const
+        CUmulticastObjectProp, option : CUmulticastGranularity_flags) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 357 cuMulticastUnbind(mcHandle : CUmemGenericAllocationHandle, dev :
+        CUdevice, mcOffset : usize, size : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 358 cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize : * mut usize,
+        func : CUfunction, numBlocks : ::core::ffi::c_int, blockSize :
+        ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 359 cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks : * mut
+        ::core::ffi::c_int, func : CUfunction, blockSize : ::core::ffi::c_int,
+        dynamicSMemSize : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 360 cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks : * mut
+        ::core::ffi::c_int, func : CUfunction, blockSize : ::core::ffi::c_int,
+        dynamicSMemSize : usize, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 361 cuOccupancyMaxActiveClusters(numClusters : * mut ::core::ffi::c_int,
+        func : CUfunction, config : * const CUlaunchConfig) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 362 cuOccupancyMaxPotentialBlockSize(minGridSize : * mut
+        ::core::ffi::c_int, blockSize : * mut ::core::ffi::c_int, func : CUfunction,
+        blockSizeToDynamicSMemSize : CUoccupancyB2DSize, dynamicSMemSize : usize,
+        blockSizeLimit : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 363 cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize : * mut
+        ::core::ffi::c_int, blockSize : * mut ::core::ffi::c_int, func : CUfunction,
+        blockSizeToDynamicSMemSize : CUoccupancyB2DSize, dynamicSMemSize : usize,
+        blockSizeLimit : ::core::ffi::c_int, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 364 cuOccupancyMaxPotentialClusterSize(clusterSize : * mut
+        ::core::ffi::c_int, func : CUfunction, config : * const CUlaunchConfig) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 365 cuParamSetSize(hfunc : CUfunction, numbytes : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 366 cuParamSetTexRef(hfunc : CUfunction, texunit : ::core::ffi::c_int,
+        hTexRef : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 367 cuParamSetf(hfunc : CUfunction, offset : ::core::ffi::c_int, value :
+        f32) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 368 cuParamSeti(hfunc : CUfunction, offset : ::core::ffi::c_int, value :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 369 cuParamSetv(hfunc : CUfunction, offset : ::core::ffi::c_int, ptr : *
+        mut ::core::ffi::c_void, numbytes : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 370 cuPointerGetAttribute(data : * mut ::core::ffi::c_void, attribute :
+        CUpointer_attribute, ptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 371 cuPointerGetAttributes(numAttributes : ::core::ffi::c_uint, attributes
+        : * mut CUpointer_attribute, data : * mut * mut ::core::ffi::c_void, ptr :
+        CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 372 cuPointerSetAttribute(value : * const ::core::ffi::c_void, attribute :
+        CUpointer_attribute, ptr : CUdeviceptr) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 373 cuSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
+        CUexternalSemaphore, paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+        numExtSems : ::core::ffi::c_uint, stream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 374 cuStreamAddCallback_ptsz(hStream : CUstream, callback :
+        CUstreamCallback, userData : * mut ::core::ffi::c_void, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 375 cuStreamAttachMemAsync_ptsz(hStream : CUstream, dptr : CUdeviceptr,
+        length : usize, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 376 cuStreamBatchMemOp_v2_ptsz(stream : CUstream, count :
+        ::core::ffi::c_uint, paramArray : * mut CUstreamBatchMemOpParams, flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 377 cuStreamBeginCaptureToGraph_ptsz(hStream : CUstream, hGraph : CUgraph,
+        dependencies : * const CUgraphNode, dependencyData : * const CUgraphEdgeData,
+        numDependencies : usize, mode : CUstreamCaptureMode) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 378 cuStreamBeginCapture_v2_ptsz(hStream : CUstream, mode :
+        CUstreamCaptureMode) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 379 cuStreamCopyAttributes_ptsz(dst : CUstream, src : CUstream) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 380 cuStreamCreate(phStream : * mut CUstream, Flags : ::core::ffi::c_uint)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 381 cuStreamCreateWithPriority(phStream : * mut CUstream, flags :
+        ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 382 cuStreamDestroy_v2(hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 383 cuStreamEndCapture_ptsz(hStream : CUstream, phGraph : * mut CUgraph)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 384 cuStreamGetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
+        value_out : * mut CUstreamAttrValue) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 385 cuStreamGetCaptureInfo_v3_ptsz(hStream : CUstream, captureStatus_out :
+        * mut CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut
+        CUgraph, dependencies_out : * mut * const CUgraphNode, edgeData_out : * mut *
+        const CUgraphEdgeData, numDependencies_out : * mut usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 386 cuStreamGetCtx_ptsz(hStream : CUstream, pctx : * mut CUcontext) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 387 cuStreamGetCtx_v2_ptsz(hStream : CUstream, pCtx : * mut CUcontext,
+        pGreenCtx : * mut CUgreenCtx) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 388 cuStreamGetDevice_ptsz(hStream : CUstream, device : * mut CUdevice) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 389 cuStreamGetFlags_ptsz(hStream : CUstream, flags : * mut
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 390 cuStreamGetGreenCtx(hStream : CUstream, phCtx : * mut CUgreenCtx) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 391 cuStreamGetId_ptsz(hStream : CUstream, streamId : * mut
+        ::core::ffi::c_ulonglong) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 392 cuStreamGetPriority_ptsz(hStream : CUstream, priority : * mut
+        ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 393 cuStreamIsCapturing_ptsz(hStream : CUstream, captureStatus : * mut
+        CUstreamCaptureStatus) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 394 cuStreamQuery_ptsz(hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 395 cuStreamSetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
+        value : * const CUstreamAttrValue) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 396 cuStreamSynchronize_ptsz(hStream : CUstream) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 397 cuStreamUpdateCaptureDependencies_v2_ptsz(hStream : CUstream,
+        dependencies : * mut CUgraphNode, dependencyData : * const CUgraphEdgeData,
+        numDependencies : usize, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 398 cuStreamWaitEvent_ptsz(hStream : CUstream, hEvent : CUevent, Flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 399 cuStreamWaitValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 400 cuStreamWaitValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 401 cuStreamWriteValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 402 cuStreamWriteValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 403 cuSurfObjectCreate(pSurfObject : * mut CUsurfObject, pResDesc : *
+        const CUDA_RESOURCE_DESC) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 404 cuSurfObjectDestroy(surfObject : CUsurfObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 405 cuSurfObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
+        surfObject : CUsurfObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 406 cuSurfRefGetArray(phArray : * mut CUarray, hSurfRef : CUsurfref) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 407 cuSurfRefSetArray(hSurfRef : CUsurfref, hArray : CUarray, Flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 408 cuTensorMapEncodeIm2col(tensorMap : * mut CUtensorMap, tensorDataType
+        : CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
+        ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+        cuuint64_t, pixelBoxLowerCorner : * const ::core::ffi::c_int, pixelBoxUpperCorner
+        : * const ::core::ffi::c_int, channelsPerPixel : cuuint32_t, pixelsPerColumn :
+        cuuint32_t, elementStrides : * const cuuint32_t, interleave :
+        CUtensorMapInterleave, swizzle : CUtensorMapSwizzle, l2Promotion :
+        CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 409 cuTensorMapEncodeIm2colWide(tensorMap : * mut CUtensorMap,
+        tensorDataType : CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : *
+        mut ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+        cuuint64_t, pixelBoxLowerCornerWidth : ::core::ffi::c_int,
+        pixelBoxUpperCornerWidth : ::core::ffi::c_int, channelsPerPixel : cuuint32_t,
+        pixelsPerColumn : cuuint32_t, elementStrides : * const cuuint32_t, interleave :
+        CUtensorMapInterleave, mode : CUtensorMapIm2ColWideMode, swizzle :
+        CUtensorMapSwizzle, l2Promotion : CUtensorMapL2promotion, oobFill :
+        CUtensorMapFloatOOBfill) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 410 cuTensorMapEncodeTiled(tensorMap : * mut CUtensorMap, tensorDataType :
+        CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
+        ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+        cuuint64_t, boxDim : * const cuuint32_t, elementStrides : * const cuuint32_t,
+        interleave : CUtensorMapInterleave, swizzle : CUtensorMapSwizzle, l2Promotion :
+        CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 411 cuTensorMapReplaceAddress(tensorMap : * mut CUtensorMap, globalAddress
+        : * mut ::core::ffi::c_void) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 412 cuTexObjectCreate(pTexObject : * mut CUtexObject, pResDesc : * const
+        CUDA_RESOURCE_DESC, pTexDesc : * const CUDA_TEXTURE_DESC, pResViewDesc : * const
+        CUDA_RESOURCE_VIEW_DESC) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 413 cuTexObjectDestroy(texObject : CUtexObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 414 cuTexObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
+        texObject : CUtexObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 415 cuTexObjectGetResourceViewDesc(pResViewDesc : * mut
+        CUDA_RESOURCE_VIEW_DESC, texObject : CUtexObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 416 cuTexObjectGetTextureDesc(pTexDesc : * mut CUDA_TEXTURE_DESC,
+        texObject : CUtexObject) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 417 cuTexRefCreate(pTexRef : * mut CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 418 cuTexRefDestroy(hTexRef : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 419 cuTexRefGetAddressMode(pam : * mut CUaddress_mode, hTexRef : CUtexref,
+        dim : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 420 cuTexRefGetAddress_v2(pdptr : * mut CUdeviceptr, hTexRef : CUtexref)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 421 cuTexRefGetArray(phArray : * mut CUarray, hTexRef : CUtexref) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 422 cuTexRefGetBorderColor(pBorderColor : * mut f32, hTexRef : CUtexref)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 423 cuTexRefGetFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 424 cuTexRefGetFlags(pFlags : * mut ::core::ffi::c_uint, hTexRef :
+        CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 425 cuTexRefGetFormat(pFormat : * mut CUarray_format, pNumChannels : * mut
+        ::core::ffi::c_int, hTexRef : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 426 cuTexRefGetMaxAnisotropy(pmaxAniso : * mut ::core::ffi::c_int, hTexRef
+        : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 427 cuTexRefGetMipmapFilterMode(pfm : * mut CUfilter_mode, hTexRef :
+        CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 428 cuTexRefGetMipmapLevelBias(pbias : * mut f32, hTexRef : CUtexref) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 429 cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp : * mut f32,
+        pmaxMipmapLevelClamp : * mut f32, hTexRef : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 430 cuTexRefGetMipmappedArray(phMipmappedArray : * mut CUmipmappedArray,
+        hTexRef : CUtexref) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 431 cuTexRefSetAddress2D_v3(hTexRef : CUtexref, desc : * const
+        CUDA_ARRAY_DESCRIPTOR, dptr : CUdeviceptr, Pitch : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 432 cuTexRefSetAddressMode(hTexRef : CUtexref, dim : ::core::ffi::c_int,
+        am : CUaddress_mode) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 433 cuTexRefSetAddress_v2(ByteOffset : * mut usize, hTexRef : CUtexref,
+        dptr : CUdeviceptr, bytes : usize) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 434 cuTexRefSetArray(hTexRef : CUtexref, hArray : CUarray, Flags :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 435 cuTexRefSetBorderColor(hTexRef : CUtexref, pBorderColor : * mut f32)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 436 cuTexRefSetFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 437 cuTexRefSetFlags(hTexRef : CUtexref, Flags : ::core::ffi::c_uint) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 438 cuTexRefSetFormat(hTexRef : CUtexref, fmt : CUarray_format,
+        NumPackedComponents : ::core::ffi::c_int) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 439 cuTexRefSetMaxAnisotropy(hTexRef : CUtexref, maxAniso :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 440 cuTexRefSetMipmapFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 441 cuTexRefSetMipmapLevelBias(hTexRef : CUtexref, bias : f32) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 442 cuTexRefSetMipmapLevelClamp(hTexRef : CUtexref, minMipmapLevelClamp :
+        f32, maxMipmapLevelClamp : f32) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 443 cuTexRefSetMipmappedArray(hTexRef : CUtexref, hMipmappedArray :
+        CUmipmappedArray, Flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 444 cuThreadExchangeStreamCaptureMode(mode : * mut CUstreamCaptureMode) ->
+        CUresult
+    );
+    crate::loader::trampoline!(
+        driver 445 cuUserObjectCreate(object_out : * mut CUuserObject, ptr : * mut
+        ::core::ffi::c_void, destroy : CUhostFn, initialRefcount : ::core::ffi::c_uint,
+        flags : ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 446 cuUserObjectRelease(object : CUuserObject, count :
+        ::core::ffi::c_uint) -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 447 cuUserObjectRetain(object : CUuserObject, count : ::core::ffi::c_uint)
+        -> CUresult
+    );
+    crate::loader::trampoline!(
+        driver 448 cuWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
+        CUexternalSemaphore, paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+        numExtSems : ::core::ffi::c_uint, stream : CUstream) -> CUresult
+    );
 }
 /// The runtime symbols the declarations link, defined by the crate: each calls through its loader slot.
 #[cfg(cuda_mem_sys_load_runtime)]
 mod loaded_runtime {
     use super::*;
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaArrayGetInfo(
-        desc: *mut cudaChannelFormatDesc,
-        extent: *mut cudaExtent,
-        flags: *mut ::core::ffi::c_uint,
-        array: cudaArray_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(0usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaChannelFormatDesc,
-                        *mut cudaExtent,
-                        *mut ::core::ffi::c_uint,
-                        cudaArray_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(desc, extent, flags, array)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaArrayGetMemoryRequirements(
-        memoryRequirements: *mut cudaArrayMemoryRequirements,
-        array: cudaArray_t,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(1usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArrayMemoryRequirements,
-                        cudaArray_t,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memoryRequirements, array, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaArrayGetPlane(
-        pPlaneArray: *mut cudaArray_t,
-        hArray: cudaArray_t,
-        planeIdx: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(2usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArray_t,
-                        cudaArray_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pPlaneArray, hArray, planeIdx)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaArrayGetSparseProperties(
-        sparseProperties: *mut cudaArraySparseProperties,
-        array: cudaArray_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(3usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArraySparseProperties,
-                        cudaArray_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(sparseProperties, array)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaChooseDevice(
-        device: *mut ::core::ffi::c_int,
-        prop: *const cudaDeviceProp,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(4usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const cudaDeviceProp,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, prop)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaCreateChannelDesc(
-        x: ::core::ffi::c_int,
-        y: ::core::ffi::c_int,
-        z: ::core::ffi::c_int,
-        w: ::core::ffi::c_int,
-        f: cudaChannelFormatKind,
-    ) -> cudaChannelFormatDesc {
-        match crate::loader::runtime_fn(5usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        cudaChannelFormatKind,
-                    ) -> cudaChannelFormatDesc,
-                >(__cms_loaded)(x, y, z, w, f)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaCreateSurfaceObject(
-        pSurfObject: *mut cudaSurfaceObject_t,
-        pResDesc: *const cudaResourceDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(6usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaSurfaceObject_t,
-                        *const cudaResourceDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pSurfObject, pResDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaCreateTextureObject(
-        pTexObject: *mut cudaTextureObject_t,
-        pResDesc: *const cudaResourceDesc,
-        pTexDesc: *const cudaTextureDesc,
-        pResViewDesc: *const cudaResourceViewDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(7usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaTextureObject_t,
-                        *const cudaResourceDesc,
-                        *const cudaTextureDesc,
-                        *const cudaResourceViewDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pTexObject, pResDesc, pTexDesc, pResViewDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaCtxResetPersistingL2Cache() -> cudaError_t {
-        match crate::loader::runtime_fn(8usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> cudaError_t,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDestroyExternalMemory(
-        extMem: cudaExternalMemory_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(9usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaExternalMemory_t) -> cudaError_t,
-                >(__cms_loaded)(extMem)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDestroyExternalSemaphore(
-        extSem: cudaExternalSemaphore_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(10usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaExternalSemaphore_t) -> cudaError_t,
-                >(__cms_loaded)(extSem)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDestroySurfaceObject(
-        surfObject: cudaSurfaceObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(11usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaSurfaceObject_t) -> cudaError_t,
-                >(__cms_loaded)(surfObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDestroyTextureObject(
-        texObject: cudaTextureObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(12usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaTextureObject_t) -> cudaError_t,
-                >(__cms_loaded)(texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceCanAccessPeer(
-        canAccessPeer: *mut ::core::ffi::c_int,
-        device: ::core::ffi::c_int,
-        peerDevice: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(13usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(canAccessPeer, device, peerDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceDisablePeerAccess(
-        peerDevice: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(14usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(peerDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceEnablePeerAccess(
-        peerDevice: ::core::ffi::c_int,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(15usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(peerDevice, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceFlushGPUDirectRDMAWrites(
-        target: cudaFlushGPUDirectRDMAWritesTarget,
-        scope: cudaFlushGPUDirectRDMAWritesScope,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(16usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaFlushGPUDirectRDMAWritesTarget,
-                        cudaFlushGPUDirectRDMAWritesScope,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(target, scope)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetAttribute(
-        value: *mut ::core::ffi::c_int,
-        attr: cudaDeviceAttr,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(17usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        cudaDeviceAttr,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(value, attr, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetByPCIBusId(
-        device: *mut ::core::ffi::c_int,
-        pciBusId: *const ::core::ffi::c_char,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(18usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const ::core::ffi::c_char,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, pciBusId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetCacheConfig(
-        pCacheConfig: *mut cudaFuncCache,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(19usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaFuncCache) -> cudaError_t,
-                >(__cms_loaded)(pCacheConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetDefaultMemPool(
-        memPool: *mut cudaMemPool_t,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(20usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetGraphMemAttribute(
-        device: ::core::ffi::c_int,
-        attr: cudaGraphMemAttributeType,
-        value: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(21usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        cudaGraphMemAttributeType,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetHostAtomicCapabilities(
-        capabilities: *mut ::core::ffi::c_uint,
-        operations: *const cudaAtomicOperation,
-        count: ::core::ffi::c_uint,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(22usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *const cudaAtomicOperation,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(capabilities, operations, count, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetLimit(
-        pValue: *mut usize,
-        limit: cudaLimit,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(23usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut usize, cudaLimit) -> cudaError_t,
-                >(__cms_loaded)(pValue, limit)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetMemPool(
-        memPool: *mut cudaMemPool_t,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(24usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetNvSciSyncAttributes(
-        nvSciSyncAttrList: *mut ::core::ffi::c_void,
-        device: ::core::ffi::c_int,
-        flags: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(25usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(nvSciSyncAttrList, device, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetP2PAtomicCapabilities(
-        capabilities: *mut ::core::ffi::c_uint,
-        operations: *const cudaAtomicOperation,
-        count: ::core::ffi::c_uint,
-        srcDevice: ::core::ffi::c_int,
-        dstDevice: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(26usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *const cudaAtomicOperation,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(capabilities, operations, count, srcDevice, dstDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetP2PAttribute(
-        value: *mut ::core::ffi::c_int,
-        attr: cudaDeviceP2PAttr,
-        srcDevice: ::core::ffi::c_int,
-        dstDevice: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(27usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        cudaDeviceP2PAttr,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(value, attr, srcDevice, dstDevice)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetPCIBusId(
-        pciBusId: *mut ::core::ffi::c_char,
-        len: ::core::ffi::c_int,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(28usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_char,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pciBusId, len, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetSharedMemConfig(
-        pConfig: *mut cudaSharedMemConfig,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(29usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaSharedMemConfig) -> cudaError_t,
-                >(__cms_loaded)(pConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetStreamPriorityRange(
-        leastPriority: *mut ::core::ffi::c_int,
-        greatestPriority: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(30usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *mut ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(leastPriority, greatestPriority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGetTexture1DLinearMaxWidth(
-        maxWidthInElements: *mut usize,
-        fmtDesc: *const cudaChannelFormatDesc,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(31usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        *const cudaChannelFormatDesc,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(maxWidthInElements, fmtDesc, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceGraphMemTrim(
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(32usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceRegisterAsyncNotification(
-        device: ::core::ffi::c_int,
-        callbackFunc: cudaAsyncCallback,
-        userData: *mut ::core::ffi::c_void,
-        callback: *mut cudaAsyncCallbackHandle_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(33usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        cudaAsyncCallback,
-                        *mut ::core::ffi::c_void,
-                        *mut cudaAsyncCallbackHandle_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, callbackFunc, userData, callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceReset() -> cudaError_t {
-        match crate::loader::runtime_fn(34usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> cudaError_t,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSetCacheConfig(
-        cacheConfig: cudaFuncCache,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(35usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaFuncCache) -> cudaError_t,
-                >(__cms_loaded)(cacheConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSetGraphMemAttribute(
-        device: ::core::ffi::c_int,
-        attr: cudaGraphMemAttributeType,
-        value: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(36usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        cudaGraphMemAttributeType,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSetLimit(
-        limit: cudaLimit,
-        value: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(37usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaLimit, usize) -> cudaError_t,
-                >(__cms_loaded)(limit, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSetMemPool(
-        device: ::core::ffi::c_int,
-        memPool: cudaMemPool_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(38usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        cudaMemPool_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, memPool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSetSharedMemConfig(
-        config: cudaSharedMemConfig,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(39usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaSharedMemConfig) -> cudaError_t,
-                >(__cms_loaded)(config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceSynchronize() -> cudaError_t {
-        match crate::loader::runtime_fn(40usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> cudaError_t,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDeviceUnregisterAsyncNotification(
-        device: ::core::ffi::c_int,
-        callback: cudaAsyncCallbackHandle_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(41usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        cudaAsyncCallbackHandle_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaDriverGetVersion(
-        driverVersion: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(42usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(driverVersion)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventCreate(event: *mut cudaEvent_t) -> cudaError_t {
-        match crate::loader::runtime_fn(43usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventCreateWithFlags(
-        event: *mut cudaEvent_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(44usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaEvent_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(event, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventDestroy(event: cudaEvent_t) -> cudaError_t {
-        match crate::loader::runtime_fn(45usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventElapsedTime(
-        ms: *mut f32,
-        start: cudaEvent_t,
-        end: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(46usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut f32,
-                        cudaEvent_t,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ms, start, end)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventQuery(event: cudaEvent_t) -> cudaError_t {
-        match crate::loader::runtime_fn(47usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventRecordWithFlags_ptsz(
-        event: cudaEvent_t,
-        stream: cudaStream_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(48usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaEvent_t,
-                        cudaStream_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(event, stream, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventRecord_ptsz(
-        event: cudaEvent_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(49usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaEvent_t, cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(event, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaEventSynchronize(event: cudaEvent_t) -> cudaError_t {
-        match crate::loader::runtime_fn(50usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaExternalMemoryGetMappedBuffer(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        extMem: cudaExternalMemory_t,
-        bufferDesc: *const cudaExternalMemoryBufferDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(51usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        cudaExternalMemory_t,
-                        *const cudaExternalMemoryBufferDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, extMem, bufferDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaExternalMemoryGetMappedMipmappedArray(
-        mipmap: *mut cudaMipmappedArray_t,
-        extMem: cudaExternalMemory_t,
-        mipmapDesc: *const cudaExternalMemoryMipmappedArrayDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(52usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMipmappedArray_t,
-                        cudaExternalMemory_t,
-                        *const cudaExternalMemoryMipmappedArrayDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(mipmap, extMem, mipmapDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFree(devPtr: *mut ::core::ffi::c_void) -> cudaError_t {
-        match crate::loader::runtime_fn(53usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
-                >(__cms_loaded)(devPtr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFreeArray(array: cudaArray_t) -> cudaError_t {
-        match crate::loader::runtime_fn(54usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaArray_t) -> cudaError_t,
-                >(__cms_loaded)(array)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFreeAsync_ptsz(
-        devPtr: *mut ::core::ffi::c_void,
-        hStream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(55usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFreeHost(ptr: *mut ::core::ffi::c_void) -> cudaError_t {
-        match crate::loader::runtime_fn(56usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
-                >(__cms_loaded)(ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFreeMipmappedArray(
-        mipmappedArray: cudaMipmappedArray_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(57usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaMipmappedArray_t) -> cudaError_t,
-                >(__cms_loaded)(mipmappedArray)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncGetAttributes(
-        attr: *mut cudaFuncAttributes,
-        func: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(58usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaFuncAttributes,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(attr, func)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncGetName(
-        name: *mut *const ::core::ffi::c_char,
-        func: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(59usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *const ::core::ffi::c_char,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(name, func)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncGetParamInfo(
-        func: *const ::core::ffi::c_void,
-        paramIndex: usize,
-        paramOffset: *mut usize,
-        paramSize: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(60usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        usize,
-                        *mut usize,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, paramIndex, paramOffset, paramSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncSetAttribute(
-        func: *const ::core::ffi::c_void,
-        attr: cudaFuncAttribute,
-        value: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(61usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        cudaFuncAttribute,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncSetCacheConfig(
-        func: *const ::core::ffi::c_void,
-        cacheConfig: cudaFuncCache,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(62usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        cudaFuncCache,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, cacheConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaFuncSetSharedMemConfig(
-        func: *const ::core::ffi::c_void,
-        config: cudaSharedMemConfig,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(63usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        cudaSharedMemConfig,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, config)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetChannelDesc(
-        desc: *mut cudaChannelFormatDesc,
-        array: cudaArray_const_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(64usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaChannelFormatDesc,
-                        cudaArray_const_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(desc, array)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDevice(
-        device: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(65usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDeviceCount(
-        count: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(66usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDeviceFlags(
-        flags: *mut ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(67usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_uint) -> cudaError_t,
-                >(__cms_loaded)(flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDeviceProperties(
-        prop: *mut cudaDeviceProp,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(68usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaDeviceProp,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(prop, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion_ptsz(
-        symbol: *const ::core::ffi::c_char,
-        funcPtr: *mut *mut ::core::ffi::c_void,
-        cudaVersion: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_ulonglong,
-        driverStatus: *mut cudaDriverEntryPointQueryResult,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(69usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_char,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_ulonglong,
-                        *mut cudaDriverEntryPointQueryResult,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(symbol, funcPtr, cudaVersion, flags, driverStatus)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetDriverEntryPoint_ptsz(
-        symbol: *const ::core::ffi::c_char,
-        funcPtr: *mut *mut ::core::ffi::c_void,
-        flags: ::core::ffi::c_ulonglong,
-        driverStatus: *mut cudaDriverEntryPointQueryResult,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(70usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_char,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_ulonglong,
-                        *mut cudaDriverEntryPointQueryResult,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(symbol, funcPtr, flags, driverStatus)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetErrorName(
-        error: cudaError_t,
-    ) -> *const ::core::ffi::c_char {
-        match crate::loader::runtime_fn(71usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaError_t) -> *const ::core::ffi::c_char,
-                >(__cms_loaded)(error)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetErrorString(
-        error: cudaError_t,
-    ) -> *const ::core::ffi::c_char {
-        match crate::loader::runtime_fn(72usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaError_t) -> *const ::core::ffi::c_char,
-                >(__cms_loaded)(error)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetExportTable(
-        ppExportTable: *mut *const ::core::ffi::c_void,
-        pExportTableId: *const cudaUUID_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(73usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *const ::core::ffi::c_void,
-                        *const cudaUUID_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ppExportTable, pExportTableId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetFuncBySymbol(
-        functionPtr: *mut cudaFunction_t,
-        symbolPtr: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(74usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaFunction_t,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(functionPtr, symbolPtr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetKernel(
-        kernelPtr: *mut cudaKernel_t,
-        entryFuncAddr: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(75usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaKernel_t,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(kernelPtr, entryFuncAddr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetLastError() -> cudaError_t {
-        match crate::loader::runtime_fn(76usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> cudaError_t,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetMipmappedArrayLevel(
-        levelArray: *mut cudaArray_t,
-        mipmappedArray: cudaMipmappedArray_const_t,
-        level: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(77usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArray_t,
-                        cudaMipmappedArray_const_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(levelArray, mipmappedArray, level)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetSurfaceObjectResourceDesc(
-        pResDesc: *mut cudaResourceDesc,
-        surfObject: cudaSurfaceObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(78usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaResourceDesc,
-                        cudaSurfaceObject_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pResDesc, surfObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetSymbolAddress(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(79usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, symbol)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetSymbolSize(
-        size: *mut usize,
-        symbol: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(80usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(size, symbol)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetTextureObjectResourceDesc(
-        pResDesc: *mut cudaResourceDesc,
-        texObject: cudaTextureObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(81usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaResourceDesc,
-                        cudaTextureObject_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pResDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetTextureObjectResourceViewDesc(
-        pResViewDesc: *mut cudaResourceViewDesc,
-        texObject: cudaTextureObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(82usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaResourceViewDesc,
-                        cudaTextureObject_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pResViewDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGetTextureObjectTextureDesc(
-        pTexDesc: *mut cudaTextureDesc,
-        texObject: cudaTextureObject_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(83usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaTextureDesc,
-                        cudaTextureObject_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pTexDesc, texObject)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddChildGraphNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        childGraph: cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(84usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        cudaGraph_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, childGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddDependencies(
-        graph: cudaGraph_t,
-        from: *const cudaGraphNode_t,
-        to: *const cudaGraphNode_t,
-        edgeData: *const cudaGraphEdgeData,
-        numDependencies: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(85usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphEdgeData,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, from, to, edgeData, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddEmptyNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(86usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddEventRecordNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(87usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddEventWaitNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(88usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddExternalSemaphoresSignalNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(89usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaExternalSemaphoreSignalNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddExternalSemaphoresWaitNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(90usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaExternalSemaphoreWaitNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddHostNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        pNodeParams: *const cudaHostNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(91usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaHostNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddKernelNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        pNodeParams: *const cudaKernelNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(92usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaKernelNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemAllocNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        nodeParams: *mut cudaMemAllocNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(93usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *mut cudaMemAllocNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemFreeNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        dptr: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(94usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphNode, graph, pDependencies, numDependencies, dptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemcpyNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        pCopyParams: *const cudaMemcpy3DParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(95usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaMemcpy3DParms,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, pCopyParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemcpyNode1D(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        dst: *mut ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(96usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    pGraphNode,
-                    graph,
-                    pDependencies,
-                    numDependencies,
-                    dst,
-                    src,
-                    count,
-                    kind,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemcpyNodeFromSymbol(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        dst: *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(97usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    pGraphNode,
-                    graph,
-                    pDependencies,
-                    numDependencies,
-                    dst,
-                    symbol,
-                    count,
-                    offset,
-                    kind,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemcpyNodeToSymbol(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        symbol: *const ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(98usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    pGraphNode,
-                    graph,
-                    pDependencies,
-                    numDependencies,
-                    symbol,
-                    src,
-                    count,
-                    offset,
-                    kind,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddMemsetNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        numDependencies: usize,
-        pMemsetParams: *const cudaMemsetParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(99usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        usize,
-                        *const cudaMemsetParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(pGraphNode, graph, pDependencies, numDependencies, pMemsetParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphAddNode(
-        pGraphNode: *mut cudaGraphNode_t,
-        graph: cudaGraph_t,
-        pDependencies: *const cudaGraphNode_t,
-        dependencyData: *const cudaGraphEdgeData,
-        numDependencies: usize,
-        nodeParams: *mut cudaGraphNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(100usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphEdgeData,
-                        usize,
-                        *mut cudaGraphNodeParams,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    pGraphNode,
-                    graph,
-                    pDependencies,
-                    dependencyData,
-                    numDependencies,
-                    nodeParams,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphChildGraphNodeGetGraph(
-        node: cudaGraphNode_t,
-        pGraph: *mut cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(101usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaGraph_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphClone(
-        pGraphClone: *mut cudaGraph_t,
-        originalGraph: cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(102usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaGraph_t, cudaGraph_t) -> cudaError_t,
-                >(__cms_loaded)(pGraphClone, originalGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphConditionalHandleCreate(
-        pHandle_out: *mut cudaGraphConditionalHandle,
-        graph: cudaGraph_t,
-        defaultLaunchValue: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(103usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphConditionalHandle,
-                        cudaGraph_t,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pHandle_out, graph, defaultLaunchValue, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphCreate(
-        pGraph: *mut cudaGraph_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(104usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraph_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraph, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphDebugDotPrint(
-        graph: cudaGraph_t,
-        path: *const ::core::ffi::c_char,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(105usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, path, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphDestroy(graph: cudaGraph_t) -> cudaError_t {
-        match crate::loader::runtime_fn(106usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraph_t) -> cudaError_t,
-                >(__cms_loaded)(graph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphDestroyNode(node: cudaGraphNode_t) -> cudaError_t {
-        match crate::loader::runtime_fn(107usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphNode_t) -> cudaError_t,
-                >(__cms_loaded)(node)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphEventRecordNodeGetEvent(
-        node: cudaGraphNode_t,
-        event_out: *mut cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(108usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, event_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphEventRecordNodeSetEvent(
-        node: cudaGraphNode_t,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(109usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphNode_t, cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(node, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphEventWaitNodeGetEvent(
-        node: cudaGraphNode_t,
-        event_out: *mut cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(110usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, event_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphEventWaitNodeSetEvent(
-        node: cudaGraphNode_t,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(111usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphNode_t, cudaEvent_t) -> cudaError_t,
-                >(__cms_loaded)(node, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecChildGraphNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        childGraph: cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(112usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        cudaGraph_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, childGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecDestroy(
-        graphExec: cudaGraphExec_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(113usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphExec_t) -> cudaError_t,
-                >(__cms_loaded)(graphExec)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecEventRecordNodeSetEvent(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(114usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecEventWaitNodeSetEvent(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(115usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecExternalSemaphoresSignalNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(116usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaExternalSemaphoreSignalNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecExternalSemaphoresWaitNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(117usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaExternalSemaphoreWaitNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecGetFlags(
-        graphExec: cudaGraphExec_t,
-        flags: *mut ::core::ffi::c_ulonglong,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(118usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        *mut ::core::ffi::c_ulonglong,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graphExec, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecHostNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaHostNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(119usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaHostNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecKernelNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaKernelNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(120usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaKernelNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaMemcpy3DParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(121usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaMemcpy3DParms,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParams1D(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        dst: *mut ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(122usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, dst, src, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        dst: *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(123usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, dst, symbol, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecMemcpyNodeSetParamsToSymbol(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        symbol: *const ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(124usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, symbol, src, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecMemsetNodeSetParams(
-        hGraphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaMemsetParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(125usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *const cudaMemsetParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecNodeSetParams(
-        graphExec: cudaGraphExec_t,
-        node: cudaGraphNode_t,
-        nodeParams: *mut cudaGraphNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(126usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *mut cudaGraphNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graphExec, node, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExecUpdate(
-        hGraphExec: cudaGraphExec_t,
-        hGraph: cudaGraph_t,
-        resultInfo: *mut cudaGraphExecUpdateResultInfo,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(127usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraph_t,
-                        *mut cudaGraphExecUpdateResultInfo,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hGraph, resultInfo)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExternalSemaphoresSignalNodeGetParams(
-        hNode: cudaGraphNode_t,
-        params_out: *mut cudaExternalSemaphoreSignalNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(128usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaExternalSemaphoreSignalNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExternalSemaphoresSignalNodeSetParams(
-        hNode: cudaGraphNode_t,
-        nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(129usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaExternalSemaphoreSignalNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExternalSemaphoresWaitNodeGetParams(
-        hNode: cudaGraphNode_t,
-        params_out: *mut cudaExternalSemaphoreWaitNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(130usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaExternalSemaphoreWaitNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphExternalSemaphoresWaitNodeSetParams(
-        hNode: cudaGraphNode_t,
-        nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(131usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaExternalSemaphoreWaitNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphGetEdges(
-        graph: cudaGraph_t,
-        from: *mut cudaGraphNode_t,
-        to: *mut cudaGraphNode_t,
-        edgeData: *mut cudaGraphEdgeData,
-        numEdges: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(132usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *mut cudaGraphNode_t,
-                        *mut cudaGraphNode_t,
-                        *mut cudaGraphEdgeData,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, from, to, edgeData, numEdges)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphGetNodes(
-        graph: cudaGraph_t,
-        nodes: *mut cudaGraphNode_t,
-        numNodes: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(133usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *mut cudaGraphNode_t,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, nodes, numNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphGetRootNodes(
-        graph: cudaGraph_t,
-        pRootNodes: *mut cudaGraphNode_t,
-        pNumRootNodes: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(134usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *mut cudaGraphNode_t,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, pRootNodes, pNumRootNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphHostNodeGetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *mut cudaHostNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(135usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaHostNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphHostNodeSetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaHostNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(136usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaHostNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphInstantiate(
-        pGraphExec: *mut cudaGraphExec_t,
-        graph: cudaGraph_t,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(137usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphExec_t,
-                        cudaGraph_t,
-                        ::core::ffi::c_ulonglong,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphExec, graph, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphInstantiateWithFlags(
-        pGraphExec: *mut cudaGraphExec_t,
-        graph: cudaGraph_t,
-        flags: ::core::ffi::c_ulonglong,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(138usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphExec_t,
-                        cudaGraph_t,
-                        ::core::ffi::c_ulonglong,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphExec, graph, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphInstantiateWithParams_ptsz(
-        pGraphExec: *mut cudaGraphExec_t,
-        graph: cudaGraph_t,
-        instantiateParams: *mut cudaGraphInstantiateParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(139usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphExec_t,
-                        cudaGraph_t,
-                        *mut cudaGraphInstantiateParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pGraphExec, graph, instantiateParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphKernelNodeCopyAttributes(
-        hDst: cudaGraphNode_t,
-        hSrc: cudaGraphNode_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(140usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphNode_t, cudaGraphNode_t) -> cudaError_t,
-                >(__cms_loaded)(hDst, hSrc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphKernelNodeGetAttribute(
-        hNode: cudaGraphNode_t,
-        attr: cudaLaunchAttributeID,
-        value_out: *mut cudaLaunchAttributeValue,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(141usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        cudaLaunchAttributeID,
-                        *mut cudaLaunchAttributeValue,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, attr, value_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphKernelNodeGetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *mut cudaKernelNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(142usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaKernelNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphKernelNodeSetAttribute(
-        hNode: cudaGraphNode_t,
-        attr: cudaLaunchAttributeID,
-        value: *const cudaLaunchAttributeValue,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(143usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        cudaLaunchAttributeID,
-                        *const cudaLaunchAttributeValue,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hNode, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphKernelNodeSetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaKernelNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(144usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaKernelNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphLaunch_ptsz(
-        graphExec: cudaGraphExec_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(145usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphExec_t, cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(graphExec, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemAllocNodeGetParams(
-        node: cudaGraphNode_t,
-        params_out: *mut cudaMemAllocNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(146usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaMemAllocNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, params_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemFreeNodeGetParams(
-        node: cudaGraphNode_t,
-        dptr_out: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(147usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, dptr_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemcpyNodeGetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *mut cudaMemcpy3DParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(148usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaMemcpy3DParms,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaMemcpy3DParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(149usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaMemcpy3DParms,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParams1D(
-        node: cudaGraphNode_t,
-        dst: *mut ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(150usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, dst, src, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParamsFromSymbol(
-        node: cudaGraphNode_t,
-        dst: *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(151usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, dst, symbol, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemcpyNodeSetParamsToSymbol(
-        node: cudaGraphNode_t,
-        symbol: *const ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(152usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, symbol, src, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemsetNodeGetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *mut cudaMemsetParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(153usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaMemsetParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphMemsetNodeSetParams(
-        node: cudaGraphNode_t,
-        pNodeParams: *const cudaMemsetParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(154usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *const cudaMemsetParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pNodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeFindInClone(
-        pNode: *mut cudaGraphNode_t,
-        originalNode: cudaGraphNode_t,
-        clonedGraph: cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(155usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaGraphNode_t,
-                        cudaGraphNode_t,
-                        cudaGraph_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pNode, originalNode, clonedGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeGetDependencies(
-        node: cudaGraphNode_t,
-        pDependencies: *mut cudaGraphNode_t,
-        edgeData: *mut cudaGraphEdgeData,
-        pNumDependencies: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(156usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaGraphNode_t,
-                        *mut cudaGraphEdgeData,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pDependencies, edgeData, pNumDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeGetDependentNodes(
-        node: cudaGraphNode_t,
-        pDependentNodes: *mut cudaGraphNode_t,
-        edgeData: *mut cudaGraphEdgeData,
-        pNumDependentNodes: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(157usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaGraphNode_t,
-                        *mut cudaGraphEdgeData,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pDependentNodes, edgeData, pNumDependentNodes)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeGetEnabled(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        isEnabled: *mut ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(158usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        *mut ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeGetType(
-        node: cudaGraphNode_t,
-        pType: *mut cudaGraphNodeType,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(159usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaGraphNodeType,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, pType)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeSetEnabled(
-        hGraphExec: cudaGraphExec_t,
-        hNode: cudaGraphNode_t,
-        isEnabled: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(160usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphExec_t,
-                        cudaGraphNode_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hGraphExec, hNode, isEnabled)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphNodeSetParams(
-        node: cudaGraphNode_t,
-        nodeParams: *mut cudaGraphNodeParams,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(161usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphNode_t,
-                        *mut cudaGraphNodeParams,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(node, nodeParams)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphReleaseUserObject(
-        graph: cudaGraph_t,
-        object: cudaUserObject_t,
-        count: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(162usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        cudaUserObject_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphRemoveDependencies(
-        graph: cudaGraph_t,
-        from: *const cudaGraphNode_t,
-        to: *const cudaGraphNode_t,
-        edgeData: *const cudaGraphEdgeData,
-        numDependencies: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(163usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphEdgeData,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, from, to, edgeData, numDependencies)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphRetainUserObject(
-        graph: cudaGraph_t,
-        object: cudaUserObject_t,
-        count: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(164usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraph_t,
-                        cudaUserObject_t,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(graph, object, count, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphUpload_ptsz(
-        graphExec: cudaGraphExec_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(165usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphExec_t, cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(graphExec, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsMapResources(
-        count: ::core::ffi::c_int,
-        resources: *mut cudaGraphicsResource_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(166usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut cudaGraphicsResource_t,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(count, resources, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsResourceGetMappedMipmappedArray(
-        mipmappedArray: *mut cudaMipmappedArray_t,
-        resource: cudaGraphicsResource_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(167usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMipmappedArray_t,
-                        cudaGraphicsResource_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(mipmappedArray, resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsResourceGetMappedPointer(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        size: *mut usize,
-        resource: cudaGraphicsResource_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(168usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        cudaGraphicsResource_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, size, resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsResourceSetMapFlags(
-        resource: cudaGraphicsResource_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(169usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaGraphicsResource_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(resource, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsSubResourceGetMappedArray(
-        array: *mut cudaArray_t,
-        resource: cudaGraphicsResource_t,
-        arrayIndex: ::core::ffi::c_uint,
-        mipLevel: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(170usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArray_t,
-                        cudaGraphicsResource_t,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(array, resource, arrayIndex, mipLevel)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsUnmapResources(
-        count: ::core::ffi::c_int,
-        resources: *mut cudaGraphicsResource_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(171usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        *mut cudaGraphicsResource_t,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(count, resources, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaGraphicsUnregisterResource(
-        resource: cudaGraphicsResource_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(172usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaGraphicsResource_t) -> cudaError_t,
-                >(__cms_loaded)(resource)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaHostAlloc(
-        pHost: *mut *mut ::core::ffi::c_void,
-        size: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(173usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pHost, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaHostGetDevicePointer(
-        pDevice: *mut *mut ::core::ffi::c_void,
-        pHost: *mut ::core::ffi::c_void,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(174usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pDevice, pHost, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaHostGetFlags(
-        pFlags: *mut ::core::ffi::c_uint,
-        pHost: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(175usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pFlags, pHost)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaHostRegister(
-        ptr: *mut ::core::ffi::c_void,
-        size: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(176usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ptr, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaHostUnregister(
-        ptr: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(177usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
-                >(__cms_loaded)(ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaImportExternalMemory(
-        extMem_out: *mut cudaExternalMemory_t,
-        memHandleDesc: *const cudaExternalMemoryHandleDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(178usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaExternalMemory_t,
-                        *const cudaExternalMemoryHandleDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(extMem_out, memHandleDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaImportExternalSemaphore(
-        extSem_out: *mut cudaExternalSemaphore_t,
-        semHandleDesc: *const cudaExternalSemaphoreHandleDesc,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(179usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaExternalSemaphore_t,
-                        *const cudaExternalSemaphoreHandleDesc,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(extSem_out, semHandleDesc)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaInitDevice(
-        device: ::core::ffi::c_int,
-        deviceFlags: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(180usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device, deviceFlags, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaIpcCloseMemHandle(
-        devPtr: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(181usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_void) -> cudaError_t,
-                >(__cms_loaded)(devPtr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaIpcGetEventHandle(
-        handle: *mut cudaIpcEventHandle_t,
-        event: cudaEvent_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(182usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaIpcEventHandle_t,
-                        cudaEvent_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(handle, event)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaIpcGetMemHandle(
-        handle: *mut cudaIpcMemHandle_t,
-        devPtr: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(183usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaIpcMemHandle_t,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(handle, devPtr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaIpcOpenEventHandle(
-        event: *mut cudaEvent_t,
-        handle: cudaIpcEventHandle_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(184usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaEvent_t,
-                        cudaIpcEventHandle_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(event, handle)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaIpcOpenMemHandle(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        handle: cudaIpcMemHandle_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(185usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        cudaIpcMemHandle_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, handle, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaKernelSetAttributeForDevice(
-        kernel: cudaKernel_t,
-        attr: cudaFuncAttribute,
-        value: ::core::ffi::c_int,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(186usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaKernel_t,
-                        cudaFuncAttribute,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(kernel, attr, value, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLaunchCooperativeKernel_ptsz(
-        func: *const ::core::ffi::c_void,
-        gridDim: dim3,
-        blockDim: dim3,
-        args: *mut *mut ::core::ffi::c_void,
-        sharedMem: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(187usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        dim3,
-                        dim3,
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, gridDim, blockDim, args, sharedMem, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLaunchHostFunc_ptsz(
-        stream: cudaStream_t,
-        fn_: cudaHostFn_t,
-        userData: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(188usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaHostFn_t,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, fn_, userData)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLaunchKernelExC_ptsz(
-        config: *const cudaLaunchConfig_t,
-        func: *const ::core::ffi::c_void,
-        args: *mut *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(189usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const cudaLaunchConfig_t,
-                        *const ::core::ffi::c_void,
-                        *mut *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(config, func, args)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLaunchKernel_ptsz(
-        func: *const ::core::ffi::c_void,
-        gridDim: dim3,
-        blockDim: dim3,
-        args: *mut *mut ::core::ffi::c_void,
-        sharedMem: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(190usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        dim3,
-                        dim3,
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(func, gridDim, blockDim, args, sharedMem, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryEnumerateKernels(
-        kernels: *mut cudaKernel_t,
-        numKernels: ::core::ffi::c_uint,
-        lib: cudaLibrary_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(191usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaKernel_t,
-                        ::core::ffi::c_uint,
-                        cudaLibrary_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(kernels, numKernels, lib)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryGetGlobal(
-        dptr: *mut *mut ::core::ffi::c_void,
-        bytes: *mut usize,
-        library: cudaLibrary_t,
-        name: *const ::core::ffi::c_char,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(192usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        cudaLibrary_t,
-                        *const ::core::ffi::c_char,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dptr, bytes, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryGetKernel(
-        pKernel: *mut cudaKernel_t,
-        library: cudaLibrary_t,
-        name: *const ::core::ffi::c_char,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(193usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaKernel_t,
-                        cudaLibrary_t,
-                        *const ::core::ffi::c_char,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pKernel, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryGetKernelCount(
-        count: *mut ::core::ffi::c_uint,
-        lib: cudaLibrary_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(194usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_uint,
-                        cudaLibrary_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(count, lib)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryGetManaged(
-        dptr: *mut *mut ::core::ffi::c_void,
-        bytes: *mut usize,
-        library: cudaLibrary_t,
-        name: *const ::core::ffi::c_char,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(195usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        cudaLibrary_t,
-                        *const ::core::ffi::c_char,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dptr, bytes, library, name)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryGetUnifiedFunction(
-        fptr: *mut *mut ::core::ffi::c_void,
-        library: cudaLibrary_t,
-        symbol: *const ::core::ffi::c_char,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(196usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        cudaLibrary_t,
-                        *const ::core::ffi::c_char,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(fptr, library, symbol)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryLoadData(
-        library: *mut cudaLibrary_t,
-        code: *const ::core::ffi::c_void,
-        jitOptions: *mut cudaJitOption,
-        jitOptionsValues: *mut *mut ::core::ffi::c_void,
-        numJitOptions: ::core::ffi::c_uint,
-        libraryOptions: *mut cudaLibraryOption,
-        libraryOptionValues: *mut *mut ::core::ffi::c_void,
-        numLibraryOptions: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(197usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaLibrary_t,
-                        *const ::core::ffi::c_void,
-                        *mut cudaJitOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        *mut cudaLibraryOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    library,
-                    code,
-                    jitOptions,
-                    jitOptionsValues,
-                    numJitOptions,
-                    libraryOptions,
-                    libraryOptionValues,
-                    numLibraryOptions,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryLoadFromFile(
-        library: *mut cudaLibrary_t,
-        fileName: *const ::core::ffi::c_char,
-        jitOptions: *mut cudaJitOption,
-        jitOptionsValues: *mut *mut ::core::ffi::c_void,
-        numJitOptions: ::core::ffi::c_uint,
-        libraryOptions: *mut cudaLibraryOption,
-        libraryOptionValues: *mut *mut ::core::ffi::c_void,
-        numLibraryOptions: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(198usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaLibrary_t,
-                        *const ::core::ffi::c_char,
-                        *mut cudaJitOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                        *mut cudaLibraryOption,
-                        *mut *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    library,
-                    fileName,
-                    jitOptions,
-                    jitOptionsValues,
-                    numJitOptions,
-                    libraryOptions,
-                    libraryOptionValues,
-                    numLibraryOptions,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLibraryUnload(library: cudaLibrary_t) -> cudaError_t {
-        match crate::loader::runtime_fn(199usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaLibrary_t) -> cudaError_t,
-                >(__cms_loaded)(library)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLogsCurrent(
-        iterator_out: *mut cudaLogIterator,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(200usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaLogIterator,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(iterator_out, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLogsDumpToFile(
-        iterator: *mut cudaLogIterator,
-        pathToFile: *const ::core::ffi::c_char,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(201usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaLogIterator,
-                        *const ::core::ffi::c_char,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(iterator, pathToFile, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLogsDumpToMemory(
-        iterator: *mut cudaLogIterator,
-        buffer: *mut ::core::ffi::c_char,
-        size: *mut usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(202usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaLogIterator,
-                        *mut ::core::ffi::c_char,
-                        *mut usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(iterator, buffer, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLogsRegisterCallback(
-        callbackFunc: cudaLogsCallback_t,
-        userData: *mut ::core::ffi::c_void,
-        callback_out: *mut cudaLogsCallbackHandle,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(203usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaLogsCallback_t,
-                        *mut ::core::ffi::c_void,
-                        *mut cudaLogsCallbackHandle,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(callbackFunc, userData, callback_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaLogsUnregisterCallback(
-        callback: cudaLogsCallbackHandle,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(204usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaLogsCallbackHandle) -> cudaError_t,
-                >(__cms_loaded)(callback)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMalloc(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        size: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(205usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMalloc3D(
-        pitchedDevPtr: *mut cudaPitchedPtr,
-        extent: cudaExtent,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(206usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaPitchedPtr, cudaExtent) -> cudaError_t,
-                >(__cms_loaded)(pitchedDevPtr, extent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMalloc3DArray(
-        array: *mut cudaArray_t,
-        desc: *const cudaChannelFormatDesc,
-        extent: cudaExtent,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(207usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArray_t,
-                        *const cudaChannelFormatDesc,
-                        cudaExtent,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(array, desc, extent, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocArray(
-        array: *mut cudaArray_t,
-        desc: *const cudaChannelFormatDesc,
-        width: usize,
-        height: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(208usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArray_t,
-                        *const cudaChannelFormatDesc,
-                        usize,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(array, desc, width, height, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocAsync_ptsz(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        size: usize,
-        hStream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(209usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, size, hStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocFromPoolAsync_ptsz(
-        ptr: *mut *mut ::core::ffi::c_void,
-        size: usize,
-        memPool: cudaMemPool_t,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(210usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        cudaMemPool_t,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ptr, size, memPool, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocHost(
-        ptr: *mut *mut ::core::ffi::c_void,
-        size: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(211usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ptr, size)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocManaged(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        size: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(212usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, size, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocMipmappedArray(
-        mipmappedArray: *mut cudaMipmappedArray_t,
-        desc: *const cudaChannelFormatDesc,
-        extent: cudaExtent,
-        numLevels: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(213usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMipmappedArray_t,
-                        *const cudaChannelFormatDesc,
-                        cudaExtent,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(mipmappedArray, desc, extent, numLevels, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMallocPitch(
-        devPtr: *mut *mut ::core::ffi::c_void,
-        pitch: *mut usize,
-        width: usize,
-        height: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(214usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        usize,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, pitch, width, height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemAdvise(
-        devPtr: *const ::core::ffi::c_void,
-        count: usize,
-        advice: cudaMemoryAdvise,
-        location: cudaMemLocation,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(215usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemoryAdvise,
-                        cudaMemLocation,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, count, advice, location)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemDiscardAndPrefetchBatchAsync_ptsz(
-        dptrs: *mut *mut ::core::ffi::c_void,
-        sizes: *mut usize,
-        count: usize,
-        prefetchLocs: *mut cudaMemLocation,
-        prefetchLocIdxs: *mut usize,
-        numPrefetchLocs: usize,
-        flags: ::core::ffi::c_ulonglong,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(216usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        usize,
-                        *mut cudaMemLocation,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    dptrs,
-                    sizes,
-                    count,
-                    prefetchLocs,
-                    prefetchLocIdxs,
-                    numPrefetchLocs,
-                    flags,
-                    stream,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemDiscardBatchAsync_ptsz(
-        dptrs: *mut *mut ::core::ffi::c_void,
-        sizes: *mut usize,
-        count: usize,
-        flags: ::core::ffi::c_ulonglong,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(217usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dptrs, sizes, count, flags, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemGetDefaultMemPool(
-        memPool: *mut cudaMemPool_t,
-        location: *mut cudaMemLocation,
-        type_: cudaMemAllocationType,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(218usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        *mut cudaMemLocation,
-                        cudaMemAllocationType,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, location, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemGetInfo(
-        free: *mut usize,
-        total: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(219usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut usize, *mut usize) -> cudaError_t,
-                >(__cms_loaded)(free, total)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemGetMemPool(
-        memPool: *mut cudaMemPool_t,
-        location: *mut cudaMemLocation,
-        type_: cudaMemAllocationType,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(220usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        *mut cudaMemLocation,
-                        cudaMemAllocationType,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, location, type_)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolCreate(
-        memPool: *mut cudaMemPool_t,
-        poolProps: *const cudaMemPoolProps,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(221usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        *const cudaMemPoolProps,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, poolProps)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolDestroy(memPool: cudaMemPool_t) -> cudaError_t {
-        match crate::loader::runtime_fn(222usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaMemPool_t) -> cudaError_t,
-                >(__cms_loaded)(memPool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolExportPointer(
-        exportData: *mut cudaMemPoolPtrExportData,
-        ptr: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(223usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPoolPtrExportData,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(exportData, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolExportToShareableHandle(
-        shareableHandle: *mut ::core::ffi::c_void,
-        memPool: cudaMemPool_t,
-        handleType: cudaMemAllocationHandleType,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(224usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        cudaMemPool_t,
-                        cudaMemAllocationHandleType,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(shareableHandle, memPool, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolGetAccess(
-        flags: *mut cudaMemAccessFlags,
-        memPool: cudaMemPool_t,
-        location: *mut cudaMemLocation,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(225usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemAccessFlags,
-                        cudaMemPool_t,
-                        *mut cudaMemLocation,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(flags, memPool, location)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolGetAttribute(
-        memPool: cudaMemPool_t,
-        attr: cudaMemPoolAttr,
-        value: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(226usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaMemPool_t,
-                        cudaMemPoolAttr,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolImportFromShareableHandle(
-        memPool: *mut cudaMemPool_t,
-        shareableHandle: *mut ::core::ffi::c_void,
-        handleType: cudaMemAllocationHandleType,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(227usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemPool_t,
-                        *mut ::core::ffi::c_void,
-                        cudaMemAllocationHandleType,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, shareableHandle, handleType, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolImportPointer(
-        ptr: *mut *mut ::core::ffi::c_void,
-        memPool: cudaMemPool_t,
-        exportData: *mut cudaMemPoolPtrExportData,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(228usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        cudaMemPool_t,
-                        *mut cudaMemPoolPtrExportData,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(ptr, memPool, exportData)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolSetAccess(
-        memPool: cudaMemPool_t,
-        descList: *const cudaMemAccessDesc,
-        count: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(229usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaMemPool_t,
-                        *const cudaMemAccessDesc,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, descList, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolSetAttribute(
-        memPool: cudaMemPool_t,
-        attr: cudaMemPoolAttr,
-        value: *mut ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(230usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaMemPool_t,
-                        cudaMemPoolAttr,
-                        *mut ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memPool, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPoolTrimTo(
-        memPool: cudaMemPool_t,
-        minBytesToKeep: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(231usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaMemPool_t, usize) -> cudaError_t,
-                >(__cms_loaded)(memPool, minBytesToKeep)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPrefetchAsync_ptsz(
-        devPtr: *const ::core::ffi::c_void,
-        count: usize,
-        location: cudaMemLocation,
-        flags: ::core::ffi::c_uint,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(232usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemLocation,
-                        ::core::ffi::c_uint,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, count, location, flags, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemPrefetchBatchAsync_ptsz(
-        dptrs: *mut *mut ::core::ffi::c_void,
-        sizes: *mut usize,
-        count: usize,
-        prefetchLocs: *mut cudaMemLocation,
-        prefetchLocIdxs: *mut usize,
-        numPrefetchLocs: usize,
-        flags: ::core::ffi::c_ulonglong,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(233usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        usize,
-                        *mut cudaMemLocation,
-                        *mut usize,
-                        usize,
-                        ::core::ffi::c_ulonglong,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    dptrs,
-                    sizes,
-                    count,
-                    prefetchLocs,
-                    prefetchLocIdxs,
-                    numPrefetchLocs,
-                    flags,
-                    stream,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemRangeGetAttribute(
-        data: *mut ::core::ffi::c_void,
-        dataSize: usize,
-        attribute: cudaMemRangeAttribute,
-        devPtr: *const ::core::ffi::c_void,
-        count: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(234usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        cudaMemRangeAttribute,
-                        *const ::core::ffi::c_void,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(data, dataSize, attribute, devPtr, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemRangeGetAttributes(
-        data: *mut *mut ::core::ffi::c_void,
-        dataSizes: *mut usize,
-        attributes: *mut cudaMemRangeAttribute,
-        numAttributes: usize,
-        devPtr: *const ::core::ffi::c_void,
-        count: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(235usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut *mut ::core::ffi::c_void,
-                        *mut usize,
-                        *mut cudaMemRangeAttribute,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(data, dataSizes, attributes, numAttributes, devPtr, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemSetMemPool(
-        location: *mut cudaMemLocation,
-        type_: cudaMemAllocationType,
-        memPool: cudaMemPool_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(236usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaMemLocation,
-                        cudaMemAllocationType,
-                        cudaMemPool_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(location, type_, memPool)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DArrayToArray_ptds(
-        dst: cudaArray_t,
-        wOffsetDst: usize,
-        hOffsetDst: usize,
-        src: cudaArray_const_t,
-        wOffsetSrc: usize,
-        hOffsetSrc: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(237usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    dst,
-                    wOffsetDst,
-                    hOffsetDst,
-                    src,
-                    wOffsetSrc,
-                    hOffsetSrc,
-                    width,
-                    height,
-                    kind,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DAsync_ptsz(
-        dst: *mut ::core::ffi::c_void,
-        dpitch: usize,
-        src: *const ::core::ffi::c_void,
-        spitch: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(238usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, dpitch, src, spitch, width, height, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DFromArrayAsync_ptsz(
-        dst: *mut ::core::ffi::c_void,
-        dpitch: usize,
-        src: cudaArray_const_t,
-        wOffset: usize,
-        hOffset: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(239usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DFromArray_ptds(
-        dst: *mut ::core::ffi::c_void,
-        dpitch: usize,
-        src: cudaArray_const_t,
-        wOffset: usize,
-        hOffset: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(240usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, dpitch, src, wOffset, hOffset, width, height, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DToArrayAsync_ptsz(
-        dst: cudaArray_t,
-        wOffset: usize,
-        hOffset: usize,
-        src: *const ::core::ffi::c_void,
-        spitch: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(241usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(dst, wOffset, hOffset, src, spitch, width, height, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2DToArray_ptds(
-        dst: cudaArray_t,
-        wOffset: usize,
-        hOffset: usize,
-        src: *const ::core::ffi::c_void,
-        spitch: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(242usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, wOffset, hOffset, src, spitch, width, height, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy2D_ptds(
-        dst: *mut ::core::ffi::c_void,
-        dpitch: usize,
-        src: *const ::core::ffi::c_void,
-        spitch: usize,
-        width: usize,
-        height: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(243usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, dpitch, src, spitch, width, height, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy3DAsync_ptsz(
-        p: *const cudaMemcpy3DParms,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(244usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const cudaMemcpy3DParms,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(p, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy3DBatchAsync_ptsz(
-        numOps: usize,
-        opList: *mut cudaMemcpy3DBatchOp,
-        flags: ::core::ffi::c_ulonglong,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(245usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        usize,
-                        *mut cudaMemcpy3DBatchOp,
-                        ::core::ffi::c_ulonglong,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(numOps, opList, flags, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy3DPeerAsync_ptsz(
-        p: *const cudaMemcpy3DPeerParms,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(246usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const cudaMemcpy3DPeerParms,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(p, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy3DPeer_ptds(
-        p: *const cudaMemcpy3DPeerParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(247usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const cudaMemcpy3DPeerParms) -> cudaError_t,
-                >(__cms_loaded)(p)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy3D_ptds(
-        p: *const cudaMemcpy3DParms,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(248usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*const cudaMemcpy3DParms) -> cudaError_t,
-                >(__cms_loaded)(p)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyArrayToArray_ptds(
-        dst: cudaArray_t,
-        wOffsetDst: usize,
-        hOffsetDst: usize,
-        src: cudaArray_const_t,
-        wOffsetSrc: usize,
-        hOffsetSrc: usize,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(249usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyAsync_ptsz(
-        dst: *mut ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(250usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, src, count, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyBatchAsync_ptsz(
-        dsts: *const *mut ::core::ffi::c_void,
-        srcs: *const *const ::core::ffi::c_void,
-        sizes: *const usize,
-        count: usize,
-        attrs: *mut cudaMemcpyAttributes,
-        attrsIdxs: *mut usize,
-        numAttrs: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(251usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const *mut ::core::ffi::c_void,
-                        *const *const ::core::ffi::c_void,
-                        *const usize,
-                        usize,
-                        *mut cudaMemcpyAttributes,
-                        *mut usize,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyFromArrayAsync_ptsz(
-        dst: *mut ::core::ffi::c_void,
-        src: cudaArray_const_t,
-        wOffset: usize,
-        hOffset: usize,
-        count: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(252usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, src, wOffset, hOffset, count, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyFromArray_ptds(
-        dst: *mut ::core::ffi::c_void,
-        src: cudaArray_const_t,
-        wOffset: usize,
-        hOffset: usize,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(253usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        cudaArray_const_t,
-                        usize,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, src, wOffset, hOffset, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync_ptsz(
-        dst: *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(254usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, symbol, count, offset, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyFromSymbol_ptds(
-        dst: *mut ::core::ffi::c_void,
-        symbol: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(255usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, symbol, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyPeer(
-        dst: *mut ::core::ffi::c_void,
-        dstDevice: ::core::ffi::c_int,
-        src: *const ::core::ffi::c_void,
-        srcDevice: ::core::ffi::c_int,
-        count: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(256usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, dstDevice, src, srcDevice, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyPeerAsync(
-        dst: *mut ::core::ffi::c_void,
-        dstDevice: ::core::ffi::c_int,
-        src: *const ::core::ffi::c_void,
-        srcDevice: ::core::ffi::c_int,
-        count: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(257usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, dstDevice, src, srcDevice, count, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyToArrayAsync_ptsz(
-        dst: cudaArray_t,
-        wOffset: usize,
-        hOffset: usize,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(258usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, wOffset, hOffset, src, count, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyToArray_ptds(
-        dst: cudaArray_t,
-        wOffset: usize,
-        hOffset: usize,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(259usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaArray_t,
-                        usize,
-                        usize,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, wOffset, hOffset, src, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyToSymbolAsync_ptsz(
-        symbol: *const ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(260usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(symbol, src, count, offset, kind, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpyToSymbol_ptds(
-        symbol: *const ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        offset: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(261usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(symbol, src, count, offset, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemcpy_ptds(
-        dst: *mut ::core::ffi::c_void,
-        src: *const ::core::ffi::c_void,
-        count: usize,
-        kind: cudaMemcpyKind,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(262usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        *const ::core::ffi::c_void,
-                        usize,
-                        cudaMemcpyKind,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dst, src, count, kind)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemset2DAsync_ptsz(
-        devPtr: *mut ::core::ffi::c_void,
-        pitch: usize,
-        value: ::core::ffi::c_int,
-        width: usize,
-        height: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(263usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_int,
-                        usize,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, pitch, value, width, height, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemset2D_ptds(
-        devPtr: *mut ::core::ffi::c_void,
-        pitch: usize,
-        value: ::core::ffi::c_int,
-        width: usize,
-        height: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(264usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_int,
-                        usize,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, pitch, value, width, height)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemset3DAsync_ptsz(
-        pitchedDevPtr: cudaPitchedPtr,
-        value: ::core::ffi::c_int,
-        extent: cudaExtent,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(265usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaPitchedPtr,
-                        ::core::ffi::c_int,
-                        cudaExtent,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pitchedDevPtr, value, extent, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemset3D_ptds(
-        pitchedDevPtr: cudaPitchedPtr,
-        value: ::core::ffi::c_int,
-        extent: cudaExtent,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(266usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaPitchedPtr,
-                        ::core::ffi::c_int,
-                        cudaExtent,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pitchedDevPtr, value, extent)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemsetAsync_ptsz(
-        devPtr: *mut ::core::ffi::c_void,
-        value: ::core::ffi::c_int,
-        count: usize,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(267usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, value, count, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMemset_ptds(
-        devPtr: *mut ::core::ffi::c_void,
-        value: ::core::ffi::c_int,
-        count: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(268usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(devPtr, value, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMipmappedArrayGetMemoryRequirements(
-        memoryRequirements: *mut cudaArrayMemoryRequirements,
-        mipmap: cudaMipmappedArray_t,
-        device: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(269usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArrayMemoryRequirements,
-                        cudaMipmappedArray_t,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(memoryRequirements, mipmap, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaMipmappedArrayGetSparseProperties(
-        sparseProperties: *mut cudaArraySparseProperties,
-        mipmap: cudaMipmappedArray_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(270usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaArraySparseProperties,
-                        cudaMipmappedArray_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(sparseProperties, mipmap)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaOccupancyAvailableDynamicSMemPerBlock(
-        dynamicSmemSize: *mut usize,
-        func: *const ::core::ffi::c_void,
-        numBlocks: ::core::ffi::c_int,
-        blockSize: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(271usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut usize,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(dynamicSmemSize, func, numBlocks, blockSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        numBlocks: *mut ::core::ffi::c_int,
-        func: *const ::core::ffi::c_void,
-        blockSize: ::core::ffi::c_int,
-        dynamicSMemSize: usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(272usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-        numBlocks: *mut ::core::ffi::c_int,
-        func: *const ::core::ffi::c_void,
-        blockSize: ::core::ffi::c_int,
-        dynamicSMemSize: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(273usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        ::core::ffi::c_int,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(numBlocks, func, blockSize, dynamicSMemSize, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaOccupancyMaxActiveClusters(
-        numClusters: *mut ::core::ffi::c_int,
-        func: *const ::core::ffi::c_void,
-        launchConfig: *const cudaLaunchConfig_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(274usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        *const cudaLaunchConfig_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(numClusters, func, launchConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaOccupancyMaxPotentialClusterSize(
-        clusterSize: *mut ::core::ffi::c_int,
-        func: *const ::core::ffi::c_void,
-        launchConfig: *const cudaLaunchConfig_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(275usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        *const ::core::ffi::c_void,
-                        *const cudaLaunchConfig_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(clusterSize, func, launchConfig)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaPeekAtLastError() -> cudaError_t {
-        match crate::loader::runtime_fn(276usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn() -> cudaError_t,
-                >(__cms_loaded)()
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaPointerGetAttributes(
-        attributes: *mut cudaPointerAttributes,
-        ptr: *const ::core::ffi::c_void,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(277usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaPointerAttributes,
-                        *const ::core::ffi::c_void,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(attributes, ptr)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaRuntimeGetVersion(
-        runtimeVersion: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(278usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut ::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(runtimeVersion)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaSetDevice(device: ::core::ffi::c_int) -> cudaError_t {
-        match crate::loader::runtime_fn(279usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_int) -> cudaError_t,
-                >(__cms_loaded)(device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaSetDeviceFlags(
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(280usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(::core::ffi::c_uint) -> cudaError_t,
-                >(__cms_loaded)(flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaSetValidDevices(
-        device_arr: *mut ::core::ffi::c_int,
-        len: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(281usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut ::core::ffi::c_int,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(device_arr, len)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaSignalExternalSemaphoresAsync_ptsz(
-        extSemArray: *const cudaExternalSemaphore_t,
-        paramsArray: *const cudaExternalSemaphoreSignalParams,
-        numExtSems: ::core::ffi::c_uint,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(282usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const cudaExternalSemaphore_t,
-                        *const cudaExternalSemaphoreSignalParams,
-                        ::core::ffi::c_uint,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamAddCallback_ptsz(
-        stream: cudaStream_t,
-        callback: cudaStreamCallback_t,
-        userData: *mut ::core::ffi::c_void,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(283usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaStreamCallback_t,
-                        *mut ::core::ffi::c_void,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, callback, userData, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamAttachMemAsync_ptsz(
-        stream: cudaStream_t,
-        devPtr: *mut ::core::ffi::c_void,
-        length: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(284usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut ::core::ffi::c_void,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, devPtr, length, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamBeginCaptureToGraph_ptsz(
-        stream: cudaStream_t,
-        graph: cudaGraph_t,
-        dependencies: *const cudaGraphNode_t,
-        dependencyData: *const cudaGraphEdgeData,
-        numDependencies: usize,
-        mode: cudaStreamCaptureMode,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(285usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaGraph_t,
-                        *const cudaGraphNode_t,
-                        *const cudaGraphEdgeData,
-                        usize,
-                        cudaStreamCaptureMode,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(stream, graph, dependencies, dependencyData, numDependencies, mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamBeginCapture_ptsz(
-        stream: cudaStream_t,
-        mode: cudaStreamCaptureMode,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(286usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaStreamCaptureMode,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamCopyAttributes_ptsz(
-        dst: cudaStream_t,
-        src: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(287usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaStream_t, cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(dst, src)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamCreate(
-        pStream: *mut cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(288usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(pStream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamCreateWithFlags(
-        pStream: *mut cudaStream_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(289usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaStream_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pStream, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamCreateWithPriority(
-        pStream: *mut cudaStream_t,
-        flags: ::core::ffi::c_uint,
-        priority: ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(290usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaStream_t,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(pStream, flags, priority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamDestroy(stream: cudaStream_t) -> cudaError_t {
-        match crate::loader::runtime_fn(291usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamEndCapture_ptsz(
-        stream: cudaStream_t,
-        pGraph: *mut cudaGraph_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(292usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaStream_t, *mut cudaGraph_t) -> cudaError_t,
-                >(__cms_loaded)(stream, pGraph)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetAttribute_ptsz(
-        hStream: cudaStream_t,
-        attr: cudaLaunchAttributeID,
-        value_out: *mut cudaLaunchAttributeValue,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(293usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaLaunchAttributeID,
-                        *mut cudaLaunchAttributeValue,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, attr, value_out)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetCaptureInfo_ptsz(
-        stream: cudaStream_t,
-        captureStatus_out: *mut cudaStreamCaptureStatus,
-        id_out: *mut ::core::ffi::c_ulonglong,
-        graph_out: *mut cudaGraph_t,
-        dependencies_out: *mut *const cudaGraphNode_t,
-        edgeData_out: *mut *const cudaGraphEdgeData,
-        numDependencies_out: *mut usize,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(294usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut cudaStreamCaptureStatus,
-                        *mut ::core::ffi::c_ulonglong,
-                        *mut cudaGraph_t,
-                        *mut *const cudaGraphNode_t,
-                        *mut *const cudaGraphEdgeData,
-                        *mut usize,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(
-                    stream,
-                    captureStatus_out,
-                    id_out,
-                    graph_out,
-                    dependencies_out,
-                    edgeData_out,
-                    numDependencies_out,
-                )
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetDevice_ptsz(
-        hStream: cudaStream_t,
-        device: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(295usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, device)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetFlags_ptsz(
-        hStream: cudaStream_t,
-        flags: *mut ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(296usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetId_ptsz(
-        hStream: cudaStream_t,
-        streamId: *mut ::core::ffi::c_ulonglong,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(297usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut ::core::ffi::c_ulonglong,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, streamId)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamGetPriority_ptsz(
-        hStream: cudaStream_t,
-        priority: *mut ::core::ffi::c_int,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(298usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut ::core::ffi::c_int,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, priority)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamIsCapturing_ptsz(
-        stream: cudaStream_t,
-        pCaptureStatus: *mut cudaStreamCaptureStatus,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(299usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut cudaStreamCaptureStatus,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, pCaptureStatus)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamQuery_ptsz(stream: cudaStream_t) -> cudaError_t {
-        match crate::loader::runtime_fn(300usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamSetAttribute_ptsz(
-        hStream: cudaStream_t,
-        attr: cudaLaunchAttributeID,
-        value: *const cudaLaunchAttributeValue,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(301usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaLaunchAttributeID,
-                        *const cudaLaunchAttributeValue,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(hStream, attr, value)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamSynchronize_ptsz(
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(302usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(cudaStream_t) -> cudaError_t,
-                >(__cms_loaded)(stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamUpdateCaptureDependencies_ptsz(
-        stream: cudaStream_t,
-        dependencies: *mut cudaGraphNode_t,
-        dependencyData: *const cudaGraphEdgeData,
-        numDependencies: usize,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(303usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        *mut cudaGraphNode_t,
-                        *const cudaGraphEdgeData,
-                        usize,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(
-                    __cms_loaded,
-                )(stream, dependencies, dependencyData, numDependencies, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaStreamWaitEvent_ptsz(
-        stream: cudaStream_t,
-        event: cudaEvent_t,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(304usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaStream_t,
-                        cudaEvent_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(stream, event, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(
-        mode: *mut cudaStreamCaptureMode,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(305usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(*mut cudaStreamCaptureMode) -> cudaError_t,
-                >(__cms_loaded)(mode)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaUserObjectCreate(
-        object_out: *mut cudaUserObject_t,
-        ptr: *mut ::core::ffi::c_void,
-        destroy: cudaHostFn_t,
-        initialRefcount: ::core::ffi::c_uint,
-        flags: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(306usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *mut cudaUserObject_t,
-                        *mut ::core::ffi::c_void,
-                        cudaHostFn_t,
-                        ::core::ffi::c_uint,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(object_out, ptr, destroy, initialRefcount, flags)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaUserObjectRelease(
-        object: cudaUserObject_t,
-        count: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(307usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaUserObject_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaUserObjectRetain(
-        object: cudaUserObject_t,
-        count: ::core::ffi::c_uint,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(308usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        cudaUserObject_t,
-                        ::core::ffi::c_uint,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(object, count)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
-    #[no_mangle]
-    pub unsafe extern "C" fn cudaWaitExternalSemaphoresAsync_ptsz(
-        extSemArray: *const cudaExternalSemaphore_t,
-        paramsArray: *const cudaExternalSemaphoreWaitParams,
-        numExtSems: ::core::ffi::c_uint,
-        stream: cudaStream_t,
-    ) -> cudaError_t {
-        match crate::loader::runtime_fn(309usize) {
-            Ok(__cms_loaded) => {
-                ::core::mem::transmute::<
-                    *const ::core::ffi::c_void,
-                    unsafe extern "C" fn(
-                        *const cudaExternalSemaphore_t,
-                        *const cudaExternalSemaphoreWaitParams,
-                        ::core::ffi::c_uint,
-                        cudaStream_t,
-                    ) -> cudaError_t,
-                >(__cms_loaded)(extSemArray, paramsArray, numExtSems, stream)
-            }
-            Err(__cms_missing) => crate::loader::Missing::value(__cms_missing),
-        }
-    }
+    crate::loader::trampoline!(
+        runtime 0 cudaArrayGetInfo(desc : * mut cudaChannelFormatDesc, extent : * mut
+        cudaExtent, flags : * mut ::core::ffi::c_uint, array : cudaArray_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 1 cudaArrayGetMemoryRequirements(memoryRequirements : * mut
+        cudaArrayMemoryRequirements, array : cudaArray_t, device : ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 2 cudaArrayGetPlane(pPlaneArray : * mut cudaArray_t, hArray :
+        cudaArray_t, planeIdx : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 3 cudaArrayGetSparseProperties(sparseProperties : * mut
+        cudaArraySparseProperties, array : cudaArray_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 4 cudaChooseDevice(device : * mut ::core::ffi::c_int, prop : * const
+        cudaDeviceProp) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 5 cudaCreateChannelDesc(x : ::core::ffi::c_int, y : ::core::ffi::c_int, z
+        : ::core::ffi::c_int, w : ::core::ffi::c_int, f : cudaChannelFormatKind) ->
+        cudaChannelFormatDesc
+    );
+    crate::loader::trampoline!(
+        runtime 6 cudaCreateSurfaceObject(pSurfObject : * mut cudaSurfaceObject_t,
+        pResDesc : * const cudaResourceDesc) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 7 cudaCreateTextureObject(pTexObject : * mut cudaTextureObject_t,
+        pResDesc : * const cudaResourceDesc, pTexDesc : * const cudaTextureDesc,
+        pResViewDesc : * const cudaResourceViewDesc) -> cudaError_t
+    );
+    crate::loader::trampoline!(runtime 8 cudaCtxResetPersistingL2Cache() -> cudaError_t);
+    crate::loader::trampoline!(
+        runtime 9 cudaDestroyExternalMemory(extMem : cudaExternalMemory_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 10 cudaDestroyExternalSemaphore(extSem : cudaExternalSemaphore_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 11 cudaDestroySurfaceObject(surfObject : cudaSurfaceObject_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 12 cudaDestroyTextureObject(texObject : cudaTextureObject_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 13 cudaDeviceCanAccessPeer(canAccessPeer : * mut ::core::ffi::c_int,
+        device : ::core::ffi::c_int, peerDevice : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 14 cudaDeviceDisablePeerAccess(peerDevice : ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 15 cudaDeviceEnablePeerAccess(peerDevice : ::core::ffi::c_int, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 16 cudaDeviceFlushGPUDirectRDMAWrites(target :
+        cudaFlushGPUDirectRDMAWritesTarget, scope : cudaFlushGPUDirectRDMAWritesScope) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 17 cudaDeviceGetAttribute(value : * mut ::core::ffi::c_int, attr :
+        cudaDeviceAttr, device : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 18 cudaDeviceGetByPCIBusId(device : * mut ::core::ffi::c_int, pciBusId :
+        * const ::core::ffi::c_char) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 19 cudaDeviceGetCacheConfig(pCacheConfig : * mut cudaFuncCache) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 20 cudaDeviceGetDefaultMemPool(memPool : * mut cudaMemPool_t, device :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 21 cudaDeviceGetGraphMemAttribute(device : ::core::ffi::c_int, attr :
+        cudaGraphMemAttributeType, value : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 22 cudaDeviceGetHostAtomicCapabilities(capabilities : * mut
+        ::core::ffi::c_uint, operations : * const cudaAtomicOperation, count :
+        ::core::ffi::c_uint, device : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 23 cudaDeviceGetLimit(pValue : * mut usize, limit : cudaLimit) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 24 cudaDeviceGetMemPool(memPool : * mut cudaMemPool_t, device :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 25 cudaDeviceGetNvSciSyncAttributes(nvSciSyncAttrList : * mut
+        ::core::ffi::c_void, device : ::core::ffi::c_int, flags : ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 26 cudaDeviceGetP2PAtomicCapabilities(capabilities : * mut
+        ::core::ffi::c_uint, operations : * const cudaAtomicOperation, count :
+        ::core::ffi::c_uint, srcDevice : ::core::ffi::c_int, dstDevice :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 27 cudaDeviceGetP2PAttribute(value : * mut ::core::ffi::c_int, attr :
+        cudaDeviceP2PAttr, srcDevice : ::core::ffi::c_int, dstDevice :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 28 cudaDeviceGetPCIBusId(pciBusId : * mut ::core::ffi::c_char, len :
+        ::core::ffi::c_int, device : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 29 cudaDeviceGetSharedMemConfig(pConfig : * mut cudaSharedMemConfig) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 30 cudaDeviceGetStreamPriorityRange(leastPriority : * mut
+        ::core::ffi::c_int, greatestPriority : * mut ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 31 cudaDeviceGetTexture1DLinearMaxWidth(maxWidthInElements : * mut usize,
+        fmtDesc : * const cudaChannelFormatDesc, device : ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 32 cudaDeviceGraphMemTrim(device : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 33 cudaDeviceRegisterAsyncNotification(device : ::core::ffi::c_int,
+        callbackFunc : cudaAsyncCallback, userData : * mut ::core::ffi::c_void, callback
+        : * mut cudaAsyncCallbackHandle_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(runtime 34 cudaDeviceReset() -> cudaError_t);
+    crate::loader::trampoline!(
+        runtime 35 cudaDeviceSetCacheConfig(cacheConfig : cudaFuncCache) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 36 cudaDeviceSetGraphMemAttribute(device : ::core::ffi::c_int, attr :
+        cudaGraphMemAttributeType, value : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 37 cudaDeviceSetLimit(limit : cudaLimit, value : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 38 cudaDeviceSetMemPool(device : ::core::ffi::c_int, memPool :
+        cudaMemPool_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 39 cudaDeviceSetSharedMemConfig(config : cudaSharedMemConfig) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(runtime 40 cudaDeviceSynchronize() -> cudaError_t);
+    crate::loader::trampoline!(
+        runtime 41 cudaDeviceUnregisterAsyncNotification(device : ::core::ffi::c_int,
+        callback : cudaAsyncCallbackHandle_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 42 cudaDriverGetVersion(driverVersion : * mut ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 43 cudaEventCreate(event : * mut cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 44 cudaEventCreateWithFlags(event : * mut cudaEvent_t, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 45 cudaEventDestroy(event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 46 cudaEventElapsedTime(ms : * mut f32, start : cudaEvent_t, end :
+        cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 47 cudaEventQuery(event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 48 cudaEventRecordWithFlags_ptsz(event : cudaEvent_t, stream :
+        cudaStream_t, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 49 cudaEventRecord_ptsz(event : cudaEvent_t, stream : cudaStream_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 50 cudaEventSynchronize(event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 51 cudaExternalMemoryGetMappedBuffer(devPtr : * mut * mut
+        ::core::ffi::c_void, extMem : cudaExternalMemory_t, bufferDesc : * const
+        cudaExternalMemoryBufferDesc) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 52 cudaExternalMemoryGetMappedMipmappedArray(mipmap : * mut
+        cudaMipmappedArray_t, extMem : cudaExternalMemory_t, mipmapDesc : * const
+        cudaExternalMemoryMipmappedArrayDesc) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 53 cudaFree(devPtr : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 54 cudaFreeArray(array : cudaArray_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 55 cudaFreeAsync_ptsz(devPtr : * mut ::core::ffi::c_void, hStream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 56 cudaFreeHost(ptr : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 57 cudaFreeMipmappedArray(mipmappedArray : cudaMipmappedArray_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 58 cudaFuncGetAttributes(attr : * mut cudaFuncAttributes, func : * const
+        ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 59 cudaFuncGetName(name : * mut * const ::core::ffi::c_char, func : *
+        const ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 60 cudaFuncGetParamInfo(func : * const ::core::ffi::c_void, paramIndex :
+        usize, paramOffset : * mut usize, paramSize : * mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 61 cudaFuncSetAttribute(func : * const ::core::ffi::c_void, attr :
+        cudaFuncAttribute, value : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 62 cudaFuncSetCacheConfig(func : * const ::core::ffi::c_void, cacheConfig
+        : cudaFuncCache) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 63 cudaFuncSetSharedMemConfig(func : * const ::core::ffi::c_void, config
+        : cudaSharedMemConfig) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 64 cudaGetChannelDesc(desc : * mut cudaChannelFormatDesc, array :
+        cudaArray_const_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 65 cudaGetDevice(device : * mut ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 66 cudaGetDeviceCount(count : * mut ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 67 cudaGetDeviceFlags(flags : * mut ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 68 cudaGetDeviceProperties(prop : * mut cudaDeviceProp, device :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 69 cudaGetDriverEntryPointByVersion_ptsz(symbol : * const
+        ::core::ffi::c_char, funcPtr : * mut * mut ::core::ffi::c_void, cudaVersion :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_ulonglong, driverStatus : * mut
+        cudaDriverEntryPointQueryResult) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 70 cudaGetDriverEntryPoint_ptsz(symbol : * const ::core::ffi::c_char,
+        funcPtr : * mut * mut ::core::ffi::c_void, flags : ::core::ffi::c_ulonglong,
+        driverStatus : * mut cudaDriverEntryPointQueryResult) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 71 cudaGetErrorName(error : cudaError_t) -> * const ::core::ffi::c_char
+    );
+    crate::loader::trampoline!(
+        runtime 72 cudaGetErrorString(error : cudaError_t) -> * const ::core::ffi::c_char
+    );
+    crate::loader::trampoline!(
+        runtime 73 cudaGetExportTable(ppExportTable : * mut * const ::core::ffi::c_void,
+        pExportTableId : * const cudaUUID_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 74 cudaGetFuncBySymbol(functionPtr : * mut cudaFunction_t, symbolPtr : *
+        const ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 75 cudaGetKernel(kernelPtr : * mut cudaKernel_t, entryFuncAddr : * const
+        ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(runtime 76 cudaGetLastError() -> cudaError_t);
+    crate::loader::trampoline!(
+        runtime 77 cudaGetMipmappedArrayLevel(levelArray : * mut cudaArray_t,
+        mipmappedArray : cudaMipmappedArray_const_t, level : ::core::ffi::c_uint) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 78 cudaGetSurfaceObjectResourceDesc(pResDesc : * mut cudaResourceDesc,
+        surfObject : cudaSurfaceObject_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 79 cudaGetSymbolAddress(devPtr : * mut * mut ::core::ffi::c_void, symbol
+        : * const ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 80 cudaGetSymbolSize(size : * mut usize, symbol : * const
+        ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 81 cudaGetTextureObjectResourceDesc(pResDesc : * mut cudaResourceDesc,
+        texObject : cudaTextureObject_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 82 cudaGetTextureObjectResourceViewDesc(pResViewDesc : * mut
+        cudaResourceViewDesc, texObject : cudaTextureObject_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 83 cudaGetTextureObjectTextureDesc(pTexDesc : * mut cudaTextureDesc,
+        texObject : cudaTextureObject_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 84 cudaGraphAddChildGraphNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        childGraph : cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 85 cudaGraphAddDependencies(graph : cudaGraph_t, from : * const
+        cudaGraphNode_t, to : * const cudaGraphNode_t, edgeData : * const
+        cudaGraphEdgeData, numDependencies : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 86 cudaGraphAddEmptyNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 87 cudaGraphAddEventRecordNode(pGraphNode : * mut cudaGraphNode_t, graph
+        : cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 88 cudaGraphAddEventWaitNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 89 cudaGraphAddExternalSemaphoresSignalNode(pGraphNode : * mut
+        cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+        numDependencies : usize, nodeParams : * const
+        cudaExternalSemaphoreSignalNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 90 cudaGraphAddExternalSemaphoresWaitNode(pGraphNode : * mut
+        cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+        numDependencies : usize, nodeParams : * const
+        cudaExternalSemaphoreWaitNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 91 cudaGraphAddHostNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        pNodeParams : * const cudaHostNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 92 cudaGraphAddKernelNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        pNodeParams : * const cudaKernelNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 93 cudaGraphAddMemAllocNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        nodeParams : * mut cudaMemAllocNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 94 cudaGraphAddMemFreeNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        dptr : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 95 cudaGraphAddMemcpyNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        pCopyParams : * const cudaMemcpy3DParms) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 96 cudaGraphAddMemcpyNode1D(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        dst : * mut ::core::ffi::c_void, src : * const ::core::ffi::c_void, count :
+        usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 97 cudaGraphAddMemcpyNodeFromSymbol(pGraphNode : * mut cudaGraphNode_t,
+        graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies :
+        usize, dst : * mut ::core::ffi::c_void, symbol : * const ::core::ffi::c_void,
+        count : usize, offset : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 98 cudaGraphAddMemcpyNodeToSymbol(pGraphNode : * mut cudaGraphNode_t,
+        graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies :
+        usize, symbol : * const ::core::ffi::c_void, src : * const ::core::ffi::c_void,
+        count : usize, offset : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 99 cudaGraphAddMemsetNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, numDependencies : usize,
+        pMemsetParams : * const cudaMemsetParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 100 cudaGraphAddNode(pGraphNode : * mut cudaGraphNode_t, graph :
+        cudaGraph_t, pDependencies : * const cudaGraphNode_t, dependencyData : * const
+        cudaGraphEdgeData, numDependencies : usize, nodeParams : * mut
+        cudaGraphNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 101 cudaGraphChildGraphNodeGetGraph(node : cudaGraphNode_t, pGraph : *
+        mut cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 102 cudaGraphClone(pGraphClone : * mut cudaGraph_t, originalGraph :
+        cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 103 cudaGraphConditionalHandleCreate(pHandle_out : * mut
+        cudaGraphConditionalHandle, graph : cudaGraph_t, defaultLaunchValue :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 104 cudaGraphCreate(pGraph : * mut cudaGraph_t, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 105 cudaGraphDebugDotPrint(graph : cudaGraph_t, path : * const
+        ::core::ffi::c_char, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 106 cudaGraphDestroy(graph : cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 107 cudaGraphDestroyNode(node : cudaGraphNode_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 108 cudaGraphEventRecordNodeGetEvent(node : cudaGraphNode_t, event_out :
+        * mut cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 109 cudaGraphEventRecordNodeSetEvent(node : cudaGraphNode_t, event :
+        cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 110 cudaGraphEventWaitNodeGetEvent(node : cudaGraphNode_t, event_out : *
+        mut cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 111 cudaGraphEventWaitNodeSetEvent(node : cudaGraphNode_t, event :
+        cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 112 cudaGraphExecChildGraphNodeSetParams(hGraphExec : cudaGraphExec_t,
+        node : cudaGraphNode_t, childGraph : cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 113 cudaGraphExecDestroy(graphExec : cudaGraphExec_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 114 cudaGraphExecEventRecordNodeSetEvent(hGraphExec : cudaGraphExec_t,
+        hNode : cudaGraphNode_t, event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 115 cudaGraphExecEventWaitNodeSetEvent(hGraphExec : cudaGraphExec_t,
+        hNode : cudaGraphNode_t, event : cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 116 cudaGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec :
+        cudaGraphExec_t, hNode : cudaGraphNode_t, nodeParams : * const
+        cudaExternalSemaphoreSignalNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 117 cudaGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec :
+        cudaGraphExec_t, hNode : cudaGraphNode_t, nodeParams : * const
+        cudaExternalSemaphoreWaitNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 118 cudaGraphExecGetFlags(graphExec : cudaGraphExec_t, flags : * mut
+        ::core::ffi::c_ulonglong) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 119 cudaGraphExecHostNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+        cudaGraphNode_t, pNodeParams : * const cudaHostNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 120 cudaGraphExecKernelNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+        cudaGraphNode_t, pNodeParams : * const cudaKernelNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 121 cudaGraphExecMemcpyNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+        cudaGraphNode_t, pNodeParams : * const cudaMemcpy3DParms) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 122 cudaGraphExecMemcpyNodeSetParams1D(hGraphExec : cudaGraphExec_t, node
+        : cudaGraphNode_t, dst : * mut ::core::ffi::c_void, src : * const
+        ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 123 cudaGraphExecMemcpyNodeSetParamsFromSymbol(hGraphExec :
+        cudaGraphExec_t, node : cudaGraphNode_t, dst : * mut ::core::ffi::c_void, symbol
+        : * const ::core::ffi::c_void, count : usize, offset : usize, kind :
+        cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 124 cudaGraphExecMemcpyNodeSetParamsToSymbol(hGraphExec :
+        cudaGraphExec_t, node : cudaGraphNode_t, symbol : * const ::core::ffi::c_void,
+        src : * const ::core::ffi::c_void, count : usize, offset : usize, kind :
+        cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 125 cudaGraphExecMemsetNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+        cudaGraphNode_t, pNodeParams : * const cudaMemsetParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 126 cudaGraphExecNodeSetParams(graphExec : cudaGraphExec_t, node :
+        cudaGraphNode_t, nodeParams : * mut cudaGraphNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 127 cudaGraphExecUpdate(hGraphExec : cudaGraphExec_t, hGraph :
+        cudaGraph_t, resultInfo : * mut cudaGraphExecUpdateResultInfo) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 128 cudaGraphExternalSemaphoresSignalNodeGetParams(hNode :
+        cudaGraphNode_t, params_out : * mut cudaExternalSemaphoreSignalNodeParams) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 129 cudaGraphExternalSemaphoresSignalNodeSetParams(hNode :
+        cudaGraphNode_t, nodeParams : * const cudaExternalSemaphoreSignalNodeParams) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 130 cudaGraphExternalSemaphoresWaitNodeGetParams(hNode : cudaGraphNode_t,
+        params_out : * mut cudaExternalSemaphoreWaitNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 131 cudaGraphExternalSemaphoresWaitNodeSetParams(hNode : cudaGraphNode_t,
+        nodeParams : * const cudaExternalSemaphoreWaitNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 132 cudaGraphGetEdges(graph : cudaGraph_t, from : * mut cudaGraphNode_t,
+        to : * mut cudaGraphNode_t, edgeData : * mut cudaGraphEdgeData, numEdges : * mut
+        usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 133 cudaGraphGetNodes(graph : cudaGraph_t, nodes : * mut cudaGraphNode_t,
+        numNodes : * mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 134 cudaGraphGetRootNodes(graph : cudaGraph_t, pRootNodes : * mut
+        cudaGraphNode_t, pNumRootNodes : * mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 135 cudaGraphHostNodeGetParams(node : cudaGraphNode_t, pNodeParams : *
+        mut cudaHostNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 136 cudaGraphHostNodeSetParams(node : cudaGraphNode_t, pNodeParams : *
+        const cudaHostNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 137 cudaGraphInstantiate(pGraphExec : * mut cudaGraphExec_t, graph :
+        cudaGraph_t, flags : ::core::ffi::c_ulonglong) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 138 cudaGraphInstantiateWithFlags(pGraphExec : * mut cudaGraphExec_t,
+        graph : cudaGraph_t, flags : ::core::ffi::c_ulonglong) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 139 cudaGraphInstantiateWithParams_ptsz(pGraphExec : * mut
+        cudaGraphExec_t, graph : cudaGraph_t, instantiateParams : * mut
+        cudaGraphInstantiateParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 140 cudaGraphKernelNodeCopyAttributes(hDst : cudaGraphNode_t, hSrc :
+        cudaGraphNode_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 141 cudaGraphKernelNodeGetAttribute(hNode : cudaGraphNode_t, attr :
+        cudaLaunchAttributeID, value_out : * mut cudaLaunchAttributeValue) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 142 cudaGraphKernelNodeGetParams(node : cudaGraphNode_t, pNodeParams : *
+        mut cudaKernelNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 143 cudaGraphKernelNodeSetAttribute(hNode : cudaGraphNode_t, attr :
+        cudaLaunchAttributeID, value : * const cudaLaunchAttributeValue) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 144 cudaGraphKernelNodeSetParams(node : cudaGraphNode_t, pNodeParams : *
+        const cudaKernelNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 145 cudaGraphLaunch_ptsz(graphExec : cudaGraphExec_t, stream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 146 cudaGraphMemAllocNodeGetParams(node : cudaGraphNode_t, params_out : *
+        mut cudaMemAllocNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 147 cudaGraphMemFreeNodeGetParams(node : cudaGraphNode_t, dptr_out : *
+        mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 148 cudaGraphMemcpyNodeGetParams(node : cudaGraphNode_t, pNodeParams : *
+        mut cudaMemcpy3DParms) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 149 cudaGraphMemcpyNodeSetParams(node : cudaGraphNode_t, pNodeParams : *
+        const cudaMemcpy3DParms) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 150 cudaGraphMemcpyNodeSetParams1D(node : cudaGraphNode_t, dst : * mut
+        ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize, kind :
+        cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 151 cudaGraphMemcpyNodeSetParamsFromSymbol(node : cudaGraphNode_t, dst :
+        * mut ::core::ffi::c_void, symbol : * const ::core::ffi::c_void, count : usize,
+        offset : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 152 cudaGraphMemcpyNodeSetParamsToSymbol(node : cudaGraphNode_t, symbol :
+        * const ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize,
+        offset : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 153 cudaGraphMemsetNodeGetParams(node : cudaGraphNode_t, pNodeParams : *
+        mut cudaMemsetParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 154 cudaGraphMemsetNodeSetParams(node : cudaGraphNode_t, pNodeParams : *
+        const cudaMemsetParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 155 cudaGraphNodeFindInClone(pNode : * mut cudaGraphNode_t, originalNode
+        : cudaGraphNode_t, clonedGraph : cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 156 cudaGraphNodeGetDependencies(node : cudaGraphNode_t, pDependencies :
+        * mut cudaGraphNode_t, edgeData : * mut cudaGraphEdgeData, pNumDependencies : *
+        mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 157 cudaGraphNodeGetDependentNodes(node : cudaGraphNode_t,
+        pDependentNodes : * mut cudaGraphNode_t, edgeData : * mut cudaGraphEdgeData,
+        pNumDependentNodes : * mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 158 cudaGraphNodeGetEnabled(hGraphExec : cudaGraphExec_t, hNode :
+        cudaGraphNode_t, isEnabled : * mut ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 159 cudaGraphNodeGetType(node : cudaGraphNode_t, pType : * mut
+        cudaGraphNodeType) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 160 cudaGraphNodeSetEnabled(hGraphExec : cudaGraphExec_t, hNode :
+        cudaGraphNode_t, isEnabled : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 161 cudaGraphNodeSetParams(node : cudaGraphNode_t, nodeParams : * mut
+        cudaGraphNodeParams) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 162 cudaGraphReleaseUserObject(graph : cudaGraph_t, object :
+        cudaUserObject_t, count : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 163 cudaGraphRemoveDependencies(graph : cudaGraph_t, from : * const
+        cudaGraphNode_t, to : * const cudaGraphNode_t, edgeData : * const
+        cudaGraphEdgeData, numDependencies : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 164 cudaGraphRetainUserObject(graph : cudaGraph_t, object :
+        cudaUserObject_t, count : ::core::ffi::c_uint, flags : ::core::ffi::c_uint) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 165 cudaGraphUpload_ptsz(graphExec : cudaGraphExec_t, stream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 166 cudaGraphicsMapResources(count : ::core::ffi::c_int, resources : *
+        mut cudaGraphicsResource_t, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 167 cudaGraphicsResourceGetMappedMipmappedArray(mipmappedArray : * mut
+        cudaMipmappedArray_t, resource : cudaGraphicsResource_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 168 cudaGraphicsResourceGetMappedPointer(devPtr : * mut * mut
+        ::core::ffi::c_void, size : * mut usize, resource : cudaGraphicsResource_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 169 cudaGraphicsResourceSetMapFlags(resource : cudaGraphicsResource_t,
+        flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 170 cudaGraphicsSubResourceGetMappedArray(array : * mut cudaArray_t,
+        resource : cudaGraphicsResource_t, arrayIndex : ::core::ffi::c_uint, mipLevel :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 171 cudaGraphicsUnmapResources(count : ::core::ffi::c_int, resources : *
+        mut cudaGraphicsResource_t, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 172 cudaGraphicsUnregisterResource(resource : cudaGraphicsResource_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 173 cudaHostAlloc(pHost : * mut * mut ::core::ffi::c_void, size : usize,
+        flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 174 cudaHostGetDevicePointer(pDevice : * mut * mut ::core::ffi::c_void,
+        pHost : * mut ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 175 cudaHostGetFlags(pFlags : * mut ::core::ffi::c_uint, pHost : * mut
+        ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 176 cudaHostRegister(ptr : * mut ::core::ffi::c_void, size : usize, flags
+        : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 177 cudaHostUnregister(ptr : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 178 cudaImportExternalMemory(extMem_out : * mut cudaExternalMemory_t,
+        memHandleDesc : * const cudaExternalMemoryHandleDesc) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 179 cudaImportExternalSemaphore(extSem_out : * mut
+        cudaExternalSemaphore_t, semHandleDesc : * const cudaExternalSemaphoreHandleDesc)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 180 cudaInitDevice(device : ::core::ffi::c_int, deviceFlags :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 181 cudaIpcCloseMemHandle(devPtr : * mut ::core::ffi::c_void) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 182 cudaIpcGetEventHandle(handle : * mut cudaIpcEventHandle_t, event :
+        cudaEvent_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 183 cudaIpcGetMemHandle(handle : * mut cudaIpcMemHandle_t, devPtr : * mut
+        ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 184 cudaIpcOpenEventHandle(event : * mut cudaEvent_t, handle :
+        cudaIpcEventHandle_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 185 cudaIpcOpenMemHandle(devPtr : * mut * mut ::core::ffi::c_void, handle
+        : cudaIpcMemHandle_t, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 186 cudaKernelSetAttributeForDevice(kernel : cudaKernel_t, attr :
+        cudaFuncAttribute, value : ::core::ffi::c_int, device : ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 187 cudaLaunchCooperativeKernel_ptsz(func : * const ::core::ffi::c_void,
+        gridDim : dim3, blockDim : dim3, args : * mut * mut ::core::ffi::c_void,
+        sharedMem : usize, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 188 cudaLaunchHostFunc_ptsz(stream : cudaStream_t, fn_ : cudaHostFn_t,
+        userData : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 189 cudaLaunchKernelExC_ptsz(config : * const cudaLaunchConfig_t, func :
+        * const ::core::ffi::c_void, args : * mut * mut ::core::ffi::c_void) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 190 cudaLaunchKernel_ptsz(func : * const ::core::ffi::c_void, gridDim :
+        dim3, blockDim : dim3, args : * mut * mut ::core::ffi::c_void, sharedMem : usize,
+        stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 191 cudaLibraryEnumerateKernels(kernels : * mut cudaKernel_t, numKernels
+        : ::core::ffi::c_uint, lib : cudaLibrary_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 192 cudaLibraryGetGlobal(dptr : * mut * mut ::core::ffi::c_void, bytes :
+        * mut usize, library : cudaLibrary_t, name : * const ::core::ffi::c_char) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 193 cudaLibraryGetKernel(pKernel : * mut cudaKernel_t, library :
+        cudaLibrary_t, name : * const ::core::ffi::c_char) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 194 cudaLibraryGetKernelCount(count : * mut ::core::ffi::c_uint, lib :
+        cudaLibrary_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 195 cudaLibraryGetManaged(dptr : * mut * mut ::core::ffi::c_void, bytes :
+        * mut usize, library : cudaLibrary_t, name : * const ::core::ffi::c_char) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 196 cudaLibraryGetUnifiedFunction(fptr : * mut * mut ::core::ffi::c_void,
+        library : cudaLibrary_t, symbol : * const ::core::ffi::c_char) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 197 cudaLibraryLoadData(library : * mut cudaLibrary_t, code : * const
+        ::core::ffi::c_void, jitOptions : * mut cudaJitOption, jitOptionsValues : * mut *
+        mut ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : *
+        mut cudaLibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+        numLibraryOptions : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 198 cudaLibraryLoadFromFile(library : * mut cudaLibrary_t, fileName : *
+        const ::core::ffi::c_char, jitOptions : * mut cudaJitOption, jitOptionsValues : *
+        mut * mut ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint,
+        libraryOptions : * mut cudaLibraryOption, libraryOptionValues : * mut * mut
+        ::core::ffi::c_void, numLibraryOptions : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 199 cudaLibraryUnload(library : cudaLibrary_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 200 cudaLogsCurrent(iterator_out : * mut cudaLogIterator, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 201 cudaLogsDumpToFile(iterator : * mut cudaLogIterator, pathToFile : *
+        const ::core::ffi::c_char, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 202 cudaLogsDumpToMemory(iterator : * mut cudaLogIterator, buffer : * mut
+        ::core::ffi::c_char, size : * mut usize, flags : ::core::ffi::c_uint) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 203 cudaLogsRegisterCallback(callbackFunc : cudaLogsCallback_t, userData
+        : * mut ::core::ffi::c_void, callback_out : * mut cudaLogsCallbackHandle) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 204 cudaLogsUnregisterCallback(callback : cudaLogsCallbackHandle) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 205 cudaMalloc(devPtr : * mut * mut ::core::ffi::c_void, size : usize) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 206 cudaMalloc3D(pitchedDevPtr : * mut cudaPitchedPtr, extent :
+        cudaExtent) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 207 cudaMalloc3DArray(array : * mut cudaArray_t, desc : * const
+        cudaChannelFormatDesc, extent : cudaExtent, flags : ::core::ffi::c_uint) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 208 cudaMallocArray(array : * mut cudaArray_t, desc : * const
+        cudaChannelFormatDesc, width : usize, height : usize, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 209 cudaMallocAsync_ptsz(devPtr : * mut * mut ::core::ffi::c_void, size :
+        usize, hStream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 210 cudaMallocFromPoolAsync_ptsz(ptr : * mut * mut ::core::ffi::c_void,
+        size : usize, memPool : cudaMemPool_t, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 211 cudaMallocHost(ptr : * mut * mut ::core::ffi::c_void, size : usize)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 212 cudaMallocManaged(devPtr : * mut * mut ::core::ffi::c_void, size :
+        usize, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 213 cudaMallocMipmappedArray(mipmappedArray : * mut cudaMipmappedArray_t,
+        desc : * const cudaChannelFormatDesc, extent : cudaExtent, numLevels :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 214 cudaMallocPitch(devPtr : * mut * mut ::core::ffi::c_void, pitch : *
+        mut usize, width : usize, height : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 215 cudaMemAdvise(devPtr : * const ::core::ffi::c_void, count : usize,
+        advice : cudaMemoryAdvise, location : cudaMemLocation) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 216 cudaMemDiscardAndPrefetchBatchAsync_ptsz(dptrs : * mut * mut
+        ::core::ffi::c_void, sizes : * mut usize, count : usize, prefetchLocs : * mut
+        cudaMemLocation, prefetchLocIdxs : * mut usize, numPrefetchLocs : usize, flags :
+        ::core::ffi::c_ulonglong, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 217 cudaMemDiscardBatchAsync_ptsz(dptrs : * mut * mut
+        ::core::ffi::c_void, sizes : * mut usize, count : usize, flags :
+        ::core::ffi::c_ulonglong, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 218 cudaMemGetDefaultMemPool(memPool : * mut cudaMemPool_t, location : *
+        mut cudaMemLocation, type_ : cudaMemAllocationType) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 219 cudaMemGetInfo(free : * mut usize, total : * mut usize) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 220 cudaMemGetMemPool(memPool : * mut cudaMemPool_t, location : * mut
+        cudaMemLocation, type_ : cudaMemAllocationType) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 221 cudaMemPoolCreate(memPool : * mut cudaMemPool_t, poolProps : * const
+        cudaMemPoolProps) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 222 cudaMemPoolDestroy(memPool : cudaMemPool_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 223 cudaMemPoolExportPointer(exportData : * mut cudaMemPoolPtrExportData,
+        ptr : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 224 cudaMemPoolExportToShareableHandle(shareableHandle : * mut
+        ::core::ffi::c_void, memPool : cudaMemPool_t, handleType :
+        cudaMemAllocationHandleType, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 225 cudaMemPoolGetAccess(flags : * mut cudaMemAccessFlags, memPool :
+        cudaMemPool_t, location : * mut cudaMemLocation) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 226 cudaMemPoolGetAttribute(memPool : cudaMemPool_t, attr :
+        cudaMemPoolAttr, value : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 227 cudaMemPoolImportFromShareableHandle(memPool : * mut cudaMemPool_t,
+        shareableHandle : * mut ::core::ffi::c_void, handleType :
+        cudaMemAllocationHandleType, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 228 cudaMemPoolImportPointer(ptr : * mut * mut ::core::ffi::c_void,
+        memPool : cudaMemPool_t, exportData : * mut cudaMemPoolPtrExportData) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 229 cudaMemPoolSetAccess(memPool : cudaMemPool_t, descList : * const
+        cudaMemAccessDesc, count : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 230 cudaMemPoolSetAttribute(memPool : cudaMemPool_t, attr :
+        cudaMemPoolAttr, value : * mut ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 231 cudaMemPoolTrimTo(memPool : cudaMemPool_t, minBytesToKeep : usize) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 232 cudaMemPrefetchAsync_ptsz(devPtr : * const ::core::ffi::c_void, count
+        : usize, location : cudaMemLocation, flags : ::core::ffi::c_uint, stream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 233 cudaMemPrefetchBatchAsync_ptsz(dptrs : * mut * mut
+        ::core::ffi::c_void, sizes : * mut usize, count : usize, prefetchLocs : * mut
+        cudaMemLocation, prefetchLocIdxs : * mut usize, numPrefetchLocs : usize, flags :
+        ::core::ffi::c_ulonglong, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 234 cudaMemRangeGetAttribute(data : * mut ::core::ffi::c_void, dataSize :
+        usize, attribute : cudaMemRangeAttribute, devPtr : * const ::core::ffi::c_void,
+        count : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 235 cudaMemRangeGetAttributes(data : * mut * mut ::core::ffi::c_void,
+        dataSizes : * mut usize, attributes : * mut cudaMemRangeAttribute, numAttributes
+        : usize, devPtr : * const ::core::ffi::c_void, count : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 236 cudaMemSetMemPool(location : * mut cudaMemLocation, type_ :
+        cudaMemAllocationType, memPool : cudaMemPool_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 237 cudaMemcpy2DArrayToArray_ptds(dst : cudaArray_t, wOffsetDst : usize,
+        hOffsetDst : usize, src : cudaArray_const_t, wOffsetSrc : usize, hOffsetSrc :
+        usize, width : usize, height : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 238 cudaMemcpy2DAsync_ptsz(dst : * mut ::core::ffi::c_void, dpitch :
+        usize, src : * const ::core::ffi::c_void, spitch : usize, width : usize, height :
+        usize, kind : cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 239 cudaMemcpy2DFromArrayAsync_ptsz(dst : * mut ::core::ffi::c_void,
+        dpitch : usize, src : cudaArray_const_t, wOffset : usize, hOffset : usize, width
+        : usize, height : usize, kind : cudaMemcpyKind, stream : cudaStream_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 240 cudaMemcpy2DFromArray_ptds(dst : * mut ::core::ffi::c_void, dpitch :
+        usize, src : cudaArray_const_t, wOffset : usize, hOffset : usize, width : usize,
+        height : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 241 cudaMemcpy2DToArrayAsync_ptsz(dst : cudaArray_t, wOffset : usize,
+        hOffset : usize, src : * const ::core::ffi::c_void, spitch : usize, width :
+        usize, height : usize, kind : cudaMemcpyKind, stream : cudaStream_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 242 cudaMemcpy2DToArray_ptds(dst : cudaArray_t, wOffset : usize, hOffset
+        : usize, src : * const ::core::ffi::c_void, spitch : usize, width : usize, height
+        : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 243 cudaMemcpy2D_ptds(dst : * mut ::core::ffi::c_void, dpitch : usize,
+        src : * const ::core::ffi::c_void, spitch : usize, width : usize, height : usize,
+        kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 244 cudaMemcpy3DAsync_ptsz(p : * const cudaMemcpy3DParms, stream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 245 cudaMemcpy3DBatchAsync_ptsz(numOps : usize, opList : * mut
+        cudaMemcpy3DBatchOp, flags : ::core::ffi::c_ulonglong, stream : cudaStream_t) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 246 cudaMemcpy3DPeerAsync_ptsz(p : * const cudaMemcpy3DPeerParms, stream
+        : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 247 cudaMemcpy3DPeer_ptds(p : * const cudaMemcpy3DPeerParms) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 248 cudaMemcpy3D_ptds(p : * const cudaMemcpy3DParms) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 249 cudaMemcpyArrayToArray_ptds(dst : cudaArray_t, wOffsetDst : usize,
+        hOffsetDst : usize, src : cudaArray_const_t, wOffsetSrc : usize, hOffsetSrc :
+        usize, count : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 250 cudaMemcpyAsync_ptsz(dst : * mut ::core::ffi::c_void, src : * const
+        ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind, stream : cudaStream_t)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 251 cudaMemcpyBatchAsync_ptsz(dsts : * const * mut ::core::ffi::c_void,
+        srcs : * const * const ::core::ffi::c_void, sizes : * const usize, count : usize,
+        attrs : * mut cudaMemcpyAttributes, attrsIdxs : * mut usize, numAttrs : usize,
+        stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 252 cudaMemcpyFromArrayAsync_ptsz(dst : * mut ::core::ffi::c_void, src :
+        cudaArray_const_t, wOffset : usize, hOffset : usize, count : usize, kind :
+        cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 253 cudaMemcpyFromArray_ptds(dst : * mut ::core::ffi::c_void, src :
+        cudaArray_const_t, wOffset : usize, hOffset : usize, count : usize, kind :
+        cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 254 cudaMemcpyFromSymbolAsync_ptsz(dst : * mut ::core::ffi::c_void,
+        symbol : * const ::core::ffi::c_void, count : usize, offset : usize, kind :
+        cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 255 cudaMemcpyFromSymbol_ptds(dst : * mut ::core::ffi::c_void, symbol : *
+        const ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 256 cudaMemcpyPeer(dst : * mut ::core::ffi::c_void, dstDevice :
+        ::core::ffi::c_int, src : * const ::core::ffi::c_void, srcDevice :
+        ::core::ffi::c_int, count : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 257 cudaMemcpyPeerAsync(dst : * mut ::core::ffi::c_void, dstDevice :
+        ::core::ffi::c_int, src : * const ::core::ffi::c_void, srcDevice :
+        ::core::ffi::c_int, count : usize, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 258 cudaMemcpyToArrayAsync_ptsz(dst : cudaArray_t, wOffset : usize,
+        hOffset : usize, src : * const ::core::ffi::c_void, count : usize, kind :
+        cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 259 cudaMemcpyToArray_ptds(dst : cudaArray_t, wOffset : usize, hOffset :
+        usize, src : * const ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 260 cudaMemcpyToSymbolAsync_ptsz(symbol : * const ::core::ffi::c_void,
+        src : * const ::core::ffi::c_void, count : usize, offset : usize, kind :
+        cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 261 cudaMemcpyToSymbol_ptds(symbol : * const ::core::ffi::c_void, src : *
+        const ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 262 cudaMemcpy_ptds(dst : * mut ::core::ffi::c_void, src : * const
+        ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 263 cudaMemset2DAsync_ptsz(devPtr : * mut ::core::ffi::c_void, pitch :
+        usize, value : ::core::ffi::c_int, width : usize, height : usize, stream :
+        cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 264 cudaMemset2D_ptds(devPtr : * mut ::core::ffi::c_void, pitch : usize,
+        value : ::core::ffi::c_int, width : usize, height : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 265 cudaMemset3DAsync_ptsz(pitchedDevPtr : cudaPitchedPtr, value :
+        ::core::ffi::c_int, extent : cudaExtent, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 266 cudaMemset3D_ptds(pitchedDevPtr : cudaPitchedPtr, value :
+        ::core::ffi::c_int, extent : cudaExtent) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 267 cudaMemsetAsync_ptsz(devPtr : * mut ::core::ffi::c_void, value :
+        ::core::ffi::c_int, count : usize, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 268 cudaMemset_ptds(devPtr : * mut ::core::ffi::c_void, value :
+        ::core::ffi::c_int, count : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 269 cudaMipmappedArrayGetMemoryRequirements(memoryRequirements : * mut
+        cudaArrayMemoryRequirements, mipmap : cudaMipmappedArray_t, device :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 270 cudaMipmappedArrayGetSparseProperties(sparseProperties : * mut
+        cudaArraySparseProperties, mipmap : cudaMipmappedArray_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 271 cudaOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize : * mut
+        usize, func : * const ::core::ffi::c_void, numBlocks : ::core::ffi::c_int,
+        blockSize : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 272 cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks : * mut
+        ::core::ffi::c_int, func : * const ::core::ffi::c_void, blockSize :
+        ::core::ffi::c_int, dynamicSMemSize : usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 273 cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks : *
+        mut ::core::ffi::c_int, func : * const ::core::ffi::c_void, blockSize :
+        ::core::ffi::c_int, dynamicSMemSize : usize, flags : ::core::ffi::c_uint) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 274 cudaOccupancyMaxActiveClusters(numClusters : * mut
+        ::core::ffi::c_int, func : * const ::core::ffi::c_void, launchConfig : * const
+        cudaLaunchConfig_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 275 cudaOccupancyMaxPotentialClusterSize(clusterSize : * mut
+        ::core::ffi::c_int, func : * const ::core::ffi::c_void, launchConfig : * const
+        cudaLaunchConfig_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(runtime 276 cudaPeekAtLastError() -> cudaError_t);
+    crate::loader::trampoline!(
+        runtime 277 cudaPointerGetAttributes(attributes : * mut cudaPointerAttributes,
+        ptr : * const ::core::ffi::c_void) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 278 cudaRuntimeGetVersion(runtimeVersion : * mut ::core::ffi::c_int) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 279 cudaSetDevice(device : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 280 cudaSetDeviceFlags(flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 281 cudaSetValidDevices(device_arr : * mut ::core::ffi::c_int, len :
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 282 cudaSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
+        cudaExternalSemaphore_t, paramsArray : * const cudaExternalSemaphoreSignalParams,
+        numExtSems : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 283 cudaStreamAddCallback_ptsz(stream : cudaStream_t, callback :
+        cudaStreamCallback_t, userData : * mut ::core::ffi::c_void, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 284 cudaStreamAttachMemAsync_ptsz(stream : cudaStream_t, devPtr : * mut
+        ::core::ffi::c_void, length : usize, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 285 cudaStreamBeginCaptureToGraph_ptsz(stream : cudaStream_t, graph :
+        cudaGraph_t, dependencies : * const cudaGraphNode_t, dependencyData : * const
+        cudaGraphEdgeData, numDependencies : usize, mode : cudaStreamCaptureMode) ->
+        cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 286 cudaStreamBeginCapture_ptsz(stream : cudaStream_t, mode :
+        cudaStreamCaptureMode) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 287 cudaStreamCopyAttributes_ptsz(dst : cudaStream_t, src : cudaStream_t)
+        -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 288 cudaStreamCreate(pStream : * mut cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 289 cudaStreamCreateWithFlags(pStream : * mut cudaStream_t, flags :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 290 cudaStreamCreateWithPriority(pStream : * mut cudaStream_t, flags :
+        ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 291 cudaStreamDestroy(stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 292 cudaStreamEndCapture_ptsz(stream : cudaStream_t, pGraph : * mut
+        cudaGraph_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 293 cudaStreamGetAttribute_ptsz(hStream : cudaStream_t, attr :
+        cudaLaunchAttributeID, value_out : * mut cudaLaunchAttributeValue) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 294 cudaStreamGetCaptureInfo_ptsz(stream : cudaStream_t,
+        captureStatus_out : * mut cudaStreamCaptureStatus, id_out : * mut
+        ::core::ffi::c_ulonglong, graph_out : * mut cudaGraph_t, dependencies_out : * mut
+        * const cudaGraphNode_t, edgeData_out : * mut * const cudaGraphEdgeData,
+        numDependencies_out : * mut usize) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 295 cudaStreamGetDevice_ptsz(hStream : cudaStream_t, device : * mut
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 296 cudaStreamGetFlags_ptsz(hStream : cudaStream_t, flags : * mut
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 297 cudaStreamGetId_ptsz(hStream : cudaStream_t, streamId : * mut
+        ::core::ffi::c_ulonglong) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 298 cudaStreamGetPriority_ptsz(hStream : cudaStream_t, priority : * mut
+        ::core::ffi::c_int) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 299 cudaStreamIsCapturing_ptsz(stream : cudaStream_t, pCaptureStatus : *
+        mut cudaStreamCaptureStatus) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 300 cudaStreamQuery_ptsz(stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 301 cudaStreamSetAttribute_ptsz(hStream : cudaStream_t, attr :
+        cudaLaunchAttributeID, value : * const cudaLaunchAttributeValue) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 302 cudaStreamSynchronize_ptsz(stream : cudaStream_t) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 303 cudaStreamUpdateCaptureDependencies_ptsz(stream : cudaStream_t,
+        dependencies : * mut cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
+        numDependencies : usize, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 304 cudaStreamWaitEvent_ptsz(stream : cudaStream_t, event : cudaEvent_t,
+        flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 305 cudaThreadExchangeStreamCaptureMode(mode : * mut
+        cudaStreamCaptureMode) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 306 cudaUserObjectCreate(object_out : * mut cudaUserObject_t, ptr : * mut
+        ::core::ffi::c_void, destroy : cudaHostFn_t, initialRefcount :
+        ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 307 cudaUserObjectRelease(object : cudaUserObject_t, count :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 308 cudaUserObjectRetain(object : cudaUserObject_t, count :
+        ::core::ffi::c_uint) -> cudaError_t
+    );
+    crate::loader::trampoline!(
+        runtime 309 cudaWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
+        cudaExternalSemaphore_t, paramsArray : * const cudaExternalSemaphoreWaitParams,
+        numExtSems : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
+    );
 }

@@ -298,5 +298,42 @@ fn windows(workspace: &Path) -> Result<(), String> {
         )
     };
     build(false)?;
-    build(true)
+    build(true)?;
+
+    // The run-time loader's Windows half (LoadLibraryW, GetProcAddress): the
+    // demo built with `dynamic-loading` starts under wine, where there is no
+    // nvcuda.dll, and reports that through the loader's API.
+    let mut cmd = cargo(workspace);
+    cmd.args([
+        "run",
+        "--quiet",
+        "--example",
+        "demo",
+        "--features",
+        "dynamic-loading",
+    ]);
+    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
+    let out = cmd
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_TARGET_DIR", &dir)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cargo run --example demo: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    let what = crate::examples::verdict(
+        "demo (windows, dynamic-loading)",
+        0,
+        out.status.code(),
+        &stdout,
+    )?;
+    let expected = "no driver: LoadLibraryW failed with Windows error 126 (nvcuda.dll)";
+    if !stdout.contains(expected) {
+        return Err(format!(
+            "the loaded demo under wine did not say {expected:?}"
+        ));
+    }
+    println!("demo (windows, dynamic-loading): {what}; the loader reported the missing nvcuda.dll");
+    Ok(())
 }

@@ -153,17 +153,22 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
     run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("bench.sh")))
 }
 
-/// Five interleaved rounds of the three builds; prints every figure and the
-/// median per (build, operation).
+/// Seven rounds of the three builds, their order rotated each round, pinned
+/// to one core; the loaded build adds its same-process comparison. Prints
+/// every figure and the median per (build, operation).
 const BENCH_SH: &str = r#"#!/usr/bin/env bash
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/results}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+pin=""
+command -v taskset >/dev/null && pin="taskset -c ${BENCH_CPU:-2}"
 : >"$out/bench-raw.txt"
-for round in 1 2 3 4 5; do
-  for b in linked loaded cudarc; do "$here/bench/$b" >>"$out/bench-raw.txt"; done
+order=(linked loaded cudarc)
+for round in 1 2 3 4 5 6 7; do
+  for b in "${order[@]}"; do $pin "$here/bench/$b" >>"$out/bench-raw.txt"; done
+  order=("${order[@]:1}" "${order[0]}")
 done
 python3 - "$out/bench-raw.txt" <<'PY' | tee "$out/bench.txt"
 import sys, statistics, collections
@@ -172,11 +177,18 @@ for line in open(sys.argv[1]):
     who, op, ns = line.split()
     d[(op, who)].append(float(ns))
 ops = sorted({op for op, _ in d}, key=lambda o: list(d).index((o, "cuda-mem-sys-linked")))
-print("| operation | linked | loaded | loaded / linked | cudarc 0.19 loaded |")
-print("|---|---|---|---|---|")
+print("Separate processes (median of 7 rounds, order rotated, pinned):\n")
+print("| operation | linked | loaded | loaded / linked | cudarc 0.19 loaded | loaded / cudarc |")
+print("|---|---|---|---|---|---|")
 for op in ops:
     m = {w: statistics.median(d[(op, w)]) for w in ("cuda-mem-sys-linked", "cuda-mem-sys-loaded", "cudarc-0.19-loaded")}
-    print(f"| `{op}` | {m['cuda-mem-sys-linked']:.1f} | {m['cuda-mem-sys-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cuda-mem-sys-linked']:.2f} | {m['cudarc-0.19-loaded']:.1f} |")
+    print(f"| `{op}` | {m['cuda-mem-sys-linked']:.1f} | {m['cuda-mem-sys-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cuda-mem-sys-linked']:.2f} | {m['cudarc-0.19-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cudarc-0.19-loaded']:.2f} |")
+print("\nOne process, interleaved (the loaded build; median of 7 x 5 rounds): the trampoline against the driver's own pointer called directly, as a linked call does:\n")
+print("| operation | direct | trampoline | trampoline / direct |")
+print("|---|---|---|---|")
+for op in ops:
+    m = {w: statistics.median(d[(op, w)]) for w in ("same-process-direct", "same-process-trampoline")}
+    print(f"| `{op}` | {m['same-process-direct']:.1f} | {m['same-process-trampoline']:.1f} | {m['same-process-trampoline']/m['same-process-direct']:.2f} |")
 PY
 "#;
 
