@@ -1138,58 +1138,42 @@ fn vmm_importer() -> TestResult {
 /// intact, it keeps creating and releasing allocations, and once it releases
 /// its own handle `cuMemGetInfo` shows the memory back.
 fn process_death_importer_killed_while_mapped() -> TestResult {
-    let test = "vmm_importer_killed_while_mapped";
-    let gpu = Gpu::new(0)?;
-    let free0 = pd::free_memory()?;
-    let (fd, fields, kept) = vmm_export()?;
-    let size = fields.number("bytes")? as usize;
-    let imported = pd::spawn_importer("vmm_importer", &[], fd, &fields);
-    ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
-    let (mut importer, first) = imported?;
-    let free_mapped = pd::free_memory()?;
-    let killed = importer.kill()?;
-    let ptr = kept.m.as_ref().map(|m| m.ptr).ok_or("no mapping kept")?;
-    let intact = pd::compare(
-        read(ptr, size).map_err(pd::message),
-        &pd::pattern(size, pd::SEED),
-    );
-    // The exporter goes on: allocations come and go after the importer's death.
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    for i in 0..4 {
-        let m = Mapping::new(&prop, size, gpu.dev)?;
-        write(m.ptr, &pattern(size, i))?;
-        same(&read(m.ptr, size)?, &pattern(size, i), "a new allocation")?;
-        m.free()?;
-    }
-    let free_held = pd::free_memory()?;
-    drop(kept);
-    let (free_end, ms) = pd::await_free(pd::free_memory, free0, pd::slack(size))?;
-    pd::figure(
-        test,
-        &[
-            ("bytes", size.to_string()),
-            ("free_before", pd::mib(free0)),
-            ("free_both_mapped", pd::mib(free_mapped)),
-            ("importer", first.clone()),
-            ("importer_killed", killed),
-            ("exporter_data_after", intact.clone()),
-            ("free_exporter_holding", pd::mib(free_held)),
-            ("free_after_release", pd::mib(free_end)),
-            ("returned_in_ms", ms.to_string()),
-        ],
-    );
-    ensure!(first == pd::READ_OK, "the importer: {first}");
-    ensure!(
-        intact == "match",
-        "the exporter's bytes after the importer died: {intact}"
-    );
-    pd::ensure_returned(
-        free0,
-        free_end,
-        pd::slack(size),
+    pd::importer_killed(
+        "vmm_importer_killed_while_mapped",
+        "vmm_importer",
+        vmm_export,
+        pd::free_memory,
         "after the exporter released its handle",
-    )?;
-    Ok(())
+    )
+}
+
+impl pd::Exporting for VmmKept {
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let m = self.m.as_ref().ok_or("no mapping kept")?;
+        read(m.ptr, n).map_err(pd::message)
+    }
+    fn go_on(&mut self, round: u32) -> TestResult {
+        let prop = device_prop(self._gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        let size = 2 * min_granularity(&prop)?;
+        let m = Mapping::new(&prop, size, self._gpu.dev)?;
+        let checked = write(m.ptr, &pattern(size, round)).and_then(|()| {
+            same(
+                &read(m.ptr, size)?,
+                &pattern(size, round),
+                "a new allocation",
+            )
+        });
+        m.free()?;
+        checked
+    }
+    fn release(self) -> (Vec<(&'static str, String)>, TestResult) {
+        let held = pd::free_memory().map(pd::mib);
+        drop(self);
+        match held {
+            Ok(held) => (vec![("free_exporter_holding", held)], Ok(())),
+            Err(e) => (vec![], Err(e)),
+        }
+    }
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory

@@ -518,6 +518,65 @@ pub fn exporter_killed(
     Ok(())
 }
 
+/// The exporter's side of [`importer_killed`], kept in the test process.
+pub trait Exporting {
+    /// The `n` shared bytes, as the exporter reads them.
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String>;
+    /// The figure taken while both processes have the memory mapped.
+    fn while_mapped(&self) -> Result<(&'static str, String), Failed> {
+        Ok(("free_both_mapped", mib(free_memory()?)))
+    }
+    /// One round of the exporter going on after the importer's death: a new
+    /// allocation written, read back and freed.
+    fn go_on(&mut self, round: u32) -> TestResult;
+    /// Releases everything: its figures, and whether the release was right.
+    fn release(self) -> (Vec<(&'static str, String)>, TestResult);
+}
+
+/// The importer child is SIGKILLed while it holds a mapped import: the
+/// exporter's bytes are intact, it keeps allocating and freeing, and once it
+/// releases what it exported the memory comes back (`probe`).
+pub fn importer_killed<E: Exporting>(
+    test: &str,
+    importer: &str,
+    export: impl FnOnce() -> Result<(RawFd, Fields, E), Failed>,
+    probe: Probe,
+    released: &str,
+) -> TestResult {
+    let free0 = probe()?;
+    let (fd, fields, mut kept) = export()?;
+    let bytes = fields.number("bytes")? as usize;
+    let imported = spawn_importer(importer, &[], fd, &fields);
+    unsafe { libc::close(fd) };
+    let (mut i, first) = imported?;
+    let mapped = kept.while_mapped()?;
+    let killed = i.kill()?;
+    let intact = compare(kept.read(bytes), &pattern(bytes, SEED));
+    let went_on = (0..4).try_for_each(|round| kept.go_on(round));
+    let (release_figures, release) = kept.release();
+    let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
+    let mut pairs = vec![
+        ("bytes", bytes.to_string()),
+        ("free_before", mib(free0)),
+        mapped,
+        ("importer", first.clone()),
+        ("importer_killed", killed),
+        ("exporter_data_after", intact.clone()),
+    ];
+    pairs.extend(release_figures);
+    pairs.push(("free_after_release", mib(free_end)));
+    pairs.push(("returned_in_ms", ms.to_string()));
+    figure(test, &pairs);
+    ensure!(first == READ_OK, "the importer: {first}");
+    ensure!(
+        intact == "match",
+        "the exporter's bytes after the importer died: {intact}"
+    );
+    went_on.map_err(|e| format!("the exporter after the importer died: {}", message(e)))?;
+    release?;
+    ensure_returned(free0, free_end, slack(bytes), released)
+}
+
 /// The exporter sends its descriptor and is killed before anyone imports it;
 /// a fresh importer child then imports. `documented`: the import must work
 /// and read the exporter's bytes (a VMM descriptor is a reference to the

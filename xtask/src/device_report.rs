@@ -90,7 +90,9 @@ struct Case {
 }
 
 fn parse_case(line: &str) -> Option<Case> {
-    let rest = line.trim_start().strip_prefix("bad-input: ")?;
+    // libtest prints `test <name> ... ` and then the test's own output on the
+    // same line: the case starts wherever `bad-input: ` does.
+    let rest = &line[line.find("bad-input: ")? + "bad-input: ".len()..];
     let (entry, rest) = rest.split_once(" expected=")?;
     let (expected, rest) = rest.split_once(" got=")?;
     let (got, case) = rest.split_once(" case=")?;
@@ -333,6 +335,17 @@ mod tests {
         tensor-map\tcuTensorMapEncodeTiled\tlibcuda\n\
         tensor-map\tcuTensorMapReplaceAddress\tlibcuda\n\
         tensor-map\tcuTensorMapEncodeIm2col\tlibcuda\n";
+
+    #[test]
+    fn a_case_after_libtests_test_line_parses() {
+        let c = parse_case(
+            "test rt_bad_input                                   ... bad-input: cudaMemPoolGetAccess expected=cudaErrorInvalidValue(1) got=cudaErrorInvalidValue(1) case=cudaMemPoolGetAccess(pool, device 9999)",
+        )
+        .expect("parsed");
+        assert_eq!(c.entry, "cudaMemPoolGetAccess");
+        assert_eq!(c.case, "cudaMemPoolGetAccess(pool, device 9999)");
+        assert_eq!(parse_case("test rt_bad_input ... ok"), None);
+    }
 
     #[test]
     fn a_bad_input_line_parses() {
