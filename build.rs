@@ -48,8 +48,12 @@ enum Bindings {
     /// Generated from the headers found (feature `bindgen`).
     #[cfg(feature = "bindgen")]
     Generated(Box<codegen::Output>),
-    /// The committed file of [`release::PINNED_RELEASE`].
-    Committed,
+    /// The committed file of [`release::PINNED_RELEASE`]. `fallback`: in place
+    /// of generated ones (no headers, no libclang, no `bindgen` feature), the
+    /// `cuda_mem_sys_fallback` cfg; else they are what the generator would
+    /// write from the headers found (the same headers, see
+    /// [`release::same_inputs`]).
+    Committed { fallback: bool },
 }
 
 fn main() {
@@ -77,6 +81,7 @@ fn run() -> Result<(), String> {
     }
     for cfg in [
         "cuda_mem_sys_fallback",
+        "cuda_mem_sys_same_headers",
         "cuda_mem_sys_load_driver",
         "cuda_mem_sys_load_runtime",
     ] {
@@ -99,7 +104,17 @@ fn run() -> Result<(), String> {
         locate::Search::Invalid(message) => return Err(message),
         locate::Search::Found(cuda) => {
             std::fs::create_dir_all(&work_dir).map_err(|e| e.to_string())?;
-            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds)?;
+            // The committed bindings stand for generated ones where the headers
+            // are those they were generated from, for a target they are proven
+            // on; not where the ABI tests' inputs (made from a fresh
+            // generation) are wanted, nor with the per-thread default stream
+            // (its `static inline` copies are compiled from the generator's C).
+            let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+            let reuse = !ptds
+                && !test_inputs
+                && os == "linux"
+                && ["x86_64", "aarch64"].contains(&arch.as_str());
+            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds, reuse)?;
             let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
             println!(
                 "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
@@ -118,7 +133,7 @@ fn run() -> Result<(), String> {
                 );
             }
             println!("cargo:fallback=1");
-            (Bindings::Committed, None)
+            (Bindings::Committed { fallback: true }, None)
         }
     };
     // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
@@ -128,7 +143,7 @@ fn run() -> Result<(), String> {
             if test_inputs {
                 write_signature_inputs(&out_dir, &out.file, &out.c_tags)?;
             }
-            Bindings::Committed
+            Bindings::Committed { fallback: true }
         }
         b => b,
     };
@@ -157,10 +172,12 @@ fn run() -> Result<(), String> {
             }
             (out.cuda_version, symbols)
         }
-        Bindings::Committed => {
+        Bindings::Committed { fallback } => {
             println!("cargo:rerun-if-changed={}", committed.display());
             println!("cargo:rerun-if-changed={}", symbols.display());
-            println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
+            if *fallback {
+                println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
+            }
             let rust = std::fs::read_to_string(&committed)
                 .map_err(|e| format!("reading {}: {e}", committed.display()))?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
@@ -245,9 +262,27 @@ fn from_headers(
     crate_dir: &Path,
     work_dir: &Path,
     ptds: bool,
+    reuse: bool,
 ) -> Result<Bindings, String> {
     #[cfg(feature = "bindgen")]
     {
+        let inputs = release::inputs_path(crate_dir, false);
+        println!("cargo:rerun-if-changed={}", inputs.display());
+        let same = std::fs::read_to_string(&inputs)
+            .ok()
+            .and_then(|text| release::same_inputs(&text, &cuda.include_dirs));
+        if let Some(headers) = same {
+            // The headers of the committed bindings (tests/build_errors.rs
+            // checks the reuse below only with those).
+            println!("cargo:rustc-cfg=cuda_mem_sys_same_headers");
+            if reuse {
+                for h in headers {
+                    println!("cargo:rerun-if-changed={}", h.display());
+                }
+                println!("cargo:bindings=committed-same-headers");
+                return Ok(Bindings::Committed { fallback: false });
+            }
+        }
         match libclang() {
             Ok(()) => {
                 let mut cc = cc::Build::new();
@@ -277,13 +312,13 @@ fn from_headers(
                     cuda.include_dirs[0].display(),
                     release::PINNED_RELEASE
                 );
-                Ok(Bindings::Committed)
+                Ok(Bindings::Committed { fallback: true })
             }
         }
     }
     #[cfg(not(feature = "bindgen"))]
     {
-        let _ = ptds;
+        let _ = (ptds, reuse);
         let version = headers_version(cuda, crate_dir, work_dir)?;
         if version != release::pinned_cuda_version() {
             return Err(format!(
@@ -301,7 +336,7 @@ fn from_headers(
                 release::PINNED_RELEASE
             ));
         }
-        Ok(Bindings::Committed)
+        Ok(Bindings::Committed { fallback: true })
     }
 }
 

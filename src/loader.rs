@@ -240,59 +240,48 @@ pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 /// The body of every generated trampoline:
 /// `trampoline!(driver 27 cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult)`.
 ///
-/// The hot path is a load, a compare and a tail jump to the library's
+/// Each trampoline keeps the resolved address in a static of its own (a
+/// private item: addressed relative to the instruction pointer, no GOT load),
+/// so the hot path is one load, a test and a tail jump to the library's
 /// function. The first call (and a missing function) goes to a cold inner
-/// function of the same signature, also by tail jump, so the trampoline
-/// itself needs no stack frame.
+/// function of the same signature, also by tail jump, so the trampoline needs
+/// no stack frame. The loader's slot array stays the one authority (what
+/// [`function`] and [`load_all`] read); the static only caches a success.
 macro_rules! trampoline {
     (driver $($rest:tt)*) => {
-        $crate::loader::trampoline!(@ driver_ready driver_resolve $($rest)*);
+        $crate::loader::trampoline!(@ driver_resolve $($rest)*);
     };
     (runtime $($rest:tt)*) => {
-        $crate::loader::trampoline!(@ runtime_ready runtime_resolve $($rest)*);
+        $crate::loader::trampoline!(@ runtime_resolve $($rest)*);
     };
-    (@ $ready:ident $resolve:ident $slot:literal
+    (@ $resolve:ident $slot:literal
         $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
             type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
+            static RESOLVED: ::core::sync::atomic::AtomicUsize =
+                ::core::sync::atomic::AtomicUsize::new(0);
             #[cold]
             #[inline(never)]
             unsafe extern "C" fn first_call($($arg: $ty),*) $(-> $ret)? {
                 match $crate::loader::$resolve($slot) {
-                    Ok(f) => ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
-                        $($arg),*
-                    ),
+                    Ok(f) => {
+                        RESOLVED.store(f as usize, ::core::sync::atomic::Ordering::Release);
+                        ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
+                            $($arg),*
+                        )
+                    }
                     Err(missing) => $crate::loader::Missing::value(missing),
                 }
             }
-            match $crate::loader::$ready($slot) {
-                Some(f) => ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
-                    $($arg),*
-                ),
-                None => first_call($($arg),*),
+            match RESOLVED.load(::core::sync::atomic::Ordering::Acquire) {
+                0 => first_call($($arg),*),
+                f => ::core::mem::transmute::<usize, Function>(f)($($arg),*),
             }
         }
     };
 }
 pub(crate) use trampoline;
-
-/// The driver function in `slot` if it is already resolved: the trampolines'
-/// whole hot path (one load and a compare; the call is then a tail jump).
-#[doc(hidden)]
-#[inline(always)]
-pub fn driver_ready(slot: usize) -> Option<*const c_void> {
-    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
-    (v > NOT_FOUND).then_some(v as *const c_void)
-}
-
-/// The runtime function in `slot` if it is already resolved.
-#[doc(hidden)]
-#[inline(always)]
-pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
-    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
-    (v > NOT_FOUND).then_some(v as *const c_void)
-}
 
 /// Resolves the driver function in `slot` (the trampolines' cold path: first
 /// call, or a function that is missing).

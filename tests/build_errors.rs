@@ -27,10 +27,19 @@ fn build_with(env: &[(&str, &Path)]) -> (bool, String) {
 
 /// [`build_with`] with more arguments for cargo (`--no-default-features`).
 fn build_with_args(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
+    let mut all = vec!["--quiet"];
+    all.extend(args);
+    build_command(&all, env)
+}
+
+/// `cargo build <args>` of this crate's library with `env` set (and every
+/// CUDA variable unset); returns (success, stderr and then stdout: with `-vv`
+/// the build script's own lines, `[cuda-mem-sys ...] cargo:...`, are there).
+fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(manifest)
-        .args(["build", "--quiet", "-p", "cuda-mem-sys", "--lib"])
+        .args(["build", "-p", "cuda-mem-sys", "--lib"])
         .args(args)
         .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"));
     for var in [
@@ -48,7 +57,7 @@ fn build_with_args(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
     let out = cmd.output().expect("running cargo");
     (
         out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
     )
 }
 
@@ -270,4 +279,75 @@ fn scratch_folders_are_removed_even_when_a_test_panics() {
     assert!(r.is_err());
     let seen = seen.unwrap();
     assert!(!seen.exists(), "{} survived the panic", seen.display());
+}
+
+/// Copies the folder `from` into `to` (both exist; `to` is empty).
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The headers the committed bindings were generated from stand in for a
+/// bindgen run (the build needs no libclang and says so in its metadata);
+/// the same headers with one byte changed do not (the build looks for
+/// libclang, and without it falls back with its warning).
+#[test]
+#[cfg_attr(
+    not(cuda_mem_sys_same_headers),
+    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
+)]
+fn the_committed_bindings_stand_in_for_their_very_headers_only() {
+    let dirs = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS").expect("headers were found");
+    let include = std::env::split_paths(dirs).next().unwrap();
+    let no_libclang = scratch("no-libclang");
+    let (ok, stderr) = build_command(
+        &["-vv"],
+        &[
+            ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            ("LIBCLANG_PATH", no_libclang.path()),
+        ],
+    );
+    assert!(ok, "the build with the very headers failed:\n{stderr}");
+    assert!(
+        stderr.contains("cargo:bindings=committed-same-headers"),
+        "the build with the very headers did not take the committed bindings:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("libclang was not found")
+            && !stderr.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "the build with the very headers looked for libclang or fell back:\n{stderr}"
+    );
+
+    // The deliberately wrong case: one byte more in cuda.h.
+    let changed = scratch("changed-headers");
+    copy_tree(&include, changed.path());
+    let cuda_h = changed.path().join("cuda.h");
+    let mut text = std::fs::read(&cuda_h).unwrap();
+    text.extend_from_slice(b"\n");
+    std::fs::write(&cuda_h, text).unwrap();
+    let (ok, stderr) = build_command(
+        &["-vv"],
+        &[
+            ("CUDA_MEM_SYS_INCLUDE_DIR", changed.path()),
+            ("LIBCLANG_PATH", no_libclang.path()),
+        ],
+    );
+    assert!(ok, "the build with a changed cuda.h failed:\n{stderr}");
+    assert!(
+        !stderr.contains("cargo:bindings=committed-same-headers"),
+        "a changed cuda.h still counted as the committed bindings' headers:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("libclang was not found")
+            && stderr.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "a changed cuda.h did not lead to bindgen (here: its fallback without libclang):\n{stderr}"
+    );
 }

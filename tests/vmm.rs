@@ -1138,6 +1138,9 @@ fn vmm_importer() -> TestResult {
 /// intact, it keeps creating and releasing allocations, and once it releases
 /// its own handle `cuMemGetInfo` shows the memory back.
 fn process_death_importer_killed_while_mapped() -> TestResult {
+    // The test's own context reference: `kept` releases its own with the
+    // memory, and the free-memory figures after that need a live context.
+    let _gpu = Gpu::new(0)?;
     pd::importer_killed(
         "vmm_importer_killed_while_mapped",
         "vmm_importer",

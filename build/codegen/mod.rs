@@ -80,10 +80,19 @@ pub fn generate(input: &Input) -> Result<Output, String> {
     let cuda_version = preprocess::cuda_version_of(&macros)?;
     check_release(&input.include_dirs[0], cuda_version)?;
     let c_tags = abi_checks::c_tags(&preprocessed);
-    let headers_read: Vec<PathBuf> = files
+    let mut headers_read: Vec<PathBuf> = files
         .into_iter()
         .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
         .collect();
+    // The loader's table reads `cudaTypedefs.h` too, in a preprocessor run of
+    // its own (it includes nothing `cuda.h` does not).
+    headers_read.extend(
+        input
+            .include_dirs
+            .iter()
+            .map(|d| d.join("cudaTypedefs.h"))
+            .find(|t| t.is_file()),
+    );
 
     let macros: Vec<_> = macros
         .into_iter()
