@@ -206,11 +206,9 @@ fn figures(logs: &[(&str, String)]) -> String {
     md.push_str("The `figure:` lines of the process-death tests, as printed:\n\n```text\n");
     let mut any = false;
     for (_, text) in logs {
-        for l in text
-            .lines()
-            .filter(|l| l.trim_start().starts_with("figure: "))
-        {
-            md.push_str(l.trim_start());
+        // Like the bad-input lines, a figure may follow libtest's `test <name> ... `.
+        for l in text.lines().filter_map(|l| l.find("figure: ").map(|i| &l[i..])) {
+            md.push_str(l);
             md.push('\n');
             any = true;
         }
@@ -345,6 +343,14 @@ mod tests {
         assert_eq!(c.entry, "cudaMemPoolGetAccess");
         assert_eq!(c.case, "cudaMemPoolGetAccess(pool, device 9999)");
         assert_eq!(parse_case("test rt_bad_input ... ok"), None);
+    }
+
+    #[test]
+    fn figures_after_libtests_test_line_are_listed() {
+        let log = "test vmm_importer_killed ... figure: vmm_importer_killed bytes=4\nfigure: b x=1\nok\n";
+        let md = figures(&[("vmm", log.to_string())]);
+        assert!(md.contains("\nfigure: vmm_importer_killed bytes=4\nfigure: b x=1\n"), "{md}");
+        assert!(!md.contains("did not run"), "{md}");
     }
 
     #[test]
