@@ -283,6 +283,62 @@ macro_rules! trampoline {
 }
 pub(crate) use trampoline;
 
+/// A documented name as Rust code calls it in a loaded build:
+/// `call!(driver 27 "summary" cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult => cuCtxGetCurrent)`
+/// (the declaration of the linked build is compiled out in its favour).
+///
+/// Inlined into the caller: a load of the loader's slot, a compare and an
+/// indirect call to the library's function, as a linked call is an indirect
+/// call through the GOT. Until the slot is resolved (the first call, or a
+/// missing function) it calls the symbol's trampoline, which resolves it or
+/// returns the documented code.
+macro_rules! call {
+    (driver $($rest:tt)*) => {
+        $crate::loader::call!(@ driver_ready loaded_driver $($rest)*);
+    };
+    (runtime $($rest:tt)*) => {
+        $crate::loader::call!(@ runtime_ready loaded_runtime $($rest)*);
+    };
+    (@ $ready:ident $module:ident $slot:literal $doc:literal
+        $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? => $symbol:ident) => {
+        #[doc = $doc]
+        #[doc = ""]
+        #[doc = concat!(
+            "Loaded at run time (`dynamic-loading`): calls `", stringify!($symbol),
+            "` through the loader. The full documentation is the linked build's \
+             (without `dynamic-loading`; docs.rs)."
+        )]
+        #[inline(always)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            match $crate::loader::$ready($slot) {
+                Some(f) => ::core::mem::transmute::<
+                    *const ::core::ffi::c_void,
+                    unsafe extern "C" fn($($ty),*) $(-> $ret)?,
+                >(f)($($arg),*),
+                None => $crate::generated::$module::$symbol($($arg),*),
+            }
+        }
+    };
+}
+pub(crate) use call;
+
+/// The driver function in `slot` if it is already resolved: the whole hot
+/// path of a Rust call in a loaded build (see [`call`]).
+#[doc(hidden)]
+#[inline(always)]
+pub fn driver_ready(slot: usize) -> Option<*const c_void> {
+    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
+    (v > NOT_FOUND).then_some(v as *const c_void)
+}
+
+/// The runtime function in `slot` if it is already resolved.
+#[doc(hidden)]
+#[inline(always)]
+pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
+    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
+    (v > NOT_FOUND).then_some(v as *const c_void)
+}
+
 /// Resolves the driver function in `slot` (the trampolines' cold path: first
 /// call, or a function that is missing).
 #[doc(hidden)]

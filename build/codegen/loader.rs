@@ -211,6 +211,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[#(#name_rows),*];
         }
     });
+    direct_calls(file, &driver, &runtime);
     for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
         let mut fns: Vec<syn::Item> = vec![];
         for (i, e) in entries.iter().enumerate() {
@@ -235,6 +236,83 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// In a loaded build Rust code calls each documented name through
+/// `crate::loader::call!` (inlined: the slot, a compare, an indirect call),
+/// not through its declaration, which is compiled out there; the trampolines
+/// stay for everything else that links the symbol (the headers' `static
+/// inline` copies, C code in the same program). The declaration keeps the
+/// full documentation; the loaded build's function gets its first paragraph.
+fn direct_calls(file: &mut syn::File, driver: &[Entry], runtime: &[Entry]) {
+    let slot = |s: &str| -> Option<(&'static str, usize)> {
+        if let Some(i) = driver.iter().position(|e| e.symbol == s) {
+            return Some(("driver", i));
+        }
+        runtime
+            .iter()
+            .position(|e| e.symbol == s)
+            .map(|i| ("runtime", i))
+    };
+    let mut calls: Vec<syn::Item> = vec![];
+    for item in &mut file.items {
+        let syn::Item::ForeignMod(m) = item else {
+            continue;
+        };
+        for i in &mut m.items {
+            let syn::ForeignItem::Fn(f) = i else { continue };
+            let symbol = link_name(&f.attrs).unwrap_or_else(|| f.sig.ident.to_string());
+            let Some((api, n)) = slot(&symbol).filter(|_| f.sig.variadic.is_none()) else {
+                continue;
+            };
+            let cfg = syn::Ident::new(
+                &format!("cuda_mem_sys_load_{api}"),
+                proc_macro2::Span::call_site(),
+            );
+            f.attrs.push(syn::parse_quote!(#[cfg(not(#cfg))]));
+            let doc = first_paragraph(&f.attrs);
+            let api = syn::Ident::new(api, proc_macro2::Span::call_site());
+            let n = syn::LitInt::new(&n.to_string(), proc_macro2::Span::call_site());
+            let ident = &f.sig.ident;
+            let target = syn::Ident::new(&symbol, proc_macro2::Span::call_site());
+            let inputs = &f.sig.inputs;
+            let output = &f.sig.output;
+            calls.push(syn::parse_quote! {
+                #[cfg(#cfg)]
+                crate::loader::call!(#api #n #doc #ident(#inputs) #output => #target);
+            });
+        }
+    }
+    file.items.extend(calls);
+}
+
+/// The first paragraph of an item's doc comment, on one line.
+fn first_paragraph(attrs: &[syn::Attribute]) -> String {
+    let mut text = String::new();
+    for a in attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        if let syn::Meta::NameValue(nv) = &a.meta {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+            {
+                text.push_str(&s.value());
+                text.push('\n');
+            }
+        }
+    }
+    let para = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if para.is_empty() {
+        "A CUDA function.".to_string()
+    } else {
+        para
+    }
 }
 
 /// `crate::loader::trampoline!(api slot symbol(params) -> R)`: the macro in

@@ -12257,6 +12257,7 @@ extern "C" {
 
  [`CUresult`](crate::CUresult),
  [`cudaGetErrorString`](crate::cudaGetErrorString)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetErrorString(
         error: CUresult,
         pStr: *mut *const ::core::ffi::c_char,
@@ -12280,6 +12281,7 @@ extern "C" {
 
  [`CUresult`](crate::CUresult),
  [`cudaGetErrorName`](crate::cudaGetErrorName)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetErrorName(
         error: CUresult,
         pStr: *mut *const ::core::ffi::c_char,
@@ -12304,6 +12306,7 @@ extern "C" {
  [`CUDA_ERROR_SYSTEM_DRIVER_MISMATCH`](crate::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH),
  [`CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE`](crate::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuInit(Flags: ::core::ffi::c_uint) -> CUresult;
     /** Returns the latest CUDA version supported by driver
 
@@ -12327,6 +12330,7 @@ extern "C" {
 
  [`cudaDriverGetVersion`](crate::cudaDriverGetVersion),
  [`cudaRuntimeGetVersion`](crate::cudaRuntimeGetVersion)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDriverGetVersion(driverVersion: *mut ::core::ffi::c_int) -> CUresult;
     /** Returns a handle to a compute device
 
@@ -12355,6 +12359,7 @@ extern "C" {
  [`cuDeviceGetLuid`](crate::cuDeviceGetLuid),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGet(device: *mut CUdevice, ordinal: ::core::ffi::c_int) -> CUresult;
     /** Returns the number of compute-capable devices
 
@@ -12383,6 +12388,7 @@ extern "C" {
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaGetDeviceCount`](crate::cudaGetDeviceCount)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetCount(count: *mut ::core::ffi::c_int) -> CUresult;
     /** Returns an identifier string for the device
 
@@ -12414,6 +12420,7 @@ extern "C" {
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetName(
         name: *mut ::core::ffi::c_char,
         len: ::core::ffi::c_int,
@@ -12446,6 +12453,7 @@ extern "C" {
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult;
     /** Return an LUID and device node mask for the device
 
@@ -12474,6 +12482,7 @@ extern "C" {
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetLuid(
         luid: *mut ::core::ffi::c_char,
         deviceNodeMask: *mut ::core::ffi::c_uint,
@@ -12506,6 +12515,7 @@ extern "C" {
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaMemGetInfo`](crate::cudaMemGetInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> CUresult;
     /** Returns the maximum number of elements allocatable in a 1D linear texture for a given texture element size.
 
@@ -12536,6 +12546,7 @@ extern "C" {
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cudaMemGetInfo`](crate::cudaMemGetInfo),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetTexture1DLinearMaxWidth(
         maxWidthInElements: *mut usize,
         format: CUarray_format,
@@ -12571,6 +12582,7 @@ extern "C" {
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaDeviceGetAttribute`](crate::cudaDeviceGetAttribute),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetAttribute(
         pi: *mut ::core::ffi::c_int,
         attrib: CUdevice_attribute,
@@ -12607,6 +12619,7 @@ extern "C" {
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute),
  [`cuDeviceGetP2PAtomicCapabilities`](crate::cuDeviceGetP2PAtomicCapabilities),
  `cudaDeviceGeHostAtomicCapabilities`*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetHostAtomicCapabilities(
         capabilities: *mut ::core::ffi::c_uint,
         operations: *const CUatomicOperation,
@@ -12673,6 +12686,7 @@ extern "C" {
  [`cuDestroyExternalSemaphore`](crate::cuDestroyExternalSemaphore),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetNvSciSyncAttributes(
         nvSciSyncAttrList: *mut ::core::ffi::c_void,
         dev: CUdevice,
@@ -12694,6 +12708,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuMemPoolDestroy`](crate::cuMemPoolDestroy), [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceSetMemPool(dev: CUdevice, pool: CUmemoryPool) -> CUresult;
     /** Gets the current mempool for a device
 
@@ -12709,6 +12724,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetMemPool(pool: *mut CUmemoryPool, dev: CUdevice) -> CUresult;
     /** Returns the default mempool of a device
 
@@ -12726,6 +12742,7 @@ extern "C" {
 
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemPoolTrimTo`](crate::cuMemPoolTrimTo), [`cuMemPoolGetAttribute`](crate::cuMemPoolGetAttribute), [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute), cuMemPoolSetAccess, [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetDefaultMemPool(
         pool_out: *mut CUmemoryPool,
         dev: CUdevice,
@@ -12759,6 +12776,7 @@ extern "C" {
  [`cuDeviceGetUuid`](crate::cuDeviceGetUuid),
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetExecAffinitySupport(
         pi: *mut ::core::ffi::c_int,
         type_: CUexecAffinityType,
@@ -12800,6 +12818,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_CONTEXT`](crate::CUDA_ERROR_INVALID_CONTEXT),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFlushGPUDirectRDMAWrites(
         target: CUflushGPUDirectRDMAWritesTarget,
         scope: CUflushGPUDirectRDMAWritesScope,
@@ -12866,6 +12885,7 @@ extern "C" {
  [`cuDeviceGetUuid`](crate::cuDeviceGetUuid),
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetProperties(prop: *mut CUdevprop, dev: CUdevice) -> CUresult;
     /** Returns the compute capability of the device
 
@@ -12899,6 +12919,7 @@ extern "C" {
  [`cuDeviceGetUuid`](crate::cuDeviceGetUuid),
  [`cuDeviceGet`](crate::cuDeviceGet),
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceComputeCapability(
         major: *mut ::core::ffi::c_int,
         minor: *mut ::core::ffi::c_int,
@@ -12952,6 +12973,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult;
     /** Release the primary context on the GPU
 
@@ -12992,6 +13014,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult;
     /** Set flags for the primary context
 
@@ -13087,6 +13110,7 @@ extern "C" {
  [`cuCtxGetFlags`](crate::cuCtxGetFlags),
  [`cuCtxSetFlags`](crate::cuCtxSetFlags),
  [`cudaSetDeviceFlags`](crate::cudaSetDeviceFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxSetFlags_v2(
         dev: CUdevice,
         flags: ::core::ffi::c_uint,
@@ -13116,6 +13140,7 @@ extern "C" {
  [`cuCtxGetFlags`](crate::cuCtxGetFlags),
  [`cuCtxSetFlags`](crate::cuCtxSetFlags),
  [`cudaGetDeviceFlags`](crate::cudaGetDeviceFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxGetState(
         dev: CUdevice,
         flags: *mut ::core::ffi::c_uint,
@@ -13159,6 +13184,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaDeviceReset`](crate::cudaDeviceReset)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult;
     /** Create a CUDA context
 
@@ -13316,6 +13342,7 @@ extern "C" {
  [`cuCoredumpSetAttributeGlobal`](crate::cuCoredumpSetAttributeGlobal),
  [`cuCoredumpSetAttribute`](crate::cuCoredumpSetAttribute),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxCreate_v4(
         pctx: *mut CUcontext,
         ctxCreateParams: *mut CUctxCreateParams,
@@ -13371,6 +13398,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult;
     /** Pushes a context on the current CPU thread
 
@@ -13404,6 +13432,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult;
     /** Pops the current CUDA context from the current CPU thread.
 
@@ -13437,6 +13466,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult;
     /** Binds the specified CUDA context to the calling CPU thread
 
@@ -13466,6 +13496,7 @@ extern "C" {
  [`cuCtxCreate`](crate::cuCtxCreate),
  [`cuCtxDestroy`](crate::cuCtxDestroy),
  [`cudaSetDevice`](crate::cudaSetDevice)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult;
     /** Returns the CUDA context bound to the calling CPU thread.
 
@@ -13488,6 +13519,7 @@ extern "C" {
  [`cuCtxCreate`](crate::cuCtxCreate),
  [`cuCtxDestroy`](crate::cuCtxDestroy),
  [`cudaGetDevice`](crate::cudaGetDevice)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult;
     /** Returns the device handle for the current context
 
@@ -13517,6 +13549,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaGetDevice`](crate::cudaGetDevice)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult;
     /** Returns the device handle for the specified context
 
@@ -13539,6 +13572,7 @@ extern "C" {
  [`cuCtxGetCurrent`](crate::cuCtxGetCurrent),
  [`cuCtxPopCurrent`](crate::cuCtxPopCurrent),
  [`cuCtxPushCurrent`](crate::cuCtxPushCurrent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext) -> CUresult;
     /** Returns the flags for the current context
 
@@ -13567,6 +13601,7 @@ extern "C" {
  [`cuCtxGetStreamPriorityRange`](crate::cuCtxGetStreamPriorityRange),
  [`cuCtxSetFlags`](crate::cuCtxSetFlags),
  [`cudaGetDeviceFlags`](crate::cudaGetDeviceFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetFlags(flags: *mut ::core::ffi::c_uint) -> CUresult;
     /** Sets the flags for the current context
 
@@ -13596,6 +13631,7 @@ extern "C" {
  [`cuCtxGetFlags`](crate::cuCtxGetFlags),
  [`cudaGetDeviceFlags`](crate::cudaGetDeviceFlags),
  [`cuDevicePrimaryCtxSetFlags`](crate::cuDevicePrimaryCtxSetFlags),*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSetFlags(flags: ::core::ffi::c_uint) -> CUresult;
     /** Returns the unique Id associated with the context supplied
 
@@ -13626,6 +13662,7 @@ extern "C" {
  [`cuCtxGetFlags`](crate::cuCtxGetFlags),
  [`cuCtxGetLimit`](crate::cuCtxGetLimit),
  [`cuCtxPushCurrent`](crate::cuCtxPushCurrent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetId(ctx: CUcontext, ctxId: *mut ::core::ffi::c_ulonglong) -> CUresult;
     /** Block for the current context's tasks to complete
 
@@ -13657,6 +13694,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cudaDeviceSynchronize`](crate::cudaDeviceSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSynchronize() -> CUresult;
     /** Block for the specified context's tasks to complete
 
@@ -13688,6 +13726,7 @@ extern "C" {
  [`cuGreenCtxCreate`](crate::cuGreenCtxCreate),
  [`cuCtxFromGreenCtx`](crate::cuCtxFromGreenCtx),
  [`cudaDeviceSynchronize`](crate::cudaDeviceSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult;
     /** Set resource limits
 
@@ -13786,6 +13825,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaDeviceSetLimit`](crate::cudaDeviceSetLimit)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult;
     /** Returns resource limits
 
@@ -13827,6 +13867,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaDeviceGetLimit`](crate::cudaDeviceGetLimit)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetLimit(pvalue: *mut usize, limit: CUlimit) -> CUresult;
     /** Returns the preferred cache configuration for the current context.
 
@@ -13870,6 +13911,7 @@ extern "C" {
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig),
  [`cudaDeviceGetCacheConfig`](crate::cudaDeviceGetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetCacheConfig(pconfig: *mut CUfunc_cache) -> CUresult;
     /** Sets the preferred cache configuration for the current context.
 
@@ -13921,6 +13963,7 @@ extern "C" {
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig),
  [`cudaDeviceSetCacheConfig`](crate::cudaDeviceSetCacheConfig),
  [`cuKernelSetCacheConfig`](crate::cuKernelSetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSetCacheConfig(config: CUfunc_cache) -> CUresult;
     /** Gets the context's API version.
 
@@ -13958,6 +14001,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetApiVersion(
         ctx: CUcontext,
         version: *mut ::core::ffi::c_uint,
@@ -14000,6 +14044,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaDeviceGetStreamPriorityRange`](crate::cudaDeviceGetStreamPriorityRange)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetStreamPriorityRange(
         leastPriority: *mut ::core::ffi::c_int,
         greatestPriority: *mut ::core::ffi::c_int,
@@ -14018,6 +14063,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxResetPersistingL2Cache() -> CUresult;
     /** Returns the execution affinity setting for the current context.
 
@@ -14041,6 +14087,7 @@ extern "C" {
  # See also
 
  [`CUexecAffinityParam`](crate::CUexecAffinityParam)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetExecAffinity(
         pExecAffinity: *mut CUexecAffinityParam,
         type_: CUexecAffinityType,
@@ -14080,6 +14127,7 @@ extern "C" {
  [`cuGreenCtxRecordEvent`](crate::cuGreenCtxRecordEvent),
  [`cuGreenCtxWaitEvent`](crate::cuGreenCtxWaitEvent),
  [`cuEventRecord`](crate::cuEventRecord)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult;
     /** Make a context wait on an event
 
@@ -14116,6 +14164,7 @@ extern "C" {
  [`cuGreenCtxRecordEvent`](crate::cuGreenCtxRecordEvent),
  [`cuGreenCtxWaitEvent`](crate::cuGreenCtxWaitEvent),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult;
     /** Increment a context's usage-count
 
@@ -14156,6 +14205,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxAttach(pctx: *mut CUcontext, flags: ::core::ffi::c_uint) -> CUresult;
     /** Decrement a context's usage-count
 
@@ -14191,6 +14241,7 @@ extern "C" {
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDetach(ctx: CUcontext) -> CUresult;
     /** Returns the current shared memory configuration for the current context.
 
@@ -14234,6 +14285,7 @@ extern "C" {
  [`cuCtxGetSharedMemConfig`](crate::cuCtxGetSharedMemConfig),
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig),
  [`cudaDeviceGetSharedMemConfig`](crate::cudaDeviceGetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetSharedMemConfig(pConfig: *mut CUsharedconfig) -> CUresult;
     /** Sets the shared memory configuration for the current context.
 
@@ -14288,6 +14340,7 @@ extern "C" {
  [`cuCtxGetSharedMemConfig`](crate::cuCtxGetSharedMemConfig),
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig),
  [`cudaDeviceSetSharedMemConfig`](crate::cudaDeviceSetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxSetSharedMemConfig(config: CUsharedconfig) -> CUresult;
     /** Loads a compute module
 
@@ -14328,6 +14381,7 @@ extern "C" {
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleLoad(
         module: *mut CUmodule,
         fname: *const ::core::ffi::c_char,
@@ -14366,6 +14420,7 @@ extern "C" {
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleLoadData(
         module: *mut CUmodule,
         image: *const ::core::ffi::c_void,
@@ -14407,6 +14462,7 @@ extern "C" {
  [`cuModuleLoadData`](crate::cuModuleLoadData),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleLoadDataEx(
         module: *mut CUmodule,
         image: *const ::core::ffi::c_void,
@@ -14455,6 +14511,7 @@ extern "C" {
  [`cuModuleLoadData`](crate::cuModuleLoadData),
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleLoadFatBinary(
         module: *mut CUmodule,
         fatCubin: *const ::core::ffi::c_void,
@@ -14485,6 +14542,7 @@ extern "C" {
  [`cuModuleLoadData`](crate::cuModuleLoadData),
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleUnload(hmod: CUmodule) -> CUresult;
     /** Query lazy loading mode
 
@@ -14502,6 +14560,7 @@ extern "C" {
  # See also
 
  [`cuModuleLoad`](crate::cuModuleLoad),*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CUresult;
     /** Returns a function handle
 
@@ -14531,6 +14590,7 @@ extern "C" {
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetFunction(
         hfunc: *mut CUfunction,
         hmod: CUmodule,
@@ -14548,6 +14608,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_HANDLE`](crate::CUDA_ERROR_INVALID_HANDLE),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetFunctionCount(
         count: *mut ::core::ffi::c_uint,
         mod_: CUmodule,
@@ -14577,6 +14638,7 @@ extern "C" {
  [`cuModuleGetFunctionCount`](crate::cuModuleGetFunctionCount),
  [`cuFuncIsLoaded`](crate::cuFuncIsLoaded),
  [`cuFuncLoad`](crate::cuFuncLoad)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleEnumerateFunctions(
         functions: *mut CUfunction,
         numFunctions: ::core::ffi::c_uint,
@@ -14615,6 +14677,7 @@ extern "C" {
  [`cuModuleUnload`](crate::cuModuleUnload),
  [`cudaGetSymbolAddress`](crate::cudaGetSymbolAddress),
  [`cudaGetSymbolSize`](crate::cudaGetSymbolSize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetGlobal_v2(
         dptr: *mut CUdeviceptr,
         bytes: *mut usize,
@@ -14666,6 +14729,7 @@ extern "C" {
  [`cuLinkAddFile`](crate::cuLinkAddFile),
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkCreate_v2(
         numOptions: ::core::ffi::c_uint,
         options: *mut CUjit_option,
@@ -14709,6 +14773,7 @@ extern "C" {
  [`cuLinkAddFile`](crate::cuLinkAddFile),
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddData_v2(
         state: CUlinkState,
         type_: CUjitInputType,
@@ -14757,6 +14822,7 @@ extern "C" {
  [`cuLinkAddData`](crate::cuLinkAddData),
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddFile_v2(
         state: CUlinkState,
         type_: CUjitInputType,
@@ -14788,6 +14854,7 @@ extern "C" {
  [`cuLinkAddFile`](crate::cuLinkAddFile),
  [`cuLinkDestroy`](crate::cuLinkDestroy),
  [`cuModuleLoadData`](crate::cuModuleLoadData)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkComplete(
         state: CUlinkState,
         cubinOut: *mut *mut ::core::ffi::c_void,
@@ -14804,6 +14871,7 @@ extern "C" {
 
  # See also
  [`cuLinkCreate`](crate::cuLinkCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkDestroy(state: CUlinkState) -> CUresult;
     /** Returns a handle to a texture reference
 
@@ -14839,6 +14907,7 @@ extern "C" {
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetTexRef(
         pTexRef: *mut CUtexref,
         hmod: CUmodule,
@@ -14876,6 +14945,7 @@ extern "C" {
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx),
  [`cuModuleLoadFatBinary`](crate::cuModuleLoadFatBinary),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetSurfRef(
         pSurfRef: *mut CUsurfref,
         hmod: CUmodule,
@@ -14939,6 +15009,7 @@ extern "C" {
  [`cuModuleLoad`](crate::cuModuleLoad),
  [`cuModuleLoadData`](crate::cuModuleLoadData),
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryLoadData(
         library: *mut CUlibrary,
         code: *const ::core::ffi::c_void,
@@ -15007,6 +15078,7 @@ extern "C" {
  [`cuModuleLoad`](crate::cuModuleLoad),
  [`cuModuleLoadData`](crate::cuModuleLoadData),
  [`cuModuleLoadDataEx`](crate::cuModuleLoadDataEx)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryLoadFromFile(
         library: *mut CUlibrary,
         fileName: *const ::core::ffi::c_char,
@@ -15034,6 +15106,7 @@ extern "C" {
  [`cuLibraryLoadData`](crate::cuLibraryLoadData),
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile),
  [`cuModuleUnload`](crate::cuModuleUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryUnload(library: CUlibrary) -> CUresult;
     /** Returns a kernel handle
 
@@ -15060,6 +15133,7 @@ extern "C" {
  [`cuKernelGetFunction`](crate::cuKernelGetFunction),
  [`cuLibraryGetModule`](crate::cuLibraryGetModule),
  [`cuModuleGetFunction`](crate::cuModuleGetFunction)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetKernel(
         pKernel: *mut CUkernel,
         library: CUlibrary,
@@ -15077,6 +15151,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_HANDLE`](crate::CUDA_ERROR_INVALID_HANDLE),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetKernelCount(
         count: *mut ::core::ffi::c_uint,
         lib: CUlibrary,
@@ -15098,6 +15173,7 @@ extern "C" {
 
  # See also
  [`cuLibraryGetKernelCount`](crate::cuLibraryGetKernelCount)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryEnumerateKernels(
         kernels: *mut CUkernel,
         numKernels: ::core::ffi::c_uint,
@@ -15127,6 +15203,7 @@ extern "C" {
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile),
  [`cuLibraryUnload`](crate::cuLibraryUnload),
  [`cuModuleGetFunction`](crate::cuModuleGetFunction)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetModule(pMod: *mut CUmodule, library: CUlibrary) -> CUresult;
     /** Returns a function handle
 
@@ -15154,6 +15231,7 @@ extern "C" {
  [`cuLibraryGetKernel`](crate::cuLibraryGetKernel),
  [`cuLibraryGetModule`](crate::cuLibraryGetModule),
  [`cuModuleGetFunction`](crate::cuModuleGetFunction)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) -> CUresult;
     /** Returns a library handle
 
@@ -15176,6 +15254,7 @@ extern "C" {
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile),
  [`cuLibraryUnload`](crate::cuLibraryUnload),
  [`cuLibraryGetKernel`](crate::cuLibraryGetKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) -> CUresult;
     /** Returns a global device pointer
 
@@ -15207,6 +15286,7 @@ extern "C" {
  [`cuLibraryUnload`](crate::cuLibraryUnload),
  [`cuLibraryGetModule`](crate::cuLibraryGetModule),
  cuModuleGetGlobal*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetGlobal(
         dptr: *mut CUdeviceptr,
         bytes: *mut usize,
@@ -15240,6 +15320,7 @@ extern "C" {
  [`cuLibraryLoadData`](crate::cuLibraryLoadData),
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile),
  [`cuLibraryUnload`](crate::cuLibraryUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetManaged(
         dptr: *mut CUdeviceptr,
         bytes: *mut usize,
@@ -15270,6 +15351,7 @@ extern "C" {
  [`cuLibraryLoadData`](crate::cuLibraryLoadData),
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile),
  [`cuLibraryUnload`](crate::cuLibraryUnload)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLibraryGetUnifiedFunction(
         fptr: *mut *mut ::core::ffi::c_void,
         library: CUlibrary,
@@ -15361,6 +15443,7 @@ extern "C" {
  [`cuLibraryGetModule`](crate::cuLibraryGetModule),
  [`cuModuleGetFunction`](crate::cuModuleGetFunction),
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelGetAttribute(
         pi: *mut ::core::ffi::c_int,
         attrib: CUfunction_attribute,
@@ -15446,6 +15529,7 @@ extern "C" {
  [`cuLibraryGetModule`](crate::cuLibraryGetModule),
  [`cuModuleGetFunction`](crate::cuModuleGetFunction),
  [`cuFuncSetAttribute`](crate::cuFuncSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelSetAttribute(
         attrib: CUfunction_attribute,
         val: ::core::ffi::c_int,
@@ -15508,6 +15592,7 @@ extern "C" {
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig),
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelSetCacheConfig(
         kernel: CUkernel,
         config: CUfunc_cache,
@@ -15530,6 +15615,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelGetName(
         name: *mut *const ::core::ffi::c_char,
         hfunc: CUkernel,
@@ -15556,6 +15642,7 @@ extern "C" {
 
  # See also
  [`cuFuncGetParamInfo`](crate::cuFuncGetParamInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuKernelGetParamInfo(
         kernel: CUkernel,
         paramIndex: usize,
@@ -15603,6 +15690,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemGetInfo`](crate::cudaMemGetInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult;
     /** Allocates device memory
 
@@ -15636,6 +15724,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMalloc`](crate::cudaMalloc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult;
     /** Allocates pitched device memory
 
@@ -15697,6 +15786,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocPitch`](crate::cudaMallocPitch)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocPitch_v2(
         dptr: *mut CUdeviceptr,
         pPitch: *mut usize,
@@ -15739,6 +15829,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaFree`](crate::cudaFree)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult;
     /** Get information on memory allocations
 
@@ -15772,6 +15863,7 @@ extern "C" {
  [`cuMemGetInfo`](crate::cuMemGetInfo), [`cuMemHostAlloc`](crate::cuMemHostAlloc),
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAddressRange_v2(
         pbase: *mut CUdeviceptr,
         psize: *mut usize,
@@ -15826,6 +15918,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocHost`](crate::cudaMallocHost)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocHost_v2(
         pp: *mut *mut ::core::ffi::c_void,
         bytesize: usize,
@@ -15858,6 +15951,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaFreeHost`](crate::cudaFreeHost)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFreeHost(p: *mut ::core::ffi::c_void) -> CUresult;
     /** Allocates page-locked host memory
 
@@ -15940,6 +16034,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaHostAlloc`](crate::cudaHostAlloc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostAlloc(
         pp: *mut *mut ::core::ffi::c_void,
         bytesize: usize,
@@ -15996,6 +16091,7 @@ extern "C" {
  [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaHostGetDevicePointer`](crate::cudaHostGetDevicePointer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostGetDevicePointer_v2(
         pdptr: *mut CUdeviceptr,
         p: *mut ::core::ffi::c_void,
@@ -16026,6 +16122,7 @@ extern "C" {
  [`cuMemAllocHost`](crate::cuMemAllocHost),
  [`cuMemHostAlloc`](crate::cuMemHostAlloc),
  [`cudaHostGetFlags`](crate::cudaHostGetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostGetFlags(
         pFlags: *mut ::core::ffi::c_uint,
         p: *mut ::core::ffi::c_void,
@@ -16138,6 +16235,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute), [`cuStreamAttachMemAsync`](crate::cuStreamAttachMemAsync),
  [`cudaMallocManaged`](crate::cudaMallocManaged)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocManaged(
         dptr: *mut CUdeviceptr,
         bytesize: usize,
@@ -16178,6 +16276,7 @@ extern "C" {
  # See also
 
  [`cuDeviceUnregisterAsyncNotification`](crate::cuDeviceUnregisterAsyncNotification)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceRegisterAsyncNotification(
         device: CUdevice,
         callbackFunc: CUasyncCallback,
@@ -16205,6 +16304,7 @@ extern "C" {
  # See also
 
  [`cuDeviceRegisterAsyncNotification`](crate::cuDeviceRegisterAsyncNotification)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceUnregisterAsyncNotification(
         device: CUdevice,
         callback: CUasyncCallbackHandle,
@@ -16236,6 +16336,7 @@ extern "C" {
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute),
  [`cuDeviceGetPCIBusId`](crate::cuDeviceGetPCIBusId),
  [`cudaDeviceGetByPCIBusId`](crate::cudaDeviceGetByPCIBusId)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetByPCIBusId(
         dev: *mut CUdevice,
         pciBusId: *const ::core::ffi::c_char,
@@ -16270,6 +16371,7 @@ extern "C" {
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute),
  [`cuDeviceGetByPCIBusId`](crate::cuDeviceGetByPCIBusId),
  [`cudaDeviceGetPCIBusId`](crate::cudaDeviceGetPCIBusId)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetPCIBusId(
         pciBusId: *mut ::core::ffi::c_char,
         len: ::core::ffi::c_int,
@@ -16321,6 +16423,7 @@ extern "C" {
  [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle),
  [`cuIpcCloseMemHandle`](crate::cuIpcCloseMemHandle),
  [`cudaIpcGetEventHandle`](crate::cudaIpcGetEventHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcGetEventHandle(
         pHandle: *mut CUipcEventHandle,
         event: CUevent,
@@ -16366,6 +16469,7 @@ extern "C" {
  [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle),
  [`cuIpcCloseMemHandle`](crate::cuIpcCloseMemHandle),
  [`cudaIpcOpenEventHandle`](crate::cudaIpcOpenEventHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcOpenEventHandle(
         phEvent: *mut CUevent,
         handle: CUipcEventHandle,
@@ -16412,6 +16516,7 @@ extern "C" {
  [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle),
  [`cuIpcCloseMemHandle`](crate::cuIpcCloseMemHandle),
  [`cudaIpcGetMemHandle`](crate::cudaIpcGetMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcGetMemHandle(
         pHandle: *mut CUipcMemHandle,
         dptr: CUdeviceptr,
@@ -16475,6 +16580,7 @@ extern "C" {
  [`cuCtxEnablePeerAccess`](crate::cuCtxEnablePeerAccess),
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer),
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcOpenMemHandle_v2(
         pdptr: *mut CUdeviceptr,
         handle: CUipcMemHandle,
@@ -16515,6 +16621,7 @@ extern "C" {
  [`cuIpcGetMemHandle`](crate::cuIpcGetMemHandle),
  [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle),
  [`cudaIpcCloseMemHandle`](crate::cudaIpcCloseMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult;
     /** Registers an existing host memory range for use by CUDA
 
@@ -16605,6 +16712,7 @@ extern "C" {
  [`cuMemHostGetFlags`](crate::cuMemHostGetFlags),
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer),
  [`cudaHostRegister`](crate::cudaHostRegister)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostRegister_v2(
         p: *mut ::core::ffi::c_void,
         bytesize: usize,
@@ -16634,6 +16742,7 @@ extern "C" {
 
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cudaHostUnregister`](crate::cudaHostUnregister)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostUnregister(p: *mut ::core::ffi::c_void) -> CUresult;
     /** Copies memory
 
@@ -16672,6 +16781,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyToSymbol`](crate::cudaMemcpyToSymbol),
  [`cudaMemcpyFromSymbol`](crate::cudaMemcpyFromSymbol)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize) -> CUresult;
     /** Copies device memory between two contexts
 
@@ -16701,6 +16811,7 @@ extern "C" {
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD), [`cuMemcpy3DPeer`](crate::cuMemcpy3DPeer), [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync), [`cuMemcpyPeerAsync`](crate::cuMemcpyPeerAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync),
  [`cudaMemcpyPeer`](crate::cudaMemcpyPeer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyPeer(
         dstDevice: CUdeviceptr,
         dstContext: CUcontext,
@@ -16741,6 +16852,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyToSymbol`](crate::cudaMemcpyToSymbol)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoD_v2(
         dstDevice: CUdeviceptr,
         srcHost: *const ::core::ffi::c_void,
@@ -16779,6 +16891,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyFromSymbol`](crate::cudaMemcpyFromSymbol)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoH_v2(
         dstHost: *mut ::core::ffi::c_void,
         srcDevice: CUdeviceptr,
@@ -16818,6 +16931,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyToSymbol`](crate::cudaMemcpyToSymbol),
  [`cudaMemcpyFromSymbol`](crate::cudaMemcpyFromSymbol)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoD_v2(
         dstDevice: CUdeviceptr,
         srcDevice: CUdeviceptr,
@@ -16857,6 +16971,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyToArray`](crate::cudaMemcpyToArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoA_v2(
         dstArray: CUarray,
         dstOffset: usize,
@@ -16899,6 +17014,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyFromArray`](crate::cudaMemcpyFromArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoD_v2(
         dstDevice: CUdeviceptr,
         srcArray: CUarray,
@@ -16939,6 +17055,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyToArray`](crate::cudaMemcpyToArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoA_v2(
         dstArray: CUarray,
         dstOffset: usize,
@@ -16979,6 +17096,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyFromArray`](crate::cudaMemcpyFromArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoH_v2(
         dstHost: *mut ::core::ffi::c_void,
         srcArray: CUarray,
@@ -17023,6 +17141,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyArrayToArray`](crate::cudaMemcpyArrayToArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoA_v2(
         dstArray: CUarray,
         dstOffset: usize,
@@ -17192,6 +17311,7 @@ extern "C" {
  [`cudaMemcpy2D`](crate::cudaMemcpy2D),
  [`cudaMemcpy2DToArray`](crate::cudaMemcpy2DToArray),
  [`cudaMemcpy2DFromArray`](crate::cudaMemcpy2DFromArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
     /** Copies memory for 2D arrays
 
@@ -17353,6 +17473,7 @@ extern "C" {
  [`cudaMemcpy2D`](crate::cudaMemcpy2D),
  [`cudaMemcpy2DToArray`](crate::cudaMemcpy2DToArray),
  [`cudaMemcpy2DFromArray`](crate::cudaMemcpy2DFromArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
     /** Copies memory for 3D arrays
 
@@ -17521,6 +17642,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpy3D`](crate::cudaMemcpy3D)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D) -> CUresult;
     /** Copies memory between contexts
 
@@ -17544,6 +17666,7 @@ extern "C" {
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD), [`cuMemcpyPeer`](crate::cuMemcpyPeer), [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync), [`cuMemcpyPeerAsync`](crate::cuMemcpyPeerAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync),
  [`cudaMemcpy3DPeer`](crate::cudaMemcpy3DPeer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) -> CUresult;
     /** Copies memory asynchronously
 
@@ -17587,6 +17710,7 @@ extern "C" {
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync),
  [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAsync(
         dst: CUdeviceptr,
         src: CUdeviceptr,
@@ -17624,6 +17748,7 @@ extern "C" {
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD), [`cuMemcpyPeer`](crate::cuMemcpyPeer), [`cuMemcpy3DPeer`](crate::cuMemcpy3DPeer), [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync),
  [`cudaMemcpyPeerAsync`](crate::cudaMemcpyPeerAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyPeerAsync(
         dstDevice: CUdeviceptr,
         dstContext: CUcontext,
@@ -17670,6 +17795,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoDAsync_v2(
         dstDevice: CUdeviceptr,
         srcHost: *const ::core::ffi::c_void,
@@ -17714,6 +17840,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoHAsync_v2(
         dstHost: *mut ::core::ffi::c_void,
         srcDevice: CUdeviceptr,
@@ -17759,6 +17886,7 @@ extern "C" {
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync),
  [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoDAsync_v2(
         dstDevice: CUdeviceptr,
         srcDevice: CUdeviceptr,
@@ -17804,6 +17932,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyToArrayAsync`](crate::cudaMemcpyToArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoAAsync_v2(
         dstArray: CUarray,
         dstOffset: usize,
@@ -17850,6 +17979,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyFromArrayAsync`](crate::cudaMemcpyFromArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoHAsync_v2(
         dstHost: *mut ::core::ffi::c_void,
         srcArray: CUarray,
@@ -18024,6 +18154,7 @@ extern "C" {
  [`cudaMemcpy2DAsync`](crate::cudaMemcpy2DAsync),
  [`cudaMemcpy2DToArrayAsync`](crate::cudaMemcpy2DToArrayAsync),
  [`cudaMemcpy2DFromArrayAsync`](crate::cudaMemcpy2DFromArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DAsync_v2(
         pCopy: *const CUDA_MEMCPY2D,
         hStream: CUstream,
@@ -18200,6 +18331,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpy3DAsync`](crate::cudaMemcpy3DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DAsync_v2(
         pCopy: *const CUDA_MEMCPY3D,
         hStream: CUstream,
@@ -18228,6 +18360,7 @@ extern "C" {
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD), [`cuMemcpyPeer`](crate::cuMemcpyPeer), [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync), [`cuMemcpyPeerAsync`](crate::cuMemcpyPeerAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DPeerAsync(
         pCopy: *const CUDA_MEMCPY3D_PEER,
         hStream: CUstream,
@@ -18297,6 +18430,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyBatchAsync_v2(
         dsts: *mut CUdeviceptr,
         srcs: *mut CUdeviceptr,
@@ -18368,6 +18502,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DBatchAsync_v2(
         numOps: usize,
         opList: *mut CUDA_MEMCPY3D_BATCH_OP,
@@ -18407,6 +18542,7 @@ extern "C" {
  [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8_v2(
         dstDevice: CUdeviceptr,
         uc: ::core::ffi::c_uchar,
@@ -18445,6 +18581,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16_v2(
         dstDevice: CUdeviceptr,
         us: ::core::ffi::c_ushort,
@@ -18483,6 +18620,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32_v2(
         dstDevice: CUdeviceptr,
         ui: ::core::ffi::c_uint,
@@ -18526,6 +18664,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8_v2(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -18572,6 +18711,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16_v2(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -18618,6 +18758,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32_v2(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -18660,6 +18801,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemsetAsync`](crate::cudaMemsetAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8Async(
         dstDevice: CUdeviceptr,
         uc: ::core::ffi::c_uchar,
@@ -18701,6 +18843,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemsetAsync`](crate::cudaMemsetAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16Async(
         dstDevice: CUdeviceptr,
         us: ::core::ffi::c_ushort,
@@ -18741,6 +18884,7 @@ extern "C" {
  [`cuMemsetD2D16`](crate::cuMemsetD2D16), [`cuMemsetD2D16Async`](crate::cuMemsetD2D16Async), [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD2D32Async`](crate::cuMemsetD2D32Async),
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemsetAsync`](crate::cudaMemsetAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32Async(
         dstDevice: CUdeviceptr,
         ui: ::core::ffi::c_uint,
@@ -18787,6 +18931,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2DAsync`](crate::cudaMemset2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8Async(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -18836,6 +18981,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2DAsync`](crate::cudaMemset2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16Async(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -18885,6 +19031,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD8Async`](crate::cuMemsetD8Async), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2DAsync`](crate::cudaMemset2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32Async(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -19038,6 +19185,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocArray`](crate::cudaMallocArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayCreate_v2(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
@@ -19074,6 +19222,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaArrayGetInfo`](crate::cudaArrayGetInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetDescriptor_v2(
         pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
         hArray: CUarray,
@@ -19100,6 +19249,7 @@ extern "C" {
  * `array` - CUDA array to get the sparse properties of
  # See also
  [`cuMipmappedArrayGetSparseProperties`](crate::cuMipmappedArrayGetSparseProperties), [`cuMemMapArrayAsync`](crate::cuMemMapArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetSparseProperties(
         sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
         array: CUarray,
@@ -19127,6 +19277,7 @@ extern "C" {
  * `mipmap` - CUDA mipmapped array to get the sparse properties of
  # See also
  [`cuArrayGetSparseProperties`](crate::cuArrayGetSparseProperties), [`cuMemMapArrayAsync`](crate::cuMemMapArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMipmappedArrayGetSparseProperties(
         sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
         mipmap: CUmipmappedArray,
@@ -19152,6 +19303,7 @@ extern "C" {
  * `device` - Device to get the memory requirements for
  # See also
  [`cuMipmappedArrayGetMemoryRequirements`](crate::cuMipmappedArrayGetMemoryRequirements), [`cuMemMapArrayAsync`](crate::cuMemMapArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetMemoryRequirements(
         memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
         array: CUarray,
@@ -19179,6 +19331,7 @@ extern "C" {
  * `device` - Device to get the memory requirements for
  # See also
  [`cuArrayGetMemoryRequirements`](crate::cuArrayGetMemoryRequirements), [`cuMemMapArrayAsync`](crate::cuMemMapArrayAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMipmappedArrayGetMemoryRequirements(
         memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS,
         mipmap: CUmipmappedArray,
@@ -19215,6 +19368,7 @@ extern "C" {
 
  [`cuArrayCreate`](crate::cuArrayCreate),
  [`cudaArrayGetPlane`](crate::cudaArrayGetPlane)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetPlane(
         pPlaneArray: *mut CUarray,
         hArray: CUarray,
@@ -19249,6 +19403,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaFreeArray`](crate::cudaFreeArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayDestroy(hArray: CUarray) -> CUresult;
     /** Creates a 3D CUDA array
 
@@ -19471,6 +19626,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMalloc3DArray`](crate::cudaMalloc3DArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DCreate_v2(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
@@ -19511,6 +19667,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaArrayGetInfo`](crate::cudaArrayGetInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DGetDescriptor_v2(
         pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
         hArray: CUarray,
@@ -19697,6 +19854,7 @@ extern "C" {
  [`cuMipmappedArrayGetLevel`](crate::cuMipmappedArrayGetLevel),
  [`cuArrayCreate`](crate::cuArrayCreate),
  [`cudaMallocMipmappedArray`](crate::cudaMallocMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMipmappedArrayCreate(
         pHandle: *mut CUmipmappedArray,
         pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR,
@@ -19730,6 +19888,7 @@ extern "C" {
  [`cuMipmappedArrayDestroy`](crate::cuMipmappedArrayDestroy),
  [`cuArrayCreate`](crate::cuArrayCreate),
  [`cudaGetMipmappedArrayLevel`](crate::cudaGetMipmappedArrayLevel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMipmappedArrayGetLevel(
         pLevelArray: *mut CUarray,
         hMipmappedArray: CUmipmappedArray,
@@ -19758,6 +19917,7 @@ extern "C" {
  [`cuMipmappedArrayGetLevel`](crate::cuMipmappedArrayGetLevel),
  [`cuArrayCreate`](crate::cuArrayCreate),
  [`cudaFreeMipmappedArray`](crate::cudaFreeMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMipmappedArrayDestroy(hMipmappedArray: CUmipmappedArray) -> CUresult;
     /** Retrieve handle for an address range
 
@@ -19803,6 +19963,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetHandleForAddressRange(
         handle: *mut ::core::ffi::c_void,
         dptr: CUdeviceptr,
@@ -19868,6 +20029,7 @@ extern "C" {
 
  # See also
  [`cuMemAlloc`](crate::cuMemAlloc), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemBatchDecompressAsync(
         paramsArray: *mut CUmemDecompressParams,
         count: usize,
@@ -19902,6 +20064,7 @@ extern "C" {
 
  # See also
  [`cuMemAddressFree`](crate::cuMemAddressFree)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAddressReserve(
         ptr: *mut CUdeviceptr,
         size: usize,
@@ -19928,6 +20091,7 @@ extern "C" {
 
  # See also
  [`cuMemAddressReserve`](crate::cuMemAddressReserve)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) -> CUresult;
     /** Create a CUDA memory handle representing a memory allocation of a given size described by the given properties
 
@@ -19993,6 +20157,7 @@ extern "C" {
 
  # See also
  [`cuMemRelease`](crate::cuMemRelease), [`cuMemExportToShareableHandle`](crate::cuMemExportToShareableHandle), [`cuMemImportFromShareableHandle`](crate::cuMemImportFromShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemCreate(
         handle: *mut CUmemGenericAllocationHandle,
         size: usize,
@@ -20024,6 +20189,7 @@ extern "C" {
 
  # See also
  [`cuMemCreate`](crate::cuMemCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemRelease(handle: CUmemGenericAllocationHandle) -> CUresult;
     /** Maps an allocation handle to a reserved virtual address range.
 
@@ -20080,6 +20246,7 @@ extern "C" {
 
  # See also
  [`cuMemUnmap`](crate::cuMemUnmap), [`cuMemSetAccess`](crate::cuMemSetAccess), [`cuMemCreate`](crate::cuMemCreate), [`cuMemAddressReserve`](crate::cuMemAddressReserve), [`cuMemImportFromShareableHandle`](crate::cuMemImportFromShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemMap(
         ptr: CUdeviceptr,
         size: usize,
@@ -20220,6 +20387,7 @@ extern "C" {
 
  # See also
  [`cuMipmappedArrayCreate`](crate::cuMipmappedArrayCreate), [`cuArrayCreate`](crate::cuArrayCreate), [`cuArray3DCreate`](crate::cuArray3DCreate), [`cuMemCreate`](crate::cuMemCreate), [`cuArrayGetSparseProperties`](crate::cuArrayGetSparseProperties), [`cuMipmappedArrayGetSparseProperties`](crate::cuMipmappedArrayGetSparseProperties)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemMapArrayAsync(
         mapInfoList: *mut CUarrayMapInfo,
         count: ::core::ffi::c_uint,
@@ -20252,6 +20420,7 @@ extern "C" {
 
  # See also
  [`cuMemCreate`](crate::cuMemCreate), [`cuMemAddressReserve`](crate::cuMemAddressReserve)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult;
     /** Set the access flags for each location specified in `desc` for the given virtual address range
 
@@ -20285,6 +20454,7 @@ extern "C" {
 
  # See also
  [`cuMemSetAccess`](crate::cuMemSetAccess), [`cuMemCreate`](crate::cuMemCreate), :cuMemMap*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemSetAccess(
         ptr: CUdeviceptr,
         size: usize,
@@ -20308,6 +20478,7 @@ extern "C" {
 
  # See also
  [`cuMemSetAccess`](crate::cuMemSetAccess)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAccess(
         flags: *mut ::core::ffi::c_ulonglong,
         location: *const CUmemLocation,
@@ -20344,6 +20515,7 @@ extern "C" {
 
  # See also
  [`cuMemImportFromShareableHandle`](crate::cuMemImportFromShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemExportToShareableHandle(
         shareableHandle: *mut ::core::ffi::c_void,
         handle: CUmemGenericAllocationHandle,
@@ -20379,6 +20551,7 @@ extern "C" {
 
  # See also
  [`cuMemExportToShareableHandle`](crate::cuMemExportToShareableHandle), [`cuMemMap`](crate::cuMemMap), [`cuMemRelease`](crate::cuMemRelease)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemImportFromShareableHandle(
         handle: *mut CUmemGenericAllocationHandle,
         osHandle: *mut ::core::ffi::c_void,
@@ -20404,6 +20577,7 @@ extern "C" {
 
  # See also
  [`cuMemCreate`](crate::cuMemCreate), [`cuMemMap`](crate::cuMemMap)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAllocationGranularity(
         granularity: *mut usize,
         prop: *const CUmemAllocationProp,
@@ -20424,6 +20598,7 @@ extern "C" {
 
  # See also
  [`cuMemCreate`](crate::cuMemCreate), [`cuMemImportFromShareableHandle`](crate::cuMemImportFromShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAllocationPropertiesFromHandle(
         prop: *mut CUmemAllocationProp,
         handle: CUmemGenericAllocationHandle,
@@ -20450,6 +20625,7 @@ extern "C" {
 
  # See also
  [`cuMemCreate`](crate::cuMemCreate), [`cuMemRelease`](crate::cuMemRelease), [`cuMemMap`](crate::cuMemMap)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemRetainAllocationHandle(
         handle: *mut CUmemGenericAllocationHandle,
         addr: *mut ::core::ffi::c_void,
@@ -20473,6 +20649,7 @@ extern "C" {
  [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED),
  [`CUDA_ERROR_INVALID_CONTEXT`](crate::CUDA_ERROR_INVALID_CONTEXT) (default stream specified with no current context),
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult;
     /** Allocates memory with stream ordered semantics
 
@@ -20505,6 +20682,7 @@ extern "C" {
  [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool),
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate),
  [`cuMemPoolSetAccess`](crate::cuMemPoolSetAccess), [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocAsync(
         dptr: *mut CUdeviceptr,
         bytesize: usize,
@@ -20534,6 +20712,7 @@ extern "C" {
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolTrimTo(pool: CUmemoryPool, minBytesToKeep: usize) -> CUresult;
     /** Sets attributes of a memory pool
 
@@ -20576,6 +20755,7 @@ extern "C" {
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolSetAttribute(
         pool: CUmemoryPool,
         attr: CUmemPool_attribute,
@@ -20626,6 +20806,7 @@ extern "C" {
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolGetAttribute(
         pool: CUmemoryPool,
         attr: CUmemPool_attribute,
@@ -20646,6 +20827,7 @@ extern "C" {
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolSetAccess(
         pool: CUmemoryPool,
         map: *const CUmemAccessDesc,
@@ -20662,6 +20844,7 @@ extern "C" {
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolGetAccess(
         flags: *mut CUmemAccess_flags,
         memPool: CUmemoryPool,
@@ -20719,6 +20902,7 @@ extern "C" {
  # See also
  [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync), [`cuMemPoolExportToShareableHandle`](crate::cuMemPoolExportToShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolCreate(
         pool: *mut CUmemoryPool,
         poolProps: *const CUmemPoolProps,
@@ -20744,6 +20928,7 @@ extern "C" {
  # See also
  [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool),
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolDestroy(pool: CUmemoryPool) -> CUresult;
     /** Returns the default memory pool for a given location and allocation type
 
@@ -20765,6 +20950,7 @@ extern "C" {
 
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemPoolTrimTo`](crate::cuMemPoolTrimTo), [`cuMemPoolGetAttribute`](crate::cuMemPoolGetAttribute), [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute), cuMemPoolSetAccess, [`cuMemGetMemPool`](crate::cuMemGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetDefaultMemPool(
         pool_out: *mut CUmemoryPool,
         location: *mut CUmemLocation,
@@ -20790,6 +20976,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool), [`cuMemSetMemPool`](crate::cuMemSetMemPool)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetMemPool(
         pool: *mut CUmemoryPool,
         location: *mut CUmemLocation,
@@ -20820,6 +21007,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemGetMemPool`](crate::cuMemGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuMemPoolDestroy`](crate::cuMemPoolDestroy), [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemSetMemPool(
         location: *mut CUmemLocation,
         type_: CUmemAllocationType,
@@ -20861,6 +21049,7 @@ extern "C" {
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool),
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuMemPoolSetAccess`](crate::cuMemPoolSetAccess),
  [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocFromPoolAsync(
         dptr: *mut CUdeviceptr,
         bytesize: usize,
@@ -20894,6 +21083,7 @@ extern "C" {
  [`cuMemPoolImportPointer`](crate::cuMemPoolImportPointer), [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemFreeAsync`](crate::cuMemFreeAsync),
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate),
  [`cuMemPoolSetAccess`](crate::cuMemPoolSetAccess), [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolExportToShareableHandle(
         handle_out: *mut ::core::ffi::c_void,
         pool: CUmemoryPool,
@@ -20926,6 +21116,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolExportToShareableHandle`](crate::cuMemPoolExportToShareableHandle), [`cuMemPoolExportPointer`](crate::cuMemPoolExportPointer), [`cuMemPoolImportPointer`](crate::cuMemPoolImportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolImportFromShareableHandle(
         pool_out: *mut CUmemoryPool,
         handle: *mut ::core::ffi::c_void,
@@ -20950,6 +21141,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolExportToShareableHandle`](crate::cuMemPoolExportToShareableHandle), [`cuMemPoolImportFromShareableHandle`](crate::cuMemPoolImportFromShareableHandle), [`cuMemPoolImportPointer`](crate::cuMemPoolImportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolExportPointer(
         shareData_out: *mut CUmemPoolPtrExportData,
         ptr: CUdeviceptr,
@@ -20981,6 +21173,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolExportToShareableHandle`](crate::cuMemPoolExportToShareableHandle), [`cuMemPoolImportFromShareableHandle`](crate::cuMemPoolImportFromShareableHandle), [`cuMemPoolExportPointer`](crate::cuMemPoolExportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPoolImportPointer(
         ptr_out: *mut CUdeviceptr,
         pool: CUmemoryPool,
@@ -21028,6 +21221,7 @@ extern "C" {
  [`cuMulticastAddDevice`](crate::cuMulticastAddDevice), [`cuMulticastBindMem`](crate::cuMulticastBindMem), [`cuMulticastBindAddr`](crate::cuMulticastBindAddr), [`cuMulticastUnbind`](crate::cuMulticastUnbind)
  # See also
  [`cuMemCreate`](crate::cuMemCreate), [`cuMemRelease`](crate::cuMemRelease), [`cuMemExportToShareableHandle`](crate::cuMemExportToShareableHandle), [`cuMemImportFromShareableHandle`](crate::cuMemImportFromShareableHandle)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastCreate(
         mcHandle: *mut CUmemGenericAllocationHandle,
         prop: *const CUmulticastObjectProp,
@@ -21063,6 +21257,7 @@ extern "C" {
 
  # See also
  [`cuMulticastCreate`](crate::cuMulticastCreate), [`cuMulticastBindMem`](crate::cuMulticastBindMem), [`cuMulticastBindAddr`](crate::cuMulticastBindAddr)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastAddDevice(
         mcHandle: CUmemGenericAllocationHandle,
         dev: CUdevice,
@@ -21120,6 +21315,7 @@ extern "C" {
 
  # See also
  [`cuMulticastCreate`](crate::cuMulticastCreate), [`cuMulticastAddDevice`](crate::cuMulticastAddDevice), [`cuMemCreate`](crate::cuMemCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastBindMem(
         mcHandle: CUmemGenericAllocationHandle,
         mcOffset: usize,
@@ -21179,6 +21375,7 @@ extern "C" {
 
  # See also
  [`cuMulticastCreate`](crate::cuMulticastCreate), [`cuMulticastAddDevice`](crate::cuMulticastAddDevice), [`cuMemCreate`](crate::cuMemCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastBindAddr(
         mcHandle: CUmemGenericAllocationHandle,
         mcOffset: usize,
@@ -21218,6 +21415,7 @@ extern "C" {
 
  # See also
  [`cuMulticastBindMem`](crate::cuMulticastBindMem), [`cuMulticastBindAddr`](crate::cuMulticastBindAddr)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastUnbind(
         mcHandle: CUmemGenericAllocationHandle,
         dev: CUdevice,
@@ -21246,6 +21444,7 @@ extern "C" {
 
  # See also
  [`cuMulticastCreate`](crate::cuMulticastCreate), [`cuMulticastBindMem`](crate::cuMulticastBindMem), [`cuMulticastBindAddr`](crate::cuMulticastBindAddr), [`cuMulticastUnbind`](crate::cuMulticastUnbind)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMulticastGetGranularity(
         granularity: *mut usize,
         prop: *const CUmulticastObjectProp,
@@ -21444,6 +21643,7 @@ extern "C" {
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuMemHostUnregister`](crate::cuMemHostUnregister),
  [`cudaPointerGetAttributes`](crate::cudaPointerGetAttributes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuPointerGetAttribute(
         data: *mut ::core::ffi::c_void,
         attribute: CUpointer_attribute,
@@ -21524,6 +21724,7 @@ extern "C" {
  [`cuMemcpy`](crate::cuMemcpy), [`cuMemcpyPeer`](crate::cuMemcpyPeer), [`cuMemcpyAsync`](crate::cuMemcpyAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync), [`cuMemAdvise`](crate::cuMemAdvise),
  [`cudaMemPrefetchAsync`](crate::cudaMemPrefetchAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchAsync_v2(
         devPtr: CUdeviceptr,
         count: usize,
@@ -21650,6 +21851,7 @@ extern "C" {
  [`cuMemcpy`](crate::cuMemcpy), [`cuMemcpyPeer`](crate::cuMemcpyPeer), [`cuMemcpyAsync`](crate::cuMemcpyAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync), [`cuMemPrefetchAsync`](crate::cuMemPrefetchAsync),
  [`cudaMemAdvise`](crate::cudaMemAdvise)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAdvise_v2(
         devPtr: CUdeviceptr,
         count: usize,
@@ -21692,6 +21894,7 @@ extern "C" {
  * `numPrefetchLocs` - Size of `prefetchLocs` and `prefetchLocIdxs` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchBatchAsync(
         dptrs: *mut CUdeviceptr,
         sizes: *mut usize,
@@ -21728,6 +21931,7 @@ extern "C" {
  * `count` - Size of `dptrs` and `sizes` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemDiscardBatchAsync(
         dptrs: *mut CUdeviceptr,
         sizes: *mut usize,
@@ -21778,6 +21982,7 @@ extern "C" {
  * `numPrefetchLocs` - Size of `prefetchLocs` and `prefetchLocIdxs` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemDiscardAndPrefetchBatchAsync(
         dptrs: *mut CUdeviceptr,
         sizes: *mut usize,
@@ -21867,6 +22072,7 @@ extern "C" {
  [`cuMemRangeGetAttributes`](crate::cuMemRangeGetAttributes), [`cuMemPrefetchAsync`](crate::cuMemPrefetchAsync),
  [`cuMemAdvise`](crate::cuMemAdvise),
  [`cudaMemRangeGetAttribute`](crate::cudaMemRangeGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemRangeGetAttribute(
         data: *mut ::core::ffi::c_void,
         dataSize: usize,
@@ -21916,6 +22122,7 @@ extern "C" {
  [`cuMemRangeGetAttribute`](crate::cuMemRangeGetAttribute), [`cuMemAdvise`](crate::cuMemAdvise),
  [`cuMemPrefetchAsync`](crate::cuMemPrefetchAsync),
  [`cudaMemRangeGetAttributes`](crate::cudaMemRangeGetAttributes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemRangeGetAttributes(
         data: *mut *mut ::core::ffi::c_void,
         dataSizes: *mut usize,
@@ -21964,6 +22171,7 @@ extern "C" {
  [`cuMemHostAlloc`](crate::cuMemHostAlloc),
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuMemHostUnregister`](crate::cuMemHostUnregister)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuPointerSetAttribute(
         value: *const ::core::ffi::c_void,
         attribute: CUpointer_attribute,
@@ -22017,6 +22225,7 @@ extern "C" {
  [`cuPointerGetAttribute`](crate::cuPointerGetAttribute),
  [`cuPointerSetAttribute`](crate::cuPointerSetAttribute),
  [`cudaPointerGetAttributes`](crate::cudaPointerGetAttributes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuPointerGetAttributes(
         numAttributes: ::core::ffi::c_uint,
         attributes: *mut CUpointer_attribute,
@@ -22060,6 +22269,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreate`](crate::cudaStreamCreate),
  [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamCreate(
         phStream: *mut CUstream,
         Flags: ::core::ffi::c_uint,
@@ -22115,6 +22325,7 @@ extern "C" {
  [`cuStreamSynchronize`](crate::cuStreamSynchronize),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreateWithPriority`](crate::cudaStreamCreateWithPriority)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamCreateWithPriority(
         phStream: *mut CUstream,
         flags: ::core::ffi::c_uint,
@@ -22150,6 +22361,7 @@ extern "C" {
  [`cuStreamGetFlags`](crate::cuStreamGetFlags),
  [`cuStreamGetDevice`](crate::cuStreamGetDevice),
  [`cudaStreamGetPriority`](crate::cudaStreamGetPriority)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetPriority(
         hStream: CUstream,
         priority: *mut ::core::ffi::c_int,
@@ -22178,6 +22390,7 @@ extern "C" {
  [`cuStreamCreate`](crate::cuStreamCreate),
  [`cuGreenCtxStreamCreate`](crate::cuGreenCtxStreamCreate),
  [`cuStreamGetFlags`](crate::cuStreamGetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) -> CUresult;
     /** Query the flags of a given stream
 
@@ -22207,6 +22420,7 @@ extern "C" {
  [`cuStreamGetPriority`](crate::cuStreamGetPriority),
  [`cudaStreamGetFlags`](crate::cudaStreamGetFlags),
  [`cuStreamGetDevice`](crate::cuStreamGetDevice)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetFlags(
         hStream: CUstream,
         flags: *mut ::core::ffi::c_uint,
@@ -22242,6 +22456,7 @@ extern "C" {
  [`cuStreamCreate`](crate::cuStreamCreate),
  [`cuStreamGetPriority`](crate::cuStreamGetPriority),
  [`cudaStreamGetId`](crate::cudaStreamGetId)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetId(
         hStream: CUstream,
         streamId: *mut ::core::ffi::c_ulonglong,
@@ -22294,6 +22509,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreate`](crate::cudaStreamCreate),
  [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) -> CUresult;
     /** Query the contexts associated with a stream
 
@@ -22351,6 +22567,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreate`](crate::cudaStreamCreate),
  [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags),*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCtx_v2(
         hStream: CUstream,
         pCtx: *mut CUcontext,
@@ -22391,6 +22608,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cuStreamDestroy`](crate::cuStreamDestroy),
  [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitEvent(
         hStream: CUstream,
         hEvent: CUevent,
@@ -22469,6 +22687,7 @@ extern "C" {
  [`cuStreamAttachMemAsync`](crate::cuStreamAttachMemAsync),
  [`cuLaunchHostFunc`](crate::cuLaunchHostFunc),
  [`cudaStreamAddCallback`](crate::cudaStreamAddCallback)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamAddCallback(
         hStream: CUstream,
         callback: CUstreamCallback,
@@ -22511,6 +22730,7 @@ extern "C" {
  [`cuStreamIsCapturing`](crate::cuStreamIsCapturing),
  [`cuStreamEndCapture`](crate::cuStreamEndCapture),
  [`cuThreadExchangeStreamCaptureMode`](crate::cuThreadExchangeStreamCaptureMode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCapture_v2(
         hStream: CUstream,
         mode: CUstreamCaptureMode,
@@ -22559,6 +22779,7 @@ extern "C" {
  [`cuStreamEndCapture`](crate::cuStreamEndCapture),
  [`cuThreadExchangeStreamCaptureMode`](crate::cuThreadExchangeStreamCaptureMode),
  [`cuGraphAddNode`](crate::cuGraphAddNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCaptureToGraph(
         hStream: CUstream,
         hGraph: CUgraph,
@@ -22618,6 +22839,7 @@ extern "C" {
  # See also
 
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) -> CUresult;
     /** Ends capture on a stream, returning the captured graph
 
@@ -22648,6 +22870,7 @@ extern "C" {
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture),
  [`cuStreamIsCapturing`](crate::cuStreamIsCapturing),
  [`cuGraphDestroy`](crate::cuGraphDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult;
     /** Returns a stream's capture status
 
@@ -22687,6 +22910,7 @@ extern "C" {
  [`cuStreamCreate`](crate::cuStreamCreate),
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture),
  [`cuStreamEndCapture`](crate::cuStreamEndCapture)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamIsCapturing(
         hStream: CUstream,
         captureStatus: *mut CUstreamCaptureStatus,
@@ -22748,6 +22972,7 @@ extern "C" {
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture),
  [`cuStreamIsCapturing`](crate::cuStreamIsCapturing),
  [`cuStreamUpdateCaptureDependencies`](crate::cuStreamUpdateCaptureDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCaptureInfo_v3(
         hStream: CUstream,
         captureStatus_out: *mut CUstreamCaptureStatus,
@@ -22790,6 +23015,7 @@ extern "C" {
 
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture),
  [`cuStreamGetCaptureInfo`](crate::cuStreamGetCaptureInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamUpdateCaptureDependencies_v2(
         hStream: CUstream,
         dependencies: *mut CUgraphNode,
@@ -22883,6 +23109,7 @@ extern "C" {
  [`cuStreamDestroy`](crate::cuStreamDestroy),
  [`cuMemAllocManaged`](crate::cuMemAllocManaged),
  [`cudaStreamAttachMemAsync`](crate::cudaStreamAttachMemAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamAttachMemAsync(
         hStream: CUstream,
         dptr: CUdeviceptr,
@@ -22917,6 +23144,7 @@ extern "C" {
  [`cuStreamSynchronize`](crate::cuStreamSynchronize),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamQuery`](crate::cudaStreamQuery)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamQuery(hStream: CUstream) -> CUresult;
     /** Wait until a stream's tasks are completed
 
@@ -22945,6 +23173,7 @@ extern "C" {
  [`cuStreamQuery`](crate::cuStreamQuery),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamSynchronize`](crate::cudaStreamSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamSynchronize(hStream: CUstream) -> CUresult;
     /** Destroys a stream
 
@@ -22974,6 +23203,7 @@ extern "C" {
  [`cuStreamSynchronize`](crate::cuStreamSynchronize),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamDestroy`](crate::cudaStreamDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamDestroy_v2(hStream: CUstream) -> CUresult;
     /** Copies attributes from source stream to destination stream.
 
@@ -22993,6 +23223,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamCopyAttributes(dst: CUstream, src: CUstream) -> CUresult;
     /** Queries stream attribute.
 
@@ -23013,6 +23244,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetAttribute(
         hStream: CUstream,
         attr: CUstreamAttrID,
@@ -23038,6 +23270,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamSetAttribute(
         hStream: CUstream,
         attr: CUstreamAttrID,
@@ -23082,6 +23315,7 @@ extern "C" {
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventCreate`](crate::cudaEventCreate),
  [`cudaEventCreateWithFlags`](crate::cudaEventCreateWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventCreate(phEvent: *mut CUevent, Flags: ::core::ffi::c_uint) -> CUresult;
     /** Records an event
 
@@ -23124,6 +23358,7 @@ extern "C" {
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventRecord`](crate::cudaEventRecord),
  [`cuEventRecordWithFlags`](crate::cuEventRecordWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult;
     /** Records an event
 
@@ -23173,6 +23408,7 @@ extern "C" {
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cuEventRecord`](crate::cuEventRecord),
  [`cudaEventRecord`](crate::cudaEventRecord)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventRecordWithFlags(
         hEvent: CUevent,
         hStream: CUstream,
@@ -23208,6 +23444,7 @@ extern "C" {
  [`cuEventDestroy`](crate::cuEventDestroy),
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventQuery`](crate::cudaEventQuery)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventQuery(hEvent: CUevent) -> CUresult;
     /** Waits for an event to complete
 
@@ -23238,6 +23475,7 @@ extern "C" {
  [`cuEventDestroy`](crate::cuEventDestroy),
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventSynchronize`](crate::cudaEventSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventSynchronize(hEvent: CUevent) -> CUresult;
     /** Destroys an event
 
@@ -23266,6 +23504,7 @@ extern "C" {
  [`cuEventSynchronize`](crate::cuEventSynchronize),
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventDestroy`](crate::cudaEventDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult;
     /** Computes the elapsed time between two events
 
@@ -23313,6 +23552,7 @@ extern "C" {
  [`cuEventSynchronize`](crate::cuEventSynchronize),
  [`cuEventDestroy`](crate::cuEventDestroy),
  [`cudaEventElapsedTime`](crate::cudaEventElapsedTime)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventElapsedTime_v2(
         pMilliseconds: *mut f32,
         hStart: CUevent,
@@ -23491,6 +23731,7 @@ extern "C" {
  [`cuDestroyExternalMemory`](crate::cuDestroyExternalMemory),
  [`cuExternalMemoryGetMappedBuffer`](crate::cuExternalMemoryGetMappedBuffer),
  [`cuExternalMemoryGetMappedMipmappedArray`](crate::cuExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuImportExternalMemory(
         extMem_out: *mut CUexternalMemory,
         memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
@@ -23547,6 +23788,7 @@ extern "C" {
  [`cuImportExternalMemory`](crate::cuImportExternalMemory),
  [`cuDestroyExternalMemory`](crate::cuDestroyExternalMemory),
  [`cuExternalMemoryGetMappedMipmappedArray`](crate::cuExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuExternalMemoryGetMappedBuffer(
         devPtr: *mut CUdeviceptr,
         extMem: CUexternalMemory,
@@ -23606,6 +23848,7 @@ extern "C" {
  [`cuImportExternalMemory`](crate::cuImportExternalMemory),
  [`cuDestroyExternalMemory`](crate::cuDestroyExternalMemory),
  [`cuExternalMemoryGetMappedBuffer`](crate::cuExternalMemoryGetMappedBuffer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuExternalMemoryGetMappedMipmappedArray(
         mipmap: *mut CUmipmappedArray,
         extMem: CUexternalMemory,
@@ -23631,6 +23874,7 @@ extern "C" {
  [`cuImportExternalMemory`](crate::cuImportExternalMemory),
  [`cuExternalMemoryGetMappedBuffer`](crate::cuExternalMemoryGetMappedBuffer),
  [`cuExternalMemoryGetMappedMipmappedArray`](crate::cuExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDestroyExternalMemory(extMem: CUexternalMemory) -> CUresult;
     /** Imports an external semaphore
 
@@ -23788,6 +24032,7 @@ extern "C" {
  [`cuDestroyExternalSemaphore`](crate::cuDestroyExternalSemaphore),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuImportExternalSemaphore(
         extSem_out: *mut CUexternalSemaphore,
         semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
@@ -23885,6 +24130,7 @@ extern "C" {
  [`cuImportExternalSemaphore`](crate::cuImportExternalSemaphore),
  [`cuDestroyExternalSemaphore`](crate::cuDestroyExternalSemaphore),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSignalExternalSemaphoresAsync(
         extSemArray: *const CUexternalSemaphore,
         paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
@@ -23965,6 +24211,7 @@ extern "C" {
  [`cuImportExternalSemaphore`](crate::cuImportExternalSemaphore),
  [`cuDestroyExternalSemaphore`](crate::cuDestroyExternalSemaphore),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuWaitExternalSemaphoresAsync(
         extSemArray: *const CUexternalSemaphore,
         paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -23990,6 +24237,7 @@ extern "C" {
  [`cuImportExternalSemaphore`](crate::cuImportExternalSemaphore),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDestroyExternalSemaphore(extSem: CUexternalSemaphore) -> CUresult;
     /** Wait on a memory location
 
@@ -24033,6 +24281,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue32_v2(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -24080,6 +24329,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue64_v2(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -24113,6 +24363,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuEventRecord`](crate::cuEventRecord)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue32_v2(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -24148,6 +24399,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuEventRecord`](crate::cuEventRecord)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue64_v2(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -24193,6 +24445,7 @@ extern "C" {
  [`cuStreamWriteValue32`](crate::cuStreamWriteValue32),
  [`cuStreamWriteValue64`](crate::cuStreamWriteValue64),
  [`cuMemHostRegister`](crate::cuMemHostRegister)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBatchMemOp_v2(
         stream: CUstream,
         count: ::core::ffi::c_uint,
@@ -24293,6 +24546,7 @@ extern "C" {
  [`cuFuncIsLoaded`](crate::cuFuncIsLoaded),
  [`cuFuncLoad`](crate::cuFuncLoad),
  [`cuKernelGetAttribute`](crate::cuKernelGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncGetAttribute(
         pi: *mut ::core::ffi::c_int,
         attrib: CUfunction_attribute,
@@ -24363,6 +24617,7 @@ extern "C" {
  [`cudaFuncGetAttributes`](crate::cudaFuncGetAttributes),
  [`cudaFuncSetAttribute`](crate::cudaFuncSetAttribute),
  [`cuKernelSetAttribute`](crate::cuKernelSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncSetAttribute(
         hfunc: CUfunction,
         attrib: CUfunction_attribute,
@@ -24410,6 +24665,7 @@ extern "C" {
  [`cuLaunchKernel`](crate::cuLaunchKernel),
  [`cudaFuncSetCacheConfig`](crate::cudaFuncSetCacheConfig),
  [`cuKernelSetCacheConfig`](crate::cuKernelSetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache) -> CUresult;
     /** Returns a module handle
 
@@ -24433,6 +24689,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  [`CUDA_ERROR_NOT_FOUND`](crate::CUDA_ERROR_NOT_FOUND)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresult;
     /** Returns the function name for a [`CUfunction`](crate::CUfunction) handle
 
@@ -24451,6 +24708,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncGetName(
         name: *mut *const ::core::ffi::c_char,
         hfunc: CUfunction,
@@ -24477,6 +24735,7 @@ extern "C" {
 
  # See also
  [`cuKernelGetParamInfo`](crate::cuKernelGetParamInfo)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncGetParamInfo(
         func: CUfunction,
         paramIndex: usize,
@@ -24499,6 +24758,7 @@ extern "C" {
  # See also
  [`cuFuncLoad`](crate::cuFuncLoad),
  [`cuModuleEnumerateFunctions`](crate::cuModuleEnumerateFunctions)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncIsLoaded(
         state: *mut CUfunctionLoadingState,
         function: CUfunction,
@@ -24519,6 +24779,7 @@ extern "C" {
  # See also
  [`cuModuleEnumerateFunctions`](crate::cuModuleEnumerateFunctions),
  [`cuFuncIsLoaded`](crate::cuFuncIsLoaded)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncLoad(function: CUfunction) -> CUresult;
     /** Launches a CUDA function [`CUfunction`](crate::CUfunction) or a CUDA kernel [`CUkernel`](crate::CUkernel)
 
@@ -24639,6 +24900,7 @@ extern "C" {
  [`cuKernelSetCacheConfig`](crate::cuKernelSetCacheConfig),
  [`cuKernelGetAttribute`](crate::cuKernelGetAttribute),
  [`cuKernelSetAttribute`](crate::cuKernelSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchKernel(
         f: CUfunction,
         gridDimX: ::core::ffi::c_uint,
@@ -24923,6 +25185,7 @@ extern "C" {
  [`cuKernelSetCacheConfig`](crate::cuKernelSetCacheConfig),
  [`cuKernelGetAttribute`](crate::cuKernelGetAttribute),
  [`cuKernelSetAttribute`](crate::cuKernelSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchKernelEx(
         config: *const CUlaunchConfig,
         f: CUfunction,
@@ -25017,6 +25280,7 @@ extern "C" {
  [`cuKernelSetCacheConfig`](crate::cuKernelSetCacheConfig),
  [`cuKernelGetAttribute`](crate::cuKernelGetAttribute),
  [`cuKernelSetAttribute`](crate::cuKernelSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchCooperativeKernel(
         f: CUfunction,
         gridDimX: ::core::ffi::c_uint,
@@ -25167,6 +25431,7 @@ extern "C" {
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute),
  [`cuLaunchCooperativeKernel`](crate::cuLaunchCooperativeKernel),
  `cudaLaunchCooperativeKernelMultiDevice`*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchCooperativeKernelMultiDevice(
         launchParamsList: *mut CUDA_LAUNCH_PARAMS,
         numDevices: ::core::ffi::c_uint,
@@ -25235,6 +25500,7 @@ extern "C" {
  [`cuMemAllocManaged`](crate::cuMemAllocManaged),
  [`cuStreamAttachMemAsync`](crate::cuStreamAttachMemAsync),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchHostFunc(
         hStream: CUstream,
         fn_: CUhostFn,
@@ -25274,6 +25540,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncSetBlockShape(
         hfunc: CUfunction,
         x: ::core::ffi::c_int,
@@ -25312,6 +25579,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncSetSharedSize(
         hfunc: CUfunction,
         bytes: ::core::ffi::c_uint,
@@ -25346,6 +25614,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuParamSetSize(hfunc: CUfunction, numbytes: ::core::ffi::c_uint) -> CUresult;
     /** Adds an integer parameter to the function's argument list
 
@@ -25378,6 +25647,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuParamSeti(
         hfunc: CUfunction,
         offset: ::core::ffi::c_int,
@@ -25414,6 +25684,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuParamSetf(
         hfunc: CUfunction,
         offset: ::core::ffi::c_int,
@@ -25452,6 +25723,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuParamSetv(
         hfunc: CUfunction,
         offset: ::core::ffi::c_int,
@@ -25508,6 +25780,7 @@ extern "C" {
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunch(f: CUfunction) -> CUresult;
     /** Launches a CUDA function
 
@@ -25561,6 +25834,7 @@ extern "C" {
  [`cuLaunch`](crate::cuLaunch),
  [`cuLaunchGridAsync`](crate::cuLaunchGridAsync),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchGrid(
         f: CUfunction,
         grid_width: ::core::ffi::c_int,
@@ -25626,6 +25900,7 @@ extern "C" {
  [`cuLaunch`](crate::cuLaunch),
  [`cuLaunchGrid`](crate::cuLaunchGrid),
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchGridAsync(
         f: CUfunction,
         grid_width: ::core::ffi::c_int,
@@ -25653,6 +25928,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_CONTEXT`](crate::CUDA_ERROR_INVALID_CONTEXT),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuParamSetTexRef(
         hfunc: CUfunction,
         texunit: ::core::ffi::c_int,
@@ -25710,6 +25986,7 @@ extern "C" {
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute),
  [`cuLaunchKernel`](crate::cuLaunchKernel),
  [`cudaFuncSetSharedMemConfig`](crate::cudaFuncSetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuFuncSetSharedMemConfig(
         hfunc: CUfunction,
         config: CUsharedconfig,
@@ -25745,6 +26022,7 @@ extern "C" {
  [`cuGraphGetRootNodes`](crate::cuGraphGetRootNodes),
  [`cuGraphGetEdges`](crate::cuGraphGetEdges),
  [`cuGraphClone`](crate::cuGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphCreate(phGraph: *mut CUgraph, flags: ::core::ffi::c_uint) -> CUresult;
     /** Creates a kernel execution node and adds it to a graph
 
@@ -25847,6 +26125,7 @@ extern "C" {
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddKernelNode_v2(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -25884,6 +26163,7 @@ extern "C" {
  [`cuLaunchKernel`](crate::cuLaunchKernel),
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphKernelNodeSetParams`](crate::cuGraphKernelNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeGetParams_v2(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
@@ -25910,6 +26190,7 @@ extern "C" {
  [`cuLaunchKernel`](crate::cuLaunchKernel),
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphKernelNodeGetParams`](crate::cuGraphKernelNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeSetParams_v2(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
@@ -25961,6 +26242,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddMemcpyNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -25990,6 +26272,7 @@ extern "C" {
  [`cuMemcpy3D`](crate::cuMemcpy3D),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphMemcpyNodeSetParams`](crate::cuGraphMemcpyNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemcpyNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_MEMCPY3D,
@@ -26016,6 +26299,7 @@ extern "C" {
  [`cuMemcpy3D`](crate::cuMemcpy3D),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphMemcpyNodeGetParams`](crate::cuGraphMemcpyNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemcpyNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_MEMCPY3D,
@@ -26061,6 +26345,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddMemsetNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26090,6 +26375,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode),
  [`cuGraphMemsetNodeSetParams`](crate::cuGraphMemsetNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemsetNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_MEMSET_NODE_PARAMS,
@@ -26116,6 +26402,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode),
  [`cuGraphMemsetNodeGetParams`](crate::cuGraphMemsetNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemsetNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_MEMSET_NODE_PARAMS,
@@ -26160,6 +26447,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddHostNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26188,6 +26476,7 @@ extern "C" {
  [`cuLaunchHostFunc`](crate::cuLaunchHostFunc),
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphHostNodeSetParams`](crate::cuGraphHostNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphHostNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_HOST_NODE_PARAMS,
@@ -26214,6 +26503,7 @@ extern "C" {
  [`cuLaunchHostFunc`](crate::cuLaunchHostFunc),
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphHostNodeGetParams`](crate::cuGraphHostNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphHostNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_HOST_NODE_PARAMS,
@@ -26258,6 +26548,7 @@ extern "C" {
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode),
  [`cuGraphClone`](crate::cuGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddChildGraphNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26290,6 +26581,7 @@ extern "C" {
 
  [`cuGraphAddChildGraphNode`](crate::cuGraphAddChildGraphNode),
  [`cuGraphNodeFindInClone`](crate::cuGraphNodeFindInClone)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphChildGraphNodeGetGraph(
         hNode: CUgraphNode,
         phGraph: *mut CUgraph,
@@ -26331,6 +26623,7 @@ extern "C" {
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddEmptyNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26377,6 +26670,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddEventRecordNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26407,6 +26701,7 @@ extern "C" {
  [`cuGraphEventWaitNodeGetEvent`](crate::cuGraphEventWaitNodeGetEvent),
  [`cuEventRecordWithFlags`](crate::cuEventRecordWithFlags),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphEventRecordNodeGetEvent(
         hNode: CUgraphNode,
         event_out: *mut CUevent,
@@ -26435,6 +26730,7 @@ extern "C" {
  [`cuGraphEventWaitNodeSetEvent`](crate::cuGraphEventWaitNodeSetEvent),
  [`cuEventRecordWithFlags`](crate::cuEventRecordWithFlags),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphEventRecordNodeSetEvent(
         hNode: CUgraphNode,
         event: CUevent,
@@ -26480,6 +26776,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddEventWaitNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26510,6 +26807,7 @@ extern "C" {
  [`cuGraphEventRecordNodeGetEvent`](crate::cuGraphEventRecordNodeGetEvent),
  [`cuEventRecordWithFlags`](crate::cuEventRecordWithFlags),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphEventWaitNodeGetEvent(
         hNode: CUgraphNode,
         event_out: *mut CUevent,
@@ -26538,6 +26836,7 @@ extern "C" {
  [`cuGraphEventRecordNodeSetEvent`](crate::cuGraphEventRecordNodeSetEvent),
  [`cuEventRecordWithFlags`](crate::cuEventRecordWithFlags),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphEventWaitNodeSetEvent(hNode: CUgraphNode, event: CUevent) -> CUresult;
     /** Creates an external semaphore signal node and adds it to a graph
 
@@ -26586,6 +26885,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddExternalSemaphoresSignalNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26622,6 +26922,7 @@ extern "C" {
  [`cuGraphAddExternalSemaphoresWaitNode`](crate::cuGraphAddExternalSemaphoresWaitNode),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExternalSemaphoresSignalNodeGetParams(
         hNode: CUgraphNode,
         params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
@@ -26650,6 +26951,7 @@ extern "C" {
  [`cuGraphAddExternalSemaphoresWaitNode`](crate::cuGraphAddExternalSemaphoresWaitNode),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExternalSemaphoresSignalNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
@@ -26701,6 +27003,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddExternalSemaphoresWaitNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26737,6 +27040,7 @@ extern "C" {
  [`cuGraphAddExternalSemaphoresWaitNode`](crate::cuGraphAddExternalSemaphoresWaitNode),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExternalSemaphoresWaitNodeGetParams(
         hNode: CUgraphNode,
         params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
@@ -26765,6 +27069,7 @@ extern "C" {
  [`cuGraphAddExternalSemaphoresWaitNode`](crate::cuGraphAddExternalSemaphoresWaitNode),
  [`cuSignalExternalSemaphoresAsync`](crate::cuSignalExternalSemaphoresAsync),
  [`cuWaitExternalSemaphoresAsync`](crate::cuWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExternalSemaphoresWaitNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
@@ -26821,6 +27126,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddBatchMemOpNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -26854,6 +27160,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuGraphAddBatchMemOpNode`](crate::cuGraphAddBatchMemOpNode),
  [`cuGraphBatchMemOpNodeSetParams`](crate::cuGraphBatchMemOpNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphBatchMemOpNodeGetParams(
         hNode: CUgraphNode,
         nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
@@ -26883,6 +27190,7 @@ extern "C" {
  [`cuStreamBatchMemOp`](crate::cuStreamBatchMemOp),
  [`cuGraphAddBatchMemOpNode`](crate::cuGraphAddBatchMemOpNode),
  [`cuGraphBatchMemOpNodeGetParams`](crate::cuGraphBatchMemOpNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphBatchMemOpNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
@@ -26932,6 +27240,7 @@ extern "C" {
  [`cuGraphBatchMemOpNodeGetParams`](crate::cuGraphBatchMemOpNodeGetParams),
  [`cuGraphBatchMemOpNodeSetParams`](crate::cuGraphBatchMemOpNodeSetParams),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecBatchMemOpNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -27010,6 +27319,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddMemAllocNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -27040,6 +27350,7 @@ extern "C" {
 
  [`cuGraphAddMemAllocNode`](crate::cuGraphAddMemAllocNode),
  [`cuGraphMemFreeNodeGetParams`](crate::cuGraphMemFreeNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemAllocNodeGetParams(
         hNode: CUgraphNode,
         params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
@@ -27100,6 +27411,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddMemFreeNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -27127,6 +27439,7 @@ extern "C" {
 
  [`cuGraphAddMemFreeNode`](crate::cuGraphAddMemFreeNode),
  [`cuGraphMemAllocNodeGetParams`](crate::cuGraphMemAllocNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphMemFreeNodeGetParams(
         hNode: CUgraphNode,
         dptr_out: *mut CUdeviceptr,
@@ -27149,6 +27462,7 @@ extern "C" {
  [`cuGraphAddMemFreeNode`](crate::cuGraphAddMemFreeNode),
  [`cuDeviceSetGraphMemAttribute`](crate::cuDeviceSetGraphMemAttribute),
  [`cuDeviceGetGraphMemAttribute`](crate::cuDeviceGetGraphMemAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGraphMemTrim(device: CUdevice) -> CUresult;
     /** Query asynchronous allocation attributes related to graphs
 
@@ -27176,6 +27490,7 @@ extern "C" {
  [`cuDeviceSetGraphMemAttribute`](crate::cuDeviceSetGraphMemAttribute),
  [`cuGraphAddMemAllocNode`](crate::cuGraphAddMemAllocNode),
  [`cuGraphAddMemFreeNode`](crate::cuGraphAddMemFreeNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetGraphMemAttribute(
         device: CUdevice,
         attr: CUgraphMem_attribute,
@@ -27204,6 +27519,7 @@ extern "C" {
  [`cuDeviceGetGraphMemAttribute`](crate::cuDeviceGetGraphMemAttribute),
  [`cuGraphAddMemAllocNode`](crate::cuGraphAddMemAllocNode),
  [`cuGraphAddMemFreeNode`](crate::cuGraphAddMemFreeNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceSetGraphMemAttribute(
         device: CUdevice,
         attr: CUgraphMem_attribute,
@@ -27235,6 +27551,7 @@ extern "C" {
 
  [`cuGraphCreate`](crate::cuGraphCreate),
  [`cuGraphNodeFindInClone`](crate::cuGraphNodeFindInClone)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphClone(phGraphClone: *mut CUgraph, originalGraph: CUgraph) -> CUresult;
     /** Finds a cloned version of a node
 
@@ -27260,6 +27577,7 @@ extern "C" {
  # See also
 
  [`cuGraphClone`](crate::cuGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeFindInClone(
         phNode: *mut CUgraphNode,
         hOriginalNode: CUgraphNode,
@@ -27294,6 +27612,7 @@ extern "C" {
  [`cuGraphMemcpyNodeSetParams`](crate::cuGraphMemcpyNodeSetParams),
  [`cuGraphMemsetNodeGetParams`](crate::cuGraphMemsetNodeGetParams),
  [`cuGraphMemsetNodeSetParams`](crate::cuGraphMemsetNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetType(
         hNode: CUgraphNode,
         type_: *mut CUgraphNodeType,
@@ -27327,6 +27646,7 @@ extern "C" {
  [`cuGraphNodeGetType`](crate::cuGraphNodeGetType),
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetNodes(
         hGraph: CUgraph,
         nodes: *mut CUgraphNode,
@@ -27361,6 +27681,7 @@ extern "C" {
  [`cuGraphNodeGetType`](crate::cuGraphNodeGetType),
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetRootNodes(
         hGraph: CUgraph,
         rootNodes: *mut CUgraphNode,
@@ -27404,6 +27725,7 @@ extern "C" {
  [`cuGraphRemoveDependencies`](crate::cuGraphRemoveDependencies),
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetEdges_v2(
         hGraph: CUgraph,
         from: *mut CUgraphNode,
@@ -27446,6 +27768,7 @@ extern "C" {
  [`cuGraphGetEdges`](crate::cuGraphGetEdges),
  [`cuGraphAddDependencies`](crate::cuGraphAddDependencies),
  [`cuGraphRemoveDependencies`](crate::cuGraphRemoveDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependencies_v2(
         hNode: CUgraphNode,
         dependencies: *mut CUgraphNode,
@@ -27488,6 +27811,7 @@ extern "C" {
  [`cuGraphGetEdges`](crate::cuGraphGetEdges),
  [`cuGraphAddDependencies`](crate::cuGraphAddDependencies),
  [`cuGraphRemoveDependencies`](crate::cuGraphRemoveDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependentNodes_v2(
         hNode: CUgraphNode,
         dependentNodes: *mut CUgraphNode,
@@ -27522,6 +27846,7 @@ extern "C" {
  [`cuGraphGetEdges`](crate::cuGraphGetEdges),
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddDependencies_v2(
         hGraph: CUgraph,
         from: *const CUgraphNode,
@@ -27563,6 +27888,7 @@ extern "C" {
  [`cuGraphGetEdges`](crate::cuGraphGetEdges),
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphRemoveDependencies_v2(
         hGraph: CUgraph,
         from: *const CUgraphNode,
@@ -27595,6 +27921,7 @@ extern "C" {
  [`cuGraphAddHostNode`](crate::cuGraphAddHostNode),
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphDestroyNode(hNode: CUgraphNode) -> CUresult;
     /** Creates an executable graph from a graph
 
@@ -27666,6 +27993,7 @@ extern "C" {
  [`cuGraphUpload`](crate::cuGraphUpload),
  [`cuGraphLaunch`](crate::cuGraphLaunch),
  [`cuGraphExecDestroy`](crate::cuGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiateWithFlags(
         phGraphExec: *mut CUgraphExec,
         hGraph: CUgraph,
@@ -27772,6 +28100,7 @@ extern "C" {
  [`cuGraphCreate`](crate::cuGraphCreate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate),
  [`cuGraphExecDestroy`](crate::cuGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiateWithParams(
         phGraphExec: *mut CUgraphExec,
         hGraph: CUgraph,
@@ -27797,6 +28126,7 @@ extern "C" {
 
  [`cuGraphInstantiate`](crate::cuGraphInstantiate),
  [`cuGraphInstantiateWithParams`](crate::cuGraphInstantiateWithParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecGetFlags(
         hGraphExec: CUgraphExec,
         flags: *mut cuuint64_t,
@@ -27856,6 +28186,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecKernelNodeSetParams_v2(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -27906,6 +28237,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecMemcpyNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -27961,6 +28293,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecMemsetNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28003,6 +28336,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecHostNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28050,6 +28384,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecChildGraphNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28094,6 +28429,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecEventRecordNodeSetEvent(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28138,6 +28474,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecEventWaitNodeSetEvent(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28185,6 +28522,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cuGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecExternalSemaphoresSignalNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28232,6 +28570,7 @@ extern "C" {
  [`cuGraphExecExternalSemaphoresSignalNodeSetParams`](crate::cuGraphExecExternalSemaphoresSignalNodeSetParams),
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28276,6 +28615,7 @@ extern "C" {
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)
  [`cuGraphLaunch`](crate::cuGraphLaunch)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeSetEnabled(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28310,6 +28650,7 @@ extern "C" {
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)
  [`cuGraphLaunch`](crate::cuGraphLaunch)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetEnabled(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28339,6 +28680,7 @@ extern "C" {
  [`cuGraphInstantiate`](crate::cuGraphInstantiate),
  [`cuGraphLaunch`](crate::cuGraphLaunch),
  [`cuGraphExecDestroy`](crate::cuGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult;
     /** Launches an executable graph in a stream
 
@@ -28368,6 +28710,7 @@ extern "C" {
  [`cuGraphInstantiate`](crate::cuGraphInstantiate),
  [`cuGraphUpload`](crate::cuGraphUpload),
  [`cuGraphExecDestroy`](crate::cuGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult;
     /** Destroys an executable graph
 
@@ -28392,6 +28735,7 @@ extern "C" {
  [`cuGraphInstantiate`](crate::cuGraphInstantiate),
  [`cuGraphUpload`](crate::cuGraphUpload),
  [`cuGraphLaunch`](crate::cuGraphLaunch)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult;
     /** Destroys a graph
 
@@ -28411,6 +28755,7 @@ extern "C" {
  # See also
 
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphDestroy(hGraph: CUgraph) -> CUresult;
     /** Check whether an executable graph can be updated with a graph and perform the update if possible
 
@@ -28502,6 +28847,7 @@ extern "C" {
  # See also
 
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecUpdate_v2(
         hGraphExec: CUgraphExec,
         hGraph: CUgraph,
@@ -28525,6 +28871,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeCopyAttributes(
         dst: CUgraphNode,
         src: CUgraphNode,
@@ -28548,6 +28895,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeGetAttribute(
         hNode: CUgraphNode,
         attr: CUkernelNodeAttrID,
@@ -28572,6 +28920,7 @@ extern "C" {
  # See also
 
  [`CUaccessPolicyWindow`](crate::CUaccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeSetAttribute(
         hNode: CUgraphNode,
         attr: CUkernelNodeAttrID,
@@ -28593,6 +28942,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  [`CUDA_ERROR_OPERATING_SYSTEM`](crate::CUDA_ERROR_OPERATING_SYSTEM)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphDebugDotPrint(
         hGraph: CUgraph,
         path: *const ::core::ffi::c_char,
@@ -28632,6 +28982,7 @@ extern "C" {
  [`cuGraphRetainUserObject`](crate::cuGraphRetainUserObject),
  [`cuGraphReleaseUserObject`](crate::cuGraphReleaseUserObject),
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuUserObjectCreate(
         object_out: *mut CUuserObject,
         ptr: *mut ::core::ffi::c_void,
@@ -28661,6 +29012,7 @@ extern "C" {
  [`cuGraphRetainUserObject`](crate::cuGraphRetainUserObject),
  [`cuGraphReleaseUserObject`](crate::cuGraphReleaseUserObject),
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuUserObjectRetain(
         object: CUuserObject,
         count: ::core::ffi::c_uint,
@@ -28691,6 +29043,7 @@ extern "C" {
  [`cuGraphRetainUserObject`](crate::cuGraphRetainUserObject),
  [`cuGraphReleaseUserObject`](crate::cuGraphReleaseUserObject),
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuUserObjectRelease(
         object: CUuserObject,
         count: ::core::ffi::c_uint,
@@ -28721,6 +29074,7 @@ extern "C" {
  [`cuUserObjectRelease`](crate::cuUserObjectRelease),
  [`cuGraphReleaseUserObject`](crate::cuGraphReleaseUserObject),
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphRetainUserObject(
         graph: CUgraph,
         object: CUuserObject,
@@ -28750,6 +29104,7 @@ extern "C" {
  [`cuUserObjectRelease`](crate::cuUserObjectRelease),
  [`cuGraphRetainUserObject`](crate::cuGraphRetainUserObject),
  [`cuGraphCreate`](crate::cuGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphReleaseUserObject(
         graph: CUgraph,
         object: CUuserObject,
@@ -28795,6 +29150,7 @@ extern "C" {
  [`cuGraphCreate`](crate::cuGraphCreate),
  [`cuGraphNodeSetParams`](crate::cuGraphNodeSetParams),
  [`cuGraphExecNodeSetParams`](crate::cuGraphExecNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddNode_v2(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -28827,6 +29183,7 @@ extern "C" {
 
  [`cuGraphAddNode`](crate::cuGraphAddNode),
  [`cuGraphExecNodeSetParams`](crate::cuGraphExecNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUgraphNodeParams,
@@ -28876,6 +29233,7 @@ extern "C" {
  [`cuGraphNodeSetParams`](crate::cuGraphNodeSetParams)
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -28909,6 +29267,7 @@ extern "C" {
  # See also
 
  [`cuGraphAddNode`](crate::cuGraphAddNode)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphConditionalHandleCreate(
         pHandle_out: *mut CUgraphConditionalHandle,
         hGraph: CUgraph,
@@ -28944,6 +29303,7 @@ extern "C" {
  # See also
 
  [`cudaOccupancyMaxActiveBlocksPerMultiprocessor`](crate::cudaOccupancyMaxActiveBlocksPerMultiprocessor)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
         numBlocks: *mut ::core::ffi::c_int,
         func: CUfunction,
@@ -28995,6 +29355,7 @@ extern "C" {
  # See also
 
  [`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`](crate::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         numBlocks: *mut ::core::ffi::c_int,
         func: CUfunction,
@@ -29057,6 +29418,7 @@ extern "C" {
  # See also
 
  `cudaOccupancyMaxPotentialBlockSize`*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxPotentialBlockSize(
         minGridSize: *mut ::core::ffi::c_int,
         blockSize: *mut ::core::ffi::c_int,
@@ -29114,6 +29476,7 @@ extern "C" {
  # See also
 
  `cudaOccupancyMaxPotentialBlockSizeWithFlags`*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxPotentialBlockSizeWithFlags(
         minGridSize: *mut ::core::ffi::c_int,
         blockSize: *mut ::core::ffi::c_int,
@@ -29146,6 +29509,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  [`CUDA_ERROR_UNKNOWN`](crate::CUDA_ERROR_UNKNOWN)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyAvailableDynamicSMemPerBlock(
         dynamicSmemSize: *mut usize,
         func: CUfunction,
@@ -29191,6 +29555,7 @@ extern "C" {
 
  [`cudaFuncGetAttributes`](crate::cudaFuncGetAttributes),
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxPotentialClusterSize(
         clusterSize: *mut ::core::ffi::c_int,
         func: CUfunction,
@@ -29237,6 +29602,7 @@ extern "C" {
 
  [`cudaFuncGetAttributes`](crate::cudaFuncGetAttributes),
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuOccupancyMaxActiveClusters(
         numClusters: *mut ::core::ffi::c_int,
         func: CUfunction,
@@ -29271,6 +29637,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetArray(
         hTexRef: CUtexref,
         hArray: CUarray,
@@ -29304,6 +29671,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetMipmappedArray(
         hTexRef: CUtexref,
         hMipmappedArray: CUmipmappedArray,
@@ -29353,6 +29721,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress_v2(
         ByteOffset: *mut usize,
         hTexRef: CUtexref,
@@ -29412,6 +29781,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress2D_v3(
         hTexRef: CUtexref,
         desc: *const CUDA_ARRAY_DESCRIPTOR,
@@ -29448,6 +29818,7 @@ extern "C" {
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat),
  [`cudaCreateChannelDesc`](crate::cudaCreateChannelDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetFormat(
         hTexRef: CUtexref,
         fmt: CUarray_format,
@@ -29494,6 +29865,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddressMode(
         hTexRef: CUtexref,
         dim: ::core::ffi::c_int,
@@ -29533,6 +29905,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) -> CUresult;
     /** Sets the mipmap filtering mode for a texture reference
 
@@ -29568,6 +29941,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) -> CUresult;
     /** Sets the mipmap level bias for a texture reference
 
@@ -29596,6 +29970,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32) -> CUresult;
     /** Sets the mipmap min/max mipmap level clamps for a texture reference
 
@@ -29626,6 +30001,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetMipmapLevelClamp(
         hTexRef: CUtexref,
         minMipmapLevelClamp: f32,
@@ -29658,6 +30034,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetMaxAnisotropy(
         hTexRef: CUtexref,
         maxAniso: ::core::ffi::c_uint,
@@ -29693,6 +30070,7 @@ extern "C" {
 
  [`cuTexRefSetAddressMode`](crate::cuTexRefSetAddressMode),
  [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetBorderColor`](crate::cuTexRefGetBorderColor)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *mut f32) -> CUresult;
     /** Sets the flags for a texture reference
 
@@ -29734,6 +30112,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetFlags(hTexRef: CUtexref, Flags: ::core::ffi::c_uint) -> CUresult;
     /** Gets the address associated with a texture reference
 
@@ -29760,6 +30139,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) -> CUresult;
     /** Gets the array bound to a texture reference
 
@@ -29786,6 +30166,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref) -> CUresult;
     /** Gets the mipmapped array bound to a texture reference
 
@@ -29812,6 +30193,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetMipmappedArray(
         phMipmappedArray: *mut CUmipmappedArray,
         hTexRef: CUtexref,
@@ -29842,6 +30224,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetAddressMode(
         pam: *mut CUaddress_mode,
         hTexRef: CUtexref,
@@ -29871,6 +30254,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) -> CUresult;
     /** Gets the format used by a texture reference
 
@@ -29898,6 +30282,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetFormat(
         pFormat: *mut CUarray_format,
         pNumChannels: *mut ::core::ffi::c_int,
@@ -29927,6 +30312,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetMipmapFilterMode(
         pfm: *mut CUfilter_mode,
         hTexRef: CUtexref,
@@ -29955,6 +30341,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetMipmapLevelBias(pbias: *mut f32, hTexRef: CUtexref) -> CUresult;
     /** Gets the min/max mipmap level clamps for a texture reference
 
@@ -29981,6 +30368,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetMipmapLevelClamp(
         pminMipmapLevelClamp: *mut f32,
         pmaxMipmapLevelClamp: *mut f32,
@@ -30010,6 +30398,7 @@ extern "C" {
  [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetMaxAnisotropy(
         pmaxAniso: *mut ::core::ffi::c_int,
         hTexRef: CUtexref,
@@ -30041,6 +30430,7 @@ extern "C" {
  # See also
  [`cuTexRefSetAddressMode`](crate::cuTexRefSetAddressMode),
  [`cuTexRefSetAddressMode`](crate::cuTexRefSetAddressMode), [`cuTexRefSetBorderColor`](crate::cuTexRefSetBorderColor)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref) -> CUresult;
     /** Gets the flags used by a texture reference
 
@@ -30065,6 +30455,7 @@ extern "C" {
  [`cuTexRefSetFilterMode`](crate::cuTexRefSetFilterMode), [`cuTexRefSetFlags`](crate::cuTexRefSetFlags), [`cuTexRefSetFormat`](crate::cuTexRefSetFormat),
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetFlags(
         pFlags: *mut ::core::ffi::c_uint,
         hTexRef: CUtexref,
@@ -30092,6 +30483,7 @@ extern "C" {
 
  # See also
  [`cuTexRefDestroy`](crate::cuTexRefDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefCreate(pTexRef: *mut CUtexref) -> CUresult;
     /** Destroys a texture reference
 
@@ -30111,6 +30503,7 @@ extern "C" {
 
  # See also
  [`cuTexRefCreate`](crate::cuTexRefCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefDestroy(hTexRef: CUtexref) -> CUresult;
     /** Sets the CUDA array for a surface reference.
 
@@ -30138,6 +30531,7 @@ extern "C" {
 
  [`cuModuleGetSurfRef`](crate::cuModuleGetSurfRef),
  [`cuSurfRefGetArray`](crate::cuSurfRefGetArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSurfRefSetArray(
         hSurfRef: CUsurfref,
         hArray: CUarray,
@@ -30164,6 +30558,7 @@ extern "C" {
 
  # See also
  [`cuModuleGetSurfRef`](crate::cuModuleGetSurfRef), [`cuSurfRefSetArray`](crate::cuSurfRefSetArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSurfRefGetArray(phArray: *mut CUarray, hSurfRef: CUsurfref) -> CUresult;
     /** Creates a texture object
 
@@ -30386,6 +30781,7 @@ extern "C" {
 
  [`cuTexObjectDestroy`](crate::cuTexObjectDestroy),
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexObjectCreate(
         pTexObject: *mut CUtexObject,
         pResDesc: *const CUDA_RESOURCE_DESC,
@@ -30410,6 +30806,7 @@ extern "C" {
 
  [`cuTexObjectCreate`](crate::cuTexObjectCreate),
  [`cudaDestroyTextureObject`](crate::cudaDestroyTextureObject)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexObjectDestroy(texObject: CUtexObject) -> CUresult;
     /** Returns a texture object's resource descriptor
 
@@ -30430,6 +30827,7 @@ extern "C" {
 
  [`cuTexObjectCreate`](crate::cuTexObjectCreate),
  [`cudaGetTextureObjectResourceDesc`](crate::cudaGetTextureObjectResourceDesc),*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexObjectGetResourceDesc(
         pResDesc: *mut CUDA_RESOURCE_DESC,
         texObject: CUtexObject,
@@ -30453,6 +30851,7 @@ extern "C" {
 
  [`cuTexObjectCreate`](crate::cuTexObjectCreate),
  [`cudaGetTextureObjectTextureDesc`](crate::cudaGetTextureObjectTextureDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexObjectGetTextureDesc(
         pTexDesc: *mut CUDA_TEXTURE_DESC,
         texObject: CUtexObject,
@@ -30477,6 +30876,7 @@ extern "C" {
 
  [`cuTexObjectCreate`](crate::cuTexObjectCreate),
  [`cudaGetTextureObjectResourceViewDesc`](crate::cudaGetTextureObjectResourceViewDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexObjectGetResourceViewDesc(
         pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC,
         texObject: CUtexObject,
@@ -30507,6 +30907,7 @@ extern "C" {
 
  [`cuSurfObjectDestroy`](crate::cuSurfObjectDestroy),
  [`cudaCreateSurfaceObject`](crate::cudaCreateSurfaceObject)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSurfObjectCreate(
         pSurfObject: *mut CUsurfObject,
         pResDesc: *const CUDA_RESOURCE_DESC,
@@ -30529,6 +30930,7 @@ extern "C" {
 
  [`cuSurfObjectCreate`](crate::cuSurfObjectCreate),
  [`cudaDestroySurfaceObject`](crate::cudaDestroySurfaceObject)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSurfObjectDestroy(surfObject: CUsurfObject) -> CUresult;
     /** Returns a surface object's resource descriptor
 
@@ -30549,6 +30951,7 @@ extern "C" {
 
  [`cuSurfObjectCreate`](crate::cuSurfObjectCreate),
  [`cudaGetSurfaceObjectResourceDesc`](crate::cudaGetSurfaceObjectResourceDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSurfObjectGetResourceDesc(
         pResDesc: *mut CUDA_RESOURCE_DESC,
         surfObject: CUsurfObject,
@@ -30720,6 +31123,7 @@ extern "C" {
  [`cuTensorMapEncodeIm2col`](crate::cuTensorMapEncodeIm2col),
  [`cuTensorMapEncodeIm2colWide`](crate::cuTensorMapEncodeIm2colWide),
  [`cuTensorMapReplaceAddress`](crate::cuTensorMapReplaceAddress)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTensorMapEncodeTiled(
         tensorMap: *mut CUtensorMap,
         tensorDataType: CUtensorMapDataType,
@@ -30917,6 +31321,7 @@ extern "C" {
  [`cuTensorMapEncodeTiled`](crate::cuTensorMapEncodeTiled),
  [`cuTensorMapEncodeIm2colWide`](crate::cuTensorMapEncodeIm2colWide),
  [`cuTensorMapReplaceAddress`](crate::cuTensorMapReplaceAddress)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTensorMapEncodeIm2col(
         tensorMap: *mut CUtensorMap,
         tensorDataType: CUtensorMapDataType,
@@ -31116,6 +31521,7 @@ extern "C" {
  [`cuTensorMapEncodeTiled`](crate::cuTensorMapEncodeTiled),
  [`cuTensorMapEncodeIm2col`](crate::cuTensorMapEncodeIm2col),
  [`cuTensorMapReplaceAddress`](crate::cuTensorMapReplaceAddress)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTensorMapEncodeIm2colWide(
         tensorMap: *mut CUtensorMap,
         tensorDataType: CUtensorMapDataType,
@@ -31159,6 +31565,7 @@ extern "C" {
  [`cuTensorMapEncodeTiled`](crate::cuTensorMapEncodeTiled),
  [`cuTensorMapEncodeIm2col`](crate::cuTensorMapEncodeIm2col),
  [`cuTensorMapEncodeIm2colWide`](crate::cuTensorMapEncodeIm2colWide)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTensorMapReplaceAddress(
         tensorMap: *mut CUtensorMap,
         globalAddress: *mut ::core::ffi::c_void,
@@ -31189,6 +31596,7 @@ extern "C" {
  [`cuCtxEnablePeerAccess`](crate::cuCtxEnablePeerAccess),
  [`cuCtxDisablePeerAccess`](crate::cuCtxDisablePeerAccess),
  [`cudaDeviceCanAccessPeer`](crate::cudaDeviceCanAccessPeer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceCanAccessPeer(
         canAccessPeer: *mut ::core::ffi::c_int,
         dev: CUdevice,
@@ -31245,6 +31653,7 @@ extern "C" {
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer),
  [`cuCtxDisablePeerAccess`](crate::cuCtxDisablePeerAccess),
  [`cudaDeviceEnablePeerAccess`](crate::cudaDeviceEnablePeerAccess)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxEnablePeerAccess(
         peerContext: CUcontext,
         Flags: ::core::ffi::c_uint,
@@ -31274,6 +31683,7 @@ extern "C" {
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer),
  [`cuCtxEnablePeerAccess`](crate::cuCtxEnablePeerAccess),
  [`cudaDeviceDisablePeerAccess`](crate::cudaDeviceDisablePeerAccess)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDisablePeerAccess(peerContext: CUcontext) -> CUresult;
     /** Queries attributes of the link between two devices.
 
@@ -31317,6 +31727,7 @@ extern "C" {
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer),
  [`cuDeviceGetP2PAtomicCapabilities`](crate::cuDeviceGetP2PAtomicCapabilities),
  [`cudaDeviceGetP2PAttribute`](crate::cudaDeviceGetP2PAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetP2PAttribute(
         value: *mut ::core::ffi::c_int,
         attrib: CUdevice_P2PAttribute,
@@ -31356,6 +31767,7 @@ extern "C" {
  [`cuDeviceGetP2PAttribute`](crate::cuDeviceGetP2PAttribute),
  [`cudaDeviceGetP2PAttribute`](crate::cudaDeviceGetP2PAttribute),
  [`cudaDeviceGetP2PAtomicCapabilities`](crate::cudaDeviceGetP2PAtomicCapabilities)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetP2PAtomicCapabilities(
         capabilities: *mut ::core::ffi::c_uint,
         operations: *const CUatomicOperation,
@@ -31391,6 +31803,7 @@ extern "C" {
  `cuGraphicsGLRegisterBuffer`,
  `cuGraphicsGLRegisterImage`,
  [`cudaGraphicsUnregisterResource`](crate::cudaGraphicsUnregisterResource)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsUnregisterResource(resource: CUgraphicsResource) -> CUresult;
     /** Get an array through which to access a subresource of a mapped graphics resource.
 
@@ -31430,6 +31843,7 @@ extern "C" {
 
  [`cuGraphicsResourceGetMappedPointer`](crate::cuGraphicsResourceGetMappedPointer),
  [`cudaGraphicsSubResourceGetMappedArray`](crate::cudaGraphicsSubResourceGetMappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsSubResourceGetMappedArray(
         pArray: *mut CUarray,
         resource: CUgraphicsResource,
@@ -31465,6 +31879,7 @@ extern "C" {
 
  [`cuGraphicsResourceGetMappedPointer`](crate::cuGraphicsResourceGetMappedPointer),
  [`cudaGraphicsResourceGetMappedMipmappedArray`](crate::cudaGraphicsResourceGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceGetMappedMipmappedArray(
         pMipmappedArray: *mut CUmipmappedArray,
         resource: CUgraphicsResource,
@@ -31501,6 +31916,7 @@ extern "C" {
  [`cuGraphicsMapResources`](crate::cuGraphicsMapResources),
  [`cuGraphicsSubResourceGetMappedArray`](crate::cuGraphicsSubResourceGetMappedArray),
  [`cudaGraphicsResourceGetMappedPointer`](crate::cudaGraphicsResourceGetMappedPointer)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceGetMappedPointer_v2(
         pDevPtr: *mut CUdeviceptr,
         pSize: *mut usize,
@@ -31545,6 +31961,7 @@ extern "C" {
 
  [`cuGraphicsMapResources`](crate::cuGraphicsMapResources),
  [`cudaGraphicsResourceSetMapFlags`](crate::cudaGraphicsResourceSetMapFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceSetMapFlags_v2(
         resource: CUgraphicsResource,
         flags: ::core::ffi::c_uint,
@@ -31587,6 +32004,7 @@ extern "C" {
  [`cuGraphicsSubResourceGetMappedArray`](crate::cuGraphicsSubResourceGetMappedArray),
  [`cuGraphicsUnmapResources`](crate::cuGraphicsUnmapResources),
  [`cudaGraphicsMapResources`](crate::cudaGraphicsMapResources)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsMapResources(
         count: ::core::ffi::c_uint,
         resources: *mut CUgraphicsResource,
@@ -31626,6 +32044,7 @@ extern "C" {
 
  [`cuGraphicsMapResources`](crate::cuGraphicsMapResources),
  [`cudaGraphicsUnmapResources`](crate::cudaGraphicsUnmapResources)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsUnmapResources(
         count: ::core::ffi::c_uint,
         resources: *mut CUgraphicsResource,
@@ -31692,6 +32111,7 @@ extern "C" {
  # See also
 
  [`cudaGetDriverEntryPointByVersion`](crate::cudaGetDriverEntryPointByVersion)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetProcAddress_v2(
         symbol: *const ::core::ffi::c_char,
         pfn: *mut *mut ::core::ffi::c_void,
@@ -31767,6 +32187,7 @@ extern "C" {
  [`cuCoredumpGetAttributeGlobal`](crate::cuCoredumpGetAttributeGlobal),
  [`cuCoredumpSetAttribute`](crate::cuCoredumpSetAttribute),
  [`cuCoredumpSetAttributeGlobal`](crate::cuCoredumpSetAttributeGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCoredumpGetAttribute(
         attrib: CUcoredumpSettings,
         value: *mut ::core::ffi::c_void,
@@ -31834,6 +32255,7 @@ extern "C" {
  [`cuCoredumpGetAttribute`](crate::cuCoredumpGetAttribute),
  [`cuCoredumpSetAttribute`](crate::cuCoredumpSetAttribute),
  [`cuCoredumpSetAttributeGlobal`](crate::cuCoredumpSetAttributeGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCoredumpGetAttributeGlobal(
         attrib: CUcoredumpSettings,
         value: *mut ::core::ffi::c_void,
@@ -31914,6 +32336,7 @@ extern "C" {
  [`cuCoredumpGetAttributeGlobal`](crate::cuCoredumpGetAttributeGlobal),
  [`cuCoredumpGetAttribute`](crate::cuCoredumpGetAttribute),
  [`cuCoredumpSetAttributeGlobal`](crate::cuCoredumpSetAttributeGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCoredumpSetAttribute(
         attrib: CUcoredumpSettings,
         value: *mut ::core::ffi::c_void,
@@ -31991,12 +32414,14 @@ extern "C" {
  [`cuCoredumpGetAttribute`](crate::cuCoredumpGetAttribute),
  [`cuCoredumpGetAttributeGlobal`](crate::cuCoredumpGetAttributeGlobal),
  [`cuCoredumpSetAttribute`](crate::cuCoredumpSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCoredumpSetAttributeGlobal(
         attrib: CUcoredumpSettings,
         value: *mut ::core::ffi::c_void,
         size: *mut usize,
     ) -> CUresult;
     ///
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetExportTable(
         ppExportTable: *mut *const ::core::ffi::c_void,
         pExportTableId: *const CUuuid,
@@ -32044,6 +32469,7 @@ extern "C" {
  [`cuDevResourceGenerateDesc`](crate::cuDevResourceGenerateDesc),
  [`cuDevicePrimaryCtxRetain`](crate::cuDevicePrimaryCtxRetain),
  [`cuCtxCreate`](crate::cuCtxCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxCreate(
         phCtx: *mut CUgreenCtx,
         desc: CUdevResourceDesc,
@@ -32074,6 +32500,7 @@ extern "C" {
 
  [`cuGreenCtxCreate`](crate::cuGreenCtxCreate),
  [`cuCtxDestroy`](crate::cuCtxDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxDestroy(hCtx: CUgreenCtx) -> CUresult;
     /** Converts a green context into the primary context
 
@@ -32100,6 +32527,7 @@ extern "C" {
  # See also
 
  [`cuGreenCtxCreate`](crate::cuGreenCtxCreate)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx) -> CUresult;
     /** Get device resources
 
@@ -32124,6 +32552,7 @@ extern "C" {
  # See also
 
  [`cuDevResourceGenerateDesc`](crate::cuDevResourceGenerateDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetDevResource(
         device: CUdevice,
         resource: *mut CUdevResource,
@@ -32151,6 +32580,7 @@ extern "C" {
  # See also
 
  [`cuDevResourceGenerateDesc`](crate::cuDevResourceGenerateDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxGetDevResource(
         hCtx: CUcontext,
         resource: *mut CUdevResource,
@@ -32175,6 +32605,7 @@ extern "C" {
  # See also
 
  [`cuDevResourceGenerateDesc`](crate::cuDevResourceGenerateDesc)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxGetDevResource(
         hCtx: CUgreenCtx,
         resource: *mut CUdevResource,
@@ -32242,6 +32673,7 @@ extern "C" {
  [`cuGreenCtxGetDevResource`](crate::cuGreenCtxGetDevResource),
  [`cuCtxGetDevResource`](crate::cuCtxGetDevResource),
  [`cuDeviceGetDevResource`](crate::cuDeviceGetDevResource)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevSmResourceSplitByCount(
         result: *mut CUdevResource,
         nbGroups: *mut ::core::ffi::c_uint,
@@ -32283,6 +32715,7 @@ extern "C" {
  # See also
 
  [`cuDevSmResourceSplitByCount`](crate::cuDevSmResourceSplitByCount)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevResourceGenerateDesc(
         phDesc: *mut CUdevResourceDesc,
         resources: *mut CUdevResource,
@@ -32319,6 +32752,7 @@ extern "C" {
  [`cuEventRecord`](crate::cuEventRecord),
  [`cuCtxRecordEvent`](crate::cuCtxRecordEvent),
  [`cuCtxWaitEvent`](crate::cuCtxWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxRecordEvent(hCtx: CUgreenCtx, hEvent: CUevent) -> CUresult;
     /** Make a green context wait on an event
 
@@ -32352,6 +32786,7 @@ extern "C" {
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent),
  [`cuCtxRecordEvent`](crate::cuCtxRecordEvent),
  [`cuCtxWaitEvent`](crate::cuCtxWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxWaitEvent(hCtx: CUgreenCtx, hEvent: CUevent) -> CUresult;
     /** Query the green context associated with a stream
 
@@ -32404,6 +32839,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreate`](crate::cudaStreamCreate),
  [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) -> CUresult;
     /** Create a stream for use in the green context
 
@@ -32459,6 +32895,7 @@ extern "C" {
  [`cuStreamSynchronize`](crate::cuStreamSynchronize),
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamCreateWithPriority`](crate::cudaStreamCreateWithPriority)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxStreamCreate(
         phStream: *mut CUstream,
         greenCtx: CUgreenCtx,
@@ -32489,6 +32926,7 @@ extern "C" {
  [`cuGreenCtxCreate`](crate::cuGreenCtxCreate),
  [`cuGreenCtxDestroy`](crate::cuGreenCtxDestroy),
  [`cuCtxGetId`](crate::cuCtxGetId)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGreenCtxGetId(
         greenCtx: CUgreenCtx,
         greenCtxId: *mut ::core::ffi::c_ulonglong,
@@ -32503,6 +32941,7 @@ extern "C" {
 
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS)
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLogsRegisterCallback(
         callbackFunc: CUlogsCallback,
         userData: *mut ::core::ffi::c_void,
@@ -32516,6 +32955,7 @@ extern "C" {
 
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS)
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLogsUnregisterCallback(callback: CUlogsCallbackHandle) -> CUresult;
     /** Sets log iterator to point to the end of log buffer, where the next message would be written.
 
@@ -32526,6 +32966,7 @@ extern "C" {
 
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS)
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLogsCurrent(
         iterator_out: *mut CUlogIterator,
         flags: ::core::ffi::c_uint,
@@ -32551,6 +32992,7 @@ extern "C" {
 
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS)
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLogsDumpToFile(
         iterator: *mut CUlogIterator,
         pathToFile: *const ::core::ffi::c_char,
@@ -32590,6 +33032,7 @@ extern "C" {
 
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLogsDumpToMemory(
         iterator: *mut CUlogIterator,
         buffer: *mut ::core::ffi::c_char,
@@ -32610,6 +33053,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED)
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessGetRestoreThreadId(
         pid: ::core::ffi::c_int,
         tid: *mut ::core::ffi::c_int,
@@ -32627,6 +33071,7 @@ extern "C" {
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE)
  [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED)
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessGetState(
         pid: ::core::ffi::c_int,
         state: *mut CUprocessState,
@@ -32652,6 +33097,7 @@ extern "C" {
  [`CUDA_ERROR_ILLEGAL_STATE`](crate::CUDA_ERROR_ILLEGAL_STATE)
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)
  [`CUDA_ERROR_NOT_READY`](crate::CUDA_ERROR_NOT_READY)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessLock(
         pid: ::core::ffi::c_int,
         args: *mut CUcheckpointLockArgs,
@@ -32675,6 +33121,7 @@ extern "C" {
  [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED)
  [`CUDA_ERROR_ILLEGAL_STATE`](crate::CUDA_ERROR_ILLEGAL_STATE)
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessCheckpoint(
         pid: ::core::ffi::c_int,
         args: *mut CUcheckpointCheckpointArgs,
@@ -32708,6 +33155,7 @@ extern "C" {
  # See also
 
  [`cuInit`](crate::cuInit)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessRestore(
         pid: ::core::ffi::c_int,
         args: *mut CUcheckpointRestoreArgs,
@@ -32729,6 +33177,7 @@ extern "C" {
  [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED)
  [`CUDA_ERROR_ILLEGAL_STATE`](crate::CUDA_ERROR_ILLEGAL_STATE)
  [`CUDA_ERROR_NOT_SUPPORTED`](crate::CUDA_ERROR_NOT_SUPPORTED)*/
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCheckpointProcessUnlock(
         pid: ::core::ffi::c_int,
         args: *mut CUcheckpointUnlockArgs,
@@ -32765,6 +33214,7 @@ extern "C" {
 
  # See also
  [`cudaDeviceSynchronize`](crate::cudaDeviceSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceReset() -> cudaError_t;
     /** Wait for compute device to finish
 
@@ -32786,6 +33236,7 @@ extern "C" {
 
  [`cudaDeviceReset`](crate::cudaDeviceReset),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSynchronize() -> cudaError_t;
     /** Set resource limits
 
@@ -32871,6 +33322,7 @@ extern "C" {
 
  [`cudaDeviceGetLimit`](crate::cudaDeviceGetLimit),
  [`cuCtxSetLimit`](crate::cuCtxSetLimit)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSetLimit(limit: cudaLimit, value: usize) -> cudaError_t;
     /** Return resource limits
 
@@ -32906,7 +33358,9 @@ extern "C" {
 
  [`cudaDeviceSetLimit`](crate::cudaDeviceSetLimit),
  [`cuCtxGetLimit`](crate::cuCtxGetLimit)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetLimit(pValue: *mut usize, limit: cudaLimit) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetTexture1DLinearMaxWidth(
         maxWidthInElements: *mut usize,
         fmtDesc: *const cudaChannelFormatDesc,
@@ -32943,6 +33397,7 @@ extern "C" {
  `::cudaFuncSetCacheConfig(const` void\*, enum cudaFuncCache) "cudaFuncSetCacheConfig (C API)",
  `::cudaFuncSetCacheConfig(T*`, enum cudaFuncCache) "cudaFuncSetCacheConfig (C++ API)",
  [`cuCtxGetCacheConfig`](crate::cuCtxGetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetCacheConfig(pCacheConfig: *mut cudaFuncCache) -> cudaError_t;
     /** Returns numerical values that correspond to the least and
  greatest stream priorities.
@@ -32979,6 +33434,7 @@ extern "C" {
  [`cudaStreamCreateWithPriority`](crate::cudaStreamCreateWithPriority),
  [`cudaStreamGetPriority`](crate::cudaStreamGetPriority),
  [`cuCtxGetStreamPriorityRange`](crate::cuCtxGetStreamPriorityRange)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetStreamPriorityRange(
         leastPriority: *mut ::core::ffi::c_int,
         greatestPriority: *mut ::core::ffi::c_int,
@@ -33025,6 +33481,7 @@ extern "C" {
  `::cudaFuncSetCacheConfig(const` void\*, enum cudaFuncCache) "cudaFuncSetCacheConfig (C API)",
  `::cudaFuncSetCacheConfig(T*`, enum cudaFuncCache) "cudaFuncSetCacheConfig (C++ API)",
  [`cuCtxSetCacheConfig`](crate::cuCtxSetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSetCacheConfig(cacheConfig: cudaFuncCache) -> cudaError_t;
     /** Returns a handle to a compute device
 
@@ -33051,6 +33508,7 @@ extern "C" {
 
  [`cudaDeviceGetPCIBusId`](crate::cudaDeviceGetPCIBusId),
  [`cuDeviceGetByPCIBusId`](crate::cuDeviceGetByPCIBusId)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetByPCIBusId(
         device: *mut ::core::ffi::c_int,
         pciBusId: *const ::core::ffi::c_char,
@@ -33083,6 +33541,7 @@ extern "C" {
 
  [`cudaDeviceGetByPCIBusId`](crate::cudaDeviceGetByPCIBusId),
  [`cuDeviceGetPCIBusId`](crate::cuDeviceGetPCIBusId)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetPCIBusId(
         pciBusId: *mut ::core::ffi::c_char,
         len: ::core::ffi::c_int,
@@ -33137,6 +33596,7 @@ extern "C" {
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle),
  [`cudaIpcCloseMemHandle`](crate::cudaIpcCloseMemHandle),
  [`cuIpcGetEventHandle`](crate::cuIpcGetEventHandle)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaIpcGetEventHandle(
         handle: *mut cudaIpcEventHandle_t,
         event: cudaEvent_t,
@@ -33183,6 +33643,7 @@ extern "C" {
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle),
  [`cudaIpcCloseMemHandle`](crate::cudaIpcCloseMemHandle),
  [`cuIpcOpenEventHandle`](crate::cuIpcOpenEventHandle)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaIpcOpenEventHandle(
         event: *mut cudaEvent_t,
         handle: cudaIpcEventHandle_t,
@@ -33230,6 +33691,7 @@ extern "C" {
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle),
  [`cudaIpcCloseMemHandle`](crate::cudaIpcCloseMemHandle),
  [`cuIpcGetMemHandle`](crate::cuIpcGetMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaIpcGetMemHandle(
         handle: *mut cudaIpcMemHandle_t,
         devPtr: *mut ::core::ffi::c_void,
@@ -33299,6 +33761,7 @@ extern "C" {
  [`cudaDeviceEnablePeerAccess`](crate::cudaDeviceEnablePeerAccess),
  [`cudaDeviceCanAccessPeer`](crate::cudaDeviceCanAccessPeer),
  [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaIpcOpenMemHandle(
         devPtr: *mut *mut ::core::ffi::c_void,
         handle: cudaIpcMemHandle_t,
@@ -33341,7 +33804,9 @@ extern "C" {
  [`cudaIpcGetMemHandle`](crate::cudaIpcGetMemHandle),
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle),
  [`cuIpcCloseMemHandle`](crate::cuIpcCloseMemHandle)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaIpcCloseMemHandle(devPtr: *mut ::core::ffi::c_void) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceFlushGPUDirectRDMAWrites(
         target: cudaFlushGPUDirectRDMAWritesTarget,
         scope: cudaFlushGPUDirectRDMAWritesScope,
@@ -33381,6 +33846,7 @@ extern "C" {
  # See also
 
  [`cudaDeviceUnregisterAsyncNotification`](crate::cudaDeviceUnregisterAsyncNotification)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceRegisterAsyncNotification(
         device: ::core::ffi::c_int,
         callbackFunc: cudaAsyncCallback,
@@ -33408,6 +33874,7 @@ extern "C" {
  # See also
 
  [`cudaDeviceRegisterAsyncNotification`](crate::cudaDeviceRegisterAsyncNotification)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceUnregisterAsyncNotification(
         device: ::core::ffi::c_int,
         callback: cudaAsyncCallbackHandle_t,
@@ -33443,6 +33910,7 @@ extern "C" {
  [`cudaDeviceSetSharedMemConfig`](crate::cudaDeviceSetSharedMemConfig),
  [`cudaFuncSetCacheConfig`](crate::cudaFuncSetCacheConfig),
  [`cuCtxGetSharedMemConfig`](crate::cuCtxGetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetSharedMemConfig(
         pConfig: *mut cudaSharedMemConfig,
     ) -> cudaError_t;
@@ -33490,6 +33958,7 @@ extern "C" {
  [`cudaDeviceGetSharedMemConfig`](crate::cudaDeviceGetSharedMemConfig),
  [`cudaFuncSetCacheConfig`](crate::cudaFuncSetCacheConfig),
  [`cuCtxSetSharedMemConfig`](crate::cuCtxSetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSetSharedMemConfig(config: cudaSharedMemConfig) -> cudaError_t;
     /** Returns the last error from a runtime call
 
@@ -33540,6 +34009,7 @@ extern "C" {
 
  # See also
  [`cudaPeekAtLastError`](crate::cudaPeekAtLastError), [`cudaGetErrorName`](crate::cudaGetErrorName), [`cudaGetErrorString`](crate::cudaGetErrorString), [`cudaError`](crate::cudaError)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetLastError() -> cudaError_t;
     /** Returns the last error from a runtime call
 
@@ -33590,6 +34060,7 @@ extern "C" {
 
  # See also
  [`cudaGetLastError`](crate::cudaGetLastError), [`cudaGetErrorName`](crate::cudaGetErrorName), [`cudaGetErrorString`](crate::cudaGetErrorString), [`cudaError`](crate::cudaError)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaPeekAtLastError() -> cudaError_t;
     /** Returns the string representation of an error code enum name
 
@@ -33605,6 +34076,7 @@ extern "C" {
  # See also
  [`cudaGetErrorString`](crate::cudaGetErrorString), [`cudaGetLastError`](crate::cudaGetLastError), [`cudaPeekAtLastError`](crate::cudaPeekAtLastError), [`cudaError`](crate::cudaError),
  [`cuGetErrorName`](crate::cuGetErrorName)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetErrorName(error: cudaError_t) -> *const ::core::ffi::c_char;
     /** Returns the description string for an error code
 
@@ -33620,6 +34092,7 @@ extern "C" {
  # See also
  [`cudaGetErrorName`](crate::cudaGetErrorName), [`cudaGetLastError`](crate::cudaGetLastError), [`cudaPeekAtLastError`](crate::cudaPeekAtLastError), [`cudaError`](crate::cudaError),
  [`cuGetErrorString`](crate::cuGetErrorString)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetErrorString(error: cudaError_t) -> *const ::core::ffi::c_char;
     /** Returns the number of compute-capable devices
 
@@ -33641,6 +34114,7 @@ extern "C" {
  [`cudaChooseDevice`](crate::cudaChooseDevice),
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuDeviceGetCount`](crate::cuDeviceGetCount)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDeviceCount(count: *mut ::core::ffi::c_int) -> cudaError_t;
     /** Returns information about the compute-device
 
@@ -33662,6 +34136,7 @@ extern "C" {
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute),
  [`cuDeviceGetName`](crate::cuDeviceGetName)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDeviceProperties(
         prop: *mut cudaDeviceProp,
         device: ::core::ffi::c_int,
@@ -33689,6 +34164,7 @@ extern "C" {
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties),
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuDeviceGetAttribute`](crate::cuDeviceGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetAttribute(
         value: *mut ::core::ffi::c_int,
         attr: cudaDeviceAttr,
@@ -33725,6 +34201,7 @@ extern "C" {
  [`cudaDeviceGetAttribute`](crate::cudaDeviceGetAttribute),
  [`cudaDeviceGetP2PAtomicCapabilities`](crate::cudaDeviceGetP2PAtomicCapabilities),
  `cuDeviceGeHostAtomicCapabilities`*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetHostAtomicCapabilities(
         capabilities: *mut ::core::ffi::c_uint,
         operations: *const cudaAtomicOperation,
@@ -33747,6 +34224,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cudaMallocAsync`](crate::cudaMallocAsync), [`cudaMemPoolTrimTo`](crate::cudaMemPoolTrimTo), [`cudaMemPoolGetAttribute`](crate::cudaMemPoolGetAttribute), [`cudaDeviceSetMemPool`](crate::cudaDeviceSetMemPool), [`cudaMemPoolSetAttribute`](crate::cudaMemPoolSetAttribute), [`cudaMemPoolSetAccess`](crate::cudaMemPoolSetAccess)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetDefaultMemPool(
         memPool: *mut cudaMemPool_t,
         device: ::core::ffi::c_int,
@@ -33772,6 +34250,7 @@ extern "C" {
 
  # See also
  [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate), [`cudaMemPoolDestroy`](crate::cudaMemPoolDestroy), [`cudaMallocFromPoolAsync`](crate::cudaMallocFromPoolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSetMemPool(
         device: ::core::ffi::c_int,
         memPool: cudaMemPool_t,
@@ -33794,6 +34273,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceSetMemPool`](crate::cudaDeviceSetMemPool)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetMemPool(
         memPool: *mut cudaMemPool_t,
         device: ::core::ffi::c_int,
@@ -33857,6 +34337,7 @@ extern "C" {
  [`cudaDestroyExternalSemaphore`](crate::cudaDestroyExternalSemaphore),
  [`cudaSignalExternalSemaphoresAsync`](crate::cudaSignalExternalSemaphoresAsync),
  [`cudaWaitExternalSemaphoresAsync`](crate::cudaWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetNvSciSyncAttributes(
         nvSciSyncAttrList: *mut ::core::ffi::c_void,
         device: ::core::ffi::c_int,
@@ -33904,6 +34385,7 @@ extern "C" {
  [`cudaDeviceCanAccessPeer`](crate::cudaDeviceCanAccessPeer),
  [`cuDeviceGetP2PAttribute`](crate::cuDeviceGetP2PAttribute)
  [`cudaDeviceGetP2PAtomicCapabilities`](crate::cudaDeviceGetP2PAtomicCapabilities)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetP2PAttribute(
         value: *mut ::core::ffi::c_int,
         attr: cudaDeviceP2PAttr,
@@ -33943,6 +34425,7 @@ extern "C" {
  [`cudaDeviceGetP2PAttribute`](crate::cudaDeviceGetP2PAttribute),
  [`cuDeviceGetP2PAttribute`](crate::cuDeviceGetP2PAttribute),
  [`cuDeviceGetP2PAtomicCapabilities`](crate::cuDeviceGetP2PAtomicCapabilities)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetP2PAtomicCapabilities(
         capabilities: *mut ::core::ffi::c_uint,
         operations: *const cudaAtomicOperation,
@@ -33970,6 +34453,7 @@ extern "C" {
  [`cudaGetDeviceCount`](crate::cudaGetDeviceCount), [`cudaGetDevice`](crate::cudaGetDevice), [`cudaSetDevice`](crate::cudaSetDevice),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties),
  [`cudaInitDevice`](crate::cudaInitDevice)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaChooseDevice(
         device: *mut ::core::ffi::c_int,
         prop: *const cudaDeviceProp,
@@ -34002,6 +34486,7 @@ extern "C" {
  [`cudaGetDeviceCount`](crate::cudaGetDeviceCount), [`cudaGetDevice`](crate::cudaGetDevice), [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties),
  [`cudaChooseDevice`](crate::cudaChooseDevice), [`cudaSetDevice`](crate::cudaSetDevice)
  [`cuCtxSetCurrent`](crate::cuCtxSetCurrent)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaInitDevice(
         device: ::core::ffi::c_int,
         deviceFlags: ::core::ffi::c_uint,
@@ -34052,6 +34537,7 @@ extern "C" {
  [`cudaChooseDevice`](crate::cudaChooseDevice),
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuCtxSetCurrent`](crate::cuCtxSetCurrent)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaSetDevice(device: ::core::ffi::c_int) -> cudaError_t;
     /** Returns which device is currently being used
 
@@ -34073,6 +34559,7 @@ extern "C" {
  [`cudaGetDeviceCount`](crate::cudaGetDeviceCount), [`cudaSetDevice`](crate::cudaSetDevice), [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties),
  [`cudaChooseDevice`](crate::cudaChooseDevice),
  [`cuCtxGetCurrent`](crate::cuCtxGetCurrent)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDevice(device: *mut ::core::ffi::c_int) -> cudaError_t;
     /** Set a list of devices that can be used for CUDA
 
@@ -34103,6 +34590,7 @@ extern "C" {
  [`cudaGetDeviceCount`](crate::cudaGetDeviceCount), [`cudaSetDevice`](crate::cudaSetDevice), [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties),
  [`cudaSetDeviceFlags`](crate::cudaSetDeviceFlags),
  [`cudaChooseDevice`](crate::cudaChooseDevice)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaSetValidDevices(
         device_arr: *mut ::core::ffi::c_int,
         len: ::core::ffi::c_int,
@@ -34175,6 +34663,7 @@ extern "C" {
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cudaChooseDevice`](crate::cudaChooseDevice),
  [`cuDevicePrimaryCtxSetFlags`](crate::cuDevicePrimaryCtxSetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaSetDeviceFlags(flags: ::core::ffi::c_uint) -> cudaError_t;
     /** Gets the flags for the current device
 
@@ -34218,6 +34707,7 @@ extern "C" {
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuCtxGetFlags`](crate::cuCtxGetFlags),
  [`cuDevicePrimaryCtxGetState`](crate::cuDevicePrimaryCtxGetState)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDeviceFlags(flags: *mut ::core::ffi::c_uint) -> cudaError_t;
     /** Create an asynchronous stream
 
@@ -34248,6 +34738,7 @@ extern "C" {
  [`cudaSetDevice`](crate::cudaSetDevice),
  [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamCreate`](crate::cuStreamCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamCreate(pStream: *mut cudaStream_t) -> cudaError_t;
     /** Create an asynchronous stream
 
@@ -34283,6 +34774,7 @@ extern "C" {
  [`cudaSetDevice`](crate::cudaSetDevice),
  [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamCreate`](crate::cuStreamCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamCreateWithFlags(
         pStream: *mut cudaStream_t,
         flags: ::core::ffi::c_uint,
@@ -34337,6 +34829,7 @@ extern "C" {
  [`cudaSetDevice`](crate::cudaSetDevice),
  [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamCreateWithPriority`](crate::cuStreamCreateWithPriority)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamCreateWithPriority(
         pStream: *mut cudaStream_t,
         flags: ::core::ffi::c_uint,
@@ -34368,6 +34861,7 @@ extern "C" {
  [`cudaStreamGetFlags`](crate::cudaStreamGetFlags),
  [`cudaStreamGetDevice`](crate::cudaStreamGetDevice),
  [`cuStreamGetPriority`](crate::cuStreamGetPriority)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetPriority(
         hStream: cudaStream_t,
         priority: *mut ::core::ffi::c_int,
@@ -34396,6 +34890,7 @@ extern "C" {
  [`cudaStreamGetPriority`](crate::cudaStreamGetPriority),
  [`cudaStreamGetDevice`](crate::cudaStreamGetDevice),
  [`cuStreamGetFlags`](crate::cuStreamGetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetFlags(
         hStream: cudaStream_t,
         flags: *mut ::core::ffi::c_uint,
@@ -34435,6 +34930,7 @@ extern "C" {
  [`cudaStreamGetPriority`](crate::cudaStreamGetPriority),
  [`cudaStreamGetFlags`](crate::cudaStreamGetFlags),
  [`cuStreamGetId`](crate::cuStreamGetId)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetId(
         hStream: cudaStream_t,
         streamId: *mut ::core::ffi::c_ulonglong,
@@ -34463,6 +34959,7 @@ extern "C" {
  [`cudaStreamGetPriority`](crate::cudaStreamGetPriority),
  [`cudaStreamGetFlags`](crate::cudaStreamGetFlags),
  [`cuStreamGetId`](crate::cuStreamGetId)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetDevice(
         hStream: cudaStream_t,
         device: *mut ::core::ffi::c_int,
@@ -34480,6 +34977,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaCtxResetPersistingL2Cache() -> cudaError_t;
     /** Copies attributes from source stream to destination stream.
 
@@ -34499,6 +34997,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> cudaError_t;
     /** Queries stream attribute.
 
@@ -34519,6 +35018,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetAttribute(
         hStream: cudaStream_t,
         attr: cudaLaunchAttributeID,
@@ -34544,6 +35044,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamSetAttribute(
         hStream: cudaStream_t,
         attr: cudaLaunchAttributeID,
@@ -34578,6 +35079,7 @@ extern "C" {
  [`cudaStreamSynchronize`](crate::cudaStreamSynchronize),
  [`cudaStreamAddCallback`](crate::cudaStreamAddCallback),
  [`cuStreamDestroy`](crate::cuStreamDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamDestroy(stream: cudaStream_t) -> cudaError_t;
     /** Make a compute stream wait on an event
 
@@ -34608,6 +35110,7 @@ extern "C" {
  # See also
  [`cudaStreamCreate`](crate::cudaStreamCreate), [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags), [`cudaStreamQuery`](crate::cudaStreamQuery), [`cudaStreamSynchronize`](crate::cudaStreamSynchronize), [`cudaStreamAddCallback`](crate::cudaStreamAddCallback), [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamWaitEvent(
         stream: cudaStream_t,
         event: cudaEvent_t,
@@ -34678,6 +35181,7 @@ extern "C" {
  # See also
  [`cudaStreamCreate`](crate::cudaStreamCreate), [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags), [`cudaStreamQuery`](crate::cudaStreamQuery), [`cudaStreamSynchronize`](crate::cudaStreamSynchronize), [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent), [`cudaStreamDestroy`](crate::cudaStreamDestroy), [`cudaMallocManaged`](crate::cudaMallocManaged), [`cudaStreamAttachMemAsync`](crate::cudaStreamAttachMemAsync),
  [`cudaLaunchHostFunc`](crate::cudaLaunchHostFunc), [`cuStreamAddCallback`](crate::cuStreamAddCallback)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamAddCallback(
         stream: cudaStream_t,
         callback: cudaStreamCallback_t,
@@ -34705,6 +35209,7 @@ extern "C" {
  # See also
  [`cudaStreamCreate`](crate::cudaStreamCreate), [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags), [`cudaStreamQuery`](crate::cudaStreamQuery), [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent), [`cudaStreamAddCallback`](crate::cudaStreamAddCallback), [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamSynchronize`](crate::cuStreamSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamSynchronize(stream: cudaStream_t) -> cudaError_t;
     /** Queries an asynchronous stream for completion status
 
@@ -34729,7 +35234,9 @@ extern "C" {
  # See also
  [`cudaStreamCreate`](crate::cudaStreamCreate), [`cudaStreamCreateWithFlags`](crate::cudaStreamCreateWithFlags), [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent), [`cudaStreamSynchronize`](crate::cudaStreamSynchronize), [`cudaStreamAddCallback`](crate::cudaStreamAddCallback), [`cudaStreamDestroy`](crate::cudaStreamDestroy),
  [`cuStreamQuery`](crate::cuStreamQuery)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamQuery(stream: cudaStream_t) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamAttachMemAsync(
         stream: cudaStream_t,
         devPtr: *mut ::core::ffi::c_void,
@@ -34770,6 +35277,7 @@ extern "C" {
  [`cudaStreamIsCapturing`](crate::cudaStreamIsCapturing),
  [`cudaStreamEndCapture`](crate::cudaStreamEndCapture),
  [`cudaThreadExchangeStreamCaptureMode`](crate::cudaThreadExchangeStreamCaptureMode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamBeginCapture(
         stream: cudaStream_t,
         mode: cudaStreamCaptureMode,
@@ -34813,6 +35321,7 @@ extern "C" {
  [`cudaStreamIsCapturing`](crate::cudaStreamIsCapturing),
  [`cudaStreamEndCapture`](crate::cudaStreamEndCapture),
  [`cudaThreadExchangeStreamCaptureMode`](crate::cudaThreadExchangeStreamCaptureMode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamBeginCaptureToGraph(
         stream: cudaStream_t,
         graph: cudaGraph_t,
@@ -34870,6 +35379,7 @@ extern "C" {
  # See also
 
  [`cudaStreamBeginCapture`](crate::cudaStreamBeginCapture)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaThreadExchangeStreamCaptureMode(
         mode: *mut cudaStreamCaptureMode,
     ) -> cudaError_t;
@@ -34900,6 +35410,7 @@ extern "C" {
  [`cudaStreamBeginCapture`](crate::cudaStreamBeginCapture),
  [`cudaStreamIsCapturing`](crate::cudaStreamIsCapturing),
  [`cudaGraphDestroy`](crate::cudaGraphDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamEndCapture(
         stream: cudaStream_t,
         pGraph: *mut cudaGraph_t,
@@ -34940,6 +35451,7 @@ extern "C" {
  [`cudaStreamCreate`](crate::cudaStreamCreate),
  [`cudaStreamBeginCapture`](crate::cudaStreamBeginCapture),
  [`cudaStreamEndCapture`](crate::cudaStreamEndCapture)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamIsCapturing(
         stream: cudaStream_t,
         pCaptureStatus: *mut cudaStreamCaptureStatus,
@@ -35001,6 +35513,7 @@ extern "C" {
  [`cudaStreamBeginCapture`](crate::cudaStreamBeginCapture),
  [`cudaStreamIsCapturing`](crate::cudaStreamIsCapturing),
  [`cudaStreamUpdateCaptureDependencies`](crate::cudaStreamUpdateCaptureDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetCaptureInfo(
         stream: cudaStream_t,
         captureStatus_out: *mut cudaStreamCaptureStatus,
@@ -35043,6 +35556,7 @@ extern "C" {
 
  [`cudaStreamBeginCapture`](crate::cudaStreamBeginCapture),
  [`cudaStreamGetCaptureInfo`](crate::cudaStreamGetCaptureInfo),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamUpdateCaptureDependencies(
         stream: cudaStream_t,
         dependencies: *mut cudaGraphNode_t,
@@ -35072,6 +35586,7 @@ extern "C" {
  [`cudaEventSynchronize`](crate::cudaEventSynchronize), [`cudaEventDestroy`](crate::cudaEventDestroy), [`cudaEventElapsedTime`](crate::cudaEventElapsedTime),
  [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent),
  [`cuEventCreate`](crate::cuEventCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventCreate(event: *mut cudaEvent_t) -> cudaError_t;
     /** Creates an event object with the specified flags
 
@@ -35108,6 +35623,7 @@ extern "C" {
  [`cudaEventSynchronize`](crate::cudaEventSynchronize), [`cudaEventDestroy`](crate::cudaEventDestroy), [`cudaEventElapsedTime`](crate::cudaEventElapsedTime),
  [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent),
  [`cuEventCreate`](crate::cuEventCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventCreateWithFlags(
         event: *mut cudaEvent_t,
         flags: ::core::ffi::c_uint,
@@ -35150,7 +35666,9 @@ extern "C" {
  [`cudaStreamWaitEvent`](crate::cudaStreamWaitEvent),
  [`cudaEventRecordWithFlags`](crate::cudaEventRecordWithFlags),
  [`cuEventRecord`](crate::cuEventRecord)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventRecord(event: cudaEvent_t, stream: cudaStream_t) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventRecordWithFlags(
         event: cudaEvent_t,
         stream: cudaStream_t,
@@ -35185,6 +35703,7 @@ extern "C" {
  [`cudaEventCreateWithFlags`](crate::cudaEventCreateWithFlags), [`cudaEventRecord`](crate::cudaEventRecord),
  [`cudaEventSynchronize`](crate::cudaEventSynchronize), [`cudaEventDestroy`](crate::cudaEventDestroy), [`cudaEventElapsedTime`](crate::cudaEventElapsedTime),
  [`cuEventQuery`](crate::cuEventQuery)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventQuery(event: cudaEvent_t) -> cudaError_t;
     /** Waits for an event to complete
 
@@ -35214,6 +35733,7 @@ extern "C" {
  [`cudaEventCreateWithFlags`](crate::cudaEventCreateWithFlags), [`cudaEventRecord`](crate::cudaEventRecord),
  [`cudaEventQuery`](crate::cudaEventQuery), [`cudaEventDestroy`](crate::cudaEventDestroy), [`cudaEventElapsedTime`](crate::cudaEventElapsedTime),
  [`cuEventSynchronize`](crate::cuEventSynchronize)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventSynchronize(event: cudaEvent_t) -> cudaError_t;
     /** Destroys an event object
 
@@ -35241,6 +35761,7 @@ extern "C" {
  [`cudaEventCreateWithFlags`](crate::cudaEventCreateWithFlags), [`cudaEventQuery`](crate::cudaEventQuery),
  [`cudaEventSynchronize`](crate::cudaEventSynchronize), [`cudaEventRecord`](crate::cudaEventRecord), [`cudaEventElapsedTime`](crate::cudaEventElapsedTime),
  [`cuEventDestroy`](crate::cuEventDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventDestroy(event: cudaEvent_t) -> cudaError_t;
     /** Computes the elapsed time between events
 
@@ -35287,6 +35808,7 @@ extern "C" {
  [`cudaEventCreateWithFlags`](crate::cudaEventCreateWithFlags), [`cudaEventQuery`](crate::cudaEventQuery),
  [`cudaEventSynchronize`](crate::cudaEventSynchronize), [`cudaEventDestroy`](crate::cudaEventDestroy), [`cudaEventRecord`](crate::cudaEventRecord),
  [`cuEventElapsedTime`](crate::cuEventElapsedTime)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventElapsedTime(
         ms: *mut f32,
         start: cudaEvent_t,
@@ -35456,6 +35978,7 @@ extern "C" {
  [`cudaDestroyExternalMemory`](crate::cudaDestroyExternalMemory),
  [`cudaExternalMemoryGetMappedBuffer`](crate::cudaExternalMemoryGetMappedBuffer),
  [`cudaExternalMemoryGetMappedMipmappedArray`](crate::cudaExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaImportExternalMemory(
         extMem_out: *mut cudaExternalMemory_t,
         memHandleDesc: *const cudaExternalMemoryHandleDesc,
@@ -35513,6 +36036,7 @@ extern "C" {
  [`cudaImportExternalMemory`](crate::cudaImportExternalMemory),
  [`cudaDestroyExternalMemory`](crate::cudaDestroyExternalMemory),
  [`cudaExternalMemoryGetMappedMipmappedArray`](crate::cudaExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaExternalMemoryGetMappedBuffer(
         devPtr: *mut *mut ::core::ffi::c_void,
         extMem: cudaExternalMemory_t,
@@ -35576,6 +36100,7 @@ extern "C" {
  **Note:** If `cudaExternalMemoryHandleDesc::type` is
  [`cudaExternalMemoryHandleTypeNvSciBuf`](crate::cudaExternalMemoryHandleTypeNvSciBuf), then
  `cudaExternalMemoryMipmappedArrayDesc::numLevels` must not be greater than 1.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaExternalMemoryGetMappedMipmappedArray(
         mipmap: *mut cudaMipmappedArray_t,
         extMem: cudaExternalMemory_t,
@@ -35602,6 +36127,7 @@ extern "C" {
  [`cudaImportExternalMemory`](crate::cudaImportExternalMemory),
  [`cudaExternalMemoryGetMappedBuffer`](crate::cudaExternalMemoryGetMappedBuffer),
  [`cudaExternalMemoryGetMappedMipmappedArray`](crate::cudaExternalMemoryGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDestroyExternalMemory(extMem: cudaExternalMemory_t) -> cudaError_t;
     /** Imports an external semaphore
 
@@ -35755,6 +36281,7 @@ extern "C" {
  [`cudaDestroyExternalSemaphore`](crate::cudaDestroyExternalSemaphore),
  [`cudaSignalExternalSemaphoresAsync`](crate::cudaSignalExternalSemaphoresAsync),
  [`cudaWaitExternalSemaphoresAsync`](crate::cudaWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaImportExternalSemaphore(
         extSem_out: *mut cudaExternalSemaphore_t,
         semHandleDesc: *const cudaExternalSemaphoreHandleDesc,
@@ -35853,6 +36380,7 @@ extern "C" {
  [`cudaImportExternalSemaphore`](crate::cudaImportExternalSemaphore),
  [`cudaDestroyExternalSemaphore`](crate::cudaDestroyExternalSemaphore),
  [`cudaWaitExternalSemaphoresAsync`](crate::cudaWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaSignalExternalSemaphoresAsync(
         extSemArray: *const cudaExternalSemaphore_t,
         paramsArray: *const cudaExternalSemaphoreSignalParams,
@@ -35933,6 +36461,7 @@ extern "C" {
  [`cudaImportExternalSemaphore`](crate::cudaImportExternalSemaphore),
  [`cudaDestroyExternalSemaphore`](crate::cudaDestroyExternalSemaphore),
  [`cudaSignalExternalSemaphoresAsync`](crate::cudaSignalExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaWaitExternalSemaphoresAsync(
         extSemArray: *const cudaExternalSemaphore_t,
         paramsArray: *const cudaExternalSemaphoreWaitParams,
@@ -35959,6 +36488,7 @@ extern "C" {
  [`cudaImportExternalSemaphore`](crate::cudaImportExternalSemaphore),
  [`cudaSignalExternalSemaphoresAsync`](crate::cudaSignalExternalSemaphoresAsync),
  [`cudaWaitExternalSemaphoresAsync`](crate::cudaWaitExternalSemaphoresAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDestroyExternalSemaphore(extSem: cudaExternalSemaphore_t) -> cudaError_t;
     /** Launches a device function
 
@@ -36008,6 +36538,7 @@ extern "C" {
 
  `::cudaLaunchKernel(const` T \*func, dim3 gridDim, dim3 blockDim, void \*\*args, size\_t sharedMem, cudaStream\_t stream) "cudaLaunchKernel (C++ API)",
  [`cuLaunchKernel`](crate::cuLaunchKernel)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchKernel(
         func: *const ::core::ffi::c_void,
         gridDim: dim3,
@@ -36076,6 +36607,7 @@ extern "C" {
 
  `::cudaLaunchKernelEx(const` cudaLaunchConfig\_t \*config, void (\*kernel)(ExpTypes...), ActTypes &amp;&amp;... args) "cudaLaunchKernelEx (C++ API)",
  [`cuLaunchKernelEx`](crate::cuLaunchKernelEx)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchKernelExC(
         config: *const cudaLaunchConfig_t,
         func: *const ::core::ffi::c_void,
@@ -36135,6 +36667,7 @@ extern "C" {
 
  `::cudaLaunchCooperativeKernel(const` T \*func, dim3 gridDim, dim3 blockDim, void \*\*args, size\_t sharedMem, cudaStream\_t stream) "cudaLaunchCooperativeKernel (C++ API)",
  [`cuLaunchCooperativeKernel`](crate::cuLaunchCooperativeKernel)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchCooperativeKernel(
         func: *const ::core::ffi::c_void,
         gridDim: dim3,
@@ -36191,6 +36724,7 @@ extern "C" {
  `::cudaFuncGetAttributes(struct` cudaFuncAttributes\*, const void\*) "cudaFuncGetAttributes (C API)",
  `::cudaLaunchKernel(const` void \*func, dim3 gridDim, dim3 blockDim, void \*\*args, size\_t sharedMem, cudaStream\_t stream) "cudaLaunchKernel (C API)",
  [`cuFuncSetCacheConfig`](crate::cuFuncSetCacheConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncSetCacheConfig(
         func: *const ::core::ffi::c_void,
         cacheConfig: cudaFuncCache,
@@ -36227,6 +36761,7 @@ extern "C" {
  `::cudaFuncGetAttributes(struct` cudaFuncAttributes\*, T\*) "cudaFuncGetAttributes (C++ API)",
  `::cudaLaunchKernel(const` void \*func, dim3 gridDim, dim3 blockDim, void \*\*args, size\_t sharedMem, cudaStream\_t stream) "cudaLaunchKernel (C API)",
  [`cuFuncGetAttribute`](crate::cuFuncGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncGetAttributes(
         attr: *mut cudaFuncAttributes,
         func: *const ::core::ffi::c_void,
@@ -36285,6 +36820,7 @@ extern "C" {
  `::cudaLaunchKernel(const` T \*func, dim3 gridDim, dim3 blockDim, void \*\*args, size\_t sharedMem, cudaStream\_t stream) "cudaLaunchKernel (C++ API)",
  `::cudaFuncSetCacheConfig(T*`, enum cudaFuncCache) "cudaFuncSetCacheConfig (C++ API)",
  `::cudaFuncGetAttributes(struct` cudaFuncAttributes\*, const void\*) "cudaFuncGetAttributes (C API)",*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncSetAttribute(
         func: *const ::core::ffi::c_void,
         attr: cudaFuncAttribute,
@@ -36312,6 +36848,7 @@ extern "C" {
  **Note:** Note that this function may also return `cudaErrorNotPermitted` if called from a stream callback.
 
  `::cudaFuncGetName(const` char \*\*name, const T \*func) "cudaFuncGetName (C++ API)"*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncGetName(
         name: *mut *const ::core::ffi::c_char,
         func: *const ::core::ffi::c_void,
@@ -36335,6 +36872,7 @@ extern "C" {
  [`CUDA_SUCCESS`](crate::CUDA_SUCCESS),
  [`CUDA_ERROR_INVALID_VALUE`](crate::CUDA_ERROR_INVALID_VALUE),
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncGetParamInfo(
         func: *const ::core::ffi::c_void,
         paramIndex: usize,
@@ -36405,6 +36943,7 @@ extern "C" {
  [`cudaStreamAttachMemAsync`](crate::cudaStreamAttachMemAsync),
  [`cudaStreamAddCallback`](crate::cudaStreamAddCallback),
  [`cuLaunchHostFunc`](crate::cuLaunchHostFunc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchHostFunc(
         stream: cudaStream_t,
         fn_: cudaHostFn_t,
@@ -36465,6 +37004,7 @@ extern "C" {
  [`cudaDeviceGetCacheConfig`](crate::cudaDeviceGetCacheConfig),
  [`cudaFuncSetCacheConfig`](crate::cudaFuncSetCacheConfig),
  [`cuFuncSetSharedMemConfig`](crate::cuFuncSetSharedMemConfig)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFuncSetSharedMemConfig(
         func: *const ::core::ffi::c_void,
         config: cudaSharedMemConfig,
@@ -36498,6 +37038,7 @@ extern "C" {
  `::cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(int*`, int\*, T, UnaryFunction, int, unsigned int) "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags (C++ API)",
  `::cudaOccupancyAvailableDynamicSMemPerBlock(size_t*`, T, int, int) "cudaOccupancyAvailableDynamicSMemPerBlock (C++ API)",
  [`cuOccupancyMaxActiveBlocksPerMultiprocessor`](crate::cuOccupancyMaxActiveBlocksPerMultiprocessor)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         numBlocks: *mut ::core::ffi::c_int,
         func: *const ::core::ffi::c_void,
@@ -36531,6 +37072,7 @@ extern "C" {
  `::cudaOccupancyMaxPotentialBlockSizeVariableSMem(int*`, int\*, T, UnaryFunction, int) "cudaOccupancyMaxPotentialBlockSizeVariableSMem (C++ API)",
  `::cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(int*`, int\*, T, UnaryFunction, int, unsigned int) "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags (C++ API)",
  [`cudaOccupancyAvailableDynamicSMemPerBlock`](crate::cudaOccupancyAvailableDynamicSMemPerBlock)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaOccupancyAvailableDynamicSMemPerBlock(
         dynamicSmemSize: *mut usize,
         func: *const ::core::ffi::c_void,
@@ -36580,6 +37122,7 @@ extern "C" {
  `::cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(int*`, int\*, T, UnaryFunction, int, unsigned int) "cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags (C++ API)",
  `::cudaOccupancyAvailableDynamicSMemPerBlock(size_t*`, T, int, int) "cudaOccupancyAvailableDynamicSMemPerBlock (C++ API)",
  [`cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`](crate::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         numBlocks: *mut ::core::ffi::c_int,
         func: *const ::core::ffi::c_void,
@@ -36620,6 +37163,7 @@ extern "C" {
  [`cudaFuncGetAttributes`](crate::cudaFuncGetAttributes)
  `::cudaOccupancyMaxPotentialClusterSize(int*`, T, const cudaLaunchConfig\_t\*) "cudaOccupancyMaxPotentialClusterSize (C++ API)",
  [`cuOccupancyMaxPotentialClusterSize`](crate::cuOccupancyMaxPotentialClusterSize)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaOccupancyMaxPotentialClusterSize(
         clusterSize: *mut ::core::ffi::c_int,
         func: *const ::core::ffi::c_void,
@@ -36661,11 +37205,13 @@ extern "C" {
  [`cudaFuncGetAttributes`](crate::cudaFuncGetAttributes)
  `::cudaOccupancyMaxActiveClusters(int*`, T, const cudaLaunchConfig\_t\*) "cudaOccupancyMaxActiveClusters (C++ API)",
  [`cuOccupancyMaxActiveClusters`](crate::cuOccupancyMaxActiveClusters)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaOccupancyMaxActiveClusters(
         numClusters: *mut ::core::ffi::c_int,
         func: *const ::core::ffi::c_void,
         launchConfig: *const cudaLaunchConfig_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocManaged(
         devPtr: *mut *mut ::core::ffi::c_void,
         size: usize,
@@ -36699,6 +37245,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t) "cudaMallocHost (C API)",
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemAlloc`](crate::cuMemAlloc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMalloc(devPtr: *mut *mut ::core::ffi::c_void, size: usize) -> cudaError_t;
     /** Allocates page-locked memory on the host
 
@@ -36735,6 +37282,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t, unsigned int) "cudaMallocHost (C++ API)",
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemAllocHost`](crate::cuMemAllocHost)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocHost(
         ptr: *mut *mut ::core::ffi::c_void,
         size: usize,
@@ -36780,6 +37328,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaMalloc3D`](crate::cudaMalloc3D), [`cudaMalloc3DArray`](crate::cudaMalloc3DArray),
  [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemAllocPitch`](crate::cuMemAllocPitch)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocPitch(
         devPtr: *mut *mut ::core::ffi::c_void,
         pitch: *mut usize,
@@ -36836,6 +37385,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaMalloc3D`](crate::cudaMalloc3D), [`cudaMalloc3DArray`](crate::cudaMalloc3DArray),
  [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuArrayCreate`](crate::cuArrayCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocArray(
         array: *mut cudaArray_t,
         desc: *const cudaChannelFormatDesc,
@@ -36880,6 +37430,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaMalloc3D`](crate::cudaMalloc3D), [`cudaMalloc3DArray`](crate::cudaMalloc3DArray), [`cudaFreeAsync`](crate::cudaFreeAsync)
  [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemFree`](crate::cuMemFree)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFree(devPtr: *mut ::core::ffi::c_void) -> cudaError_t;
     /** Frees page-locked memory
 
@@ -36902,6 +37453,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t) "cudaMallocHost (C API)",
  [`cudaMalloc3D`](crate::cudaMalloc3D), [`cudaMalloc3DArray`](crate::cudaMalloc3DArray), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemFreeHost`](crate::cuMemFreeHost)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFreeHost(ptr: *mut ::core::ffi::c_void) -> cudaError_t;
     /** Frees an array on the device
 
@@ -36924,6 +37476,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t) "cudaMallocHost (C API)",
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuArrayDestroy`](crate::cuArrayDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFreeArray(array: cudaArray_t) -> cudaError_t;
     /** Frees a mipmapped array on the device
 
@@ -36946,6 +37499,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t) "cudaMallocHost (C API)",
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMipmappedArrayDestroy`](crate::cuMipmappedArrayDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFreeMipmappedArray(mipmappedArray: cudaMipmappedArray_t) -> cudaError_t;
     /** Allocates page-locked memory on the host
 
@@ -37010,6 +37564,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost),
  [`cudaGetDeviceFlags`](crate::cudaGetDeviceFlags),
  [`cuMemHostAlloc`](crate::cuMemHostAlloc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaHostAlloc(
         pHost: *mut *mut ::core::ffi::c_void,
         size: usize,
@@ -37110,6 +37665,7 @@ extern "C" {
  # See also
  [`cudaHostUnregister`](crate::cudaHostUnregister), [`cudaHostGetFlags`](crate::cudaHostGetFlags), [`cudaHostGetDevicePointer`](crate::cudaHostGetDevicePointer),
  [`cuMemHostRegister`](crate::cuMemHostRegister)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaHostRegister(
         ptr: *mut ::core::ffi::c_void,
         size: usize,
@@ -37136,6 +37692,7 @@ extern "C" {
  # See also
  [`cudaHostUnregister`](crate::cudaHostUnregister),
  [`cuMemHostUnregister`](crate::cuMemHostUnregister)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaHostUnregister(ptr: *mut ::core::ffi::c_void) -> cudaError_t;
     /** Passes back device pointer of mapped host memory allocated by
  cudaHostAlloc or registered by cudaHostRegister
@@ -37180,6 +37737,7 @@ extern "C" {
  # See also
  [`cudaSetDeviceFlags`](crate::cudaSetDeviceFlags), [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaHostGetDevicePointer(
         pDevice: *mut *mut ::core::ffi::c_void,
         pHost: *mut ::core::ffi::c_void,
@@ -37205,6 +37763,7 @@ extern "C" {
  # See also
  [`cudaHostAlloc`](crate::cudaHostAlloc),
  [`cuMemHostGetFlags`](crate::cuMemHostGetFlags)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaHostGetFlags(
         pFlags: *mut ::core::ffi::c_uint,
         pHost: *mut ::core::ffi::c_void,
@@ -37246,6 +37805,7 @@ extern "C" {
  `::cudaMallocHost(void**`, size\_t) "cudaMallocHost (C API)",
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc), `make_cudaPitchedPtr`, `make_cudaExtent`,
  [`cuMemAllocPitch`](crate::cuMemAllocPitch)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMalloc3D(
         pitchedDevPtr: *mut cudaPitchedPtr,
         extent: cudaExtent,
@@ -37392,6 +37952,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  `make_cudaExtent`,
  [`cuArray3DCreate`](crate::cuArray3DCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMalloc3DArray(
         array: *mut cudaArray_t,
         desc: *const cudaChannelFormatDesc,
@@ -37540,6 +38101,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  `make_cudaExtent`,
  [`cuMipmappedArrayCreate`](crate::cuMipmappedArrayCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocMipmappedArray(
         mipmappedArray: *mut cudaMipmappedArray_t,
         desc: *const cudaChannelFormatDesc,
@@ -37578,6 +38140,7 @@ extern "C" {
  [`cudaFreeHost`](crate::cudaFreeHost), [`cudaHostAlloc`](crate::cudaHostAlloc),
  `make_cudaExtent`,
  [`cuMipmappedArrayGetLevel`](crate::cuMipmappedArrayGetLevel)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetMipmappedArrayLevel(
         levelArray: *mut cudaArray_t,
         mipmappedArray: cudaMipmappedArray_const_t,
@@ -37686,6 +38249,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  `make_cudaExtent`, `make_cudaPos`,
  [`cuMemcpy3D`](crate::cuMemcpy3D)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3D(p: *const cudaMemcpy3DParms) -> cudaError_t;
     /** Copies memory between devices
 
@@ -37717,6 +38281,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyPeer`](crate::cudaMemcpyPeer), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync), [`cudaMemcpyPeerAsync`](crate::cudaMemcpyPeerAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync),
  [`cuMemcpy3DPeer`](crate::cuMemcpy3DPeer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DPeer(p: *const cudaMemcpy3DPeerParms) -> cudaError_t;
     /** Copies data between 3D objects
 
@@ -37834,6 +38399,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  `make_cudaExtent`, `make_cudaPos`,
  [`cuMemcpy3DAsync`](crate::cuMemcpy3DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DAsync(
         p: *const cudaMemcpy3DParms,
         stream: cudaStream_t,
@@ -37863,6 +38429,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyPeer`](crate::cudaMemcpyPeer), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync), [`cudaMemcpyPeerAsync`](crate::cudaMemcpyPeerAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync),
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DPeerAsync(
         p: *const cudaMemcpy3DPeerParms,
         stream: cudaStream_t,
@@ -37899,6 +38466,7 @@ extern "C" {
  # See also
 
  [`cuMemGetInfo`](crate::cuMemGetInfo)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemGetInfo(free: *mut usize, total: *mut usize) -> cudaError_t;
     /** Gets info about the specified cudaArray
 
@@ -37924,6 +38492,7 @@ extern "C" {
 
  [`cuArrayGetDescriptor`](crate::cuArrayGetDescriptor),
  [`cuArray3DGetDescriptor`](crate::cuArray3DGetDescriptor)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaArrayGetInfo(
         desc: *mut cudaChannelFormatDesc,
         extent: *mut cudaExtent,
@@ -37957,6 +38526,7 @@ extern "C" {
  # See also
 
  [`cuArrayGetPlane`](crate::cuArrayGetPlane)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaArrayGetPlane(
         pPlaneArray: *mut cudaArray_t,
         hArray: cudaArray_t,
@@ -37983,6 +38553,7 @@ extern "C" {
  * `device` - Device to get the memory requirements for
  # See also
  [`cudaMipmappedArrayGetMemoryRequirements`](crate::cudaMipmappedArrayGetMemoryRequirements)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaArrayGetMemoryRequirements(
         memoryRequirements: *mut cudaArrayMemoryRequirements,
         array: cudaArray_t,
@@ -38010,15 +38581,18 @@ extern "C" {
  * `device` - Device to get the memory requirements for
  # See also
  [`cudaArrayGetMemoryRequirements`](crate::cudaArrayGetMemoryRequirements)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMipmappedArrayGetMemoryRequirements(
         memoryRequirements: *mut cudaArrayMemoryRequirements,
         mipmap: cudaMipmappedArray_t,
         device: ::core::ffi::c_int,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaArrayGetSparseProperties(
         sparseProperties: *mut cudaArraySparseProperties,
         array: cudaArray_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMipmappedArrayGetSparseProperties(
         sparseProperties: *mut cudaArraySparseProperties,
         mipmap: cudaMipmappedArray_t,
@@ -38064,6 +38638,7 @@ extern "C" {
  [`cuMemcpyHtoD`](crate::cuMemcpyHtoD),
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD),
  [`cuMemcpy`](crate::cuMemcpy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy(
         dst: *mut ::core::ffi::c_void,
         src: *const ::core::ffi::c_void,
@@ -38103,6 +38678,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync), [`cudaMemcpyPeerAsync`](crate::cudaMemcpyPeerAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync),
  [`cuMemcpyPeer`](crate::cuMemcpyPeer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyPeer(
         dst: *mut ::core::ffi::c_void,
         dstDevice: ::core::ffi::c_int,
@@ -38156,6 +38732,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2D`](crate::cuMemcpy2D),
  [`cuMemcpy2DUnaligned`](crate::cuMemcpy2DUnaligned)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2D(
         dst: *mut ::core::ffi::c_void,
         dpitch: usize,
@@ -38212,6 +38789,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2D`](crate::cuMemcpy2D),
  [`cuMemcpy2DUnaligned`](crate::cuMemcpy2DUnaligned)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DToArray(
         dst: cudaArray_t,
         wOffset: usize,
@@ -38269,6 +38847,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2D`](crate::cuMemcpy2D),
  [`cuMemcpy2DUnaligned`](crate::cuMemcpy2DUnaligned)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DFromArray(
         dst: *mut ::core::ffi::c_void,
         dpitch: usize,
@@ -38324,6 +38903,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2D`](crate::cuMemcpy2D),
  [`cuMemcpy2DUnaligned`](crate::cuMemcpy2DUnaligned)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DArrayToArray(
         dst: cudaArray_t,
         wOffsetDst: usize,
@@ -38376,6 +38956,7 @@ extern "C" {
  [`cuMemcpy`](crate::cuMemcpy),
  [`cuMemcpyHtoD`](crate::cuMemcpyHtoD),
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToSymbol(
         symbol: *const ::core::ffi::c_void,
         src: *const ::core::ffi::c_void,
@@ -38424,6 +39005,7 @@ extern "C" {
  [`cuMemcpy`](crate::cuMemcpy),
  [`cuMemcpyDtoH`](crate::cuMemcpyDtoH),
  [`cuMemcpyDtoD`](crate::cuMemcpyDtoD)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromSymbol(
         dst: *mut ::core::ffi::c_void,
         symbol: *const ::core::ffi::c_void,
@@ -38484,6 +39066,7 @@ extern "C" {
  [`cuMemcpyDtoHAsync`](crate::cuMemcpyDtoHAsync),
  [`cuMemcpyHtoDAsync`](crate::cuMemcpyHtoDAsync),
  [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyAsync(
         dst: *mut ::core::ffi::c_void,
         src: *const ::core::ffi::c_void,
@@ -38524,6 +39107,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyPeer`](crate::cudaMemcpyPeer), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync),
  [`cuMemcpyPeerAsync`](crate::cuMemcpyPeerAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyPeerAsync(
         dst: *mut ::core::ffi::c_void,
         dstDevice: ::core::ffi::c_int,
@@ -38595,6 +39179,7 @@ extern "C" {
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyBatchAsync(
         dsts: *const *mut ::core::ffi::c_void,
         srcs: *const *const ::core::ffi::c_void,
@@ -38664,6 +39249,7 @@ extern "C" {
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue)
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DBatchAsync(
         numOps: usize,
         opList: *mut cudaMemcpy3DBatchOp,
@@ -38730,6 +39316,7 @@ extern "C" {
  [`cudaMemcpy2DFromArrayAsync`](crate::cudaMemcpy2DFromArrayAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2DAsync`](crate::cuMemcpy2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DAsync(
         dst: *mut ::core::ffi::c_void,
         dpitch: usize,
@@ -38795,6 +39382,7 @@ extern "C" {
  [`cudaMemcpy2DFromArrayAsync`](crate::cudaMemcpy2DFromArrayAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2DAsync`](crate::cuMemcpy2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DToArrayAsync(
         dst: cudaArray_t,
         wOffset: usize,
@@ -38860,6 +39448,7 @@ extern "C" {
 
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpy2DAsync`](crate::cuMemcpy2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DFromArrayAsync(
         dst: *mut ::core::ffi::c_void,
         dpitch: usize,
@@ -38920,6 +39509,7 @@ extern "C" {
  [`cuMemcpyAsync`](crate::cuMemcpyAsync),
  [`cuMemcpyHtoDAsync`](crate::cuMemcpyHtoDAsync),
  [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToSymbolAsync(
         symbol: *const ::core::ffi::c_void,
         src: *const ::core::ffi::c_void,
@@ -38977,6 +39567,7 @@ extern "C" {
  [`cuMemcpyAsync`](crate::cuMemcpyAsync),
  [`cuMemcpyDtoHAsync`](crate::cuMemcpyDtoHAsync),
  [`cuMemcpyDtoDAsync`](crate::cuMemcpyDtoDAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromSymbolAsync(
         dst: *mut ::core::ffi::c_void,
         symbol: *const ::core::ffi::c_void,
@@ -39011,6 +39602,7 @@ extern "C" {
  [`cuMemsetD8`](crate::cuMemsetD8),
  [`cuMemsetD16`](crate::cuMemsetD16),
  [`cuMemsetD32`](crate::cuMemsetD32)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset(
         devPtr: *mut ::core::ffi::c_void,
         value: ::core::ffi::c_int,
@@ -39048,6 +39640,7 @@ extern "C" {
  [`cuMemsetD2D8`](crate::cuMemsetD2D8),
  [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset2D(
         devPtr: *mut ::core::ffi::c_void,
         pitch: usize,
@@ -39099,6 +39692,7 @@ extern "C" {
  [`cudaMemsetAsync`](crate::cudaMemsetAsync), [`cudaMemset2DAsync`](crate::cudaMemset2DAsync), [`cudaMemset3DAsync`](crate::cudaMemset3DAsync),
  [`cudaMalloc3D`](crate::cudaMalloc3D), `make_cudaPitchedPtr`,
  `make_cudaExtent`*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset3D(
         pitchedDevPtr: cudaPitchedPtr,
         value: ::core::ffi::c_int,
@@ -39138,6 +39732,7 @@ extern "C" {
  [`cuMemsetD8Async`](crate::cuMemsetD8Async),
  [`cuMemsetD16Async`](crate::cuMemsetD16Async),
  [`cuMemsetD32Async`](crate::cuMemsetD32Async)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemsetAsync(
         devPtr: *mut ::core::ffi::c_void,
         value: ::core::ffi::c_int,
@@ -39183,6 +39778,7 @@ extern "C" {
  [`cuMemsetD2D8Async`](crate::cuMemsetD2D8Async),
  [`cuMemsetD2D16Async`](crate::cuMemsetD2D16Async),
  [`cuMemsetD2D32Async`](crate::cuMemsetD2D32Async)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset2DAsync(
         devPtr: *mut ::core::ffi::c_void,
         pitch: usize,
@@ -39242,6 +39838,7 @@ extern "C" {
  [`cudaMemsetAsync`](crate::cudaMemsetAsync), [`cudaMemset2DAsync`](crate::cudaMemset2DAsync),
  [`cudaMalloc3D`](crate::cudaMalloc3D), `make_cudaPitchedPtr`,
  `make_cudaExtent`*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset3DAsync(
         pitchedDevPtr: cudaPitchedPtr,
         value: ::core::ffi::c_int,
@@ -39274,6 +39871,7 @@ extern "C" {
  `::cudaGetSymbolAddress(void**`, const T&amp;) "cudaGetSymbolAddress (C++ API)",
  `::cudaGetSymbolSize(size_t*`, const void\*) "cudaGetSymbolSize (C API)",
  [`cuModuleGetGlobal`](crate::cuModuleGetGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetSymbolAddress(
         devPtr: *mut *mut ::core::ffi::c_void,
         symbol: *const ::core::ffi::c_void,
@@ -39303,6 +39901,7 @@ extern "C" {
  `::cudaGetSymbolAddress(void**`, const void\*) "cudaGetSymbolAddress (C API)",
  `::cudaGetSymbolSize(size_t*`, const T&amp;) "cudaGetSymbolSize (C++ API)",
  [`cuModuleGetGlobal`](crate::cuModuleGetGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetSymbolSize(
         size: *mut usize,
         symbol: *const ::core::ffi::c_void,
@@ -39385,6 +39984,7 @@ extern "C" {
  # See also
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyPeer`](crate::cudaMemcpyPeer), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync), [`cudaMemAdvise`](crate::cudaMemAdvise), [`cuMemPrefetchAsync`](crate::cuMemPrefetchAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPrefetchAsync(
         devPtr: *const ::core::ffi::c_void,
         count: usize,
@@ -39428,6 +40028,7 @@ extern "C" {
  * `numPrefetchLocs` - Size of `prefetchLocs` and `prefetchLocIdxs` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPrefetchBatchAsync(
         dptrs: *mut *mut ::core::ffi::c_void,
         sizes: *mut usize,
@@ -39464,6 +40065,7 @@ extern "C" {
  * `count` - Size of `dptrs` and `sizes` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemDiscardBatchAsync(
         dptrs: *mut *mut ::core::ffi::c_void,
         sizes: *mut usize,
@@ -39514,6 +40116,7 @@ extern "C" {
  * `numPrefetchLocs` - Size of `prefetchLocs` and `prefetchLocIdxs` arrays.
  * `flags` - Flags reserved for future use. Must be zero.
  * `hStream` - The stream to enqueue the operations in. Must not be legacy NULL stream.*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemDiscardAndPrefetchBatchAsync(
         dptrs: *mut *mut ::core::ffi::c_void,
         sizes: *mut usize,
@@ -39645,6 +40248,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy), [`cudaMemcpyPeer`](crate::cudaMemcpyPeer), [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpy3DPeerAsync`](crate::cudaMemcpy3DPeerAsync), [`cudaMemPrefetchAsync`](crate::cudaMemPrefetchAsync),
  [`cuMemAdvise`](crate::cuMemAdvise)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemAdvise(
         devPtr: *const ::core::ffi::c_void,
         count: usize,
@@ -39731,6 +40335,7 @@ extern "C" {
  [`cudaMemRangeGetAttributes`](crate::cudaMemRangeGetAttributes), [`cudaMemPrefetchAsync`](crate::cudaMemPrefetchAsync),
  [`cudaMemAdvise`](crate::cudaMemAdvise),
  [`cuMemRangeGetAttribute`](crate::cuMemRangeGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemRangeGetAttribute(
         data: *mut ::core::ffi::c_void,
         dataSize: usize,
@@ -39779,6 +40384,7 @@ extern "C" {
  [`cudaMemRangeGetAttribute`](crate::cudaMemRangeGetAttribute), [`cudaMemAdvise`](crate::cudaMemAdvise),
  [`cudaMemPrefetchAsync`](crate::cudaMemPrefetchAsync),
  [`cuMemRangeGetAttributes`](crate::cuMemRangeGetAttributes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemRangeGetAttributes(
         data: *mut *mut ::core::ffi::c_void,
         dataSizes: *mut usize,
@@ -39828,6 +40434,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpyHtoA`](crate::cuMemcpyHtoA),
  [`cuMemcpyDtoA`](crate::cuMemcpyDtoA)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToArray(
         dst: cudaArray_t,
         wOffset: usize,
@@ -39876,6 +40483,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpyAtoH`](crate::cuMemcpyAtoH),
  [`cuMemcpyAtoD`](crate::cuMemcpyAtoD)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromArray(
         dst: *mut ::core::ffi::c_void,
         src: cudaArray_const_t,
@@ -39925,6 +40533,7 @@ extern "C" {
  [`cudaMemcpyFromArrayAsync`](crate::cudaMemcpyFromArrayAsync), [`cudaMemcpy2DFromArrayAsync`](crate::cudaMemcpy2DFromArrayAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpyAtoA`](crate::cuMemcpyAtoA)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyArrayToArray(
         dst: cudaArray_t,
         wOffsetDst: usize,
@@ -39984,6 +40593,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpyHtoAAsync`](crate::cuMemcpyHtoAAsync),
  [`cuMemcpy2DAsync`](crate::cuMemcpy2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToArrayAsync(
         dst: cudaArray_t,
         wOffset: usize,
@@ -40041,6 +40651,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync), [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync),
  [`cuMemcpyAtoHAsync`](crate::cuMemcpyAtoHAsync),
  [`cuMemcpy2DAsync`](crate::cuMemcpy2DAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromArrayAsync(
         dst: *mut ::core::ffi::c_void,
         src: cudaArray_const_t,
@@ -40084,6 +40695,7 @@ extern "C" {
  [`cuMemAllocAsync`](crate::cuMemAllocAsync),
  `::cudaMallocAsync(void**` ptr, size\_t size, cudaMemPool\_t memPool, cudaStream\_t stream)  "cudaMallocAsync (C++ API)",
  [`cudaMallocFromPoolAsync`](crate::cudaMallocFromPoolAsync), [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceSetMemPool`](crate::cudaDeviceSetMemPool), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaMemPoolSetAccess`](crate::cudaMemPoolSetAccess), [`cudaMemPoolSetAttribute`](crate::cudaMemPoolSetAttribute), [`cudaMemPoolGetAttribute`](crate::cudaMemPoolGetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocAsync(
         devPtr: *mut *mut ::core::ffi::c_void,
         size: usize,
@@ -40113,6 +40725,7 @@ extern "C" {
 
  # See also
  [`cuMemFreeAsync`](crate::cuMemFreeAsync), [`cudaMallocAsync`](crate::cudaMallocAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFreeAsync(
         devPtr: *mut ::core::ffi::c_void,
         hStream: cudaStream_t,
@@ -40140,6 +40753,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolTrimTo`](crate::cuMemPoolTrimTo), [`cudaMallocAsync`](crate::cudaMallocAsync), [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolTrimTo(
         memPool: cudaMemPool_t,
         minBytesToKeep: usize,
@@ -40185,6 +40799,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute), [`cudaMallocAsync`](crate::cudaMallocAsync), [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolSetAttribute(
         memPool: cudaMemPool_t,
         attr: cudaMemPoolAttr,
@@ -40235,6 +40850,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolGetAttribute`](crate::cuMemPoolGetAttribute), [`cudaMallocAsync`](crate::cudaMallocAsync), [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolGetAttribute(
         memPool: cudaMemPool_t,
         attr: cudaMemPoolAttr,
@@ -40253,6 +40869,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolSetAccess`](crate::cuMemPoolSetAccess), [`cudaMemPoolGetAccess`](crate::cudaMemPoolGetAccess), [`cudaMallocAsync`](crate::cudaMallocAsync), cudaFreeAsync*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolSetAccess(
         memPool: cudaMemPool_t,
         descList: *const cudaMemAccessDesc,
@@ -40268,6 +40885,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolGetAccess`](crate::cuMemPoolGetAccess), [`cudaMemPoolSetAccess`](crate::cudaMemPoolSetAccess)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolGetAccess(
         flags: *mut cudaMemAccessFlags,
         memPool: cudaMemPool_t,
@@ -40321,6 +40939,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cudaDeviceSetMemPool`](crate::cudaDeviceSetMemPool), [`cudaMallocFromPoolAsync`](crate::cudaMallocFromPoolAsync), [`cudaMemPoolExportToShareableHandle`](crate::cudaMemPoolExportToShareableHandle), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolCreate(
         memPool: *mut cudaMemPool_t,
         poolProps: *const cudaMemPoolProps,
@@ -40345,6 +40964,7 @@ extern "C" {
 
  # See also
  cuMemPoolDestroy, [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceSetMemPool`](crate::cudaDeviceSetMemPool), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaDeviceGetMemPool`](crate::cudaDeviceGetMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolDestroy(memPool: cudaMemPool_t) -> cudaError_t;
     /** Returns the default memory pool for a given location and allocation type
 
@@ -40363,6 +40983,7 @@ extern "C" {
 
  # See also
  [`cuMemAllocAsync`](crate::cuMemAllocAsync), [`cuMemPoolTrimTo`](crate::cuMemPoolTrimTo), [`cuMemPoolGetAttribute`](crate::cuMemPoolGetAttribute), [`cuMemPoolSetAttribute`](crate::cuMemPoolSetAttribute), cuMemPoolSetAccess, [`cuMemGetMemPool`](crate::cuMemGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemGetDefaultMemPool(
         memPool: *mut cudaMemPool_t,
         location: *mut cudaMemLocation,
@@ -40389,6 +41010,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuDeviceSetMemPool`](crate::cuDeviceSetMemPool), [`cuMemSetMemPool`](crate::cuMemSetMemPool)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemGetMemPool(
         memPool: *mut cudaMemPool_t,
         location: *mut cudaMemLocation,
@@ -40420,6 +41042,7 @@ extern "C" {
 
  # See also
  [`cuDeviceGetDefaultMemPool`](crate::cuDeviceGetDefaultMemPool), [`cuDeviceGetMemPool`](crate::cuDeviceGetMemPool), [`cuMemGetMemPool`](crate::cuMemGetMemPool), [`cuMemPoolCreate`](crate::cuMemPoolCreate), [`cuMemPoolDestroy`](crate::cuMemPoolDestroy), [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemSetMemPool(
         location: *mut cudaMemLocation,
         type_: cudaMemAllocationType,
@@ -40459,6 +41082,7 @@ extern "C" {
  [`cuMemAllocFromPoolAsync`](crate::cuMemAllocFromPoolAsync),
  `::cudaMallocAsync(void**` ptr, size\_t size, cudaMemPool\_t memPool, cudaStream\_t stream)  "cudaMallocAsync (C++ API)",
  [`cudaMallocAsync`](crate::cudaMallocAsync), [`cudaFreeAsync`](crate::cudaFreeAsync), [`cudaDeviceGetDefaultMemPool`](crate::cudaDeviceGetDefaultMemPool), [`cudaMemPoolCreate`](crate::cudaMemPoolCreate), [`cudaMemPoolSetAccess`](crate::cudaMemPoolSetAccess), [`cudaMemPoolSetAttribute`](crate::cudaMemPoolSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocFromPoolAsync(
         ptr: *mut *mut ::core::ffi::c_void,
         size: usize,
@@ -40488,6 +41112,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolExportToShareableHandle`](crate::cuMemPoolExportToShareableHandle), [`cudaMemPoolImportFromShareableHandle`](crate::cudaMemPoolImportFromShareableHandle), [`cudaMemPoolExportPointer`](crate::cudaMemPoolExportPointer), [`cudaMemPoolImportPointer`](crate::cudaMemPoolImportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolExportToShareableHandle(
         shareableHandle: *mut ::core::ffi::c_void,
         memPool: cudaMemPool_t,
@@ -40515,6 +41140,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolImportFromShareableHandle`](crate::cuMemPoolImportFromShareableHandle), [`cudaMemPoolExportToShareableHandle`](crate::cudaMemPoolExportToShareableHandle), [`cudaMemPoolExportPointer`](crate::cudaMemPoolExportPointer), [`cudaMemPoolImportPointer`](crate::cudaMemPoolImportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolImportFromShareableHandle(
         memPool: *mut cudaMemPool_t,
         shareableHandle: *mut ::core::ffi::c_void,
@@ -40538,6 +41164,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolExportPointer`](crate::cuMemPoolExportPointer), [`cudaMemPoolExportToShareableHandle`](crate::cudaMemPoolExportToShareableHandle), [`cudaMemPoolImportFromShareableHandle`](crate::cudaMemPoolImportFromShareableHandle), [`cudaMemPoolImportPointer`](crate::cudaMemPoolImportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolExportPointer(
         exportData: *mut cudaMemPoolPtrExportData,
         ptr: *mut ::core::ffi::c_void,
@@ -40569,6 +41196,7 @@ extern "C" {
 
  # See also
  [`cuMemPoolImportPointer`](crate::cuMemPoolImportPointer), [`cudaMemPoolExportToShareableHandle`](crate::cudaMemPoolExportToShareableHandle), [`cudaMemPoolImportFromShareableHandle`](crate::cudaMemPoolImportFromShareableHandle), [`cudaMemPoolExportPointer`](crate::cudaMemPoolExportPointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPoolImportPointer(
         ptr: *mut *mut ::core::ffi::c_void,
         memPool: cudaMemPool_t,
@@ -40635,6 +41263,7 @@ extern "C" {
  [`cudaChooseDevice`](crate::cudaChooseDevice),
  [`cudaInitDevice`](crate::cudaInitDevice),
  [`cuPointerGetAttributes`](crate::cuPointerGetAttributes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaPointerGetAttributes(
         attributes: *mut cudaPointerAttributes,
         ptr: *const ::core::ffi::c_void,
@@ -40664,6 +41293,7 @@ extern "C" {
  [`cudaDeviceEnablePeerAccess`](crate::cudaDeviceEnablePeerAccess),
  [`cudaDeviceDisablePeerAccess`](crate::cudaDeviceDisablePeerAccess),
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceCanAccessPeer(
         canAccessPeer: *mut ::core::ffi::c_int,
         device: ::core::ffi::c_int,
@@ -40709,6 +41339,7 @@ extern "C" {
  [`cudaDeviceCanAccessPeer`](crate::cudaDeviceCanAccessPeer),
  [`cudaDeviceDisablePeerAccess`](crate::cudaDeviceDisablePeerAccess),
  [`cuCtxEnablePeerAccess`](crate::cuCtxEnablePeerAccess)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceEnablePeerAccess(
         peerDevice: ::core::ffi::c_int,
         flags: ::core::ffi::c_uint,
@@ -40733,6 +41364,7 @@ extern "C" {
  [`cudaDeviceCanAccessPeer`](crate::cudaDeviceCanAccessPeer),
  [`cudaDeviceEnablePeerAccess`](crate::cudaDeviceEnablePeerAccess),
  [`cuCtxDisablePeerAccess`](crate::cuCtxDisablePeerAccess)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceDisablePeerAccess(peerDevice: ::core::ffi::c_int) -> cudaError_t;
     /** Unregisters a graphics resource for access by CUDA
 
@@ -40761,6 +41393,7 @@ extern "C" {
  `cudaGraphicsGLRegisterBuffer`,
  `cudaGraphicsGLRegisterImage`,
  [`cuGraphicsUnregisterResource`](crate::cuGraphicsUnregisterResource)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsUnregisterResource(
         resource: cudaGraphicsResource_t,
     ) -> cudaError_t;
@@ -40797,6 +41430,7 @@ extern "C" {
 
  [`cudaGraphicsMapResources`](crate::cudaGraphicsMapResources),
  [`cuGraphicsResourceSetMapFlags`](crate::cuGraphicsResourceSetMapFlags)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsResourceSetMapFlags(
         resource: cudaGraphicsResource_t,
         flags: ::core::ffi::c_uint,
@@ -40838,6 +41472,7 @@ extern "C" {
  [`cudaGraphicsSubResourceGetMappedArray`](crate::cudaGraphicsSubResourceGetMappedArray),
  [`cudaGraphicsUnmapResources`](crate::cudaGraphicsUnmapResources),
  [`cuGraphicsMapResources`](crate::cuGraphicsMapResources)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsMapResources(
         count: ::core::ffi::c_int,
         resources: *mut cudaGraphicsResource_t,
@@ -40876,6 +41511,7 @@ extern "C" {
 
  [`cudaGraphicsMapResources`](crate::cudaGraphicsMapResources),
  [`cuGraphicsUnmapResources`](crate::cuGraphicsUnmapResources)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsUnmapResources(
         count: ::core::ffi::c_int,
         resources: *mut cudaGraphicsResource_t,
@@ -40911,6 +41547,7 @@ extern "C" {
  [`cudaGraphicsMapResources`](crate::cudaGraphicsMapResources),
  [`cudaGraphicsSubResourceGetMappedArray`](crate::cudaGraphicsSubResourceGetMappedArray),
  [`cuGraphicsResourceGetMappedPointer`](crate::cuGraphicsResourceGetMappedPointer)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsResourceGetMappedPointer(
         devPtr: *mut *mut ::core::ffi::c_void,
         size: *mut usize,
@@ -40952,6 +41589,7 @@ extern "C" {
 
  [`cudaGraphicsResourceGetMappedPointer`](crate::cudaGraphicsResourceGetMappedPointer),
  [`cuGraphicsSubResourceGetMappedArray`](crate::cuGraphicsSubResourceGetMappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsSubResourceGetMappedArray(
         array: *mut cudaArray_t,
         resource: cudaGraphicsResource_t,
@@ -40985,6 +41623,7 @@ extern "C" {
 
  [`cudaGraphicsResourceGetMappedPointer`](crate::cudaGraphicsResourceGetMappedPointer),
  [`cuGraphicsResourceGetMappedMipmappedArray`](crate::cuGraphicsResourceGetMappedMipmappedArray)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphicsResourceGetMappedMipmappedArray(
         mipmappedArray: *mut cudaMipmappedArray_t,
         resource: cudaGraphicsResource_t,
@@ -41007,6 +41646,7 @@ extern "C" {
  # See also
  `::cudaCreateChannelDesc(int`, int, int, int, cudaChannelFormatKind) "cudaCreateChannelDesc (C API)",
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject), [`cudaCreateSurfaceObject`](crate::cudaCreateSurfaceObject)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetChannelDesc(
         desc: *mut cudaChannelFormatDesc,
         array: cudaArray_const_t,
@@ -41039,6 +41679,7 @@ extern "C" {
  # See also
  `::cudaCreateChannelDesc(void`) "cudaCreateChannelDesc (C++ API)",
  [`cudaGetChannelDesc`](crate::cudaGetChannelDesc), [`cudaCreateTextureObject`](crate::cudaCreateTextureObject), [`cudaCreateSurfaceObject`](crate::cudaCreateSurfaceObject)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaCreateChannelDesc(
         x: ::core::ffi::c_int,
         y: ::core::ffi::c_int,
@@ -41266,6 +41907,7 @@ extern "C" {
 
  [`cudaDestroyTextureObject`](crate::cudaDestroyTextureObject),
  [`cuTexObjectCreate`](crate::cuTexObjectCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaCreateTextureObject(
         pTexObject: *mut cudaTextureObject_t,
         pResDesc: *const cudaResourceDesc,
@@ -41289,6 +41931,7 @@ extern "C" {
 
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject),
  [`cuTexObjectDestroy`](crate::cuTexObjectDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDestroyTextureObject(texObject: cudaTextureObject_t) -> cudaError_t;
     /** Returns a texture object's resource descriptor
 
@@ -41308,6 +41951,7 @@ extern "C" {
 
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject),
  [`cuTexObjectGetResourceDesc`](crate::cuTexObjectGetResourceDesc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetTextureObjectResourceDesc(
         pResDesc: *mut cudaResourceDesc,
         texObject: cudaTextureObject_t,
@@ -41330,6 +41974,7 @@ extern "C" {
 
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject),
  [`cuTexObjectGetTextureDesc`](crate::cuTexObjectGetTextureDesc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetTextureObjectTextureDesc(
         pTexDesc: *mut cudaTextureDesc,
         texObject: cudaTextureObject_t,
@@ -41353,6 +41998,7 @@ extern "C" {
 
  [`cudaCreateTextureObject`](crate::cudaCreateTextureObject),
  [`cuTexObjectGetResourceViewDesc`](crate::cuTexObjectGetResourceViewDesc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetTextureObjectResourceViewDesc(
         pResViewDesc: *mut cudaResourceViewDesc,
         texObject: cudaTextureObject_t,
@@ -41384,6 +42030,7 @@ extern "C" {
 
  [`cudaDestroySurfaceObject`](crate::cudaDestroySurfaceObject),
  [`cuSurfObjectCreate`](crate::cuSurfObjectCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaCreateSurfaceObject(
         pSurfObject: *mut cudaSurfaceObject_t,
         pResDesc: *const cudaResourceDesc,
@@ -41405,6 +42052,7 @@ extern "C" {
 
  [`cudaCreateSurfaceObject`](crate::cudaCreateSurfaceObject),
  [`cuSurfObjectDestroy`](crate::cuSurfObjectDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDestroySurfaceObject(surfObject: cudaSurfaceObject_t) -> cudaError_t;
     /** Returns a surface object's resource descriptor
  Returns the resource descriptor for the surface object specified by `surfObject.`
@@ -41423,6 +42071,7 @@ extern "C" {
 
  [`cudaCreateSurfaceObject`](crate::cudaCreateSurfaceObject),
  [`cuSurfObjectGetResourceDesc`](crate::cuSurfObjectGetResourceDesc)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetSurfaceObjectResourceDesc(
         pResDesc: *mut cudaResourceDesc,
         surfObject: cudaSurfaceObject_t,
@@ -41451,6 +42100,7 @@ extern "C" {
 
  [`cudaRuntimeGetVersion`](crate::cudaRuntimeGetVersion),
  [`cuDriverGetVersion`](crate::cuDriverGetVersion)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDriverGetVersion(driverVersion: *mut ::core::ffi::c_int) -> cudaError_t;
     /** Returns the CUDA Runtime version
 
@@ -41479,6 +42129,7 @@ extern "C" {
 
  [`cudaDriverGetVersion`](crate::cudaDriverGetVersion),
  [`cuDriverGetVersion`](crate::cuDriverGetVersion)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaRuntimeGetVersion(runtimeVersion: *mut ::core::ffi::c_int) -> cudaError_t;
     /** Register a callback function to receive error log messages
 
@@ -41490,6 +42141,7 @@ extern "C" {
 
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLogsRegisterCallback(
         callbackFunc: cudaLogsCallback_t,
         userData: *mut ::core::ffi::c_void,
@@ -41503,6 +42155,7 @@ extern "C" {
 
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLogsUnregisterCallback(callback: cudaLogsCallbackHandle) -> cudaError_t;
     /** Sets log iterator to point to the end of log buffer, where the next message would be written.
 
@@ -41513,6 +42166,7 @@ extern "C" {
 
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLogsCurrent(
         iterator_out: *mut cudaLogIterator,
         flags: ::core::ffi::c_uint,
@@ -41538,6 +42192,7 @@ extern "C" {
 
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLogsDumpToFile(
         iterator: *mut cudaLogIterator,
         pathToFile: *const ::core::ffi::c_char,
@@ -41577,6 +42232,7 @@ extern "C" {
 
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLogsDumpToMemory(
         iterator: *mut cudaLogIterator,
         buffer: *mut ::core::ffi::c_char,
@@ -41614,6 +42270,7 @@ extern "C" {
  [`cudaGraphGetRootNodes`](crate::cudaGraphGetRootNodes),
  [`cudaGraphGetEdges`](crate::cudaGraphGetEdges),
  [`cudaGraphClone`](crate::cudaGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphCreate(
         pGraph: *mut cudaGraph_t,
         flags: ::core::ffi::c_uint,
@@ -41714,6 +42371,7 @@ extern "C" {
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddKernelNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -41752,6 +42410,7 @@ extern "C" {
  [`cudaLaunchKernel`](crate::cudaLaunchKernel),
  [`cudaGraphAddKernelNode`](crate::cudaGraphAddKernelNode),
  [`cudaGraphKernelNodeSetParams`](crate::cudaGraphKernelNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphKernelNodeGetParams(
         node: cudaGraphNode_t,
         pNodeParams: *mut cudaKernelNodeParams,
@@ -41780,6 +42439,7 @@ extern "C" {
  [`cudaLaunchKernel`](crate::cudaLaunchKernel),
  [`cudaGraphAddKernelNode`](crate::cudaGraphAddKernelNode),
  [`cudaGraphKernelNodeGetParams`](crate::cudaGraphKernelNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphKernelNodeSetParams(
         node: cudaGraphNode_t,
         pNodeParams: *const cudaKernelNodeParams,
@@ -41802,6 +42462,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphKernelNodeCopyAttributes(
         hDst: cudaGraphNode_t,
         hSrc: cudaGraphNode_t,
@@ -41825,6 +42486,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphKernelNodeGetAttribute(
         hNode: cudaGraphNode_t,
         attr: cudaLaunchAttributeID,
@@ -41849,6 +42511,7 @@ extern "C" {
  # See also
 
  [`cudaAccessPolicyWindow`](crate::cudaAccessPolicyWindow)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphKernelNodeSetAttribute(
         hNode: cudaGraphNode_t,
         attr: cudaLaunchAttributeID,
@@ -41900,6 +42563,7 @@ extern "C" {
  [`cudaGraphAddKernelNode`](crate::cudaGraphAddKernelNode),
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemcpyNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -41907,6 +42571,7 @@ extern "C" {
         numDependencies: usize,
         pCopyParams: *const cudaMemcpy3DParms,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemcpyNodeToSymbol(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -41918,6 +42583,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemcpyNodeFromSymbol(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -41929,6 +42595,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemcpyNode1D(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -41960,6 +42627,7 @@ extern "C" {
  [`cudaMemcpy3D`](crate::cudaMemcpy3D),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphMemcpyNodeSetParams`](crate::cudaGraphMemcpyNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemcpyNodeGetParams(
         node: cudaGraphNode_t,
         pNodeParams: *mut cudaMemcpy3DParms,
@@ -41989,10 +42657,12 @@ extern "C" {
  [`cudaGraphMemcpyNodeSetParams1D`](crate::cudaGraphMemcpyNodeSetParams1D),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphMemcpyNodeGetParams`](crate::cudaGraphMemcpyNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemcpyNodeSetParams(
         node: cudaGraphNode_t,
         pNodeParams: *const cudaMemcpy3DParms,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemcpyNodeSetParamsToSymbol(
         node: cudaGraphNode_t,
         symbol: *const ::core::ffi::c_void,
@@ -42001,6 +42671,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemcpyNodeSetParamsFromSymbol(
         node: cudaGraphNode_t,
         dst: *mut ::core::ffi::c_void,
@@ -42009,6 +42680,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemcpyNodeSetParams1D(
         node: cudaGraphNode_t,
         dst: *mut ::core::ffi::c_void,
@@ -42056,6 +42728,7 @@ extern "C" {
  [`cudaGraphAddKernelNode`](crate::cudaGraphAddKernelNode),
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemsetNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42084,6 +42757,7 @@ extern "C" {
  [`cudaMemset2D`](crate::cudaMemset2D),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode),
  [`cudaGraphMemsetNodeSetParams`](crate::cudaGraphMemsetNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemsetNodeGetParams(
         node: cudaGraphNode_t,
         pNodeParams: *mut cudaMemsetParams,
@@ -42110,6 +42784,7 @@ extern "C" {
  [`cudaMemset2D`](crate::cudaMemset2D),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode),
  [`cudaGraphMemsetNodeGetParams`](crate::cudaGraphMemsetNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemsetNodeSetParams(
         node: cudaGraphNode_t,
         pNodeParams: *const cudaMemsetParams,
@@ -42154,6 +42829,7 @@ extern "C" {
  [`cudaGraphAddKernelNode`](crate::cudaGraphAddKernelNode),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddHostNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42182,6 +42858,7 @@ extern "C" {
  [`cudaLaunchHostFunc`](crate::cudaLaunchHostFunc),
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphHostNodeSetParams`](crate::cudaGraphHostNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphHostNodeGetParams(
         node: cudaGraphNode_t,
         pNodeParams: *mut cudaHostNodeParams,
@@ -42208,6 +42885,7 @@ extern "C" {
  [`cudaLaunchHostFunc`](crate::cudaLaunchHostFunc),
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphHostNodeGetParams`](crate::cudaGraphHostNodeGetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphHostNodeSetParams(
         node: cudaGraphNode_t,
         pNodeParams: *const cudaHostNodeParams,
@@ -42252,6 +42930,7 @@ extern "C" {
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode),
  [`cudaGraphClone`](crate::cudaGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddChildGraphNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42284,6 +42963,7 @@ extern "C" {
 
  [`cudaGraphAddChildGraphNode`](crate::cudaGraphAddChildGraphNode),
  [`cudaGraphNodeFindInClone`](crate::cudaGraphNodeFindInClone)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphChildGraphNodeGetGraph(
         node: cudaGraphNode_t,
         pGraph: *mut cudaGraph_t,
@@ -42324,12 +43004,14 @@ extern "C" {
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddEmptyNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
         pDependencies: *const cudaGraphNode_t,
         numDependencies: usize,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddEventRecordNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42337,14 +43019,17 @@ extern "C" {
         numDependencies: usize,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphEventRecordNodeGetEvent(
         node: cudaGraphNode_t,
         event_out: *mut cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphEventRecordNodeSetEvent(
         node: cudaGraphNode_t,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddEventWaitNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42352,14 +43037,17 @@ extern "C" {
         numDependencies: usize,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphEventWaitNodeGetEvent(
         node: cudaGraphNode_t,
         event_out: *mut cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphEventWaitNodeSetEvent(
         node: cudaGraphNode_t,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddExternalSemaphoresSignalNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42367,14 +43055,17 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExternalSemaphoresSignalNodeGetParams(
         hNode: cudaGraphNode_t,
         params_out: *mut cudaExternalSemaphoreSignalNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExternalSemaphoresSignalNodeSetParams(
         hNode: cudaGraphNode_t,
         nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddExternalSemaphoresWaitNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42382,14 +43073,17 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExternalSemaphoresWaitNodeGetParams(
         hNode: cudaGraphNode_t,
         params_out: *mut cudaExternalSemaphoreWaitNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExternalSemaphoresWaitNodeSetParams(
         hNode: cudaGraphNode_t,
         nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemAllocNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42397,10 +43091,12 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *mut cudaMemAllocNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemAllocNodeGetParams(
         node: cudaGraphNode_t,
         params_out: *mut cudaMemAllocNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddMemFreeNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -42408,16 +43104,20 @@ extern "C" {
         numDependencies: usize,
         dptr: *mut ::core::ffi::c_void,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphMemFreeNodeGetParams(
         node: cudaGraphNode_t,
         dptr_out: *mut ::core::ffi::c_void,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGraphMemTrim(device: ::core::ffi::c_int) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceGetGraphMemAttribute(
         device: ::core::ffi::c_int,
         attr: cudaGraphMemAttributeType,
         value: *mut ::core::ffi::c_void,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaDeviceSetGraphMemAttribute(
         device: ::core::ffi::c_int,
         attr: cudaGraphMemAttributeType,
@@ -42451,6 +43151,7 @@ extern "C" {
 
  [`cudaGraphCreate`](crate::cudaGraphCreate),
  [`cudaGraphNodeFindInClone`](crate::cudaGraphNodeFindInClone)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphClone(
         pGraphClone: *mut cudaGraph_t,
         originalGraph: cudaGraph_t,
@@ -42481,6 +43182,7 @@ extern "C" {
  # See also
 
  [`cudaGraphClone`](crate::cudaGraphClone)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeFindInClone(
         pNode: *mut cudaGraphNode_t,
         originalNode: cudaGraphNode_t,
@@ -42515,6 +43217,7 @@ extern "C" {
  [`cudaGraphMemcpyNodeSetParams`](crate::cudaGraphMemcpyNodeSetParams),
  [`cudaGraphMemsetNodeGetParams`](crate::cudaGraphMemsetNodeGetParams),
  [`cudaGraphMemsetNodeSetParams`](crate::cudaGraphMemsetNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeGetType(
         node: cudaGraphNode_t,
         pType: *mut cudaGraphNodeType,
@@ -42548,6 +43251,7 @@ extern "C" {
  [`cudaGraphNodeGetType`](crate::cudaGraphNodeGetType),
  [`cudaGraphNodeGetDependencies`](crate::cudaGraphNodeGetDependencies),
  [`cudaGraphNodeGetDependentNodes`](crate::cudaGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphGetNodes(
         graph: cudaGraph_t,
         nodes: *mut cudaGraphNode_t,
@@ -42582,6 +43286,7 @@ extern "C" {
  [`cudaGraphNodeGetType`](crate::cudaGraphNodeGetType),
  [`cudaGraphNodeGetDependencies`](crate::cudaGraphNodeGetDependencies),
  [`cudaGraphNodeGetDependentNodes`](crate::cudaGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphGetRootNodes(
         graph: cudaGraph_t,
         pRootNodes: *mut cudaGraphNode_t,
@@ -42625,6 +43330,7 @@ extern "C" {
  [`cudaGraphRemoveDependencies`](crate::cudaGraphRemoveDependencies),
  [`cudaGraphNodeGetDependencies`](crate::cudaGraphNodeGetDependencies),
  [`cudaGraphNodeGetDependentNodes`](crate::cudaGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphGetEdges(
         graph: cudaGraph_t,
         from: *mut cudaGraphNode_t,
@@ -42667,6 +43373,7 @@ extern "C" {
  [`cudaGraphGetEdges`](crate::cudaGraphGetEdges),
  [`cudaGraphAddDependencies`](crate::cudaGraphAddDependencies),
  [`cudaGraphRemoveDependencies`](crate::cudaGraphRemoveDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeGetDependencies(
         node: cudaGraphNode_t,
         pDependencies: *mut cudaGraphNode_t,
@@ -42709,6 +43416,7 @@ extern "C" {
  [`cudaGraphGetEdges`](crate::cudaGraphGetEdges),
  [`cudaGraphAddDependencies`](crate::cudaGraphAddDependencies),
  [`cudaGraphRemoveDependencies`](crate::cudaGraphRemoveDependencies)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeGetDependentNodes(
         node: cudaGraphNode_t,
         pDependentNodes: *mut cudaGraphNode_t,
@@ -42745,6 +43453,7 @@ extern "C" {
  [`cudaGraphGetEdges`](crate::cudaGraphGetEdges),
  [`cudaGraphNodeGetDependencies`](crate::cudaGraphNodeGetDependencies),
  [`cudaGraphNodeGetDependentNodes`](crate::cudaGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddDependencies(
         graph: cudaGraph_t,
         from: *const cudaGraphNode_t,
@@ -42785,6 +43494,7 @@ extern "C" {
  [`cudaGraphGetEdges`](crate::cudaGraphGetEdges),
  [`cudaGraphNodeGetDependencies`](crate::cudaGraphNodeGetDependencies),
  [`cudaGraphNodeGetDependentNodes`](crate::cudaGraphNodeGetDependentNodes)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphRemoveDependencies(
         graph: cudaGraph_t,
         from: *const cudaGraphNode_t,
@@ -42819,6 +43529,7 @@ extern "C" {
  [`cudaGraphAddHostNode`](crate::cudaGraphAddHostNode),
  [`cudaGraphAddMemcpyNode`](crate::cudaGraphAddMemcpyNode),
  [`cudaGraphAddMemsetNode`](crate::cudaGraphAddMemsetNode)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphDestroyNode(node: cudaGraphNode_t) -> cudaError_t;
     /** Creates an executable graph from a graph
 
@@ -42889,11 +43600,13 @@ extern "C" {
  [`cudaGraphUpload`](crate::cudaGraphUpload),
  [`cudaGraphLaunch`](crate::cudaGraphLaunch),
  [`cudaGraphExecDestroy`](crate::cudaGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphInstantiate(
         pGraphExec: *mut cudaGraphExec_t,
         graph: cudaGraph_t,
         flags: ::core::ffi::c_ulonglong,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphInstantiateWithFlags(
         pGraphExec: *mut cudaGraphExec_t,
         graph: cudaGraph_t,
@@ -43003,6 +43716,7 @@ extern "C" {
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate),
  [`cudaGraphInstantiateWithFlags`](crate::cudaGraphInstantiateWithFlags),
  [`cudaGraphExecDestroy`](crate::cudaGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphInstantiateWithParams(
         pGraphExec: *mut cudaGraphExec_t,
         graph: cudaGraph_t,
@@ -43031,6 +43745,7 @@ extern "C" {
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate),
  [`cudaGraphInstantiateWithFlags`](crate::cudaGraphInstantiateWithFlags),
  [`cudaGraphInstantiateWithParams`](crate::cudaGraphInstantiateWithParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecGetFlags(
         graphExec: cudaGraphExec_t,
         flags: *mut ::core::ffi::c_ulonglong,
@@ -43092,6 +43807,7 @@ extern "C" {
  [`cudaGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cudaGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cudaGraphExecUpdate`](crate::cudaGraphExecUpdate),
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecKernelNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43146,11 +43862,13 @@ extern "C" {
  [`cudaGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cudaGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cudaGraphExecUpdate`](crate::cudaGraphExecUpdate),
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecMemcpyNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
         pNodeParams: *const cudaMemcpy3DParms,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecMemcpyNodeSetParamsToSymbol(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43160,6 +43878,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43169,6 +43888,7 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecMemcpyNodeSetParams1D(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43227,6 +43947,7 @@ extern "C" {
  [`cudaGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cudaGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cudaGraphExecUpdate`](crate::cudaGraphExecUpdate),
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecMemsetNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43270,41 +43991,49 @@ extern "C" {
  [`cudaGraphExecExternalSemaphoresWaitNodeSetParams`](crate::cudaGraphExecExternalSemaphoresWaitNodeSetParams),
  [`cudaGraphExecUpdate`](crate::cudaGraphExecUpdate),
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecHostNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
         pNodeParams: *const cudaHostNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecChildGraphNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
         childGraph: cudaGraph_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecEventRecordNodeSetEvent(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecEventWaitNodeSetEvent(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
         event: cudaEvent_t,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecExternalSemaphoresSignalNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
         nodeParams: *const cudaExternalSemaphoreSignalNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecExternalSemaphoresWaitNodeSetParams(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
         nodeParams: *const cudaExternalSemaphoreWaitNodeParams,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeSetEnabled(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
         isEnabled: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeGetEnabled(
         hGraphExec: cudaGraphExec_t,
         hNode: cudaGraphNode_t,
@@ -43401,11 +44130,13 @@ extern "C" {
  # See also
 
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecUpdate(
         hGraphExec: cudaGraphExec_t,
         hGraph: cudaGraph_t,
         resultInfo: *mut cudaGraphExecUpdateResultInfo,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphUpload(
         graphExec: cudaGraphExec_t,
         stream: cudaStream_t,
@@ -43438,6 +44169,7 @@ extern "C" {
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate),
  [`cudaGraphUpload`](crate::cudaGraphUpload),
  [`cudaGraphExecDestroy`](crate::cudaGraphExecDestroy)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphLaunch(
         graphExec: cudaGraphExec_t,
         stream: cudaStream_t,
@@ -43462,6 +44194,7 @@ extern "C" {
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate),
  [`cudaGraphUpload`](crate::cudaGraphUpload),
  [`cudaGraphLaunch`](crate::cudaGraphLaunch)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecDestroy(graphExec: cudaGraphExec_t) -> cudaError_t;
     /** Destroys a graph
 
@@ -43481,6 +44214,7 @@ extern "C" {
  # See also
 
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphDestroy(graph: cudaGraph_t) -> cudaError_t;
     /** Write a DOT file describing graph structure
 
@@ -43498,6 +44232,7 @@ extern "C" {
  [`cudaSuccess`](crate::cudaSuccess),
  [`cudaErrorInvalidValue`](crate::cudaErrorInvalidValue),
  [`cudaErrorOperatingSystem`](crate::cudaErrorOperatingSystem)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphDebugDotPrint(
         graph: cudaGraph_t,
         path: *const ::core::ffi::c_char,
@@ -43537,6 +44272,7 @@ extern "C" {
  [`cudaGraphRetainUserObject`](crate::cudaGraphRetainUserObject),
  [`cudaGraphReleaseUserObject`](crate::cudaGraphReleaseUserObject),
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaUserObjectCreate(
         object_out: *mut cudaUserObject_t,
         ptr: *mut ::core::ffi::c_void,
@@ -43566,6 +44302,7 @@ extern "C" {
  [`cudaGraphRetainUserObject`](crate::cudaGraphRetainUserObject),
  [`cudaGraphReleaseUserObject`](crate::cudaGraphReleaseUserObject),
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaUserObjectRetain(
         object: cudaUserObject_t,
         count: ::core::ffi::c_uint,
@@ -43596,6 +44333,7 @@ extern "C" {
  [`cudaGraphRetainUserObject`](crate::cudaGraphRetainUserObject),
  [`cudaGraphReleaseUserObject`](crate::cudaGraphReleaseUserObject),
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaUserObjectRelease(
         object: cudaUserObject_t,
         count: ::core::ffi::c_uint,
@@ -43626,6 +44364,7 @@ extern "C" {
  [`cudaUserObjectRelease`](crate::cudaUserObjectRelease),
  [`cudaGraphReleaseUserObject`](crate::cudaGraphReleaseUserObject),
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphRetainUserObject(
         graph: cudaGraph_t,
         object: cudaUserObject_t,
@@ -43655,6 +44394,7 @@ extern "C" {
  [`cudaUserObjectRelease`](crate::cudaUserObjectRelease),
  [`cudaGraphRetainUserObject`](crate::cudaGraphRetainUserObject),
  [`cudaGraphCreate`](crate::cudaGraphCreate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphReleaseUserObject(
         graph: cudaGraph_t,
         object: cudaUserObject_t,
@@ -43702,6 +44442,7 @@ extern "C" {
  [`cudaGraphCreate`](crate::cudaGraphCreate),
  [`cudaGraphNodeSetParams`](crate::cudaGraphNodeSetParams),
  [`cudaGraphExecNodeSetParams`](crate::cudaGraphExecNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphAddNode(
         pGraphNode: *mut cudaGraphNode_t,
         graph: cudaGraph_t,
@@ -43737,6 +44478,7 @@ extern "C" {
 
  [`cudaGraphAddNode`](crate::cudaGraphAddNode),
  [`cudaGraphExecNodeSetParams`](crate::cudaGraphExecNodeSetParams)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphNodeSetParams(
         node: cudaGraphNode_t,
         nodeParams: *mut cudaGraphNodeParams,
@@ -43788,6 +44530,7 @@ extern "C" {
  [`cudaGraphNodeSetParams`](crate::cudaGraphNodeSetParams)
  [`cudaGraphExecUpdate`](crate::cudaGraphExecUpdate),
  [`cudaGraphInstantiate`](crate::cudaGraphInstantiate)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphExecNodeSetParams(
         graphExec: cudaGraphExec_t,
         node: cudaGraphNode_t,
@@ -43818,18 +44561,21 @@ extern "C" {
  # See also
 
  [`cuGraphAddNode`](crate::cuGraphAddNode),*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphConditionalHandleCreate(
         pHandle_out: *mut cudaGraphConditionalHandle,
         graph: cudaGraph_t,
         defaultLaunchValue: ::core::ffi::c_uint,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDriverEntryPoint(
         symbol: *const ::core::ffi::c_char,
         funcPtr: *mut *mut ::core::ffi::c_void,
         flags: ::core::ffi::c_ulonglong,
         driverStatus: *mut cudaDriverEntryPointQueryResult,
     ) -> cudaError_t;
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDriverEntryPointByVersion(
         symbol: *const ::core::ffi::c_char,
         funcPtr: *mut *mut ::core::ffi::c_void,
@@ -43893,6 +44639,7 @@ extern "C" {
  [`cudaLibraryLoadFromFile`](crate::cudaLibraryLoadFromFile),
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cuLibraryLoadData`](crate::cuLibraryLoadData)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryLoadData(
         library: *mut cudaLibrary_t,
         code: *const ::core::ffi::c_void,
@@ -43959,6 +44706,7 @@ extern "C" {
  [`cudaLibraryLoadData`](crate::cudaLibraryLoadData),
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cuLibraryLoadFromFile`](crate::cuLibraryLoadFromFile)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryLoadFromFile(
         library: *mut cudaLibrary_t,
         fileName: *const ::core::ffi::c_char,
@@ -43986,6 +44734,7 @@ extern "C" {
  [`cudaLibraryLoadData`](crate::cudaLibraryLoadData),
  [`cudaLibraryLoadFromFile`](crate::cudaLibraryLoadFromFile),
  [`cuLibraryUnload`](crate::cuLibraryUnload)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryUnload(library: cudaLibrary_t) -> cudaError_t;
     /** Returns a kernel handle
 
@@ -44010,6 +44759,7 @@ extern "C" {
  [`cudaLibraryLoadFromFile`](crate::cudaLibraryLoadFromFile),
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cuLibraryGetKernel`](crate::cuLibraryGetKernel)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryGetKernel(
         pKernel: *mut cudaKernel_t,
         library: cudaLibrary_t,
@@ -44047,6 +44797,7 @@ extern "C" {
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cudaLibraryGetManaged`](crate::cudaLibraryGetManaged),
  [`cuLibraryGetGlobal`](crate::cuLibraryGetGlobal)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryGetGlobal(
         dptr: *mut *mut ::core::ffi::c_void,
         bytes: *mut usize,
@@ -44084,6 +44835,7 @@ extern "C" {
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cudaLibraryGetGlobal`](crate::cudaLibraryGetGlobal),
  [`cuLibraryGetManaged`](crate::cuLibraryGetManaged)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryGetManaged(
         dptr: *mut *mut ::core::ffi::c_void,
         bytes: *mut usize,
@@ -44115,6 +44867,7 @@ extern "C" {
  [`cudaLibraryLoadFromFile`](crate::cudaLibraryLoadFromFile),
  [`cudaLibraryUnload`](crate::cudaLibraryUnload),
  [`cuLibraryGetUnifiedFunction`](crate::cuLibraryGetUnifiedFunction)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryGetUnifiedFunction(
         fptr: *mut *mut ::core::ffi::c_void,
         library: cudaLibrary_t,
@@ -44140,6 +44893,7 @@ extern "C" {
  [`cudaLibraryLoadFromFile`](crate::cudaLibraryLoadFromFile),
  [`cudaLibraryLoadData`](crate::cudaLibraryLoadData),
  [`cuLibraryGetKernelCount`](crate::cuLibraryGetKernelCount)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryGetKernelCount(
         count: *mut ::core::ffi::c_uint,
         lib: cudaLibrary_t,
@@ -44164,6 +44918,7 @@ extern "C" {
  # See also
  [`cudaLibraryGetKernelCount`](crate::cudaLibraryGetKernelCount),
  [`cuLibraryEnumerateKernels`](crate::cuLibraryEnumerateKernels)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLibraryEnumerateKernels(
         kernels: *mut cudaKernel_t,
         numKernels: ::core::ffi::c_uint,
@@ -44236,6 +44991,7 @@ extern "C" {
  [`cudaLaunchKernel`](crate::cudaLaunchKernel),
  [`cudaFuncSetAttribute`](crate::cudaFuncSetAttribute),
  [`cuKernelSetAttribute`](crate::cuKernelSetAttribute)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaKernelSetAttributeForDevice(
         kernel: cudaKernel_t,
         attr: cudaFuncAttribute,
@@ -44243,6 +44999,7 @@ extern "C" {
         device: ::core::ffi::c_int,
     ) -> cudaError_t;
     /// \\cond impl\_private
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetExportTable(
         ppExportTable: *mut *const ::core::ffi::c_void,
         pExportTableId: *const cudaUUID_t,
@@ -44257,6 +45014,7 @@ extern "C" {
  # Returns
 
  [`cudaSuccess`](crate::cudaSuccess)*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetFuncBySymbol(
         functionPtr: *mut cudaFunction_t,
         symbolPtr: *const ::core::ffi::c_void,
@@ -44283,6 +45041,7 @@ extern "C" {
  # See also
 
  `::cudaGetKernel(cudaKernel_t` \*kernelPtr, const T \*entryFuncAddr) "cudaGetKernel (C++ API)"*/
+    #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetKernel(
         kernelPtr: *mut cudaKernel_t,
         entryFuncAddr: *const ::core::ffi::c_void,
@@ -44514,6 +45273,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMalloc3DArray`](crate::cudaMalloc3DArray)*/
     #[link_name = "cuArray3DCreate_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
@@ -44558,6 +45318,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaArrayGetInfo`](crate::cudaArrayGetInfo)*/
     #[link_name = "cuArray3DGetDescriptor_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
         hArray: CUarray,
@@ -44711,6 +45472,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocArray`](crate::cudaMallocArray)*/
     #[link_name = "cuArrayCreate_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
@@ -44751,6 +45513,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaArrayGetInfo`](crate::cudaArrayGetInfo)*/
     #[link_name = "cuArrayGetDescriptor_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
         hArray: CUarray,
@@ -44915,6 +45678,7 @@ extern "C" {
  [`cuCoredumpSetAttribute`](crate::cuCoredumpSetAttribute),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
     #[link_name = "cuCtxCreate_v4"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxCreate(
         pctx: *mut CUcontext,
         ctxCreateParams: *mut CUctxCreateParams,
@@ -44974,6 +45738,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
     #[link_name = "cuCtxDestroy_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDestroy(ctx: CUcontext) -> CUresult;
     /** `cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers.
 
@@ -45011,6 +45776,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
     #[link_name = "cuCtxPopCurrent_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPopCurrent(pctx: *mut CUcontext) -> CUresult;
     /** `cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers.
 
@@ -45048,6 +45814,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
     #[link_name = "cuCtxPushCurrent_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPushCurrent(ctx: CUcontext) -> CUresult;
     /** `cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers.
 
@@ -45080,6 +45847,7 @@ extern "C" {
  [`cuDeviceTotalMem`](crate::cuDeviceTotalMem),
  [`cudaGetDeviceProperties`](crate::cudaGetDeviceProperties)*/
     #[link_name = "cuDeviceGetUuid_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult;
     /** `cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers.
 
@@ -45124,6 +45892,7 @@ extern "C" {
  [`cuCtxSetLimit`](crate::cuCtxSetLimit),
  [`cuCtxSynchronize`](crate::cuCtxSynchronize)*/
     #[link_name = "cuDevicePrimaryCtxRelease_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult;
     /** `cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers.
 
@@ -45167,6 +45936,7 @@ extern "C" {
  [`cuCtxSynchronize`](crate::cuCtxSynchronize),
  [`cudaDeviceReset`](crate::cudaDeviceReset)*/
     #[link_name = "cuDevicePrimaryCtxReset_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxReset(dev: CUdevice) -> CUresult;
     /** `cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers.
 
@@ -45266,6 +46036,7 @@ extern "C" {
  [`cuCtxSetFlags`](crate::cuCtxSetFlags),
  [`cudaSetDeviceFlags`](crate::cudaSetDeviceFlags)*/
     #[link_name = "cuDevicePrimaryCtxSetFlags_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxSetFlags(
         dev: CUdevice,
         flags: ::core::ffi::c_uint,
@@ -45301,6 +46072,7 @@ extern "C" {
  [`cuDeviceGetExecAffinitySupport`](crate::cuDeviceGetExecAffinitySupport),
  [`cudaMemGetInfo`](crate::cudaMemGetInfo)*/
     #[link_name = "cuDeviceTotalMem_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUresult;
     /** `cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers.
 
@@ -45333,6 +46105,7 @@ extern "C" {
  [`cuEventElapsedTime`](crate::cuEventElapsedTime),
  [`cudaEventDestroy`](crate::cudaEventDestroy)*/
     #[link_name = "cuEventDestroy_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventDestroy(hEvent: CUevent) -> CUresult;
     /** `cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers.
 
@@ -45384,6 +46157,7 @@ extern "C" {
  [`cuEventDestroy`](crate::cuEventDestroy),
  [`cudaEventElapsedTime`](crate::cudaEventElapsedTime)*/
     #[link_name = "cuEventElapsedTime_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventElapsedTime(
         pMilliseconds: *mut f32,
         hStart: CUevent,
@@ -45454,6 +46228,7 @@ extern "C" {
 
  [`cudaGetDriverEntryPointByVersion`](crate::cudaGetDriverEntryPointByVersion)*/
     #[link_name = "cuGetProcAddress_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetProcAddress(
         symbol: *const ::core::ffi::c_char,
         pfn: *mut *mut ::core::ffi::c_void,
@@ -45493,6 +46268,7 @@ extern "C" {
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
     #[link_name = "cuGraphAddDependencies_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddDependencies(
         hGraph: CUgraph,
         from: *const CUgraphNode,
@@ -45605,6 +46381,7 @@ extern "C" {
  [`cuGraphAddMemcpyNode`](crate::cuGraphAddMemcpyNode),
  [`cuGraphAddMemsetNode`](crate::cuGraphAddMemsetNode)*/
     #[link_name = "cuGraphAddKernelNode_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddKernelNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -45656,6 +46433,7 @@ extern "C" {
  [`cuGraphNodeSetParams`](crate::cuGraphNodeSetParams),
  [`cuGraphExecNodeSetParams`](crate::cuGraphExecNodeSetParams)*/
     #[link_name = "cuGraphAddNode_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddNode(
         phGraphNode: *mut CUgraphNode,
         hGraph: CUgraph,
@@ -45723,6 +46501,7 @@ extern "C" {
  [`cuGraphExecUpdate`](crate::cuGraphExecUpdate),
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
     #[link_name = "cuGraphExecKernelNodeSetParams_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecKernelNodeSetParams(
         hGraphExec: CUgraphExec,
         hNode: CUgraphNode,
@@ -45822,6 +46601,7 @@ extern "C" {
 
  [`cuGraphInstantiate`](crate::cuGraphInstantiate)*/
     #[link_name = "cuGraphExecUpdate_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecUpdate(
         hGraphExec: CUgraphExec,
         hGraph: CUgraph,
@@ -45869,6 +46649,7 @@ extern "C" {
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
     #[link_name = "cuGraphGetEdges_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetEdges(
         hGraph: CUgraph,
         from: *mut CUgraphNode,
@@ -45950,6 +46731,7 @@ extern "C" {
  [`cuGraphLaunch`](crate::cuGraphLaunch),
  [`cuGraphExecDestroy`](crate::cuGraphExecDestroy)*/
     #[link_name = "cuGraphInstantiateWithFlags"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiate(
         phGraphExec: *mut CUgraphExec,
         hGraph: CUgraph,
@@ -45989,6 +46771,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphKernelNodeSetParams`](crate::cuGraphKernelNodeSetParams)*/
     #[link_name = "cuGraphKernelNodeGetParams_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
@@ -46019,6 +46802,7 @@ extern "C" {
  [`cuGraphAddKernelNode`](crate::cuGraphAddKernelNode),
  [`cuGraphKernelNodeGetParams`](crate::cuGraphKernelNodeGetParams)*/
     #[link_name = "cuGraphKernelNodeSetParams_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
@@ -46062,6 +46846,7 @@ extern "C" {
  [`cuGraphAddDependencies`](crate::cuGraphAddDependencies),
  [`cuGraphRemoveDependencies`](crate::cuGraphRemoveDependencies)*/
     #[link_name = "cuGraphNodeGetDependencies_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependencies(
         hNode: CUgraphNode,
         dependencies: *mut CUgraphNode,
@@ -46108,6 +46893,7 @@ extern "C" {
  [`cuGraphAddDependencies`](crate::cuGraphAddDependencies),
  [`cuGraphRemoveDependencies`](crate::cuGraphRemoveDependencies)*/
     #[link_name = "cuGraphNodeGetDependentNodes_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependentNodes(
         hNode: CUgraphNode,
         dependentNodes: *mut CUgraphNode,
@@ -46152,6 +46938,7 @@ extern "C" {
  [`cuGraphNodeGetDependencies`](crate::cuGraphNodeGetDependencies),
  [`cuGraphNodeGetDependentNodes`](crate::cuGraphNodeGetDependentNodes)*/
     #[link_name = "cuGraphRemoveDependencies_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphRemoveDependencies(
         hGraph: CUgraph,
         from: *const CUgraphNode,
@@ -46195,6 +46982,7 @@ extern "C" {
  [`cuGraphicsSubResourceGetMappedArray`](crate::cuGraphicsSubResourceGetMappedArray),
  [`cudaGraphicsResourceGetMappedPointer`](crate::cudaGraphicsResourceGetMappedPointer)*/
     #[link_name = "cuGraphicsResourceGetMappedPointer_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceGetMappedPointer(
         pDevPtr: *mut CUdeviceptr,
         pSize: *mut usize,
@@ -46243,6 +47031,7 @@ extern "C" {
  [`cuGraphicsMapResources`](crate::cuGraphicsMapResources),
  [`cudaGraphicsResourceSetMapFlags`](crate::cudaGraphicsResourceSetMapFlags)*/
     #[link_name = "cuGraphicsResourceSetMapFlags_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceSetMapFlags(
         resource: CUgraphicsResource,
         flags: ::core::ffi::c_uint,
@@ -46310,6 +47099,7 @@ extern "C" {
  [`cuDeviceCanAccessPeer`](crate::cuDeviceCanAccessPeer),
  [`cudaIpcOpenMemHandle`](crate::cudaIpcOpenMemHandle)*/
     #[link_name = "cuIpcOpenMemHandle_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcOpenMemHandle(
         pdptr: *mut CUdeviceptr,
         handle: CUipcMemHandle,
@@ -46356,6 +47146,7 @@ extern "C" {
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
     #[link_name = "cuLinkAddData_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddData(
         state: CUlinkState,
         type_: CUjitInputType,
@@ -46408,6 +47199,7 @@ extern "C" {
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
     #[link_name = "cuLinkAddFile_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddFile(
         state: CUlinkState,
         type_: CUjitInputType,
@@ -46465,6 +47257,7 @@ extern "C" {
  [`cuLinkComplete`](crate::cuLinkComplete),
  [`cuLinkDestroy`](crate::cuLinkDestroy)*/
     #[link_name = "cuLinkCreate_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkCreate(
         numOptions: ::core::ffi::c_uint,
         options: *mut CUjit_option,
@@ -46594,6 +47387,7 @@ extern "C" {
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync), [`cuMemPrefetchAsync`](crate::cuMemPrefetchAsync),
  [`cudaMemAdvise`](crate::cudaMemAdvise)*/
     #[link_name = "cuMemAdvise_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAdvise(
         devPtr: CUdeviceptr,
         count: usize,
@@ -46636,6 +47430,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMalloc`](crate::cudaMalloc)*/
     #[link_name = "cuMemAlloc_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult;
     /** `cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers.
 
@@ -46690,6 +47485,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocHost`](crate::cudaMallocHost)*/
     #[link_name = "cuMemAllocHost_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocHost(
         pp: *mut *mut ::core::ffi::c_void,
         bytesize: usize,
@@ -46758,6 +47554,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMallocPitch`](crate::cudaMallocPitch)*/
     #[link_name = "cuMemAllocPitch_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocPitch(
         dptr: *mut CUdeviceptr,
         pPitch: *mut usize,
@@ -46804,6 +47601,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaFree`](crate::cudaFree)*/
     #[link_name = "cuMemFree_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFree(dptr: CUdeviceptr) -> CUresult;
     /** `cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers.
 
@@ -46841,6 +47639,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer), [`cuMemsetD2D8`](crate::cuMemsetD2D8), [`cuMemsetD2D16`](crate::cuMemsetD2D16),
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32)*/
     #[link_name = "cuMemGetAddressRange_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAddressRange(
         pbase: *mut CUdeviceptr,
         psize: *mut usize,
@@ -46891,6 +47690,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemGetInfo`](crate::cudaMemGetInfo)*/
     #[link_name = "cuMemGetInfo_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult;
     /** `cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers.
 
@@ -46947,6 +47747,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaHostGetDevicePointer`](crate::cudaHostGetDevicePointer)*/
     #[link_name = "cuMemHostGetDevicePointer_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostGetDevicePointer(
         pdptr: *mut CUdeviceptr,
         p: *mut ::core::ffi::c_void,
@@ -47045,6 +47846,7 @@ extern "C" {
  [`cuMemHostGetDevicePointer`](crate::cuMemHostGetDevicePointer),
  [`cudaHostRegister`](crate::cudaHostRegister)*/
     #[link_name = "cuMemHostRegister_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostRegister(
         p: *mut ::core::ffi::c_void,
         bytesize: usize,
@@ -47129,6 +47931,7 @@ extern "C" {
  [`cuMemcpy3DPeerAsync`](crate::cuMemcpy3DPeerAsync), [`cuMemAdvise`](crate::cuMemAdvise),
  [`cudaMemPrefetchAsync`](crate::cudaMemPrefetchAsync)*/
     #[link_name = "cuMemPrefetchAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchAsync(
         devPtr: CUdeviceptr,
         count: usize,
@@ -47302,6 +48105,7 @@ extern "C" {
  [`cudaMemcpy2DToArray`](crate::cudaMemcpy2DToArray),
  [`cudaMemcpy2DFromArray`](crate::cudaMemcpy2DFromArray)*/
     #[link_name = "cuMemcpy2D_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2D(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
     /** `cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2`, the symbol C resolves `cuMemcpy2DAsync` to with these headers.
 
@@ -47474,6 +48278,7 @@ extern "C" {
  [`cudaMemcpy2DToArrayAsync`](crate::cudaMemcpy2DToArrayAsync),
  [`cudaMemcpy2DFromArrayAsync`](crate::cudaMemcpy2DFromArrayAsync)*/
     #[link_name = "cuMemcpy2DAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DAsync(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) -> CUresult;
     /** `cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers.
 
@@ -47639,6 +48444,7 @@ extern "C" {
  [`cudaMemcpy2DToArray`](crate::cudaMemcpy2DToArray),
  [`cudaMemcpy2DFromArray`](crate::cudaMemcpy2DFromArray)*/
     #[link_name = "cuMemcpy2DUnaligned_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DUnaligned(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
     /** `cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2`, the symbol C resolves `cuMemcpy3D` to with these headers.
 
@@ -47811,6 +48617,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpy3D`](crate::cudaMemcpy3D)*/
     #[link_name = "cuMemcpy3D_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3D(pCopy: *const CUDA_MEMCPY3D) -> CUresult;
     /** `cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2`, the symbol C resolves `cuMemcpy3DAsync` to with these headers.
 
@@ -47988,6 +48795,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpy3DAsync`](crate::cudaMemcpy3DAsync)*/
     #[link_name = "cuMemcpy3DAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DAsync(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) -> CUresult;
     /** `cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers.
 
@@ -48054,6 +48862,7 @@ extern "C" {
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
     #[link_name = "cuMemcpy3DBatchAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DBatchAsync(
         numOps: usize,
         opList: *mut CUDA_MEMCPY3D_BATCH_OP,
@@ -48102,6 +48911,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyArrayToArray`](crate::cudaMemcpyArrayToArray)*/
     #[link_name = "cuMemcpyAtoA_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoA(
         dstArray: CUarray,
         dstOffset: usize,
@@ -48149,6 +48959,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyFromArray`](crate::cudaMemcpyFromArray)*/
     #[link_name = "cuMemcpyAtoD_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoD(
         dstDevice: CUdeviceptr,
         srcArray: CUarray,
@@ -48193,6 +49004,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyFromArray`](crate::cudaMemcpyFromArray)*/
     #[link_name = "cuMemcpyAtoH_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoH(
         dstHost: *mut ::core::ffi::c_void,
         srcArray: CUarray,
@@ -48242,6 +49054,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyFromArrayAsync`](crate::cudaMemcpyFromArrayAsync)*/
     #[link_name = "cuMemcpyAtoHAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoHAsync(
         dstHost: *mut ::core::ffi::c_void,
         srcArray: CUarray,
@@ -48318,6 +49131,7 @@ extern "C" {
  **Note:** Note that this function may also return error codes from previous, asynchronous launches.
  **Note:** This function exhibits asynchronous behavior for most use cases.*/
     #[link_name = "cuMemcpyBatchAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyBatchAsync(
         dsts: *mut CUdeviceptr,
         srcs: *mut CUdeviceptr,
@@ -48366,6 +49180,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyToArray`](crate::cudaMemcpyToArray)*/
     #[link_name = "cuMemcpyDtoA_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoA(
         dstArray: CUarray,
         dstOffset: usize,
@@ -48410,6 +49225,7 @@ extern "C" {
  [`cudaMemcpyToSymbol`](crate::cudaMemcpyToSymbol),
  [`cudaMemcpyFromSymbol`](crate::cudaMemcpyFromSymbol)*/
     #[link_name = "cuMemcpyDtoD_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoD(
         dstDevice: CUdeviceptr,
         srcDevice: CUdeviceptr,
@@ -48458,6 +49274,7 @@ extern "C" {
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync),
  [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync)*/
     #[link_name = "cuMemcpyDtoDAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoDAsync(
         dstDevice: CUdeviceptr,
         srcDevice: CUdeviceptr,
@@ -48501,6 +49318,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyFromSymbol`](crate::cudaMemcpyFromSymbol)*/
     #[link_name = "cuMemcpyDtoH_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoH(
         dstHost: *mut ::core::ffi::c_void,
         srcDevice: CUdeviceptr,
@@ -48548,6 +49366,7 @@ extern "C" {
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyFromSymbolAsync`](crate::cudaMemcpyFromSymbolAsync)*/
     #[link_name = "cuMemcpyDtoHAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoHAsync(
         dstHost: *mut ::core::ffi::c_void,
         srcDevice: CUdeviceptr,
@@ -48592,6 +49411,7 @@ extern "C" {
  [`cuMemsetD2D32`](crate::cuMemsetD2D32), [`cuMemsetD8`](crate::cuMemsetD8), [`cuMemsetD16`](crate::cuMemsetD16), [`cuMemsetD32`](crate::cuMemsetD32),
  [`cudaMemcpyToArray`](crate::cudaMemcpyToArray)*/
     #[link_name = "cuMemcpyHtoA_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoA(
         dstArray: CUarray,
         dstOffset: usize,
@@ -48641,6 +49461,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemcpyToArrayAsync`](crate::cudaMemcpyToArrayAsync)*/
     #[link_name = "cuMemcpyHtoAAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoAAsync(
         dstArray: CUarray,
         dstOffset: usize,
@@ -48685,6 +49506,7 @@ extern "C" {
  [`cudaMemcpy`](crate::cudaMemcpy),
  [`cudaMemcpyToSymbol`](crate::cudaMemcpyToSymbol)*/
     #[link_name = "cuMemcpyHtoD_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoD(
         dstDevice: CUdeviceptr,
         srcHost: *const ::core::ffi::c_void,
@@ -48732,6 +49554,7 @@ extern "C" {
  [`cudaMemcpyAsync`](crate::cudaMemcpyAsync),
  [`cudaMemcpyToSymbolAsync`](crate::cudaMemcpyToSymbolAsync)*/
     #[link_name = "cuMemcpyHtoDAsync_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoDAsync(
         dstDevice: CUdeviceptr,
         srcHost: *const ::core::ffi::c_void,
@@ -48775,6 +49598,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
     #[link_name = "cuMemsetD16_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16(
         dstDevice: CUdeviceptr,
         us: ::core::ffi::c_ushort,
@@ -48823,6 +49647,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
     #[link_name = "cuMemsetD2D16_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -48873,6 +49698,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
     #[link_name = "cuMemsetD2D32_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -48922,6 +49748,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset2D`](crate::cudaMemset2D)*/
     #[link_name = "cuMemsetD2D8_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8(
         dstDevice: CUdeviceptr,
         dstPitch: usize,
@@ -48966,6 +49793,7 @@ extern "C" {
  [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
     #[link_name = "cuMemsetD32_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32(
         dstDevice: CUdeviceptr,
         ui: ::core::ffi::c_uint,
@@ -49008,6 +49836,7 @@ extern "C" {
  [`cuMemsetD32`](crate::cuMemsetD32), [`cuMemsetD32Async`](crate::cuMemsetD32Async),
  [`cudaMemset`](crate::cudaMemset)*/
     #[link_name = "cuMemsetD8_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8(
         dstDevice: CUdeviceptr,
         uc: ::core::ffi::c_uchar,
@@ -49050,6 +49879,7 @@ extern "C" {
  [`cudaGetSymbolAddress`](crate::cudaGetSymbolAddress),
  [`cudaGetSymbolSize`](crate::cudaGetSymbolSize)*/
     #[link_name = "cuModuleGetGlobal_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetGlobal(
         dptr: *mut CUdeviceptr,
         bytes: *mut usize,
@@ -49099,6 +49929,7 @@ extern "C" {
  [`cuStreamWriteValue64`](crate::cuStreamWriteValue64),
  [`cuMemHostRegister`](crate::cuMemHostRegister)*/
     #[link_name = "cuStreamBatchMemOp_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBatchMemOp(
         stream: CUstream,
         count: ::core::ffi::c_uint,
@@ -49145,6 +49976,7 @@ extern "C" {
  [`cuStreamEndCapture`](crate::cuStreamEndCapture),
  [`cuThreadExchangeStreamCaptureMode`](crate::cuThreadExchangeStreamCaptureMode)*/
     #[link_name = "cuStreamBeginCapture_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCapture(
         hStream: CUstream,
         mode: CUstreamCaptureMode,
@@ -49181,6 +50013,7 @@ extern "C" {
  [`cuStreamAddCallback`](crate::cuStreamAddCallback),
  [`cudaStreamDestroy`](crate::cudaStreamDestroy)*/
     #[link_name = "cuStreamDestroy_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamDestroy(hStream: CUstream) -> CUresult;
     /** `cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers.
 
@@ -49243,6 +50076,7 @@ extern "C" {
  [`cuStreamIsCapturing`](crate::cuStreamIsCapturing),
  [`cuStreamUpdateCaptureDependencies`](crate::cuStreamUpdateCaptureDependencies)*/
     #[link_name = "cuStreamGetCaptureInfo_v3"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCaptureInfo(
         hStream: CUstream,
         captureStatus_out: *mut CUstreamCaptureStatus,
@@ -49289,6 +50123,7 @@ extern "C" {
  [`cuStreamBeginCapture`](crate::cuStreamBeginCapture),
  [`cuStreamGetCaptureInfo`](crate::cuStreamGetCaptureInfo)*/
     #[link_name = "cuStreamUpdateCaptureDependencies_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamUpdateCaptureDependencies(
         hStream: CUstream,
         dependencies: *mut CUgraphNode,
@@ -49342,6 +50177,7 @@ extern "C" {
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
     #[link_name = "cuStreamWaitValue32_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue32(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -49393,6 +50229,7 @@ extern "C" {
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuStreamWaitEvent`](crate::cuStreamWaitEvent)*/
     #[link_name = "cuStreamWaitValue64_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue64(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -49430,6 +50267,7 @@ extern "C" {
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuEventRecord`](crate::cuEventRecord)*/
     #[link_name = "cuStreamWriteValue32_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue32(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -49469,6 +50307,7 @@ extern "C" {
  [`cuMemHostRegister`](crate::cuMemHostRegister),
  [`cuEventRecord`](crate::cuEventRecord)*/
     #[link_name = "cuStreamWriteValue64_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue64(
         stream: CUstream,
         addr: CUdeviceptr,
@@ -49504,6 +50343,7 @@ extern "C" {
  [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
     #[link_name = "cuTexRefGetAddress_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetAddress(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) -> CUresult;
     /** `cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers.
 
@@ -49553,6 +50393,7 @@ extern "C" {
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
     #[link_name = "cuTexRefSetAddress_v2"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress(
         ByteOffset: *mut usize,
         hTexRef: CUtexref,
@@ -49616,6 +50457,7 @@ extern "C" {
  [`cuTexRefGetAddress`](crate::cuTexRefGetAddress), [`cuTexRefGetAddressMode`](crate::cuTexRefGetAddressMode), [`cuTexRefGetArray`](crate::cuTexRefGetArray),
  [`cuTexRefGetFilterMode`](crate::cuTexRefGetFilterMode), [`cuTexRefGetFlags`](crate::cuTexRefGetFlags), [`cuTexRefGetFormat`](crate::cuTexRefGetFormat)*/
     #[link_name = "cuTexRefSetAddress2D_v3"]
+    #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress2D(
         hTexRef: CUtexref,
         desc: *const CUDA_ARRAY_DESCRIPTOR,
@@ -56934,6 +57776,5271 @@ pub mod loader_table {
         ("cudaWaitExternalSemaphoresAsync", crate::loader::Api::Runtime, 309usize),
     ];
 }
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 108 "Gets the string description of an error code" cuGetErrorString(error :
+    CUresult, pStr : * mut * const ::core::ffi::c_char) -> CUresult => cuGetErrorString
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 107 "Gets the string representation of an error code enum name"
+    cuGetErrorName(error : CUresult, pStr : * mut * const ::core::ffi::c_char) ->
+    CUresult => cuGetErrorName
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 203
+    "Initialize the CUDA driver API Initializes the driver API and must be called before any other function from the driver API in the current process. Currently, the `Flags` parameter must be 0. If [`cuInit()`](crate::cuInit) has not been called, any function from the driver API will return [`CUDA_ERROR_NOT_INITIALIZED`](crate::CUDA_ERROR_NOT_INITIALIZED)."
+    cuInit(Flags : ::core::ffi::c_uint) -> CUresult => cuInit
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 85 "Returns the latest CUDA version supported by driver"
+    cuDriverGetVersion(driverVersion : * mut ::core::ffi::c_int) -> CUresult =>
+    cuDriverGetVersion
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 55 "Returns a handle to a compute device" cuDeviceGet(device : * mut CUdevice,
+    ordinal : ::core::ffi::c_int) -> CUresult => cuDeviceGet
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 58 "Returns the number of compute-capable devices" cuDeviceGetCount(count : *
+    mut ::core::ffi::c_int) -> CUresult => cuDeviceGetCount
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 66 "Returns an identifier string for the device" cuDeviceGetName(name : * mut
+    ::core::ffi::c_char, len : ::core::ffi::c_int, dev : CUdevice) -> CUresult =>
+    cuDeviceGetName
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 73 "Return an UUID for the device" cuDeviceGetUuid_v2(uuid : * mut CUuuid, dev
+    : CUdevice) -> CUresult => cuDeviceGetUuid_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 64 "Return an LUID and device node mask for the device" cuDeviceGetLuid(luid :
+    * mut ::core::ffi::c_char, deviceNodeMask : * mut ::core::ffi::c_uint, dev :
+    CUdevice) -> CUresult => cuDeviceGetLuid
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 83 "Returns the total amount of memory on the device"
+    cuDeviceTotalMem_v2(bytes : * mut usize, dev : CUdevice) -> CUresult =>
+    cuDeviceTotalMem_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 72
+    "Returns the maximum number of elements allocatable in a 1D linear texture for a given texture element size."
+    cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements : * mut usize, format :
+    CUarray_format, numChannels : ::core::ffi::c_uint, dev : CUdevice) -> CUresult =>
+    cuDeviceGetTexture1DLinearMaxWidth
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 56 "Returns information about the device" cuDeviceGetAttribute(pi : * mut
+    ::core::ffi::c_int, attrib : CUdevice_attribute, dev : CUdevice) -> CUresult =>
+    cuDeviceGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 63
+    "Queries details about atomic operations supported between the device and host."
+    cuDeviceGetHostAtomicCapabilities(capabilities : * mut ::core::ffi::c_uint,
+    operations : * const CUatomicOperation, count : ::core::ffi::c_uint, dev : CUdevice)
+    -> CUresult => cuDeviceGetHostAtomicCapabilities
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 67 "Return NvSciSync attributes that this device can support."
+    cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList : * mut ::core::ffi::c_void, dev :
+    CUdevice, flags : ::core::ffi::c_int) -> CUresult => cuDeviceGetNvSciSyncAttributes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 82 "Sets the current memory pool of a device" cuDeviceSetMemPool(dev :
+    CUdevice, pool : CUmemoryPool) -> CUresult => cuDeviceSetMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 65 "Gets the current mempool for a device" cuDeviceGetMemPool(pool : * mut
+    CUmemoryPool, dev : CUdevice) -> CUresult => cuDeviceGetMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 59 "Returns the default mempool of a device"
+    cuDeviceGetDefaultMemPool(pool_out : * mut CUmemoryPool, dev : CUdevice) -> CUresult
+    => cuDeviceGetDefaultMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 61 "Returns information about the execution affinity support of the device."
+    cuDeviceGetExecAffinitySupport(pi : * mut ::core::ffi::c_int, type_ :
+    CUexecAffinityType, dev : CUdevice) -> CUresult => cuDeviceGetExecAffinitySupport
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 95 "Blocks until remote writes are visible to the specified scope"
+    cuFlushGPUDirectRDMAWrites(target : CUflushGPUDirectRDMAWritesTarget, scope :
+    CUflushGPUDirectRDMAWritesScope) -> CUresult => cuFlushGPUDirectRDMAWrites
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 71 "Returns properties for a selected device" cuDeviceGetProperties(prop : *
+    mut CUdevprop, dev : CUdevice) -> CUresult => cuDeviceGetProperties
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 54 "Returns the compute capability of the device"
+    cuDeviceComputeCapability(major : * mut ::core::ffi::c_int, minor : * mut
+    ::core::ffi::c_int, dev : CUdevice) -> CUresult => cuDeviceComputeCapability
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 78 "Retain the primary context on the GPU" cuDevicePrimaryCtxRetain(pctx : *
+    mut CUcontext, dev : CUdevice) -> CUresult => cuDevicePrimaryCtxRetain
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 76 "Release the primary context on the GPU" cuDevicePrimaryCtxRelease_v2(dev :
+    CUdevice) -> CUresult => cuDevicePrimaryCtxRelease_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 79 "Set flags for the primary context" cuDevicePrimaryCtxSetFlags_v2(dev :
+    CUdevice, flags : ::core::ffi::c_uint) -> CUresult => cuDevicePrimaryCtxSetFlags_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 75 "Get the state of the primary context" cuDevicePrimaryCtxGetState(dev :
+    CUdevice, flags : * mut ::core::ffi::c_uint, active : * mut ::core::ffi::c_int) ->
+    CUresult => cuDevicePrimaryCtxGetState
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 77 "Destroy all allocations and reset all state on the primary context"
+    cuDevicePrimaryCtxReset_v2(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxReset_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 19 "Create a CUDA context" cuCtxCreate_v4(pctx : * mut CUcontext,
+    ctxCreateParams : * mut CUctxCreateParams, flags : ::core::ffi::c_uint, dev :
+    CUdevice) -> CUresult => cuCtxCreate_v4
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 20 "Destroy a CUDA context" cuCtxDestroy_v2(ctx : CUcontext) -> CUresult =>
+    cuCtxDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 38 "Pushes a context on the current CPU thread" cuCtxPushCurrent_v2(ctx :
+    CUcontext) -> CUresult => cuCtxPushCurrent_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 37 "Pops the current CUDA context from the current CPU thread."
+    cuCtxPopCurrent_v2(pctx : * mut CUcontext) -> CUresult => cuCtxPopCurrent_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 42 "Binds the specified CUDA context to the calling CPU thread"
+    cuCtxSetCurrent(ctx : CUcontext) -> CUresult => cuCtxSetCurrent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 27 "Returns the CUDA context bound to the calling CPU thread."
+    cuCtxGetCurrent(pctx : * mut CUcontext) -> CUresult => cuCtxGetCurrent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 29 "Returns the device handle for the current context" cuCtxGetDevice(device :
+    * mut CUdevice) -> CUresult => cuCtxGetDevice
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 30 "Returns the device handle for the specified context"
+    cuCtxGetDevice_v2(device : * mut CUdevice, ctx : CUcontext) -> CUresult =>
+    cuCtxGetDevice_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 32 "Returns the flags for the current context" cuCtxGetFlags(flags : * mut
+    ::core::ffi::c_uint) -> CUresult => cuCtxGetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 43 "Sets the flags for the current context" cuCtxSetFlags(flags :
+    ::core::ffi::c_uint) -> CUresult => cuCtxSetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 33 "Returns the unique Id associated with the context supplied" cuCtxGetId(ctx
+    : CUcontext, ctxId : * mut ::core::ffi::c_ulonglong) -> CUresult => cuCtxGetId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 46 "Block for the current context's tasks to complete" cuCtxSynchronize() ->
+    CUresult => cuCtxSynchronize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 47 "Block for the specified context's tasks to complete"
+    cuCtxSynchronize_v2(ctx : CUcontext) -> CUresult => cuCtxSynchronize_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 44 "Set resource limits" cuCtxSetLimit(limit : CUlimit, value : usize) ->
+    CUresult => cuCtxSetLimit
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 34 "Returns resource limits" cuCtxGetLimit(pvalue : * mut usize, limit :
+    CUlimit) -> CUresult => cuCtxGetLimit
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 26 "Returns the preferred cache configuration for the current context."
+    cuCtxGetCacheConfig(pconfig : * mut CUfunc_cache) -> CUresult => cuCtxGetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 41 "Sets the preferred cache configuration for the current context."
+    cuCtxSetCacheConfig(config : CUfunc_cache) -> CUresult => cuCtxSetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 25 "Gets the context's API version." cuCtxGetApiVersion(ctx : CUcontext,
+    version : * mut ::core::ffi::c_uint) -> CUresult => cuCtxGetApiVersion
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 36
+    "Returns numerical values that correspond to the least and greatest stream priorities."
+    cuCtxGetStreamPriorityRange(leastPriority : * mut ::core::ffi::c_int,
+    greatestPriority : * mut ::core::ffi::c_int) -> CUresult =>
+    cuCtxGetStreamPriorityRange
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 40 "Resets all persisting lines in cache to normal status."
+    cuCtxResetPersistingL2Cache() -> CUresult => cuCtxResetPersistingL2Cache
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 31 "Returns the execution affinity setting for the current context."
+    cuCtxGetExecAffinity(pExecAffinity : * mut CUexecAffinityParam, type_ :
+    CUexecAffinityType) -> CUresult => cuCtxGetExecAffinity
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 39 "Records an event." cuCtxRecordEvent(hCtx : CUcontext, hEvent : CUevent) ->
+    CUresult => cuCtxRecordEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 48 "Make a context wait on an event" cuCtxWaitEvent(hCtx : CUcontext, hEvent :
+    CUevent) -> CUresult => cuCtxWaitEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 18 "Increment a context's usage-count" cuCtxAttach(pctx : * mut CUcontext,
+    flags : ::core::ffi::c_uint) -> CUresult => cuCtxAttach
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 21 "Decrement a context's usage-count" cuCtxDetach(ctx : CUcontext) ->
+    CUresult => cuCtxDetach
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 35 "Returns the current shared memory configuration for the current context."
+    cuCtxGetSharedMemConfig(pConfig : * mut CUsharedconfig) -> CUresult =>
+    cuCtxGetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 45 "Sets the shared memory configuration for the current context."
+    cuCtxSetSharedMemConfig(config : CUsharedconfig) -> CUresult =>
+    cuCtxSetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 347 "Loads a compute module" cuModuleLoad(module : * mut CUmodule, fname : *
+    const ::core::ffi::c_char) -> CUresult => cuModuleLoad
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 348 "Load a module's data" cuModuleLoadData(module : * mut CUmodule, image : *
+    const ::core::ffi::c_void) -> CUresult => cuModuleLoadData
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 349 "Load a module's data with options" cuModuleLoadDataEx(module : * mut
+    CUmodule, image : * const ::core::ffi::c_void, numOptions : ::core::ffi::c_uint,
+    options : * mut CUjit_option, optionValues : * mut * mut ::core::ffi::c_void) ->
+    CUresult => cuModuleLoadDataEx
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 350 "Load a module's data" cuModuleLoadFatBinary(module : * mut CUmodule,
+    fatCubin : * const ::core::ffi::c_void) -> CUresult => cuModuleLoadFatBinary
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 351 "Unloads a module" cuModuleUnload(hmod : CUmodule) -> CUresult =>
+    cuModuleUnload
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 344 "Query lazy loading mode" cuModuleGetLoadingMode(mode : * mut
+    CUmoduleLoadingMode) -> CUresult => cuModuleGetLoadingMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 341 "Returns a function handle" cuModuleGetFunction(hfunc : * mut CUfunction,
+    hmod : CUmodule, name : * const ::core::ffi::c_char) -> CUresult =>
+    cuModuleGetFunction
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 342 "Returns the number of functions within a module"
+    cuModuleGetFunctionCount(count : * mut ::core::ffi::c_uint, mod_ : CUmodule) ->
+    CUresult => cuModuleGetFunctionCount
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 340 "Returns the function handles within a module."
+    cuModuleEnumerateFunctions(functions : * mut CUfunction, numFunctions :
+    ::core::ffi::c_uint, mod_ : CUmodule) -> CUresult => cuModuleEnumerateFunctions
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 343 "Returns a global pointer from a module" cuModuleGetGlobal_v2(dptr : * mut
+    CUdeviceptr, bytes : * mut usize, hmod : CUmodule, name : * const
+    ::core::ffi::c_char) -> CUresult => cuModuleGetGlobal_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 237 "Creates a pending JIT linker invocation." cuLinkCreate_v2(numOptions :
+    ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : * mut * mut
+    ::core::ffi::c_void, stateOut : * mut CUlinkState) -> CUresult => cuLinkCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 234 "Add an input to a pending linker invocation" cuLinkAddData_v2(state :
+    CUlinkState, type_ : CUjitInputType, data : * mut ::core::ffi::c_void, size : usize,
+    name : * const ::core::ffi::c_char, numOptions : ::core::ffi::c_uint, options : * mut
+    CUjit_option, optionValues : * mut * mut ::core::ffi::c_void) -> CUresult =>
+    cuLinkAddData_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 235 "Add a file input to a pending linker invocation" cuLinkAddFile_v2(state :
+    CUlinkState, type_ : CUjitInputType, path : * const ::core::ffi::c_char, numOptions :
+    ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : * mut * mut
+    ::core::ffi::c_void) -> CUresult => cuLinkAddFile_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 236 "Complete a pending linker invocation" cuLinkComplete(state : CUlinkState,
+    cubinOut : * mut * mut ::core::ffi::c_void, sizeOut : * mut usize) -> CUresult =>
+    cuLinkComplete
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 238 "Destroys state for a JIT linker invocation." cuLinkDestroy(state :
+    CUlinkState) -> CUresult => cuLinkDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 346 "Returns a handle to a texture reference" cuModuleGetTexRef(pTexRef : *
+    mut CUtexref, hmod : CUmodule, name : * const ::core::ffi::c_char) -> CUresult =>
+    cuModuleGetTexRef
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 345 "Returns a handle to a surface reference" cuModuleGetSurfRef(pSurfRef : *
+    mut CUsurfref, hmod : CUmodule, name : * const ::core::ffi::c_char) -> CUresult =>
+    cuModuleGetSurfRef
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 231 "Load a library with specified code and options" cuLibraryLoadData(library
+    : * mut CUlibrary, code : * const ::core::ffi::c_void, jitOptions : * mut
+    CUjit_option, jitOptionsValues : * mut * mut ::core::ffi::c_void, numJitOptions :
+    ::core::ffi::c_uint, libraryOptions : * mut CUlibraryOption, libraryOptionValues : *
+    mut * mut ::core::ffi::c_void, numLibraryOptions : ::core::ffi::c_uint) -> CUresult
+    => cuLibraryLoadData
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 232 "Load a library with specified file and options"
+    cuLibraryLoadFromFile(library : * mut CUlibrary, fileName : * const
+    ::core::ffi::c_char, jitOptions : * mut CUjit_option, jitOptionsValues : * mut * mut
+    ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : * mut
+    CUlibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+    numLibraryOptions : ::core::ffi::c_uint) -> CUresult => cuLibraryLoadFromFile
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 233 "Unloads a library" cuLibraryUnload(library : CUlibrary) -> CUresult =>
+    cuLibraryUnload
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 226 "Returns a kernel handle" cuLibraryGetKernel(pKernel : * mut CUkernel,
+    library : CUlibrary, name : * const ::core::ffi::c_char) -> CUresult =>
+    cuLibraryGetKernel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 227 "Returns the number of kernels within a library"
+    cuLibraryGetKernelCount(count : * mut ::core::ffi::c_uint, lib : CUlibrary) ->
+    CUresult => cuLibraryGetKernelCount
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 224 "Retrieve the kernel handles within a library."
+    cuLibraryEnumerateKernels(kernels : * mut CUkernel, numKernels : ::core::ffi::c_uint,
+    lib : CUlibrary) -> CUresult => cuLibraryEnumerateKernels
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 229 "Returns a module handle" cuLibraryGetModule(pMod : * mut CUmodule,
+    library : CUlibrary) -> CUresult => cuLibraryGetModule
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 210 "Returns a function handle" cuKernelGetFunction(pFunc : * mut CUfunction,
+    kernel : CUkernel) -> CUresult => cuKernelGetFunction
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 211 "Returns a library handle" cuKernelGetLibrary(pLib : * mut CUlibrary,
+    kernel : CUkernel) -> CUresult => cuKernelGetLibrary
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 225 "Returns a global device pointer" cuLibraryGetGlobal(dptr : * mut
+    CUdeviceptr, bytes : * mut usize, library : CUlibrary, name : * const
+    ::core::ffi::c_char) -> CUresult => cuLibraryGetGlobal
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 228 "Returns a pointer to managed memory" cuLibraryGetManaged(dptr : * mut
+    CUdeviceptr, bytes : * mut usize, library : CUlibrary, name : * const
+    ::core::ffi::c_char) -> CUresult => cuLibraryGetManaged
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 230 "Returns a pointer to a unified function" cuLibraryGetUnifiedFunction(fptr
+    : * mut * mut ::core::ffi::c_void, library : CUlibrary, symbol : * const
+    ::core::ffi::c_char) -> CUresult => cuLibraryGetUnifiedFunction
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 209 "Returns information about a kernel" cuKernelGetAttribute(pi : * mut
+    ::core::ffi::c_int, attrib : CUfunction_attribute, kernel : CUkernel, dev : CUdevice)
+    -> CUresult => cuKernelGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 214 "Sets information about a kernel" cuKernelSetAttribute(attrib :
+    CUfunction_attribute, val : ::core::ffi::c_int, kernel : CUkernel, dev : CUdevice) ->
+    CUresult => cuKernelSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 215 "Sets the preferred cache configuration for a device kernel."
+    cuKernelSetCacheConfig(kernel : CUkernel, config : CUfunc_cache, dev : CUdevice) ->
+    CUresult => cuKernelSetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 212 "Returns the function name for a [`CUkernel`](crate::CUkernel) handle"
+    cuKernelGetName(name : * mut * const ::core::ffi::c_char, hfunc : CUkernel) ->
+    CUresult => cuKernelGetName
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 213
+    "Returns the offset and size of a kernel parameter in the device-side parameter layout"
+    cuKernelGetParamInfo(kernel : CUkernel, paramIndex : usize, paramOffset : * mut
+    usize, paramSize : * mut usize) -> CUresult => cuKernelGetParamInfo
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 267 "Gets free and total memory" cuMemGetInfo_v2(free : * mut usize, total : *
+    mut usize) -> CUresult => cuMemGetInfo_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 252 "Allocates device memory" cuMemAlloc_v2(dptr : * mut CUdeviceptr, bytesize
+    : usize) -> CUresult => cuMemAlloc_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 251 "Allocates pitched device memory" cuMemAllocPitch_v2(dptr : * mut
+    CUdeviceptr, pPitch : * mut usize, WidthInBytes : usize, Height : usize,
+    ElementSizeBytes : ::core::ffi::c_uint) -> CUresult => cuMemAllocPitch_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 260 "Frees device memory" cuMemFree_v2(dptr : CUdeviceptr) -> CUresult =>
+    cuMemFree_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 262 "Get information on memory allocations" cuMemGetAddressRange_v2(pbase : *
+    mut CUdeviceptr, psize : * mut usize, dptr : CUdeviceptr) -> CUresult =>
+    cuMemGetAddressRange_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 249 "Allocates page-locked host memory" cuMemAllocHost_v2(pp : * mut * mut
+    ::core::ffi::c_void, bytesize : usize) -> CUresult => cuMemAllocHost_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 259 "Frees page-locked host memory" cuMemFreeHost(p : * mut
+    ::core::ffi::c_void) -> CUresult => cuMemFreeHost
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 269 "Allocates page-locked host memory" cuMemHostAlloc(pp : * mut * mut
+    ::core::ffi::c_void, bytesize : usize, Flags : ::core::ffi::c_uint) -> CUresult =>
+    cuMemHostAlloc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 270 "Passes back device pointer of mapped pinned memory"
+    cuMemHostGetDevicePointer_v2(pdptr : * mut CUdeviceptr, p : * mut
+    ::core::ffi::c_void, Flags : ::core::ffi::c_uint) -> CUresult =>
+    cuMemHostGetDevicePointer_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 271 "Passes back flags that were used for a pinned allocation"
+    cuMemHostGetFlags(pFlags : * mut ::core::ffi::c_uint, p : * mut ::core::ffi::c_void)
+    -> CUresult => cuMemHostGetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 250
+    "Allocates memory that will be automatically managed by the Unified Memory system"
+    cuMemAllocManaged(dptr : * mut CUdeviceptr, bytesize : usize, flags :
+    ::core::ffi::c_uint) -> CUresult => cuMemAllocManaged
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 80 "Registers a callback function to receive async notifications"
+    cuDeviceRegisterAsyncNotification(device : CUdevice, callbackFunc : CUasyncCallback,
+    userData : * mut ::core::ffi::c_void, callback : * mut CUasyncCallbackHandle) ->
+    CUresult => cuDeviceRegisterAsyncNotification
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 84 "Unregisters an async notification callback"
+    cuDeviceUnregisterAsyncNotification(device : CUdevice, callback :
+    CUasyncCallbackHandle) -> CUresult => cuDeviceUnregisterAsyncNotification
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 57 "Returns a handle to a compute device" cuDeviceGetByPCIBusId(dev : * mut
+    CUdevice, pciBusId : * const ::core::ffi::c_char) -> CUresult =>
+    cuDeviceGetByPCIBusId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 70 "Returns a PCI Bus Id string for the device" cuDeviceGetPCIBusId(pciBusId :
+    * mut ::core::ffi::c_char, len : ::core::ffi::c_int, dev : CUdevice) -> CUresult =>
+    cuDeviceGetPCIBusId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 205 "Gets an interprocess handle for a previously allocated event"
+    cuIpcGetEventHandle(pHandle : * mut CUipcEventHandle, event : CUevent) -> CUresult =>
+    cuIpcGetEventHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 207 "Opens an interprocess event handle for use in the current process"
+    cuIpcOpenEventHandle(phEvent : * mut CUevent, handle : CUipcEventHandle) -> CUresult
+    => cuIpcOpenEventHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 206
+    "Gets an interprocess memory handle for an existing device memory allocation"
+    cuIpcGetMemHandle(pHandle : * mut CUipcMemHandle, dptr : CUdeviceptr) -> CUresult =>
+    cuIpcGetMemHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 208
+    "Opens an interprocess memory handle exported from another process and returns a device pointer usable in the local process."
+    cuIpcOpenMemHandle_v2(pdptr : * mut CUdeviceptr, handle : CUipcMemHandle, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuIpcOpenMemHandle_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 204
+    "Attempts to close memory mapped with [`cuIpcOpenMemHandle`](crate::cuIpcOpenMemHandle)"
+    cuIpcCloseMemHandle(dptr : CUdeviceptr) -> CUresult => cuIpcCloseMemHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 272 "Registers an existing host memory range for use by CUDA"
+    cuMemHostRegister_v2(p : * mut ::core::ffi::c_void, bytesize : usize, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuMemHostRegister_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 273 "Unregisters a memory range that was registered with cuMemHostRegister."
+    cuMemHostUnregister(p : * mut ::core::ffi::c_void) -> CUresult => cuMemHostUnregister
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 297 "Copies memory" cuMemcpy(dst : CUdeviceptr, src : CUdeviceptr, ByteCount :
+    usize) -> CUresult => cuMemcpy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 321 "Copies device memory between two contexts" cuMemcpyPeer(dstDevice :
+    CUdeviceptr, dstContext : CUcontext, srcDevice : CUdeviceptr, srcContext : CUcontext,
+    ByteCount : usize) -> CUresult => cuMemcpyPeer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 320 "Copies memory from Host to Device" cuMemcpyHtoD_v2(dstDevice :
+    CUdeviceptr, srcHost : * const ::core::ffi::c_void, ByteCount : usize) -> CUresult =>
+    cuMemcpyHtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 316 "Copies memory from Device to Host" cuMemcpyDtoH_v2(dstHost : * mut
+    ::core::ffi::c_void, srcDevice : CUdeviceptr, ByteCount : usize) -> CUresult =>
+    cuMemcpyDtoH_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 314 "Copies memory from Device to Device" cuMemcpyDtoD_v2(dstDevice :
+    CUdeviceptr, srcDevice : CUdeviceptr, ByteCount : usize) -> CUresult =>
+    cuMemcpyDtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 312 "Copies memory from Device to Array" cuMemcpyDtoA_v2(dstArray : CUarray,
+    dstOffset : usize, srcDevice : CUdeviceptr, ByteCount : usize) -> CUresult =>
+    cuMemcpyDtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 308 "Copies memory from Array to Device" cuMemcpyAtoD_v2(dstDevice :
+    CUdeviceptr, srcArray : CUarray, srcOffset : usize, ByteCount : usize) -> CUresult =>
+    cuMemcpyAtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 318 "Copies memory from Host to Array" cuMemcpyHtoA_v2(dstArray : CUarray,
+    dstOffset : usize, srcHost : * const ::core::ffi::c_void, ByteCount : usize) ->
+    CUresult => cuMemcpyHtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 310 "Copies memory from Array to Host" cuMemcpyAtoH_v2(dstHost : * mut
+    ::core::ffi::c_void, srcArray : CUarray, srcOffset : usize, ByteCount : usize) ->
+    CUresult => cuMemcpyAtoH_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 307 "Copies memory from Array to Array" cuMemcpyAtoA_v2(dstArray : CUarray,
+    dstOffset : usize, srcArray : CUarray, srcOffset : usize, ByteCount : usize) ->
+    CUresult => cuMemcpyAtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 300 "Copies memory for 2D arrays" cuMemcpy2D_v2(pCopy : * const CUDA_MEMCPY2D)
+    -> CUresult => cuMemcpy2D_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 299 "Copies memory for 2D arrays" cuMemcpy2DUnaligned_v2(pCopy : * const
+    CUDA_MEMCPY2D) -> CUresult => cuMemcpy2DUnaligned_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 305 "Copies memory for 3D arrays" cuMemcpy3D_v2(pCopy : * const CUDA_MEMCPY3D)
+    -> CUresult => cuMemcpy3D_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 303 "Copies memory between contexts" cuMemcpy3DPeer(pCopy : * const
+    CUDA_MEMCPY3D_PEER) -> CUresult => cuMemcpy3DPeer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 306 "Copies memory asynchronously" cuMemcpyAsync(dst : CUdeviceptr, src :
+    CUdeviceptr, ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 322 "Copies device memory between two contexts asynchronously."
+    cuMemcpyPeerAsync(dstDevice : CUdeviceptr, dstContext : CUcontext, srcDevice :
+    CUdeviceptr, srcContext : CUcontext, ByteCount : usize, hStream : CUstream) ->
+    CUresult => cuMemcpyPeerAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 319 "Copies memory from Host to Device" cuMemcpyHtoDAsync_v2(dstDevice :
+    CUdeviceptr, srcHost : * const ::core::ffi::c_void, ByteCount : usize, hStream :
+    CUstream) -> CUresult => cuMemcpyHtoDAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 315 "Copies memory from Device to Host" cuMemcpyDtoHAsync_v2(dstHost : * mut
+    ::core::ffi::c_void, srcDevice : CUdeviceptr, ByteCount : usize, hStream : CUstream)
+    -> CUresult => cuMemcpyDtoHAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 313 "Copies memory from Device to Device" cuMemcpyDtoDAsync_v2(dstDevice :
+    CUdeviceptr, srcDevice : CUdeviceptr, ByteCount : usize, hStream : CUstream) ->
+    CUresult => cuMemcpyDtoDAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 317 "Copies memory from Host to Array" cuMemcpyHtoAAsync_v2(dstArray :
+    CUarray, dstOffset : usize, srcHost : * const ::core::ffi::c_void, ByteCount : usize,
+    hStream : CUstream) -> CUresult => cuMemcpyHtoAAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 309 "Copies memory from Array to Host" cuMemcpyAtoHAsync_v2(dstHost : * mut
+    ::core::ffi::c_void, srcArray : CUarray, srcOffset : usize, ByteCount : usize,
+    hStream : CUstream) -> CUresult => cuMemcpyAtoHAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 298 "Copies memory for 2D arrays" cuMemcpy2DAsync_v2(pCopy : * const
+    CUDA_MEMCPY2D, hStream : CUstream) -> CUresult => cuMemcpy2DAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 301 "Copies memory for 3D arrays" cuMemcpy3DAsync_v2(pCopy : * const
+    CUDA_MEMCPY3D, hStream : CUstream) -> CUresult => cuMemcpy3DAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 304 "Copies memory between contexts asynchronously." cuMemcpy3DPeerAsync(pCopy
+    : * const CUDA_MEMCPY3D_PEER, hStream : CUstream) -> CUresult => cuMemcpy3DPeerAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 311 "Performs a batch of memory copies asynchronously."
+    cuMemcpyBatchAsync_v2(dsts : * mut CUdeviceptr, srcs : * mut CUdeviceptr, sizes : *
+    mut usize, count : usize, attrs : * mut CUmemcpyAttributes, attrsIdxs : * mut usize,
+    numAttrs : usize, hStream : CUstream) -> CUresult => cuMemcpyBatchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 302 "Performs a batch of 3D memory copies asynchronously."
+    cuMemcpy3DBatchAsync_v2(numOps : usize, opList : * mut CUDA_MEMCPY3D_BATCH_OP, flags
+    : ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult =>
+    cuMemcpy3DBatchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 334 "Initializes device memory" cuMemsetD8_v2(dstDevice : CUdeviceptr, uc :
+    ::core::ffi::c_uchar, N : usize) -> CUresult => cuMemsetD8_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 324 "Initializes device memory" cuMemsetD16_v2(dstDevice : CUdeviceptr, us :
+    ::core::ffi::c_ushort, N : usize) -> CUresult => cuMemsetD16_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 332 "Initializes device memory" cuMemsetD32_v2(dstDevice : CUdeviceptr, ui :
+    ::core::ffi::c_uint, N : usize) -> CUresult => cuMemsetD32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 330 "Initializes device memory" cuMemsetD2D8_v2(dstDevice : CUdeviceptr,
+    dstPitch : usize, uc : ::core::ffi::c_uchar, Width : usize, Height : usize) ->
+    CUresult => cuMemsetD2D8_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 326 "Initializes device memory" cuMemsetD2D16_v2(dstDevice : CUdeviceptr,
+    dstPitch : usize, us : ::core::ffi::c_ushort, Width : usize, Height : usize) ->
+    CUresult => cuMemsetD2D16_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 328 "Initializes device memory" cuMemsetD2D32_v2(dstDevice : CUdeviceptr,
+    dstPitch : usize, ui : ::core::ffi::c_uint, Width : usize, Height : usize) ->
+    CUresult => cuMemsetD2D32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 333 "Sets device memory" cuMemsetD8Async(dstDevice : CUdeviceptr, uc :
+    ::core::ffi::c_uchar, N : usize, hStream : CUstream) -> CUresult => cuMemsetD8Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 323 "Sets device memory" cuMemsetD16Async(dstDevice : CUdeviceptr, us :
+    ::core::ffi::c_ushort, N : usize, hStream : CUstream) -> CUresult => cuMemsetD16Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 331 "Sets device memory" cuMemsetD32Async(dstDevice : CUdeviceptr, ui :
+    ::core::ffi::c_uint, N : usize, hStream : CUstream) -> CUresult => cuMemsetD32Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 329 "Sets device memory" cuMemsetD2D8Async(dstDevice : CUdeviceptr, dstPitch :
+    usize, uc : ::core::ffi::c_uchar, Width : usize, Height : usize, hStream : CUstream)
+    -> CUresult => cuMemsetD2D8Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 325 "Sets device memory" cuMemsetD2D16Async(dstDevice : CUdeviceptr, dstPitch
+    : usize, us : ::core::ffi::c_ushort, Width : usize, Height : usize, hStream :
+    CUstream) -> CUresult => cuMemsetD2D16Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 327 "Sets device memory" cuMemsetD2D32Async(dstDevice : CUdeviceptr, dstPitch
+    : usize, ui : ::core::ffi::c_uint, Width : usize, Height : usize, hStream : CUstream)
+    -> CUresult => cuMemsetD2D32Async
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 2 "Creates a 1D or 2D CUDA array" cuArrayCreate_v2(pHandle : * mut CUarray,
+    pAllocateArray : * const CUDA_ARRAY_DESCRIPTOR) -> CUresult => cuArrayCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 4 "Get a 1D or 2D CUDA array descriptor"
+    cuArrayGetDescriptor_v2(pArrayDescriptor : * mut CUDA_ARRAY_DESCRIPTOR, hArray :
+    CUarray) -> CUresult => cuArrayGetDescriptor_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 7 "Returns the layout properties of a sparse CUDA array"
+    cuArrayGetSparseProperties(sparseProperties : * mut CUDA_ARRAY_SPARSE_PROPERTIES,
+    array : CUarray) -> CUresult => cuArrayGetSparseProperties
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 339 "Returns the layout properties of a sparse CUDA mipmapped array"
+    cuMipmappedArrayGetSparseProperties(sparseProperties : * mut
+    CUDA_ARRAY_SPARSE_PROPERTIES, mipmap : CUmipmappedArray) -> CUresult =>
+    cuMipmappedArrayGetSparseProperties
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 5 "Returns the memory requirements of a CUDA array"
+    cuArrayGetMemoryRequirements(memoryRequirements : * mut
+    CUDA_ARRAY_MEMORY_REQUIREMENTS, array : CUarray, device : CUdevice) -> CUresult =>
+    cuArrayGetMemoryRequirements
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 338 "Returns the memory requirements of a CUDA mipmapped array"
+    cuMipmappedArrayGetMemoryRequirements(memoryRequirements : * mut
+    CUDA_ARRAY_MEMORY_REQUIREMENTS, mipmap : CUmipmappedArray, device : CUdevice) ->
+    CUresult => cuMipmappedArrayGetMemoryRequirements
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 6 "Gets a CUDA array plane from a CUDA array" cuArrayGetPlane(pPlaneArray : *
+    mut CUarray, hArray : CUarray, planeIdx : ::core::ffi::c_uint) -> CUresult =>
+    cuArrayGetPlane
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 3 "Destroys a CUDA array" cuArrayDestroy(hArray : CUarray) -> CUresult =>
+    cuArrayDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 0 "Creates a 3D CUDA array" cuArray3DCreate_v2(pHandle : * mut CUarray,
+    pAllocateArray : * const CUDA_ARRAY3D_DESCRIPTOR) -> CUresult => cuArray3DCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 1 "Get a 3D CUDA array descriptor" cuArray3DGetDescriptor_v2(pArrayDescriptor
+    : * mut CUDA_ARRAY3D_DESCRIPTOR, hArray : CUarray) -> CUresult =>
+    cuArray3DGetDescriptor_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 335 "Creates a CUDA mipmapped array" cuMipmappedArrayCreate(pHandle : * mut
+    CUmipmappedArray, pMipmappedArrayDesc : * const CUDA_ARRAY3D_DESCRIPTOR,
+    numMipmapLevels : ::core::ffi::c_uint) -> CUresult => cuMipmappedArrayCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 337 "Gets a mipmap level of a CUDA mipmapped array"
+    cuMipmappedArrayGetLevel(pLevelArray : * mut CUarray, hMipmappedArray :
+    CUmipmappedArray, level : ::core::ffi::c_uint) -> CUresult =>
+    cuMipmappedArrayGetLevel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 336 "Destroys a CUDA mipmapped array" cuMipmappedArrayDestroy(hMipmappedArray
+    : CUmipmappedArray) -> CUresult => cuMipmappedArrayDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 266 "Retrieve handle for an address range"
+    cuMemGetHandleForAddressRange(handle : * mut ::core::ffi::c_void, dptr : CUdeviceptr,
+    size : usize, handleType : CUmemRangeHandleType, flags : ::core::ffi::c_ulonglong) ->
+    CUresult => cuMemGetHandleForAddressRange
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 253 "Submit a batch of `count` independent decompression operations."
+    cuMemBatchDecompressAsync(paramsArray : * mut CUmemDecompressParams, count : usize,
+    flags : ::core::ffi::c_uint, errorIndex : * mut usize, stream : CUstream) -> CUresult
+    => cuMemBatchDecompressAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 245 "Allocate an address range reservation." cuMemAddressReserve(ptr : * mut
+    CUdeviceptr, size : usize, alignment : usize, addr : CUdeviceptr, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuMemAddressReserve
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 244 "Free an address range reservation." cuMemAddressFree(ptr : CUdeviceptr,
+    size : usize) -> CUresult => cuMemAddressFree
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 254
+    "Create a CUDA memory handle representing a memory allocation of a given size described by the given properties"
+    cuMemCreate(handle : * mut CUmemGenericAllocationHandle, size : usize, prop : * const
+    CUmemAllocationProp, flags : ::core::ffi::c_ulonglong) -> CUresult => cuMemCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 292
+    "Release a memory handle representing a memory allocation which was previously allocated through cuMemCreate."
+    cuMemRelease(handle : CUmemGenericAllocationHandle) -> CUresult => cuMemRelease
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 275 "Maps an allocation handle to a reserved virtual address range."
+    cuMemMap(ptr : CUdeviceptr, size : usize, offset : usize, handle :
+    CUmemGenericAllocationHandle, flags : ::core::ffi::c_ulonglong) -> CUresult =>
+    cuMemMap
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 276
+    "Maps or unmaps subregions of sparse CUDA arrays and sparse CUDA mipmapped arrays"
+    cuMemMapArrayAsync(mapInfoList : * mut CUarrayMapInfo, count : ::core::ffi::c_uint,
+    hStream : CUstream) -> CUresult => cuMemMapArrayAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 296 "Unmap the backing memory of a given address range." cuMemUnmap(ptr :
+    CUdeviceptr, size : usize) -> CUresult => cuMemUnmap
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 294
+    "Set the access flags for each location specified in `desc` for the given virtual address range"
+    cuMemSetAccess(ptr : CUdeviceptr, size : usize, desc : * const CUmemAccessDesc, count
+    : usize) -> CUresult => cuMemSetAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 261 "Get the access `flags` set for the given `location` and `ptr`"
+    cuMemGetAccess(flags : * mut ::core::ffi::c_ulonglong, location : * const
+    CUmemLocation, ptr : CUdeviceptr) -> CUresult => cuMemGetAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 257 "Exports an allocation to a requested shareable handle type"
+    cuMemExportToShareableHandle(shareableHandle : * mut ::core::ffi::c_void, handle :
+    CUmemGenericAllocationHandle, handleType : CUmemAllocationHandleType, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuMemExportToShareableHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 274 "Imports an allocation from a requested shareable handle type."
+    cuMemImportFromShareableHandle(handle : * mut CUmemGenericAllocationHandle, osHandle
+    : * mut ::core::ffi::c_void, shHandleType : CUmemAllocationHandleType) -> CUresult =>
+    cuMemImportFromShareableHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 263 "Calculates either the minimal or recommended granularity"
+    cuMemGetAllocationGranularity(granularity : * mut usize, prop : * const
+    CUmemAllocationProp, option : CUmemAllocationGranularity_flags) -> CUresult =>
+    cuMemGetAllocationGranularity
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 264
+    "Retrieve the contents of the property structure defining properties for this handle"
+    cuMemGetAllocationPropertiesFromHandle(prop : * mut CUmemAllocationProp, handle :
+    CUmemGenericAllocationHandle) -> CUresult => cuMemGetAllocationPropertiesFromHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 293
+    "Given an address `addr`, returns the allocation handle of the backing memory allocation."
+    cuMemRetainAllocationHandle(handle : * mut CUmemGenericAllocationHandle, addr : * mut
+    ::core::ffi::c_void) -> CUresult => cuMemRetainAllocationHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 258 "Frees memory with stream ordered semantics" cuMemFreeAsync(dptr :
+    CUdeviceptr, hStream : CUstream) -> CUresult => cuMemFreeAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 247 "Allocates memory with stream ordered semantics" cuMemAllocAsync(dptr : *
+    mut CUdeviceptr, bytesize : usize, hStream : CUstream) -> CUresult => cuMemAllocAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 287 "Tries to release memory back to the OS" cuMemPoolTrimTo(pool :
+    CUmemoryPool, minBytesToKeep : usize) -> CUresult => cuMemPoolTrimTo
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 286 "Sets attributes of a memory pool" cuMemPoolSetAttribute(pool :
+    CUmemoryPool, attr : CUmemPool_attribute, value : * mut ::core::ffi::c_void) ->
+    CUresult => cuMemPoolSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 282 "Gets attributes of a memory pool" cuMemPoolGetAttribute(pool :
+    CUmemoryPool, attr : CUmemPool_attribute, value : * mut ::core::ffi::c_void) ->
+    CUresult => cuMemPoolGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 285 "Controls visibility of pools between devices" cuMemPoolSetAccess(pool :
+    CUmemoryPool, map : * const CUmemAccessDesc, count : usize) -> CUresult =>
+    cuMemPoolSetAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 281 "Returns the accessibility of a pool from a device"
+    cuMemPoolGetAccess(flags : * mut CUmemAccess_flags, memPool : CUmemoryPool, location
+    : * mut CUmemLocation) -> CUresult => cuMemPoolGetAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 277 "Creates a memory pool" cuMemPoolCreate(pool : * mut CUmemoryPool,
+    poolProps : * const CUmemPoolProps) -> CUresult => cuMemPoolCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 278 "Destroys the specified memory pool" cuMemPoolDestroy(pool : CUmemoryPool)
+    -> CUresult => cuMemPoolDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 265 "Returns the default memory pool for a given location and allocation type"
+    cuMemGetDefaultMemPool(pool_out : * mut CUmemoryPool, location : * mut CUmemLocation,
+    type_ : CUmemAllocationType) -> CUresult => cuMemGetDefaultMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 268
+    "Gets the current memory pool for a memory location and of a particular allocation type"
+    cuMemGetMemPool(pool : * mut CUmemoryPool, location : * mut CUmemLocation, type_ :
+    CUmemAllocationType) -> CUresult => cuMemGetMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 295 "Sets the current memory pool for a memory location and allocation type"
+    cuMemSetMemPool(location : * mut CUmemLocation, type_ : CUmemAllocationType, pool :
+    CUmemoryPool) -> CUresult => cuMemSetMemPool
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 248 "Allocates memory from a specified pool with stream ordered semantics."
+    cuMemAllocFromPoolAsync(dptr : * mut CUdeviceptr, bytesize : usize, pool :
+    CUmemoryPool, hStream : CUstream) -> CUresult => cuMemAllocFromPoolAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 280 "Exports a memory pool to the requested handle type."
+    cuMemPoolExportToShareableHandle(handle_out : * mut ::core::ffi::c_void, pool :
+    CUmemoryPool, handleType : CUmemAllocationHandleType, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuMemPoolExportToShareableHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 283 "imports a memory pool from a shared handle."
+    cuMemPoolImportFromShareableHandle(pool_out : * mut CUmemoryPool, handle : * mut
+    ::core::ffi::c_void, handleType : CUmemAllocationHandleType, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuMemPoolImportFromShareableHandle
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 279 "Export data to share a memory pool allocation between processes."
+    cuMemPoolExportPointer(shareData_out : * mut CUmemPoolPtrExportData, ptr :
+    CUdeviceptr) -> CUresult => cuMemPoolExportPointer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 284 "Import a memory pool allocation from another process."
+    cuMemPoolImportPointer(ptr_out : * mut CUdeviceptr, pool : CUmemoryPool, shareData :
+    * mut CUmemPoolPtrExportData) -> CUresult => cuMemPoolImportPointer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 355
+    "Create a generic allocation handle representing a multicast object described by the given properties."
+    cuMulticastCreate(mcHandle : * mut CUmemGenericAllocationHandle, prop : * const
+    CUmulticastObjectProp) -> CUresult => cuMulticastCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 352 "Associate a device to a multicast object." cuMulticastAddDevice(mcHandle
+    : CUmemGenericAllocationHandle, dev : CUdevice) -> CUresult => cuMulticastAddDevice
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 354 "Bind a memory allocation represented by a handle to a multicast object."
+    cuMulticastBindMem(mcHandle : CUmemGenericAllocationHandle, mcOffset : usize,
+    memHandle : CUmemGenericAllocationHandle, memOffset : usize, size : usize, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuMulticastBindMem
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 353
+    "Bind a memory allocation represented by a virtual address to a multicast object."
+    cuMulticastBindAddr(mcHandle : CUmemGenericAllocationHandle, mcOffset : usize, memptr
+    : CUdeviceptr, size : usize, flags : ::core::ffi::c_ulonglong) -> CUresult =>
+    cuMulticastBindAddr
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 357
+    "Unbind any memory allocations bound to a multicast object at a given offset and upto a given size."
+    cuMulticastUnbind(mcHandle : CUmemGenericAllocationHandle, dev : CUdevice, mcOffset :
+    usize, size : usize) -> CUresult => cuMulticastUnbind
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 356
+    "Calculates either the minimal or recommended granularity for multicast object"
+    cuMulticastGetGranularity(granularity : * mut usize, prop : * const
+    CUmulticastObjectProp, option : CUmulticastGranularity_flags) -> CUresult =>
+    cuMulticastGetGranularity
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 370 "Returns information about a pointer" cuPointerGetAttribute(data : * mut
+    ::core::ffi::c_void, attribute : CUpointer_attribute, ptr : CUdeviceptr) -> CUresult
+    => cuPointerGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 288 "Prefetches memory to the specified destination location"
+    cuMemPrefetchAsync_v2(devPtr : CUdeviceptr, count : usize, location : CUmemLocation,
+    flags : ::core::ffi::c_uint, hStream : CUstream) -> CUresult => cuMemPrefetchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 246 "Advise about the usage of a given memory range" cuMemAdvise_v2(devPtr :
+    CUdeviceptr, count : usize, advice : CUmem_advise, location : CUmemLocation) ->
+    CUresult => cuMemAdvise_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 289 "Performs a batch of memory prefetches asynchronously"
+    cuMemPrefetchBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize, count :
+    usize, prefetchLocs : * mut CUmemLocation, prefetchLocIdxs : * mut usize,
+    numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
+    CUresult => cuMemPrefetchBatchAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 256 "Performs a batch of memory discards asynchronously"
+    cuMemDiscardBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize, count : usize,
+    flags : ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult =>
+    cuMemDiscardBatchAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 255 "Performs a batch of memory discards and prefetches asynchronously"
+    cuMemDiscardAndPrefetchBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize,
+    count : usize, prefetchLocs : * mut CUmemLocation, prefetchLocIdxs : * mut usize,
+    numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
+    CUresult => cuMemDiscardAndPrefetchBatchAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 290 "Query an attribute of a given memory range" cuMemRangeGetAttribute(data :
+    * mut ::core::ffi::c_void, dataSize : usize, attribute : CUmem_range_attribute,
+    devPtr : CUdeviceptr, count : usize) -> CUresult => cuMemRangeGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 291 "Query attributes of a given memory range." cuMemRangeGetAttributes(data :
+    * mut * mut ::core::ffi::c_void, dataSizes : * mut usize, attributes : * mut
+    CUmem_range_attribute, numAttributes : usize, devPtr : CUdeviceptr, count : usize) ->
+    CUresult => cuMemRangeGetAttributes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 372 "Set attributes on a previously allocated memory region"
+    cuPointerSetAttribute(value : * const ::core::ffi::c_void, attribute :
+    CUpointer_attribute, ptr : CUdeviceptr) -> CUresult => cuPointerSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 371 "Returns information about a pointer."
+    cuPointerGetAttributes(numAttributes : ::core::ffi::c_uint, attributes : * mut
+    CUpointer_attribute, data : * mut * mut ::core::ffi::c_void, ptr : CUdeviceptr) ->
+    CUresult => cuPointerGetAttributes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 380 "Create a stream" cuStreamCreate(phStream : * mut CUstream, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuStreamCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 381 "Create a stream with the given priority"
+    cuStreamCreateWithPriority(phStream : * mut CUstream, flags : ::core::ffi::c_uint,
+    priority : ::core::ffi::c_int) -> CUresult => cuStreamCreateWithPriority
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 392 "Query the priority of a given stream" cuStreamGetPriority(hStream :
+    CUstream, priority : * mut ::core::ffi::c_int) -> CUresult => cuStreamGetPriority
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 388 "Returns the device handle of the stream" cuStreamGetDevice(hStream :
+    CUstream, device : * mut CUdevice) -> CUresult => cuStreamGetDevice
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 389 "Query the flags of a given stream" cuStreamGetFlags(hStream : CUstream,
+    flags : * mut ::core::ffi::c_uint) -> CUresult => cuStreamGetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 391 "Returns the unique Id associated with the stream handle supplied"
+    cuStreamGetId(hStream : CUstream, streamId : * mut ::core::ffi::c_ulonglong) ->
+    CUresult => cuStreamGetId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 386 "Query the context associated with a stream" cuStreamGetCtx(hStream :
+    CUstream, pctx : * mut CUcontext) -> CUresult => cuStreamGetCtx
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 387 "Query the contexts associated with a stream" cuStreamGetCtx_v2(hStream :
+    CUstream, pCtx : * mut CUcontext, pGreenCtx : * mut CUgreenCtx) -> CUresult =>
+    cuStreamGetCtx_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 398 "Make a compute stream wait on an event" cuStreamWaitEvent(hStream :
+    CUstream, hEvent : CUevent, Flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamWaitEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 374 "Add a callback to a compute stream" cuStreamAddCallback(hStream :
+    CUstream, callback : CUstreamCallback, userData : * mut ::core::ffi::c_void, flags :
+    ::core::ffi::c_uint) -> CUresult => cuStreamAddCallback
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 378 "Begins graph capture on a stream" cuStreamBeginCapture_v2(hStream :
+    CUstream, mode : CUstreamCaptureMode) -> CUresult => cuStreamBeginCapture_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 377 "Begins graph capture on a stream to an existing graph"
+    cuStreamBeginCaptureToGraph(hStream : CUstream, hGraph : CUgraph, dependencies : *
+    const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
+    mode : CUstreamCaptureMode) -> CUresult => cuStreamBeginCaptureToGraph
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 444 "Swaps the stream capture interaction mode for a thread"
+    cuThreadExchangeStreamCaptureMode(mode : * mut CUstreamCaptureMode) -> CUresult =>
+    cuThreadExchangeStreamCaptureMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 383 "Ends capture on a stream, returning the captured graph"
+    cuStreamEndCapture(hStream : CUstream, phGraph : * mut CUgraph) -> CUresult =>
+    cuStreamEndCapture
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 393 "Returns a stream's capture status" cuStreamIsCapturing(hStream :
+    CUstream, captureStatus : * mut CUstreamCaptureStatus) -> CUresult =>
+    cuStreamIsCapturing
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 385 "Query a stream's capture state" cuStreamGetCaptureInfo_v3(hStream :
+    CUstream, captureStatus_out : * mut CUstreamCaptureStatus, id_out : * mut cuuint64_t,
+    graph_out : * mut CUgraph, dependencies_out : * mut * const CUgraphNode, edgeData_out
+    : * mut * const CUgraphEdgeData, numDependencies_out : * mut usize) -> CUresult =>
+    cuStreamGetCaptureInfo_v3
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 397 "Update the set of dependencies in a capturing stream"
+    cuStreamUpdateCaptureDependencies_v2(hStream : CUstream, dependencies : * mut
+    CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamUpdateCaptureDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 375 "Attach memory to a stream asynchronously" cuStreamAttachMemAsync(hStream
+    : CUstream, dptr : CUdeviceptr, length : usize, flags : ::core::ffi::c_uint) ->
+    CUresult => cuStreamAttachMemAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 394 "Determine status of a compute stream" cuStreamQuery(hStream : CUstream)
+    -> CUresult => cuStreamQuery
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 396 "Wait until a stream's tasks are completed" cuStreamSynchronize(hStream :
+    CUstream) -> CUresult => cuStreamSynchronize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 382 "Destroys a stream" cuStreamDestroy_v2(hStream : CUstream) -> CUresult =>
+    cuStreamDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 379 "Copies attributes from source stream to destination stream."
+    cuStreamCopyAttributes(dst : CUstream, src : CUstream) -> CUresult =>
+    cuStreamCopyAttributes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 384 "Queries stream attribute." cuStreamGetAttribute(hStream : CUstream, attr
+    : CUstreamAttrID, value_out : * mut CUstreamAttrValue) -> CUresult =>
+    cuStreamGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 395 "Sets stream attribute." cuStreamSetAttribute(hStream : CUstream, attr :
+    CUstreamAttrID, value : * const CUstreamAttrValue) -> CUresult =>
+    cuStreamSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 86 "Creates an event" cuEventCreate(phEvent : * mut CUevent, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuEventCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 90 "Records an event" cuEventRecord(hEvent : CUevent, hStream : CUstream) ->
+    CUresult => cuEventRecord
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 91 "Records an event" cuEventRecordWithFlags(hEvent : CUevent, hStream :
+    CUstream, flags : ::core::ffi::c_uint) -> CUresult => cuEventRecordWithFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 89 "Queries an event's status" cuEventQuery(hEvent : CUevent) -> CUresult =>
+    cuEventQuery
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 92 "Waits for an event to complete" cuEventSynchronize(hEvent : CUevent) ->
+    CUresult => cuEventSynchronize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 87 "Destroys an event" cuEventDestroy_v2(hEvent : CUevent) -> CUresult =>
+    cuEventDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 88 "Computes the elapsed time between two events"
+    cuEventElapsedTime_v2(pMilliseconds : * mut f32, hStart : CUevent, hEnd : CUevent) ->
+    CUresult => cuEventElapsedTime_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 201 "Imports an external memory object" cuImportExternalMemory(extMem_out : *
+    mut CUexternalMemory, memHandleDesc : * const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) ->
+    CUresult => cuImportExternalMemory
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 93 "Maps a buffer onto an imported memory object"
+    cuExternalMemoryGetMappedBuffer(devPtr : * mut CUdeviceptr, extMem :
+    CUexternalMemory, bufferDesc : * const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) -> CUresult
+    => cuExternalMemoryGetMappedBuffer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 94 "Maps a CUDA mipmapped array onto an external memory object"
+    cuExternalMemoryGetMappedMipmappedArray(mipmap : * mut CUmipmappedArray, extMem :
+    CUexternalMemory, mipmapDesc : * const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) ->
+    CUresult => cuExternalMemoryGetMappedMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 49 "Destroys an external memory object." cuDestroyExternalMemory(extMem :
+    CUexternalMemory) -> CUresult => cuDestroyExternalMemory
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 202 "Imports an external semaphore" cuImportExternalSemaphore(extSem_out : *
+    mut CUexternalSemaphore, semHandleDesc : * const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC)
+    -> CUresult => cuImportExternalSemaphore
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 373 "Signals a set of external semaphore objects"
+    cuSignalExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore,
+    paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems :
+    ::core::ffi::c_uint, stream : CUstream) -> CUresult =>
+    cuSignalExternalSemaphoresAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 448 "Waits on a set of external semaphore objects"
+    cuWaitExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore, paramsArray
+    : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems : ::core::ffi::c_uint,
+    stream : CUstream) -> CUresult => cuWaitExternalSemaphoresAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 50 "Destroys an external semaphore" cuDestroyExternalSemaphore(extSem :
+    CUexternalSemaphore) -> CUresult => cuDestroyExternalSemaphore
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 399 "Wait on a memory location" cuStreamWaitValue32_v2(stream : CUstream, addr
+    : CUdeviceptr, value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamWaitValue32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 400 "Wait on a memory location" cuStreamWaitValue64_v2(stream : CUstream, addr
+    : CUdeviceptr, value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamWaitValue64_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 401 "Write a value to memory" cuStreamWriteValue32_v2(stream : CUstream, addr
+    : CUdeviceptr, value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamWriteValue32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 402 "Write a value to memory" cuStreamWriteValue64_v2(stream : CUstream, addr
+    : CUdeviceptr, value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamWriteValue64_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 376 "Batch operations to synchronize the stream via memory operations"
+    cuStreamBatchMemOp_v2(stream : CUstream, count : ::core::ffi::c_uint, paramArray : *
+    mut CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamBatchMemOp_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 96 "Returns information about a function" cuFuncGetAttribute(pi : * mut
+    ::core::ffi::c_int, attrib : CUfunction_attribute, hfunc : CUfunction) -> CUresult =>
+    cuFuncGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 102 "Sets information about a function" cuFuncSetAttribute(hfunc : CUfunction,
+    attrib : CUfunction_attribute, value : ::core::ffi::c_int) -> CUresult =>
+    cuFuncSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 104 "Sets the preferred cache configuration for a device function"
+    cuFuncSetCacheConfig(hfunc : CUfunction, config : CUfunc_cache) -> CUresult =>
+    cuFuncSetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 97 "Returns a module handle" cuFuncGetModule(hmod : * mut CUmodule, hfunc :
+    CUfunction) -> CUresult => cuFuncGetModule
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 98 "Returns the function name for a [`CUfunction`](crate::CUfunction) handle"
+    cuFuncGetName(name : * mut * const ::core::ffi::c_char, hfunc : CUfunction) ->
+    CUresult => cuFuncGetName
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 99
+    "Returns the offset and size of a kernel parameter in the device-side parameter layout"
+    cuFuncGetParamInfo(func : CUfunction, paramIndex : usize, paramOffset : * mut usize,
+    paramSize : * mut usize) -> CUresult => cuFuncGetParamInfo
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 100 "Returns if the function is loaded" cuFuncIsLoaded(state : * mut
+    CUfunctionLoadingState, function : CUfunction) -> CUresult => cuFuncIsLoaded
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 101 "Loads a function" cuFuncLoad(function : CUfunction) -> CUresult =>
+    cuFuncLoad
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 222
+    "Launches a CUDA function [`CUfunction`](crate::CUfunction) or a CUDA kernel [`CUkernel`](crate::CUkernel)"
+    cuLaunchKernel(f : CUfunction, gridDimX : ::core::ffi::c_uint, gridDimY :
+    ::core::ffi::c_uint, gridDimZ : ::core::ffi::c_uint, blockDimX : ::core::ffi::c_uint,
+    blockDimY : ::core::ffi::c_uint, blockDimZ : ::core::ffi::c_uint, sharedMemBytes :
+    ::core::ffi::c_uint, hStream : CUstream, kernelParams : * mut * mut
+    ::core::ffi::c_void, extra : * mut * mut ::core::ffi::c_void) -> CUresult =>
+    cuLaunchKernel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 223
+    "Launches a CUDA function [`CUfunction`](crate::CUfunction) or a CUDA kernel [`CUkernel`](crate::CUkernel) with launch-time configuration"
+    cuLaunchKernelEx(config : * const CUlaunchConfig, f : CUfunction, kernelParams : *
+    mut * mut ::core::ffi::c_void, extra : * mut * mut ::core::ffi::c_void) -> CUresult
+    => cuLaunchKernelEx
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 217
+    "Launches a CUDA function [`CUfunction`](crate::CUfunction) or a CUDA kernel [`CUkernel`](crate::CUkernel) where thread blocks can cooperate and synchronize as they execute"
+    cuLaunchCooperativeKernel(f : CUfunction, gridDimX : ::core::ffi::c_uint, gridDimY :
+    ::core::ffi::c_uint, gridDimZ : ::core::ffi::c_uint, blockDimX : ::core::ffi::c_uint,
+    blockDimY : ::core::ffi::c_uint, blockDimZ : ::core::ffi::c_uint, sharedMemBytes :
+    ::core::ffi::c_uint, hStream : CUstream, kernelParams : * mut * mut
+    ::core::ffi::c_void) -> CUresult => cuLaunchCooperativeKernel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 218
+    "Launches CUDA functions on multiple devices where thread blocks can cooperate and synchronize as they execute"
+    cuLaunchCooperativeKernelMultiDevice(launchParamsList : * mut CUDA_LAUNCH_PARAMS,
+    numDevices : ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuLaunchCooperativeKernelMultiDevice
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 221 "Enqueues a host function call in a stream" cuLaunchHostFunc(hStream :
+    CUstream, fn_ : CUhostFn, userData : * mut ::core::ffi::c_void) -> CUresult =>
+    cuLaunchHostFunc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 103 "Sets the block-dimensions for the function" cuFuncSetBlockShape(hfunc :
+    CUfunction, x : ::core::ffi::c_int, y : ::core::ffi::c_int, z : ::core::ffi::c_int)
+    -> CUresult => cuFuncSetBlockShape
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 106 "Sets the dynamic shared-memory size for the function"
+    cuFuncSetSharedSize(hfunc : CUfunction, bytes : ::core::ffi::c_uint) -> CUresult =>
+    cuFuncSetSharedSize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 365 "Sets the parameter size for the function" cuParamSetSize(hfunc :
+    CUfunction, numbytes : ::core::ffi::c_uint) -> CUresult => cuParamSetSize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 368 "Adds an integer parameter to the function's argument list"
+    cuParamSeti(hfunc : CUfunction, offset : ::core::ffi::c_int, value :
+    ::core::ffi::c_uint) -> CUresult => cuParamSeti
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 367 "Adds a floating-point parameter to the function's argument list"
+    cuParamSetf(hfunc : CUfunction, offset : ::core::ffi::c_int, value : f32) -> CUresult
+    => cuParamSetf
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 369 "Adds arbitrary data to the function's argument list" cuParamSetv(hfunc :
+    CUfunction, offset : ::core::ffi::c_int, ptr : * mut ::core::ffi::c_void, numbytes :
+    ::core::ffi::c_uint) -> CUresult => cuParamSetv
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 216 "Launches a CUDA function" cuLaunch(f : CUfunction) -> CUresult =>
+    cuLaunch
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 219 "Launches a CUDA function" cuLaunchGrid(f : CUfunction, grid_width :
+    ::core::ffi::c_int, grid_height : ::core::ffi::c_int) -> CUresult => cuLaunchGrid
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 220 "Launches a CUDA function" cuLaunchGridAsync(f : CUfunction, grid_width :
+    ::core::ffi::c_int, grid_height : ::core::ffi::c_int, hStream : CUstream) -> CUresult
+    => cuLaunchGridAsync
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 366 "Adds a texture-reference to the function's argument list"
+    cuParamSetTexRef(hfunc : CUfunction, texunit : ::core::ffi::c_int, hTexRef :
+    CUtexref) -> CUresult => cuParamSetTexRef
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 105 "Sets the shared memory configuration for a device function."
+    cuFuncSetSharedMemConfig(hfunc : CUfunction, config : CUsharedconfig) -> CUresult =>
+    cuFuncSetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 131 "Creates a graph" cuGraphCreate(phGraph : * mut CUgraph, flags :
+    ::core::ffi::c_uint) -> CUresult => cuGraphCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 120 "Creates a kernel execution node and adds it to a graph"
+    cuGraphAddKernelNode_v2(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : * const
+    CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphAddKernelNode_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 166 "Returns a kernel node's parameters" cuGraphKernelNodeGetParams_v2(hNode :
+    CUgraphNode, nodeParams : * mut CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
+    cuGraphKernelNodeGetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 168 "Sets a kernel node's parameters" cuGraphKernelNodeSetParams_v2(hNode :
+    CUgraphNode, nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
+    cuGraphKernelNodeSetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 123 "Creates a memcpy node and adds it to a graph"
+    cuGraphAddMemcpyNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
+    : * const CUgraphNode, numDependencies : usize, copyParams : * const CUDA_MEMCPY3D,
+    ctx : CUcontext) -> CUresult => cuGraphAddMemcpyNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 172 "Returns a memcpy node's parameters" cuGraphMemcpyNodeGetParams(hNode :
+    CUgraphNode, nodeParams : * mut CUDA_MEMCPY3D) -> CUresult =>
+    cuGraphMemcpyNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 173 "Sets a memcpy node's parameters" cuGraphMemcpyNodeSetParams(hNode :
+    CUgraphNode, nodeParams : * const CUDA_MEMCPY3D) -> CUresult =>
+    cuGraphMemcpyNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 124 "Creates a memset node and adds it to a graph"
+    cuGraphAddMemsetNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
+    : * const CUgraphNode, numDependencies : usize, memsetParams : * const
+    CUDA_MEMSET_NODE_PARAMS, ctx : CUcontext) -> CUresult => cuGraphAddMemsetNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 174 "Returns a memset node's parameters" cuGraphMemsetNodeGetParams(hNode :
+    CUgraphNode, nodeParams : * mut CUDA_MEMSET_NODE_PARAMS) -> CUresult =>
+    cuGraphMemsetNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 175 "Sets a memset node's parameters" cuGraphMemsetNodeSetParams(hNode :
+    CUgraphNode, nodeParams : * const CUDA_MEMSET_NODE_PARAMS) -> CUresult =>
+    cuGraphMemsetNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 119 "Creates a host execution node and adds it to a graph"
+    cuGraphAddHostNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies :
+    * const CUgraphNode, numDependencies : usize, nodeParams : * const
+    CUDA_HOST_NODE_PARAMS) -> CUresult => cuGraphAddHostNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 160 "Returns a host node's parameters" cuGraphHostNodeGetParams(hNode :
+    CUgraphNode, nodeParams : * mut CUDA_HOST_NODE_PARAMS) -> CUresult =>
+    cuGraphHostNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 161 "Sets a host node's parameters" cuGraphHostNodeSetParams(hNode :
+    CUgraphNode, nodeParams : * const CUDA_HOST_NODE_PARAMS) -> CUresult =>
+    cuGraphHostNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 112 "Creates a child graph node and adds it to a graph"
+    cuGraphAddChildGraphNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, childGraph : CUgraph) ->
+    CUresult => cuGraphAddChildGraphNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 128 "Gets a handle to the embedded graph of a child graph node"
+    cuGraphChildGraphNodeGetGraph(hNode : CUgraphNode, phGraph : * mut CUgraph) ->
+    CUresult => cuGraphChildGraphNodeGetGraph
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 114 "Creates an empty node and adds it to a graph"
+    cuGraphAddEmptyNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies :
+    * const CUgraphNode, numDependencies : usize) -> CUresult => cuGraphAddEmptyNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 115 "Creates an event record node and adds it to a graph"
+    cuGraphAddEventRecordNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, event : CUevent) ->
+    CUresult => cuGraphAddEventRecordNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 135 "Returns the event associated with an event record node"
+    cuGraphEventRecordNodeGetEvent(hNode : CUgraphNode, event_out : * mut CUevent) ->
+    CUresult => cuGraphEventRecordNodeGetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 136 "Sets an event record node's event" cuGraphEventRecordNodeSetEvent(hNode :
+    CUgraphNode, event : CUevent) -> CUresult => cuGraphEventRecordNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 116 "Creates an event wait node and adds it to a graph"
+    cuGraphAddEventWaitNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, event : CUevent) ->
+    CUresult => cuGraphAddEventWaitNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 137 "Returns the event associated with an event wait node"
+    cuGraphEventWaitNodeGetEvent(hNode : CUgraphNode, event_out : * mut CUevent) ->
+    CUresult => cuGraphEventWaitNodeGetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 138 "Sets an event wait node's event" cuGraphEventWaitNodeSetEvent(hNode :
+    CUgraphNode, event : CUevent) -> CUresult => cuGraphEventWaitNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 117 "Creates an external semaphore signal node and adds it to a graph"
+    cuGraphAddExternalSemaphoresSignalNode(phGraphNode : * mut CUgraphNode, hGraph :
+    CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : *
+    const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult =>
+    cuGraphAddExternalSemaphoresSignalNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 153 "Returns an external semaphore signal node's parameters"
+    cuGraphExternalSemaphoresSignalNodeGetParams(hNode : CUgraphNode, params_out : * mut
+    CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult =>
+    cuGraphExternalSemaphoresSignalNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 154 "Sets an external semaphore signal node's parameters"
+    cuGraphExternalSemaphoresSignalNodeSetParams(hNode : CUgraphNode, nodeParams : *
+    const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult =>
+    cuGraphExternalSemaphoresSignalNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 118 "Creates an external semaphore wait node and adds it to a graph"
+    cuGraphAddExternalSemaphoresWaitNode(phGraphNode : * mut CUgraphNode, hGraph :
+    CUgraph, dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : *
+    const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult =>
+    cuGraphAddExternalSemaphoresWaitNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 155 "Returns an external semaphore wait node's parameters"
+    cuGraphExternalSemaphoresWaitNodeGetParams(hNode : CUgraphNode, params_out : * mut
+    CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult =>
+    cuGraphExternalSemaphoresWaitNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 156 "Sets an external semaphore wait node's parameters"
+    cuGraphExternalSemaphoresWaitNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+    CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult =>
+    cuGraphExternalSemaphoresWaitNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 111 "Creates a batch memory operation node and adds it to a graph"
+    cuGraphAddBatchMemOpNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : * const
+    CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult => cuGraphAddBatchMemOpNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 126 "Returns a batch mem op node's parameters"
+    cuGraphBatchMemOpNodeGetParams(hNode : CUgraphNode, nodeParams_out : * mut
+    CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult => cuGraphBatchMemOpNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 127 "Sets a batch mem op node's parameters"
+    cuGraphBatchMemOpNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+    CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult => cuGraphBatchMemOpNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 139 "Sets the parameters for a batch mem op node in the given graphExec"
+    cuGraphExecBatchMemOpNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    nodeParams : * const CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult =>
+    cuGraphExecBatchMemOpNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 121 "Creates an allocation node and adds it to a graph"
+    cuGraphAddMemAllocNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph,
+    dependencies : * const CUgraphNode, numDependencies : usize, nodeParams : * mut
+    CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult => cuGraphAddMemAllocNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 170 "Returns a memory alloc node's parameters"
+    cuGraphMemAllocNodeGetParams(hNode : CUgraphNode, params_out : * mut
+    CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult => cuGraphMemAllocNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 122 "Creates a memory free node and adds it to a graph"
+    cuGraphAddMemFreeNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
+    : * const CUgraphNode, numDependencies : usize, dptr : CUdeviceptr) -> CUresult =>
+    cuGraphAddMemFreeNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 171 "Returns a memory free node's parameters"
+    cuGraphMemFreeNodeGetParams(hNode : CUgraphNode, dptr_out : * mut CUdeviceptr) ->
+    CUresult => cuGraphMemFreeNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 74
+    "Free unused memory that was cached on the specified device for use with graphs back to the OS."
+    cuDeviceGraphMemTrim(device : CUdevice) -> CUresult => cuDeviceGraphMemTrim
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 62 "Query asynchronous allocation attributes related to graphs"
+    cuDeviceGetGraphMemAttribute(device : CUdevice, attr : CUgraphMem_attribute, value :
+    * mut ::core::ffi::c_void) -> CUresult => cuDeviceGetGraphMemAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 81 "Set asynchronous allocation attributes related to graphs"
+    cuDeviceSetGraphMemAttribute(device : CUdevice, attr : CUgraphMem_attribute, value :
+    * mut ::core::ffi::c_void) -> CUresult => cuDeviceSetGraphMemAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 129 "Clones a graph" cuGraphClone(phGraphClone : * mut CUgraph, originalGraph
+    : CUgraph) -> CUresult => cuGraphClone
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 176 "Finds a cloned version of a node" cuGraphNodeFindInClone(phNode : * mut
+    CUgraphNode, hOriginalNode : CUgraphNode, hClonedGraph : CUgraph) -> CUresult =>
+    cuGraphNodeFindInClone
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 180 "Returns a node's type" cuGraphNodeGetType(hNode : CUgraphNode, type_ : *
+    mut CUgraphNodeType) -> CUresult => cuGraphNodeGetType
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 158 "Returns a graph's nodes" cuGraphGetNodes(hGraph : CUgraph, nodes : * mut
+    CUgraphNode, numNodes : * mut usize) -> CUresult => cuGraphGetNodes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 159 "Returns a graph's root nodes" cuGraphGetRootNodes(hGraph : CUgraph,
+    rootNodes : * mut CUgraphNode, numRootNodes : * mut usize) -> CUresult =>
+    cuGraphGetRootNodes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 157 "Returns a graph's dependency edges" cuGraphGetEdges_v2(hGraph : CUgraph,
+    from : * mut CUgraphNode, to : * mut CUgraphNode, edgeData : * mut CUgraphEdgeData,
+    numEdges : * mut usize) -> CUresult => cuGraphGetEdges_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 177 "Returns a node's dependencies" cuGraphNodeGetDependencies_v2(hNode :
+    CUgraphNode, dependencies : * mut CUgraphNode, edgeData : * mut CUgraphEdgeData,
+    numDependencies : * mut usize) -> CUresult => cuGraphNodeGetDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 178 "Returns a node's dependent nodes" cuGraphNodeGetDependentNodes_v2(hNode :
+    CUgraphNode, dependentNodes : * mut CUgraphNode, edgeData : * mut CUgraphEdgeData,
+    numDependentNodes : * mut usize) -> CUresult => cuGraphNodeGetDependentNodes_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 113 "Adds dependency edges to a graph" cuGraphAddDependencies_v2(hGraph :
+    CUgraph, from : * const CUgraphNode, to : * const CUgraphNode, edgeData : * const
+    CUgraphEdgeData, numDependencies : usize) -> CUresult => cuGraphAddDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 184 "Removes dependency edges from a graph"
+    cuGraphRemoveDependencies_v2(hGraph : CUgraph, from : * const CUgraphNode, to : *
+    const CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) ->
+    CUresult => cuGraphRemoveDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 134 "Remove a node from the graph" cuGraphDestroyNode(hNode : CUgraphNode) ->
+    CUresult => cuGraphDestroyNode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 162 "Creates an executable graph from a graph"
+    cuGraphInstantiateWithFlags(phGraphExec : * mut CUgraphExec, hGraph : CUgraph, flags
+    : ::core::ffi::c_ulonglong) -> CUresult => cuGraphInstantiateWithFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 163 "Creates an executable graph from a graph"
+    cuGraphInstantiateWithParams(phGraphExec : * mut CUgraphExec, hGraph : CUgraph,
+    instantiateParams : * mut CUDA_GRAPH_INSTANTIATE_PARAMS) -> CUresult =>
+    cuGraphInstantiateWithParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 146 "Query the instantiation flags of an executable graph"
+    cuGraphExecGetFlags(hGraphExec : CUgraphExec, flags : * mut cuuint64_t) -> CUresult
+    => cuGraphExecGetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 148 "Sets the parameters for a kernel node in the given graphExec"
+    cuGraphExecKernelNodeSetParams_v2(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
+    cuGraphExecKernelNodeSetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 149 "Sets the parameters for a memcpy node in the given graphExec."
+    cuGraphExecMemcpyNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    copyParams : * const CUDA_MEMCPY3D, ctx : CUcontext) -> CUresult =>
+    cuGraphExecMemcpyNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 150 "Sets the parameters for a memset node in the given graphExec."
+    cuGraphExecMemsetNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    memsetParams : * const CUDA_MEMSET_NODE_PARAMS, ctx : CUcontext) -> CUresult =>
+    cuGraphExecMemsetNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 147 "Sets the parameters for a host node in the given graphExec."
+    cuGraphExecHostNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    nodeParams : * const CUDA_HOST_NODE_PARAMS) -> CUresult =>
+    cuGraphExecHostNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 140 "Updates node parameters in the child graph node in the given graphExec."
+    cuGraphExecChildGraphNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    childGraph : CUgraph) -> CUresult => cuGraphExecChildGraphNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 142 "Sets the event for an event record node in the given graphExec"
+    cuGraphExecEventRecordNodeSetEvent(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    event : CUevent) -> CUresult => cuGraphExecEventRecordNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 143 "Sets the event for an event wait node in the given graphExec"
+    cuGraphExecEventWaitNodeSetEvent(hGraphExec : CUgraphExec, hNode : CUgraphNode, event
+    : CUevent) -> CUresult => cuGraphExecEventWaitNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 144
+    "Sets the parameters for an external semaphore signal node in the given graphExec"
+    cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec : CUgraphExec, hNode :
+    CUgraphNode, nodeParams : * const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult =>
+    cuGraphExecExternalSemaphoresSignalNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 145
+    "Sets the parameters for an external semaphore wait node in the given graphExec"
+    cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec : CUgraphExec, hNode :
+    CUgraphNode, nodeParams : * const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult =>
+    cuGraphExecExternalSemaphoresWaitNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 181 "Enables or disables the specified node in the given graphExec"
+    cuGraphNodeSetEnabled(hGraphExec : CUgraphExec, hNode : CUgraphNode, isEnabled :
+    ::core::ffi::c_uint) -> CUresult => cuGraphNodeSetEnabled
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 179 "Query whether a node in the given graphExec is enabled"
+    cuGraphNodeGetEnabled(hGraphExec : CUgraphExec, hNode : CUgraphNode, isEnabled : *
+    mut ::core::ffi::c_uint) -> CUresult => cuGraphNodeGetEnabled
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 186 "Uploads an executable graph in a stream" cuGraphUpload(hGraphExec :
+    CUgraphExec, hStream : CUstream) -> CUresult => cuGraphUpload
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 169 "Launches an executable graph in a stream" cuGraphLaunch(hGraphExec :
+    CUgraphExec, hStream : CUstream) -> CUresult => cuGraphLaunch
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 141 "Destroys an executable graph" cuGraphExecDestroy(hGraphExec :
+    CUgraphExec) -> CUresult => cuGraphExecDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 133 "Destroys a graph" cuGraphDestroy(hGraph : CUgraph) -> CUresult =>
+    cuGraphDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 152
+    "Check whether an executable graph can be updated with a graph and perform the update if possible"
+    cuGraphExecUpdate_v2(hGraphExec : CUgraphExec, hGraph : CUgraph, resultInfo : * mut
+    CUgraphExecUpdateResultInfo) -> CUresult => cuGraphExecUpdate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 164 "Copies attributes from source node to destination node."
+    cuGraphKernelNodeCopyAttributes(dst : CUgraphNode, src : CUgraphNode) -> CUresult =>
+    cuGraphKernelNodeCopyAttributes
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 165 "Queries node attribute." cuGraphKernelNodeGetAttribute(hNode :
+    CUgraphNode, attr : CUkernelNodeAttrID, value_out : * mut CUkernelNodeAttrValue) ->
+    CUresult => cuGraphKernelNodeGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 167 "Sets node attribute." cuGraphKernelNodeSetAttribute(hNode : CUgraphNode,
+    attr : CUkernelNodeAttrID, value : * const CUkernelNodeAttrValue) -> CUresult =>
+    cuGraphKernelNodeSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 132 "Write a DOT file describing graph structure" cuGraphDebugDotPrint(hGraph
+    : CUgraph, path : * const ::core::ffi::c_char, flags : ::core::ffi::c_uint) ->
+    CUresult => cuGraphDebugDotPrint
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 445 "Create a user object" cuUserObjectCreate(object_out : * mut CUuserObject,
+    ptr : * mut ::core::ffi::c_void, destroy : CUhostFn, initialRefcount :
+    ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult => cuUserObjectCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 447 "Retain a reference to a user object" cuUserObjectRetain(object :
+    CUuserObject, count : ::core::ffi::c_uint) -> CUresult => cuUserObjectRetain
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 446 "Release a reference to a user object" cuUserObjectRelease(object :
+    CUuserObject, count : ::core::ffi::c_uint) -> CUresult => cuUserObjectRelease
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 185 "Retain a reference to a user object from a graph"
+    cuGraphRetainUserObject(graph : CUgraph, object : CUuserObject, count :
+    ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuGraphRetainUserObject
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 183 "Release a user object reference from a graph"
+    cuGraphReleaseUserObject(graph : CUgraph, object : CUuserObject, count :
+    ::core::ffi::c_uint) -> CUresult => cuGraphReleaseUserObject
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 125 "Adds a node of arbitrary type to a graph" cuGraphAddNode_v2(phGraphNode :
+    * mut CUgraphNode, hGraph : CUgraph, dependencies : * const CUgraphNode,
+    dependencyData : * const CUgraphEdgeData, numDependencies : usize, nodeParams : * mut
+    CUgraphNodeParams) -> CUresult => cuGraphAddNode_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 182 "Update's a graph node's parameters" cuGraphNodeSetParams(hNode :
+    CUgraphNode, nodeParams : * mut CUgraphNodeParams) -> CUresult =>
+    cuGraphNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 151 "Update's a graph node's parameters in an instantiated graph"
+    cuGraphExecNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode, nodeParams :
+    * mut CUgraphNodeParams) -> CUresult => cuGraphExecNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 130 "Create a conditional handle" cuGraphConditionalHandleCreate(pHandle_out :
+    * mut CUgraphConditionalHandle, hGraph : CUgraph, ctx : CUcontext, defaultLaunchValue
+    : ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuGraphConditionalHandleCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 359 "Returns occupancy of a function"
+    cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks : * mut ::core::ffi::c_int,
+    func : CUfunction, blockSize : ::core::ffi::c_int, dynamicSMemSize : usize) ->
+    CUresult => cuOccupancyMaxActiveBlocksPerMultiprocessor
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 360 "Returns occupancy of a function"
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks : * mut
+    ::core::ffi::c_int, func : CUfunction, blockSize : ::core::ffi::c_int,
+    dynamicSMemSize : usize, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 362 "Suggest a launch configuration with reasonable occupancy"
+    cuOccupancyMaxPotentialBlockSize(minGridSize : * mut ::core::ffi::c_int, blockSize :
+    * mut ::core::ffi::c_int, func : CUfunction, blockSizeToDynamicSMemSize :
+    CUoccupancyB2DSize, dynamicSMemSize : usize, blockSizeLimit : ::core::ffi::c_int) ->
+    CUresult => cuOccupancyMaxPotentialBlockSize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 363 "Suggest a launch configuration with reasonable occupancy"
+    cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize : * mut ::core::ffi::c_int,
+    blockSize : * mut ::core::ffi::c_int, func : CUfunction, blockSizeToDynamicSMemSize :
+    CUoccupancyB2DSize, dynamicSMemSize : usize, blockSizeLimit : ::core::ffi::c_int,
+    flags : ::core::ffi::c_uint) -> CUresult => cuOccupancyMaxPotentialBlockSizeWithFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 358
+    "Returns dynamic shared memory available per block when launching `numBlocks` blocks on SM"
+    cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize : * mut usize, func :
+    CUfunction, numBlocks : ::core::ffi::c_int, blockSize : ::core::ffi::c_int) ->
+    CUresult => cuOccupancyAvailableDynamicSMemPerBlock
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 364
+    "Given the kernel function (`func`) and launch configuration (`config`), return the maximum cluster size in `*clusterSize.`"
+    cuOccupancyMaxPotentialClusterSize(clusterSize : * mut ::core::ffi::c_int, func :
+    CUfunction, config : * const CUlaunchConfig) -> CUresult =>
+    cuOccupancyMaxPotentialClusterSize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 361
+    "Given the kernel function (`func`) and launch configuration (`config`), return the maximum number of clusters that could co-exist on the target device in `*numClusters.`"
+    cuOccupancyMaxActiveClusters(numClusters : * mut ::core::ffi::c_int, func :
+    CUfunction, config : * const CUlaunchConfig) -> CUresult =>
+    cuOccupancyMaxActiveClusters
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 434 "Binds an array as a texture reference" cuTexRefSetArray(hTexRef :
+    CUtexref, hArray : CUarray, Flags : ::core::ffi::c_uint) -> CUresult =>
+    cuTexRefSetArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 443 "Binds a mipmapped array to a texture reference"
+    cuTexRefSetMipmappedArray(hTexRef : CUtexref, hMipmappedArray : CUmipmappedArray,
+    Flags : ::core::ffi::c_uint) -> CUresult => cuTexRefSetMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 433 "Binds an address as a texture reference" cuTexRefSetAddress_v2(ByteOffset
+    : * mut usize, hTexRef : CUtexref, dptr : CUdeviceptr, bytes : usize) -> CUresult =>
+    cuTexRefSetAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 431 "Binds an address as a 2D texture reference"
+    cuTexRefSetAddress2D_v3(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR,
+    dptr : CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 438 "Sets the format for a texture reference" cuTexRefSetFormat(hTexRef :
+    CUtexref, fmt : CUarray_format, NumPackedComponents : ::core::ffi::c_int) -> CUresult
+    => cuTexRefSetFormat
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 432 "Sets the addressing mode for a texture reference"
+    cuTexRefSetAddressMode(hTexRef : CUtexref, dim : ::core::ffi::c_int, am :
+    CUaddress_mode) -> CUresult => cuTexRefSetAddressMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 436 "Sets the filtering mode for a texture reference"
+    cuTexRefSetFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) -> CUresult =>
+    cuTexRefSetFilterMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 440 "Sets the mipmap filtering mode for a texture reference"
+    cuTexRefSetMipmapFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) -> CUresult =>
+    cuTexRefSetMipmapFilterMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 441 "Sets the mipmap level bias for a texture reference"
+    cuTexRefSetMipmapLevelBias(hTexRef : CUtexref, bias : f32) -> CUresult =>
+    cuTexRefSetMipmapLevelBias
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 442 "Sets the mipmap min/max mipmap level clamps for a texture reference"
+    cuTexRefSetMipmapLevelClamp(hTexRef : CUtexref, minMipmapLevelClamp : f32,
+    maxMipmapLevelClamp : f32) -> CUresult => cuTexRefSetMipmapLevelClamp
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 439 "Sets the maximum anisotropy for a texture reference"
+    cuTexRefSetMaxAnisotropy(hTexRef : CUtexref, maxAniso : ::core::ffi::c_uint) ->
+    CUresult => cuTexRefSetMaxAnisotropy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 435 "Sets the border color for a texture reference"
+    cuTexRefSetBorderColor(hTexRef : CUtexref, pBorderColor : * mut f32) -> CUresult =>
+    cuTexRefSetBorderColor
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 437 "Sets the flags for a texture reference" cuTexRefSetFlags(hTexRef :
+    CUtexref, Flags : ::core::ffi::c_uint) -> CUresult => cuTexRefSetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 420 "Gets the address associated with a texture reference"
+    cuTexRefGetAddress_v2(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
+    cuTexRefGetAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 421 "Gets the array bound to a texture reference" cuTexRefGetArray(phArray : *
+    mut CUarray, hTexRef : CUtexref) -> CUresult => cuTexRefGetArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 430 "Gets the mipmapped array bound to a texture reference"
+    cuTexRefGetMipmappedArray(phMipmappedArray : * mut CUmipmappedArray, hTexRef :
+    CUtexref) -> CUresult => cuTexRefGetMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 419 "Gets the addressing mode used by a texture reference"
+    cuTexRefGetAddressMode(pam : * mut CUaddress_mode, hTexRef : CUtexref, dim :
+    ::core::ffi::c_int) -> CUresult => cuTexRefGetAddressMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 423 "Gets the filter-mode used by a texture reference"
+    cuTexRefGetFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref) -> CUresult =>
+    cuTexRefGetFilterMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 425 "Gets the format used by a texture reference" cuTexRefGetFormat(pFormat :
+    * mut CUarray_format, pNumChannels : * mut ::core::ffi::c_int, hTexRef : CUtexref) ->
+    CUresult => cuTexRefGetFormat
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 427 "Gets the mipmap filtering mode for a texture reference"
+    cuTexRefGetMipmapFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref) ->
+    CUresult => cuTexRefGetMipmapFilterMode
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 428 "Gets the mipmap level bias for a texture reference"
+    cuTexRefGetMipmapLevelBias(pbias : * mut f32, hTexRef : CUtexref) -> CUresult =>
+    cuTexRefGetMipmapLevelBias
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 429 "Gets the min/max mipmap level clamps for a texture reference"
+    cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp : * mut f32, pmaxMipmapLevelClamp :
+    * mut f32, hTexRef : CUtexref) -> CUresult => cuTexRefGetMipmapLevelClamp
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 426 "Gets the maximum anisotropy for a texture reference"
+    cuTexRefGetMaxAnisotropy(pmaxAniso : * mut ::core::ffi::c_int, hTexRef : CUtexref) ->
+    CUresult => cuTexRefGetMaxAnisotropy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 422 "Gets the border color used by a texture reference"
+    cuTexRefGetBorderColor(pBorderColor : * mut f32, hTexRef : CUtexref) -> CUresult =>
+    cuTexRefGetBorderColor
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 424 "Gets the flags used by a texture reference" cuTexRefGetFlags(pFlags : *
+    mut ::core::ffi::c_uint, hTexRef : CUtexref) -> CUresult => cuTexRefGetFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 417 "Creates a texture reference" cuTexRefCreate(pTexRef : * mut CUtexref) ->
+    CUresult => cuTexRefCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 418 "Destroys a texture reference" cuTexRefDestroy(hTexRef : CUtexref) ->
+    CUresult => cuTexRefDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 407 "Sets the CUDA array for a surface reference." cuSurfRefSetArray(hSurfRef
+    : CUsurfref, hArray : CUarray, Flags : ::core::ffi::c_uint) -> CUresult =>
+    cuSurfRefSetArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 406 "Passes back the CUDA array bound to a surface reference."
+    cuSurfRefGetArray(phArray : * mut CUarray, hSurfRef : CUsurfref) -> CUresult =>
+    cuSurfRefGetArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 412 "Creates a texture object" cuTexObjectCreate(pTexObject : * mut
+    CUtexObject, pResDesc : * const CUDA_RESOURCE_DESC, pTexDesc : * const
+    CUDA_TEXTURE_DESC, pResViewDesc : * const CUDA_RESOURCE_VIEW_DESC) -> CUresult =>
+    cuTexObjectCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 413 "Destroys a texture object" cuTexObjectDestroy(texObject : CUtexObject) ->
+    CUresult => cuTexObjectDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 414 "Returns a texture object's resource descriptor"
+    cuTexObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC, texObject :
+    CUtexObject) -> CUresult => cuTexObjectGetResourceDesc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 416 "Returns a texture object's texture descriptor"
+    cuTexObjectGetTextureDesc(pTexDesc : * mut CUDA_TEXTURE_DESC, texObject :
+    CUtexObject) -> CUresult => cuTexObjectGetTextureDesc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 415 "Returns a texture object's resource view descriptor"
+    cuTexObjectGetResourceViewDesc(pResViewDesc : * mut CUDA_RESOURCE_VIEW_DESC,
+    texObject : CUtexObject) -> CUresult => cuTexObjectGetResourceViewDesc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 403 "Creates a surface object" cuSurfObjectCreate(pSurfObject : * mut
+    CUsurfObject, pResDesc : * const CUDA_RESOURCE_DESC) -> CUresult =>
+    cuSurfObjectCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 404 "Destroys a surface object" cuSurfObjectDestroy(surfObject : CUsurfObject)
+    -> CUresult => cuSurfObjectDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 405 "Returns a surface object's resource descriptor"
+    cuSurfObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC, surfObject :
+    CUsurfObject) -> CUresult => cuSurfObjectGetResourceDesc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 410 "Create a tensor map descriptor object representing tiled memory region"
+    cuTensorMapEncodeTiled(tensorMap : * mut CUtensorMap, tensorDataType :
+    CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
+    ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+    cuuint64_t, boxDim : * const cuuint32_t, elementStrides : * const cuuint32_t,
+    interleave : CUtensorMapInterleave, swizzle : CUtensorMapSwizzle, l2Promotion :
+    CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult =>
+    cuTensorMapEncodeTiled
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 408 "Create a tensor map descriptor object representing im2col memory region"
+    cuTensorMapEncodeIm2col(tensorMap : * mut CUtensorMap, tensorDataType :
+    CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
+    ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+    cuuint64_t, pixelBoxLowerCorner : * const ::core::ffi::c_int, pixelBoxUpperCorner : *
+    const ::core::ffi::c_int, channelsPerPixel : cuuint32_t, pixelsPerColumn :
+    cuuint32_t, elementStrides : * const cuuint32_t, interleave : CUtensorMapInterleave,
+    swizzle : CUtensorMapSwizzle, l2Promotion : CUtensorMapL2promotion, oobFill :
+    CUtensorMapFloatOOBfill) -> CUresult => cuTensorMapEncodeIm2col
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 409
+    "Create a tensor map descriptor object representing im2col memory region, but where the elements are exclusively loaded along the W dimension."
+    cuTensorMapEncodeIm2colWide(tensorMap : * mut CUtensorMap, tensorDataType :
+    CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
+    ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
+    cuuint64_t, pixelBoxLowerCornerWidth : ::core::ffi::c_int, pixelBoxUpperCornerWidth :
+    ::core::ffi::c_int, channelsPerPixel : cuuint32_t, pixelsPerColumn : cuuint32_t,
+    elementStrides : * const cuuint32_t, interleave : CUtensorMapInterleave, mode :
+    CUtensorMapIm2ColWideMode, swizzle : CUtensorMapSwizzle, l2Promotion :
+    CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult =>
+    cuTensorMapEncodeIm2colWide
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 411 "Modify an existing tensor map descriptor with an updated global address"
+    cuTensorMapReplaceAddress(tensorMap : * mut CUtensorMap, globalAddress : * mut
+    ::core::ffi::c_void) -> CUresult => cuTensorMapReplaceAddress
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 53 "Queries if a device may directly access a peer device's memory."
+    cuDeviceCanAccessPeer(canAccessPeer : * mut ::core::ffi::c_int, dev : CUdevice,
+    peerDev : CUdevice) -> CUresult => cuDeviceCanAccessPeer
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 23 "Enables direct access to memory allocations in a peer context."
+    cuCtxEnablePeerAccess(peerContext : CUcontext, Flags : ::core::ffi::c_uint) ->
+    CUresult => cuCtxEnablePeerAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 22
+    "Disables direct access to memory allocations in a peer context and unregisters any registered allocations."
+    cuCtxDisablePeerAccess(peerContext : CUcontext) -> CUresult => cuCtxDisablePeerAccess
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 69 "Queries attributes of the link between two devices."
+    cuDeviceGetP2PAttribute(value : * mut ::core::ffi::c_int, attrib :
+    CUdevice_P2PAttribute, srcDevice : CUdevice, dstDevice : CUdevice) -> CUresult =>
+    cuDeviceGetP2PAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 68 "Queries details about atomic operations supported between two devices"
+    cuDeviceGetP2PAtomicCapabilities(capabilities : * mut ::core::ffi::c_uint, operations
+    : * const CUatomicOperation, count : ::core::ffi::c_uint, srcDevice : CUdevice,
+    dstDevice : CUdevice) -> CUresult => cuDeviceGetP2PAtomicCapabilities
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 193 "Unregisters a graphics resource for access by CUDA"
+    cuGraphicsUnregisterResource(resource : CUgraphicsResource) -> CUresult =>
+    cuGraphicsUnregisterResource
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 191
+    "Get an array through which to access a subresource of a mapped graphics resource."
+    cuGraphicsSubResourceGetMappedArray(pArray : * mut CUarray, resource :
+    CUgraphicsResource, arrayIndex : ::core::ffi::c_uint, mipLevel : ::core::ffi::c_uint)
+    -> CUresult => cuGraphicsSubResourceGetMappedArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 188
+    "Get a mipmapped array through which to access a mapped graphics resource."
+    cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray : * mut CUmipmappedArray,
+    resource : CUgraphicsResource) -> CUresult =>
+    cuGraphicsResourceGetMappedMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 189 "Get a device pointer through which to access a mapped graphics resource."
+    cuGraphicsResourceGetMappedPointer_v2(pDevPtr : * mut CUdeviceptr, pSize : * mut
+    usize, resource : CUgraphicsResource) -> CUresult =>
+    cuGraphicsResourceGetMappedPointer_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 190 "Set usage flags for mapping a graphics resource"
+    cuGraphicsResourceSetMapFlags_v2(resource : CUgraphicsResource, flags :
+    ::core::ffi::c_uint) -> CUresult => cuGraphicsResourceSetMapFlags_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 187 "Map graphics resources for access by CUDA" cuGraphicsMapResources(count :
+    ::core::ffi::c_uint, resources : * mut CUgraphicsResource, hStream : CUstream) ->
+    CUresult => cuGraphicsMapResources
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 192 "Unmap graphics resources." cuGraphicsUnmapResources(count :
+    ::core::ffi::c_uint, resources : * mut CUgraphicsResource, hStream : CUstream) ->
+    CUresult => cuGraphicsUnmapResources
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 110 "Returns the requested driver API function pointer"
+    cuGetProcAddress_v2(symbol : * const ::core::ffi::c_char, pfn : * mut * mut
+    ::core::ffi::c_void, cudaVersion : ::core::ffi::c_int, flags : cuuint64_t,
+    symbolStatus : * mut CUdriverProcAddressQueryResult) -> CUresult =>
+    cuGetProcAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 14 "Allows caller to fetch a coredump attribute value for the current context"
+    cuCoredumpGetAttribute(attrib : CUcoredumpSettings, value : * mut
+    ::core::ffi::c_void, size : * mut usize) -> CUresult => cuCoredumpGetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 15
+    "Allows caller to fetch a coredump attribute value for the entire application"
+    cuCoredumpGetAttributeGlobal(attrib : CUcoredumpSettings, value : * mut
+    ::core::ffi::c_void, size : * mut usize) -> CUresult => cuCoredumpGetAttributeGlobal
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 16 "Allows caller to set a coredump attribute value for the current context"
+    cuCoredumpSetAttribute(attrib : CUcoredumpSettings, value : * mut
+    ::core::ffi::c_void, size : * mut usize) -> CUresult => cuCoredumpSetAttribute
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 17 "Allows caller to set a coredump attribute value globally"
+    cuCoredumpSetAttributeGlobal(attrib : CUcoredumpSettings, value : * mut
+    ::core::ffi::c_void, size : * mut usize) -> CUresult => cuCoredumpSetAttributeGlobal
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 109 "A CUDA function." cuGetExportTable(ppExportTable : * mut * const
+    ::core::ffi::c_void, pExportTableId : * const CUuuid) -> CUresult => cuGetExportTable
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 194 "Creates a green context with a specified set of resources."
+    cuGreenCtxCreate(phCtx : * mut CUgreenCtx, desc : CUdevResourceDesc, dev : CUdevice,
+    flags : ::core::ffi::c_uint) -> CUresult => cuGreenCtxCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 195 "Destroys a green context" cuGreenCtxDestroy(hCtx : CUgreenCtx) ->
+    CUresult => cuGreenCtxDestroy
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 24 "Converts a green context into the primary context"
+    cuCtxFromGreenCtx(pContext : * mut CUcontext, hCtx : CUgreenCtx) -> CUresult =>
+    cuCtxFromGreenCtx
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 60 "Get device resources" cuDeviceGetDevResource(device : CUdevice, resource :
+    * mut CUdevResource, type_ : CUdevResourceType) -> CUresult => cuDeviceGetDevResource
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 28 "Get context resources" cuCtxGetDevResource(hCtx : CUcontext, resource : *
+    mut CUdevResource, type_ : CUdevResourceType) -> CUresult => cuCtxGetDevResource
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 196 "Get green context resources" cuGreenCtxGetDevResource(hCtx : CUgreenCtx,
+    resource : * mut CUdevResource, type_ : CUdevResourceType) -> CUresult =>
+    cuGreenCtxGetDevResource
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 52 "Splits `CU_DEV_RESOURCE_TYPE_SM` resources."
+    cuDevSmResourceSplitByCount(result : * mut CUdevResource, nbGroups : * mut
+    ::core::ffi::c_uint, input : * const CUdevResource, remaining : * mut CUdevResource,
+    useFlags : ::core::ffi::c_uint, minCount : ::core::ffi::c_uint) -> CUresult =>
+    cuDevSmResourceSplitByCount
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 51 "Generate a resource descriptor" cuDevResourceGenerateDesc(phDesc : * mut
+    CUdevResourceDesc, resources : * mut CUdevResource, nbResources :
+    ::core::ffi::c_uint) -> CUresult => cuDevResourceGenerateDesc
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 198 "Records an event." cuGreenCtxRecordEvent(hCtx : CUgreenCtx, hEvent :
+    CUevent) -> CUresult => cuGreenCtxRecordEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 200 "Make a green context wait on an event" cuGreenCtxWaitEvent(hCtx :
+    CUgreenCtx, hEvent : CUevent) -> CUresult => cuGreenCtxWaitEvent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 390 "Query the green context associated with a stream"
+    cuStreamGetGreenCtx(hStream : CUstream, phCtx : * mut CUgreenCtx) -> CUresult =>
+    cuStreamGetGreenCtx
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 199 "Create a stream for use in the green context"
+    cuGreenCtxStreamCreate(phStream : * mut CUstream, greenCtx : CUgreenCtx, flags :
+    ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> CUresult =>
+    cuGreenCtxStreamCreate
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 197 "Returns the unique Id associated with the green context supplied"
+    cuGreenCtxGetId(greenCtx : CUgreenCtx, greenCtxId : * mut ::core::ffi::c_ulonglong)
+    -> CUresult => cuGreenCtxGetId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 242 "Register a callback function to receive error log messages"
+    cuLogsRegisterCallback(callbackFunc : CUlogsCallback, userData : * mut
+    ::core::ffi::c_void, callback_out : * mut CUlogsCallbackHandle) -> CUresult =>
+    cuLogsRegisterCallback
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 243 "Unregister a log message callback" cuLogsUnregisterCallback(callback :
+    CUlogsCallbackHandle) -> CUresult => cuLogsUnregisterCallback
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 239
+    "Sets log iterator to point to the end of log buffer, where the next message would be written."
+    cuLogsCurrent(iterator_out : * mut CUlogIterator, flags : ::core::ffi::c_uint) ->
+    CUresult => cuLogsCurrent
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 240 "Dump accumulated driver logs into a file" cuLogsDumpToFile(iterator : *
+    mut CUlogIterator, pathToFile : * const ::core::ffi::c_char, flags :
+    ::core::ffi::c_uint) -> CUresult => cuLogsDumpToFile
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 241 "Dump accumulated driver logs into a buffer" cuLogsDumpToMemory(iterator :
+    * mut CUlogIterator, buffer : * mut ::core::ffi::c_char, size : * mut usize, flags :
+    ::core::ffi::c_uint) -> CUresult => cuLogsDumpToMemory
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 9 "Returns the restore thread ID for a CUDA process"
+    cuCheckpointProcessGetRestoreThreadId(pid : ::core::ffi::c_int, tid : * mut
+    ::core::ffi::c_int) -> CUresult => cuCheckpointProcessGetRestoreThreadId
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 10 "Returns the process state of a CUDA process"
+    cuCheckpointProcessGetState(pid : ::core::ffi::c_int, state : * mut CUprocessState)
+    -> CUresult => cuCheckpointProcessGetState
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 11 "Lock a running CUDA process" cuCheckpointProcessLock(pid :
+    ::core::ffi::c_int, args : * mut CUcheckpointLockArgs) -> CUresult =>
+    cuCheckpointProcessLock
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 8 "Checkpoint a CUDA process's GPU memory contents"
+    cuCheckpointProcessCheckpoint(pid : ::core::ffi::c_int, args : * mut
+    CUcheckpointCheckpointArgs) -> CUresult => cuCheckpointProcessCheckpoint
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 12 "Restore a CUDA process's GPU memory contents from its last checkpoint"
+    cuCheckpointProcessRestore(pid : ::core::ffi::c_int, args : * mut
+    CUcheckpointRestoreArgs) -> CUresult => cuCheckpointProcessRestore
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 13 "Unlock a CUDA process to allow CUDA API calls"
+    cuCheckpointProcessUnlock(pid : ::core::ffi::c_int, args : * mut
+    CUcheckpointUnlockArgs) -> CUresult => cuCheckpointProcessUnlock
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 34
+    "Destroy all allocations and reset all state on the current device in the current process."
+    cudaDeviceReset() -> cudaError_t => cudaDeviceReset
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 40 "Wait for compute device to finish" cudaDeviceSynchronize() -> cudaError_t
+    => cudaDeviceSynchronize
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 37 "Set resource limits" cudaDeviceSetLimit(limit : cudaLimit, value : usize)
+    -> cudaError_t => cudaDeviceSetLimit
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 23 "Return resource limits" cudaDeviceGetLimit(pValue : * mut usize, limit :
+    cudaLimit) -> cudaError_t => cudaDeviceGetLimit
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 31 "A CUDA function." cudaDeviceGetTexture1DLinearMaxWidth(maxWidthInElements
+    : * mut usize, fmtDesc : * const cudaChannelFormatDesc, device : ::core::ffi::c_int)
+    -> cudaError_t => cudaDeviceGetTexture1DLinearMaxWidth
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 19 "Returns the preferred cache configuration for the current device."
+    cudaDeviceGetCacheConfig(pCacheConfig : * mut cudaFuncCache) -> cudaError_t =>
+    cudaDeviceGetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 30
+    "Returns numerical values that correspond to the least and greatest stream priorities."
+    cudaDeviceGetStreamPriorityRange(leastPriority : * mut ::core::ffi::c_int,
+    greatestPriority : * mut ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceGetStreamPriorityRange
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 35 "Sets the preferred cache configuration for the current device."
+    cudaDeviceSetCacheConfig(cacheConfig : cudaFuncCache) -> cudaError_t =>
+    cudaDeviceSetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 18 "Returns a handle to a compute device" cudaDeviceGetByPCIBusId(device : *
+    mut ::core::ffi::c_int, pciBusId : * const ::core::ffi::c_char) -> cudaError_t =>
+    cudaDeviceGetByPCIBusId
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 28 "Returns a PCI Bus Id string for the device"
+    cudaDeviceGetPCIBusId(pciBusId : * mut ::core::ffi::c_char, len : ::core::ffi::c_int,
+    device : ::core::ffi::c_int) -> cudaError_t => cudaDeviceGetPCIBusId
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 182 "Gets an interprocess handle for a previously allocated event"
+    cudaIpcGetEventHandle(handle : * mut cudaIpcEventHandle_t, event : cudaEvent_t) ->
+    cudaError_t => cudaIpcGetEventHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 184 "Opens an interprocess event handle for use in the current process"
+    cudaIpcOpenEventHandle(event : * mut cudaEvent_t, handle : cudaIpcEventHandle_t) ->
+    cudaError_t => cudaIpcOpenEventHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 183
+    "Gets an interprocess memory handle for an existing device memory allocation"
+    cudaIpcGetMemHandle(handle : * mut cudaIpcMemHandle_t, devPtr : * mut
+    ::core::ffi::c_void) -> cudaError_t => cudaIpcGetMemHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 185
+    "Opens an interprocess memory handle exported from another process and returns a device pointer usable in the local process."
+    cudaIpcOpenMemHandle(devPtr : * mut * mut ::core::ffi::c_void, handle :
+    cudaIpcMemHandle_t, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaIpcOpenMemHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 181 "Attempts to close memory mapped with cudaIpcOpenMemHandle"
+    cudaIpcCloseMemHandle(devPtr : * mut ::core::ffi::c_void) -> cudaError_t =>
+    cudaIpcCloseMemHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 16 "A CUDA function." cudaDeviceFlushGPUDirectRDMAWrites(target :
+    cudaFlushGPUDirectRDMAWritesTarget, scope : cudaFlushGPUDirectRDMAWritesScope) ->
+    cudaError_t => cudaDeviceFlushGPUDirectRDMAWrites
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 33 "Registers a callback function to receive async notifications"
+    cudaDeviceRegisterAsyncNotification(device : ::core::ffi::c_int, callbackFunc :
+    cudaAsyncCallback, userData : * mut ::core::ffi::c_void, callback : * mut
+    cudaAsyncCallbackHandle_t) -> cudaError_t => cudaDeviceRegisterAsyncNotification
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 41 "Unregisters an async notification callback"
+    cudaDeviceUnregisterAsyncNotification(device : ::core::ffi::c_int, callback :
+    cudaAsyncCallbackHandle_t) -> cudaError_t => cudaDeviceUnregisterAsyncNotification
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 29 "Returns the shared memory configuration for the current device."
+    cudaDeviceGetSharedMemConfig(pConfig : * mut cudaSharedMemConfig) -> cudaError_t =>
+    cudaDeviceGetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 39 "Sets the shared memory configuration for the current device."
+    cudaDeviceSetSharedMemConfig(config : cudaSharedMemConfig) -> cudaError_t =>
+    cudaDeviceSetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 76 "Returns the last error from a runtime call" cudaGetLastError() ->
+    cudaError_t => cudaGetLastError
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 276 "Returns the last error from a runtime call" cudaPeekAtLastError() ->
+    cudaError_t => cudaPeekAtLastError
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 71 "Returns the string representation of an error code enum name"
+    cudaGetErrorName(error : cudaError_t) -> * const ::core::ffi::c_char =>
+    cudaGetErrorName
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 72 "Returns the description string for an error code"
+    cudaGetErrorString(error : cudaError_t) -> * const ::core::ffi::c_char =>
+    cudaGetErrorString
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 66 "Returns the number of compute-capable devices" cudaGetDeviceCount(count :
+    * mut ::core::ffi::c_int) -> cudaError_t => cudaGetDeviceCount
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 68 "Returns information about the compute-device"
+    cudaGetDeviceProperties(prop : * mut cudaDeviceProp, device : ::core::ffi::c_int) ->
+    cudaError_t => cudaGetDeviceProperties
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 17 "Returns information about the device" cudaDeviceGetAttribute(value : *
+    mut ::core::ffi::c_int, attr : cudaDeviceAttr, device : ::core::ffi::c_int) ->
+    cudaError_t => cudaDeviceGetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 22
+    "Queries details about atomic operations supported between the device and host."
+    cudaDeviceGetHostAtomicCapabilities(capabilities : * mut ::core::ffi::c_uint,
+    operations : * const cudaAtomicOperation, count : ::core::ffi::c_uint, device :
+    ::core::ffi::c_int) -> cudaError_t => cudaDeviceGetHostAtomicCapabilities
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 20 "Returns the default mempool of a device"
+    cudaDeviceGetDefaultMemPool(memPool : * mut cudaMemPool_t, device :
+    ::core::ffi::c_int) -> cudaError_t => cudaDeviceGetDefaultMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 38 "Sets the current memory pool of a device" cudaDeviceSetMemPool(device :
+    ::core::ffi::c_int, memPool : cudaMemPool_t) -> cudaError_t => cudaDeviceSetMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 24 "Gets the current mempool for a device" cudaDeviceGetMemPool(memPool : *
+    mut cudaMemPool_t, device : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceGetMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 25 "Return NvSciSync attributes that this device can support."
+    cudaDeviceGetNvSciSyncAttributes(nvSciSyncAttrList : * mut ::core::ffi::c_void,
+    device : ::core::ffi::c_int, flags : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceGetNvSciSyncAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 27 "Queries attributes of the link between two devices."
+    cudaDeviceGetP2PAttribute(value : * mut ::core::ffi::c_int, attr : cudaDeviceP2PAttr,
+    srcDevice : ::core::ffi::c_int, dstDevice : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceGetP2PAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 26 "Queries details about atomic operations supported between two devices"
+    cudaDeviceGetP2PAtomicCapabilities(capabilities : * mut ::core::ffi::c_uint,
+    operations : * const cudaAtomicOperation, count : ::core::ffi::c_uint, srcDevice :
+    ::core::ffi::c_int, dstDevice : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceGetP2PAtomicCapabilities
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 4 "Select compute-device which best matches criteria" cudaChooseDevice(device
+    : * mut ::core::ffi::c_int, prop : * const cudaDeviceProp) -> cudaError_t =>
+    cudaChooseDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 180 "Initialize device to be used for GPU executions" cudaInitDevice(device :
+    ::core::ffi::c_int, deviceFlags : ::core::ffi::c_uint, flags : ::core::ffi::c_uint)
+    -> cudaError_t => cudaInitDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 279 "Set device to be used for GPU executions" cudaSetDevice(device :
+    ::core::ffi::c_int) -> cudaError_t => cudaSetDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 65 "Returns which device is currently being used" cudaGetDevice(device : *
+    mut ::core::ffi::c_int) -> cudaError_t => cudaGetDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 281 "Set a list of devices that can be used for CUDA"
+    cudaSetValidDevices(device_arr : * mut ::core::ffi::c_int, len : ::core::ffi::c_int)
+    -> cudaError_t => cudaSetValidDevices
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 280 "Sets flags to be used for device executions" cudaSetDeviceFlags(flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaSetDeviceFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 67 "Gets the flags for the current device" cudaGetDeviceFlags(flags : * mut
+    ::core::ffi::c_uint) -> cudaError_t => cudaGetDeviceFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 288 "Create an asynchronous stream" cudaStreamCreate(pStream : * mut
+    cudaStream_t) -> cudaError_t => cudaStreamCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 289 "Create an asynchronous stream" cudaStreamCreateWithFlags(pStream : * mut
+    cudaStream_t, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaStreamCreateWithFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 290 "Create an asynchronous stream with the specified priority"
+    cudaStreamCreateWithPriority(pStream : * mut cudaStream_t, flags :
+    ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> cudaError_t =>
+    cudaStreamCreateWithPriority
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 298 "Query the priority of a stream" cudaStreamGetPriority(hStream :
+    cudaStream_t, priority : * mut ::core::ffi::c_int) -> cudaError_t =>
+    cudaStreamGetPriority
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 296 "Query the flags of a stream" cudaStreamGetFlags(hStream : cudaStream_t,
+    flags : * mut ::core::ffi::c_uint) -> cudaError_t => cudaStreamGetFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 297 "Query the Id of a stream" cudaStreamGetId(hStream : cudaStream_t,
+    streamId : * mut ::core::ffi::c_ulonglong) -> cudaError_t => cudaStreamGetId
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 295 "Query the device of a stream" cudaStreamGetDevice(hStream :
+    cudaStream_t, device : * mut ::core::ffi::c_int) -> cudaError_t =>
+    cudaStreamGetDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 8 "Resets all persisting lines in cache to normal status."
+    cudaCtxResetPersistingL2Cache() -> cudaError_t => cudaCtxResetPersistingL2Cache
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 287 "Copies attributes from source stream to destination stream."
+    cudaStreamCopyAttributes(dst : cudaStream_t, src : cudaStream_t) -> cudaError_t =>
+    cudaStreamCopyAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 293 "Queries stream attribute." cudaStreamGetAttribute(hStream :
+    cudaStream_t, attr : cudaLaunchAttributeID, value_out : * mut
+    cudaLaunchAttributeValue) -> cudaError_t => cudaStreamGetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 301 "Sets stream attribute." cudaStreamSetAttribute(hStream : cudaStream_t,
+    attr : cudaLaunchAttributeID, value : * const cudaLaunchAttributeValue) ->
+    cudaError_t => cudaStreamSetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 291 "Destroys and cleans up an asynchronous stream" cudaStreamDestroy(stream
+    : cudaStream_t) -> cudaError_t => cudaStreamDestroy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 304 "Make a compute stream wait on an event" cudaStreamWaitEvent(stream :
+    cudaStream_t, event : cudaEvent_t, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaStreamWaitEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 283 "Add a callback to a compute stream" cudaStreamAddCallback(stream :
+    cudaStream_t, callback : cudaStreamCallback_t, userData : * mut ::core::ffi::c_void,
+    flags : ::core::ffi::c_uint) -> cudaError_t => cudaStreamAddCallback
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 302 "Waits for stream tasks to complete" cudaStreamSynchronize(stream :
+    cudaStream_t) -> cudaError_t => cudaStreamSynchronize
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 300 "Queries an asynchronous stream for completion status"
+    cudaStreamQuery(stream : cudaStream_t) -> cudaError_t => cudaStreamQuery
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 284 "A CUDA function." cudaStreamAttachMemAsync(stream : cudaStream_t, devPtr
+    : * mut ::core::ffi::c_void, length : usize, flags : ::core::ffi::c_uint) ->
+    cudaError_t => cudaStreamAttachMemAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 285 "Begins graph capture on a stream" cudaStreamBeginCapture(stream :
+    cudaStream_t, mode : cudaStreamCaptureMode) -> cudaError_t => cudaStreamBeginCapture
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 286 "Begins graph capture on a stream to an existing graph"
+    cudaStreamBeginCaptureToGraph(stream : cudaStream_t, graph : cudaGraph_t,
+    dependencies : * const cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
+    numDependencies : usize, mode : cudaStreamCaptureMode) -> cudaError_t =>
+    cudaStreamBeginCaptureToGraph
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 305 "Swaps the stream capture interaction mode for a thread"
+    cudaThreadExchangeStreamCaptureMode(mode : * mut cudaStreamCaptureMode) ->
+    cudaError_t => cudaThreadExchangeStreamCaptureMode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 292 "Ends capture on a stream, returning the captured graph"
+    cudaStreamEndCapture(stream : cudaStream_t, pGraph : * mut cudaGraph_t) ->
+    cudaError_t => cudaStreamEndCapture
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 299 "Returns a stream's capture status" cudaStreamIsCapturing(stream :
+    cudaStream_t, pCaptureStatus : * mut cudaStreamCaptureStatus) -> cudaError_t =>
+    cudaStreamIsCapturing
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 294 "Query a stream's capture state" cudaStreamGetCaptureInfo(stream :
+    cudaStream_t, captureStatus_out : * mut cudaStreamCaptureStatus, id_out : * mut
+    ::core::ffi::c_ulonglong, graph_out : * mut cudaGraph_t, dependencies_out : * mut *
+    const cudaGraphNode_t, edgeData_out : * mut * const cudaGraphEdgeData,
+    numDependencies_out : * mut usize) -> cudaError_t => cudaStreamGetCaptureInfo
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 303 "Update the set of dependencies in a capturing stream"
+    cudaStreamUpdateCaptureDependencies(stream : cudaStream_t, dependencies : * mut
+    cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData, numDependencies : usize,
+    flags : ::core::ffi::c_uint) -> cudaError_t => cudaStreamUpdateCaptureDependencies
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 43 "Creates an event object" cudaEventCreate(event : * mut cudaEvent_t) ->
+    cudaError_t => cudaEventCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 44 "Creates an event object with the specified flags"
+    cudaEventCreateWithFlags(event : * mut cudaEvent_t, flags : ::core::ffi::c_uint) ->
+    cudaError_t => cudaEventCreateWithFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 48 "Records an event" cudaEventRecord(event : cudaEvent_t, stream :
+    cudaStream_t) -> cudaError_t => cudaEventRecord
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 49 "A CUDA function." cudaEventRecordWithFlags(event : cudaEvent_t, stream :
+    cudaStream_t, flags : ::core::ffi::c_uint) -> cudaError_t => cudaEventRecordWithFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 47 "Queries an event's status" cudaEventQuery(event : cudaEvent_t) ->
+    cudaError_t => cudaEventQuery
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 50 "Waits for an event to complete" cudaEventSynchronize(event : cudaEvent_t)
+    -> cudaError_t => cudaEventSynchronize
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 45 "Destroys an event object" cudaEventDestroy(event : cudaEvent_t) ->
+    cudaError_t => cudaEventDestroy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 46 "Computes the elapsed time between events" cudaEventElapsedTime(ms : * mut
+    f32, start : cudaEvent_t, end : cudaEvent_t) -> cudaError_t => cudaEventElapsedTime
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 178 "Imports an external memory object" cudaImportExternalMemory(extMem_out :
+    * mut cudaExternalMemory_t, memHandleDesc : * const cudaExternalMemoryHandleDesc) ->
+    cudaError_t => cudaImportExternalMemory
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 51 "Maps a buffer onto an imported memory object"
+    cudaExternalMemoryGetMappedBuffer(devPtr : * mut * mut ::core::ffi::c_void, extMem :
+    cudaExternalMemory_t, bufferDesc : * const cudaExternalMemoryBufferDesc) ->
+    cudaError_t => cudaExternalMemoryGetMappedBuffer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 52 "Maps a CUDA mipmapped array onto an external memory object"
+    cudaExternalMemoryGetMappedMipmappedArray(mipmap : * mut cudaMipmappedArray_t, extMem
+    : cudaExternalMemory_t, mipmapDesc : * const cudaExternalMemoryMipmappedArrayDesc) ->
+    cudaError_t => cudaExternalMemoryGetMappedMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 9 "Destroys an external memory object." cudaDestroyExternalMemory(extMem :
+    cudaExternalMemory_t) -> cudaError_t => cudaDestroyExternalMemory
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 179 "Imports an external semaphore" cudaImportExternalSemaphore(extSem_out :
+    * mut cudaExternalSemaphore_t, semHandleDesc : * const
+    cudaExternalSemaphoreHandleDesc) -> cudaError_t => cudaImportExternalSemaphore
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 282 "Signals a set of external semaphore objects"
+    cudaSignalExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
+    paramsArray : * const cudaExternalSemaphoreSignalParams, numExtSems :
+    ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t =>
+    cudaSignalExternalSemaphoresAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 309 "Waits on a set of external semaphore objects"
+    cudaWaitExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
+    paramsArray : * const cudaExternalSemaphoreWaitParams, numExtSems :
+    ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t =>
+    cudaWaitExternalSemaphoresAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 10 "Destroys an external semaphore" cudaDestroyExternalSemaphore(extSem :
+    cudaExternalSemaphore_t) -> cudaError_t => cudaDestroyExternalSemaphore
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 189 "Launches a device function" cudaLaunchKernel(func : * const
+    ::core::ffi::c_void, gridDim : dim3, blockDim : dim3, args : * mut * mut
+    ::core::ffi::c_void, sharedMem : usize, stream : cudaStream_t) -> cudaError_t =>
+    cudaLaunchKernel
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 190 "Launches a CUDA function with launch-time configuration"
+    cudaLaunchKernelExC(config : * const cudaLaunchConfig_t, func : * const
+    ::core::ffi::c_void, args : * mut * mut ::core::ffi::c_void) -> cudaError_t =>
+    cudaLaunchKernelExC
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 187
+    "Launches a device function where thread blocks can cooperate and synchronize as they execute"
+    cudaLaunchCooperativeKernel(func : * const ::core::ffi::c_void, gridDim : dim3,
+    blockDim : dim3, args : * mut * mut ::core::ffi::c_void, sharedMem : usize, stream :
+    cudaStream_t) -> cudaError_t => cudaLaunchCooperativeKernel
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 62 "Sets the preferred cache configuration for a device function"
+    cudaFuncSetCacheConfig(func : * const ::core::ffi::c_void, cacheConfig :
+    cudaFuncCache) -> cudaError_t => cudaFuncSetCacheConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 58 "Find out attributes for a given function" cudaFuncGetAttributes(attr : *
+    mut cudaFuncAttributes, func : * const ::core::ffi::c_void) -> cudaError_t =>
+    cudaFuncGetAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 61 "Set attributes for a given function" cudaFuncSetAttribute(func : * const
+    ::core::ffi::c_void, attr : cudaFuncAttribute, value : ::core::ffi::c_int) ->
+    cudaError_t => cudaFuncSetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 59 "Returns the function name for a device entry function pointer."
+    cudaFuncGetName(name : * mut * const ::core::ffi::c_char, func : * const
+    ::core::ffi::c_void) -> cudaError_t => cudaFuncGetName
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 60
+    "Returns the offset and size of a kernel parameter in the device-side parameter layout."
+    cudaFuncGetParamInfo(func : * const ::core::ffi::c_void, paramIndex : usize,
+    paramOffset : * mut usize, paramSize : * mut usize) -> cudaError_t =>
+    cudaFuncGetParamInfo
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 188 "Enqueues a host function call in a stream" cudaLaunchHostFunc(stream :
+    cudaStream_t, fn_ : cudaHostFn_t, userData : * mut ::core::ffi::c_void) ->
+    cudaError_t => cudaLaunchHostFunc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 63 "Sets the shared memory configuration for a device function"
+    cudaFuncSetSharedMemConfig(func : * const ::core::ffi::c_void, config :
+    cudaSharedMemConfig) -> cudaError_t => cudaFuncSetSharedMemConfig
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 272 "Returns occupancy for a device function"
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks : * mut ::core::ffi::c_int,
+    func : * const ::core::ffi::c_void, blockSize : ::core::ffi::c_int, dynamicSMemSize :
+    usize) -> cudaError_t => cudaOccupancyMaxActiveBlocksPerMultiprocessor
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 271
+    "Returns dynamic shared memory available per block when launching `numBlocks` blocks on SM."
+    cudaOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize : * mut usize, func : *
+    const ::core::ffi::c_void, numBlocks : ::core::ffi::c_int, blockSize :
+    ::core::ffi::c_int) -> cudaError_t => cudaOccupancyAvailableDynamicSMemPerBlock
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 273 "Returns occupancy for a device function with the specified flags"
+    cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks : * mut
+    ::core::ffi::c_int, func : * const ::core::ffi::c_void, blockSize :
+    ::core::ffi::c_int, dynamicSMemSize : usize, flags : ::core::ffi::c_uint) ->
+    cudaError_t => cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 275
+    "Given the kernel function (`func`) and launch configuration (`config`), return the maximum cluster size in `*clusterSize.`"
+    cudaOccupancyMaxPotentialClusterSize(clusterSize : * mut ::core::ffi::c_int, func : *
+    const ::core::ffi::c_void, launchConfig : * const cudaLaunchConfig_t) -> cudaError_t
+    => cudaOccupancyMaxPotentialClusterSize
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 274
+    "Given the kernel function (`func`) and launch configuration (`config`), return the maximum number of clusters that could co-exist on the target device in `*numClusters.`"
+    cudaOccupancyMaxActiveClusters(numClusters : * mut ::core::ffi::c_int, func : * const
+    ::core::ffi::c_void, launchConfig : * const cudaLaunchConfig_t) -> cudaError_t =>
+    cudaOccupancyMaxActiveClusters
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 212 "A CUDA function." cudaMallocManaged(devPtr : * mut * mut
+    ::core::ffi::c_void, size : usize, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaMallocManaged
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 205 "Allocate memory on the device" cudaMalloc(devPtr : * mut * mut
+    ::core::ffi::c_void, size : usize) -> cudaError_t => cudaMalloc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 211 "Allocates page-locked memory on the host" cudaMallocHost(ptr : * mut *
+    mut ::core::ffi::c_void, size : usize) -> cudaError_t => cudaMallocHost
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 214 "Allocates pitched memory on the device" cudaMallocPitch(devPtr : * mut *
+    mut ::core::ffi::c_void, pitch : * mut usize, width : usize, height : usize) ->
+    cudaError_t => cudaMallocPitch
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 208 "Allocate an array on the device" cudaMallocArray(array : * mut
+    cudaArray_t, desc : * const cudaChannelFormatDesc, width : usize, height : usize,
+    flags : ::core::ffi::c_uint) -> cudaError_t => cudaMallocArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 53 "Frees memory on the device" cudaFree(devPtr : * mut ::core::ffi::c_void)
+    -> cudaError_t => cudaFree
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 56 "Frees page-locked memory" cudaFreeHost(ptr : * mut ::core::ffi::c_void)
+    -> cudaError_t => cudaFreeHost
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 54 "Frees an array on the device" cudaFreeArray(array : cudaArray_t) ->
+    cudaError_t => cudaFreeArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 57 "Frees a mipmapped array on the device"
+    cudaFreeMipmappedArray(mipmappedArray : cudaMipmappedArray_t) -> cudaError_t =>
+    cudaFreeMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 173 "Allocates page-locked memory on the host" cudaHostAlloc(pHost : * mut *
+    mut ::core::ffi::c_void, size : usize, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaHostAlloc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 176 "Registers an existing host memory range for use by CUDA"
+    cudaHostRegister(ptr : * mut ::core::ffi::c_void, size : usize, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaHostRegister
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 177 "Unregisters a memory range that was registered with cudaHostRegister"
+    cudaHostUnregister(ptr : * mut ::core::ffi::c_void) -> cudaError_t =>
+    cudaHostUnregister
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 174
+    "Passes back device pointer of mapped host memory allocated by cudaHostAlloc or registered by cudaHostRegister"
+    cudaHostGetDevicePointer(pDevice : * mut * mut ::core::ffi::c_void, pHost : * mut
+    ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaHostGetDevicePointer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 175
+    "Passes back flags used to allocate pinned host memory allocated by cudaHostAlloc"
+    cudaHostGetFlags(pFlags : * mut ::core::ffi::c_uint, pHost : * mut
+    ::core::ffi::c_void) -> cudaError_t => cudaHostGetFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 206 "Allocates logical 1D, 2D, or 3D memory objects on the device"
+    cudaMalloc3D(pitchedDevPtr : * mut cudaPitchedPtr, extent : cudaExtent) ->
+    cudaError_t => cudaMalloc3D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 207 "Allocate an array on the device" cudaMalloc3DArray(array : * mut
+    cudaArray_t, desc : * const cudaChannelFormatDesc, extent : cudaExtent, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaMalloc3DArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 213 "Allocate a mipmapped array on the device"
+    cudaMallocMipmappedArray(mipmappedArray : * mut cudaMipmappedArray_t, desc : * const
+    cudaChannelFormatDesc, extent : cudaExtent, numLevels : ::core::ffi::c_uint, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaMallocMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 77 "Gets a mipmap level of a CUDA mipmapped array"
+    cudaGetMipmappedArrayLevel(levelArray : * mut cudaArray_t, mipmappedArray :
+    cudaMipmappedArray_const_t, level : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaGetMipmappedArrayLevel
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 245 "Copies data between 3D objects" cudaMemcpy3D(p : * const
+    cudaMemcpy3DParms) -> cudaError_t => cudaMemcpy3D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 248 "Copies memory between devices" cudaMemcpy3DPeer(p : * const
+    cudaMemcpy3DPeerParms) -> cudaError_t => cudaMemcpy3DPeer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 246 "Copies data between 3D objects" cudaMemcpy3DAsync(p : * const
+    cudaMemcpy3DParms, stream : cudaStream_t) -> cudaError_t => cudaMemcpy3DAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 249 "Copies memory between devices asynchronously." cudaMemcpy3DPeerAsync(p :
+    * const cudaMemcpy3DPeerParms, stream : cudaStream_t) -> cudaError_t =>
+    cudaMemcpy3DPeerAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 219 "Gets free and total device memory" cudaMemGetInfo(free : * mut usize,
+    total : * mut usize) -> cudaError_t => cudaMemGetInfo
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 0 "Gets info about the specified cudaArray" cudaArrayGetInfo(desc : * mut
+    cudaChannelFormatDesc, extent : * mut cudaExtent, flags : * mut ::core::ffi::c_uint,
+    array : cudaArray_t) -> cudaError_t => cudaArrayGetInfo
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 2 "Gets a CUDA array plane from a CUDA array" cudaArrayGetPlane(pPlaneArray :
+    * mut cudaArray_t, hArray : cudaArray_t, planeIdx : ::core::ffi::c_uint) ->
+    cudaError_t => cudaArrayGetPlane
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 1 "Returns the memory requirements of a CUDA array"
+    cudaArrayGetMemoryRequirements(memoryRequirements : * mut
+    cudaArrayMemoryRequirements, array : cudaArray_t, device : ::core::ffi::c_int) ->
+    cudaError_t => cudaArrayGetMemoryRequirements
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 269 "Returns the memory requirements of a CUDA mipmapped array"
+    cudaMipmappedArrayGetMemoryRequirements(memoryRequirements : * mut
+    cudaArrayMemoryRequirements, mipmap : cudaMipmappedArray_t, device :
+    ::core::ffi::c_int) -> cudaError_t => cudaMipmappedArrayGetMemoryRequirements
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 3 "A CUDA function." cudaArrayGetSparseProperties(sparseProperties : * mut
+    cudaArraySparseProperties, array : cudaArray_t) -> cudaError_t =>
+    cudaArrayGetSparseProperties
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 270 "A CUDA function." cudaMipmappedArrayGetSparseProperties(sparseProperties
+    : * mut cudaArraySparseProperties, mipmap : cudaMipmappedArray_t) -> cudaError_t =>
+    cudaMipmappedArrayGetSparseProperties
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 237 "Copies data between host and device" cudaMemcpy(dst : * mut
+    ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize, kind :
+    cudaMemcpyKind) -> cudaError_t => cudaMemcpy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 257 "Copies memory between two devices" cudaMemcpyPeer(dst : * mut
+    ::core::ffi::c_void, dstDevice : ::core::ffi::c_int, src : * const
+    ::core::ffi::c_void, srcDevice : ::core::ffi::c_int, count : usize) -> cudaError_t =>
+    cudaMemcpyPeer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 238 "Copies data between host and device" cudaMemcpy2D(dst : * mut
+    ::core::ffi::c_void, dpitch : usize, src : * const ::core::ffi::c_void, spitch :
+    usize, width : usize, height : usize, kind : cudaMemcpyKind) -> cudaError_t =>
+    cudaMemcpy2D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 243 "Copies data between host and device" cudaMemcpy2DToArray(dst :
+    cudaArray_t, wOffset : usize, hOffset : usize, src : * const ::core::ffi::c_void,
+    spitch : usize, width : usize, height : usize, kind : cudaMemcpyKind) -> cudaError_t
+    => cudaMemcpy2DToArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 241 "Copies data between host and device" cudaMemcpy2DFromArray(dst : * mut
+    ::core::ffi::c_void, dpitch : usize, src : cudaArray_const_t, wOffset : usize,
+    hOffset : usize, width : usize, height : usize, kind : cudaMemcpyKind) -> cudaError_t
+    => cudaMemcpy2DFromArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 239 "Copies data between host and device" cudaMemcpy2DArrayToArray(dst :
+    cudaArray_t, wOffsetDst : usize, hOffsetDst : usize, src : cudaArray_const_t,
+    wOffsetSrc : usize, hOffsetSrc : usize, width : usize, height : usize, kind :
+    cudaMemcpyKind) -> cudaError_t => cudaMemcpy2DArrayToArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 261 "Copies data to the given symbol on the device" cudaMemcpyToSymbol(symbol
+    : * const ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize,
+    offset : usize, kind : cudaMemcpyKind) -> cudaError_t => cudaMemcpyToSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 255 "Copies data from the given symbol on the device"
+    cudaMemcpyFromSymbol(dst : * mut ::core::ffi::c_void, symbol : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaMemcpyFromSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 251 "Copies data between host and device" cudaMemcpyAsync(dst : * mut
+    ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize, kind :
+    cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t => cudaMemcpyAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 258 "Copies memory between two devices asynchronously."
+    cudaMemcpyPeerAsync(dst : * mut ::core::ffi::c_void, dstDevice : ::core::ffi::c_int,
+    src : * const ::core::ffi::c_void, srcDevice : ::core::ffi::c_int, count : usize,
+    stream : cudaStream_t) -> cudaError_t => cudaMemcpyPeerAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 252 "Performs a batch of memory copies asynchronously."
+    cudaMemcpyBatchAsync(dsts : * const * mut ::core::ffi::c_void, srcs : * const * const
+    ::core::ffi::c_void, sizes : * const usize, count : usize, attrs : * mut
+    cudaMemcpyAttributes, attrsIdxs : * mut usize, numAttrs : usize, stream :
+    cudaStream_t) -> cudaError_t => cudaMemcpyBatchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 247 "Performs a batch of 3D memory copies asynchronously."
+    cudaMemcpy3DBatchAsync(numOps : usize, opList : * mut cudaMemcpy3DBatchOp, flags :
+    ::core::ffi::c_ulonglong, stream : cudaStream_t) -> cudaError_t =>
+    cudaMemcpy3DBatchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 240 "Copies data between host and device" cudaMemcpy2DAsync(dst : * mut
+    ::core::ffi::c_void, dpitch : usize, src : * const ::core::ffi::c_void, spitch :
+    usize, width : usize, height : usize, kind : cudaMemcpyKind, stream : cudaStream_t)
+    -> cudaError_t => cudaMemcpy2DAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 244 "Copies data between host and device" cudaMemcpy2DToArrayAsync(dst :
+    cudaArray_t, wOffset : usize, hOffset : usize, src : * const ::core::ffi::c_void,
+    spitch : usize, width : usize, height : usize, kind : cudaMemcpyKind, stream :
+    cudaStream_t) -> cudaError_t => cudaMemcpy2DToArrayAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 242 "Copies data between host and device" cudaMemcpy2DFromArrayAsync(dst : *
+    mut ::core::ffi::c_void, dpitch : usize, src : cudaArray_const_t, wOffset : usize,
+    hOffset : usize, width : usize, height : usize, kind : cudaMemcpyKind, stream :
+    cudaStream_t) -> cudaError_t => cudaMemcpy2DFromArrayAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 262 "Copies data to the given symbol on the device"
+    cudaMemcpyToSymbolAsync(symbol : * const ::core::ffi::c_void, src : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind, stream :
+    cudaStream_t) -> cudaError_t => cudaMemcpyToSymbolAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 256 "Copies data from the given symbol on the device"
+    cudaMemcpyFromSymbolAsync(dst : * mut ::core::ffi::c_void, symbol : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind, stream :
+    cudaStream_t) -> cudaError_t => cudaMemcpyFromSymbolAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 263 "Initializes or sets device memory to a value" cudaMemset(devPtr : * mut
+    ::core::ffi::c_void, value : ::core::ffi::c_int, count : usize) -> cudaError_t =>
+    cudaMemset
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 264 "Initializes or sets device memory to a value" cudaMemset2D(devPtr : *
+    mut ::core::ffi::c_void, pitch : usize, value : ::core::ffi::c_int, width : usize,
+    height : usize) -> cudaError_t => cudaMemset2D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 266 "Initializes or sets device memory to a value" cudaMemset3D(pitchedDevPtr
+    : cudaPitchedPtr, value : ::core::ffi::c_int, extent : cudaExtent) -> cudaError_t =>
+    cudaMemset3D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 268 "Initializes or sets device memory to a value" cudaMemsetAsync(devPtr : *
+    mut ::core::ffi::c_void, value : ::core::ffi::c_int, count : usize, stream :
+    cudaStream_t) -> cudaError_t => cudaMemsetAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 265 "Initializes or sets device memory to a value" cudaMemset2DAsync(devPtr :
+    * mut ::core::ffi::c_void, pitch : usize, value : ::core::ffi::c_int, width : usize,
+    height : usize, stream : cudaStream_t) -> cudaError_t => cudaMemset2DAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 267 "Initializes or sets device memory to a value"
+    cudaMemset3DAsync(pitchedDevPtr : cudaPitchedPtr, value : ::core::ffi::c_int, extent
+    : cudaExtent, stream : cudaStream_t) -> cudaError_t => cudaMemset3DAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 79 "Finds the address associated with a CUDA symbol"
+    cudaGetSymbolAddress(devPtr : * mut * mut ::core::ffi::c_void, symbol : * const
+    ::core::ffi::c_void) -> cudaError_t => cudaGetSymbolAddress
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 80 "Finds the size of the object associated with a CUDA symbol"
+    cudaGetSymbolSize(size : * mut usize, symbol : * const ::core::ffi::c_void) ->
+    cudaError_t => cudaGetSymbolSize
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 232 "Prefetches memory to the specified destination location"
+    cudaMemPrefetchAsync(devPtr : * const ::core::ffi::c_void, count : usize, location :
+    cudaMemLocation, flags : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
+    => cudaMemPrefetchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 233 "Performs a batch of memory prefetches asynchronously"
+    cudaMemPrefetchBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes : * mut
+    usize, count : usize, prefetchLocs : * mut cudaMemLocation, prefetchLocIdxs : * mut
+    usize, numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, stream :
+    cudaStream_t) -> cudaError_t => cudaMemPrefetchBatchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 217 "Performs a batch of memory discards asynchronously"
+    cudaMemDiscardBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes : * mut
+    usize, count : usize, flags : ::core::ffi::c_ulonglong, stream : cudaStream_t) ->
+    cudaError_t => cudaMemDiscardBatchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 216 "Performs a batch of memory discards and prefetches asynchronously"
+    cudaMemDiscardAndPrefetchBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes :
+    * mut usize, count : usize, prefetchLocs : * mut cudaMemLocation, prefetchLocIdxs : *
+    mut usize, numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, stream :
+    cudaStream_t) -> cudaError_t => cudaMemDiscardAndPrefetchBatchAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 215 "Advise about the usage of a given memory range" cudaMemAdvise(devPtr : *
+    const ::core::ffi::c_void, count : usize, advice : cudaMemoryAdvise, location :
+    cudaMemLocation) -> cudaError_t => cudaMemAdvise
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 234 "Query an attribute of a given memory range"
+    cudaMemRangeGetAttribute(data : * mut ::core::ffi::c_void, dataSize : usize,
+    attribute : cudaMemRangeAttribute, devPtr : * const ::core::ffi::c_void, count :
+    usize) -> cudaError_t => cudaMemRangeGetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 235 "Query attributes of a given memory range."
+    cudaMemRangeGetAttributes(data : * mut * mut ::core::ffi::c_void, dataSizes : * mut
+    usize, attributes : * mut cudaMemRangeAttribute, numAttributes : usize, devPtr : *
+    const ::core::ffi::c_void, count : usize) -> cudaError_t => cudaMemRangeGetAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 259 "Copies data between host and device" cudaMemcpyToArray(dst :
+    cudaArray_t, wOffset : usize, hOffset : usize, src : * const ::core::ffi::c_void,
+    count : usize, kind : cudaMemcpyKind) -> cudaError_t => cudaMemcpyToArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 253 "Copies data between host and device" cudaMemcpyFromArray(dst : * mut
+    ::core::ffi::c_void, src : cudaArray_const_t, wOffset : usize, hOffset : usize, count
+    : usize, kind : cudaMemcpyKind) -> cudaError_t => cudaMemcpyFromArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 250 "Copies data between host and device" cudaMemcpyArrayToArray(dst :
+    cudaArray_t, wOffsetDst : usize, hOffsetDst : usize, src : cudaArray_const_t,
+    wOffsetSrc : usize, hOffsetSrc : usize, count : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaMemcpyArrayToArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 260 "Copies data between host and device" cudaMemcpyToArrayAsync(dst :
+    cudaArray_t, wOffset : usize, hOffset : usize, src : * const ::core::ffi::c_void,
+    count : usize, kind : cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t =>
+    cudaMemcpyToArrayAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 254 "Copies data between host and device" cudaMemcpyFromArrayAsync(dst : *
+    mut ::core::ffi::c_void, src : cudaArray_const_t, wOffset : usize, hOffset : usize,
+    count : usize, kind : cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t =>
+    cudaMemcpyFromArrayAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 209 "Allocates memory with stream ordered semantics" cudaMallocAsync(devPtr :
+    * mut * mut ::core::ffi::c_void, size : usize, hStream : cudaStream_t) -> cudaError_t
+    => cudaMallocAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 55 "Frees memory with stream ordered semantics" cudaFreeAsync(devPtr : * mut
+    ::core::ffi::c_void, hStream : cudaStream_t) -> cudaError_t => cudaFreeAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 231 "Tries to release memory back to the OS" cudaMemPoolTrimTo(memPool :
+    cudaMemPool_t, minBytesToKeep : usize) -> cudaError_t => cudaMemPoolTrimTo
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 230 "Sets attributes of a memory pool" cudaMemPoolSetAttribute(memPool :
+    cudaMemPool_t, attr : cudaMemPoolAttr, value : * mut ::core::ffi::c_void) ->
+    cudaError_t => cudaMemPoolSetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 226 "Gets attributes of a memory pool" cudaMemPoolGetAttribute(memPool :
+    cudaMemPool_t, attr : cudaMemPoolAttr, value : * mut ::core::ffi::c_void) ->
+    cudaError_t => cudaMemPoolGetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 229 "Controls visibility of pools between devices"
+    cudaMemPoolSetAccess(memPool : cudaMemPool_t, descList : * const cudaMemAccessDesc,
+    count : usize) -> cudaError_t => cudaMemPoolSetAccess
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 225 "Returns the accessibility of a pool from a device"
+    cudaMemPoolGetAccess(flags : * mut cudaMemAccessFlags, memPool : cudaMemPool_t,
+    location : * mut cudaMemLocation) -> cudaError_t => cudaMemPoolGetAccess
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 221 "Creates a memory pool" cudaMemPoolCreate(memPool : * mut cudaMemPool_t,
+    poolProps : * const cudaMemPoolProps) -> cudaError_t => cudaMemPoolCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 222 "Destroys the specified memory pool" cudaMemPoolDestroy(memPool :
+    cudaMemPool_t) -> cudaError_t => cudaMemPoolDestroy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 218
+    "Returns the default memory pool for a given location and allocation type"
+    cudaMemGetDefaultMemPool(memPool : * mut cudaMemPool_t, location : * mut
+    cudaMemLocation, type_ : cudaMemAllocationType) -> cudaError_t =>
+    cudaMemGetDefaultMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 220
+    "Gets the current memory pool for a given memory location and allocation type"
+    cudaMemGetMemPool(memPool : * mut cudaMemPool_t, location : * mut cudaMemLocation,
+    type_ : cudaMemAllocationType) -> cudaError_t => cudaMemGetMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 236 "Sets the current memory pool for a memory location and allocation type"
+    cudaMemSetMemPool(location : * mut cudaMemLocation, type_ : cudaMemAllocationType,
+    memPool : cudaMemPool_t) -> cudaError_t => cudaMemSetMemPool
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 210 "Allocates memory from a specified pool with stream ordered semantics."
+    cudaMallocFromPoolAsync(ptr : * mut * mut ::core::ffi::c_void, size : usize, memPool
+    : cudaMemPool_t, stream : cudaStream_t) -> cudaError_t => cudaMallocFromPoolAsync
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 224 "Exports a memory pool to the requested handle type."
+    cudaMemPoolExportToShareableHandle(shareableHandle : * mut ::core::ffi::c_void,
+    memPool : cudaMemPool_t, handleType : cudaMemAllocationHandleType, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaMemPoolExportToShareableHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 227 "imports a memory pool from a shared handle."
+    cudaMemPoolImportFromShareableHandle(memPool : * mut cudaMemPool_t, shareableHandle :
+    * mut ::core::ffi::c_void, handleType : cudaMemAllocationHandleType, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaMemPoolImportFromShareableHandle
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 223 "Export data to share a memory pool allocation between processes."
+    cudaMemPoolExportPointer(exportData : * mut cudaMemPoolPtrExportData, ptr : * mut
+    ::core::ffi::c_void) -> cudaError_t => cudaMemPoolExportPointer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 228 "Import a memory pool allocation from another process."
+    cudaMemPoolImportPointer(ptr : * mut * mut ::core::ffi::c_void, memPool :
+    cudaMemPool_t, exportData : * mut cudaMemPoolPtrExportData) -> cudaError_t =>
+    cudaMemPoolImportPointer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 277 "Returns attributes about a specified pointer"
+    cudaPointerGetAttributes(attributes : * mut cudaPointerAttributes, ptr : * const
+    ::core::ffi::c_void) -> cudaError_t => cudaPointerGetAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 13 "Queries if a device may directly access a peer device's memory."
+    cudaDeviceCanAccessPeer(canAccessPeer : * mut ::core::ffi::c_int, device :
+    ::core::ffi::c_int, peerDevice : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceCanAccessPeer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 15 "Enables direct access to memory allocations on a peer device."
+    cudaDeviceEnablePeerAccess(peerDevice : ::core::ffi::c_int, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaDeviceEnablePeerAccess
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 14 "Disables direct access to memory allocations on a peer device."
+    cudaDeviceDisablePeerAccess(peerDevice : ::core::ffi::c_int) -> cudaError_t =>
+    cudaDeviceDisablePeerAccess
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 172 "Unregisters a graphics resource for access by CUDA"
+    cudaGraphicsUnregisterResource(resource : cudaGraphicsResource_t) -> cudaError_t =>
+    cudaGraphicsUnregisterResource
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 169 "Set usage flags for mapping a graphics resource"
+    cudaGraphicsResourceSetMapFlags(resource : cudaGraphicsResource_t, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaGraphicsResourceSetMapFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 166 "Map graphics resources for access by CUDA"
+    cudaGraphicsMapResources(count : ::core::ffi::c_int, resources : * mut
+    cudaGraphicsResource_t, stream : cudaStream_t) -> cudaError_t =>
+    cudaGraphicsMapResources
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 171 "Unmap graphics resources." cudaGraphicsUnmapResources(count :
+    ::core::ffi::c_int, resources : * mut cudaGraphicsResource_t, stream : cudaStream_t)
+    -> cudaError_t => cudaGraphicsUnmapResources
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 168
+    "Get an device pointer through which to access a mapped graphics resource."
+    cudaGraphicsResourceGetMappedPointer(devPtr : * mut * mut ::core::ffi::c_void, size :
+    * mut usize, resource : cudaGraphicsResource_t) -> cudaError_t =>
+    cudaGraphicsResourceGetMappedPointer
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 170
+    "Get an array through which to access a subresource of a mapped graphics resource."
+    cudaGraphicsSubResourceGetMappedArray(array : * mut cudaArray_t, resource :
+    cudaGraphicsResource_t, arrayIndex : ::core::ffi::c_uint, mipLevel :
+    ::core::ffi::c_uint) -> cudaError_t => cudaGraphicsSubResourceGetMappedArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 167
+    "Get a mipmapped array through which to access a mapped graphics resource."
+    cudaGraphicsResourceGetMappedMipmappedArray(mipmappedArray : * mut
+    cudaMipmappedArray_t, resource : cudaGraphicsResource_t) -> cudaError_t =>
+    cudaGraphicsResourceGetMappedMipmappedArray
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 64 "Get the channel descriptor of an array" cudaGetChannelDesc(desc : * mut
+    cudaChannelFormatDesc, array : cudaArray_const_t) -> cudaError_t =>
+    cudaGetChannelDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 5 "Returns a channel descriptor using the specified format"
+    cudaCreateChannelDesc(x : ::core::ffi::c_int, y : ::core::ffi::c_int, z :
+    ::core::ffi::c_int, w : ::core::ffi::c_int, f : cudaChannelFormatKind) ->
+    cudaChannelFormatDesc => cudaCreateChannelDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 7 "Creates a texture object" cudaCreateTextureObject(pTexObject : * mut
+    cudaTextureObject_t, pResDesc : * const cudaResourceDesc, pTexDesc : * const
+    cudaTextureDesc, pResViewDesc : * const cudaResourceViewDesc) -> cudaError_t =>
+    cudaCreateTextureObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 12 "Destroys a texture object" cudaDestroyTextureObject(texObject :
+    cudaTextureObject_t) -> cudaError_t => cudaDestroyTextureObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 81 "Returns a texture object's resource descriptor"
+    cudaGetTextureObjectResourceDesc(pResDesc : * mut cudaResourceDesc, texObject :
+    cudaTextureObject_t) -> cudaError_t => cudaGetTextureObjectResourceDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 83 "Returns a texture object's texture descriptor"
+    cudaGetTextureObjectTextureDesc(pTexDesc : * mut cudaTextureDesc, texObject :
+    cudaTextureObject_t) -> cudaError_t => cudaGetTextureObjectTextureDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 82 "Returns a texture object's resource view descriptor"
+    cudaGetTextureObjectResourceViewDesc(pResViewDesc : * mut cudaResourceViewDesc,
+    texObject : cudaTextureObject_t) -> cudaError_t =>
+    cudaGetTextureObjectResourceViewDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 6 "Creates a surface object" cudaCreateSurfaceObject(pSurfObject : * mut
+    cudaSurfaceObject_t, pResDesc : * const cudaResourceDesc) -> cudaError_t =>
+    cudaCreateSurfaceObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 11 "Destroys a surface object" cudaDestroySurfaceObject(surfObject :
+    cudaSurfaceObject_t) -> cudaError_t => cudaDestroySurfaceObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 78
+    "Returns a surface object's resource descriptor Returns the resource descriptor for the surface object specified by `surfObject.`"
+    cudaGetSurfaceObjectResourceDesc(pResDesc : * mut cudaResourceDesc, surfObject :
+    cudaSurfaceObject_t) -> cudaError_t => cudaGetSurfaceObjectResourceDesc
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 42 "Returns the latest version of CUDA supported by the driver"
+    cudaDriverGetVersion(driverVersion : * mut ::core::ffi::c_int) -> cudaError_t =>
+    cudaDriverGetVersion
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 278 "Returns the CUDA Runtime version" cudaRuntimeGetVersion(runtimeVersion :
+    * mut ::core::ffi::c_int) -> cudaError_t => cudaRuntimeGetVersion
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 203 "Register a callback function to receive error log messages"
+    cudaLogsRegisterCallback(callbackFunc : cudaLogsCallback_t, userData : * mut
+    ::core::ffi::c_void, callback_out : * mut cudaLogsCallbackHandle) -> cudaError_t =>
+    cudaLogsRegisterCallback
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 204 "Unregister a log message callback" cudaLogsUnregisterCallback(callback :
+    cudaLogsCallbackHandle) -> cudaError_t => cudaLogsUnregisterCallback
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 200
+    "Sets log iterator to point to the end of log buffer, where the next message would be written."
+    cudaLogsCurrent(iterator_out : * mut cudaLogIterator, flags : ::core::ffi::c_uint) ->
+    cudaError_t => cudaLogsCurrent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 201 "Dump accumulated driver logs into a file" cudaLogsDumpToFile(iterator :
+    * mut cudaLogIterator, pathToFile : * const ::core::ffi::c_char, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaLogsDumpToFile
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 202 "Dump accumulated driver logs into a buffer"
+    cudaLogsDumpToMemory(iterator : * mut cudaLogIterator, buffer : * mut
+    ::core::ffi::c_char, size : * mut usize, flags : ::core::ffi::c_uint) -> cudaError_t
+    => cudaLogsDumpToMemory
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 104 "Creates a graph" cudaGraphCreate(pGraph : * mut cudaGraph_t, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaGraphCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 92 "Creates a kernel execution node and adds it to a graph"
+    cudaGraphAddKernelNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize, pNodeParams : *
+    const cudaKernelNodeParams) -> cudaError_t => cudaGraphAddKernelNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 142 "Returns a kernel node's parameters" cudaGraphKernelNodeGetParams(node :
+    cudaGraphNode_t, pNodeParams : * mut cudaKernelNodeParams) -> cudaError_t =>
+    cudaGraphKernelNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 144 "Sets a kernel node's parameters" cudaGraphKernelNodeSetParams(node :
+    cudaGraphNode_t, pNodeParams : * const cudaKernelNodeParams) -> cudaError_t =>
+    cudaGraphKernelNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 140 "Copies attributes from source node to destination node."
+    cudaGraphKernelNodeCopyAttributes(hDst : cudaGraphNode_t, hSrc : cudaGraphNode_t) ->
+    cudaError_t => cudaGraphKernelNodeCopyAttributes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 141 "Queries node attribute." cudaGraphKernelNodeGetAttribute(hNode :
+    cudaGraphNode_t, attr : cudaLaunchAttributeID, value_out : * mut
+    cudaLaunchAttributeValue) -> cudaError_t => cudaGraphKernelNodeGetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 143 "Sets node attribute." cudaGraphKernelNodeSetAttribute(hNode :
+    cudaGraphNode_t, attr : cudaLaunchAttributeID, value : * const
+    cudaLaunchAttributeValue) -> cudaError_t => cudaGraphKernelNodeSetAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 95 "Creates a memcpy node and adds it to a graph"
+    cudaGraphAddMemcpyNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize, pCopyParams : *
+    const cudaMemcpy3DParms) -> cudaError_t => cudaGraphAddMemcpyNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 98 "A CUDA function." cudaGraphAddMemcpyNodeToSymbol(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, symbol : * const ::core::ffi::c_void, src : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphAddMemcpyNodeToSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 97 "A CUDA function." cudaGraphAddMemcpyNodeFromSymbol(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, dst : * mut ::core::ffi::c_void, symbol : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphAddMemcpyNodeFromSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 96 "A CUDA function." cudaGraphAddMemcpyNode1D(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, dst : * mut ::core::ffi::c_void, src : * const
+    ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind) -> cudaError_t =>
+    cudaGraphAddMemcpyNode1D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 148 "Returns a memcpy node's parameters" cudaGraphMemcpyNodeGetParams(node :
+    cudaGraphNode_t, pNodeParams : * mut cudaMemcpy3DParms) -> cudaError_t =>
+    cudaGraphMemcpyNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 149 "Sets a memcpy node's parameters" cudaGraphMemcpyNodeSetParams(node :
+    cudaGraphNode_t, pNodeParams : * const cudaMemcpy3DParms) -> cudaError_t =>
+    cudaGraphMemcpyNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 152 "A CUDA function." cudaGraphMemcpyNodeSetParamsToSymbol(node :
+    cudaGraphNode_t, symbol : * const ::core::ffi::c_void, src : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphMemcpyNodeSetParamsToSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 151 "A CUDA function." cudaGraphMemcpyNodeSetParamsFromSymbol(node :
+    cudaGraphNode_t, dst : * mut ::core::ffi::c_void, symbol : * const
+    ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphMemcpyNodeSetParamsFromSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 150 "A CUDA function." cudaGraphMemcpyNodeSetParams1D(node : cudaGraphNode_t,
+    dst : * mut ::core::ffi::c_void, src : * const ::core::ffi::c_void, count : usize,
+    kind : cudaMemcpyKind) -> cudaError_t => cudaGraphMemcpyNodeSetParams1D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 99 "Creates a memset node and adds it to a graph"
+    cudaGraphAddMemsetNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize, pMemsetParams : *
+    const cudaMemsetParams) -> cudaError_t => cudaGraphAddMemsetNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 153 "Returns a memset node's parameters" cudaGraphMemsetNodeGetParams(node :
+    cudaGraphNode_t, pNodeParams : * mut cudaMemsetParams) -> cudaError_t =>
+    cudaGraphMemsetNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 154 "Sets a memset node's parameters" cudaGraphMemsetNodeSetParams(node :
+    cudaGraphNode_t, pNodeParams : * const cudaMemsetParams) -> cudaError_t =>
+    cudaGraphMemsetNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 91 "Creates a host execution node and adds it to a graph"
+    cudaGraphAddHostNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize, pNodeParams : *
+    const cudaHostNodeParams) -> cudaError_t => cudaGraphAddHostNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 135 "Returns a host node's parameters" cudaGraphHostNodeGetParams(node :
+    cudaGraphNode_t, pNodeParams : * mut cudaHostNodeParams) -> cudaError_t =>
+    cudaGraphHostNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 136 "Sets a host node's parameters" cudaGraphHostNodeSetParams(node :
+    cudaGraphNode_t, pNodeParams : * const cudaHostNodeParams) -> cudaError_t =>
+    cudaGraphHostNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 84 "Creates a child graph node and adds it to a graph"
+    cudaGraphAddChildGraphNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize, childGraph :
+    cudaGraph_t) -> cudaError_t => cudaGraphAddChildGraphNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 101 "Gets a handle to the embedded graph of a child graph node"
+    cudaGraphChildGraphNodeGetGraph(node : cudaGraphNode_t, pGraph : * mut cudaGraph_t)
+    -> cudaError_t => cudaGraphChildGraphNodeGetGraph
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 86 "Creates an empty node and adds it to a graph"
+    cudaGraphAddEmptyNode(pGraphNode : * mut cudaGraphNode_t, graph : cudaGraph_t,
+    pDependencies : * const cudaGraphNode_t, numDependencies : usize) -> cudaError_t =>
+    cudaGraphAddEmptyNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 87 "A CUDA function." cudaGraphAddEventRecordNode(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, event : cudaEvent_t) -> cudaError_t =>
+    cudaGraphAddEventRecordNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 108 "A CUDA function." cudaGraphEventRecordNodeGetEvent(node :
+    cudaGraphNode_t, event_out : * mut cudaEvent_t) -> cudaError_t =>
+    cudaGraphEventRecordNodeGetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 109 "A CUDA function." cudaGraphEventRecordNodeSetEvent(node :
+    cudaGraphNode_t, event : cudaEvent_t) -> cudaError_t =>
+    cudaGraphEventRecordNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 88 "A CUDA function." cudaGraphAddEventWaitNode(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, event : cudaEvent_t) -> cudaError_t =>
+    cudaGraphAddEventWaitNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 110 "A CUDA function." cudaGraphEventWaitNodeGetEvent(node : cudaGraphNode_t,
+    event_out : * mut cudaEvent_t) -> cudaError_t => cudaGraphEventWaitNodeGetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 111 "A CUDA function." cudaGraphEventWaitNodeSetEvent(node : cudaGraphNode_t,
+    event : cudaEvent_t) -> cudaError_t => cudaGraphEventWaitNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 89 "A CUDA function." cudaGraphAddExternalSemaphoresSignalNode(pGraphNode : *
+    mut cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, nodeParams : * const cudaExternalSemaphoreSignalNodeParams)
+    -> cudaError_t => cudaGraphAddExternalSemaphoresSignalNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 128 "A CUDA function." cudaGraphExternalSemaphoresSignalNodeGetParams(hNode :
+    cudaGraphNode_t, params_out : * mut cudaExternalSemaphoreSignalNodeParams) ->
+    cudaError_t => cudaGraphExternalSemaphoresSignalNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 129 "A CUDA function." cudaGraphExternalSemaphoresSignalNodeSetParams(hNode :
+    cudaGraphNode_t, nodeParams : * const cudaExternalSemaphoreSignalNodeParams) ->
+    cudaError_t => cudaGraphExternalSemaphoresSignalNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 90 "A CUDA function." cudaGraphAddExternalSemaphoresWaitNode(pGraphNode : *
+    mut cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, nodeParams : * const cudaExternalSemaphoreWaitNodeParams) ->
+    cudaError_t => cudaGraphAddExternalSemaphoresWaitNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 130 "A CUDA function." cudaGraphExternalSemaphoresWaitNodeGetParams(hNode :
+    cudaGraphNode_t, params_out : * mut cudaExternalSemaphoreWaitNodeParams) ->
+    cudaError_t => cudaGraphExternalSemaphoresWaitNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 131 "A CUDA function." cudaGraphExternalSemaphoresWaitNodeSetParams(hNode :
+    cudaGraphNode_t, nodeParams : * const cudaExternalSemaphoreWaitNodeParams) ->
+    cudaError_t => cudaGraphExternalSemaphoresWaitNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 93 "A CUDA function." cudaGraphAddMemAllocNode(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, nodeParams : * mut cudaMemAllocNodeParams) -> cudaError_t =>
+    cudaGraphAddMemAllocNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 146 "A CUDA function." cudaGraphMemAllocNodeGetParams(node : cudaGraphNode_t,
+    params_out : * mut cudaMemAllocNodeParams) -> cudaError_t =>
+    cudaGraphMemAllocNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 94 "A CUDA function." cudaGraphAddMemFreeNode(pGraphNode : * mut
+    cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    numDependencies : usize, dptr : * mut ::core::ffi::c_void) -> cudaError_t =>
+    cudaGraphAddMemFreeNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 147 "A CUDA function." cudaGraphMemFreeNodeGetParams(node : cudaGraphNode_t,
+    dptr_out : * mut ::core::ffi::c_void) -> cudaError_t => cudaGraphMemFreeNodeGetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 32 "A CUDA function." cudaDeviceGraphMemTrim(device : ::core::ffi::c_int) ->
+    cudaError_t => cudaDeviceGraphMemTrim
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 21 "A CUDA function." cudaDeviceGetGraphMemAttribute(device :
+    ::core::ffi::c_int, attr : cudaGraphMemAttributeType, value : * mut
+    ::core::ffi::c_void) -> cudaError_t => cudaDeviceGetGraphMemAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 36 "A CUDA function." cudaDeviceSetGraphMemAttribute(device :
+    ::core::ffi::c_int, attr : cudaGraphMemAttributeType, value : * mut
+    ::core::ffi::c_void) -> cudaError_t => cudaDeviceSetGraphMemAttribute
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 102 "Clones a graph" cudaGraphClone(pGraphClone : * mut cudaGraph_t,
+    originalGraph : cudaGraph_t) -> cudaError_t => cudaGraphClone
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 155 "Finds a cloned version of a node" cudaGraphNodeFindInClone(pNode : * mut
+    cudaGraphNode_t, originalNode : cudaGraphNode_t, clonedGraph : cudaGraph_t) ->
+    cudaError_t => cudaGraphNodeFindInClone
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 159 "Returns a node's type" cudaGraphNodeGetType(node : cudaGraphNode_t,
+    pType : * mut cudaGraphNodeType) -> cudaError_t => cudaGraphNodeGetType
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 133 "Returns a graph's nodes" cudaGraphGetNodes(graph : cudaGraph_t, nodes :
+    * mut cudaGraphNode_t, numNodes : * mut usize) -> cudaError_t => cudaGraphGetNodes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 134 "Returns a graph's root nodes" cudaGraphGetRootNodes(graph : cudaGraph_t,
+    pRootNodes : * mut cudaGraphNode_t, pNumRootNodes : * mut usize) -> cudaError_t =>
+    cudaGraphGetRootNodes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 132 "Returns a graph's dependency edges" cudaGraphGetEdges(graph :
+    cudaGraph_t, from : * mut cudaGraphNode_t, to : * mut cudaGraphNode_t, edgeData : *
+    mut cudaGraphEdgeData, numEdges : * mut usize) -> cudaError_t => cudaGraphGetEdges
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 156 "Returns a node's dependencies" cudaGraphNodeGetDependencies(node :
+    cudaGraphNode_t, pDependencies : * mut cudaGraphNode_t, edgeData : * mut
+    cudaGraphEdgeData, pNumDependencies : * mut usize) -> cudaError_t =>
+    cudaGraphNodeGetDependencies
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 157 "Returns a node's dependent nodes" cudaGraphNodeGetDependentNodes(node :
+    cudaGraphNode_t, pDependentNodes : * mut cudaGraphNode_t, edgeData : * mut
+    cudaGraphEdgeData, pNumDependentNodes : * mut usize) -> cudaError_t =>
+    cudaGraphNodeGetDependentNodes
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 85 "Adds dependency edges to a graph." cudaGraphAddDependencies(graph :
+    cudaGraph_t, from : * const cudaGraphNode_t, to : * const cudaGraphNode_t, edgeData :
+    * const cudaGraphEdgeData, numDependencies : usize) -> cudaError_t =>
+    cudaGraphAddDependencies
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 163 "Removes dependency edges from a graph."
+    cudaGraphRemoveDependencies(graph : cudaGraph_t, from : * const cudaGraphNode_t, to :
+    * const cudaGraphNode_t, edgeData : * const cudaGraphEdgeData, numDependencies :
+    usize) -> cudaError_t => cudaGraphRemoveDependencies
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 107 "Remove a node from the graph" cudaGraphDestroyNode(node :
+    cudaGraphNode_t) -> cudaError_t => cudaGraphDestroyNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 137 "Creates an executable graph from a graph"
+    cudaGraphInstantiate(pGraphExec : * mut cudaGraphExec_t, graph : cudaGraph_t, flags :
+    ::core::ffi::c_ulonglong) -> cudaError_t => cudaGraphInstantiate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 138 "A CUDA function." cudaGraphInstantiateWithFlags(pGraphExec : * mut
+    cudaGraphExec_t, graph : cudaGraph_t, flags : ::core::ffi::c_ulonglong) ->
+    cudaError_t => cudaGraphInstantiateWithFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 139 "Creates an executable graph from a graph"
+    cudaGraphInstantiateWithParams(pGraphExec : * mut cudaGraphExec_t, graph :
+    cudaGraph_t, instantiateParams : * mut cudaGraphInstantiateParams) -> cudaError_t =>
+    cudaGraphInstantiateWithParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 118 "Query the instantiation flags of an executable graph"
+    cudaGraphExecGetFlags(graphExec : cudaGraphExec_t, flags : * mut
+    ::core::ffi::c_ulonglong) -> cudaError_t => cudaGraphExecGetFlags
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 120 "Sets the parameters for a kernel node in the given graphExec"
+    cudaGraphExecKernelNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+    cudaGraphNode_t, pNodeParams : * const cudaKernelNodeParams) -> cudaError_t =>
+    cudaGraphExecKernelNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 121 "Sets the parameters for a memcpy node in the given graphExec."
+    cudaGraphExecMemcpyNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+    cudaGraphNode_t, pNodeParams : * const cudaMemcpy3DParms) -> cudaError_t =>
+    cudaGraphExecMemcpyNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 124 "A CUDA function." cudaGraphExecMemcpyNodeSetParamsToSymbol(hGraphExec :
+    cudaGraphExec_t, node : cudaGraphNode_t, symbol : * const ::core::ffi::c_void, src :
+    * const ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphExecMemcpyNodeSetParamsToSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 123 "A CUDA function." cudaGraphExecMemcpyNodeSetParamsFromSymbol(hGraphExec
+    : cudaGraphExec_t, node : cudaGraphNode_t, dst : * mut ::core::ffi::c_void, symbol :
+    * const ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
+    cudaError_t => cudaGraphExecMemcpyNodeSetParamsFromSymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 122 "A CUDA function." cudaGraphExecMemcpyNodeSetParams1D(hGraphExec :
+    cudaGraphExec_t, node : cudaGraphNode_t, dst : * mut ::core::ffi::c_void, src : *
+    const ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind) -> cudaError_t =>
+    cudaGraphExecMemcpyNodeSetParams1D
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 125 "Sets the parameters for a memset node in the given graphExec."
+    cudaGraphExecMemsetNodeSetParams(hGraphExec : cudaGraphExec_t, node :
+    cudaGraphNode_t, pNodeParams : * const cudaMemsetParams) -> cudaError_t =>
+    cudaGraphExecMemsetNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 119 "Sets the parameters for a host node in the given graphExec."
+    cudaGraphExecHostNodeSetParams(hGraphExec : cudaGraphExec_t, node : cudaGraphNode_t,
+    pNodeParams : * const cudaHostNodeParams) -> cudaError_t =>
+    cudaGraphExecHostNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 112 "A CUDA function." cudaGraphExecChildGraphNodeSetParams(hGraphExec :
+    cudaGraphExec_t, node : cudaGraphNode_t, childGraph : cudaGraph_t) -> cudaError_t =>
+    cudaGraphExecChildGraphNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 114 "A CUDA function." cudaGraphExecEventRecordNodeSetEvent(hGraphExec :
+    cudaGraphExec_t, hNode : cudaGraphNode_t, event : cudaEvent_t) -> cudaError_t =>
+    cudaGraphExecEventRecordNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 115 "A CUDA function." cudaGraphExecEventWaitNodeSetEvent(hGraphExec :
+    cudaGraphExec_t, hNode : cudaGraphNode_t, event : cudaEvent_t) -> cudaError_t =>
+    cudaGraphExecEventWaitNodeSetEvent
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 116 "A CUDA function."
+    cudaGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec : cudaGraphExec_t,
+    hNode : cudaGraphNode_t, nodeParams : * const cudaExternalSemaphoreSignalNodeParams)
+    -> cudaError_t => cudaGraphExecExternalSemaphoresSignalNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 117 "A CUDA function."
+    cudaGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec : cudaGraphExec_t, hNode
+    : cudaGraphNode_t, nodeParams : * const cudaExternalSemaphoreWaitNodeParams) ->
+    cudaError_t => cudaGraphExecExternalSemaphoresWaitNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 160 "A CUDA function." cudaGraphNodeSetEnabled(hGraphExec : cudaGraphExec_t,
+    hNode : cudaGraphNode_t, isEnabled : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaGraphNodeSetEnabled
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 158 "A CUDA function." cudaGraphNodeGetEnabled(hGraphExec : cudaGraphExec_t,
+    hNode : cudaGraphNode_t, isEnabled : * mut ::core::ffi::c_uint) -> cudaError_t =>
+    cudaGraphNodeGetEnabled
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 127
+    "Check whether an executable graph can be updated with a graph and perform the update if possible"
+    cudaGraphExecUpdate(hGraphExec : cudaGraphExec_t, hGraph : cudaGraph_t, resultInfo :
+    * mut cudaGraphExecUpdateResultInfo) -> cudaError_t => cudaGraphExecUpdate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 165 "A CUDA function." cudaGraphUpload(graphExec : cudaGraphExec_t, stream :
+    cudaStream_t) -> cudaError_t => cudaGraphUpload
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 145 "Launches an executable graph in a stream" cudaGraphLaunch(graphExec :
+    cudaGraphExec_t, stream : cudaStream_t) -> cudaError_t => cudaGraphLaunch
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 113 "Destroys an executable graph" cudaGraphExecDestroy(graphExec :
+    cudaGraphExec_t) -> cudaError_t => cudaGraphExecDestroy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 106 "Destroys a graph" cudaGraphDestroy(graph : cudaGraph_t) -> cudaError_t
+    => cudaGraphDestroy
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 105 "Write a DOT file describing graph structure"
+    cudaGraphDebugDotPrint(graph : cudaGraph_t, path : * const ::core::ffi::c_char, flags
+    : ::core::ffi::c_uint) -> cudaError_t => cudaGraphDebugDotPrint
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 306 "Create a user object" cudaUserObjectCreate(object_out : * mut
+    cudaUserObject_t, ptr : * mut ::core::ffi::c_void, destroy : cudaHostFn_t,
+    initialRefcount : ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaUserObjectCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 308 "Retain a reference to a user object" cudaUserObjectRetain(object :
+    cudaUserObject_t, count : ::core::ffi::c_uint) -> cudaError_t => cudaUserObjectRetain
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 307 "Release a reference to a user object" cudaUserObjectRelease(object :
+    cudaUserObject_t, count : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaUserObjectRelease
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 164 "Retain a reference to a user object from a graph"
+    cudaGraphRetainUserObject(graph : cudaGraph_t, object : cudaUserObject_t, count :
+    ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t =>
+    cudaGraphRetainUserObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 162 "Release a user object reference from a graph"
+    cudaGraphReleaseUserObject(graph : cudaGraph_t, object : cudaUserObject_t, count :
+    ::core::ffi::c_uint) -> cudaError_t => cudaGraphReleaseUserObject
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 100 "Adds a node of arbitrary type to a graph" cudaGraphAddNode(pGraphNode :
+    * mut cudaGraphNode_t, graph : cudaGraph_t, pDependencies : * const cudaGraphNode_t,
+    dependencyData : * const cudaGraphEdgeData, numDependencies : usize, nodeParams : *
+    mut cudaGraphNodeParams) -> cudaError_t => cudaGraphAddNode
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 161 "Update's a graph node's parameters" cudaGraphNodeSetParams(node :
+    cudaGraphNode_t, nodeParams : * mut cudaGraphNodeParams) -> cudaError_t =>
+    cudaGraphNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 126 "Update's a graph node's parameters in an instantiated graph"
+    cudaGraphExecNodeSetParams(graphExec : cudaGraphExec_t, node : cudaGraphNode_t,
+    nodeParams : * mut cudaGraphNodeParams) -> cudaError_t => cudaGraphExecNodeSetParams
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 103 "Create a conditional handle"
+    cudaGraphConditionalHandleCreate(pHandle_out : * mut cudaGraphConditionalHandle,
+    graph : cudaGraph_t, defaultLaunchValue : ::core::ffi::c_uint, flags :
+    ::core::ffi::c_uint) -> cudaError_t => cudaGraphConditionalHandleCreate
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 69 "A CUDA function." cudaGetDriverEntryPoint(symbol : * const
+    ::core::ffi::c_char, funcPtr : * mut * mut ::core::ffi::c_void, flags :
+    ::core::ffi::c_ulonglong, driverStatus : * mut cudaDriverEntryPointQueryResult) ->
+    cudaError_t => cudaGetDriverEntryPoint
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 70 "A CUDA function." cudaGetDriverEntryPointByVersion(symbol : * const
+    ::core::ffi::c_char, funcPtr : * mut * mut ::core::ffi::c_void, cudaVersion :
+    ::core::ffi::c_uint, flags : ::core::ffi::c_ulonglong, driverStatus : * mut
+    cudaDriverEntryPointQueryResult) -> cudaError_t => cudaGetDriverEntryPointByVersion
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 197 "Load a library with specified code and options"
+    cudaLibraryLoadData(library : * mut cudaLibrary_t, code : * const
+    ::core::ffi::c_void, jitOptions : * mut cudaJitOption, jitOptionsValues : * mut * mut
+    ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : * mut
+    cudaLibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+    numLibraryOptions : ::core::ffi::c_uint) -> cudaError_t => cudaLibraryLoadData
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 198 "Load a library with specified file and options"
+    cudaLibraryLoadFromFile(library : * mut cudaLibrary_t, fileName : * const
+    ::core::ffi::c_char, jitOptions : * mut cudaJitOption, jitOptionsValues : * mut * mut
+    ::core::ffi::c_void, numJitOptions : ::core::ffi::c_uint, libraryOptions : * mut
+    cudaLibraryOption, libraryOptionValues : * mut * mut ::core::ffi::c_void,
+    numLibraryOptions : ::core::ffi::c_uint) -> cudaError_t => cudaLibraryLoadFromFile
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 199 "Unloads a library" cudaLibraryUnload(library : cudaLibrary_t) ->
+    cudaError_t => cudaLibraryUnload
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 193 "Returns a kernel handle" cudaLibraryGetKernel(pKernel : * mut
+    cudaKernel_t, library : cudaLibrary_t, name : * const ::core::ffi::c_char) ->
+    cudaError_t => cudaLibraryGetKernel
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 192 "Returns a global device pointer" cudaLibraryGetGlobal(dptr : * mut * mut
+    ::core::ffi::c_void, bytes : * mut usize, library : cudaLibrary_t, name : * const
+    ::core::ffi::c_char) -> cudaError_t => cudaLibraryGetGlobal
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 195 "Returns a pointer to managed memory" cudaLibraryGetManaged(dptr : * mut
+    * mut ::core::ffi::c_void, bytes : * mut usize, library : cudaLibrary_t, name : *
+    const ::core::ffi::c_char) -> cudaError_t => cudaLibraryGetManaged
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 196 "Returns a pointer to a unified function"
+    cudaLibraryGetUnifiedFunction(fptr : * mut * mut ::core::ffi::c_void, library :
+    cudaLibrary_t, symbol : * const ::core::ffi::c_char) -> cudaError_t =>
+    cudaLibraryGetUnifiedFunction
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 194 "Returns the number of kernels within a library"
+    cudaLibraryGetKernelCount(count : * mut ::core::ffi::c_uint, lib : cudaLibrary_t) ->
+    cudaError_t => cudaLibraryGetKernelCount
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 191 "Retrieve the kernel handles within a library."
+    cudaLibraryEnumerateKernels(kernels : * mut cudaKernel_t, numKernels :
+    ::core::ffi::c_uint, lib : cudaLibrary_t) -> cudaError_t =>
+    cudaLibraryEnumerateKernels
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 186 "Sets information about a kernel" cudaKernelSetAttributeForDevice(kernel
+    : cudaKernel_t, attr : cudaFuncAttribute, value : ::core::ffi::c_int, device :
+    ::core::ffi::c_int) -> cudaError_t => cudaKernelSetAttributeForDevice
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 73 "\\\\cond impl\\_private" cudaGetExportTable(ppExportTable : * mut * const
+    ::core::ffi::c_void, pExportTableId : * const cudaUUID_t) -> cudaError_t =>
+    cudaGetExportTable
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 74
+    "Get pointer to device entry function that matches entry function `symbolPtr`"
+    cudaGetFuncBySymbol(functionPtr : * mut cudaFunction_t, symbolPtr : * const
+    ::core::ffi::c_void) -> cudaError_t => cudaGetFuncBySymbol
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 75 "Get pointer to device kernel that matches entry function `entryFuncAddr`"
+    cudaGetKernel(kernelPtr : * mut cudaKernel_t, entryFuncAddr : * const
+    ::core::ffi::c_void) -> cudaError_t => cudaGetKernel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 0
+    "`cuArray3DCreate` as NVIDIA documents it: links `cuArray3DCreate_v2`, the symbol C resolves `cuArray3DCreate` to with these headers."
+    cuArray3DCreate(pHandle : * mut CUarray, pAllocateArray : * const
+    CUDA_ARRAY3D_DESCRIPTOR) -> CUresult => cuArray3DCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 1
+    "`cuArray3DGetDescriptor` as NVIDIA documents it: links `cuArray3DGetDescriptor_v2`, the symbol C resolves `cuArray3DGetDescriptor` to with these headers."
+    cuArray3DGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY3D_DESCRIPTOR, hArray :
+    CUarray) -> CUresult => cuArray3DGetDescriptor_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 2
+    "`cuArrayCreate` as NVIDIA documents it: links `cuArrayCreate_v2`, the symbol C resolves `cuArrayCreate` to with these headers."
+    cuArrayCreate(pHandle : * mut CUarray, pAllocateArray : * const
+    CUDA_ARRAY_DESCRIPTOR) -> CUresult => cuArrayCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 4
+    "`cuArrayGetDescriptor` as NVIDIA documents it: links `cuArrayGetDescriptor_v2`, the symbol C resolves `cuArrayGetDescriptor` to with these headers."
+    cuArrayGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY_DESCRIPTOR, hArray :
+    CUarray) -> CUresult => cuArrayGetDescriptor_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 19
+    "`cuCtxCreate` as NVIDIA documents it: links `cuCtxCreate_v4`, the symbol C resolves `cuCtxCreate` to with these headers."
+    cuCtxCreate(pctx : * mut CUcontext, ctxCreateParams : * mut CUctxCreateParams, flags
+    : ::core::ffi::c_uint, dev : CUdevice) -> CUresult => cuCtxCreate_v4
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 20
+    "`cuCtxDestroy` as NVIDIA documents it: links `cuCtxDestroy_v2`, the symbol C resolves `cuCtxDestroy` to with these headers."
+    cuCtxDestroy(ctx : CUcontext) -> CUresult => cuCtxDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 37
+    "`cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers."
+    cuCtxPopCurrent(pctx : * mut CUcontext) -> CUresult => cuCtxPopCurrent_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 38
+    "`cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers."
+    cuCtxPushCurrent(ctx : CUcontext) -> CUresult => cuCtxPushCurrent_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 73
+    "`cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers."
+    cuDeviceGetUuid(uuid : * mut CUuuid, dev : CUdevice) -> CUresult =>
+    cuDeviceGetUuid_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 76
+    "`cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers."
+    cuDevicePrimaryCtxRelease(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxRelease_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 77
+    "`cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers."
+    cuDevicePrimaryCtxReset(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxReset_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 79
+    "`cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers."
+    cuDevicePrimaryCtxSetFlags(dev : CUdevice, flags : ::core::ffi::c_uint) -> CUresult
+    => cuDevicePrimaryCtxSetFlags_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 83
+    "`cuDeviceTotalMem` as NVIDIA documents it: links `cuDeviceTotalMem_v2`, the symbol C resolves `cuDeviceTotalMem` to with these headers."
+    cuDeviceTotalMem(bytes : * mut usize, dev : CUdevice) -> CUresult =>
+    cuDeviceTotalMem_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 87
+    "`cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers."
+    cuEventDestroy(hEvent : CUevent) -> CUresult => cuEventDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 88
+    "`cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers."
+    cuEventElapsedTime(pMilliseconds : * mut f32, hStart : CUevent, hEnd : CUevent) ->
+    CUresult => cuEventElapsedTime_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 110
+    "`cuGetProcAddress` as NVIDIA documents it: links `cuGetProcAddress_v2`, the symbol C resolves `cuGetProcAddress` to with these headers."
+    cuGetProcAddress(symbol : * const ::core::ffi::c_char, pfn : * mut * mut
+    ::core::ffi::c_void, cudaVersion : ::core::ffi::c_int, flags : cuuint64_t,
+    symbolStatus : * mut CUdriverProcAddressQueryResult) -> CUresult =>
+    cuGetProcAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 113
+    "`cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers."
+    cuGraphAddDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
+    CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
+    => cuGraphAddDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 120
+    "`cuGraphAddKernelNode` as NVIDIA documents it: links `cuGraphAddKernelNode_v2`, the symbol C resolves `cuGraphAddKernelNode` to with these headers."
+    cuGraphAddKernelNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
+    : * const CUgraphNode, numDependencies : usize, nodeParams : * const
+    CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphAddKernelNode_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 125
+    "`cuGraphAddNode` as NVIDIA documents it: links `cuGraphAddNode_v2`, the symbol C resolves `cuGraphAddNode` to with these headers."
+    cuGraphAddNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies : *
+    const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
+    nodeParams : * mut CUgraphNodeParams) -> CUresult => cuGraphAddNode_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 148
+    "`cuGraphExecKernelNodeSetParams` as NVIDIA documents it: links `cuGraphExecKernelNodeSetParams_v2`, the symbol C resolves `cuGraphExecKernelNodeSetParams` to with these headers."
+    cuGraphExecKernelNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
+    nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
+    cuGraphExecKernelNodeSetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 152
+    "`cuGraphExecUpdate` as NVIDIA documents it: links `cuGraphExecUpdate_v2`, the symbol C resolves `cuGraphExecUpdate` to with these headers."
+    cuGraphExecUpdate(hGraphExec : CUgraphExec, hGraph : CUgraph, resultInfo : * mut
+    CUgraphExecUpdateResultInfo) -> CUresult => cuGraphExecUpdate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 157
+    "`cuGraphGetEdges` as NVIDIA documents it: links `cuGraphGetEdges_v2`, the symbol C resolves `cuGraphGetEdges` to with these headers."
+    cuGraphGetEdges(hGraph : CUgraph, from : * mut CUgraphNode, to : * mut CUgraphNode,
+    edgeData : * mut CUgraphEdgeData, numEdges : * mut usize) -> CUresult =>
+    cuGraphGetEdges_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 162
+    "`cuGraphInstantiate` as NVIDIA documents it: links `cuGraphInstantiateWithFlags`, the symbol C resolves `cuGraphInstantiate` to with these headers."
+    cuGraphInstantiate(phGraphExec : * mut CUgraphExec, hGraph : CUgraph, flags :
+    ::core::ffi::c_ulonglong) -> CUresult => cuGraphInstantiateWithFlags
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 166
+    "`cuGraphKernelNodeGetParams` as NVIDIA documents it: links `cuGraphKernelNodeGetParams_v2`, the symbol C resolves `cuGraphKernelNodeGetParams` to with these headers."
+    cuGraphKernelNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
+    CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeGetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 168
+    "`cuGraphKernelNodeSetParams` as NVIDIA documents it: links `cuGraphKernelNodeSetParams_v2`, the symbol C resolves `cuGraphKernelNodeSetParams` to with these headers."
+    cuGraphKernelNodeSetParams(hNode : CUgraphNode, nodeParams : * const
+    CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeSetParams_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 177
+    "`cuGraphNodeGetDependencies` as NVIDIA documents it: links `cuGraphNodeGetDependencies_v2`, the symbol C resolves `cuGraphNodeGetDependencies` to with these headers."
+    cuGraphNodeGetDependencies(hNode : CUgraphNode, dependencies : * mut CUgraphNode,
+    edgeData : * mut CUgraphEdgeData, numDependencies : * mut usize) -> CUresult =>
+    cuGraphNodeGetDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 178
+    "`cuGraphNodeGetDependentNodes` as NVIDIA documents it: links `cuGraphNodeGetDependentNodes_v2`, the symbol C resolves `cuGraphNodeGetDependentNodes` to with these headers."
+    cuGraphNodeGetDependentNodes(hNode : CUgraphNode, dependentNodes : * mut CUgraphNode,
+    edgeData : * mut CUgraphEdgeData, numDependentNodes : * mut usize) -> CUresult =>
+    cuGraphNodeGetDependentNodes_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 184
+    "`cuGraphRemoveDependencies` as NVIDIA documents it: links `cuGraphRemoveDependencies_v2`, the symbol C resolves `cuGraphRemoveDependencies` to with these headers."
+    cuGraphRemoveDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
+    CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
+    => cuGraphRemoveDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 189
+    "`cuGraphicsResourceGetMappedPointer` as NVIDIA documents it: links `cuGraphicsResourceGetMappedPointer_v2`, the symbol C resolves `cuGraphicsResourceGetMappedPointer` to with these headers."
+    cuGraphicsResourceGetMappedPointer(pDevPtr : * mut CUdeviceptr, pSize : * mut usize,
+    resource : CUgraphicsResource) -> CUresult => cuGraphicsResourceGetMappedPointer_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 190
+    "`cuGraphicsResourceSetMapFlags` as NVIDIA documents it: links `cuGraphicsResourceSetMapFlags_v2`, the symbol C resolves `cuGraphicsResourceSetMapFlags` to with these headers."
+    cuGraphicsResourceSetMapFlags(resource : CUgraphicsResource, flags :
+    ::core::ffi::c_uint) -> CUresult => cuGraphicsResourceSetMapFlags_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 208
+    "`cuIpcOpenMemHandle` as NVIDIA documents it: links `cuIpcOpenMemHandle_v2`, the symbol C resolves `cuIpcOpenMemHandle` to with these headers."
+    cuIpcOpenMemHandle(pdptr : * mut CUdeviceptr, handle : CUipcMemHandle, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuIpcOpenMemHandle_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 234
+    "`cuLinkAddData` as NVIDIA documents it: links `cuLinkAddData_v2`, the symbol C resolves `cuLinkAddData` to with these headers."
+    cuLinkAddData(state : CUlinkState, type_ : CUjitInputType, data : * mut
+    ::core::ffi::c_void, size : usize, name : * const ::core::ffi::c_char, numOptions :
+    ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : * mut * mut
+    ::core::ffi::c_void) -> CUresult => cuLinkAddData_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 235
+    "`cuLinkAddFile` as NVIDIA documents it: links `cuLinkAddFile_v2`, the symbol C resolves `cuLinkAddFile` to with these headers."
+    cuLinkAddFile(state : CUlinkState, type_ : CUjitInputType, path : * const
+    ::core::ffi::c_char, numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
+    optionValues : * mut * mut ::core::ffi::c_void) -> CUresult => cuLinkAddFile_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 237
+    "`cuLinkCreate` as NVIDIA documents it: links `cuLinkCreate_v2`, the symbol C resolves `cuLinkCreate` to with these headers."
+    cuLinkCreate(numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
+    optionValues : * mut * mut ::core::ffi::c_void, stateOut : * mut CUlinkState) ->
+    CUresult => cuLinkCreate_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 246
+    "`cuMemAdvise` as NVIDIA documents it: links `cuMemAdvise_v2`, the symbol C resolves `cuMemAdvise` to with these headers."
+    cuMemAdvise(devPtr : CUdeviceptr, count : usize, advice : CUmem_advise, location :
+    CUmemLocation) -> CUresult => cuMemAdvise_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 252
+    "`cuMemAlloc` as NVIDIA documents it: links `cuMemAlloc_v2`, the symbol C resolves `cuMemAlloc` to with these headers."
+    cuMemAlloc(dptr : * mut CUdeviceptr, bytesize : usize) -> CUresult => cuMemAlloc_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 249
+    "`cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers."
+    cuMemAllocHost(pp : * mut * mut ::core::ffi::c_void, bytesize : usize) -> CUresult =>
+    cuMemAllocHost_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 251
+    "`cuMemAllocPitch` as NVIDIA documents it: links `cuMemAllocPitch_v2`, the symbol C resolves `cuMemAllocPitch` to with these headers."
+    cuMemAllocPitch(dptr : * mut CUdeviceptr, pPitch : * mut usize, WidthInBytes : usize,
+    Height : usize, ElementSizeBytes : ::core::ffi::c_uint) -> CUresult =>
+    cuMemAllocPitch_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 260
+    "`cuMemFree` as NVIDIA documents it: links `cuMemFree_v2`, the symbol C resolves `cuMemFree` to with these headers."
+    cuMemFree(dptr : CUdeviceptr) -> CUresult => cuMemFree_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 262
+    "`cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers."
+    cuMemGetAddressRange(pbase : * mut CUdeviceptr, psize : * mut usize, dptr :
+    CUdeviceptr) -> CUresult => cuMemGetAddressRange_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 267
+    "`cuMemGetInfo` as NVIDIA documents it: links `cuMemGetInfo_v2`, the symbol C resolves `cuMemGetInfo` to with these headers."
+    cuMemGetInfo(free : * mut usize, total : * mut usize) -> CUresult => cuMemGetInfo_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 270
+    "`cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers."
+    cuMemHostGetDevicePointer(pdptr : * mut CUdeviceptr, p : * mut ::core::ffi::c_void,
+    Flags : ::core::ffi::c_uint) -> CUresult => cuMemHostGetDevicePointer_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 272
+    "`cuMemHostRegister` as NVIDIA documents it: links `cuMemHostRegister_v2`, the symbol C resolves `cuMemHostRegister` to with these headers."
+    cuMemHostRegister(p : * mut ::core::ffi::c_void, bytesize : usize, Flags :
+    ::core::ffi::c_uint) -> CUresult => cuMemHostRegister_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 288
+    "`cuMemPrefetchAsync` as NVIDIA documents it: links `cuMemPrefetchAsync_v2`, the symbol C resolves `cuMemPrefetchAsync` to with these headers."
+    cuMemPrefetchAsync(devPtr : CUdeviceptr, count : usize, location : CUmemLocation,
+    flags : ::core::ffi::c_uint, hStream : CUstream) -> CUresult => cuMemPrefetchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 300
+    "`cuMemcpy2D` as NVIDIA documents it: links `cuMemcpy2D_v2`, the symbol C resolves `cuMemcpy2D` to with these headers."
+    cuMemcpy2D(pCopy : * const CUDA_MEMCPY2D) -> CUresult => cuMemcpy2D_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 298
+    "`cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2`, the symbol C resolves `cuMemcpy2DAsync` to with these headers."
+    cuMemcpy2DAsync(pCopy : * const CUDA_MEMCPY2D, hStream : CUstream) -> CUresult =>
+    cuMemcpy2DAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 299
+    "`cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers."
+    cuMemcpy2DUnaligned(pCopy : * const CUDA_MEMCPY2D) -> CUresult =>
+    cuMemcpy2DUnaligned_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 305
+    "`cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2`, the symbol C resolves `cuMemcpy3D` to with these headers."
+    cuMemcpy3D(pCopy : * const CUDA_MEMCPY3D) -> CUresult => cuMemcpy3D_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 301
+    "`cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2`, the symbol C resolves `cuMemcpy3DAsync` to with these headers."
+    cuMemcpy3DAsync(pCopy : * const CUDA_MEMCPY3D, hStream : CUstream) -> CUresult =>
+    cuMemcpy3DAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 302
+    "`cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers."
+    cuMemcpy3DBatchAsync(numOps : usize, opList : * mut CUDA_MEMCPY3D_BATCH_OP, flags :
+    ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult => cuMemcpy3DBatchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 307
+    "`cuMemcpyAtoA` as NVIDIA documents it: links `cuMemcpyAtoA_v2`, the symbol C resolves `cuMemcpyAtoA` to with these headers."
+    cuMemcpyAtoA(dstArray : CUarray, dstOffset : usize, srcArray : CUarray, srcOffset :
+    usize, ByteCount : usize) -> CUresult => cuMemcpyAtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 308
+    "`cuMemcpyAtoD` as NVIDIA documents it: links `cuMemcpyAtoD_v2`, the symbol C resolves `cuMemcpyAtoD` to with these headers."
+    cuMemcpyAtoD(dstDevice : CUdeviceptr, srcArray : CUarray, srcOffset : usize,
+    ByteCount : usize) -> CUresult => cuMemcpyAtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 310
+    "`cuMemcpyAtoH` as NVIDIA documents it: links `cuMemcpyAtoH_v2`, the symbol C resolves `cuMemcpyAtoH` to with these headers."
+    cuMemcpyAtoH(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset :
+    usize, ByteCount : usize) -> CUresult => cuMemcpyAtoH_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 309
+    "`cuMemcpyAtoHAsync` as NVIDIA documents it: links `cuMemcpyAtoHAsync_v2`, the symbol C resolves `cuMemcpyAtoHAsync` to with these headers."
+    cuMemcpyAtoHAsync(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset
+    : usize, ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyAtoHAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 311
+    "`cuMemcpyBatchAsync` as NVIDIA documents it: links `cuMemcpyBatchAsync_v2`, the symbol C resolves `cuMemcpyBatchAsync` to with these headers."
+    cuMemcpyBatchAsync(dsts : * mut CUdeviceptr, srcs : * mut CUdeviceptr, sizes : * mut
+    usize, count : usize, attrs : * mut CUmemcpyAttributes, attrsIdxs : * mut usize,
+    numAttrs : usize, hStream : CUstream) -> CUresult => cuMemcpyBatchAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 312
+    "`cuMemcpyDtoA` as NVIDIA documents it: links `cuMemcpyDtoA_v2`, the symbol C resolves `cuMemcpyDtoA` to with these headers."
+    cuMemcpyDtoA(dstArray : CUarray, dstOffset : usize, srcDevice : CUdeviceptr,
+    ByteCount : usize) -> CUresult => cuMemcpyDtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 314
+    "`cuMemcpyDtoD` as NVIDIA documents it: links `cuMemcpyDtoD_v2`, the symbol C resolves `cuMemcpyDtoD` to with these headers."
+    cuMemcpyDtoD(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount : usize) ->
+    CUresult => cuMemcpyDtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 313
+    "`cuMemcpyDtoDAsync` as NVIDIA documents it: links `cuMemcpyDtoDAsync_v2`, the symbol C resolves `cuMemcpyDtoDAsync` to with these headers."
+    cuMemcpyDtoDAsync(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount :
+    usize, hStream : CUstream) -> CUresult => cuMemcpyDtoDAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 316
+    "`cuMemcpyDtoH` as NVIDIA documents it: links `cuMemcpyDtoH_v2`, the symbol C resolves `cuMemcpyDtoH` to with these headers."
+    cuMemcpyDtoH(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr, ByteCount
+    : usize) -> CUresult => cuMemcpyDtoH_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 315
+    "`cuMemcpyDtoHAsync` as NVIDIA documents it: links `cuMemcpyDtoHAsync_v2`, the symbol C resolves `cuMemcpyDtoHAsync` to with these headers."
+    cuMemcpyDtoHAsync(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr,
+    ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyDtoHAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 318
+    "`cuMemcpyHtoA` as NVIDIA documents it: links `cuMemcpyHtoA_v2`, the symbol C resolves `cuMemcpyHtoA` to with these headers."
+    cuMemcpyHtoA(dstArray : CUarray, dstOffset : usize, srcHost : * const
+    ::core::ffi::c_void, ByteCount : usize) -> CUresult => cuMemcpyHtoA_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 317
+    "`cuMemcpyHtoAAsync` as NVIDIA documents it: links `cuMemcpyHtoAAsync_v2`, the symbol C resolves `cuMemcpyHtoAAsync` to with these headers."
+    cuMemcpyHtoAAsync(dstArray : CUarray, dstOffset : usize, srcHost : * const
+    ::core::ffi::c_void, ByteCount : usize, hStream : CUstream) -> CUresult =>
+    cuMemcpyHtoAAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 320
+    "`cuMemcpyHtoD` as NVIDIA documents it: links `cuMemcpyHtoD_v2`, the symbol C resolves `cuMemcpyHtoD` to with these headers."
+    cuMemcpyHtoD(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
+    ByteCount : usize) -> CUresult => cuMemcpyHtoD_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 319
+    "`cuMemcpyHtoDAsync` as NVIDIA documents it: links `cuMemcpyHtoDAsync_v2`, the symbol C resolves `cuMemcpyHtoDAsync` to with these headers."
+    cuMemcpyHtoDAsync(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
+    ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyHtoDAsync_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 324
+    "`cuMemsetD16` as NVIDIA documents it: links `cuMemsetD16_v2`, the symbol C resolves `cuMemsetD16` to with these headers."
+    cuMemsetD16(dstDevice : CUdeviceptr, us : ::core::ffi::c_ushort, N : usize) ->
+    CUresult => cuMemsetD16_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 326
+    "`cuMemsetD2D16` as NVIDIA documents it: links `cuMemsetD2D16_v2`, the symbol C resolves `cuMemsetD2D16` to with these headers."
+    cuMemsetD2D16(dstDevice : CUdeviceptr, dstPitch : usize, us : ::core::ffi::c_ushort,
+    Width : usize, Height : usize) -> CUresult => cuMemsetD2D16_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 328
+    "`cuMemsetD2D32` as NVIDIA documents it: links `cuMemsetD2D32_v2`, the symbol C resolves `cuMemsetD2D32` to with these headers."
+    cuMemsetD2D32(dstDevice : CUdeviceptr, dstPitch : usize, ui : ::core::ffi::c_uint,
+    Width : usize, Height : usize) -> CUresult => cuMemsetD2D32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 330
+    "`cuMemsetD2D8` as NVIDIA documents it: links `cuMemsetD2D8_v2`, the symbol C resolves `cuMemsetD2D8` to with these headers."
+    cuMemsetD2D8(dstDevice : CUdeviceptr, dstPitch : usize, uc : ::core::ffi::c_uchar,
+    Width : usize, Height : usize) -> CUresult => cuMemsetD2D8_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 332
+    "`cuMemsetD32` as NVIDIA documents it: links `cuMemsetD32_v2`, the symbol C resolves `cuMemsetD32` to with these headers."
+    cuMemsetD32(dstDevice : CUdeviceptr, ui : ::core::ffi::c_uint, N : usize) -> CUresult
+    => cuMemsetD32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 334
+    "`cuMemsetD8` as NVIDIA documents it: links `cuMemsetD8_v2`, the symbol C resolves `cuMemsetD8` to with these headers."
+    cuMemsetD8(dstDevice : CUdeviceptr, uc : ::core::ffi::c_uchar, N : usize) -> CUresult
+    => cuMemsetD8_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 343
+    "`cuModuleGetGlobal` as NVIDIA documents it: links `cuModuleGetGlobal_v2`, the symbol C resolves `cuModuleGetGlobal` to with these headers."
+    cuModuleGetGlobal(dptr : * mut CUdeviceptr, bytes : * mut usize, hmod : CUmodule,
+    name : * const ::core::ffi::c_char) -> CUresult => cuModuleGetGlobal_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 376
+    "`cuStreamBatchMemOp` as NVIDIA documents it: links `cuStreamBatchMemOp_v2`, the symbol C resolves `cuStreamBatchMemOp` to with these headers."
+    cuStreamBatchMemOp(stream : CUstream, count : ::core::ffi::c_uint, paramArray : * mut
+    CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
+    cuStreamBatchMemOp_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 378
+    "`cuStreamBeginCapture` as NVIDIA documents it: links `cuStreamBeginCapture_v2`, the symbol C resolves `cuStreamBeginCapture` to with these headers."
+    cuStreamBeginCapture(hStream : CUstream, mode : CUstreamCaptureMode) -> CUresult =>
+    cuStreamBeginCapture_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 382
+    "`cuStreamDestroy` as NVIDIA documents it: links `cuStreamDestroy_v2`, the symbol C resolves `cuStreamDestroy` to with these headers."
+    cuStreamDestroy(hStream : CUstream) -> CUresult => cuStreamDestroy_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 385
+    "`cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers."
+    cuStreamGetCaptureInfo(hStream : CUstream, captureStatus_out : * mut
+    CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut CUgraph,
+    dependencies_out : * mut * const CUgraphNode, edgeData_out : * mut * const
+    CUgraphEdgeData, numDependencies_out : * mut usize) -> CUresult =>
+    cuStreamGetCaptureInfo_v3
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 397
+    "`cuStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cuStreamUpdateCaptureDependencies_v2`, the symbol C resolves `cuStreamUpdateCaptureDependencies` to with these headers."
+    cuStreamUpdateCaptureDependencies(hStream : CUstream, dependencies : * mut
+    CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamUpdateCaptureDependencies_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 399
+    "`cuStreamWaitValue32` as NVIDIA documents it: links `cuStreamWaitValue32_v2`, the symbol C resolves `cuStreamWaitValue32` to with these headers."
+    cuStreamWaitValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 400
+    "`cuStreamWaitValue64` as NVIDIA documents it: links `cuStreamWaitValue64_v2`, the symbol C resolves `cuStreamWaitValue64` to with these headers."
+    cuStreamWaitValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue64_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 401
+    "`cuStreamWriteValue32` as NVIDIA documents it: links `cuStreamWriteValue32_v2`, the symbol C resolves `cuStreamWriteValue32` to with these headers."
+    cuStreamWriteValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue32_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 402
+    "`cuStreamWriteValue64` as NVIDIA documents it: links `cuStreamWriteValue64_v2`, the symbol C resolves `cuStreamWriteValue64` to with these headers."
+    cuStreamWriteValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
+    : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue64_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 420
+    "`cuTexRefGetAddress` as NVIDIA documents it: links `cuTexRefGetAddress_v2`, the symbol C resolves `cuTexRefGetAddress` to with these headers."
+    cuTexRefGetAddress(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
+    cuTexRefGetAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 433
+    "`cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers."
+    cuTexRefSetAddress(ByteOffset : * mut usize, hTexRef : CUtexref, dptr : CUdeviceptr,
+    bytes : usize) -> CUresult => cuTexRefSetAddress_v2
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 431
+    "`cuTexRefSetAddress2D` as NVIDIA documents it: links `cuTexRefSetAddress2D_v3`, the symbol C resolves `cuTexRefSetAddress2D` to with these headers."
+    cuTexRefSetAddress2D(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR, dptr :
+    CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
+);
 /// The driver symbols the declarations link, defined by the crate: each calls through its loader slot.
 #[cfg(cuda_mem_sys_load_driver)]
 mod loaded_driver {

@@ -207,7 +207,10 @@ fn figures(logs: &[(&str, String)]) -> String {
     let mut any = false;
     for (_, text) in logs {
         // Like the bad-input lines, a figure may follow libtest's `test <name> ... `.
-        for l in text.lines().filter_map(|l| l.find("figure: ").map(|i| &l[i..])) {
+        for l in text
+            .lines()
+            .filter_map(|l| l.find("figure: ").map(|i| &l[i..]))
+        {
             md.push_str(l);
             md.push('\n');
             any = true;
@@ -347,9 +350,13 @@ mod tests {
 
     #[test]
     fn figures_after_libtests_test_line_are_listed() {
-        let log = "test vmm_importer_killed ... figure: vmm_importer_killed bytes=4\nfigure: b x=1\nok\n";
+        let log =
+            "test vmm_importer_killed ... figure: vmm_importer_killed bytes=4\nfigure: b x=1\nok\n";
         let md = figures(&[("vmm", log.to_string())]);
-        assert!(md.contains("\nfigure: vmm_importer_killed bytes=4\nfigure: b x=1\n"), "{md}");
+        assert!(
+            md.contains("\nfigure: vmm_importer_killed bytes=4\nfigure: b x=1\n"),
+            "{md}"
+        );
         assert!(!md.contains("did not run"), "{md}");
     }
 
