@@ -6,11 +6,11 @@
 //! interleaved, pinned to one core. Each figure is the minimum over 5
 //! repetitions of N calls.
 //!
-//! Separate processes differ by more than the trampoline costs (CPU placement,
+//! Separate processes differ by more than the loader costs (CPU placement,
 //! frequency, page layout), so the loaded build also measures, in the same
 //! process and interleaved with its own calls, the driver's functions called
 //! directly through the pointers the loader resolved (`direct`): what a linked
-//! call does (one indirect jump through the GOT) without the trampoline.
+//! call does (one indirect call through the GOT) without the loader's check.
 
 use std::ffi::c_void;
 use std::time::Instant;
@@ -119,7 +119,7 @@ macro_rules! measure {
 
 /// The measured functions called through the driver's own pointers (from
 /// `loader::function`), everything else as in the crate: the same-process
-/// baseline for the trampolines.
+/// baseline for the crate's calls.
 #[cfg(feature = "loaded")]
 #[allow(non_snake_case)]
 mod direct {
@@ -186,7 +186,7 @@ fn main() {
         for _ in 0..SAME_PROCESS_ROUNDS {
             for (who, figures) in [
                 (
-                    "same-process-trampoline",
+                    "same-process-crate",
                     measure!(
                         cuda_mem_sys,
                         CUDA_SUCCESS,

@@ -183,12 +183,12 @@ print("|---|---|---|---|---|---|")
 for op in ops:
     m = {w: statistics.median(d[(op, w)]) for w in ("cuda-mem-sys-linked", "cuda-mem-sys-loaded", "cudarc-0.19-loaded")}
     print(f"| `{op}` | {m['cuda-mem-sys-linked']:.1f} | {m['cuda-mem-sys-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cuda-mem-sys-linked']:.2f} | {m['cudarc-0.19-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cudarc-0.19-loaded']:.2f} |")
-print("\nOne process, interleaved (the loaded build; median of 7 x 5 rounds): the trampoline against the driver's own pointer called directly, as a linked call does:\n")
-print("| operation | direct | trampoline | trampoline / direct |")
+print("\nOne process, interleaved (the loaded build; median of 7 x 5 rounds): the crate's call against the driver's own pointer called directly, as a linked call does:\n")
+print("| operation | direct | crate call | crate / direct |")
 print("|---|---|---|---|")
 for op in ops:
-    m = {w: statistics.median(d[(op, w)]) for w in ("same-process-direct", "same-process-trampoline")}
-    print(f"| `{op}` | {m['same-process-direct']:.1f} | {m['same-process-trampoline']:.1f} | {m['same-process-trampoline']/m['same-process-direct']:.2f} |")
+    m = {w: statistics.median(d[(op, w)]) for w in ("same-process-direct", "same-process-crate")}
+    print(f"| `{op}` | {m['same-process-direct']:.1f} | {m['same-process-crate']:.1f} | {m['same-process-crate']/m['same-process-direct']:.2f} |")
 PY
 "#;
 
