@@ -64,9 +64,8 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         )));
     }
     let compiler = layout_support::compiler();
-    if let Err(e) = std::process::Command::new(compiler.path())
-        .arg("--version")
-        .output()
+    if let Err(e) =
+        abi_support::host_output(std::process::Command::new(compiler.path()).arg("--version"))
     {
         return Ok(Completion::ignored_with(format!(
             "no C compiler to run ({}: {e})",
@@ -74,7 +73,11 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         )));
     }
     let generated = layout_check::generate(FIXTURE, "crate::fixture")?;
-    let prelude = format!("#include \"{}\"\n", header.display());
+    // `/` also on Windows: the C compiler may be a Linux one (under Wine).
+    let prelude = format!(
+        "#include \"{}\"\n",
+        header.display().to_string().replace('\\', "/")
+    );
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let base = if tmp.is_dir() {
         tmp

@@ -68,10 +68,9 @@ fn run() -> &'static Result<Result<Run, String>, String> {
         };
         let work_dir = base.join(format!("abi_layout-{}", std::process::id()));
         let _cleanup = abi_support::remove_on_drop(work_dir.clone());
-        if let Err(e) = std::process::Command::new(layout_support::compiler().path())
-            .arg("--version")
-            .output()
-        {
+        if let Err(e) = abi_support::host_output(
+            std::process::Command::new(layout_support::compiler().path()).arg("--version"),
+        ) {
             return Err(format!(
                 "no C compiler to run ({}: {e})",
                 layout_support::compiler().path().display()

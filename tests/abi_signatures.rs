@@ -18,12 +18,13 @@ fn failing_signatures(file: &Path) -> Result<Result<Vec<String>, String>, Failed
     let compiler = abi_support::c_compiler(&dirs)
         .try_get_compiler()
         .map_err(|e| e.to_string())?;
-    let out = compiler
-        .to_command()
-        .args(["-fsyntax-only", "-fmax-errors=0"])
-        .arg(file)
-        .output()
-        .map_err(|e| format!("running the C compiler: {e}"))?;
+    let out = abi_support::host_output(
+        compiler
+            .to_command()
+            .args(["-fsyntax-only", "-fmax-errors=0"])
+            .arg(file),
+    )
+    .map_err(|e| format!("running the C compiler: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let failed: Vec<String> = stderr
         .lines()

@@ -50,6 +50,7 @@ pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
     }
     b.opt_level(0)
         .cargo_metadata(false)
+        .cargo_warnings(false)
         .warnings(false)
         .includes(include_dirs);
     if cfg!(feature = "per-thread-default-stream") {
@@ -112,8 +113,13 @@ pub fn runner() -> Vec<String> {
 /// A command that runs a program built for the crate's target the way cargo
 /// runs the test itself: through the target's runner where one is set, so
 /// that an aarch64 program runs under `qemu-aarch64` on an x86_64 host (there
-/// is no binfmt: a program started directly would not run).
+/// is no binfmt: a program started directly would not run). On Windows the
+/// test is itself a Windows program (under Wine, too), which starts another
+/// one directly.
 pub fn target_command(program: &Path) -> Command {
+    if cfg!(windows) {
+        return Command::new(program);
+    }
     match runner().split_first() {
         Some((first, rest)) => {
             let mut cmd = Command::new(first);
@@ -127,4 +133,86 @@ pub fn target_command(program: &Path) -> Command {
 /// A program's file name on the crate's target (`layout_check.exe` on Windows).
 pub fn target_exe(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs a program of the build machine (the C compiler) and collects its
+/// output, as `Command::output` does.
+///
+/// A Windows test running under Wine on Linux starts the Linux C compiler,
+/// but Wine gives it no process handle and no pipes: the compiler runs, and
+/// its exit status and output are lost. There (`/bin/sh` exists, which it
+/// does not on Windows itself) the command runs through `/bin/sh`, which
+/// writes the output and the exit status to files in a scratch folder; the
+/// status file appears last, when the program has ended. Arguments get `/`
+/// for `\` (a path joined on Windows), as the Linux program reads them.
+pub fn host_output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    if !cfg!(windows) || !Path::new("/bin/sh").exists() {
+        return cmd.output();
+    }
+    let dir = scratch_under_target("host-tool");
+    let unix = |p: &Path| p.to_string_lossy().replace('\\', "/");
+    let slash = |s: &std::ffi::OsStr| s.to_string_lossy().replace('\\', "/");
+    let (out, err, status) = (
+        dir.path().join("out"),
+        dir.path().join("err"),
+        dir.path().join("status"),
+    );
+    let script = format!(
+        "\"$0\" \"$@\" >'{}' 2>'{}'; echo $? >'{}.tmp' && mv '{}.tmp' '{}'",
+        unix(&out),
+        unix(&err),
+        unix(&status),
+        unix(&status),
+        unix(&status)
+    );
+    let mut sh = Command::new("/bin/sh");
+    sh.arg("-c")
+        .arg(script)
+        .arg(slash(cmd.get_program()))
+        .args(cmd.get_args().map(slash));
+    // Started, never waited for (Wine cannot); the status file tells the end.
+    let _child = sh.spawn()?;
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            break text.trim().parse::<i32>().unwrap_or(-1);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(600) {
+            return Err(std::io::Error::other(format!(
+                "{cmd:?} under Wine: no exit status after 600 s"
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(std::process::Output {
+        status: exit_status(code),
+        stdout: std::fs::read(&out).unwrap_or_default(),
+        stderr: std::fs::read(&err).unwrap_or_default(),
+    })
+}
+
+#[cfg(windows)]
+fn exit_status(code: i32) -> std::process::ExitStatus {
+    std::os::windows::process::ExitStatusExt::from_raw(code as u32)
+}
+
+#[cfg(not(windows))]
+fn exit_status(code: i32) -> std::process::ExitStatus {
+    std::os::unix::process::ExitStatusExt::from_raw(code << 8)
+}
+
+/// A scratch folder under the target folder (a Linux path also under Wine,
+/// where `temp_dir()` is a Windows one the Linux C compiler cannot read).
+pub fn scratch_under_target(name: &str) -> Scratch {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = if base.is_dir() {
+        base
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
 }

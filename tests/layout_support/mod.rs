@@ -47,10 +47,15 @@ fn command(tool: &cc::Tool, input: &CInput) -> Command {
     cmd
 }
 
-fn output(mut cmd: Command, what: &str) -> Result<String, String> {
+/// Runs a program built for the target (directly, or through its runner).
+fn target_output(mut cmd: Command, what: &str) -> Result<String, String> {
     let out = cmd
         .output()
         .map_err(|e| format!("{what}: running {cmd:?}: {e}"))?;
+    checked(out, &cmd, what)
+}
+
+fn checked(out: std::process::Output, cmd: &Command, what: &str) -> Result<String, String> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let head: Vec<&str> = err.lines().take(40).collect();
@@ -61,6 +66,14 @@ fn output(mut cmd: Command, what: &str) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs the C compiler (a program of the build machine, see
+/// [`crate::abi_support::host_output`]).
+fn output(mut cmd: Command, what: &str) -> Result<String, String> {
+    let out = crate::abi_support::host_output(&mut cmd)
+        .map_err(|e| format!("{what}: running {cmd:?}: {e}"))?;
+    checked(out, &cmd, what)
 }
 
 /// Preprocesses the headers, writes `lc_names.h` from what they declare,
@@ -88,7 +101,7 @@ pub fn run_c(input: &CInput) -> Result<COutput, String> {
     output(cc, "compiling the C half of the layout check")?;
     // Compiled for the target: run the way cargo runs the test (its runner).
     let run = crate::abi_support::target_command(&exe);
-    let lines = output(run, "running the C half of the layout check").map_err(|e| {
+    let lines = target_output(run, "running the C half of the layout check").map_err(|e| {
         let runner = crate::abi_support::runner_var();
         match std::env::var(&runner) {
             Ok(_) => e,
@@ -97,7 +110,7 @@ pub fn run_c(input: &CInput) -> Result<COutput, String> {
             }
         }
     })?;
-    let version = tool.to_command().arg("--version").output().ok();
+    let version = crate::abi_support::host_output(tool.to_command().arg("--version")).ok();
     let compiler = version
         .and_then(|o| {
             String::from_utf8_lossy(&o.stdout)
