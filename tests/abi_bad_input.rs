@@ -29,7 +29,7 @@ mod fixture_table {
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const FIXTURE: &str = include_str!("abi_fixture/bad.rs");
 const TABLE: &str = include_str!("abi_fixture/bad_layout.rs");
@@ -78,14 +78,9 @@ fn every_wrong_item_is_named_and_no_right_one() -> Result<Completion, Failed> {
         "#include \"{}\"\n",
         header.display().to_string().replace('\\', "/")
     );
-    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let base = if tmp.is_dir() {
-        tmp
-    } else {
-        std::env::temp_dir()
-    };
-    let work_dir = base.join(format!("abi_bad_input-{}", std::process::id()));
-    let _cleanup = abi_support::remove_on_drop(work_dir.clone());
+    // Under the target folder: a Linux path, also for a test under Wine.
+    let work = abi_support::scratch_under_target("abi_bad_input");
+    let work_dir = work.path().to_path_buf();
     let c = layout_support::run_c(&layout_support::CInput {
         include_dirs: &[],
         defines: &[],

@@ -22,7 +22,6 @@ mod layout_support;
 use layout_support::{Comparison, Mismatch};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 #[allow(dead_code, unused_imports, non_snake_case, clippy::all)]
@@ -60,14 +59,9 @@ fn run() -> &'static Result<Result<Run, String>, String> {
         }
         // The one header bindgen read, as text (the tests may run elsewhere).
         let prelude = include_str!("../wrapper.h");
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let base = if tmp.is_dir() {
-            tmp
-        } else {
-            std::env::temp_dir()
-        };
-        let work_dir = base.join(format!("abi_layout-{}", std::process::id()));
-        let _cleanup = abi_support::remove_on_drop(work_dir.clone());
+        // Under the target folder: a Linux path, also for a test under Wine.
+        let work = abi_support::scratch_under_target("abi_layout");
+        let work_dir = work.path().to_path_buf();
         if let Err(e) = abi_support::host_output(
             std::process::Command::new(layout_support::compiler().path()).arg("--version"),
         ) {

@@ -1169,14 +1169,6 @@ impl pd::Exporting for VmmKept {
         m.free()?;
         checked
     }
-    fn release(self) -> (Vec<(&'static str, String)>, TestResult) {
-        let held = pd::free_memory().map(pd::mib);
-        drop(self);
-        match held {
-            Ok(held) => (vec![("free_exporter_holding", held)], Ok(())),
-            Err(e) => (vec![], Err(e)),
-        }
-    }
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory

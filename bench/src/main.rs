@@ -121,7 +121,7 @@ macro_rules! measure {
 /// `loader::function`), everything else as in the crate: the same-process
 /// baseline for the crate's calls.
 #[cfg(feature = "loaded")]
-#[allow(non_snake_case)]
+#[allow(non_snake_case, clippy::too_many_arguments)]
 mod direct {
     pub use cuda_mem_sys::*;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -172,6 +172,23 @@ mod direct {
 #[cfg(feature = "loaded")]
 const SAME_PROCESS_ROUNDS: usize = 5;
 
+/// [`measure!`] over a module with cuda-mem-sys's names (the crate, or `direct`).
+#[cfg(not(feature = "cudarc"))]
+macro_rules! measure_cms {
+    ($s:path) => {
+        measure!(
+            $s,
+            CUDA_SUCCESS,
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+        )
+    };
+}
+
 fn main() {
     #[cfg(feature = "loaded")]
     {
@@ -185,32 +202,8 @@ fn main() {
         direct::init();
         for _ in 0..SAME_PROCESS_ROUNDS {
             for (who, figures) in [
-                (
-                    "same-process-crate",
-                    measure!(
-                        cuda_mem_sys,
-                        CUDA_SUCCESS,
-                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
-                    ),
-                ),
-                (
-                    "same-process-direct",
-                    measure!(
-                        direct,
-                        CUDA_SUCCESS,
-                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
-                    ),
-                ),
+                ("same-process-crate", measure_cms!(cuda_mem_sys)),
+                ("same-process-direct", measure_cms!(direct)),
             ] {
                 for (op, ns) in figures {
                     println!("{who} {op} {ns:.2}");
@@ -226,19 +219,7 @@ fn main() {
         } else {
             "cuda-mem-sys-linked"
         };
-        (
-            who,
-            measure!(
-                cuda_mem_sys,
-                CUDA_SUCCESS,
-                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
-            ),
-        )
+        (who, measure_cms!(cuda_mem_sys))
     };
     #[cfg(feature = "cudarc")]
     let (who, figures) = {

@@ -519,7 +519,7 @@ pub fn exporter_killed(
 }
 
 /// The exporter's side of [`importer_killed`], kept in the test process.
-pub trait Exporting {
+pub trait Exporting: Sized {
     /// The `n` shared bytes, as the exporter reads them.
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String>;
     /// The figure taken while both processes have the memory mapped.
@@ -530,7 +530,16 @@ pub trait Exporting {
     /// allocation written, read back and freed.
     fn go_on(&mut self, round: u32) -> TestResult;
     /// Releases everything: its figures, and whether the release was right.
-    fn release(self) -> (Vec<(&'static str, String)>, TestResult);
+    /// By default: the free memory while it still holds everything
+    /// (`free_exporter_holding`), then dropped.
+    fn release(self) -> (Vec<(&'static str, String)>, TestResult) {
+        let held = free_memory().map(mib);
+        drop(self);
+        match held {
+            Ok(held) => (vec![("free_exporter_holding", held)], Ok(())),
+            Err(e) => (vec![], Err(e)),
+        }
+    }
 }
 
 /// The importer child is SIGKILLed while it holds a mapped import: the
