@@ -342,6 +342,15 @@ fn from_headers(
 
 /// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).
 fn headers_version(cuda: &locate::Cuda, crate_dir: &Path, work_dir: &Path) -> Result<u32, String> {
+    // Headers replaced in place (a toolkit upgrade) must be checked again.
+    if let Some(h) = cuda
+        .include_dirs
+        .iter()
+        .map(|d| d.join("cuda.h"))
+        .find(|h| h.is_file())
+    {
+        println!("cargo:rerun-if-changed={}", h.display());
+    }
     let mut include_dirs = cuda.include_dirs.clone();
     include_dirs.push(crate_dir.to_path_buf());
     let mut cc = cc::Build::new();
