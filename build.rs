@@ -4,14 +4,17 @@
 //! It runs unoptimised in every dependent's build, so it does little: the
 //! generated text is parsed once and every later step reads that tree; it is
 //! written to `OUT_DIR` as compact tokens, not pretty-printed; the ABI tests'
-//! inputs are made only when the crate's own tests are built (feature
+//! inputs are compiled in only when the crate's own tests are built (feature
 //! `abi-test-inputs`, which the crate's dev-dependency on itself turns on).
 //! Without the `bindgen` feature nothing here needs syn, bindgen or libclang.
 
 #[cfg(feature = "bindgen")]
 #[path = "build/codegen/mod.rs"]
+// Without `abi-test-inputs` the ABI tests' generators are compiled out, not
+// just skipped: this script is compiled unoptimised in every dependent's build.
+#[cfg_attr(not(feature = "abi-test-inputs"), allow(dead_code))]
 mod codegen;
-#[cfg(feature = "bindgen")]
+#[cfg(all(feature = "bindgen", feature = "abi-test-inputs"))]
 #[path = "build/codegen/layout_check.rs"]
 #[allow(dead_code)] // `generate` (from text) serves tests/abi_bad_input.rs
 mod layout_check;
@@ -69,7 +72,7 @@ fn run() -> Result<(), String> {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let ptds = env::var_os("CARGO_FEATURE_PER_THREAD_DEFAULT_STREAM").is_some();
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
-    let test_inputs = env::var_os("CARGO_FEATURE_ABI_TEST_INPUTS").is_some();
+    let test_inputs = cfg!(feature = "abi-test-inputs");
     let dynamic_loading = env::var_os("CARGO_FEATURE_DYNAMIC_LOADING").is_some();
 
     println!("cargo:rerun-if-changed=wrapper.h");
@@ -139,10 +142,9 @@ fn run() -> Result<(), String> {
     // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
     let bindings = match bindings {
         #[cfg(feature = "bindgen")]
-        Bindings::Generated(out) if env::var_os(ABI_FALLBACK).is_some() => {
-            if test_inputs {
-                write_signature_inputs(&out_dir, &out.file, &out.c_tags)?;
-            }
+        Bindings::Generated(_out) if env::var_os(ABI_FALLBACK).is_some() => {
+            #[cfg(feature = "abi-test-inputs")]
+            write_signature_inputs(&out_dir, &_out.file, &_out.c_tags)?;
             Bindings::Committed { fallback: true }
         }
         b => b,
@@ -154,7 +156,8 @@ fn run() -> Result<(), String> {
         #[cfg(feature = "bindgen")]
         Bindings::Generated(out) => {
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &out.tokens())?;
-            if test_inputs {
+            #[cfg(feature = "abi-test-inputs")]
+            {
                 write_signature_inputs(&out_dir, &out.file, &out.c_tags)?;
                 write_test_inputs(&out_dir, &out.file)?;
             }
@@ -181,8 +184,8 @@ fn run() -> Result<(), String> {
             let rust = std::fs::read_to_string(&committed)
                 .map_err(|e| format!("reading {}: {e}", committed.display()))?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &rust)?;
-            #[cfg(feature = "bindgen")]
-            if test_inputs {
+            #[cfg(all(feature = "bindgen", feature = "abi-test-inputs"))]
+            {
                 let file = syn::parse_file(&rust)
                     .map_err(|e| format!("parsing {}: {e}", committed.display()))?;
                 write_test_inputs(&out_dir, &file)?;
@@ -416,7 +419,7 @@ fn compile_static_wrappers(
 
 /// The function table (`tests/abi_symbols.rs`) and the two halves of the
 /// layout check (`tests/abi_layout.rs`), from the final bindings.
-#[cfg(feature = "bindgen")]
+#[cfg(all(feature = "bindgen", feature = "abi-test-inputs"))]
 fn write_test_inputs(out_dir: &Path, file: &syn::File) -> Result<(), String> {
     let dir = out_dir.join("abi");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -431,7 +434,7 @@ fn write_test_inputs(out_dir: &Path, file: &syn::File) -> Result<(), String> {
 
 /// The C signature checks the ABI tests compile (also for a deliberately
 /// wrong declaration, which must fail).
-#[cfg(feature = "bindgen")]
+#[cfg(all(feature = "bindgen", feature = "abi-test-inputs"))]
 fn write_signature_inputs(
     out_dir: &Path,
     file: &syn::File,

@@ -354,3 +354,68 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
         "a changed cuda.h did not lead to bindgen (here: its fallback without libclang):\n{stderr}"
     );
 }
+
+/// The `OUT_DIR` of this crate's build script in a `--message-format=json` build's output.
+fn out_dir_of(output: &str) -> std::path::PathBuf {
+    let line = output
+        .lines()
+        .find(|l| l.contains("\"reason\":\"build-script-executed\"") && l.contains("cuda-mem-sys"))
+        .unwrap_or_else(|| panic!("no build-script-executed message in:\n{output}"));
+    let at = line.split("\"out_dir\":\"").nth(1).unwrap();
+    at[..at.find('"').unwrap()].into()
+}
+
+/// A dependent's build (bindgen running: headers that are not the committed
+/// bindings' own) makes none of the ABI tests' inputs; the build with
+/// `abi-test-inputs`, which the crate's own tests turn on, makes them (the
+/// deliberately wrong case: were the check blind, this would fail).
+#[test]
+#[cfg_attr(
+    not(cuda_mem_sys_same_headers),
+    ignore = "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
+)]
+fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
+    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
+        panic!("the crate was built with the committed headers but no include folder");
+    };
+    let include = std::env::split_paths(dirs).next().unwrap();
+    // One byte more in cuda.h: bindgen runs, as for any headers but the committed ones'.
+    let changed = scratch("abi-inputs-headers");
+    copy_tree(&include, changed.path());
+    let cuda_h = changed.path().join("cuda.h");
+    let mut text = std::fs::read(&cuda_h).unwrap();
+    text.extend_from_slice(b"\n");
+    std::fs::write(&cuda_h, text).unwrap();
+    let env = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.path())];
+    let abi_inputs = |features: &[&str]| {
+        let mut args = vec!["--message-format=json"];
+        args.extend(features);
+        let (ok, output) = build_command(&args, &env);
+        assert!(ok, "the build failed:\n{output}");
+        assert!(
+            !output.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
+                && !output.contains("cuda_mem_sys_fallback"),
+            "the build did not generate (is libclang installed?):\n{output}"
+        );
+        let abi = out_dir_of(&output).join("abi");
+        [
+            "functions.rs",
+            "layout_check.c",
+            "layout_rust.rs",
+            "signatures.c",
+        ]
+        .iter()
+        .filter(|f| abi.join(f).is_file())
+        .count()
+    };
+    assert_eq!(
+        abi_inputs(&[]),
+        0,
+        "a dependent's build made ABI test inputs"
+    );
+    assert_eq!(
+        abi_inputs(&["--features", "abi-test-inputs"]),
+        4,
+        "the build with abi-test-inputs did not make the ABI test inputs"
+    );
+}

@@ -87,7 +87,11 @@ fn measure(
             let mut c = Command::new(env!("CARGO"));
             c.args(["build", extra, "--manifest-path"])
                 .arg(manifest)
-                .env("CARGO_TARGET_DIR", target);
+                .env("CARGO_TARGET_DIR", target)
+                // As cargo builds a crates.io dependency: it compiles path
+                // dependencies (this crate here) incrementally, and registry
+                // ones (cudarc here, this crate in a user's build) not.
+                .env("CARGO_INCREMENTAL", "0");
             for var in crate::locate::ROOT_VARS {
                 c.env_remove(var);
             }
@@ -225,8 +229,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
          Measured by `cargo xtask bench-build` in one run ({minutes:.0} minutes) on this \
          project's development machine ({cores} cores, shared: load average {load_before} \
          before, {load_after} after), debug profile. What is built is a one-line library \
-         depending on the crate, as a user compiles it (not this workspace); each figure is the \
-         median of {RUNS} runs. Clean = an empty target folder (dependencies included, sources \
+         depending on the crate, as a user compiles it (not this workspace), the crate compiled as \
+         cargo compiles a crates.io dependency (not incrementally: `CARGO_INCREMENTAL=0`, which \
+         the path dependency here needs); each figure is the median of {RUNS} runs. Clean = an empty target folder (dependencies included, sources \
          already downloaded); no-op = `cargo build` again with nothing changed. CPU = user + \
          system seconds of the build, all processes. Build script = the run of the crate's \
          build script in the clean build (`cargo build --timings`).\n\n\
