@@ -226,6 +226,29 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     step("build cost: one copy of each dependency; no bindgen, no libclang without the feature");
     crate::build_cost::check(workspace)?;
 
+    step("the crate as published: `cargo package` builds the packaged files, without CUDA and with the 13.0 headers");
+    // A crates.io user builds only what `include` ships (no tests, no xtask):
+    // first with no CUDA (the committed fallback), then with the headers of
+    // the committed bindings and no libclang (they stand in, no bindgen run).
+    run_cmd(cargo(workspace).args(["package", "--allow-dirty", "-p", "cuda-mem-sys"]))?;
+    let no_libclang = workspace.join("target/no-libclang");
+    std::fs::create_dir_all(&no_libclang).map_err(|e| e.to_string())?;
+    let out = cargo(workspace)
+        .args(["package", "--allow-dirty", "-p", "cuda-mem-sys", "-vv"])
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned)
+        .env("LIBCLANG_PATH", &no_libclang)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || !log.contains("cargo:bindings=committed-same-headers") {
+        return Err(format!(
+            "the packaged crate, with the 13.0 headers and no libclang, did not build from \
+             the committed bindings for their very headers ({}):\n{log}",
+            out.status
+        ));
+    }
+    println!("the packaged crate took the committed bindings for their very headers");
+
     step("documentation");
     run_cmd(
         cargo(workspace)
