@@ -249,6 +249,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     }
     println!("the packaged crate took the committed bindings for their very headers");
 
+    msrv(workspace, &pinned)?;
+
     step("documentation");
     run_cmd(
         cargo(workspace)
@@ -263,6 +265,81 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     }
 
     cross(workspace)
+}
+
+/// `cargo xtask msrv`: the CI step for the crate's `rust-version` alone.
+pub fn msrv_alone(workspace: &Path) -> Result<(), String> {
+    ensure_libclang()?;
+    let pinned = headers::fetch(workspace, "13.0")?;
+    msrv(workspace, &pinned)
+}
+
+/// The crate's `rust-version` (Cargo.toml) builds it: the library checked with
+/// that toolchain (installed by rustup, minimal profile) without CUDA, with
+/// the 13.0 headers, without `bindgen`, and with `dynamic-loading` and the
+/// per-thread default stream, where bindgen runs and the loader is generated.
+fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
+    let manifest =
+        std::fs::read_to_string(workspace.join("Cargo.toml")).map_err(|e| e.to_string())?;
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .ok_or("Cargo.toml has no rust-version")?;
+    step(&format!(
+        "rust-version {version}: the library builds with that toolchain"
+    ));
+    run_cmd(Command::new("rustup").args([
+        "toolchain",
+        "install",
+        &version,
+        "--profile",
+        "minimal",
+    ]))?;
+    let cases: [(&str, &[&str], bool); 4] = [
+        ("no CUDA", &[], false),
+        ("the 13.0 headers", &[], true),
+        ("without bindgen", &["--no-default-features"], true),
+        (
+            "dynamic-loading, per-thread default stream (bindgen runs)",
+            &["--features", "dynamic-loading,per-thread-default-stream"],
+            true,
+        ),
+    ];
+    for (what, args, headers) in cases {
+        println!("-- {what}");
+        let mut c = Command::new("rustup");
+        c.current_dir(workspace)
+            .args([
+                "run",
+                &version,
+                "cargo",
+                "check",
+                "-p",
+                "cuda-mem-sys",
+                "--lib",
+            ])
+            .args(args)
+            .env("CARGO_TARGET_DIR", workspace.join("target/msrv"));
+        // The outer cargo's choices must not leak into the older toolchain's build.
+        for var in [
+            "RUSTC",
+            "RUSTDOC",
+            "RUSTUP_TOOLCHAIN",
+            "CARGO",
+            "RUSTC_WRAPPER",
+        ] {
+            c.env_remove(var);
+        }
+        for var in crate::locate::ROOT_VARS {
+            c.env_remove(var);
+        }
+        if headers {
+            c.env("CUDA_MEM_SYS_INCLUDE_DIR", pinned);
+        }
+        run_cmd(&mut c)?;
+    }
+    Ok(())
 }
 
 /// The aarch64 Linux and Windows x86_64 part of CI (`cargo xtask ci --cross` alone).

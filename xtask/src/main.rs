@@ -30,6 +30,8 @@ const USAGE: &str = "usage: cargo xtask <command>
                          and run examples/demo.rs
   ci                     the whole test suite as CI runs it (installs what it needs)
   ci --cross             only its aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part
+  msrv                   check the library with the toolchain of Cargo.toml's rust-version (no
+                         CUDA, the 13.0 headers, no bindgen, a generating loaded build; a step of `ci`)
   examples               build every example and run each without a GPU, expecting its
                          documented `no GPU:` line and exit code (a step of `ci`)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         ["ci"] => ci::run(&workspace()),
         ["ci", "--cross"] => ci::cross(&workspace()),
         ["examples"] => ci::examples(&workspace()),
+        ["msrv"] => ci::msrv_alone(&workspace()),
         ["regen"] => regen::run(&workspace()),
         ["bench-build"] => bench_build::run(&workspace()),
         ["build-cost"] => build_cost::check(&workspace()),
