@@ -124,7 +124,7 @@ pub fn driver_entries(
 /// loading cfgs) to the generated file.
 pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(), String> {
     // Every linked symbol once (the `static inline` copies are the crate's own).
-    let mut by_symbol: BTreeMap<String, syn::ForeignItemFn> = BTreeMap::new();
+    let mut by_symbol: BTreeMap<String, syn::Signature> = BTreeMap::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for f in foreign_fns(file) {
         let name = f.sig.ident.to_string();
@@ -142,13 +142,13 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             if let Some(called) = called {
                 by_symbol
                     .entry(called.to_string())
-                    .or_insert_with(|| f.clone());
+                    .or_insert_with(|| f.sig.clone());
             }
             continue;
         }
         names.insert(name, symbol.clone());
         names.insert(symbol.clone(), symbol.clone());
-        by_symbol.entry(symbol).or_insert_with(|| f.clone());
+        by_symbol.entry(symbol).or_insert_with(|| f.sig.clone());
     }
     let (runtime, driver): (BTreeSet<String>, BTreeSet<String>) = by_symbol
         .keys()
@@ -160,8 +160,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         .map(|symbol| Entry { symbol, proc: None })
         .collect();
 
-    let slot = |entries: &[Entry], s: &str| entries.iter().position(|e| e.symbol == s);
-    let table = |entries: &[Entry]| -> Vec<syn::Expr> {
+    let slots = Slots::new(&driver, &runtime);
+    // Elements as tokens: the module around them is parsed once, as a whole.
+    let table = |entries: &[Entry]| -> Vec<proc_macro2::TokenStream> {
         entries
             .iter()
             .map(|e| {
@@ -174,24 +175,22 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
                     None => ("\0".to_string(), 0),
                 };
                 let base = syn::LitByteStr::new(base.as_bytes(), proc_macro2::Span::call_site());
-                syn::parse_quote!(crate::loader::Entry { symbol: #symbol, base: #base, version: #version })
+                quote::quote!(crate::loader::Entry { symbol: #symbol, base: #base, version: #version })
             })
             .collect()
     };
     let driver_table = table(&driver);
     let runtime_table = table(&runtime);
     let (n_driver, n_runtime) = (driver.len(), runtime.len());
-    let name_rows: Vec<syn::Expr> = names
+    let name_rows: Vec<proc_macro2::TokenStream> = names
         .iter()
         .map(|(name, symbol)| {
-            let (api, i): (syn::Expr, usize) = match slot(&driver, symbol) {
-                Some(i) => (syn::parse_quote!(crate::loader::Api::Driver), i),
-                None => (
-                    syn::parse_quote!(crate::loader::Api::Runtime),
-                    slot(&runtime, symbol).unwrap(),
-                ),
+            let (api, i) = slots.get(symbol).unwrap();
+            let api = match api {
+                "driver" => quote::quote!(crate::loader::Api::Driver),
+                _ => quote::quote!(crate::loader::Api::Runtime),
             };
-            syn::parse_quote!((#name, #api, #i))
+            quote::quote!((#name, #api, #i))
         })
         .collect();
     file.items.push(syn::parse_quote! {
@@ -211,9 +210,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[#(#name_rows),*];
         }
     });
-    direct_calls(file, &driver, &runtime);
+    direct_calls(file, &slots);
     for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
-        let mut fns: Vec<syn::Item> = vec![];
+        let mut fns: Vec<proc_macro2::TokenStream> = vec![];
         for (i, e) in entries.iter().enumerate() {
             fns.push(trampoline(&by_symbol[&e.symbol], &e.symbol, api, i));
         }
@@ -244,17 +243,8 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
 /// stay for everything else that links the symbol (the headers' `static
 /// inline` copies, C code in the same program). The declaration keeps the
 /// full documentation; the loaded build's function gets its first paragraph.
-fn direct_calls(file: &mut syn::File, driver: &[Entry], runtime: &[Entry]) {
-    let slot = |s: &str| -> Option<(&'static str, usize)> {
-        if let Some(i) = driver.iter().position(|e| e.symbol == s) {
-            return Some(("driver", i));
-        }
-        runtime
-            .iter()
-            .position(|e| e.symbol == s)
-            .map(|i| ("runtime", i))
-    };
-    let mut calls: Vec<syn::Item> = vec![];
+fn direct_calls(file: &mut syn::File, slots: &Slots) {
+    let mut calls = proc_macro2::TokenStream::new();
     for item in &mut file.items {
         let syn::Item::ForeignMod(m) = item else {
             continue;
@@ -262,7 +252,7 @@ fn direct_calls(file: &mut syn::File, driver: &[Entry], runtime: &[Entry]) {
         for i in &mut m.items {
             let syn::ForeignItem::Fn(f) = i else { continue };
             let symbol = link_name(&f.attrs).unwrap_or_else(|| f.sig.ident.to_string());
-            let Some((api, n)) = slot(&symbol).filter(|_| f.sig.variadic.is_none()) else {
+            let Some((api, n)) = slots.get(&symbol).filter(|_| f.sig.variadic.is_none()) else {
                 continue;
             };
             let cfg = syn::Ident::new(
@@ -277,13 +267,36 @@ fn direct_calls(file: &mut syn::File, driver: &[Entry], runtime: &[Entry]) {
             let target = syn::Ident::new(&symbol, proc_macro2::Span::call_site());
             let inputs = &f.sig.inputs;
             let output = &f.sig.output;
-            calls.push(syn::parse_quote! {
+            calls.extend(quote::quote! {
                 #[cfg(#cfg)]
                 crate::loader::call!(#api #n #doc #ident(#inputs) #output => #target);
             });
         }
     }
-    file.items.extend(calls);
+    // Parsed once, all together.
+    let calls: syn::File = syn::parse2(calls).expect("the loaded calls parse");
+    file.items.extend(calls.items);
+}
+
+/// Each linked symbol's library and slot.
+struct Slots(std::collections::HashMap<String, (&'static str, usize)>);
+
+impl Slots {
+    fn new(driver: &[Entry], runtime: &[Entry]) -> Self {
+        let mut map = std::collections::HashMap::new();
+        // A symbol in both tables (none today) keeps its driver slot, as a search of the driver's first would.
+        for (i, e) in runtime.iter().enumerate() {
+            map.insert(e.symbol.clone(), ("runtime", i));
+        }
+        for (i, e) in driver.iter().enumerate() {
+            map.insert(e.symbol.clone(), ("driver", i));
+        }
+        Slots(map)
+    }
+
+    fn get(&self, symbol: &str) -> Option<(&'static str, usize)> {
+        self.0.get(symbol).copied()
+    }
 }
 
 /// The first paragraph of an item's doc comment, on one line.
@@ -320,13 +333,18 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
 /// <symbol>(<params>) -> R`, which calls the function in `slot` of `api`'s
 /// library or returns the documented "missing" value of `R` (one
 /// hand-written body for every function; the generated text stays short).
-fn trampoline(f: &syn::ForeignItemFn, symbol: &str, api: &str, slot: usize) -> syn::Item {
+fn trampoline(
+    sig: &syn::Signature,
+    symbol: &str,
+    api: &str,
+    slot: usize,
+) -> proc_macro2::TokenStream {
     let name = syn::Ident::new(symbol, proc_macro2::Span::call_site());
     let api = syn::Ident::new(api, proc_macro2::Span::call_site());
     let slot = syn::LitInt::new(&slot.to_string(), proc_macro2::Span::call_site());
-    let inputs = &f.sig.inputs;
-    let output = &f.sig.output;
-    syn::parse_quote! {
+    let inputs = &sig.inputs;
+    let output = &sig.output;
+    quote::quote! {
         crate::loader::trampoline!(#api #slot #name(#inputs) #output);
     }
 }
