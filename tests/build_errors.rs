@@ -295,6 +295,28 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The include folder of the headers the crate was built with: under
+/// `cuda_mem_sys_same_headers`, those of the committed bindings.
+fn committed_headers() -> std::path::PathBuf {
+    // Set wherever `cuda_mem_sys_same_headers` is (headers were found).
+    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
+        panic!("the crate was built with the committed headers but no include folder");
+    };
+    std::env::split_paths(dirs).next().unwrap()
+}
+
+/// A copy of `include` with one byte more in `cuda.h`: other headers of the
+/// same release, for which the committed bindings cannot stand in.
+fn changed_headers(include: &Path, name: &str) -> Scratch {
+    let changed = scratch(name);
+    copy_tree(include, changed.path());
+    let cuda_h = changed.path().join("cuda.h");
+    let mut text = std::fs::read(&cuda_h).unwrap();
+    text.extend_from_slice(b"\n");
+    std::fs::write(&cuda_h, text).unwrap();
+    changed
+}
+
 /// The headers the committed bindings were generated from stand in for a
 /// bindgen run (the build needs no libclang and says so in its metadata);
 /// the same headers with one byte changed do not (the build looks for
@@ -305,11 +327,7 @@ fn copy_tree(from: &Path, to: &Path) {
     ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
 )]
 fn the_committed_bindings_stand_in_for_their_very_headers_only() {
-    // Set wherever `cuda_mem_sys_same_headers` is (headers were found).
-    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-        panic!("the crate was built with the committed headers but no include folder");
-    };
-    let include = std::env::split_paths(dirs).next().unwrap();
+    let include = committed_headers();
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_command(
         &["-vv"],
@@ -330,12 +348,7 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
     );
 
     // The deliberately wrong case: one byte more in cuda.h.
-    let changed = scratch("changed-headers");
-    copy_tree(&include, changed.path());
-    let cuda_h = changed.path().join("cuda.h");
-    let mut text = std::fs::read(&cuda_h).unwrap();
-    text.extend_from_slice(b"\n");
-    std::fs::write(&cuda_h, text).unwrap();
+    let changed = changed_headers(&include, "changed-headers");
     let (ok, stderr) = build_command(
         &["-vv"],
         &[
@@ -375,17 +388,9 @@ fn out_dir_of(output: &str) -> std::path::PathBuf {
     ignore = "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
 )]
 fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
-    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-        panic!("the crate was built with the committed headers but no include folder");
-    };
-    let include = std::env::split_paths(dirs).next().unwrap();
-    // One byte more in cuda.h: bindgen runs, as for any headers but the committed ones'.
-    let changed = scratch("abi-inputs-headers");
-    copy_tree(&include, changed.path());
-    let cuda_h = changed.path().join("cuda.h");
-    let mut text = std::fs::read(&cuda_h).unwrap();
-    text.extend_from_slice(b"\n");
-    std::fs::write(&cuda_h, text).unwrap();
+    let include = committed_headers();
+    // Headers other than the committed ones': bindgen runs.
+    let changed = changed_headers(&include, "abi-inputs-headers");
     let env = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.path())];
     let abi_inputs = |features: &[&str]| {
         let mut args = vec!["--message-format=json"];

@@ -97,13 +97,18 @@ pub fn wine_shim(workspace: &Path) -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
+/// This toolchain's cargo in `workspace`, with no CUDA location in its environment.
 pub fn cargo(workspace: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO"));
-    c.current_dir(workspace);
+    cargo_of(Command::new(env!("CARGO")), workspace)
+}
+
+/// `command` (a cargo) in `workspace`, with no CUDA location in its environment.
+fn cargo_of(mut command: Command, workspace: &Path) -> Command {
+    command.current_dir(workspace);
     for var in crate::locate::ROOT_VARS {
-        c.env_remove(var);
+        command.env_remove(var);
     }
-    c
+    command
 }
 
 pub fn demo(workspace: &Path) -> Result<(), String> {
@@ -308,17 +313,10 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     ];
     for (what, args, headers) in cases {
         println!("-- {what}");
-        let mut c = Command::new("rustup");
-        c.current_dir(workspace)
-            .args([
-                "run",
-                &version,
-                "cargo",
-                "check",
-                "-p",
-                "cuda-mem-sys",
-                "--lib",
-            ])
+        let mut rustup = Command::new("rustup");
+        rustup.args(["run", &version, "cargo"]);
+        let mut c = cargo_of(rustup, workspace);
+        c.args(["check", "-p", "cuda-mem-sys", "--lib"])
             .args(args)
             .env("CARGO_TARGET_DIR", workspace.join("target/msrv"));
         // The outer cargo's choices must not leak into the older toolchain's build.
@@ -329,9 +327,6 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
             "CARGO",
             "RUSTC_WRAPPER",
         ] {
-            c.env_remove(var);
-        }
-        for var in crate::locate::ROOT_VARS {
             c.env_remove(var);
         }
         if headers {
