@@ -1,9 +1,11 @@
 //! `cargo xtask bench-build`: what a user's build costs. A one-line library
 //! depending on this crate is built clean and again with nothing changed, for
-//! (a) the CUDA 13.0 headers found, (b) no CUDA, (c) `default-features = false`
-//! with the headers found, beside a one-line library depending on cudarc 0.19
-//! (features `driver`, `runtime`, `cuda-13000`), all in one run on this
-//! machine; writes `docs/build-times.md`.
+//! (a) the CUDA 13.0 headers found, (a') other 13.0 headers found, (b) no
+//! CUDA, (c) `default-features = false` with the headers found, beside a
+//! one-line library depending on cudarc 0.19 (features `driver`, `runtime`,
+//! `cuda-13000`) and the two floors of the `bindgen` feature (bindgen alone,
+//! linked; linked and run with this crate's configuration), all in one run
+//! on this machine; writes `docs/build-times.md`.
 
 use crate::headers;
 use std::path::{Path, PathBuf};
@@ -137,36 +139,87 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     crate::ci::ensure_libclang()?;
     let include = headers::fetch(workspace, "13.0")?;
     let bench = workspace.join("target/bench");
-    let user = |name: &str, dependency: &str| -> Result<PathBuf, String> {
+    // A one-line library: `pub use` of `dependency`, or, with `build_rs`, a
+    // library whose build script (that text) is all that uses it.
+    let user = |name: &str, dependency: &str, build_rs: Option<&str>| -> Result<PathBuf, String> {
         let dir = bench.join(name);
         std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+        let section = if build_rs.is_some() {
+            "build-dependencies"
+        } else {
+            "dependencies"
+        };
         write(
             &dir.join("Cargo.toml"),
             &format!(
                 "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
-                 [dependencies]\n{dependency}\n\n[workspace]\n"
+                 [{section}]\n{dependency}\n\n[workspace]\n"
             ),
         )?;
         let krate = dependency.split(' ').next().unwrap().replace('-', "_");
-        write(&dir.join("src/lib.rs"), &format!("pub use {krate};\n"))?;
+        let lib = match build_rs {
+            Some(text) => {
+                write(&dir.join("build.rs"), text)?;
+                String::new()
+            }
+            None => format!("pub use {krate};\n"),
+        };
+        write(&dir.join("src/lib.rs"), &lib)?;
         Ok(dir.join("Cargo.toml"))
     };
     let path = format!("{:?}", workspace.display().to_string());
     let ours = user(
         "cuda-mem-sys-user",
         &format!("cuda-mem-sys = {{ path = {path} }}"),
+        None,
     )?;
     let ours_min = user(
         "cuda-mem-sys-user-no-bindgen",
         &format!("cuda-mem-sys = {{ path = {path}, default-features = false }}"),
+        None,
     )?;
     let cudarc = user(
         "cudarc-user",
         "cudarc = { version = \"0.19\", default-features = false, features = \
          [\"driver\", \"runtime\", \"cuda-13000\", \"dynamic-loading\", \"std\"] }",
+        None,
+    )?;
+    // The floors of the default `bindgen` feature: bindgen as this crate asks
+    // for it, compiled by a build script that only links it, and one that runs
+    // it over the headers with this crate's configuration (its only one:
+    // build/codegen/bindgen_config.rs) and writes the text, nothing more.
+    let bindgen = "bindgen = { version = \"0.73\", default-features = false, features = [\"runtime\"] }";
+    let bindgen_linked = user(
+        "bindgen-linked-user",
+        bindgen,
+        Some("fn main() {\n    let _ = bindgen::Builder::default();\n}\n"),
+    )?;
+    let config = workspace.join("build/codegen/bindgen_config.rs");
+    let bindgen_run = user(
+        "bindgen-run-user",
+        bindgen,
+        Some(&format!(
+            "#[path = {config:?}]\nmod bindgen_config;\n\n\
+             fn main() {{\n    \
+                 let crate_dir = std::path::PathBuf::from({path});\n    \
+                 let include = std::path::PathBuf::from(std::env::var(\"CUDA_MEM_SYS_INCLUDE_DIR\").unwrap());\n    \
+                 let out = std::path::PathBuf::from(std::env::var(\"OUT_DIR\").unwrap());\n    \
+                 let text = bindgen_config::builder(\n        \
+                     &crate_dir.join(\"wrapper.h\"),\n        \
+                     &[include, crate_dir.clone()],\n        \
+                     &[],\n        \
+                     &out.join(\"static_wrappers\"),\n    \
+                 )\n    \
+                 .generate()\n    \
+                 .unwrap()\n    \
+                 .to_string();\n    \
+                 std::fs::write(out.join(\"bindings.rs\"), text).unwrap();\n\
+             }}\n",
+            config = config.display().to_string(),
+        )),
     )?;
     // Fetch first, so the timings hold no downloads.
-    for m in [&ours, &ours_min, &cudarc] {
+    for m in [&ours, &ours_min, &cudarc, &bindgen_linked, &bindgen_run] {
         crate::run_cmd(
             Command::new(env!("CARGO"))
                 .arg("fetch")
@@ -207,6 +260,14 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             "cudarc 0.19 (`driver`, `runtime`, `cuda-13000`, dynamic loading)",
             measure(&cudarc, &bench.join("t-cudarc"), &[], "cudarc")?,
         ),
+        (
+            "floor of (a), (b): bindgen 0.73 alone, linked by a build script that does nothing else",
+            measure(&bindgen_linked, &bench.join("t-bindgen-linked"), &[], "bindgen-linked-user")?,
+        ),
+        (
+            "floor of (a'): bindgen 0.73 alone, run by a build script over (a')'s headers with this crate's configuration",
+            measure(&bindgen_run, &bench.join("t-bindgen-run"), &other_headers, "bindgen-run-user")?,
+        ),
     ];
     let minutes = started.elapsed().map_or(0.0, |d| d.as_secs_f64() / 60.0);
     let load_after = loadavg();
@@ -242,7 +303,14 @@ pub fn run(workspace: &Path) -> Result<(), String> {
          (a') compiles them and runs bindgen (and the C preprocessor) over headers that differ \
          by one byte; (b) compiles them but uses the committed bindings; (c) compiles neither, needs no \
          libclang, and asks the C compiler only for the headers' `CUDA_VERSION`; cudarc ships \
-         pregenerated bindings. On a machine this loaded, wall times vary by tens of percent \
+         pregenerated bindings. The two floors are what the default `bindgen` feature costs by \
+         itself, bindgen asked for as this crate asks for it: compiled and linked by a build \
+         script that does nothing else (what (a) and (b) cannot go below), and also run by it \
+         over (a')'s headers with this crate's configuration (`build/codegen/bindgen_config.rs`), \
+         its text written and nothing more (what (a') and its build script cannot go below). \
+         The difference is this crate's own share: its build script compiled and run (the \
+         post-processing, the loader, the link step), the bindings compiled, `cc` and \
+         `pkg-config`. On a machine this loaded, wall times vary by tens of percent \
          between runs; the CPU column moves less.\n"
     );
     write(&workspace.join("docs/build-times.md"), &report)?;
