@@ -188,7 +188,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     // for it, compiled by a build script that only links it, and one that runs
     // it over the headers with this crate's configuration (its only one:
     // build/codegen/bindgen_config.rs) and writes the text, nothing more.
-    let bindgen = "bindgen = { version = \"0.73\", default-features = false, features = [\"runtime\"] }";
+    let bindgen =
+        "bindgen = { version = \"0.73\", default-features = false, features = [\"runtime\"] }";
     let bindgen_linked = user(
         "bindgen-linked-user",
         bindgen,
