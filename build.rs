@@ -55,8 +55,10 @@ enum Bindings {
     /// of generated ones (no headers, no libclang, no `bindgen` feature), the
     /// `cuda_mem_sys_fallback` cfg; else they are what the generator would
     /// write from the headers found (the same headers, see
-    /// [`release::same_inputs`]).
-    Committed { fallback: bool },
+    /// [`release::same_inputs`]). `other_release`: the headers found are of
+    /// another release, which only `dynamic-loading` allows: their libraries
+    /// are not linked, and every function is looked up at run time.
+    Committed { fallback: bool, other_release: bool },
 }
 
 fn main() {
@@ -117,7 +119,7 @@ fn run() -> Result<(), String> {
                 && !test_inputs
                 && os == "linux"
                 && ["x86_64", "aarch64"].contains(&arch.as_str());
-            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds, reuse)?;
+            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds, reuse, dynamic_loading)?;
             let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
             println!(
                 "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
@@ -136,7 +138,13 @@ fn run() -> Result<(), String> {
                 );
             }
             println!("cargo:fallback=1");
-            (Bindings::Committed { fallback: true }, None)
+            (
+                Bindings::Committed {
+                    fallback: true,
+                    other_release: false,
+                },
+                None,
+            )
         }
     };
     // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
@@ -145,7 +153,10 @@ fn run() -> Result<(), String> {
         Bindings::Generated(_out) if env::var_os(ABI_FALLBACK).is_some() => {
             #[cfg(feature = "abi-test-inputs")]
             write_signature_inputs(&out_dir, &_out.file, &_out.c_tags)?;
-            Bindings::Committed { fallback: true }
+            Bindings::Committed {
+                fallback: true,
+                other_release: false,
+            }
         }
         b => b,
     };
@@ -175,7 +186,7 @@ fn run() -> Result<(), String> {
             }
             (out.cuda_version, symbols)
         }
-        Bindings::Committed { fallback } => {
+        Bindings::Committed { fallback, .. } => {
             println!("cargo:rerun-if-changed={}", committed.display());
             println!("cargo:rerun-if-changed={}", symbols.display());
             if *fallback {
@@ -235,8 +246,19 @@ fn run() -> Result<(), String> {
         return Ok(());
     }
     let no_dirs = vec![];
+    // Another release's libraries are not linked under its committed bindings.
+    let other_release = matches!(
+        bindings,
+        Bindings::Committed {
+            other_release: true,
+            ..
+        }
+    );
     let linked = link::emit(&link::Plan {
-        lib_dirs: cuda.as_ref().map_or(&no_dirs, |c| &c.lib_dirs),
+        lib_dirs: match &cuda {
+            Some(c) if !other_release => &c.lib_dirs,
+            _ => &no_dirs,
+        },
         dynamic_cudart,
         out_dir: &out_dir,
         driver_symbols: &driver_symbols,
@@ -266,6 +288,7 @@ fn from_headers(
     work_dir: &Path,
     ptds: bool,
     reuse: bool,
+    dynamic_loading: bool,
 ) -> Result<Bindings, String> {
     #[cfg(feature = "bindgen")]
     {
@@ -283,7 +306,10 @@ fn from_headers(
                     println!("cargo:rerun-if-changed={}", h.display());
                 }
                 println!("cargo:bindings=committed-same-headers");
-                return Ok(Bindings::Committed { fallback: false });
+                return Ok(Bindings::Committed {
+                    fallback: false,
+                    other_release: false,
+                });
             }
         }
         match libclang() {
@@ -305,7 +331,7 @@ fn from_headers(
             Err(why) => {
                 let version = headers_version(cuda, crate_dir, work_dir)?;
                 if version != release::pinned_cuda_version() {
-                    return Err(why);
+                    return other_release(cuda, version, dynamic_loading, why);
                 }
                 println!(
                     "cargo:warning=libclang was not found, so bindgen cannot read the CUDA headers \
@@ -315,7 +341,10 @@ fn from_headers(
                     cuda.include_dirs[0].display(),
                     release::PINNED_RELEASE
                 );
-                Ok(Bindings::Committed { fallback: true })
+                Ok(Bindings::Committed {
+                    fallback: true,
+                    other_release: false,
+                })
             }
         }
     }
@@ -324,23 +353,62 @@ fn from_headers(
         let _ = (ptds, reuse);
         let version = headers_version(cuda, crate_dir, work_dir)?;
         if version != release::pinned_cuda_version() {
-            return Err(format!(
-                "the CUDA headers in {} are release {}.{} (CUDA_VERSION {version}), and this \
+            return other_release(
+                cuda,
+                version,
+                dynamic_loading,
+                format!(
+                    "the CUDA headers in {} are release {}.{} (CUDA_VERSION {version}), and this \
                  build has no `bindgen` feature: its committed bindings declare CUDA {}, and \
                  linking them against another release's libraries is an ABI mismatch. Either \
                  turn on the `bindgen` feature (a default feature; it needs libclang) to generate \
                  the bindings from these headers, or use the `dynamic-loading` feature, which \
                  checks each function at run time, or point CUDA_MEM_SYS_INCLUDE_DIR at CUDA {} \
                  headers.",
-                cuda.include_dirs[0].display(),
-                version / 1000,
-                version % 1000 / 10,
-                release::PINNED_RELEASE,
-                release::PINNED_RELEASE
-            ));
+                    cuda.include_dirs[0].display(),
+                    version / 1000,
+                    version % 1000 / 10,
+                    release::PINNED_RELEASE,
+                    release::PINNED_RELEASE
+                ),
+            );
         }
-        Ok(Bindings::Committed { fallback: true })
+        Ok(Bindings::Committed {
+            fallback: true,
+            other_release: false,
+        })
     }
+}
+
+/// Headers of a release other than the committed bindings', which cannot be
+/// generated from here: with `dynamic-loading` the committed bindings serve,
+/// nothing of that release is linked and each function is looked up when first
+/// called (a driver or runtime without it returns the loader's documented
+/// codes); without it, `refusal`.
+fn other_release(
+    cuda: &locate::Cuda,
+    version: u32,
+    dynamic_loading: bool,
+    refusal: String,
+) -> Result<Bindings, String> {
+    if !dynamic_loading {
+        return Err(refusal);
+    }
+    println!(
+        "cargo:warning=the CUDA headers in {} are release {}.{}, not that of the committed \
+         bindings ({}), which are used: with `dynamic-loading` nothing of that release is linked \
+         (the runtime too is loaded at run time, that of CUDA {}), and each function is looked up when \
+         first called.",
+        cuda.include_dirs[0].display(),
+        version / 1000,
+        version % 1000 / 10,
+        release::PINNED_RELEASE,
+        release::pinned_cuda_version() / 1000
+    );
+    Ok(Bindings::Committed {
+        fallback: true,
+        other_release: true,
+    })
 }
 
 /// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).

@@ -186,6 +186,52 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
 }
 
 #[test]
+fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it() {
+    // The fix the refusal above names: with `dynamic-loading` the committed
+    // bindings serve, and that release's libraries (here a static runtime
+    // beside its headers) are not linked: every function is looked up at run time.
+    let libs = include_dir("other-release-libs", &[("libcudart_static.a", "!<arch>\n")]);
+    let build = |version: u32| {
+        let include = fake_headers(version);
+        build_command(
+            &[
+                "-vv",
+                "--no-default-features",
+                "--features",
+                "dynamic-loading",
+            ],
+            &[
+                ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+                ("CUDA_MEM_SYS_LIB_DIR", libs.path()),
+            ],
+        )
+    };
+    let (ok, out) = build(12090);
+    assert!(
+        ok,
+        "the build with 12.9 headers and dynamic-loading failed:\n{out}"
+    );
+    assert!(
+        out.contains("are release 12.9, not that of the committed bindings (13.0)")
+            && out.contains("cargo:mode=loaded\n"),
+        "the build did not say it took the committed bindings and loads both libraries:\n{out}"
+    );
+    assert!(
+        !out.contains("rustc-link-lib=static=cudart_static"),
+        "the 12.9 static runtime was linked behind 13.0 declarations:\n{out}"
+    );
+
+    // The deliberately wrong case: headers of the committed release, whose
+    // static runtime (the same folder) is linked.
+    let (ok, out) = build(13000);
+    assert!(ok, "the build with 13.0 headers failed:\n{out}");
+    assert!(
+        out.contains("rustc-link-lib=static=cudart_static"),
+        "the check above cannot see a linked static runtime:\n{out}"
+    );
+}
+
+#[test]
 fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
