@@ -61,6 +61,16 @@ enum Bindings {
     Committed { fallback: bool, other_release: bool },
 }
 
+impl Bindings {
+    /// The committed bindings, for headers of their own release (or none).
+    fn committed(fallback: bool) -> Self {
+        Bindings::Committed {
+            fallback,
+            other_release: false,
+        }
+    }
+}
+
 fn main() {
     if let Err(message) = run() {
         eprintln!("\ncuda-mem-sys: {message}\n");
@@ -138,13 +148,7 @@ fn run() -> Result<(), String> {
                 );
             }
             println!("cargo:fallback=1");
-            (
-                Bindings::Committed {
-                    fallback: true,
-                    other_release: false,
-                },
-                None,
-            )
+            (Bindings::committed(true), None)
         }
     };
     // `cargo xtask abi fallback`: the committed bindings, checked against the headers found.
@@ -153,10 +157,7 @@ fn run() -> Result<(), String> {
         Bindings::Generated(_out) if env::var_os(ABI_FALLBACK).is_some() => {
             #[cfg(feature = "abi-test-inputs")]
             write_signature_inputs(&out_dir, &_out.file, &_out.c_tags)?;
-            Bindings::Committed {
-                fallback: true,
-                other_release: false,
-            }
+            Bindings::committed(true)
         }
         b => b,
     };
@@ -306,10 +307,7 @@ fn from_headers(
                     println!("cargo:rerun-if-changed={}", h.display());
                 }
                 println!("cargo:bindings=committed-same-headers");
-                return Ok(Bindings::Committed {
-                    fallback: false,
-                    other_release: false,
-                });
+                return Ok(Bindings::committed(false));
             }
         }
         match libclang() {
@@ -341,10 +339,7 @@ fn from_headers(
                     cuda.include_dirs[0].display(),
                     release::PINNED_RELEASE
                 );
-                Ok(Bindings::Committed {
-                    fallback: true,
-                    other_release: false,
-                })
+                Ok(Bindings::committed(true))
             }
         }
     }
@@ -373,10 +368,7 @@ fn from_headers(
                 ),
             );
         }
-        Ok(Bindings::Committed {
-            fallback: true,
-            other_release: false,
-        })
+        Ok(Bindings::committed(true))
     }
 }
 
