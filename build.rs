@@ -247,7 +247,8 @@ fn run() -> Result<(), String> {
         return Ok(());
     }
     let no_dirs = vec![];
-    // Another release's libraries are not linked under its committed bindings.
+    // Another release's libraries are not linked under the committed
+    // bindings: no folder to search, and the runtime loaded like a shared one.
     let other_release = matches!(
         bindings,
         Bindings::Committed {
@@ -260,7 +261,7 @@ fn run() -> Result<(), String> {
             Some(c) if !other_release => &c.lib_dirs,
             _ => &no_dirs,
         },
-        dynamic_cudart,
+        dynamic_cudart: dynamic_cudart || other_release,
         out_dir: &out_dir,
         driver_symbols: &driver_symbols,
         runtime_symbols: &runtime_symbols,
