@@ -86,6 +86,10 @@ fn run() -> Result<(), String> {
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
     let test_inputs = cfg!(feature = "abi-test-inputs");
     let dynamic_loading = env::var_os("CARGO_FEATURE_DYNAMIC_LOADING").is_some();
+    // The target's C compiler, set up once: its clones share one detection
+    // (cc asks the compiler its family and flags once, not at every use).
+    let mut cc = cc::Build::new();
+    cc.cargo_metadata(false).warnings(false);
 
     println!("cargo:rerun-if-changed=wrapper.h");
     for var in locate::env_vars_read()
@@ -129,7 +133,15 @@ fn run() -> Result<(), String> {
                 && !test_inputs
                 && os == "linux"
                 && ["x86_64", "aarch64"].contains(&arch.as_str());
-            let b = from_headers(&cuda, &crate_dir, &work_dir, ptds, reuse, dynamic_loading)?;
+            let b = from_headers(
+                &cuda,
+                &crate_dir,
+                &work_dir,
+                &cc,
+                ptds,
+                reuse,
+                dynamic_loading,
+            )?;
             let dirs = env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
             println!(
                 "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
@@ -183,7 +195,7 @@ fn run() -> Result<(), String> {
                 )?;
             }
             if let (Some(c), Some(cuda)) = (&out.static_wrappers_c, &cuda) {
-                compile_static_wrappers(&out_dir, c, &cuda.include_dirs, &crate_dir, ptds)?;
+                compile_static_wrappers(&out_dir, &cc, c, &cuda.include_dirs, &crate_dir, ptds)?;
             }
             (out.cuda_version, symbols)
         }
@@ -223,10 +235,10 @@ fn run() -> Result<(), String> {
     }
     // The target's C compiler as found here (a test running under Wine would
     // otherwise look for a Windows `gcc.exe`).
-    if let Ok(cc) = cc::Build::new().cargo_metadata(false).try_get_compiler() {
+    if let Ok(tool) = cc.try_get_compiler() {
         println!(
             "cargo:rustc-env=CUDA_MEM_SYS_TARGET_CC={}",
-            cc.path().display()
+            tool.path().display()
         );
     }
 
@@ -263,6 +275,7 @@ fn run() -> Result<(), String> {
         },
         dynamic_cudart: dynamic_cudart || other_release,
         out_dir: &out_dir,
+        cc: &cc,
         driver_symbols: &driver_symbols,
         runtime_symbols: &runtime_symbols,
         runtime_soname_major: cuda_version / 1000,
@@ -288,6 +301,7 @@ fn from_headers(
     cuda: &locate::Cuda,
     crate_dir: &Path,
     work_dir: &Path,
+    cc: &cc::Build,
     ptds: bool,
     reuse: bool,
     dynamic_loading: bool,
@@ -313,13 +327,11 @@ fn from_headers(
         }
         match libclang() {
             Ok(()) => {
-                let mut cc = cc::Build::new();
-                cc.cargo_metadata(false).warnings(false);
                 let out = codegen::generate(&codegen::Input {
                     include_dirs: &cuda.include_dirs,
                     crate_dir,
                     work_dir,
-                    cc,
+                    cc: cc.clone(),
                     per_thread_default_stream: ptds,
                 })?;
                 for h in &out.headers_read {
@@ -328,7 +340,7 @@ fn from_headers(
                 Ok(Bindings::Generated(Box::new(out)))
             }
             Err(why) => {
-                let version = headers_version(cuda, crate_dir, work_dir)?;
+                let version = headers_version(cuda, crate_dir, work_dir, cc)?;
                 if version != release::pinned_cuda_version() {
                     return other_release(cuda, version, dynamic_loading, why);
                 }
@@ -347,7 +359,7 @@ fn from_headers(
     #[cfg(not(feature = "bindgen"))]
     {
         let _ = (ptds, reuse);
-        let version = headers_version(cuda, crate_dir, work_dir)?;
+        let version = headers_version(cuda, crate_dir, work_dir, cc)?;
         if version != release::pinned_cuda_version() {
             return other_release(
                 cuda,
@@ -405,7 +417,12 @@ fn other_release(
 }
 
 /// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).
-fn headers_version(cuda: &locate::Cuda, crate_dir: &Path, work_dir: &Path) -> Result<u32, String> {
+fn headers_version(
+    cuda: &locate::Cuda,
+    crate_dir: &Path,
+    work_dir: &Path,
+    cc: &cc::Build,
+) -> Result<u32, String> {
     // Headers replaced in place (a toolkit upgrade) must be checked again.
     if let Some(h) = cuda
         .include_dirs
@@ -417,10 +434,8 @@ fn headers_version(cuda: &locate::Cuda, crate_dir: &Path, work_dir: &Path) -> Re
     }
     let mut include_dirs = cuda.include_dirs.clone();
     include_dirs.push(crate_dir.to_path_buf());
-    let mut cc = cc::Build::new();
-    cc.cargo_metadata(false).warnings(false);
     let version = preprocess::Preprocessor {
-        cc,
+        cc: cc.clone(),
         include_dirs: &include_dirs,
         defines: vec![],
         work_dir,
@@ -459,6 +474,7 @@ fn libclang() -> Result<(), String> {
 #[cfg(feature = "bindgen")]
 fn compile_static_wrappers(
     out_dir: &Path,
+    cc: &cc::Build,
     c: &str,
     include_dirs: &[PathBuf],
     crate_dir: &Path,
@@ -466,11 +482,11 @@ fn compile_static_wrappers(
 ) -> Result<(), String> {
     let file = out_dir.join("static_wrappers.c");
     write_if_changed(&file, c)?;
-    let mut b = cc::Build::new();
-    b.file(&file)
+    let mut b = cc.clone();
+    b.cargo_metadata(true)
+        .file(&file)
         .includes(include_dirs)
-        .include(crate_dir)
-        .warnings(false);
+        .include(crate_dir);
     if ptds {
         b.define(release::PTDS_DEFINE, None);
     }
