@@ -470,3 +470,57 @@ fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
         "the build with abi-test-inputs did not make the ABI test inputs"
     );
 }
+
+/// The build script run outside cargo (by hand, or by a tool that sets too
+/// little) names the variable it misses, or the one that is not text, and
+/// exits with an error: no panic. The deliberately right case: with the four
+/// variables it reads set, the same binary runs to its end.
+#[test]
+fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
+    let (ok, out) = build_with_args(&["--no-default-features"], &[]);
+    assert!(ok, "the build failed:\n{out}");
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
+    let script = std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|d| Some(d.ok()?.path().join("build-script-build")))
+        .find(|p| p.is_file() && p.to_string_lossy().contains("cuda-mem-sys-"))
+        .unwrap_or_else(|| panic!("no cuda-mem-sys build script in {}", build.display()));
+    let out_dir = scratch("build-script-by-hand");
+    let run = |unset: &str, set: &[(&str, std::ffi::OsString)]| {
+        let mut cmd = Command::new(&script);
+        cmd.env_clear()
+            .env("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"))
+            .env("OUT_DIR", out_dir.path())
+            .env("TARGET", env!("CUDA_MEM_SYS_TARGET"))
+            .env("HOST", env!("CUDA_MEM_SYS_HOST"))
+            // Nothing searched, nothing linked: the run ends after the bindings.
+            .env("DOCS_RS", "1")
+            .env_remove(unset);
+        for (k, v) in set {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("running the build script");
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        (out.status.code(), text)
+    };
+    for var in ["OUT_DIR", "CARGO_MANIFEST_DIR", "TARGET", "HOST"] {
+        let (code, text) = run(var, &[]);
+        assert_eq!(code, Some(1), "without {var}:\n{text}");
+        assert_clean_error(&text, &[&format!("cuda-mem-sys: {var} is not set")]);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        let not_text = std::ffi::OsString::from_vec(b"x86_64-\xff-linux".to_vec());
+        let (code, text) = run("", &[("TARGET", not_text)]);
+        assert_eq!(code, Some(1), "with a TARGET that is not UTF-8:\n{text}");
+        assert_clean_error(&text, &["cuda-mem-sys: TARGET is not UTF-8"]);
+    }
+    let (code, text) = run("", &[]);
+    assert_eq!(code, Some(0), "with every variable set:\n{text}");
+    assert!(
+        text.contains("cargo:version_number=13000") && !text.contains("is not set"),
+        "with every variable set the script did not run to its end:\n{text}"
+    );
+}

@@ -10,10 +10,12 @@ mod docs;
 mod groups;
 pub mod loader;
 mod postprocess;
-pub mod preprocess;
-pub mod release;
 
-pub use release::*;
+// Its two syn-free helpers lie beside it in `build/`: the build without the
+// `bindgen` feature uses them alone. Whoever mounts the generator mounts
+// them beside it.
+use super::preprocess;
+pub use super::release::*;
 use std::path::{Path, PathBuf};
 
 pub const WRAPPER: &str = "#include \"wrapper.h\"\n";

@@ -15,7 +15,14 @@ mod headers;
 #[allow(dead_code)]
 #[path = "../../build/locate.rs"]
 mod locate;
+// The generator's syn-free helpers, beside it (it reads them as `super::`).
+#[allow(dead_code)]
+#[path = "../../build/preprocess.rs"]
+mod preprocess;
 mod regen;
+#[allow(dead_code)]
+#[path = "../../build/release.rs"]
+mod release;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

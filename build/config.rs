@@ -1,0 +1,136 @@
+//! Step 1: the build's environment, read once. Cargo sets these variables for
+//! every build script; one missing (the script run by hand) or not text is
+//! an error that names it, never a panic.
+
+use std::env::{self, VarError};
+use std::path::{Path, PathBuf};
+
+/// Set: use the committed bindings even where headers are found (their ABI check).
+pub const ABI_FALLBACK: &str = "CUDA_MEM_SYS_ABI_FALLBACK";
+
+/// `CUDA_VERSION` of every release this crate knows, for the `cuda_NNNNN` cfgs.
+pub const RELEASES: [u32; 16] = [
+    12000, 12010, 12020, 12030, 12040, 12050, 12060, 12080, 12090, 13000, 13010, 13020, 13030,
+    13040, 13050, 13060,
+];
+
+/// The cfgs this script may set (besides `cuda_NNNNN`).
+const CFGS: [&str; 4] = [
+    "cuda_mem_sys_fallback",
+    "cuda_mem_sys_same_headers",
+    "cuda_mem_sys_load_driver",
+    "cuda_mem_sys_load_runtime",
+];
+
+// Without the generator the settings of its choice (target OS, ABI inputs,
+// ABI_FALLBACK) go unread.
+#[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
+pub struct Config {
+    /// The crate's folder (`wrapper.h`, `src/generated/`).
+    pub crate_dir: PathBuf,
+    pub out_dir: PathBuf,
+    pub target: String,
+    pub host: String,
+    pub target_arch: String,
+    pub target_os: String,
+    /// Feature `per-thread-default-stream`.
+    pub ptds: bool,
+    /// Feature `dynamic-cudart`.
+    pub dynamic_cudart: bool,
+    /// Feature `dynamic-loading`.
+    pub dynamic_loading: bool,
+    /// Feature `abi-test-inputs`: the crate's own tests are built.
+    pub test_inputs: bool,
+    /// docs.rs: no CUDA is searched for, nothing linked.
+    pub docs_rs: bool,
+    /// [`ABI_FALLBACK`] is set.
+    pub abi_fallback: bool,
+    /// The target's C compiler, set up once: its clones share one detection
+    /// (cc asks the compiler its family and flags once, not at every use).
+    pub cc: cc::Build,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        let mut cc = cc::Build::new();
+        cc.cargo_metadata(false).warnings(false);
+        Ok(Config {
+            crate_dir: path_var("CARGO_MANIFEST_DIR")?,
+            out_dir: path_var("OUT_DIR")?,
+            target: text_var("TARGET")?,
+            host: text_var("HOST")?,
+            target_arch: env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(),
+            target_os: env::var("CARGO_CFG_TARGET_OS").unwrap_or_default(),
+            ptds: feature("PER_THREAD_DEFAULT_STREAM"),
+            dynamic_cudart: feature("DYNAMIC_CUDART"),
+            dynamic_loading: feature("DYNAMIC_LOADING"),
+            test_inputs: cfg!(feature = "abi-test-inputs"),
+            docs_rs: env::var_os("DOCS_RS").is_some(),
+            abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
+            cc,
+        })
+    }
+
+    /// What reruns this script, and the cfgs it may set.
+    pub fn declare(&self, vars_read: &[&str]) {
+        println!("cargo:rerun-if-changed=wrapper.h");
+        for var in vars_read
+            .iter()
+            .chain(&["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK])
+        {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+        for cfg in CFGS {
+            println!("cargo::rustc-check-cfg=cfg({cfg})");
+        }
+        for r in RELEASES {
+            println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
+        }
+    }
+
+    /// Scratch space for the C preprocessor's files.
+    pub fn work_dir(&self) -> Result<PathBuf, String> {
+        let dir = self.out_dir.join("preprocess");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+}
+
+fn feature(name: &str) -> bool {
+    env::var_os(format!("CARGO_FEATURE_{name}")).is_some()
+}
+
+fn not_set(name: &str) -> String {
+    format!(
+        "{name} is not set: cargo sets it for every build script. Build the crate with cargo \
+         rather than running its build script by hand."
+    )
+}
+
+/// A folder cargo names (any bytes: a path need not be UTF-8).
+fn path_var(name: &str) -> Result<PathBuf, String> {
+    env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| not_set(name))
+}
+
+/// A name cargo gives as text (a target triple).
+fn text_var(name: &str) -> Result<String, String> {
+    match env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        Ok(_) | Err(VarError::NotPresent) => Err(not_set(name)),
+        Err(VarError::NotUnicode(v)) => Err(format!(
+            "{name} is not UTF-8 ({v:?}): cargo sets it to a target triple."
+        )),
+    }
+}
+
+/// Writes `text` to `path` unless it already holds it (its readers are not
+/// rebuilt for nothing).
+pub fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
+    if std::fs::read(path).ok().as_deref() == Some(text.as_bytes()) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
