@@ -100,7 +100,7 @@ pub fn for_target(cmd: &mut Command, workspace: &Path, target: &str) -> Result<(
             "-isystem /usr/lib/llvm-19/lib/clang/19/include",
         )
         .env("WINEDEBUG", "-all")
-        .env("WINEPATH", crate::ci::wine_shim(workspace)?);
+        .env("WINEPATH", crate::cmd::wine_shim(workspace)?);
     }
     Ok(())
 }
@@ -131,7 +131,7 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
             "CARGO_TARGET_DIR",
             target_dir_for(workspace, release, target),
         );
-    crate::run_cmd(&mut cmd)
+    crate::cmd::run_cmd(&mut cmd)
 }
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {

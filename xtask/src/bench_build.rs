@@ -136,7 +136,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
-    crate::ci::ensure_libclang()?;
+    crate::cmd::ensure_libclang()?;
     let include = headers::fetch(workspace, "13.0")?;
     let bench = workspace.join("target/bench");
     // A one-line library: `pub use` of `dependency`, or, with `build_rs`, a
@@ -221,7 +221,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     )?;
     // Fetch first, so the timings hold no downloads.
     for m in [&ours, &ours_min, &cudarc, &bindgen_linked, &bindgen_run] {
-        crate::run_cmd(
+        crate::cmd::run_cmd(
             Command::new(env!("CARGO"))
                 .arg("fetch")
                 .arg("--manifest-path")
@@ -235,7 +235,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     // committed bindings cannot stand in and bindgen runs.
     let changed = bench.join("headers-changed");
     let _ = std::fs::remove_dir_all(&changed);
-    crate::run_cmd(Command::new("cp").arg("-r").arg(&include).arg(&changed))?;
+    crate::cmd::run_cmd(Command::new("cp").arg("-r").arg(&include).arg(&changed))?;
     let mut cuda_h = std::fs::read(changed.join("cuda.h")).map_err(|e| e.to_string())?;
     cuda_h.push(b'\n');
     write_bytes(&changed.join("cuda.h"), &cuda_h)?;

@@ -138,7 +138,7 @@ pub fn builds_without_bindgen(workspace: &Path, pinned: &Path) -> Result<(), Str
         if let Some(i) = include {
             c.env("CUDA_MEM_SYS_INCLUDE_DIR", i);
         }
-        crate::run_cmd(&mut c)?;
+        crate::cmd::run_cmd(&mut c)?;
         let compiled: Vec<String> = std::fs::read_dir(target.join("debug/deps"))
             .map_err(|e| e.to_string())?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())

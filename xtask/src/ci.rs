@@ -5,28 +5,13 @@
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
 
-use crate::{headers, run_cmd};
+use crate::cmd::{ensure_libclang, run_cmd, step};
+use crate::headers;
 use std::path::Path;
 use std::process::Command;
 
 /// Releases whose layouts and symbols CI checks besides the pinned 13.0.
 pub const CI_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
-
-fn step(title: &str) {
-    println!("\n==== {title}");
-}
-
-/// libclang 19 (Debian 12's newest; older ones lose doc comments).
-pub fn ensure_libclang() -> Result<(), String> {
-    let dir = Path::new("/usr/lib/llvm-19/lib");
-    if !dir.join("libclang.so").exists() && !dir.join("libclang-19.so").exists() {
-        step("installing libclang-19-dev");
-        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
-        run_cmd(Command::new("apt-get").args(["install", "-y", "-qq", "libclang-19-dev"]))?;
-    }
-    std::env::set_var("LIBCLANG_PATH", dir);
-    Ok(())
-}
 
 /// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
 pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
@@ -61,40 +46,6 @@ pub fn ensure_target(target: &str) -> Result<(), String> {
         )?;
     }
     run_cmd(Command::new("rustup").args(["target", "add", target]))
-}
-
-/// Wine 8.0 (Debian 12) lacks `bcryptprimitives.dll`, whose `ProcessPrng`
-/// Rust's standard library imports on Windows since 1.78: a one-function DLL
-/// over `RtlGenRandom`, built with MinGW into `target/wine-shim/` (WINEPATH).
-pub fn wine_shim(workspace: &Path) -> Result<std::path::PathBuf, String> {
-    let dir = workspace.join("target/wine-shim");
-    let dll = dir.join("bcryptprimitives.dll");
-    if dll.is_file() {
-        return Ok(dir);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let c = dir.join("bcryptprimitives.c");
-    std::fs::write(
-        &c,
-        "#include <windows.h>\n\
-         BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);\n\
-         __declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {\n\
-         \x20   while (len) {\n\
-         \x20       ULONG n = len > 0x10000 ? 0x10000 : (ULONG)len;\n\
-         \x20       if (!SystemFunction036(data, n)) return FALSE;\n\
-         \x20       data += n; len -= n;\n\
-         \x20   }\n\
-         \x20   return TRUE;\n}\n",
-    )
-    .map_err(|e| e.to_string())?;
-    run_cmd(
-        Command::new("x86_64-w64-mingw32-gcc")
-            .args(["-shared", "-O2", "-o"])
-            .arg(&dll)
-            .arg(&c)
-            .arg("-ladvapi32"),
-    )?;
-    Ok(dir)
 }
 
 /// This toolchain's cargo in `workspace`, with no CUDA location in its environment.

@@ -83,7 +83,7 @@ pub fn check_without_gpu(
     if !problems.is_empty() {
         return Err(problems.join("\n"));
     }
-    crate::run_cmd(
+    crate::cmd::run_cmd(
         cargo()
             .args(["build", "--examples"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", include),
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn every_example_file_is_listed_with_its_exit_code() {
-        let files = example_files(&crate::workspace()).unwrap();
+        let files = example_files(&crate::cmd::workspace()).unwrap();
         assert_eq!(
             unlisted(&files, &EXAMPLES.map(|(n, _)| n)),
             Vec::<String>::new()

@@ -2,7 +2,8 @@
 //! 13.0 headers (the GPU machine's toolkit and driver), in `.gpu-bundle/`
 //! with `run.sh`, which runs them all and writes `summary.json`.
 
-use crate::{headers, run_cmd};
+use crate::cmd::run_cmd;
+use crate::headers;
 use std::path::Path;
 use std::process::Command;
 

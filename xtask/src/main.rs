@@ -5,6 +5,7 @@ mod bench_build;
 mod build_cost;
 mod changes;
 mod ci;
+mod cmd;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
@@ -24,8 +25,8 @@ mod regen;
 #[path = "../../build/release.rs"]
 mod release;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use cmd::workspace;
+use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <command>
   headers <version> [--target <triple>]
@@ -95,19 +96,140 @@ fn main() -> ExitCode {
     }
 }
 
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
 
-/// Runs a command, failing with its description if it fails.
-pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed ({status})"))
+    /// The names a module's source reaches through `crate::` (`crate::a::f`,
+    /// `use crate::{a, b::c}`): their first segments.
+    fn crate_references(src: &str) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        let ident = |s: &str| -> String {
+            s.trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        };
+        for (i, _) in src.match_indices("crate::") {
+            let rest = &src[i + "crate::".len()..];
+            if let Some(list) = rest.strip_prefix('{') {
+                let list = &list[..list.find('}').unwrap_or(list.len())];
+                names.extend(list.split(',').map(ident).filter(|n| !n.is_empty()));
+            } else {
+                names.insert(ident(rest));
+            }
+        }
+        names
+    }
+
+    /// A circle in `graph` (module → modules it imports), if there is one.
+    fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+        fn visit(
+            node: &str,
+            graph: &BTreeMap<String, BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(at) = path.iter().position(|n| n == node) {
+                let mut c = path[at..].to_vec();
+                c.push(node.to_string());
+                return Some(c);
+            }
+            if !done.insert(node.to_string()) {
+                return None;
+            }
+            path.push(node.to_string());
+            for next in graph.get(node).into_iter().flatten() {
+                if let Some(c) = visit(next, graph, path, done) {
+                    return Some(c);
+                }
+            }
+            path.pop();
+            None
+        }
+        let mut done = BTreeSet::new();
+        graph
+            .keys()
+            .find_map(|n| visit(n, graph, &mut vec![], &mut done))
+    }
+
+    /// Each file of xtask/src but main.rs, with the modules and other names it
+    /// reaches through `crate::`.
+    fn xtask_imports() -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
+        // The modules main.rs declares (its own files and the generator's mounts).
+        let modules: BTreeSet<String> = main
+            .lines()
+            .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+            .map(str::to_string)
+            .collect();
+        let mut graph = BTreeMap::new();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if name != "main" && path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                graph.insert(name, crate_references(&text));
+            }
+        }
+        (modules, graph)
+    }
+
+    #[test]
+    fn no_task_imports_from_main_and_the_tasks_import_no_circle() {
+        let (modules, graph) = xtask_imports();
+        assert!(
+            modules.contains("cmd") && modules.contains("ci") && graph.contains_key("abi"),
+            "the check does not see xtask's modules: {modules:?}"
+        );
+        for (module, names) in &graph {
+            let up: Vec<&String> = names.iter().filter(|n| !modules.contains(*n)).collect();
+            assert!(
+                up.is_empty(),
+                "{module}.rs imports {up:?} from main.rs (the plumbing lives in cmd.rs)"
+            );
+        }
+        let graph: BTreeMap<String, BTreeSet<String>> = graph
+            .into_iter()
+            .map(|(m, names)| {
+                (
+                    m,
+                    names.into_iter().filter(|n| modules.contains(n)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(circle(&graph), None, "xtask's modules import in a circle");
+        assert!(
+            graph["cmd"].is_empty(),
+            "cmd.rs imports tasks: {:?}",
+            graph["cmd"]
+        );
+    }
+
+    /// The deliberately wrong cases: an import back up and a circle are seen.
+    #[test]
+    fn the_import_check_sees_a_circle_and_an_import_from_main() {
+        let refs = crate_references(
+            "use crate::{ci, headers::fetch};\nfn f() { crate::run_cmd(x); crate::abi::run(); }",
+        );
+        let expected: BTreeSet<String> =
+            ["abi", "ci", "headers", "run_cmd"].map(String::from).into();
+        assert_eq!(refs, expected);
+        let graph = |edges: &[(&str, &str)]| {
+            let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for (a, b) in edges {
+                g.entry(a.to_string()).or_default().insert(b.to_string());
+            }
+            g
+        };
+        assert_eq!(
+            circle(&graph(&[("abi", "ci"), ("ci", "abi"), ("ci", "headers")])),
+            Some(vec!["abi".into(), "ci".into(), "abi".into()])
+        );
+        assert_eq!(
+            circle(&graph(&[("abi", "cmd"), ("ci", "abi"), ("ci", "cmd")])),
+            None
+        );
     }
 }

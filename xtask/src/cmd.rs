@@ -1,0 +1,75 @@
+//! Command plumbing every task shares: the workspace, running a command,
+//! and the tools a command needs (libclang, the Wine shim). It imports no
+//! task: every task may import it, and no import goes back up into `main.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (the folder above `xtask/`).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs a command, failing with its description if it fails.
+pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed ({status})"))
+    }
+}
+
+/// A step's title in the log.
+pub fn step(title: &str) {
+    println!("\n==== {title}");
+}
+
+/// libclang 19 (Debian 12's newest; older ones lose doc comments).
+pub fn ensure_libclang() -> Result<(), String> {
+    let dir = Path::new("/usr/lib/llvm-19/lib");
+    if !dir.join("libclang.so").exists() && !dir.join("libclang-19.so").exists() {
+        step("installing libclang-19-dev");
+        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
+        run_cmd(Command::new("apt-get").args(["install", "-y", "-qq", "libclang-19-dev"]))?;
+    }
+    std::env::set_var("LIBCLANG_PATH", dir);
+    Ok(())
+}
+
+/// Wine 8.0 (Debian 12) lacks `bcryptprimitives.dll`, whose `ProcessPrng`
+/// Rust's standard library imports on Windows since 1.78: a one-function DLL
+/// over `RtlGenRandom`, built with MinGW into `target/wine-shim/` (WINEPATH).
+pub fn wine_shim(workspace: &Path) -> Result<PathBuf, String> {
+    let dir = workspace.join("target/wine-shim");
+    let dll = dir.join("bcryptprimitives.dll");
+    if dll.is_file() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let c = dir.join("bcryptprimitives.c");
+    std::fs::write(
+        &c,
+        "#include <windows.h>\n\
+         BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);\n\
+         __declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {\n\
+         \x20   while (len) {\n\
+         \x20       ULONG n = len > 0x10000 ? 0x10000 : (ULONG)len;\n\
+         \x20       if (!SystemFunction036(data, n)) return FALSE;\n\
+         \x20       data += n; len -= n;\n\
+         \x20   }\n\
+         \x20   return TRUE;\n}\n",
+    )
+    .map_err(|e| e.to_string())?;
+    run_cmd(
+        Command::new("x86_64-w64-mingw32-gcc")
+            .args(["-shared", "-O2", "-o"])
+            .arg(&dll)
+            .arg(&c)
+            .arg("-ladvapi32"),
+    )?;
+    Ok(dir)
+}
