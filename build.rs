@@ -5,25 +5,19 @@
 //!
 //! It runs unoptimised in every dependent's build, so it does little: the
 //! generated text is parsed once and every later step reads that tree; it is
-//! written to `OUT_DIR` as compact tokens, not pretty-printed; the ABI tests'
-//! inputs are compiled in only when the crate's own tests are built (feature
-//! `abi-test-inputs`, which the crate's dev-dependency on itself turns on).
+//! written to `OUT_DIR` as compact tokens, not pretty-printed. The ABI
+//! proofs' generators are not here: `abi-proofs/`'s build script runs them.
 //! Without the `bindgen` feature nothing here needs syn, bindgen or libclang.
 
 #[path = "build/bindings.rs"]
 mod bindings;
 #[cfg(feature = "bindgen")]
 #[path = "build/codegen/mod.rs"]
-// Without `abi-test-inputs` the ABI tests' generators are compiled out, not
-// just skipped: this script is compiled unoptimised in every dependent's build.
-#[cfg_attr(not(feature = "abi-test-inputs"), allow(dead_code))]
+// What serves only `cargo xtask regen` and abi-proofs goes unused here.
+#[allow(dead_code)]
 mod codegen;
 #[path = "build/config.rs"]
 mod config;
-#[cfg(all(feature = "bindgen", feature = "abi-test-inputs"))]
-#[path = "build/codegen/layout_check.rs"]
-#[allow(dead_code)] // `generate` (from text) serves tests/abi_bad_input.rs
-mod layout_check;
 #[path = "build/link.rs"]
 mod link;
 #[path = "build/locate.rs"]
@@ -32,9 +26,6 @@ mod locate;
 // Without the generator only `cuda_version` is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 mod preprocess;
-#[cfg(feature = "abi-test-inputs")]
-#[path = "build/proofs.rs"]
-mod proofs;
 #[path = "build/release.rs"]
 // Without the generator only what finds and reads the committed bindings is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
@@ -53,7 +44,7 @@ fn main() {
 fn run() -> Result<(), String> {
     // 1. The environment (a variable cargo sets that is missing: a named error).
     let config = Config::from_env()?;
-    config.declare(&locate::env_vars_read());
+    config.declare("wrapper.h", &locate::env_vars_read());
 
     // 2. Where CUDA is (docs.rs has none).
     let search = if config.docs_rs {
@@ -73,9 +64,7 @@ fn run() -> Result<(), String> {
 
     // 4. Generate them or take the committed ones, into OUT_DIR.
     let made = bindings::make(&config, source, cuda.as_ref())?;
-    #[cfg(feature = "abi-test-inputs")]
-    proofs::write(&config, &made, cuda.as_ref())?;
-    tests_c_compiler(&config);
+    config.tell_tests_the_compiler();
 
     // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
     describe(&made, cuda.as_ref(), config.dynamic_loading)?;
@@ -111,20 +100,6 @@ fn run() -> Result<(), String> {
     };
     println!("cargo:mode={mode}");
     Ok(())
-}
-
-/// The ABI tests compile C for the target with the host's cross compiler:
-/// the target's C compiler as found here (a test running under Wine would
-/// otherwise look for a Windows `gcc.exe`).
-fn tests_c_compiler(config: &Config) {
-    println!("cargo:rustc-env=CUDA_MEM_SYS_TARGET={}", config.target);
-    println!("cargo:rustc-env=CUDA_MEM_SYS_HOST={}", config.host);
-    if let Ok(tool) = config.cc.try_get_compiler() {
-        println!(
-            "cargo:rustc-env=CUDA_MEM_SYS_TARGET_CC={}",
-            tool.path().display()
-        );
-    }
 }
 
 /// The `cuda_NNNNN` cfgs of the release the bindings declare, the

@@ -78,10 +78,10 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 
 /// Whether the headers found are the very ones the committed bindings were
 /// generated from (the `cuda_mem_sys_same_headers` cfg) and the committed
-/// bindings may stand for generated ones: for a target they are proven on;
-/// not where the ABI tests' inputs (made from a fresh generation) are wanted,
-/// nor with the per-thread default stream (its `static inline` copies are
-/// compiled from the generator's C).
+/// bindings may stand for generated ones: for a target they are proven on
+/// (abi-proofs generates afresh and compares), not with the per-thread
+/// default stream (its `static inline` copies are compiled from the
+/// generator's C).
 #[cfg(feature = "bindgen")]
 fn same_headers(config: &Config, cuda: &Cuda) -> bool {
     let inputs = release::inputs_path(&config.crate_dir, false);
@@ -95,7 +95,6 @@ fn same_headers(config: &Config, cuda: &Cuda) -> bool {
     // tests/build_errors.rs checks the reuse only with these headers.
     println!("cargo:rustc-cfg=cuda_mem_sys_same_headers");
     let reuse = !config.ptds
-        && !config.test_inputs
         && config.target_os == "linux"
         && ["x86_64", "aarch64"].contains(&config.target_arch.as_str());
     if reuse {
@@ -204,10 +203,6 @@ pub struct Made {
     pub cuda_version: u32,
     /// The symbols they link: (driver, runtime).
     pub symbols: (Vec<String>, Vec<String>),
-    /// Where generated: the generator's output (the ABI tests' inputs read it).
-    #[cfg(feature = "bindgen")]
-    #[cfg_attr(not(feature = "abi-test-inputs"), allow(dead_code))]
-    pub generated: Option<Box<crate::codegen::Output>>,
 }
 
 /// Generates the bindings from the headers found or takes the committed ones,
@@ -224,7 +219,7 @@ pub fn make(config: &Config, source: Source, cuda: Option<&Cuda>) -> Result<Made
 }
 
 /// The crate's tests compile C against the headers the bindings stand for.
-fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
+pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
     if let Some(cuda) = cuda {
         let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
         println!(
@@ -246,7 +241,6 @@ fn generate(config: &Config, cuda: &Cuda) -> Result<Made, String> {
     Ok(Made {
         cuda_version: out.cuda_version,
         symbols: crate::codegen::linked_symbols(&out.file),
-        generated: Some(Box::new(out)),
     })
 }
 
@@ -284,8 +278,6 @@ fn committed(config: &Config, source: Source) -> Result<Made, String> {
     Ok(Made {
         cuda_version: release::pinned_cuda_version(),
         symbols: release::read_symbols(&symbols)?,
-        #[cfg(feature = "bindgen")]
-        generated: None,
     })
 }
 

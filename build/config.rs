@@ -22,8 +22,8 @@ const CFGS: [&str; 4] = [
     "cuda_mem_sys_load_runtime",
 ];
 
-// Without the generator the settings of its choice (target OS, ABI inputs,
-// ABI_FALLBACK) go unread.
+// Without the generator the settings of its choice (target OS, ABI_FALLBACK)
+// go unread.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 pub struct Config {
     /// The crate's folder (`wrapper.h`, `src/generated/`).
@@ -39,8 +39,6 @@ pub struct Config {
     pub dynamic_cudart: bool,
     /// Feature `dynamic-loading`.
     pub dynamic_loading: bool,
-    /// Feature `abi-test-inputs`: the crate's own tests are built.
-    pub test_inputs: bool,
     /// docs.rs: no CUDA is searched for, nothing linked.
     pub docs_rs: bool,
     /// [`ABI_FALLBACK`] is set.
@@ -64,16 +62,16 @@ impl Config {
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
             dynamic_cudart: feature("DYNAMIC_CUDART"),
             dynamic_loading: feature("DYNAMIC_LOADING"),
-            test_inputs: cfg!(feature = "abi-test-inputs"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
             cc,
         })
     }
 
-    /// What reruns this script, and the cfgs it may set.
-    pub fn declare(&self, vars_read: &[&str]) {
-        println!("cargo:rerun-if-changed=wrapper.h");
+    /// What reruns this script (`wrapper`: `wrapper.h` as the package
+    /// running it spells it), and the cfgs it may set.
+    pub fn declare(&self, wrapper: &str, vars_read: &[&str]) {
+        println!("cargo:rerun-if-changed={wrapper}");
         for var in vars_read
             .iter()
             .chain(&["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK])
@@ -85,6 +83,20 @@ impl Config {
         }
         for r in RELEASES {
             println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
+        }
+    }
+
+    /// What the tests compile C with: the ABI tests compile C for the target
+    /// with the host's cross compiler, the target's C compiler as found here
+    /// (a test running under Wine would otherwise look for a Windows `gcc.exe`).
+    pub fn tell_tests_the_compiler(&self) {
+        println!("cargo:rustc-env=CUDA_MEM_SYS_TARGET={}", self.target);
+        println!("cargo:rustc-env=CUDA_MEM_SYS_HOST={}", self.host);
+        if let Ok(tool) = self.cc.try_get_compiler() {
+            println!(
+                "cargo:rustc-env=CUDA_MEM_SYS_TARGET_CC={}",
+                tool.path().display()
+            );
         }
     }
 

@@ -414,41 +414,44 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
     );
 }
 
-/// The `OUT_DIR` of this crate's build script in a `--message-format=json` build's output.
-fn out_dir_of(output: &str) -> std::path::PathBuf {
+/// The `OUT_DIR` of `package`'s build script in a `--message-format=json` build's output.
+fn out_dir_of(output: &str, package: &str) -> std::path::PathBuf {
+    // The package id names the package after `#`, or (a package named as its
+    // folder) ends its path with that name.
+    let ids = [format!("#{package}@"), format!("/{package}#")];
     let line = output
         .lines()
-        .find(|l| l.contains("\"reason\":\"build-script-executed\"") && l.contains("cuda-mem-sys"))
-        .unwrap_or_else(|| panic!("no build-script-executed message in:\n{output}"));
+        .find(|l| {
+            l.contains("\"reason\":\"build-script-executed\"")
+                && ids.iter().any(|id| l.contains(id.as_str()))
+        })
+        .unwrap_or_else(|| panic!("no build-script-executed message of {package} in:\n{output}"));
     let at = line.split("\"out_dir\":\"").nth(1).unwrap();
     at[..at.find('"').unwrap()].into()
 }
 
 /// A dependent's build (bindgen running: headers that are not the committed
-/// bindings' own) makes none of the ABI tests' inputs; the build with
-/// `abi-test-inputs`, which the crate's own tests turn on, makes them (the
-/// deliberately wrong case: were the check blind, this would fail).
+/// bindings' own) makes none of the ABI proofs' inputs: their generators run
+/// in abi-proofs' build script, which makes them all (the deliberately wrong
+/// case: were the check blind, it would count none there either).
 #[test]
 #[cfg_attr(
     not(cuda_mem_sys_same_headers),
     ignore = "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
 )]
-fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
+fn only_the_abi_proofs_build_makes_the_abi_test_inputs() {
     let include = committed_headers();
     // Headers other than the committed ones': bindgen runs.
     let changed = changed_headers(&include, "abi-inputs-headers");
     let env = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.path())];
-    let abi_inputs = |features: &[&str]| {
-        let mut args = vec!["--message-format=json"];
-        args.extend(features);
-        let (ok, output) = build_command(&args, &env);
-        assert!(ok, "the build failed:\n{output}");
-        assert!(
-            !output.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
-                && !output.contains("cuda_mem_sys_fallback"),
-            "the build did not generate (is libclang installed?):\n{output}"
-        );
-        let abi = out_dir_of(&output).join("abi");
+    let (ok, output) = build_command(&["--message-format=json", "-p", "abi-proofs"], &env);
+    assert!(ok, "the build failed:\n{output}");
+    assert!(
+        !output.contains("cuda_mem_sys_fallback"),
+        "the build did not generate (is libclang installed?):\n{output}"
+    );
+    let abi_inputs = |package: &str| {
+        let abi = out_dir_of(&output, package).join("abi");
         [
             "functions.rs",
             "layout_check.c",
@@ -460,14 +463,14 @@ fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
         .count()
     };
     assert_eq!(
-        abi_inputs(&[]),
+        abi_inputs("cuda-mem-sys"),
         0,
-        "a dependent's build made ABI test inputs"
+        "cuda-mem-sys's build (a dependent's) made ABI test inputs"
     );
     assert_eq!(
-        abi_inputs(&["--features", "abi-test-inputs"]),
+        abi_inputs("abi-proofs"),
         4,
-        "the build with abi-test-inputs did not make the ABI test inputs"
+        "abi-proofs' build did not make the ABI test inputs"
     );
 }
 

@@ -30,7 +30,7 @@ pub fn builder(
         .use_core()
         .ctypes_prefix("::core::ffi")
         // bindgen's layout tests compare libclang with itself; the crate's own
-        // tests compare with the C compiler instead (tests/abi_layout.rs).
+        // tests compare with the C compiler instead (abi-proofs/tests/abi_layout.rs).
         .layout_tests(false)
         .derive_default(true)
         .derive_debug(true)

@@ -4,12 +4,13 @@
 //! `cargo xtask regen` (the committed fallback), so both produce the same tokens
 //! (`build.rs` writes them compactly, `regen` pretty-printed).
 
-pub mod abi_checks;
 mod bindgen_config;
 mod docs;
 mod groups;
 pub mod loader;
 mod postprocess;
+#[allow(unused_imports)] // abi-proofs's generators read it; cuda-mem-sys's build does not
+pub use postprocess::foreign_functions;
 
 // Its two syn-free helpers lie beside it in `build/`: the build without the
 // `bindgen` feature uses them alone. Whoever mounts the generator mounts
@@ -42,8 +43,9 @@ pub struct Output {
     /// C source of out-of-line copies of the headers' `static inline`
     /// functions (`<name>__extern`), if the bindings declare any.
     pub static_wrappers_c: Option<String>,
-    /// `struct X`/`union X`/`enum X` tags of the headers (to spell C types).
-    pub c_tags: std::collections::BTreeSet<String>,
+    /// The headers as the C preprocessor wrote them (the ABI proofs spell C
+    /// types with the tags they declare).
+    pub preprocessed: String,
 }
 
 pub fn generate(input: &Input) -> Result<Output, String> {
@@ -81,7 +83,6 @@ pub fn generate(input: &Input) -> Result<Output, String> {
     };
     let cuda_version = preprocess::cuda_version_of(&macros)?;
     check_release(&input.include_dirs[0], cuda_version)?;
-    let c_tags = abi_checks::c_tags(&preprocessed);
     let mut headers_read: Vec<PathBuf> = files
         .into_iter()
         .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
@@ -150,7 +151,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         static_wrappers_c: std::fs::read_to_string(static_wrappers.with_extension("c"))
             .ok()
             .filter(|c| c.contains("__extern")),
-        c_tags,
+        preprocessed,
     })
 }
 
@@ -180,7 +181,7 @@ impl Output {
     /// The bindings as compact tokens, for `OUT_DIR`: nobody reads them there,
     /// and pretty-printing 3 MB in an unoptimised build script costs seconds.
     /// `cargo xtask regen` pretty-prints the same tree for the committed copy;
-    /// `tests/fallback.rs` compares the two as tokens.
+    /// `abi-proofs/tests/fallback.rs` compares the two as tokens.
     pub fn tokens(&self) -> String {
         let mut text = self.header.clone();
         text.push_str(&quote::ToTokens::to_token_stream(&self.file).to_string());

@@ -1,6 +1,6 @@
 //! `cargo xtask abi <release>... | fallback | --all`: builds the crate against
 //! each CUDA release's headers (one target directory per release under
-//! `target/abi/`) and runs `tests/abi_layout.rs` (layout and constants against
+//! `target/abi/`) and runs `abi-proofs/tests/abi_layout.rs` (layout and constants against
 //! the C compiler) and `tests/stable_names.rs`. `--all` does every release and
 //! the committed fallback and writes `docs/abi-report.md`.
 //!
@@ -244,7 +244,8 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
     let cargo = |test: &str| {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(workspace)
-            .args(["test", "--package", "cuda-mem-sys", "--test", test]);
+            // abi_layout is abi-proofs', stable_names the crate's: both default members.
+            .args(["test", "--test", test]);
         for_target(&mut cmd, workspace, target)?;
         cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &dir)
@@ -318,7 +319,7 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
     Ok(row)
 }
 
-/// The summary lines of `abi.txt` (written by tests/abi_layout.rs).
+/// The summary lines of `abi.txt` (written by abi-proofs/tests/abi_layout.rs).
 pub fn parse_dump(text: &str) -> Summary {
     let mut s = Summary::default();
     for line in text.lines() {
@@ -367,7 +368,7 @@ fn report(workspace: &Path, rows: &[Row]) -> String {
         md,
         "# ABI report: layout and constants against the C compiler\n\n\
          Written by `cargo xtask abi --all`. For each CUDA release the crate is built against that \
-         release's headers (the NVIDIA wheels named below) and `tests/abi_layout.rs` compares, for \
+         release's headers (the NVIDIA wheels named below) and `abi-proofs/tests/abi_layout.rs` compares, for \
          every type, field and constant the bindings expose, what Rust says (`size_of`, `align_of`, \
          `offset_of!`, the constants) with what the C compiler says (`sizeof`, `_Alignof`, \
          `offsetof`, the headers' constants) compiled against the same headers. \

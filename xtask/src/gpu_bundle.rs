@@ -73,7 +73,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             } else {
                 tests.iter().map(|t| format!("--test={t}")).collect()
             })
-            .args(["--package", "cuda-mem-sys", "--features", features])
+            .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
+            .args(["--features", features])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &target_dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")

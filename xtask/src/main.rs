@@ -52,7 +52,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   device-report <dir>... Markdown for docs/device-results.md from what run.sh wrote in <dir>s:
                          bad-input table, process-death figures, compute-sanitizer counts
   abi <version>...       build against each release's headers and check the bindings' layout and
-                         constants against the C compiler (tests/abi_layout.rs) and stable names
+                         constants against the C compiler (abi-proofs/tests/abi_layout.rs) and stable names
                          (tests/stable_names.rs); `fallback`: the committed bindings
   abi --all              every release 12.0 ... 13.5 and the fallback; writes docs/abi-report.md
   abi --target <triple> <version>... | --all

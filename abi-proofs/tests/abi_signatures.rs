@@ -2,6 +2,8 @@
 //! documented name: the build script spells each Rust signature in C and
 //! asserts `__builtin_types_compatible_p(__typeof__(&name), R (*)(A...))`;
 //! the C compiler, with the headers the crate was generated from, judges.
+// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
+#[path = "../../tests/abi_support/mod.rs"]
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};

@@ -7,6 +7,8 @@
 //! parsed, string literals (doc comments included) taken by value, and printed
 //! by one pretty-printer, which also settles what only layout decides (the
 //! trailing comma of a call broken over lines).
+// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
+#[path = "../../tests/abi_support/mod.rs"]
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
@@ -16,9 +18,9 @@ const GENERATED_SYMBOLS: &str = include_str!(concat!(env!("OUT_DIR"), "/abi/symb
 
 fn committed_symbols() -> &'static str {
     if cfg!(feature = "per-thread-default-stream") {
-        include_str!("../src/generated/cuda-13.0-ptds.symbols")
+        include_str!("../../src/generated/cuda-13.0-ptds.symbols")
     } else {
-        include_str!("../src/generated/cuda-13.0.symbols")
+        include_str!("../../src/generated/cuda-13.0.symbols")
     }
 }
 
@@ -64,9 +66,9 @@ fn first_difference(a: &str, b: &str) -> Option<String> {
 
 fn committed() -> &'static str {
     if cfg!(feature = "per-thread-default-stream") {
-        include_str!("../src/generated/cuda-13.0-ptds.rs")
+        include_str!("../../src/generated/cuda-13.0-ptds.rs")
     } else {
-        include_str!("../src/generated/cuda-13.0.rs")
+        include_str!("../../src/generated/cuda-13.0.rs")
     }
 }
 

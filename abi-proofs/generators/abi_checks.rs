@@ -11,7 +11,7 @@ use std::fmt::Write;
 /// entry per function the crate declares.
 pub fn function_table(file: &syn::File) -> String {
     let mut out = String::from("vec![\n");
-    for f in super::postprocess::foreign_functions(file) {
+    for f in crate::codegen::foreign_functions(file) {
         writeln!(
             out,
             "    (\"{0}\", cuda_mem_sys::{0} as *const () as usize),",

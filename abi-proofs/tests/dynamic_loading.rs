@@ -5,6 +5,8 @@
 //! through; everything else returns the documented code; bad library files
 //! and concurrent first calls neither crash nor panic. Each case runs in a
 //! child process, since a process loads its driver once.
+// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
+#[path = "../../tests/abi_support/mod.rs"]
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};

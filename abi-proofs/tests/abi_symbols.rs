@@ -14,6 +14,8 @@
 //! generated (base name, ABI version) for the driver, `dlsym` for a loaded
 //! runtime; it must be the very function C calls. Without a driver to load
 //! (CI) that check reports itself ignored.
+// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
+#[path = "../../tests/abi_support/mod.rs"]
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
