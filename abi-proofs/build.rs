@@ -127,11 +127,29 @@ fn agree_with_cuda_mem_sys(config: &Config, source: Source, found: bool) -> Resu
     if theirs == ours {
         return Ok(());
     }
+    let say = |(loaded, same, none): (bool, bool, bool)| {
+        format!(
+            "{}, {}, {}",
+            if loaded { "loaded" } else { "linked" },
+            if same {
+                "the committed bindings for their very headers"
+            } else {
+                "not those"
+            },
+            if none {
+                "no headers found"
+            } else {
+                "headers found"
+            }
+        )
+    };
     Err(format!(
-        "cuda-mem-sys was built otherwise than these proofs assume (loaded at run time, \
-         committed bindings for their very headers, no headers found): cuda-mem-sys {theirs:?}, \
-         here {ours:?}. Build abi-proofs with the features cuda-mem-sys has (`cargo test -p \
-         abi-proofs --features ...`)."
+        "cuda-mem-sys was built otherwise than these proofs assume: cuda-mem-sys {}; here {}. \
+         Build abi-proofs with the features cuda-mem-sys has (abi-proofs forwards each: \
+         `--features dynamic-loading`, not `cuda-mem-sys/dynamic-loading`) and the same \
+         environment.",
+        say(theirs),
+        say(ours)
     ))
 }
 

@@ -527,3 +527,42 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
         "with every variable set the script did not run to its end:\n{text}"
     );
 }
+
+/// The ABI proofs hold for the bindings cuda-mem-sys compiled only where
+/// abi-proofs' build made the same choice: built with fewer features than
+/// cuda-mem-sys got (here `dynamic-loading`, asked for cuda-mem-sys alone),
+/// it refuses, naming both; the deliberately right case, the feature given to
+/// abi-proofs (which forwards it), builds.
+#[test]
+fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
+    let (ok, out) = build_with_args(
+        &[
+            "-p",
+            "abi-proofs",
+            "--features",
+            "cuda-mem-sys/dynamic-loading",
+        ],
+        &[],
+    );
+    assert!(
+        !ok,
+        "abi-proofs built against a cuda-mem-sys it does not describe:\n{out}"
+    );
+    assert_clean_error(
+        &out,
+        &[
+            "abi-proofs: cuda-mem-sys was built otherwise than these proofs assume",
+            "cuda-mem-sys loaded, not those, no headers found; here linked,",
+        ],
+    );
+    let (ok, out) = build_with_args(
+        &[
+            "-p",
+            "abi-proofs",
+            "--features",
+            "abi-proofs/dynamic-loading",
+        ],
+        &[],
+    );
+    assert!(ok, "abi-proofs with the feature forwarded failed:\n{out}");
+}

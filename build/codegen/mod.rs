@@ -1,7 +1,8 @@
 //! The generator: headers in, one self-contained Rust file out.
 //!
-//! Shared by `build.rs` (bindings for the headers found at build time) and
-//! `cargo xtask regen` (the committed fallback), so both produce the same tokens
+//! Shared by `build.rs` (bindings for the headers found at build time),
+//! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
+//! bindings the ABI proofs are made from), so all produce the same tokens
 //! (`build.rs` writes them compactly, `regen` pretty-printed).
 
 mod bindgen_config;
