@@ -58,6 +58,8 @@ fn run() -> Result<(), String> {
         .parent()
         .ok_or("CARGO_MANIFEST_DIR has no parent folder")?
         .to_path_buf();
+    // cuda-mem-sys's build gives the same warnings for the same choice.
+    config.warnings = false;
     config.declare("../wrapper.h", &locate::env_vars_read());
 
     let search = locate::find(&config.target_arch);
@@ -74,7 +76,10 @@ fn run() -> Result<(), String> {
     let dir = config.out_dir.join("abi");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     #[cfg(feature = "bindgen")]
-    if let Some(cuda) = cuda.as_ref().filter(|_| bindings::libclang().is_ok()) {
+    if let Some(cuda) = cuda
+        .as_ref()
+        .filter(|_| bindings::libclang(&config).is_ok())
+    {
         let out = bindings::run_generator(&config, cuda)?;
         signature_inputs(&dir, &out.file, &abi_checks::c_tags(&out.preprocessed))?;
         // `cargo xtask abi fallback` (CUDA_MEM_SYS_ABI_FALLBACK) proves the

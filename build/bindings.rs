@@ -45,13 +45,13 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
         Search::Invalid(message) => return Err(message.clone()),
         Search::NotFound { searched } => {
             if !config.docs_rs {
-                println!(
-                    "cargo:warning=no CUDA headers found (searched: {}); using the bindings \
-                     committed for CUDA {}. Set CUDA_MEM_SYS_INCLUDE_DIR or CUDA_PATH to generate \
-                     them from your headers.",
+                config.warn(format_args!(
+                    "no CUDA headers found (searched: {}); using the bindings committed for CUDA \
+                     {}. Set CUDA_MEM_SYS_INCLUDE_DIR or CUDA_PATH to generate them from your \
+                     headers.",
                     searched.join(", "),
                     release::PINNED_RELEASE
-                );
+                ));
             }
             println!("cargo:fallback=1");
             return Ok(Source::Fallback);
@@ -64,7 +64,7 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
             println!("cargo:bindings=committed-same-headers");
             return Ok(Source::SameHeaders);
         }
-        match libclang() {
+        match libclang(config) {
             // `cargo xtask abi fallback`: the committed bindings, checked
             // against the headers found.
             Ok(()) if config.abi_fallback => Ok(Source::Fallback),
@@ -115,12 +115,12 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
     let pinned = release::PINNED_RELEASE;
     if version == release::pinned_cuda_version() {
         if let NoGenerator::Libclang(_) = why {
-            println!(
-                "cargo:warning=libclang was not found, so bindgen cannot read the CUDA headers \
-                 in {headers}; they are release {pinned}, that of the committed bindings, which \
-                 are used instead. Install libclang (Debian/Ubuntu: libclang-19-dev) or set \
-                 LIBCLANG_PATH to generate them from your headers."
-            );
+            config.warn(format_args!(
+                "libclang was not found, so bindgen cannot read the CUDA headers in {headers}; \
+                 they are release {pinned}, that of the committed bindings, which are used \
+                 instead. Install libclang (Debian/Ubuntu: libclang-19-dev) or set LIBCLANG_PATH \
+                 to generate them from your headers."
+            ));
         }
         return Ok(Source::Fallback);
     }
@@ -139,13 +139,13 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
             ),
         });
     }
-    println!(
-        "cargo:warning=the CUDA headers in {headers} are release {major}.{minor}, not that of the \
-         committed bindings ({pinned}), which are used: with `dynamic-loading` nothing of that \
-         release is linked (the runtime too is loaded at run time, that of CUDA {}), and each \
-         function is looked up when first called.",
+    config.warn(format_args!(
+        "the CUDA headers in {headers} are release {major}.{minor}, not that of the committed \
+         bindings ({pinned}), which are used: with `dynamic-loading` nothing of that release is \
+         linked (the runtime too is loaded at run time, that of CUDA {}), and each function is \
+         looked up when first called.",
         release::pinned_cuda_version() / 1000
-    );
+    ));
     Ok(Source::OtherRelease)
 }
 
@@ -175,7 +175,7 @@ fn headers_version(config: &Config, cuda: &Cuda) -> Result<u32, String> {
 
 /// bindgen loads libclang at run time; say what to install instead of panicking.
 #[cfg(feature = "bindgen")]
-pub fn libclang() -> Result<(), String> {
+pub fn libclang(config: &Config) -> Result<(), String> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let version = std::panic::catch_unwind(bindgen::clang_version);
@@ -188,10 +188,10 @@ pub fn libclang() -> Result<(), String> {
     })?;
     if let Some((major, _)) = version.parsed {
         if major < 19 {
-            println!(
-                "cargo:warning=libclang {major} drops the doc comments of most macro-renamed \
-                 functions; install libclang 19 or newer (Debian 12: libclang-19-dev) for full docs."
-            );
+            config.warn(format_args!(
+                "libclang {major} drops the doc comments of most macro-renamed functions; \
+                 install libclang 19 or newer (Debian 12: libclang-19-dev) for full docs."
+            ));
         }
     }
     Ok(())

@@ -43,6 +43,9 @@ pub struct Config {
     pub docs_rs: bool,
     /// [`ABI_FALLBACK`] is set.
     pub abi_fallback: bool,
+    /// Whether this script's `cargo:warning`s are shown (abi-proofs, which
+    /// makes cuda-mem-sys's choice again, leaves them to cuda-mem-sys's build).
+    pub warnings: bool,
     /// The target's C compiler, set up once: its clones share one detection
     /// (cc asks the compiler its family and flags once, not at every use).
     pub cc: cc::Build,
@@ -64,6 +67,7 @@ impl Config {
             dynamic_loading: feature("DYNAMIC_LOADING"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
+            warnings: true,
             cc,
         })
     }
@@ -83,6 +87,13 @@ impl Config {
         }
         for r in RELEASES {
             println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
+        }
+    }
+
+    /// A `cargo:warning` line (unless [`Config::warnings`] is off).
+    pub fn warn(&self, text: std::fmt::Arguments) {
+        if self.warnings {
+            println!("cargo:warning={text}");
         }
     }
 
