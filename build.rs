@@ -79,8 +79,8 @@ fn main() {
 }
 
 fn run() -> Result<(), String> {
-    let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let crate_dir = PathBuf::from(cargo_var_os("CARGO_MANIFEST_DIR")?);
+    let out_dir = PathBuf::from(cargo_var_os("OUT_DIR")?);
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let ptds = env::var_os("CARGO_FEATURE_PER_THREAD_DEFAULT_STREAM").is_some();
     let dynamic_cudart = env::var_os("CARGO_FEATURE_DYNAMIC_CUDART").is_some();
@@ -231,7 +231,8 @@ fn run() -> Result<(), String> {
         ("TARGET", "CUDA_MEM_SYS_TARGET"),
         ("HOST", "CUDA_MEM_SYS_HOST"),
     ] {
-        println!("cargo:rustc-env={name}={}", env::var(var).unwrap());
+        let value = env::var(var).map_err(|e| format!("{var}: {e} (cargo sets it)"))?;
+        println!("cargo:rustc-env={name}={value}");
     }
     // The target's C compiler as found here (a test running under Wine would
     // otherwise look for a Windows `gcc.exe`).
@@ -293,6 +294,14 @@ fn run() -> Result<(), String> {
         }
     );
     Ok(())
+}
+
+/// A variable cargo sets for build scripts, as the system holds it (a path
+/// need not be UTF-8); an error naming it where it is missing.
+fn cargo_var_os(name: &str) -> Result<std::ffi::OsString, String> {
+    env::var_os(name).ok_or_else(|| {
+        format!("{name} is not set: this build script is meant to be run by cargo, which sets it")
+    })
 }
 
 /// Headers were found: generate from them where bindgen can run; otherwise the

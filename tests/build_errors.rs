@@ -470,3 +470,88 @@ fn only_the_crates_own_test_builds_make_the_abi_test_inputs() {
         "the build with abi-test-inputs did not make the ABI test inputs"
     );
 }
+
+/// A CUDA variable that is set but not valid UTF-8 is named as such; it is
+/// not taken as unset (which would build against something else, or the
+/// fallback, without a word).
+#[test]
+#[cfg(unix)]
+fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/cuda-\xff-not-utf8"));
+    for var in [
+        "CUDA_MEM_SYS_INCLUDE_DIR",
+        "CUDA_PATH",
+        "CUDA_MEM_SYS_LIB_DIR",
+    ] {
+        // Cargo does not see a change of a variable to a value that is not
+        // UTF-8 (its fingerprint reads it as text), so a build script that
+        // ran before is not run again: a fresh LIBCLANG_PATH (never reached:
+        // the search fails first) makes it run.
+        let rerun = scratch("not-utf8-rerun");
+        let (ok, stderr) = build_with(&[(var, not_utf8), ("LIBCLANG_PATH", rerun.path())]);
+        assert!(
+            !ok,
+            "{var} not valid UTF-8: the build succeeded (taken as unset):\n{stderr}"
+        );
+        assert_clean_error(
+            &stderr,
+            &[&format!(
+                "{var} is set but is not valid UTF-8 (/tmp/cuda-\u{fffd}-not-utf8)"
+            )],
+        );
+    }
+}
+
+/// The build script's path, from a `--message-format=json` build's output.
+fn build_script_of(output: &str) -> std::path::PathBuf {
+    let line = output
+        .lines()
+        .find(|l| {
+            l.contains("\"reason\":\"compiler-artifact\"")
+                && l.contains("cuda-mem-sys")
+                && l.contains("\"custom-build\"")
+        })
+        .unwrap_or_else(|| {
+            panic!("no compiler-artifact message for the build script in:\n{output}")
+        });
+    let at = line.split("\"filenames\":[\"").nth(1).unwrap();
+    at[..at.find('"').unwrap()].into()
+}
+
+/// The variables cargo gives a build script are read without `unwrap`:
+/// started without them, the script names the missing one and exits 1
+/// (the deliberately wrong input: no panic, no exit code 101).
+#[test]
+fn the_build_script_started_without_cargos_variables_names_them() {
+    let (ok, output) = build_command(&["--message-format=json"], &[]);
+    assert!(ok, "the build failed:\n{output}");
+    let script = build_script_of(&output);
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (set, missing) in [
+        (&[][..], "CARGO_MANIFEST_DIR"),
+        (&[("CARGO_MANIFEST_DIR", manifest)][..], "OUT_DIR"),
+    ] {
+        let mut cmd = Command::new(&script);
+        cmd.env_clear();
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+        cmd.envs(set.iter().copied());
+        let out = cmd.output().expect("running the build script");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "without {missing}: {}\n{stderr}",
+            out.status
+        );
+        assert_clean_error(
+            &stderr,
+            &[
+                &format!("cuda-mem-sys: {missing} is not set"),
+                "run by cargo",
+            ],
+        );
+    }
+}

@@ -28,6 +28,18 @@ pub fn ensure_libclang() -> Result<(), String> {
     Ok(())
 }
 
+/// clang 19, besides gcc: `tests/loader_type_check.rs` runs the build
+/// script's type check of the loader table under both (it reports ignored
+/// without clang).
+pub fn ensure_clang() -> Result<(), String> {
+    if !Path::new("/usr/lib/llvm-19/bin/clang").exists() {
+        step("installing clang-19");
+        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
+        run_cmd(Command::new("apt-get").args(["install", "-y", "-qq", "clang-19"]))?;
+    }
+    Ok(())
+}
+
 /// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
 pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
 pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
@@ -139,6 +151,7 @@ pub fn examples(workspace: &Path) -> Result<(), String> {
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
+    ensure_clang()?;
     let pinned = headers::fetch(workspace, "13.0")?;
 
     step("format and lints");
