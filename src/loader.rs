@@ -20,6 +20,15 @@
 //!   (`cudart64_<major>.dll`) or the file named by `CUDA_MEM_SYS_LIBCUDART`,
 //!   each function by `dlsym` of the symbol C calls.
 //!
+//! On Windows a bare name is never looked for in the working directory or on
+//! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded
+//! from `System32` only (`LoadLibraryExW` with `LOAD_LIBRARY_SEARCH_SYSTEM32`),
+//! `cudart64_<major>.dll` from the default folders (the application's,
+//! `System32`, those added by `AddDllDirectory`:
+//! `LOAD_LIBRARY_SEARCH_DEFAULT_DIRS`). The variables are read as the wide
+//! strings Windows keeps (`GetEnvironmentVariableW`), so a path outside the
+//! ANSI code page loads; a path in them is loaded as given.
+//!
 //! Nothing panics or aborts. A call that cannot be made returns:
 //!
 //! | situation | driver function | runtime function |
@@ -673,35 +682,153 @@ mod sys {
         }
     }
 
+    /// `LoadLibraryExW` flags: only `System32` (the driver's home).
+    const LOAD_LIBRARY_SEARCH_SYSTEM32: u32 = 0x0000_0800;
+    /// The application's folder, `System32` and folders added with
+    /// `AddDllDirectory`: not the working directory, not `PATH`.
+    const LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: u32 = 0x0000_1000;
+
     #[link(name = "kernel32")]
     extern "system" {
-        fn LoadLibraryW(name: *const u16) -> *mut c_void;
+        fn LoadLibraryExW(name: *const u16, file: *mut c_void, flags: u32) -> *mut c_void;
         fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
         fn FreeLibrary(module: *mut c_void) -> i32;
         fn GetLastError() -> u32;
-        fn GetEnvironmentVariableA(name: *const c_char, buf: *mut c_char, size: u32) -> u32;
+        fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
     }
 
+    /// Copies the variable's value into `buf` as UTF-8 (NUL-terminated; an
+    /// unpaired surrogate as its generalized UTF-8, which [`open`] turns back
+    /// into the same UTF-16); its length. Read as the wide string Windows
+    /// keeps, not through the ANSI code page, where a path outside it is lost.
     pub fn getenv(var: &[u8], buf: &mut [u8]) -> Option<usize> {
+        let mut name = [0u16; 64];
+        if var.len() > name.len() {
+            return None;
+        }
+        for (w, &b) in name.iter_mut().zip(var) {
+            *w = b as u16; // the names are ASCII
+        }
+        let mut wide = [0u16; 4096];
         // SAFETY: a NUL-terminated name and a buffer of the size given.
-        let n = unsafe {
-            GetEnvironmentVariableA(
-                var.as_ptr().cast(),
-                buf.as_mut_ptr().cast(),
-                buf.len() as u32,
-            )
-        } as usize;
-        (n > 0 && n < buf.len()).then_some(n)
+        let n =
+            unsafe { GetEnvironmentVariableW(name.as_ptr(), wide.as_mut_ptr(), wide.len() as u32) }
+                as usize;
+        // 0: unset or empty; n >= len: the size it would need.
+        if n == 0 || n >= wide.len() {
+            return None;
+        }
+        let len = wtf8_encode(&wide[..n], buf)?;
+        (len < buf.len()).then(|| {
+            buf[len] = 0;
+            len
+        })
     }
 
-    pub fn open(name: &[u8]) -> Result<usize, ()> {
-        // The name as UTF-16 (the variable's bytes are taken as Latin-1).
-        let mut wide = [0u16; 4096];
-        for (w, &b) in wide.iter_mut().zip(name) {
-            *w = b as u16;
+    /// UTF-16 (unpaired surrogates included) as generalized UTF-8 into `out`;
+    /// `None` where it does not fit.
+    fn wtf8_encode(wide: &[u16], out: &mut [u8]) -> Option<usize> {
+        let mut len = 0;
+        let mut i = 0;
+        while i < wide.len() {
+            let w = wide[i] as u32;
+            let c = match (w, wide.get(i + 1)) {
+                (0xD800..=0xDBFF, Some(&low @ 0xDC00..=0xDFFF)) => {
+                    i += 1;
+                    0x10000 + ((w - 0xD800) << 10) + (low as u32 - 0xDC00)
+                }
+                _ => w,
+            };
+            i += 1;
+            let mut bytes = [0u8; 4];
+            let n = match c {
+                0..=0x7F => {
+                    bytes[0] = c as u8;
+                    1
+                }
+                0x80..=0x7FF => {
+                    bytes[0] = 0xC0 | (c >> 6) as u8;
+                    bytes[1] = 0x80 | (c & 0x3F) as u8;
+                    2
+                }
+                0x800..=0xFFFF => {
+                    bytes[0] = 0xE0 | (c >> 12) as u8;
+                    bytes[1] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                    bytes[2] = 0x80 | (c & 0x3F) as u8;
+                    3
+                }
+                _ => {
+                    bytes[0] = 0xF0 | (c >> 18) as u8;
+                    bytes[1] = 0x80 | ((c >> 12) & 0x3F) as u8;
+                    bytes[2] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                    bytes[3] = 0x80 | (c & 0x3F) as u8;
+                    4
+                }
+            };
+            out.get_mut(len..len + n)?.copy_from_slice(&bytes[..n]);
+            len += n;
         }
-        // SAFETY: NUL-terminated (the input was).
-        let h = unsafe { LoadLibraryW(wide.as_ptr()) };
+        Some(len)
+    }
+
+    /// Generalized UTF-8 (NUL-terminated) as UTF-16 into `out`
+    /// (NUL-terminated); `None` where it does not fit. A byte that starts
+    /// no sequence becomes U+FFFD.
+    fn wtf8_decode(bytes: &[u8], out: &mut [u16]) -> Option<()> {
+        let mut n = 0;
+        let mut push = |w: u16| -> Option<()> {
+            *out.get_mut(n)? = w;
+            n += 1;
+            Some(())
+        };
+        let mut i = 0;
+        while i < bytes.len() && bytes[i] != 0 {
+            let b = bytes[i] as u32;
+            let (len, init) = match b {
+                0..=0x7F => (1, b),
+                0xC0..=0xDF => (2, b & 0x1F),
+                0xE0..=0xEF => (3, b & 0x0F),
+                0xF0..=0xF7 => (4, b & 0x07),
+                _ => (0, 0xFFFD),
+            };
+            let tail = bytes.get(i + 1..i + len.max(1)).unwrap_or(&[]);
+            let c = if len == 0 || tail.len() + 1 != len || tail.iter().any(|t| t & 0xC0 != 0x80) {
+                i += 1;
+                0xFFFD
+            } else {
+                i += len;
+                tail.iter().fold(init, |c, t| (c << 6) | (*t as u32 & 0x3F))
+            };
+            if c >= 0x10000 {
+                let c = c - 0x10000;
+                push(0xD800 + (c >> 10) as u16)?;
+                push(0xDC00 + (c & 0x3FF) as u16)?;
+            } else {
+                push(c as u16)?;
+            }
+        }
+        push(0)
+    }
+
+    /// Loads `name` (UTF-8, NUL-terminated). A bare file name is never looked
+    /// for in the working directory or on `PATH`, where another program could
+    /// have planted a DLL: `nvcuda.dll` only in `System32`, where the driver
+    /// installs it; any other bare name (the runtime, `cudart64_<major>.dll`)
+    /// in the default folders (the application's, `System32`, those added by
+    /// `AddDllDirectory`). A path (the variable's) is loaded as given.
+    pub fn open(name: &[u8]) -> Result<usize, ()> {
+        let mut wide = [0u16; 4096];
+        wtf8_decode(name, &mut wide).ok_or(())?;
+        let file = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        let flags = if file.iter().any(|&b| b == b'\\' || b == b'/' || b == b':') {
+            0
+        } else if file.eq_ignore_ascii_case(b"nvcuda.dll") {
+            LOAD_LIBRARY_SEARCH_SYSTEM32
+        } else {
+            LOAD_LIBRARY_SEARCH_DEFAULT_DIRS
+        };
+        // SAFETY: NUL-terminated (wtf8_decode wrote the NUL).
+        let h = unsafe { LoadLibraryExW(wide.as_ptr(), core::ptr::null_mut(), flags) };
         if h.is_null() {
             Err(())
         } else {
@@ -710,7 +837,7 @@ mod sys {
     }
 
     pub fn close(handle: usize) {
-        // SAFETY: a handle from LoadLibraryW.
+        // SAFETY: a handle from LoadLibraryExW.
         unsafe { FreeLibrary(handle as *mut _) };
     }
 
@@ -723,7 +850,7 @@ mod sys {
     pub fn last_error(out: &mut Text) {
         // SAFETY: no arguments.
         let mut code = unsafe { GetLastError() };
-        out.push(b"LoadLibraryW failed with Windows error ");
+        out.push(b"LoadLibraryExW failed with Windows error ");
         let mut digits = [0u8; 10];
         let mut i = digits.len();
         loop {

@@ -408,7 +408,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
             .env("CARGO_TARGET_DIR", &dir),
     )?;
 
-    // The run-time loader's Windows half (LoadLibraryW, GetProcAddress): the
+    // The run-time loader's Windows half (LoadLibraryExW, GetProcAddress): the
     // demo built with `dynamic-loading` starts under wine, where there is no
     // nvcuda.dll, and reports that through the loader's API.
     let mut cmd = cargo(workspace);
@@ -436,12 +436,35 @@ fn windows(workspace: &Path) -> Result<(), String> {
         out.status.code(),
         &stdout,
     )?;
-    let expected = "no driver: LoadLibraryW failed with Windows error 126 (nvcuda.dll)";
+    let expected = "no driver: LoadLibraryExW failed with Windows error 126 (nvcuda.dll)";
     if !stdout.contains(expected) {
         return Err(format!(
             "the loaded demo under wine did not say {expected:?}"
         ));
     }
     println!("demo (windows, dynamic-loading): {what}; the loader reported the missing nvcuda.dll");
+
+    // Where the loader looks for its DLLs: a planted nvcuda.dll in the
+    // working folder or beside the program is not loaded, a variable holding
+    // a non-ASCII path loads that file (tests/windows_dll_search.rs).
+    let started = std::time::Instant::now();
+    let mut cmd = cargo(workspace);
+    cmd.args([
+        "test",
+        "--features",
+        "dynamic-loading",
+        "--test",
+        "windows_dll_search",
+    ]);
+    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
+    run_cmd(
+        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+            .env("CARGO_PROFILE_DEV_DEBUG", "0")
+            .env("CARGO_TARGET_DIR", &dir),
+    )?;
+    println!(
+        "windows_dll_search under wine: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
