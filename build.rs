@@ -195,7 +195,18 @@ fn run() -> Result<(), String> {
                 )?;
             }
             if let (Some(c), Some(cuda)) = (&out.static_wrappers_c, &cuda) {
-                compile_static_wrappers(&out_dir, &cc, c, &cuda.include_dirs, &crate_dir, ptds)?;
+                // Loaded without `export-c-names`: the copies call the private names.
+                let private =
+                    dynamic_loading && env::var_os("CARGO_FEATURE_EXPORT_C_NAMES").is_none();
+                compile_static_wrappers(
+                    &out_dir,
+                    &cc,
+                    c,
+                    &cuda.include_dirs,
+                    &crate_dir,
+                    ptds,
+                    private,
+                )?;
             }
             (out.cuda_version, symbols)
         }
@@ -488,6 +499,7 @@ fn compile_static_wrappers(
     include_dirs: &[PathBuf],
     crate_dir: &Path,
     ptds: bool,
+    private_trampolines: bool,
 ) -> Result<(), String> {
     let file = out_dir.join("static_wrappers.c");
     write_if_changed(&file, c)?;
@@ -498,6 +510,9 @@ fn compile_static_wrappers(
         .include(crate_dir);
     if ptds {
         b.define(release::PTDS_DEFINE, None);
+    }
+    if private_trampolines {
+        b.define(codegen::loader::PRIVATE_DEFINE, None);
     }
     b.try_compile("cuda_mem_sys_static_wrappers")
         .map_err(|e| format!("compiling the static inline wrappers: {e}"))

@@ -1,11 +1,11 @@
 //! Run-time loading of the CUDA driver and runtime (feature `dynamic-loading`).
 //!
-//! Every function keeps its documented name, signature and docs: the
-//! declarations still name the symbols C calls (`cuMemAdvise` links
-//! `cuMemAdvise_v2`), and the crate defines those symbols itself, each calling
-//! through a slot that is filled on the function's first call (thread-safely:
-//! concurrent first calls may both resolve, and store the same pointer). A
-//! later call costs one load and an indirect call.
+//! Every function keeps its documented name, signature and docs. A Rust call
+//! is inlined: a load of the function's slot, filled on its first call
+//! (thread-safely: concurrent first calls may both resolve, and store the
+//! same pointer), and an indirect call. The crate also defines a trampoline
+//! for every symbol the declarations link (`cuMemAdvise_v2`), exported under
+//! that C name only with the feature `export-c-names` (see [`trampoline`]).
 //!
 //! - **Driver**: `libcuda.so.1` (then `libcuda.so`; `nvcuda.dll` on Windows),
 //!   or the file named by `CUDA_MEM_SYS_LIBCUDA`. Each function is asked of the
@@ -249,6 +249,17 @@ pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 /// The body of every generated trampoline:
 /// `trampoline!(driver 27 cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult)`.
 ///
+/// Its symbol: with the feature `export-c-names`, the C name it stands for
+/// (`#[no_mangle]`), for C code in the program that calls that name without
+/// linking the library. Without it (the default), a Rust name, exported by
+/// nothing: a cdylib built on the crate must not hand other libraries of the
+/// process its trampolines in place of `libcuda`'s functions
+/// (`tests/exported_c_names.rs`). The few the crate's own C calls (the
+/// headers' `static inline` copies: `cuGetProcAddress_v2` under
+/// `per-thread-default-stream`) get a private C name instead
+/// (`trampoline!(driver 110 "cuda_mem_sys_cuGetProcAddress_v2" cuGetProcAddress_v2(...))`),
+/// to which the build renames their calls.
+///
 /// Each trampoline keeps the resolved address in a static of its own (a
 /// private item: addressed relative to the instruction pointer, no GOT load),
 /// so the hot path is one load, a test and a tail jump to the library's
@@ -263,9 +274,11 @@ macro_rules! trampoline {
     (runtime $($rest:tt)*) => {
         $crate::loader::trampoline!(@ runtime_resolve $($rest)*);
     };
-    (@ $resolve:ident $slot:literal
+    (@ $resolve:ident $slot:literal $($c_name:literal)?
         $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
-        #[no_mangle]
+        #[cfg_attr(feature = "export-c-names", no_mangle)]
+        $(#[cfg_attr(not(feature = "export-c-names"), export_name = $c_name)])?
+        #[allow(dead_code)] // without `export-c-names`, only Rust's first calls use it
         pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
             type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
             static RESOLVED: ::core::sync::atomic::AtomicUsize =
