@@ -5,7 +5,8 @@
 //! (thread-safely: concurrent first calls may both resolve, and store the
 //! same pointer), and an indirect call. The crate also defines a trampoline
 //! for every symbol the declarations link (`cuMemAdvise_v2`), exported under
-//! that C name only with the feature `export-c-names` (see [`trampoline`]).
+//! that C name only with the feature `export-c-names` (see the README, "The C
+//! names").
 //!
 //! - **Driver**: `libcuda.so.1` (then `libcuda.so`; `nvcuda.dll` on Windows),
 //!   or the file named by `CUDA_MEM_SYS_LIBCUDA`. Each function is asked of the
