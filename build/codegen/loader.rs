@@ -127,22 +127,23 @@ pub const PRIVATE_PREFIX: &str = "cuda_mem_sys_";
 /// without `export-c-names`: their calls go to the private names.
 pub const PRIVATE_DEFINE: &str = "CUDA_MEM_SYS_PRIVATE_TRAMPOLINES";
 
+/// What a `static inline` function's copy (`<symbol>__extern`) calls, if it
+/// calls a linked symbol: the headers' per-thread redirects call the symbol
+/// without the suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
+fn inline_copy_calls(symbol: &str) -> Option<&str> {
+    let inline = symbol.strip_suffix("__extern")?;
+    inline
+        .strip_suffix("_ptsz")
+        .or_else(|| inline.strip_suffix("_ptds"))
+}
+
 /// The symbols the headers' `static inline` copies call (`cuGetProcAddress_v2`
 /// under the per-thread default stream): the C compiled into the crate needs
 /// a trampoline with a C name for each.
 pub fn c_callees(file: &syn::File) -> BTreeSet<String> {
     foreign_fns(file)
         .filter(|f| f.sig.variadic.is_none())
-        .filter_map(|f| {
-            let symbol = link_name(&f.attrs)?;
-            let inline = symbol.strip_suffix("__extern")?;
-            // The headers' per-thread redirects call the symbol without the
-            // suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
-            inline
-                .strip_suffix("_ptsz")
-                .or_else(|| inline.strip_suffix("_ptds"))
-                .map(str::to_string)
-        })
+        .filter_map(|f| inline_copy_calls(&link_name(&f.attrs)?).map(str::to_string))
         .collect()
 }
 
@@ -175,13 +176,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             continue;
         }
         // A `static inline` function's copy is the crate's own; what it calls
-        // is not. The headers' per-thread redirects call the symbol without
-        // the suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
-        if let Some(inline) = symbol.strip_suffix("__extern") {
-            let called = inline
-                .strip_suffix("_ptsz")
-                .or_else(|| inline.strip_suffix("_ptds"));
-            if let Some(called) = called {
+        // is not.
+        if symbol.ends_with("__extern") {
+            if let Some(called) = inline_copy_calls(&symbol) {
                 by_symbol
                     .entry(called.to_string())
                     .or_insert_with(|| f.sig.clone());
