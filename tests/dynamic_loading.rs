@@ -669,12 +669,67 @@ fn classify(
             ("FAKE_DRIVER_VERSION", OsStr::new(&version)),
         ],
     )?;
-    Ok(out
-        .lines()
+    Ok(classes(&out).into_iter().map(|(n, _, c)| (n, c)).collect())
+}
+
+/// The `class <name> <version> <Debug of loader::function>` lines.
+fn classes(out: &str) -> Vec<(String, u32, String)> {
+    out.lines()
         .filter_map(|l| l.strip_prefix("class "))
-        .filter_map(|l| l.split_once(' '))
-        .map(|(n, c)| (n.to_string(), c.to_string()))
-        .collect())
+        .filter_map(|l| {
+            let mut w = l.splitn(3, ' ');
+            Some((
+                w.next()?.to_string(),
+                w.next()?.parse().ok()?,
+                w.next()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// On the GPU machine: against the installed driver, every function whose
+/// table version is above `cuDriverGetVersion` is `DriverTooOld` (801), none
+/// at or below it is, and none is `VersionBelowIntroduction` (a table bug).
+/// Built with newer headers than the driver (13.5 headers on a 13.0 driver:
+/// `cuGraphGetId`, `cuFuncGetParamCount`, ...) it proves the too-old case on
+/// the real driver.
+fn the_installed_driver_tells_too_old_from_missing() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let out = child_with("classify", &[])?;
+    if out.lines().any(|l| l.starts_with("no driver")) {
+        return Ok(Completion::ignored_with(
+            "no CUDA driver is installed here (libcuda.so.1 does not load)",
+        ));
+    }
+    let d: u32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver version Some("))
+        .and_then(|v| v.strip_suffix(')'))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("the driver's version is unknown:\n{out}"))?;
+    let all = classes(&out);
+    let mut wrong = vec![];
+    let mut too_new = vec![];
+    let mut missing = vec![];
+    for (name, v, c) in &all {
+        let too_old = c == "Err(DriverTooOld)";
+        if c == "Err(VersionBelowIntroduction)" || too_old != (*v > d) {
+            wrong.push(format!("{name} ({v}): {c}"));
+        } else if too_old {
+            too_new.push(format!("{name} ({v})"));
+        } else if c != "Ok" {
+            missing.push(format!("{name} ({v}): {c}"));
+        }
+    }
+    println!("driver {d}; {} driver names asked by version", all.len());
+    println!("too new for this driver (DriverTooOld, 801): {too_new:?}");
+    println!("not found at a version not above the driver's: {missing:?}");
+    if !wrong.is_empty() {
+        return Err(format!("misclassified against driver {d}: {wrong:?}").into());
+    }
+    Ok(Completion::Completed)
 }
 
 fn no_table_version_is_below_its_functions_introduction() -> Result<Completion, Failed> {
@@ -1349,12 +1404,16 @@ mod roles {
                 println!("version {:?}", d.ok().and_then(|l| l.version));
             },
             "classify" => {
-                let _ = loader::driver();
+                match loader::driver() {
+                    Ok(l) => println!("driver version {:?}", l.version),
+                    Err(e) => println!("no driver: {}", e.message),
+                }
                 for (name, api, slot) in cuda_mem_sys::loader_table::NAMES {
                     if *api == loader::Api::Driver
                         && cuda_mem_sys::loader_table::DRIVER[*slot].version != 0
                     {
-                        println!("class {name} {}", class(loader::function(name)));
+                        let version = cuda_mem_sys::loader_table::DRIVER[*slot].version;
+                        println!("class {name} {version} {}", class(loader::function(name)));
                     }
                 }
             }
@@ -1546,6 +1605,10 @@ fn main() {
         (
             "the_installed_driver_answers_as_the_fake_does",
             the_installed_driver_answers_as_the_fake_does,
+        ),
+        (
+            "the_installed_driver_tells_too_old_from_missing",
+            the_installed_driver_tells_too_old_from_missing,
         ),
         (
             "no_table_version_is_below_its_functions_introduction",
