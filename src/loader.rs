@@ -35,7 +35,8 @@
 //!   `LD_LIBRARY_PATH` there; [`Loaded::variable`] / [`LoadError::variable`]
 //!   say so.
 //! - **No hang**: a thread that finds a library being loaded by another
-//!   yields until it is loaded; a call back into the crate from the library's
+//!   waits, spinning briefly, then yielding, then sleeping a millisecond at
+//!   a time, until it is loaded; a call back into the crate from the library's
 //!   own code while it is being loaded (on the loading thread), or a call in
 //!   a child forked while another thread was loading, returns the
 //!   library-not-loaded code at once.
@@ -532,11 +533,18 @@ impl Once {
                 Err(ONCE_DONE) => return Ok(()),
                 Err(owner) if owner == me => return Err(Stuck::Reentrant),
                 Err(owner) if (owner >> 32) as u32 != process => return Err(Stuck::Forked),
+                // Spin briefly, then yield, then sleep: a load can take
+                // long (a driver's initialisation), and waiters should not
+                // burn the cores it needs.
                 Err(_) if spins < 100 => {
                     spins += 1;
                     core::hint::spin_loop();
                 }
-                Err(_) => sys::yield_now(),
+                Err(_) if spins < 200 => {
+                    spins += 1;
+                    sys::yield_now();
+                }
+                Err(_) => sys::sleep_briefly(),
             }
         }
     }
@@ -1040,6 +1048,16 @@ mod sys {
         unsafe { libc::sched_yield() };
     }
 
+    /// A millisecond.
+    pub fn sleep_briefly() {
+        let t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: a valid timespec; the remainder is not wanted.
+        unsafe { libc::nanosleep(&t, core::ptr::null_mut()) };
+    }
+
     pub fn open(name: &[u8]) -> Result<usize, ()> {
         // SAFETY: `name` is NUL-terminated.
         let h = unsafe { libc::dlopen(name.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -1098,6 +1116,7 @@ mod sys {
         fn GetCurrentProcessId() -> u32;
         fn GetCurrentThreadId() -> u32;
         fn SwitchToThread() -> i32;
+        fn Sleep(milliseconds: u32);
     }
 
     /// No setuid programs on Windows.
@@ -1118,6 +1137,12 @@ mod sys {
     pub fn yield_now() {
         // SAFETY: no arguments.
         unsafe { SwitchToThread() };
+    }
+
+    /// A millisecond.
+    pub fn sleep_briefly() {
+        // SAFETY: no preconditions.
+        unsafe { Sleep(1) };
     }
 
     /// As on Unix: `Ok(None)` unset or empty, `Ok(Some(length))`, `Err(length)`.

@@ -1013,6 +1013,37 @@ fn a_child_forked_while_another_thread_loads_does_not_hang() -> Result<Completio
     Ok(Completion::Completed)
 }
 
+fn threads_waiting_for_a_load_do_not_burn_the_cpu() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    // Held in the lookup the load makes (cuDriverGetVersion's), outside
+    // dlopen: a thread started while dlopen runs would wait in glibc's lock.
+    let out = child_with(
+        "waiters",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+            ("FAKE_HOLD_AT", OsStr::new("lookup")),
+        ],
+    )?;
+    print!("{out}");
+    expect_lines(&out, &["waiters 4 agree 0", "loader cuInit(7) 0"])?;
+    let cpu: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu ms while 4 threads waited 1000 ms: "))
+        .and_then(|v| v.parse().ok())
+        .ok_or("no CPU time reported")?;
+    // Spinning (or only yielding) would take about a core per waiter.
+    if cpu > 300 {
+        return Err(format!("4 waiting threads used {cpu} ms of CPU in 1000 ms").into());
+    }
+    Ok(Completion::Completed)
+}
+
 fn needs_loaded_runtime(out: &str) -> Option<Completion> {
     out.lines().any(|l| l == "runtime linked").then(|| {
         Completion::ignored_with(
@@ -1301,12 +1332,16 @@ mod roles {
         }
     }
 
-    /// A thread loads the fake driver, which holds in its constructor
-    /// (`FAKE_HOLD`); meanwhile this thread forks, and the child calls the
-    /// crate, which must answer (303), not wait for a thread it lacks.
-    fn fork_while_loading() {
-        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
-        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+    /// Process CPU time (user and system), in milliseconds.
+    fn cpu_ms() -> u64 {
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+        let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+        ms(u.ru_utime) + ms(u.ru_stime)
+    }
+
+    /// Waits (30 s at most) until the fake driver holds in its constructor.
+    fn until_held(hold: &std::path::Path) {
         let start = Instant::now();
         while !hold.join("holding").exists() {
             if start.elapsed() > Duration::from_secs(30) {
@@ -1315,6 +1350,50 @@ mod roles {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// A thread loads the fake driver, which holds in its constructor
+    /// (`FAKE_HOLD`); four others call the crate meanwhile and wait; the
+    /// process's CPU time over a second of that is reported.
+    fn wait_while_loading() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        static GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // Started before the load, released while it holds.
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    while !GO.load(std::sync::atomic::Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    unsafe { cuInit(7).0 }
+                })
+            })
+            .collect();
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        GO.store(true, std::sync::atomic::Ordering::Release);
+        std::thread::sleep(Duration::from_millis(100));
+        let before = cpu_ms();
+        std::thread::sleep(Duration::from_millis(1000));
+        let used = cpu_ms() - before;
+        std::fs::write(hold.join("release"), "").unwrap();
+        let got: Vec<u32> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+        println!("cpu ms while 4 threads waited 1000 ms: {used}");
+        if got.iter().all(|&r| r == got[0]) {
+            println!("waiters {} agree {}", got.len(), got[0]);
+        } else {
+            println!("waiters disagree {got:?}");
+        }
+        println!("loader cuInit(7) {}", loader_thread.join().unwrap());
+    }
+
+    /// A thread loads the fake driver, which holds in its constructor
+    /// (`FAKE_HOLD`); meanwhile this thread forks, and the child calls the
+    /// crate, which must answer (303), not wait for a thread it lacks.
+    fn fork_while_loading() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
         // SAFETY: the child calls the crate (atomics and system calls, no
         // lock) and writes with write(2) before _exit.
         let pid = unsafe { libc::fork() };
@@ -1448,6 +1527,7 @@ mod roles {
                 println!("function cuInit {}", class(loader::function("cuInit")));
             },
             "fork" => fork_while_loading(),
+            "waiters" => wait_while_loading(),
             "runtime-driver" => unsafe {
                 if runtime_linked() {
                     return;
@@ -1635,6 +1715,10 @@ fn main() {
         (
             "a_child_forked_while_another_thread_loads_does_not_hang",
             a_child_forked_while_another_thread_loads_does_not_hang,
+        ),
+        (
+            "threads_waiting_for_a_load_do_not_burn_the_cpu",
+            threads_waiting_for_a_load_do_not_burn_the_cpu,
         ),
         (
             "the_loaded_runtime_uses_the_named_driver",
