@@ -1,5 +1,6 @@
 //! The one collector of failed checks ([`Checks`]) and the one "bad input,
 //! then still works" helper ([`BadInput`]) of the device tests.
+use super::memory::{pattern, read, same, write};
 use super::{error_name, report_bad_input, rt_error_name, TestResult};
 use cuda_mem_sys::*;
 use std::fmt::{Debug, Display};
@@ -40,12 +41,11 @@ impl Checks {
         }
     }
 
-    /// Records `msg` unless `cond` holds; returns `cond`.
-    pub fn that(&mut self, cond: bool, msg: impl Display) -> bool {
+    /// Records `msg` unless `cond` holds.
+    pub fn that(&mut self, cond: bool, msg: impl Display) {
         if !cond {
             self.fail(msg);
         }
-        cond
     }
 
     /// `got` must equal `want`.
@@ -156,6 +156,16 @@ impl<'a> BadInput<'a> {
             probe: Box::new(probe),
             round: 0,
         }
+    }
+
+    /// The usual probe: `n` bytes of device memory at `ptr` (yours, for the
+    /// test's length) still take a fresh pattern and give it back.
+    pub fn round_trip(ptr: CUdeviceptr, n: usize) -> BadInput<'static> {
+        BadInput::new(move |round| {
+            let data = pattern(n, round);
+            write(ptr, &data)?;
+            same(&read(ptr, n)?, &data, "device round trip")
+        })
     }
 
     /// Runs the probe; a failure names the call it came after.
