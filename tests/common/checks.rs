@@ -124,6 +124,11 @@ impl Checks {
         self.0.is_empty()
     }
 
+    /// The failures so far.
+    pub fn failures(&self) -> &[String] {
+        &self.0
+    }
+
     /// `Ok` if nothing failed, else every failure, one a line.
     pub fn finish(self) -> TestResult {
         if self.0.is_empty() {
@@ -168,13 +173,23 @@ impl<'a> BadInput<'a> {
         })
     }
 
+    /// Runs the probe after a bad case.
+    pub fn still_works(&mut self) {
+        self.still_works_after("");
+    }
+
     /// Runs the probe; a failure names the call it came after.
-    pub fn still_works(&mut self, after: &str) {
+    pub fn still_works_after(&mut self, after: &str) {
         self.round += 1;
         if let Err(e) = (self.probe)(self.round) {
             let why = e.message().unwrap_or("?").to_string();
+            let after = if after.is_empty() {
+                String::new()
+            } else {
+                format!(" ({after})")
+            };
             self.checks.fail(format!(
-                "not working after {after} (bad case {}): {why}",
+                "not working after bad case {}{after}: {why}",
                 self.round
             ));
         }
@@ -183,19 +198,19 @@ impl<'a> BadInput<'a> {
     /// A bad driver call: `got` must be `want`, then the process still works.
     pub fn cu(&mut self, want: CUresult, got: CUresult, what: &str) {
         self.checks.code(got, want, what);
-        self.still_works(what);
+        self.still_works_after(what);
     }
 
     /// A bad runtime call: `got` must be `want`, then the process still works.
     pub fn rt(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
         self.checks.rt_code(got, want, what);
-        self.still_works(what);
+        self.still_works_after(what);
     }
 
     /// A check of a bad call's outcome (`TestResult`), then the probe.
     pub fn result(&mut self, what: &str, r: TestResult) {
         self.checks.ok(r);
-        self.still_works(what);
+        self.still_works_after(what);
     }
 
     pub fn finish(self) -> TestResult {
