@@ -17,7 +17,10 @@ mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
-use common::{test, test_gpus, Gpu, TestResult};
+use common::{
+    cu_loc, pattern, rt_loc, same, Checks, CuEvent, CuStream, Gpu, PageLocked, RtEvent, RtStream,
+    TestResult,
+};
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
@@ -40,31 +43,6 @@ const IMPORTER_SEED: u32 = 0xB2;
 // ---------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------
-
-/// `n` pseudo-random bytes (xorshift), different for each seed.
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// First differing byte, for failure messages.
-fn first_difference(a: &[u8], b: &[u8]) -> String {
-    match a.iter().zip(b).position(|(x, y)| x != y) {
-        Some(i) => format!(
-            "first difference at byte {i}: {:#04x} vs {:#04x}",
-            a[i], b[i]
-        ),
-        None if a.len() != b.len() => format!("lengths {} vs {}", a.len(), b.len()),
-        None => "equal".into(),
-    }
-}
 
 /// The pool an allocation came from, as the driver reports it.
 fn pool_of(ptr: u64) -> Result<CUmemoryPool, Failed> {
@@ -93,26 +71,6 @@ impl std::fmt::Display for Figures {
             "reserved {} B (high {} B), used {} B (high {} B)",
             self.reserved, self.reserved_high, self.used, self.used_high
         )
-    }
-}
-
-/// Collects failures so that one run reports every mismatch, not the first.
-#[derive(Default)]
-struct Collect(Vec<String>);
-
-impl Collect {
-    fn add(&mut self, r: TestResult) {
-        if let Err(e) = r {
-            self.0
-                .push(e.message().unwrap_or("(no message)").to_string());
-        }
-    }
-    fn finish(self) -> TestResult {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(self.0.join("\n").into())
-        }
     }
 }
 
@@ -247,78 +205,9 @@ impl Drop for CopyKernel {
     }
 }
 
-/// Page-locked host memory (for copies that must not block the host thread).
-struct Pinned {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Pinned {
-    fn new(len: usize) -> Result<Pinned, Failed> {
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocHost(&mut p, len))?;
-        Ok(Pinned { ptr: p.cast(), len })
-    }
-    fn with(data: &[u8]) -> Result<Pinned, Failed> {
-        let mut p = Pinned::new(data.len())?;
-        p.as_mut_slice().copy_from_slice(data);
-        Ok(p)
-    }
-    fn as_slice(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn vptr(&self) -> *mut c_void {
-        self.ptr.cast()
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        unsafe { cudaFreeHost(self.ptr.cast()) };
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Runtime helpers
 // ---------------------------------------------------------------------------
-
-struct RtStream(cudaStream_t);
-
-impl RtStream {
-    fn new() -> Result<RtStream, Failed> {
-        let mut s: cudaStream_t = null_mut();
-        rt!(cudaStreamCreateWithFlags(&mut s, cudaStreamNonBlocking))?;
-        Ok(RtStream(s))
-    }
-    fn sync(&self) -> TestResult {
-        rt!(cudaStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for RtStream {
-    fn drop(&mut self) {
-        unsafe { cudaStreamDestroy(self.0) };
-    }
-}
-
-struct RtEvent(cudaEvent_t);
-
-impl RtEvent {
-    fn new() -> Result<RtEvent, Failed> {
-        let mut e: cudaEvent_t = null_mut();
-        rt!(cudaEventCreateWithFlags(&mut e, cudaEventDisableTiming))?;
-        Ok(RtEvent(e))
-    }
-}
-
-impl Drop for RtEvent {
-    fn drop(&mut self) {
-        unsafe { cudaEventDestroy(self.0) };
-    }
-}
 
 /// A created pool, destroyed on drop unless `destroy` was called.
 struct RtPool(cudaMemPool_t);
@@ -342,10 +231,6 @@ impl Drop for RtPool {
             unsafe { cudaMemPoolDestroy(self.0) };
         }
     }
-}
-
-fn rt_loc(type_: cudaMemLocationType, id: i32) -> cudaMemLocation {
-    cudaMemLocation { type_, id }
 }
 
 fn rt_props(
@@ -508,11 +393,7 @@ fn rt_round_trip(p: *mut c_void, data: &[u8], s: &RtStream) -> TestResult {
         s.0
     ))?;
     s.sync()?;
-    ensure!(
-        back == data,
-        "bytes changed through pool memory: {}",
-        first_difference(&back, data)
-    );
+    same(&back, data, "bytes changed through pool memory")?;
     Ok(())
 }
 
@@ -542,16 +423,6 @@ fn rt_init() -> Result<Gpu, Failed> {
         "device 0 reports cudaDevAttrMemoryPoolsSupported = {pools}"
     );
     Ok(gpu)
-}
-
-fn host_numa_id() -> Result<i32, Failed> {
-    let mut id = -1;
-    rt!(cudaDeviceGetAttribute(&mut id, cudaDevAttrHostNumaId, 0))?;
-    ensure!(
-        id >= 0,
-        "device 0 has no host NUMA node (cudaDevAttrHostNumaId = {id})"
-    );
-    Ok(id)
 }
 
 // ---------------------------------------------------------------------------
@@ -633,7 +504,7 @@ fn rt_default_pool_round_trip() -> TestResult {
 /// NUMA, managed (preferred location device 0, and none); documented
 /// creation errors.
 fn rt_created_pools_each_location() -> TestResult {
-    let _gpu = rt_init()?;
+    let gpu = rt_init()?;
     let s = RtStream::new()?;
     let kernel = CopyKernel::load()?;
     const N: usize = 2 * MIB;
@@ -672,7 +543,7 @@ fn rt_created_pools_each_location() -> TestResult {
 
     // Host and host-NUMA pools: accessible from the host CPU by default, from the
     // device once cudaMemPoolSetAccess grants it.
-    let numa = host_numa_id()?;
+    let numa = gpu.host_numa_node()?;
     for (name, loc) in [
         ("host", rt_loc(cudaMemLocationTypeHost, 0)),
         ("host NUMA", rt_loc(cudaMemLocationTypeHostNuma, numa)),
@@ -746,16 +617,12 @@ fn rt_created_pools_each_location() -> TestResult {
             "{name}: device access after granting: {}",
             granted.0
         );
-        ensure!(
-            back == data,
-            "{name}: the device read wrong bytes: {}",
-            first_difference(&back, &data)
-        );
-        ensure!(
-            seen == data2,
-            "{name}: the CPU read wrong bytes: {}",
-            first_difference(&seen, &data2)
-        );
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
+        same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
         ensure!(
             used >= N as u64,
             "{name}: used {used} with a {N}-byte allocation"
@@ -809,11 +676,11 @@ fn rt_created_pools_each_location() -> TestResult {
         s.sync()?;
         println!("{name} pool: pointer type {}", attrs.type_.0);
         ensure!(all_5a, "{name}: the CPU does not see the device's memset");
-        ensure!(
-            back == data,
-            "{name}: the device read wrong bytes: {}",
-            first_difference(&back, &data)
-        );
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
         ensure!(
             attrs.type_ == cudaMemoryTypeManaged,
             "{name}: pointer type {}",
@@ -866,10 +733,10 @@ fn rt_created_pools_each_location() -> TestResult {
 /// processes (steps printed to stderr) so that a crash there is reported as
 /// this test's failure instead of ending the whole test binary.
 fn pool_destroy_with_outstanding_allocation() -> TestResult {
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     for role in ["rt_destroy_outstanding", "drv_destroy_outstanding"] {
         let child = common::spawn_child(role, &[]);
-        c.add(common::wait_child(child, role));
+        c.ok(common::wait_child(child, role));
     }
     c.finish()
 }
@@ -909,11 +776,7 @@ fn rt_destroy_outstanding() -> TestResult {
     step("synchronizing");
     s.sync()?;
     step("done");
-    ensure!(
-        back == data,
-        "allocation of a destroyed pool: {}",
-        first_difference(&back, &data)
-    );
+    same(&back, &data, "allocation of a destroyed pool")?;
     rt_alive(&s)
 }
 
@@ -940,11 +803,7 @@ fn drv_destroy_outstanding() -> TestResult {
     step("synchronizing");
     s.sync()?;
     step("done");
-    ensure!(
-        back == data,
-        "allocation of a destroyed pool: {}",
-        first_difference(&back, &data)
-    );
+    same(&back, &data, "allocation of a destroyed pool")?;
     cu_alive(&s)
 }
 
@@ -995,8 +854,8 @@ fn rt_two_streams_event_ordered_reuse() -> TestResult {
     // B is held by the gate until everything is queued.
     const N: usize = 2 * MIB;
     let (first, second) = (pattern(N, 11), pattern(N, 12));
-    let (src1, src2) = (Pinned::with(&first)?, Pinned::with(&second)?);
-    let (seen_b, seen_a) = (Pinned::new(N)?, Pinned::new(N)?);
+    let (src1, src2) = (PageLocked::with(&first)?, PageLocked::with(&second)?);
+    let (seen_b, seen_a) = (PageLocked::new(N)?, PageLocked::new(N)?);
     let (written, freed) = (RtEvent::new()?, RtEvent::new()?);
     close_gate();
     let mut p: *mut c_void = null_mut();
@@ -1029,16 +888,8 @@ fn rt_two_streams_event_ordered_reuse() -> TestResult {
         "stream A was not held by the event on B's free: cudaStreamQuery = {}",
         common::rt_error_name(a_held)
     );
-    ensure!(
-        seen_b.as_slice() == first,
-        "B read: {}",
-        first_difference(seen_b.as_slice(), &first)
-    );
-    ensure!(
-        seen_a.as_slice() == second,
-        "A read: {}",
-        first_difference(seen_a.as_slice(), &second)
-    );
+    same(seen_b.as_slice(), &first, "B read")?;
+    same(seen_a.as_slice(), &second, "A read")?;
 
     // A pool of exactly one M-byte block: a second allocation can only reuse it.
     const M: usize = 32 * MIB;
@@ -1377,11 +1228,7 @@ fn rt_trim_to_and_release_threshold() -> TestResult {
         outstanding.reserved >= M as u64,
         "trim released an outstanding allocation: {outstanding}"
     );
-    ensure!(
-        back == data,
-        "bytes of the outstanding allocation: {}",
-        first_difference(&back, &data)
-    );
+    same(&back, &data, "bytes of the outstanding allocation")?;
     ensure!(
         freed.reserved == 0,
         "{} reserved after the last free and a trim",
@@ -1427,9 +1274,9 @@ fn rt_trim_to_and_release_threshold() -> TestResult {
 /// NUMA and managed locations; cudaMallocAsync follows the device's current
 /// pool; mismatches refused; destroying the current pool restores the default.
 fn rt_current_pool_get_set() -> TestResult {
-    let _gpu = rt_init()?;
+    let gpu = rt_init()?;
     let s = RtStream::new()?;
-    let numa = host_numa_id()?;
+    let numa = gpu.host_numa_node()?;
     let pinned = cudaMemAllocationTypePinned;
     let mut dev = rt_loc(cudaMemLocationTypeDevice, 0);
 
@@ -1721,16 +1568,8 @@ fn rt_peer_pool_access() -> TestResult {
     s0.sync()?;
     rt_set_access(pool.0, l1, cudaMemAccessFlagsProtNone)?;
     let peer_none = rt_get_access(pool.0, l1)?;
-    ensure!(
-        back == data,
-        "device 1 read: {}",
-        first_difference(&back, &data)
-    );
-    ensure!(
-        back2 == data2,
-        "device 0 sees device 1's writes: {}",
-        first_difference(&back2, &data2)
-    );
+    same(&back, &data, "device 1 read")?;
+    same(&back2, &data2, "device 0 sees device 1's writes")?;
     ensure!(
         peer_r == cudaMemAccessFlagsProtReadWrite,
         "access from device 1 after the refused read-only: {}",
@@ -1819,11 +1658,7 @@ fn rt_ipc_two_processes() -> TestResult {
     exchanged?;
     ensure!(nonzero, "the export data is all zeros");
     let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    ensure!(
-        back == expected,
-        "the importer's bytes: {}",
-        first_difference(&back, &expected)
-    );
+    same(&back, &expected, "the importer's bytes")?;
     pool.destroy()
 }
 
@@ -1850,7 +1685,7 @@ fn rt_ipc_importer() -> TestResult {
     cu!(cuInit(0))?;
     let _gpu = rt_init()?;
     let s = RtStream::new()?;
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     let fd_type = cudaMemHandleTypePosixFileDescriptor;
     let fd = recv_fd(&sock)?;
     let mut pool: cudaMemPool_t = null_mut();
@@ -1865,11 +1700,11 @@ fn rt_ipc_importer() -> TestResult {
     // cudaErrorInvalidValue and cudaErrorOutOfMemory; driver 580.159 returns
     // cudaErrorUnknown (measured on the H200), asserted here as measured.
     let mut again: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorUnknown,
         cudaMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     let dev = rt_loc(cudaMemLocationTypeDevice, 0);
     let access = rt_get_access(pool, dev)?;
@@ -1893,23 +1728,23 @@ fn rt_ipc_importer() -> TestResult {
     if r == cudaSuccess {
         rt!(cudaFreeAsync(np, s.0))?;
     }
-    c.add(common::expect_rt_error(
+    c.ok(common::expect_rt_error(
         r,
         cudaErrorInvalidValue,
         "cudaMallocFromPoolAsync(imported pool)",
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     let mut export = cudaMemPoolPtrExportData::default();
     sock.read_exact(&mut export.reserved)?;
     // Export data of nothing is refused.
     let mut bogus = cudaMemPoolPtrExportData::default();
     let mut bp: *mut c_void = null_mut();
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolImportPointer(&mut bp, pool, &mut bogus)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     let mut p: *mut c_void = null_mut();
     rt!(cudaMemPoolImportPointer(&mut p, pool, &mut export))?;
@@ -1930,11 +1765,7 @@ fn rt_ipc_importer() -> TestResult {
     ))?;
     s.sync()?;
     let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    ensure!(
-        back == expected,
-        "importer read: {}",
-        first_difference(&back, &expected)
-    );
+    same(&back, &expected, "importer read")?;
     let mine = pattern(IPC_BYTES, IMPORTER_SEED);
     rt!(cudaMemcpyAsync(
         p,
@@ -1962,7 +1793,7 @@ fn rt_ipc_importer() -> TestResult {
 /// Bad input: each documented error, then proof the process still works.
 fn rt_bad_input() -> TestResult {
     let _gpu = rt_init()?;
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     let s = RtStream::new()?;
     let pool = RtPool::create(&rt_device_props(64 * MIB))?;
     let mut dflt: cudaMemPool_t = null_mut();
@@ -1974,18 +1805,18 @@ fn rt_bad_input() -> TestResult {
     // cudaErrorInvalidValue, the runtime's code for a bad argument.
     let mut flags = cudaMemAccessFlags(0xdead);
     let mut nowhere = rt_loc(cudaMemLocationTypeDevice, 9999);
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolGetAccess(&mut flags, pool.0, &mut nowhere)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     // Null result pointer.
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMallocAsync(null_mut(), 4096, s.0)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // Zero size: the reference does not say what happens, so only the
     // documented return set is asserted (and a returned pointer is freed).
     for from_pool in [false, true] {
@@ -2007,30 +1838,30 @@ fn rt_bad_input() -> TestResult {
             common::rt_error_name(r)
         );
         if r == cudaSuccess && !z.is_null() {
-            c.add(rt!(cudaFreeAsync(z, s.0)));
+            c.ok(rt!(cudaFreeAsync(z, s.0)));
         }
         if r != cudaSuccess && r != cudaErrorInvalidValue {
-            c.add(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
+            c.ok(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
         }
-        c.add(rt_alive(&s));
+        c.ok(rt_alive(&s));
     }
 
     // Over the pool's maxSize: out of memory (the reference's
     // "cudaErrorOutOfMemory" is cudaErrorMemoryAllocation in the headers).
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorMemoryAllocation,
         cudaMallocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     // Invalid (null) pool.
     let mut v: u64 = 0;
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMallocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
     ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    c.ok(rt_alive(&s));
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolGetAttribute(
             null_mut(),
@@ -2038,8 +1869,8 @@ fn rt_bad_input() -> TestResult {
             (&mut v as *mut u64).cast()
         )
     ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    c.ok(rt_alive(&s));
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolSetAttribute(
             null_mut(),
@@ -2047,48 +1878,48 @@ fn rt_bad_input() -> TestResult {
             (&mut v as *mut u64).cast()
         )
     ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    c.ok(rt_alive(&s));
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolTrimTo(null_mut(), 0)
     ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    c.ok(rt_alive(&s));
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolDestroy(null_mut())
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     let mut none_pool: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolCreate(&mut none_pool, core::ptr::null())
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
 
     // Unknown attributes.
     for attr in [cudaMemPoolAttr(0), cudaMemPoolAttr(0x7fff)] {
-        c.add(rt_err!(
+        c.ok(rt_err!(
             cudaErrorInvalidValue,
             cudaMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
         ));
-        c.add(rt_alive(&s));
-        c.add(rt_err!(
+        c.ok(rt_alive(&s));
+        c.ok(rt_err!(
             cudaErrorInvalidValue,
             cudaMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
         ));
-        c.add(rt_alive(&s));
+        c.ok(rt_alive(&s));
     }
 
     // The default pool cannot be destroyed: it still allocates afterwards.
-    c.add(rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt)));
-    c.add(rt_alive(&s));
+    c.ok(rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt)));
+    c.ok(rt_alive(&s));
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, dflt, s.0))?;
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
 
     // Export of a pool created without handle types; export flags must be 0.
     let mut fd: i32 = -1;
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -2097,14 +1928,14 @@ fn rt_bad_input() -> TestResult {
             0
         )
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     let ipc = RtPool::create(&rt_props(
         cudaMemAllocationTypePinned,
         rt_loc(cudaMemLocationTypeDevice, 0),
         cudaMemHandleTypePosixFileDescriptor,
         0,
     ))?;
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -2113,7 +1944,7 @@ fn rt_bad_input() -> TestResult {
             1
         )
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // Export of a pointer from a pool that cannot be shared.
     let mut data = cudaMemPoolPtrExportData::default();
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
@@ -2121,16 +1952,16 @@ fn rt_bad_input() -> TestResult {
     let r = unsafe { cudaMemPoolExportPointer(&mut data, p) };
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
-    c.add(common::expect_rt_error(
+    c.ok(common::expect_rt_error(
         r,
         cudaErrorInvalidValue,
         "cudaMemPoolExportPointer(non-IPC pool)",
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // Import of a descriptor that is not open: cudaErrorUnknown as measured
     // (the reference lists cudaErrorInvalidValue, cudaErrorOutOfMemory).
     let mut imported: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorUnknown,
         cudaMemPoolImportFromShareableHandle(
             &mut imported,
@@ -2139,14 +1970,14 @@ fn rt_bad_input() -> TestResult {
             0
         )
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // Free of memory the allocator does not know (a host stack address).
     let mut local = [0u8; 64];
-    c.add(rt_err!(
+    c.ok(rt_err!(
         cudaErrorInvalidValue,
         cudaFreeAsync(local.as_mut_ptr().cast(), s.0)
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // Access for a device that does not exist: cudaErrorInvalidDevice as
     // measured (the reference lists only cudaErrorInvalidValue).
     let r = unsafe {
@@ -2159,12 +1990,12 @@ fn rt_bad_input() -> TestResult {
             1,
         )
     };
-    c.add(common::expect_rt_error(
+    c.ok(common::expect_rt_error(
         r,
         cudaErrorInvalidDevice,
         "cudaMemPoolSetAccess(device 999)",
     ));
-    c.add(rt_alive(&s));
+    c.ok(rt_alive(&s));
     // After all that, the pools still report sane figures.
     let f = rt_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
@@ -2225,41 +2056,6 @@ fn rt_leak_10000_cycles() -> TestResult {
 // Driver helpers
 // ---------------------------------------------------------------------------
 
-struct CuStream(CUstream);
-
-impl CuStream {
-    fn new() -> Result<CuStream, Failed> {
-        let mut s: CUstream = null_mut();
-        cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))?;
-        Ok(CuStream(s))
-    }
-    fn sync(&self) -> TestResult {
-        cu!(cuStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for CuStream {
-    fn drop(&mut self) {
-        unsafe { cuStreamDestroy(self.0) };
-    }
-}
-
-struct CuEvent(CUevent);
-
-impl CuEvent {
-    fn new() -> Result<CuEvent, Failed> {
-        let mut e: CUevent = null_mut();
-        cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING.0))?;
-        Ok(CuEvent(e))
-    }
-}
-
-impl Drop for CuEvent {
-    fn drop(&mut self) {
-        unsafe { cuEventDestroy(self.0) };
-    }
-}
-
 struct CuPool(CUmemoryPool);
 
 impl CuPool {
@@ -2281,10 +2077,6 @@ impl Drop for CuPool {
             unsafe { cuMemPoolDestroy(self.0) };
         }
     }
-}
-
-fn cu_loc(type_: CUmemLocationType, id: i32) -> CUmemLocation {
-    CUmemLocation { type_, id }
 }
 
 fn cu_props(
@@ -2369,11 +2161,7 @@ fn cu_round_trip(p: CUdeviceptr, data: &[u8], s: &CuStream) -> TestResult {
         s.0
     ))?;
     s.sync()?;
-    ensure!(
-        back == data,
-        "bytes changed through pool memory: {}",
-        first_difference(&back, data)
-    );
+    same(&back, data, "bytes changed through pool memory")?;
     Ok(())
 }
 
@@ -2385,12 +2173,6 @@ fn cu_alive(s: &CuStream) -> TestResult {
     cu!(cuMemFreeAsync(p, s.0))?;
     s.sync()?;
     checked
-}
-
-fn cu_host_numa_id(gpu: &Gpu) -> Result<i32, Failed> {
-    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-    ensure!(id >= 0, "device 0 has no host NUMA node ({id})");
-    Ok(id)
 }
 
 // ---------------------------------------------------------------------------
@@ -2471,7 +2253,7 @@ fn drv_created_pools_each_location() -> TestResult {
     let gpu = Gpu::new(0)?;
     let s = CuStream::new()?;
     let kernel = CopyKernel::load()?;
-    let numa = cu_host_numa_id(&gpu)?;
+    let numa = gpu.host_numa_node()?;
     const N: usize = 2 * MIB;
     let dev0 = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
 
@@ -2537,11 +2319,7 @@ fn drv_created_pools_each_location() -> TestResult {
             "{name}: device access after granting {}",
             granted.0
         );
-        ensure!(
-            back == data,
-            "{name}: the device read {}",
-            first_difference(&back, &data)
-        );
+        same(&back, &data, &format!("{name}: the device read"))?;
         ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
         pool.destroy()?;
     }
@@ -2622,8 +2400,8 @@ fn drv_two_streams_event_ordered_reuse() -> TestResult {
     let pool = CuPool::create(&cu_device_props(M))?;
     cu_set_u64(pool.0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
     let data = pattern(M, 51);
-    let src = Pinned::with(&data)?;
-    let seen_b = Pinned::new(M)?;
+    let src = PageLocked::with(&data)?;
+    let seen_b = PageLocked::new(M)?;
 
     for follow in [1, 0] {
         cu_set_i32(
@@ -2656,11 +2434,7 @@ fn drv_two_streams_event_ordered_reuse() -> TestResult {
             cu!(cuMemFreeAsync(q, a.0))?;
             a.sync()?;
         }
-        ensure!(
-            seen_b.as_slice() == data,
-            "B read: {}",
-            first_difference(seen_b.as_slice(), &data)
-        );
+        same(seen_b.as_slice(), &data, "B read")?;
         if follow == 1 {
             ensure!(
                 r == CUDA_SUCCESS && q == p,
@@ -2944,11 +2718,7 @@ fn drv_peer_pool_access() -> TestResult {
     );
     cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
     let revoked = cu_get_access(pool.0, l1)?;
-    ensure!(
-        back == data,
-        "device 1 read: {}",
-        first_difference(&back, &data)
-    );
+    same(&back, &data, "device 1 read")?;
     ensure!(
         revoked == CU_MEM_ACCESS_FLAGS_PROT_NONE,
         "access from device 1 after revoking: {}",
@@ -3014,11 +2784,7 @@ fn drv_ipc_two_processes() -> TestResult {
     s.sync()?;
     exchanged?;
     let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    ensure!(
-        back == expected,
-        "the importer's bytes: {}",
-        first_difference(&back, &expected)
-    );
+    same(&back, &expected, "the importer's bytes")?;
     pool.destroy()
 }
 
@@ -3029,7 +2795,7 @@ fn drv_ipc_importer() -> TestResult {
     cu!(cuInit(0))?;
     let _gpu = Gpu::new(0)?;
     let s = CuStream::new()?;
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     let fd = recv_fd(&sock)?;
     let mut pool: CUmemoryPool = null_mut();
@@ -3043,11 +2809,11 @@ fn drv_ipc_importer() -> TestResult {
     // CUDA_ERROR_UNKNOWN as measured (the reference lists CUDA_ERROR_INVALID_VALUE,
     // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY).
     let mut again: CUmemoryPool = null_mut();
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_UNKNOWN,
         cuMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     if cu_get_access(pool, dev)? != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
         cu_set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
@@ -3070,11 +2836,7 @@ fn drv_ipc_importer() -> TestResult {
     ))?;
     s.sync()?;
     let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    ensure!(
-        back == expected,
-        "importer read: {}",
-        first_difference(&back, &expected)
-    );
+    same(&back, &expected, "importer read")?;
     let mine = pattern(IPC_BYTES, IMPORTER_SEED);
     cu!(cuMemcpyHtoDAsync(p, mine.as_ptr().cast(), IPC_BYTES, s.0))?;
     // Freed in stream order; completed before the exporter is told.
@@ -3569,7 +3331,7 @@ fn drv_process_death_descriptor_after_sender_died() -> TestResult {
 /// Driver bad input: documented errors, then proof the process still works.
 fn drv_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     let s = CuStream::new()?;
     let pool = CuPool::create(&cu_device_props(64 * MIB))?;
     let mut dflt: CUmemoryPool = null_mut();
@@ -3589,7 +3351,7 @@ fn drv_bad_input() -> TestResult {
         &common::error_name(CUDA_ERROR_INVALID_VALUE),
         &common::error_name(r),
     );
-    c.add(if r == CUDA_SUCCESS {
+    c.ok(if r == CUDA_SUCCESS {
         Err(format!(
             "cuMemPoolGetAccess(device 9999) succeeded with flags {}",
             flags.0
@@ -3598,13 +3360,13 @@ fn drv_bad_input() -> TestResult {
     } else {
         Ok(())
     });
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
 
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocAsync(null_mut(), 4096, s.0)
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     // Zero size: not documented; only the documented return set is asserted.
     let mut z: CUdeviceptr = 0x1234;
     let r = unsafe { cuMemAllocAsync(&mut z, 0, s.0) };
@@ -3613,23 +3375,23 @@ fn drv_bad_input() -> TestResult {
         common::error_name(r)
     );
     if r == CUDA_SUCCESS && z != 0 {
-        c.add(cu!(cuMemFreeAsync(z, s.0)));
+        c.ok(cu!(cuMemFreeAsync(z, s.0)));
     }
     if r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE {
-        c.add(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
+        c.ok(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
     }
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.ok(cu_alive(&s));
+    c.ok(cu_err!(
         CUDA_ERROR_OUT_OF_MEMORY,
         cuMemAllocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
     ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.ok(cu_alive(&s));
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
     ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.ok(cu_alive(&s));
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolGetAttribute(
             null_mut(),
@@ -3637,33 +3399,33 @@ fn drv_bad_input() -> TestResult {
             (&mut v as *mut u64).cast()
         )
     ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.ok(cu_alive(&s));
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolTrimTo(null_mut(), 0)
     ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.ok(cu_alive(&s));
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolDestroy(null_mut())
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     for attr in [CUmemPool_attribute(0), CUmemPool_attribute(0x7fff)] {
-        c.add(cu_err!(
+        c.ok(cu_err!(
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
         ));
-        c.add(cu_alive(&s));
-        c.add(cu_err!(
+        c.ok(cu_alive(&s));
+        c.ok(cu_err!(
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
         ));
-        c.add(cu_alive(&s));
+        c.ok(cu_alive(&s));
     }
-    c.add(cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt)));
-    c.add(cu_alive(&s));
+    c.ok(cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt)));
+    c.ok(cu_alive(&s));
     let mut fd: i32 = -1;
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -3672,11 +3434,11 @@ fn drv_bad_input() -> TestResult {
             0
         )
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     // A descriptor that is not open: CUDA_ERROR_UNKNOWN as measured (the
     // reference lists CUDA_ERROR_INVALID_VALUE, _NOT_INITIALIZED, _OUT_OF_MEMORY).
     let mut imported: CUmemoryPool = null_mut();
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_UNKNOWN,
         cuMemPoolImportFromShareableHandle(
             &mut imported,
@@ -3685,7 +3447,7 @@ fn drv_bad_input() -> TestResult {
             0
         )
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     let mut bogus = CUmemPoolPtrExportData::default();
     let ipc = CuPool::create(&cu_props(
         CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -3693,7 +3455,7 @@ fn drv_bad_input() -> TestResult {
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
         0,
     ))?;
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -3702,24 +3464,24 @@ fn drv_bad_input() -> TestResult {
             1
         )
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     cu!(cuMemAllocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
     s.sync()?;
     let r = unsafe { cuMemPoolExportPointer(&mut bogus, p) };
     cu!(cuMemFreeAsync(p, s.0))?;
     s.sync()?;
-    c.add(common::expect_error(
+    c.ok(common::expect_error(
         r,
         CUDA_ERROR_INVALID_VALUE,
         "cuMemPoolExportPointer(non-IPC pool)",
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     let mut local = [0u8; 64];
-    c.add(cu_err!(
+    c.ok(cu_err!(
         CUDA_ERROR_INVALID_VALUE,
         cuMemFreeAsync(local.as_mut_ptr() as usize as CUdeviceptr, s.0)
     ));
-    c.add(cu_alive(&s));
+    c.ok(cu_alive(&s));
     let f = cu_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
     ipc.destroy()?;
@@ -3760,72 +3522,33 @@ fn drv_leak_10000_cycles() -> TestResult {
 
 fn main() {
     common::main(
-        vec![
-            test("rt_default_pool_round_trip", rt_default_pool_round_trip),
-            test(
-                "rt_created_pools_each_location",
-                rt_created_pools_each_location,
-            ),
-            test(
-                "pool_destroy_with_outstanding_allocation",
-                pool_destroy_with_outstanding_allocation,
-            ),
-            test(
-                "rt_two_streams_event_ordered_reuse",
-                rt_two_streams_event_ordered_reuse,
-            ),
-            test(
-                "rt_pool_attributes_every_attribute",
-                rt_pool_attributes_every_attribute,
-            ),
-            test(
-                "rt_trim_to_and_release_threshold",
-                rt_trim_to_and_release_threshold,
-            ),
-            test("rt_current_pool_get_set", rt_current_pool_get_set),
-            test_gpus("rt_peer_pool_access", 2, rt_peer_pool_access),
-            test("rt_ipc_two_processes", rt_ipc_two_processes),
-            test(
-                "rt_process_death_importer_killed_while_mapped",
-                rt_process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "rt_process_death_exporter_killed",
-                rt_process_death_exporter_killed,
-            ),
-            test(
-                "rt_process_death_descriptor_after_sender_died",
-                rt_process_death_descriptor_after_sender_died,
-            ),
-            test("rt_bad_input", rt_bad_input),
-            test("rt_leak_10000_cycles", rt_leak_10000_cycles),
-            test("drv_default_pool_round_trip", drv_default_pool_round_trip),
-            test(
-                "drv_created_pools_each_location",
-                drv_created_pools_each_location,
-            ),
-            test(
-                "drv_two_streams_event_ordered_reuse",
-                drv_two_streams_event_ordered_reuse,
-            ),
-            test("drv_attributes_and_trim", drv_attributes_and_trim),
-            test("drv_current_pool_get_set", drv_current_pool_get_set),
-            test_gpus("drv_peer_pool_access", 2, drv_peer_pool_access),
-            test("drv_ipc_two_processes", drv_ipc_two_processes),
-            test(
-                "drv_process_death_importer_killed_while_mapped",
-                drv_process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "drv_process_death_exporter_killed",
-                drv_process_death_exporter_killed,
-            ),
-            test(
-                "drv_process_death_descriptor_after_sender_died",
-                drv_process_death_descriptor_after_sender_died,
-            ),
-            test("drv_bad_input", drv_bad_input),
-            test("drv_leak_10000_cycles", drv_leak_10000_cycles),
+        device_tests![
+            rt_default_pool_round_trip,
+            rt_created_pools_each_location,
+            pool_destroy_with_outstanding_allocation,
+            rt_two_streams_event_ordered_reuse,
+            rt_pool_attributes_every_attribute,
+            rt_trim_to_and_release_threshold,
+            rt_current_pool_get_set,
+            rt_peer_pool_access @ 2,
+            rt_ipc_two_processes,
+            rt_process_death_importer_killed_while_mapped,
+            rt_process_death_exporter_killed,
+            rt_process_death_descriptor_after_sender_died,
+            rt_bad_input,
+            rt_leak_10000_cycles,
+            drv_default_pool_round_trip,
+            drv_created_pools_each_location,
+            drv_two_streams_event_ordered_reuse,
+            drv_attributes_and_trim,
+            drv_current_pool_get_set,
+            drv_peer_pool_access @ 2,
+            drv_ipc_two_processes,
+            drv_process_death_importer_killed_while_mapped,
+            drv_process_death_exporter_killed,
+            drv_process_death_descriptor_after_sender_died,
+            drv_bad_input,
+            drv_leak_10000_cycles,
         ],
         &[
             ("rt_ipc_importer", rt_ipc_importer),
