@@ -26,6 +26,7 @@ use core::ptr::null_mut;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -429,77 +430,6 @@ fn rt_init() -> Result<Gpu, Failed> {
 // Runtime tests
 // ---------------------------------------------------------------------------
 
-/// The default pool: the three ways to get it agree; cudaMallocAsync takes
-/// memory from it (used figure, pointer's pool) and cudaFreeAsync gives it back.
-fn rt_default_pool_round_trip() -> TestResult {
-    let gpu = rt_init()?;
-    let mut dev_pool: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
-    let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
-    let mut mem_pool: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetDefaultMemPool(
-        &mut mem_pool,
-        &mut loc,
-        cudaMemAllocationTypePinned
-    ))?;
-    let mut drv_pool: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
-    ensure!(
-        !dev_pool.is_null() && dev_pool == mem_pool && mem_pool == drv_pool,
-        "default pools differ: cudaDeviceGetDefaultMemPool {dev_pool:?}, cudaMemGetDefaultMemPool {mem_pool:?}, cuDeviceGetDefaultMemPool {drv_pool:?}"
-    );
-    ensure!(
-        rt_get_access(dev_pool, loc)? == cudaMemAccessFlagsProtReadWrite,
-        "the default pool is not read-write from its own device"
-    );
-
-    let s = RtStream::new()?;
-    let before = rt_figures(dev_pool)?;
-    const N: usize = 3 * MIB + 123;
-    let data = pattern(N, 1);
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, N, s.0))?;
-    ensure!(!p.is_null(), "cudaMallocAsync returned a null pointer");
-    rt_round_trip(p, &data, &s)?;
-    let during = rt_figures(dev_pool)?;
-    let from = pool_of(p as u64)?;
-    let mut attrs = cudaPointerAttributes::default();
-    rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = rt_figures(dev_pool)?;
-    println!("default pool before: {before}\n  during: {during}\n  after: {after}");
-    ensure!(
-        from == dev_pool,
-        "the allocation's pool is {from:?}, not the default {dev_pool:?}"
-    );
-    ensure!(
-        attrs.type_ == cudaMemoryTypeDevice && attrs.device == 0,
-        "pointer attributes: type {}, device {}",
-        attrs.type_.0,
-        attrs.device
-    );
-    ensure!(
-        during.used >= before.used + N as u64,
-        "used memory grew from {} to {} for a {N}-byte allocation",
-        before.used,
-        during.used
-    );
-    ensure!(
-        during.reserved >= during.used,
-        "reserved {} below used {}",
-        during.reserved,
-        during.used
-    );
-    ensure!(
-        after.used == before.used,
-        "used memory {} after the free, {} before",
-        after.used,
-        before.used
-    );
-    Ok(())
-}
-
 /// Pools created for each location the reference allows: device, host, host
 /// NUMA, managed (preferred location device 0, and none); documented
 /// creation errors.
@@ -739,72 +669,6 @@ fn pool_destroy_with_outstanding_allocation() -> TestResult {
         c.ok(common::wait_child(child, role));
     }
     c.finish()
-}
-
-fn rt_destroy_outstanding() -> TestResult {
-    let step = |m: &str| eprintln!("rt_destroy_outstanding: {m}");
-    cu!(cuInit(0))?;
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    const N: usize = 2 * MIB;
-    let pool = RtPool::create(&rt_device_props(0))?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    let data = pattern(N, 6);
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    step("destroying the pool with one allocation outstanding");
-    pool.destroy()?;
-    step("reading the allocation back");
-    let mut back = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        N,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    step("freeing the allocation");
-    rt!(cudaFreeAsync(p, s.0))?;
-    step("synchronizing");
-    s.sync()?;
-    step("done");
-    same(&back, &data, "allocation of a destroyed pool")?;
-    rt_alive(&s)
-}
-
-fn drv_destroy_outstanding() -> TestResult {
-    let step = |m: &str| eprintln!("drv_destroy_outstanding: {m}");
-    cu!(cuInit(0))?;
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    const N: usize = 2 * MIB;
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    let data = pattern(N, 7);
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s.0))?;
-    s.sync()?;
-    step("destroying the pool with one allocation outstanding");
-    pool.destroy()?;
-    step("reading the allocation back");
-    let mut back = vec![0u8; N];
-    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), p, N, s.0))?;
-    s.sync()?;
-    step("freeing the allocation");
-    cu!(cuMemFreeAsync(p, s.0))?;
-    step("synchronizing");
-    s.sync()?;
-    step("done");
-    same(&back, &data, "allocation of a destroyed pool")?;
-    cu_alive(&s)
 }
 
 /// Allocates `n` bytes from `pool` on A and frees them on B behind the gate
@@ -1461,128 +1325,6 @@ fn rt_current_pool_get_set() -> TestResult {
     dev_pool.destroy()
 }
 
-/// Two GPUs: device 1 reads and writes memory of a pool on device 0 once
-/// cudaMemPoolSetAccess grants it; cudaMemPoolGetAccess reads each setting back.
-fn rt_peer_pool_access() -> TestResult {
-    let gpu0 = rt_init()?;
-    let mut can = 0;
-    rt!(cudaDeviceCanAccessPeer(&mut can, 1, 0))?;
-    ensure!(
-        can == 1,
-        "device 1 cannot access device 0 (cudaDeviceCanAccessPeer = {can})"
-    );
-    let (l0, l1) = (
-        rt_loc(cudaMemLocationTypeDevice, 0),
-        rt_loc(cudaMemLocationTypeDevice, 1),
-    );
-    let pool = RtPool::create(&rt_device_props(0))?;
-    let own = rt_get_access(pool.0, l0)?;
-    let peer_before = rt_get_access(pool.0, l1)?;
-    ensure!(
-        own == cudaMemAccessFlagsProtReadWrite,
-        "access from device 0: {}",
-        own.0
-    );
-    ensure!(
-        peer_before == cudaMemAccessFlagsProtNone,
-        "access from device 1 before granting: {}",
-        peer_before.0
-    );
-    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtReadWrite)?;
-    let peer_rw = rt_get_access(pool.0, l1)?;
-    ensure!(
-        peer_rw == cudaMemAccessFlagsProtReadWrite,
-        "access from device 1 after granting: {}",
-        peer_rw.0
-    );
-
-    const N: usize = 4 * MIB;
-    let (data, data2) = (pattern(N, 31), pattern(N, 32));
-    let s0 = RtStream::new()?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s0.0
-    ))?;
-    s0.sync()?;
-
-    // Device 1's kernel copies p into device 1 memory, then writes p.
-    let gpu1 = Gpu::new(1)?;
-    rt!(cudaSetDevice(1))?;
-    let s1 = RtStream::new()?;
-    let kernel1 = CopyKernel::load()?;
-    let mut d1: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut d1, N, s1.0))?;
-    kernel1.copy(d1 as u64, p as u64, N, s1.0)?;
-    let mut back = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        d1,
-        N,
-        cudaMemcpyDefault,
-        s1.0
-    ))?;
-    s1.sync()?;
-    rt!(cudaMemcpyAsync(
-        d1,
-        data2.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s1.0
-    ))?;
-    kernel1.copy(p as u64, d1 as u64, N, s1.0)?;
-    rt!(cudaFreeAsync(d1, s1.0))?;
-    s1.sync()?;
-    drop(kernel1);
-    drop(s1);
-    drop(gpu1);
-
-    cu!(cuCtxSetCurrent(gpu0.ctx))?;
-    rt!(cudaSetDevice(0))?;
-    let mut back2 = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back2.as_mut_ptr().cast(),
-        p,
-        N,
-        cudaMemcpyDefault,
-        s0.0
-    ))?;
-    s0.sync()?;
-    // Read-only peer access to a pool: measured on two H200s (driver 580.159),
-    // cudaErrorNotSupported, which the reference's list (Success, InvalidValue)
-    // does not name; the access stays read-write.
-    let read_only = cudaMemAccessDesc {
-        location: l1,
-        flags: cudaMemAccessFlagsProtRead,
-    };
-    rt_err!(
-        cudaErrorNotSupported,
-        cudaMemPoolSetAccess(pool.0, &read_only, 1)
-    )?;
-    let peer_r = rt_get_access(pool.0, l1)?;
-    rt!(cudaFreeAsync(p, s0.0))?;
-    s0.sync()?;
-    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtNone)?;
-    let peer_none = rt_get_access(pool.0, l1)?;
-    same(&back, &data, "device 1 read")?;
-    same(&back2, &data2, "device 0 sees device 1's writes")?;
-    ensure!(
-        peer_r == cudaMemAccessFlagsProtReadWrite,
-        "access from device 1 after the refused read-only: {}",
-        peer_r.0
-    );
-    ensure!(
-        peer_none == cudaMemAccessFlagsProtNone,
-        "access from device 1 after revoking: {}",
-        peer_none.0
-    );
-    pool.destroy()
-}
-
 /// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
 /// allocation exported (64 bytes over the socket); the child reads the
 /// exporter's bytes and writes its own, which the exporter then reads.
@@ -2004,54 +1746,6 @@ fn rt_bad_input() -> TestResult {
     c.finish()
 }
 
-/// 10,000 stream-ordered alloc/free cycles leave the used figure where it was.
-fn rt_leak_10000_cycles() -> TestResult {
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let mut dflt: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
-    let created = RtPool::create(&rt_device_props(0))?;
-    for (name, pool) in [("default pool", dflt), ("created pool", created.0)] {
-        s.sync()?;
-        rt_set_u64(pool, cudaMemPoolAttrUsedMemHigh, 0)?;
-        let before = rt_figures(pool)?;
-        let start = Instant::now();
-        for i in 0..10_000usize {
-            let size = 256 * (1 + i % 1024);
-            let mut p: *mut c_void = null_mut();
-            if pool == dflt {
-                rt!(cudaMallocAsync(&mut p, size, s.0))?;
-            } else {
-                rt!(cudaMallocFromPoolAsync(&mut p, size, pool, s.0))?;
-            }
-            rt!(cudaMemsetAsync(p, (i & 0xff) as i32, size, s.0))?;
-            rt!(cudaFreeAsync(p, s.0))?;
-        }
-        s.sync()?;
-        let took = start.elapsed();
-        let after = rt_figures(pool)?;
-        println!("{name}, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
-        ensure!(
-            after.used == before.used,
-            "{name}: used {} after, {} before",
-            after.used,
-            before.used
-        );
-        ensure!(
-            after.used_high <= 64 * MIB as u64,
-            "{name}: used high {} for allocations of at most 256 KiB freed in order",
-            after.used_high
-        );
-    }
-    let f = rt_figures(created.0)?;
-    ensure!(
-        f.used == 0,
-        "created pool: {} bytes used after the cycles",
-        f.used
-    );
-    created.destroy()
-}
-
 // ---------------------------------------------------------------------------
 // Driver helpers
 // ---------------------------------------------------------------------------
@@ -2178,74 +1872,6 @@ fn cu_alive(s: &CuStream) -> TestResult {
 // ---------------------------------------------------------------------------
 // Driver tests
 // ---------------------------------------------------------------------------
-
-/// cuDeviceGetDefaultMemPool = cuMemGetDefaultMemPool = cuDeviceGetMemPool =
-/// cuMemGetMemPool at start; cuMemAllocAsync/cuMemFreeAsync through it.
-fn drv_default_pool_round_trip() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 1,
-        "no memory pools on device 0"
-    );
-    let mut dflt: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
-    let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let mut via_loc: CUmemoryPool = null_mut();
-    cu!(cuMemGetDefaultMemPool(
-        &mut via_loc,
-        &mut loc,
-        CU_MEM_ALLOCATION_TYPE_PINNED
-    ))?;
-    let mut cur: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
-    let mut cur_loc: CUmemoryPool = null_mut();
-    cu!(cuMemGetMemPool(
-        &mut cur_loc,
-        &mut loc,
-        CU_MEM_ALLOCATION_TYPE_PINNED
-    ))?;
-    ensure!(
-        !dflt.is_null() && dflt == via_loc && dflt == cur && dflt == cur_loc,
-        "default {dflt:?}, by location {via_loc:?}, current {cur:?}, current by location {cur_loc:?}"
-    );
-    let s = CuStream::new()?;
-    let before = cu_figures(dflt)?;
-    const N: usize = 5 * MIB + 7;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut p, N, s.0))?;
-    cu_round_trip(p, &pattern(N, 41), &s)?;
-    let during = cu_figures(dflt)?;
-    let from = pool_of(p)?;
-    let mut mem_type = CUmemorytype(0);
-    cu!(cuPointerGetAttribute(
-        (&mut mem_type as *mut CUmemorytype).cast(),
-        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-        p
-    ))?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = cu_figures(dflt)?;
-    println!("driver default pool before: {before}\n  during: {during}\n  after: {after}");
-    ensure!(from == dflt, "allocation's pool {from:?}, default {dflt:?}");
-    ensure!(
-        mem_type == CU_MEMORYTYPE_DEVICE,
-        "memory type {}",
-        mem_type.0
-    );
-    ensure!(
-        during.used >= before.used + N as u64,
-        "used {} → {} for {N} bytes",
-        before.used,
-        during.used
-    );
-    ensure!(
-        after.used == before.used,
-        "used {} after the free, {} before",
-        after.used,
-        before.used
-    );
-    Ok(())
-}
 
 /// cuMemPoolCreate for device, host, host NUMA and managed locations;
 /// cuMemAllocFromPoolAsync; cuMemPoolDestroy; documented creation errors.
@@ -2644,87 +2270,6 @@ fn drv_current_pool_get_set() -> TestResult {
     )?;
     cu_alive(&s)?;
     hpool.destroy()
-}
-
-/// Two GPUs, driver API: cuMemPoolSetAccess/GetAccess; device 1 reads.
-fn drv_peer_pool_access() -> TestResult {
-    let gpu0 = Gpu::new(0)?;
-    let mut can = 0;
-    cu!(cuDeviceCanAccessPeer(&mut can, 1, 0))?;
-    ensure!(
-        can == 1,
-        "device 1 cannot access device 0 (cuDeviceCanAccessPeer = {can})"
-    );
-    let (l0, l1) = (
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 1),
-    );
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let (own, before) = (cu_get_access(pool.0, l0)?, cu_get_access(pool.0, l1)?);
-    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-    let granted = cu_get_access(pool.0, l1)?;
-    ensure!(
-        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 0: {}",
-        own.0
-    );
-    ensure!(
-        before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 before: {}",
-        before.0
-    );
-    ensure!(
-        granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 after: {}",
-        granted.0
-    );
-    const N: usize = 4 * MIB;
-    let data = pattern(N, 61);
-    let s0 = CuStream::new()?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s0.0))?;
-    s0.sync()?;
-
-    let gpu1 = Gpu::new(1)?;
-    let s1 = CuStream::new()?;
-    let kernel1 = CopyKernel::load()?;
-    let mut d1: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut d1, N, s1.0))?;
-    kernel1.copy(d1, p, N, s1.0)?;
-    let mut back = vec![0u8; N];
-    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d1, N, s1.0))?;
-    cu!(cuMemFreeAsync(d1, s1.0))?;
-    s1.sync()?;
-    drop(kernel1);
-    drop(s1);
-    drop(gpu1);
-
-    cu!(cuCtxSetCurrent(gpu0.ctx))?;
-    cu!(cuMemFreeAsync(p, s0.0))?;
-    s0.sync()?;
-    // As in the runtime test: read-only peer access to a pool is refused.
-    let read_only = CUmemAccessDesc {
-        location: l1,
-        flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
-    };
-    cu_err!(
-        CUDA_ERROR_NOT_SUPPORTED,
-        cuMemPoolSetAccess(pool.0, &read_only, 1)
-    )?;
-    ensure!(
-        cu_get_access(pool.0, l1)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 changed by the refused read-only"
-    );
-    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
-    let revoked = cu_get_access(pool.0, l1)?;
-    same(&back, &data, "device 1 read")?;
-    ensure!(
-        revoked == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 after revoking: {}",
-        revoked.0
-    );
-    pool.destroy()
 }
 
 /// IPC through the driver API: the same exchange as `rt_ipc_two_processes`.
@@ -3489,35 +3034,576 @@ fn drv_bad_input() -> TestResult {
     c.finish()
 }
 
-/// 10,000 cuMemAllocAsync/cuMemFreeAsync cycles leave the used figure at zero.
-fn drv_leak_10000_cycles() -> TestResult {
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let before = cu_figures(pool.0)?;
-    let start = Instant::now();
-    for i in 0..10_000usize {
-        let size = 512 * (1 + i % 512);
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, size, pool.0, s.0))?;
-        cu!(cuMemsetD8Async(p, (i & 0xff) as u8, size, s.0))?;
-        cu!(cuMemFreeAsync(p, s.0))?;
+// ---------------------------------------------------------------------------
+// Twin scenarios: written once, run through the runtime and through the driver
+// ---------------------------------------------------------------------------
+
+/// The runtime ([`Rt`]) or the driver ([`Drv`]), as a twin scenario calls it.
+/// Pointers are `CUdeviceptr`, pools `CUmemoryPool`, streams `CUstream` for
+/// both (the runtime's `cudaMemPool_t` and `cudaStream_t` are the same types).
+/// The twins' deliberate differences are the methods' two bodies.
+trait Api: Sized {
+    /// "runtime" or "driver", for messages.
+    const NAME: &'static str;
+    type Stream: TwinStream;
+    /// Device 0 current (for the runtime, `cudaSetDevice` too), memory pools supported.
+    fn init() -> Result<Gpu, Failed>;
+    fn stream() -> Result<Self::Stream, Failed>;
+    /// Every way the API names device 0's default (and, at start, current) pool.
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed>;
+    /// A pinned pool on device 0, no handle types, no maximum size.
+    fn device_pool() -> Result<TwinPool<Self>, Failed>;
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult;
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult;
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult;
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult;
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed>;
+    /// Resets the pool's used-memory high-water mark (set to 0).
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult;
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult;
+    /// The pointer's memory type is device memory (of device 0).
+    fn is_device_memory(p: CUdeviceptr) -> TestResult;
+    /// Access to `pool` from device `dev`, as the driver's flags.
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed>;
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult;
+    /// Read-only peer access to a pool: refused with "not supported" (measured
+    /// on two H200s, driver 580.159; the reference's lists do not name it).
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult;
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed>;
+    /// Makes device `ordinal` the API's current device (the driver: `gpu`'s context).
+    fn make_current(gpu: &Gpu, ordinal: i32) -> TestResult;
+    /// After a bad call: the API still allocates, copies and frees in stream order.
+    fn alive(s: &Self::Stream) -> TestResult;
+}
+
+/// The kit's streams, as twin scenarios use them.
+trait TwinStream {
+    fn raw(&self) -> CUstream;
+    fn sync(&self) -> TestResult;
+}
+
+impl TwinStream for RtStream {
+    fn raw(&self) -> CUstream {
+        self.0
     }
-    s.sync()?;
-    let took = start.elapsed();
-    let after = cu_figures(pool.0)?;
-    println!("driver, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
+    fn sync(&self) -> TestResult {
+        RtStream::sync(self)
+    }
+}
+
+impl TwinStream for CuStream {
+    fn raw(&self) -> CUstream {
+        self.0
+    }
+    fn sync(&self) -> TestResult {
+        CuStream::sync(self)
+    }
+}
+
+/// A created pool of either API, destroyed on drop unless `destroy` was called.
+struct TwinPool<A: Api>(CUmemoryPool, PhantomData<A>);
+
+impl<A: Api> TwinPool<A> {
+    fn destroy(mut self) -> TestResult {
+        A::pool_destroy(std::mem::replace(&mut self.0, null_mut()))
+    }
+}
+
+impl<A: Api> Drop for TwinPool<A> {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            let _ = A::pool_destroy(self.0);
+        }
+    }
+}
+
+struct Rt;
+struct Drv;
+
+fn vp(p: CUdeviceptr) -> *mut c_void {
+    p as *mut c_void
+}
+
+impl Api for Rt {
+    const NAME: &'static str = "runtime";
+    type Stream = RtStream;
+    fn init() -> Result<Gpu, Failed> {
+        rt_init()
+    }
+    fn stream() -> Result<RtStream, Failed> {
+        RtStream::new()
+    }
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
+        let (mut dev_pool, mut mem_pool, mut drv_pool) = (null_mut(), null_mut(), null_mut());
+        rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
+        let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
+        rt!(cudaMemGetDefaultMemPool(
+            &mut mem_pool,
+            &mut loc,
+            cudaMemAllocationTypePinned
+        ))?;
+        cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
+        Ok(vec![
+            ("cudaDeviceGetDefaultMemPool", dev_pool),
+            ("cudaMemGetDefaultMemPool", mem_pool),
+            ("cuDeviceGetDefaultMemPool", drv_pool),
+        ])
+    }
+    fn device_pool() -> Result<TwinPool<Rt>, Failed> {
+        let mut pool = RtPool::create(&rt_device_props(0))?;
+        let raw = std::mem::replace(&mut pool.0, null_mut());
+        Ok(TwinPool(raw, PhantomData))
+    }
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult {
+        rt!(cudaMemPoolDestroy(pool))
+    }
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocAsync(&mut p, n, s))?;
+        ensure!(!p.is_null(), "cudaMallocAsync returned a null pointer");
+        Ok(p as CUdeviceptr)
+    }
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, n, pool, s))?;
+        Ok(p as CUdeviceptr)
+    }
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult {
+        rt!(cudaFreeAsync(vp(p), s))
+    }
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult {
+        rt!(cudaMemcpyAsync(
+            vp(p),
+            data.as_ptr().cast(),
+            data.len(),
+            cudaMemcpyDefault,
+            s
+        ))
+    }
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult {
+        rt!(cudaMemcpyAsync(
+            back.as_mut_ptr().cast(),
+            vp(p),
+            back.len(),
+            cudaMemcpyDefault,
+            s
+        ))
+    }
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed> {
+        rt_figures(pool)
+    }
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult {
+        rt_set_u64(pool, cudaMemPoolAttrUsedMemHigh, 0)
+    }
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult {
+        rt!(cudaMemsetAsync(vp(p), byte as i32, n, s))
+    }
+    fn is_device_memory(p: CUdeviceptr) -> TestResult {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        ensure!(
+            attrs.type_ == cudaMemoryTypeDevice && attrs.device == 0,
+            "pointer attributes: type {}, device {}",
+            attrs.type_.0,
+            attrs.device
+        );
+        Ok(())
+    }
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed> {
+        let flags = rt_get_access(pool, rt_loc(cudaMemLocationTypeDevice, dev))?;
+        Ok(CUmemAccess_flags(flags.0))
+    }
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult {
+        let loc = rt_loc(cudaMemLocationTypeDevice, dev);
+        rt_set_access(pool, loc, cudaMemAccessFlags(flags.0))
+    }
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
+        let read_only = cudaMemAccessDesc {
+            location: rt_loc(cudaMemLocationTypeDevice, dev),
+            flags: cudaMemAccessFlagsProtRead,
+        };
+        rt_err!(
+            cudaErrorNotSupported,
+            cudaMemPoolSetAccess(pool, &read_only, 1)
+        )
+    }
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed> {
+        let mut can = 0;
+        rt!(cudaDeviceCanAccessPeer(&mut can, dev, peer))?;
+        Ok(can)
+    }
+    fn make_current(gpu: &Gpu, ordinal: i32) -> TestResult {
+        cu!(cuCtxSetCurrent(gpu.ctx))?;
+        rt!(cudaSetDevice(ordinal))
+    }
+    fn alive(s: &RtStream) -> TestResult {
+        rt_alive(s)
+    }
+}
+
+impl Api for Drv {
+    const NAME: &'static str = "driver";
+    type Stream = CuStream;
+    fn init() -> Result<Gpu, Failed> {
+        let gpu = Gpu::new(0)?;
+        ensure!(
+            gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 1,
+            "no memory pools on device 0"
+        );
+        Ok(gpu)
+    }
+    fn stream() -> Result<CuStream, Failed> {
+        CuStream::new()
+    }
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
+        let (mut dflt, mut via_loc, mut cur, mut cur_loc) =
+            (null_mut(), null_mut(), null_mut(), null_mut());
+        cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
+        let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+        cu!(cuMemGetDefaultMemPool(
+            &mut via_loc,
+            &mut loc,
+            CU_MEM_ALLOCATION_TYPE_PINNED
+        ))?;
+        cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
+        cu!(cuMemGetMemPool(
+            &mut cur_loc,
+            &mut loc,
+            CU_MEM_ALLOCATION_TYPE_PINNED
+        ))?;
+        Ok(vec![
+            ("cuDeviceGetDefaultMemPool", dflt),
+            ("cuMemGetDefaultMemPool", via_loc),
+            ("cuDeviceGetMemPool", cur),
+            ("cuMemGetMemPool", cur_loc),
+        ])
+    }
+    fn device_pool() -> Result<TwinPool<Drv>, Failed> {
+        let mut pool = CuPool::create(&cu_device_props(0))?;
+        let raw = std::mem::replace(&mut pool.0, null_mut());
+        Ok(TwinPool(raw, PhantomData))
+    }
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult {
+        cu!(cuMemPoolDestroy(pool))
+    }
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocAsync(&mut p, n, s))?;
+        ensure!(p != 0, "cuMemAllocAsync returned a null pointer");
+        Ok(p)
+    }
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, n, pool, s))?;
+        Ok(p)
+    }
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult {
+        cu!(cuMemFreeAsync(p, s))
+    }
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult {
+        cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), data.len(), s))
+    }
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult {
+        cu!(cuMemcpyDtoHAsync(
+            back.as_mut_ptr().cast(),
+            p,
+            back.len(),
+            s
+        ))
+    }
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed> {
+        cu_figures(pool)
+    }
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult {
+        cu_set_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+    }
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult {
+        cu!(cuMemsetD8Async(p, byte, n, s))
+    }
+    fn is_device_memory(p: CUdeviceptr) -> TestResult {
+        let mut mem_type = CUmemorytype(0);
+        cu!(cuPointerGetAttribute(
+            (&mut mem_type as *mut CUmemorytype).cast(),
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p
+        ))?;
+        ensure!(
+            mem_type == CU_MEMORYTYPE_DEVICE,
+            "memory type {}",
+            mem_type.0
+        );
+        Ok(())
+    }
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed> {
+        cu_get_access(pool, cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev))
+    }
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult {
+        cu_set_access(pool, cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev), flags)
+    }
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
+        let read_only = CUmemAccessDesc {
+            location: cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev),
+            flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
+        };
+        cu_err!(
+            CUDA_ERROR_NOT_SUPPORTED,
+            cuMemPoolSetAccess(pool, &read_only, 1)
+        )
+    }
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed> {
+        let mut can = 0;
+        cu!(cuDeviceCanAccessPeer(&mut can, dev, peer))?;
+        Ok(can)
+    }
+    fn make_current(gpu: &Gpu, _ordinal: i32) -> TestResult {
+        cu!(cuCtxSetCurrent(gpu.ctx))
+    }
+    fn alive(s: &CuStream) -> TestResult {
+        cu_alive(s)
+    }
+}
+
+/// `twins!(scenario => rt_test, drv_test; ..)`: the runtime's and the
+/// driver's test of one twin scenario, under their registered names.
+macro_rules! twins {
+    ($($scenario:ident => $rt:ident, $drv:ident;)*) => {$(
+        fn $rt() -> TestResult {
+            $scenario::<Rt>()
+        }
+        fn $drv() -> TestResult {
+            $scenario::<Drv>()
+        }
+    )*};
+}
+
+twins! {
+    default_pool_round_trip => rt_default_pool_round_trip, drv_default_pool_round_trip;
+    peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;
+    leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
+}
+
+/// The default pool: every way the API names it agrees (and, at start, is the
+/// current pool); allocating takes memory from it (used figure, pointer's
+/// pool, device memory) and freeing gives it back.
+fn default_pool_round_trip<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let pools = A::default_pools(&gpu)?;
+    let dflt = pools[0].1;
     ensure!(
-        after.used == 0,
-        "{} bytes used after the cycles",
-        after.used
+        !dflt.is_null() && pools.iter().all(|&(_, p)| p == dflt),
+        "default pools differ: {pools:?}"
     );
     ensure!(
-        after.used_high <= 64 * MIB as u64,
-        "used high {} for allocations of at most 256 KiB",
-        after.used_high
+        A::access(dflt, 0)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "the default pool is not read-write from its own device"
+    );
+    let s = A::stream()?;
+    let before = A::figures(dflt)?;
+    const N: usize = 3 * MIB + 123;
+    let data = pattern(N, 1);
+    let p = A::alloc(N, s.raw())?;
+    let mut back = vec![0u8; N];
+    A::write(p, &data, s.raw())?;
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    same(&back, &data, "bytes changed through pool memory")?;
+    let during = A::figures(dflt)?;
+    let from = pool_of(p)?;
+    let device_memory = A::is_device_memory(p);
+    A::free(p, s.raw())?;
+    s.sync()?;
+    let after = A::figures(dflt)?;
+    println!(
+        "{} default pool before: {before}\n  during: {during}\n  after: {after}",
+        A::NAME
+    );
+    ensure!(
+        from == dflt,
+        "the allocation's pool is {from:?}, not the default {dflt:?}"
+    );
+    device_memory?;
+    ensure!(
+        during.used >= before.used + N as u64,
+        "used memory grew from {} to {} for a {N}-byte allocation",
+        before.used,
+        during.used
+    );
+    ensure!(
+        during.reserved >= during.used,
+        "reserved {} below used {}",
+        during.reserved,
+        during.used
+    );
+    ensure!(
+        after.used == before.used,
+        "used memory {} after the free, {} before",
+        after.used,
+        before.used
+    );
+    Ok(())
+}
+
+/// Peer access to a created pool: device 1 gets none until granted, then its
+/// kernel reads the pool's bytes and writes its own, which device 0 reads; a
+/// read-only grant is refused and leaves the access read-write; revoking works.
+fn peer_pool_access<A: Api>() -> TestResult {
+    let gpu0 = A::init()?;
+    let can = A::can_access_peer(1, 0)?;
+    ensure!(
+        can == 1,
+        "device 1 cannot access device 0 ({} can-access-peer = {can})",
+        A::NAME
+    );
+    let pool = A::device_pool()?;
+    let own = A::access(pool.0, 0)?;
+    let peer_before = A::access(pool.0, 1)?;
+    ensure!(
+        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 0: {}",
+        own.0
+    );
+    ensure!(
+        peer_before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 before granting: {}",
+        peer_before.0
+    );
+    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    let peer_rw = A::access(pool.0, 1)?;
+    ensure!(
+        peer_rw == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 after granting: {}",
+        peer_rw.0
+    );
+
+    const N: usize = 4 * MIB;
+    let (data, data2) = (pattern(N, 31), pattern(N, 32));
+    let s0 = A::stream()?;
+    let p = A::alloc_from(pool.0, N, s0.raw())?;
+    A::write(p, &data, s0.raw())?;
+    s0.sync()?;
+
+    // Device 1's kernel copies p into device 1 memory, then writes p.
+    let gpu1 = Gpu::new(1)?;
+    A::make_current(&gpu1, 1)?;
+    let s1 = A::stream()?;
+    let kernel1 = CopyKernel::load()?;
+    let d1 = A::alloc(N, s1.raw())?;
+    kernel1.copy(d1, p, N, s1.raw())?;
+    let mut back = vec![0u8; N];
+    A::read(&mut back, d1, s1.raw())?;
+    s1.sync()?;
+    A::write(d1, &data2, s1.raw())?;
+    kernel1.copy(p, d1, N, s1.raw())?;
+    A::free(d1, s1.raw())?;
+    s1.sync()?;
+    drop(kernel1);
+    drop(s1);
+    drop(gpu1);
+
+    A::make_current(&gpu0, 0)?;
+    let mut back2 = vec![0u8; N];
+    A::read(&mut back2, p, s0.raw())?;
+    s0.sync()?;
+    A::read_only_refused(pool.0, 1)?;
+    let peer_r = A::access(pool.0, 1)?;
+    A::free(p, s0.raw())?;
+    s0.sync()?;
+    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
+    let peer_none = A::access(pool.0, 1)?;
+    same(&back, &data, "device 1 read")?;
+    same(&back2, &data2, "device 0 sees device 1's writes")?;
+    ensure!(
+        peer_r == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 after the refused read-only: {}",
+        peer_r.0
+    );
+    ensure!(
+        peer_none == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 after revoking: {}",
+        peer_none.0
     );
     pool.destroy()
+}
+
+/// 10,000 allocate/memset/free cycles in stream order, in the default pool
+/// and in a created one: the used figure comes back, its high-water mark stays
+/// low.
+fn leak_10000_cycles<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let dflt = A::default_pools(&gpu)?[0].1;
+    let created = A::device_pool()?;
+    for (name, pool) in [("default pool", dflt), ("created pool", created.0)] {
+        s.sync()?;
+        A::reset_used_high(pool)?;
+        let before = A::figures(pool)?;
+        let start = Instant::now();
+        for i in 0..10_000usize {
+            let size = 256 * (1 + i % 1024);
+            let p = if pool == dflt {
+                A::alloc(size, s.raw())?
+            } else {
+                A::alloc_from(pool, size, s.raw())?
+            };
+            A::memset(p, (i & 0xff) as u8, size, s.raw())?;
+            A::free(p, s.raw())?;
+        }
+        s.sync()?;
+        let took = start.elapsed();
+        let after = A::figures(pool)?;
+        println!(
+            "{} {name}, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}",
+            A::NAME
+        );
+        ensure!(
+            after.used == before.used,
+            "{name}: used {} after, {} before",
+            after.used,
+            before.used
+        );
+        ensure!(
+            after.used_high <= 64 * MIB as u64,
+            "{name}: used high {} for allocations of at most 256 KiB freed in order",
+            after.used_high
+        );
+    }
+    let f = A::figures(created.0)?;
+    ensure!(
+        f.used == 0,
+        "created pool: {} bytes used after the cycles",
+        f.used
+    );
+    created.destroy()
+}
+
+/// A child process: a pool destroyed with one allocation outstanding; the
+/// allocation stays readable and is freed afterwards.
+fn destroy_outstanding<A: Api>() -> TestResult {
+    let step = |m: &str| eprintln!("{} destroy_outstanding: {m}", A::NAME);
+    cu!(cuInit(0))?;
+    let _gpu = A::init()?;
+    let s = A::stream()?;
+    const N: usize = 2 * MIB;
+    let pool = A::device_pool()?;
+    let p = A::alloc_from(pool.0, N, s.raw())?;
+    let data = pattern(N, 6);
+    A::write(p, &data, s.raw())?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    step("freeing the allocation");
+    A::free(p, s.raw())?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    same(&back, &data, "allocation of a destroyed pool")?;
+    A::alive(&s)
 }
 
 fn main() {
@@ -3557,8 +3643,8 @@ fn main() {
             ("drv_pool_exporter", drv_pool_exporter),
             ("rt_pool_importer", rt_pool_importer),
             ("drv_pool_importer", drv_pool_importer),
-            ("rt_destroy_outstanding", rt_destroy_outstanding),
-            ("drv_destroy_outstanding", drv_destroy_outstanding),
+            ("rt_destroy_outstanding", destroy_outstanding::<Rt>),
+            ("drv_destroy_outstanding", destroy_outstanding::<Drv>),
         ],
     );
 }
