@@ -231,9 +231,9 @@ impl std::ops::DerefMut for BadInput<'_> {
     }
 }
 
-/// A bad driver call, recorded against the code it must return:
+/// A bad driver or runtime call, recorded against the code it must return:
 /// `bad!(b, CUDA_ERROR_INVALID_VALUE, cuMemMap(..))` on a [`BadInput`] (then
-/// the probe runs) or on a [`Checks`] (`Checks::code`, no probe).
+/// the probe runs) or on a [`Checks`] (`Checks::code`/`rt_code`, no probe).
 #[macro_export]
 macro_rules! bad {
     ($b:expr, $want:expr, $call:expr) => {
@@ -246,19 +246,32 @@ macro_rules! bad {
     };
 }
 
-/// What `bad!` calls on a [`Checks`] or a [`BadInput`].
-pub trait BadCall {
-    fn bad_call(&mut self, want: CUresult, got: CUresult, what: &str);
+/// What `bad!` calls on a [`Checks`] or a [`BadInput`], for a driver
+/// (`CUresult`) or a runtime (`cudaError_t`) code.
+pub trait BadCall<Code> {
+    fn bad_call(&mut self, want: Code, got: Code, what: &str);
 }
 
-impl BadCall for Checks {
+impl BadCall<CUresult> for Checks {
     fn bad_call(&mut self, want: CUresult, got: CUresult, what: &str) {
         self.code(got, want, what);
     }
 }
 
-impl BadCall for BadInput<'_> {
+impl BadCall<cudaError_t> for Checks {
+    fn bad_call(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
+        self.rt_code(got, want, what);
+    }
+}
+
+impl BadCall<CUresult> for BadInput<'_> {
     fn bad_call(&mut self, want: CUresult, got: CUresult, what: &str) {
         self.cu(want, got, what);
+    }
+}
+
+impl BadCall<cudaError_t> for BadInput<'_> {
+    fn bad_call(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
+        self.rt(want, got, what);
     }
 }
