@@ -27,7 +27,7 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
-use common::{pattern, read, same, test, Checks, DeviceTest, Gpu, TestResult};
+use common::{pattern, read, same, test, BadInput, Checks, DeviceTest, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -596,17 +596,16 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let gpu = Gpu::new(0)?;
     let vmm = Vmm::new(&gpu, 2)?;
     let size = vmm.size as u64;
-    let mut p = Checks::default();
+    let mut p = BadInput::new(|round| still_works(&vmm, round));
 
     // Wrong handle type for the descriptor: a handle type that does not exist (0).
     let fd = vmm.export()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CUexternalMemoryHandleType(0);
-    p.note(
+    p.result(
         "handle type 0",
         import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
     );
-    p.note("after type 0", still_works(&vmm, 1));
 
     // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
     // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
@@ -614,37 +613,33 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let fd = vmm.export()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
-    p.note(
+    p.result(
         "POSIX fd as OPAQUE_WIN32",
         import_must_fail(&d, fd, CUDA_ERROR_NOT_SUPPORTED),
     );
-    p.note("after OPAQUE_WIN32", still_works(&vmm, 2));
 
     // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
     let fd = vmm.export()?;
     let d = opaque_fd_desc(fd, size, 0x2);
-    p.note(
+    p.result(
         "import flags 0x2",
         import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
     );
-    p.note("after import flags", still_works(&vmm, 3));
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
     // reference's list).
     let fd = vmm.export()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
-    p.note(
+    p.result(
         "closed fd",
         import_must_fail_unowned(fd, size, CUDA_ERROR_UNKNOWN),
     );
-    p.note("after closed fd", still_works(&vmm, 4));
     // No descriptor at all (-1). Measured on driver 580: CUDA_ERROR_UNKNOWN too.
-    p.note(
+    p.result(
         "fd -1",
         import_must_fail_unowned(-1, size, CUDA_ERROR_UNKNOWN),
     );
-    p.note("after fd -1", still_works(&vmm, 5));
 
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
@@ -681,27 +676,23 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
             close_fd(fd)?;
         }
     }
-    p.note("after size > allocation", still_works(&vmm, 6));
+    p.still_works_after("after size > allocation");
 
     // Mapped buffers on a valid import.
     let fd = vmm.export()?;
     let ext = import_memory(fd, size, 0)?;
     let bad = CUDA_ERROR_INVALID_VALUE;
-    p.note("offset == size", map_must_fail(ext, size, 65536, 0, bad));
-    p.note("after offset == size", still_works(&vmm, 7));
+    p.result("offset == size", map_must_fail(ext, size, 65536, 0, bad));
     let past = size + vmm.granularity as u64;
-    p.note(
+    p.result(
         "offset past the end",
         map_must_fail(ext, past, 65536, 0, bad),
     );
-    p.note("after offset past the end", still_works(&vmm, 8));
-    p.note(
+    p.result(
         "range runs past the end",
         map_must_fail(ext, size - 65536, 2 * 65536, 0, bad),
     );
-    p.note("after range past the end", still_works(&vmm, 9));
-    p.note("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
-    p.note("after buffer flags", still_works(&vmm, 10));
+    p.result("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
 
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
@@ -718,6 +709,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     );
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
+    let p = p.into_checks();
     vmm.free()?;
     p.finish()
 }

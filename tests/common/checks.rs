@@ -207,10 +207,16 @@ impl<'a> BadInput<'a> {
         self.still_works_after(what);
     }
 
-    /// A check of a bad call's outcome (`TestResult`), then the probe.
+    /// A bad case checked by the test itself (`r`, noted under `what`), then
+    /// the probe.
     pub fn result(&mut self, what: &str, r: TestResult) {
-        self.checks.ok(r);
+        self.checks.note(what, r);
         self.still_works_after(what);
+    }
+
+    /// The checks so far, the probe dropped (and with it what it borrows).
+    pub fn into_checks(self) -> Checks {
+        self.checks
     }
 
     pub fn finish(self) -> TestResult {
