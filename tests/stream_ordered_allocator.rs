@@ -1325,85 +1325,6 @@ fn rt_current_pool_get_set() -> TestResult {
     dev_pool.destroy()
 }
 
-/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
-/// allocation exported (64 bytes over the socket); the child reads the
-/// exporter's bytes and writes its own, which the exporter then reads.
-fn rt_ipc_two_processes() -> TestResult {
-    let _gpu = rt_init()?;
-    let mut types = 0;
-    rt!(cudaDeviceGetAttribute(
-        &mut types,
-        cudaDevAttrMemoryPoolSupportedHandleTypes,
-        0
-    ))?;
-    ensure!(
-        types as u32 & cudaMemHandleTypePosixFileDescriptor.0 != 0,
-        "pools on device 0 do not support POSIX fds (handle types {types:#x})"
-    );
-    let fd_type = cudaMemHandleTypePosixFileDescriptor;
-    let pool = RtPool::create(&rt_props(
-        cudaMemAllocationTypePinned,
-        rt_loc(cudaMemLocationTypeDevice, 0),
-        fd_type,
-        0,
-    ))?;
-    let mut fd: i32 = -1;
-    rt!(cudaMemPoolExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        pool.0,
-        fd_type,
-        0
-    ))?;
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported fd {fd} is not open"
-    );
-
-    let s = RtStream::new()?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
-    let data = pattern(IPC_BYTES, EXPORTER_SEED);
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    let mut export = cudaMemPoolPtrExportData::default();
-    let exported = rt!(cudaMemPoolExportPointer(&mut export, p));
-    let nonzero = export.reserved.iter().any(|&b| b != 0);
-    let exchanged = exported.and_then(|()| {
-        with_child("rt_ipc_importer", |sock| {
-            send_fd(sock, fd)?;
-            sock.write_all(&export.reserved)?;
-            let mut answer = [0u8; 1];
-            sock.read_exact(&mut answer)
-                .map_err(|e| format!("no answer from the importer: {e}"))?;
-            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
-            Ok(())
-        })
-    });
-    unsafe { libc::close(fd) };
-
-    let mut back = vec![0u8; IPC_BYTES];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    exchanged?;
-    ensure!(nonzero, "the export data is all zeros");
-    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    same(&back, &expected, "the importer's bytes")?;
-    pool.destroy()
-}
-
 /// Runs this binary as a child in `role`, connected by a socket; `exchange` is
 /// the parent's side of the conversation. The socket is closed (so that a
 /// child still reading sees the end) and the child waited for on every path;
@@ -1418,118 +1339,6 @@ fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) 
     drop(parent);
     common::wait_child(child, role)?;
     exchanged
-}
-
-/// Child of `rt_ipc_two_processes`.
-fn rt_ipc_importer() -> TestResult {
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
-    cu!(cuInit(0))?;
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let mut c = BadInput::new(|_| rt_alive(&s));
-    let fd_type = cudaMemHandleTypePosixFileDescriptor;
-    let fd = recv_fd(&sock)?;
-    let mut pool: cudaMemPool_t = null_mut();
-    rt!(cudaMemPoolImportFromShareableHandle(
-        &mut pool,
-        fd as usize as *mut c_void,
-        fd_type,
-        0
-    ))?;
-    unsafe { libc::close(fd) };
-    // The closed descriptor cannot be imported again. The reference lists
-    // cudaErrorInvalidValue and cudaErrorOutOfMemory; driver 580.159 returns
-    // cudaErrorUnknown (measured on the H200), asserted here as measured.
-    let mut again: cudaMemPool_t = null_mut();
-    bad!(
-        c,
-        cudaErrorUnknown,
-        cudaMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    );
-
-    let dev = rt_loc(cudaMemLocationTypeDevice, 0);
-    let access = rt_get_access(pool, dev)?;
-    if access != cudaMemAccessFlagsProtReadWrite {
-        rt_set_access(pool, dev, cudaMemAccessFlagsProtReadWrite)?;
-    }
-    let granted = rt_get_access(pool, dev)?;
-    println!(
-        "importer: imported pool's access from device 0: {} then {}",
-        access.0, granted.0
-    );
-    ensure!(
-        granted == cudaMemAccessFlagsProtReadWrite,
-        "imported pool access {}",
-        granted.0
-    );
-
-    // Imported pools do not allocate.
-    let mut np: *mut c_void = null_mut();
-    let r = unsafe { cudaMallocFromPoolAsync(&mut np, 4096, pool, s.0) };
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(np, s.0))?;
-    }
-    c.ok(common::expect_rt_error(
-        r,
-        cudaErrorInvalidValue,
-        "cudaMallocFromPoolAsync(imported pool)",
-    ));
-    c.still_works();
-
-    let mut export = cudaMemPoolPtrExportData::default();
-    sock.read_exact(&mut export.reserved)?;
-    // Export data of nothing is refused.
-    let mut bogus = cudaMemPoolPtrExportData::default();
-    let mut bp: *mut c_void = null_mut();
-    bad!(
-        c,
-        cudaErrorInvalidValue,
-        cudaMemPoolImportPointer(&mut bp, pool, &mut bogus)
-    );
-
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMemPoolImportPointer(&mut p, pool, &mut export))?;
-    match pool_of(p as u64) {
-        Ok(from) => println!("importer: pointer {p:?} from pool {from:?} (imported pool {pool:?})"),
-        Err(e) => println!(
-            "importer: pool of the imported pointer: {}",
-            e.message().unwrap_or("?")
-        ),
-    }
-    let mut back = vec![0u8; IPC_BYTES];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    same(&back, &expected, "importer read")?;
-    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
-    rt!(cudaMemcpyAsync(
-        p,
-        mine.as_ptr().cast(),
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    // Freed in stream order and completed before the exporter is told, as the
-    // driver twin does. compute-sanitizer reported the 4 MiB as leaked
-    // (allocated by cuMemPoolImportPointer) when this was a plain cudaFree.
-    // CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT skips the free: the deliberate leak
-    // that `run.sh --sanitize` must catch (its self-test).
-    if std::env::var_os(common::SELFTEST_LEAK_VAR).is_none() {
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        rt!(cudaMemPoolDestroy(pool))?;
-    } else {
-        println!("importer: self-test: the imported {IPC_BYTES} B are deliberately not freed");
-    }
-    sock.write_all(b"K")?;
-    c.finish()
 }
 
 /// Bad input: each documented error, then proof the process still works.
@@ -2263,126 +2072,6 @@ fn drv_current_pool_get_set() -> TestResult {
     hpool.destroy()
 }
 
-/// IPC through the driver API: the same exchange as `rt_ipc_two_processes`.
-fn drv_ipc_two_processes() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let types = gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?;
-    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    ensure!(
-        types as u32 & fd_type.0 != 0,
-        "no POSIX-fd pools (handle types {types:#x})"
-    );
-    let pool = CuPool::create(&cu_props(
-        CU_MEM_ALLOCATION_TYPE_PINNED,
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        fd_type,
-        0,
-    ))?;
-    let mut fd: i32 = -1;
-    cu!(cuMemPoolExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        pool.0,
-        fd_type,
-        0
-    ))?;
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported fd {fd} is not open"
-    );
-
-    let s = CuStream::new()?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
-    let data = pattern(IPC_BYTES, EXPORTER_SEED);
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), IPC_BYTES, s.0))?;
-    s.sync()?;
-    let mut export = CUmemPoolPtrExportData::default();
-    let exchanged = cu!(cuMemPoolExportPointer(&mut export, p)).and_then(|()| {
-        with_child("drv_ipc_importer", |sock| {
-            send_fd(sock, fd)?;
-            sock.write_all(&export.reserved)?;
-            let mut answer = [0u8; 1];
-            sock.read_exact(&mut answer)
-                .map_err(|e| format!("no answer from the importer: {e}"))?;
-            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
-            Ok(())
-        })
-    });
-    unsafe { libc::close(fd) };
-    let mut back = vec![0u8; IPC_BYTES];
-    cu!(cuMemcpyDtoHAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        s.0
-    ))?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    exchanged?;
-    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    same(&back, &expected, "the importer's bytes")?;
-    pool.destroy()
-}
-
-/// Child of `drv_ipc_two_processes`.
-fn drv_ipc_importer() -> TestResult {
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
-    cu!(cuInit(0))?;
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let mut c = BadInput::new(|_| cu_alive(&s));
-    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    let fd = recv_fd(&sock)?;
-    let mut pool: CUmemoryPool = null_mut();
-    cu!(cuMemPoolImportFromShareableHandle(
-        &mut pool,
-        fd as usize as *mut c_void,
-        fd_type,
-        0
-    ))?;
-    unsafe { libc::close(fd) };
-    // CUDA_ERROR_UNKNOWN as measured (the reference lists CUDA_ERROR_INVALID_VALUE,
-    // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY).
-    let mut again: CUmemoryPool = null_mut();
-    bad!(
-        c,
-        CUDA_ERROR_UNKNOWN,
-        cuMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    );
-    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    if cu_get_access(pool, dev)? != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-        cu_set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-    }
-    ensure!(
-        cu_get_access(pool, dev)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "imported pool not read-write"
-    );
-
-    let mut export = CUmemPoolPtrExportData::default();
-    sock.read_exact(&mut export.reserved)?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemPoolImportPointer(&mut p, pool, &mut export))?;
-    let mut back = vec![0u8; IPC_BYTES];
-    cu!(cuMemcpyDtoHAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        s.0
-    ))?;
-    s.sync()?;
-    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    same(&back, &expected, "importer read")?;
-    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
-    cu!(cuMemcpyHtoDAsync(p, mine.as_ptr().cast(), IPC_BYTES, s.0))?;
-    // Freed in stream order; completed before the exporter is told.
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    cu!(cuMemPoolDestroy(pool))?;
-    sock.write_all(b"K")?;
-    c.finish()
-}
-
 // ---------------------------------------------------------------------------
 // Process death: pool descriptors and exported pointers when one side is
 // SIGKILLed (scenarios and wire format in tests/common/process_death.rs)
@@ -3058,6 +2747,39 @@ trait Api: Sized {
     fn make_current(gpu: &Gpu, ordinal: i32) -> TestResult;
     /// After a bad call: the API still allocates, copies and frees in stream order.
     fn alive(s: &Self::Stream) -> TestResult;
+
+    // IPC through a POSIX-descriptor pool.
+    /// The child role importing in `ipc_two_processes`.
+    const IMPORTER: &'static str;
+    /// The API's result code; `INVALID_VALUE`, `UNKNOWN`: its two codes the IPC
+    /// importer expects.
+    type Code: Copy;
+    const INVALID_VALUE: Self::Code;
+    const UNKNOWN: Self::Code;
+    /// `Ok` if `code` is success, else a failure naming `what`.
+    fn ok(code: Self::Code, what: &str) -> TestResult;
+    /// A bad call's `got` against `want`, then the probe ([`BadInput`]).
+    fn bad(c: &mut BadInput, want: Self::Code, got: Self::Code, what: &str);
+    /// Device 0's pools can be exported as POSIX file descriptors.
+    fn fd_pools_supported(gpu: &Gpu) -> TestResult;
+    /// A pinned pool on device 0 exportable as a POSIX file descriptor.
+    fn fd_pool() -> Result<TwinPool<Self>, Failed>;
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed>;
+    /// Imports the pool `fd` names: the code and the entry point's name.
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (Self::Code, &'static str);
+    /// The 64 bytes that name allocation `p` to an importer.
+    fn export_pointer(p: CUdeviceptr) -> (Self::Code, [u8; 64]);
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (Self::Code, &'static str);
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (Self::Code, &'static str);
 }
 
 /// The kit's streams, as twin scenarios use them.
@@ -3223,6 +2945,83 @@ impl Api for Rt {
     fn alive(s: &RtStream) -> TestResult {
         rt_alive(s)
     }
+
+    const IMPORTER: &'static str = "rt_ipc_importer";
+    type Code = cudaError_t;
+    const INVALID_VALUE: cudaError_t = cudaErrorInvalidValue;
+    const UNKNOWN: cudaError_t = cudaErrorUnknown;
+    fn ok(code: cudaError_t, what: &str) -> TestResult {
+        common::check_rt(code, what)
+    }
+    fn bad(c: &mut BadInput, want: cudaError_t, got: cudaError_t, what: &str) {
+        c.rt(want, got, what);
+    }
+    fn fd_pools_supported(_gpu: &Gpu) -> TestResult {
+        let mut types = 0;
+        rt!(cudaDeviceGetAttribute(
+            &mut types,
+            cudaDevAttrMemoryPoolSupportedHandleTypes,
+            0
+        ))?;
+        ensure!(
+            types as u32 & cudaMemHandleTypePosixFileDescriptor.0 != 0,
+            "pools on device 0 do not support POSIX fds (handle types {types:#x})"
+        );
+        Ok(())
+    }
+    fn fd_pool() -> Result<TwinPool<Rt>, Failed> {
+        let mut pool = RtPool::create(&rt_props(
+            cudaMemAllocationTypePinned,
+            rt_loc(cudaMemLocationTypeDevice, 0),
+            cudaMemHandleTypePosixFileDescriptor,
+            0,
+        ))?;
+        let raw = std::mem::replace(&mut pool.0, null_mut());
+        Ok(TwinPool(raw, PhantomData))
+    }
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
+        let mut fd: i32 = -1;
+        rt!(cudaMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool,
+            cudaMemHandleTypePosixFileDescriptor,
+            0
+        ))?;
+        Ok(fd)
+    }
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (cudaError_t, &'static str) {
+        let fd_type = cudaMemHandleTypePosixFileDescriptor;
+        let handle = fd as usize as *mut c_void;
+        let r = unsafe { cudaMemPoolImportFromShareableHandle(pool, handle, fd_type, 0) };
+        (r, "cudaMemPoolImportFromShareableHandle")
+    }
+    fn export_pointer(p: CUdeviceptr) -> (cudaError_t, [u8; 64]) {
+        let mut export = cudaMemPoolPtrExportData::default();
+        let r = unsafe { cudaMemPoolExportPointer(&mut export, vp(p)) };
+        (r, export.reserved)
+    }
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (cudaError_t, &'static str) {
+        let mut export = cudaMemPoolPtrExportData { reserved: data };
+        let mut ptr: *mut c_void = null_mut();
+        let r = unsafe { cudaMemPoolImportPointer(&mut ptr, pool, &mut export) };
+        *p = ptr as CUdeviceptr;
+        (r, "cudaMemPoolImportPointer")
+    }
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (cudaError_t, &'static str) {
+        let mut ptr: *mut c_void = null_mut();
+        let r = unsafe { cudaMallocFromPoolAsync(&mut ptr, n, pool, s) };
+        *p = ptr as CUdeviceptr;
+        (r, "cudaMallocFromPoolAsync")
+    }
 }
 
 impl Api for Drv {
@@ -3345,6 +3144,74 @@ impl Api for Drv {
     fn alive(s: &CuStream) -> TestResult {
         cu_alive(s)
     }
+
+    const IMPORTER: &'static str = "drv_ipc_importer";
+    type Code = CUresult;
+    const INVALID_VALUE: CUresult = CUDA_ERROR_INVALID_VALUE;
+    const UNKNOWN: CUresult = CUDA_ERROR_UNKNOWN;
+    fn ok(code: CUresult, what: &str) -> TestResult {
+        common::check(code, what)
+    }
+    fn bad(c: &mut BadInput, want: CUresult, got: CUresult, what: &str) {
+        c.cu(want, got, what);
+    }
+    fn fd_pools_supported(gpu: &Gpu) -> TestResult {
+        let types = gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?;
+        ensure!(
+            types as u32 & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0 != 0,
+            "pools on device 0 do not support POSIX fds (handle types {types:#x})"
+        );
+        Ok(())
+    }
+    fn fd_pool() -> Result<TwinPool<Drv>, Failed> {
+        let mut pool = CuPool::create(&cu_props(
+            CU_MEM_ALLOCATION_TYPE_PINNED,
+            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        ))?;
+        let raw = std::mem::replace(&mut pool.0, null_mut());
+        Ok(TwinPool(raw, PhantomData))
+    }
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
+        let mut fd: i32 = -1;
+        cu!(cuMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0
+        ))?;
+        Ok(fd)
+    }
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (CUresult, &'static str) {
+        let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        let handle = fd as usize as *mut c_void;
+        let r = unsafe { cuMemPoolImportFromShareableHandle(pool, handle, fd_type, 0) };
+        (r, "cuMemPoolImportFromShareableHandle")
+    }
+    fn export_pointer(p: CUdeviceptr) -> (CUresult, [u8; 64]) {
+        let mut export = CUmemPoolPtrExportData::default();
+        let r = unsafe { cuMemPoolExportPointer(&mut export, p) };
+        (r, export.reserved)
+    }
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (CUresult, &'static str) {
+        let mut export = CUmemPoolPtrExportData { reserved: data };
+        let r = unsafe { cuMemPoolImportPointer(p, pool, &mut export) };
+        (r, "cuMemPoolImportPointer")
+    }
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (CUresult, &'static str) {
+        let r = unsafe { cuMemAllocFromPoolAsync(p, n, pool, s) };
+        (r, "cuMemAllocFromPoolAsync")
+    }
 }
 
 /// `twins!(scenario => rt_test, drv_test; ..)`: the runtime's and the
@@ -3364,6 +3231,7 @@ twins! {
     default_pool_round_trip => rt_default_pool_round_trip, drv_default_pool_round_trip;
     peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;
     leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
+    ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
 }
 
 /// The default pool: every way the API names it agrees (and, at start, is the
@@ -3560,6 +3428,156 @@ fn leak_10000_cycles<A: Api>() -> TestResult {
     created.destroy()
 }
 
+/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
+/// allocation exported (64 bytes over the socket); the child
+/// ([`ipc_importer`]) reads the exporter's bytes and writes its own, which the
+/// exporter then reads.
+fn ipc_two_processes<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    A::fd_pools_supported(&gpu)?;
+    let pool = A::fd_pool()?;
+    let fd = A::export_pool(pool.0)?;
+    ensure!(
+        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
+        "exported fd {fd} is not open"
+    );
+
+    let s = A::stream()?;
+    let p = A::alloc_from(pool.0, IPC_BYTES, s.raw())?;
+    let data = pattern(IPC_BYTES, EXPORTER_SEED);
+    A::write(p, &data, s.raw())?;
+    s.sync()?;
+    let (exported, export) = A::export_pointer(p);
+    let nonzero = export.iter().any(|&b| b != 0);
+    let exchanged = A::ok(exported, "exporting the pointer").and_then(|()| {
+        with_child(A::IMPORTER, |sock| {
+            send_fd(sock, fd)?;
+            sock.write_all(&export)?;
+            let mut answer = [0u8; 1];
+            sock.read_exact(&mut answer)
+                .map_err(|e| format!("no answer from the importer: {e}"))?;
+            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
+            Ok(())
+        })
+    });
+    unsafe { libc::close(fd) };
+
+    let mut back = vec![0u8; IPC_BYTES];
+    A::read(&mut back, p, s.raw())?;
+    A::free(p, s.raw())?;
+    s.sync()?;
+    exchanged?;
+    ensure!(nonzero, "the export data is all zeros");
+    same(
+        &back,
+        &pattern(IPC_BYTES, IMPORTER_SEED),
+        "the importer's bytes",
+    )?;
+    pool.destroy()
+}
+
+/// Child of [`ipc_two_processes`]: imports the pool and the pointer, reads,
+/// writes its own bytes, frees in stream order and answers `K`. Bad input on
+/// the way: the closed descriptor again, an allocation from the imported pool,
+/// export data of nothing.
+fn ipc_importer<A: Api>() -> TestResult {
+    let mut sock = child_socket(SOCK_VAR)?;
+    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
+    let _gpu = A::init()?;
+    let s = A::stream()?;
+    let mut c = BadInput::new(|_| A::alive(&s));
+    let fd = recv_fd(&sock)?;
+    let mut pool: CUmemoryPool = null_mut();
+    let (r, name) = A::import_pool(&mut pool, fd);
+    A::ok(r, name)?;
+    unsafe { libc::close(fd) };
+    // The closed descriptor cannot be imported again. The references list
+    // invalid value and out of memory (the driver's also not initialized);
+    // driver 580.159 returns "unknown" (measured on the H200), asserted here
+    // as measured.
+    let mut again: CUmemoryPool = null_mut();
+    let (r, name) = A::import_pool(&mut again, fd);
+    A::bad(
+        &mut c,
+        A::UNKNOWN,
+        r,
+        &format!("{name}(closed descriptor {fd})"),
+    );
+
+    let access = A::access(pool, 0)?;
+    if access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+        A::set_access(pool, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    }
+    let granted = A::access(pool, 0)?;
+    println!(
+        "importer: imported pool's access from device 0: {} then {}",
+        access.0, granted.0
+    );
+    ensure!(
+        granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "imported pool access {}",
+        granted.0
+    );
+
+    // Imported pools do not allocate.
+    let mut np: CUdeviceptr = 0;
+    let (r, name) = A::alloc_from_raw(&mut np, pool, 4096, s.raw());
+    if A::ok(r, name).is_ok() {
+        A::free(np, s.raw())?;
+    }
+    A::bad(
+        &mut c,
+        A::INVALID_VALUE,
+        r,
+        &format!("{name}(imported pool)"),
+    );
+
+    let mut export = [0u8; 64];
+    sock.read_exact(&mut export)?;
+    // Export data of nothing is refused.
+    let mut bp: CUdeviceptr = 0;
+    let (r, name) = A::import_pointer(&mut bp, pool, [0; 64]);
+    A::bad(
+        &mut c,
+        A::INVALID_VALUE,
+        r,
+        &format!("{name}(export data of zeros)"),
+    );
+
+    let mut p: CUdeviceptr = 0;
+    let (r, name) = A::import_pointer(&mut p, pool, export);
+    A::ok(r, name)?;
+    match pool_of(p) {
+        Ok(from) => {
+            println!("importer: pointer {p:#x} from pool {from:?} (imported pool {pool:?})")
+        }
+        Err(e) => println!(
+            "importer: pool of the imported pointer: {}",
+            e.message().unwrap_or("?")
+        ),
+    }
+    let mut back = vec![0u8; IPC_BYTES];
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    same(&back, &pattern(IPC_BYTES, EXPORTER_SEED), "importer read")?;
+    A::write(p, &pattern(IPC_BYTES, IMPORTER_SEED), s.raw())?;
+    // Freed in stream order and completed before the exporter is told.
+    // compute-sanitizer reported the 4 MiB as leaked (allocated by the pointer
+    // import) when the runtime twin used a plain cudaFree.
+    // CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT skips the free: the deliberate leak
+    // that `run.sh --sanitize` must catch (its self-test, on rt_ipc_two_processes).
+    if std::env::var_os(common::SELFTEST_LEAK_VAR).is_none() {
+        A::free(p, s.raw())?;
+        s.sync()?;
+        A::pool_destroy(pool)?;
+    } else {
+        println!("importer: self-test: the imported {IPC_BYTES} B are deliberately not freed");
+    }
+    sock.write_all(b"K")?;
+    c.finish()
+}
+
 /// A child process: a pool destroyed with one allocation outstanding; the
 /// allocation stays readable and is freed afterwards.
 fn destroy_outstanding<A: Api>() -> TestResult {
@@ -3619,8 +3637,8 @@ fn main() {
             drv_leak_10000_cycles,
         ],
         &[
-            ("rt_ipc_importer", rt_ipc_importer),
-            ("drv_ipc_importer", drv_ipc_importer),
+            ("rt_ipc_importer", ipc_importer::<Rt>),
+            ("drv_ipc_importer", ipc_importer::<Drv>),
             ("rt_pool_exporter", rt_pool_exporter),
             ("drv_pool_exporter", drv_pool_exporter),
             ("rt_pool_importer", rt_pool_importer),
