@@ -210,29 +210,8 @@ impl Drop for CopyKernel {
 // Runtime helpers
 // ---------------------------------------------------------------------------
 
-/// A created pool, destroyed on drop unless `destroy` was called.
-struct RtPool(cudaMemPool_t);
-
-impl RtPool {
-    fn create(props: &cudaMemPoolProps) -> Result<RtPool, Failed> {
-        let mut pool: cudaMemPool_t = null_mut();
-        rt!(cudaMemPoolCreate(&mut pool, props))?;
-        ensure!(!pool.is_null(), "cudaMemPoolCreate returned a null pool");
-        Ok(RtPool(pool))
-    }
-    fn destroy(mut self) -> TestResult {
-        let pool = std::mem::replace(&mut self.0, null_mut());
-        rt!(cudaMemPoolDestroy(pool))
-    }
-}
-
-impl Drop for RtPool {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            unsafe { cudaMemPoolDestroy(self.0) };
-        }
-    }
-}
+/// A runtime pool ([`TwinPool`]).
+type RtPool = TwinPool<Rt>;
 
 fn rt_props(
     alloc: cudaMemAllocationType,
@@ -1550,28 +1529,8 @@ fn rt_bad_input() -> TestResult {
 // Driver helpers
 // ---------------------------------------------------------------------------
 
-struct CuPool(CUmemoryPool);
-
-impl CuPool {
-    fn create(props: &CUmemPoolProps) -> Result<CuPool, Failed> {
-        let mut pool: CUmemoryPool = null_mut();
-        cu!(cuMemPoolCreate(&mut pool, props))?;
-        ensure!(!pool.is_null(), "cuMemPoolCreate returned a null pool");
-        Ok(CuPool(pool))
-    }
-    fn destroy(mut self) -> TestResult {
-        let pool = std::mem::replace(&mut self.0, null_mut());
-        cu!(cuMemPoolDestroy(pool))
-    }
-}
-
-impl Drop for CuPool {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            unsafe { cuMemPoolDestroy(self.0) };
-        }
-    }
-}
+/// A driver pool ([`TwinPool`]).
+type CuPool = TwinPool<Drv>;
 
 fn cu_props(
     alloc: CUmemAllocationType,
@@ -2724,6 +2683,9 @@ trait Api: Sized {
     fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed>;
     /// A pinned pool on device 0, no handle types, no maximum size.
     fn device_pool() -> Result<TwinPool<Self>, Failed>;
+    /// A pool's properties (`cudaMemPoolProps`, `CUmemPoolProps`).
+    type Props;
+    fn pool_create(props: &Self::Props) -> Result<CUmemoryPool, Failed>;
     fn pool_destroy(pool: CUmemoryPool) -> TestResult;
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
     fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
@@ -2810,6 +2772,15 @@ impl TwinStream for CuStream {
 struct TwinPool<A: Api>(CUmemoryPool, PhantomData<A>);
 
 impl<A: Api> TwinPool<A> {
+    fn create(props: &A::Props) -> Result<TwinPool<A>, Failed> {
+        let pool = A::pool_create(props)?;
+        ensure!(
+            !pool.is_null(),
+            "{} pool create returned a null pool",
+            A::NAME
+        );
+        Ok(TwinPool(pool, PhantomData))
+    }
     fn destroy(mut self) -> TestResult {
         A::pool_destroy(std::mem::replace(&mut self.0, null_mut()))
     }
@@ -2856,9 +2827,13 @@ impl Api for Rt {
         ])
     }
     fn device_pool() -> Result<TwinPool<Rt>, Failed> {
-        let mut pool = RtPool::create(&rt_device_props(0))?;
-        let raw = std::mem::replace(&mut pool.0, null_mut());
-        Ok(TwinPool(raw, PhantomData))
+        RtPool::create(&rt_device_props(0))
+    }
+    type Props = cudaMemPoolProps;
+    fn pool_create(props: &cudaMemPoolProps) -> Result<CUmemoryPool, Failed> {
+        let mut pool: cudaMemPool_t = null_mut();
+        rt!(cudaMemPoolCreate(&mut pool, props))?;
+        Ok(pool)
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         rt!(cudaMemPoolDestroy(pool))
@@ -2970,14 +2945,12 @@ impl Api for Rt {
         Ok(())
     }
     fn fd_pool() -> Result<TwinPool<Rt>, Failed> {
-        let mut pool = RtPool::create(&rt_props(
+        RtPool::create(&rt_props(
             cudaMemAllocationTypePinned,
             rt_loc(cudaMemLocationTypeDevice, 0),
             cudaMemHandleTypePosixFileDescriptor,
             0,
-        ))?;
-        let raw = std::mem::replace(&mut pool.0, null_mut());
-        Ok(TwinPool(raw, PhantomData))
+        ))
     }
     fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
         let mut fd: i32 = -1;
@@ -3062,9 +3035,13 @@ impl Api for Drv {
         ])
     }
     fn device_pool() -> Result<TwinPool<Drv>, Failed> {
-        let mut pool = CuPool::create(&cu_device_props(0))?;
-        let raw = std::mem::replace(&mut pool.0, null_mut());
-        Ok(TwinPool(raw, PhantomData))
+        CuPool::create(&cu_device_props(0))
+    }
+    type Props = CUmemPoolProps;
+    fn pool_create(props: &CUmemPoolProps) -> Result<CUmemoryPool, Failed> {
+        let mut pool: CUmemoryPool = null_mut();
+        cu!(cuMemPoolCreate(&mut pool, props))?;
+        Ok(pool)
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         cu!(cuMemPoolDestroy(pool))
@@ -3164,14 +3141,12 @@ impl Api for Drv {
         Ok(())
     }
     fn fd_pool() -> Result<TwinPool<Drv>, Failed> {
-        let mut pool = CuPool::create(&cu_props(
+        CuPool::create(&cu_props(
             CU_MEM_ALLOCATION_TYPE_PINNED,
             cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0,
-        ))?;
-        let raw = std::mem::replace(&mut pool.0, null_mut());
-        Ok(TwinPool(raw, PhantomData))
+        ))
     }
     fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
         let mut fd: i32 = -1;
