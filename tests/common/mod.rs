@@ -86,6 +86,11 @@ impl DeviceTest {
         DeviceTest::ignored(name, format!("`{entry}`: not in {release}"))
     }
 
+    /// An empty list, which `device_tests!` fills one test at a time.
+    pub fn none() -> Vec<DeviceTest> {
+        Vec::new()
+    }
+
     /// Runs the test, as a libtest-mimic trial would.
     fn run(self) -> Result<Completion, Failed> {
         if let Run::Ignored(reason) = self.run {
@@ -115,8 +120,9 @@ impl DeviceTest {
 #[macro_export]
 macro_rules! device_tests {
     ($($(#[$attr:meta])* $name:ident $(@ $gpus:literal)? $(if cfg($cfg:meta) else $why:literal)?),* $(,)?) => {{
+        // One statement a test, so that a cfg'd entry leaves out its own.
         #[allow(unused_mut)]
-        let mut tests = Vec::new();
+        let mut tests = $crate::common::DeviceTest::none();
         $(
             $(#[cfg($cfg)])? $(#[$attr])*
             tests.push($crate::common::test_gpus(
