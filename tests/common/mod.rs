@@ -5,6 +5,14 @@
 //! with the reason (visible in the test output); it never passes without running.
 //! A test binary can re-run itself as a child process (`spawn_child`) for the
 //! multi-process tests, and pass file descriptors over a Unix socket.
+//!
+//! The kit, one of each: tests are registered with `device_tests![]` (a test
+//! of an entry point the headers' release lacks is one entry, reported
+//! ignored with the reason: [`DeviceTest::not_in_release`]); failed checks are
+//! collected in [`Checks`]; a bad call and the proof the process still works
+//! afterwards are one `bad!`/[`BadInput`] call; bytes are [`pattern`] and
+//! compared with [`same`]; device memory, page-locked memory, streams, events
+//! and the host NUMA ids are in [`memory`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
