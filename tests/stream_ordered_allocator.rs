@@ -409,233 +409,6 @@ fn rt_init() -> Result<Gpu, Failed> {
 // Runtime tests
 // ---------------------------------------------------------------------------
 
-/// Pools created for each location the reference allows: device, host, host
-/// NUMA, managed (preferred location device 0, and none); documented
-/// creation errors.
-fn rt_created_pools_each_location() -> TestResult {
-    let gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let kernel = CopyKernel::load()?;
-    const N: usize = 2 * MIB;
-
-    // Device pool: accessible from its device, data round trip, figures.
-    {
-        let pool = RtPool::create(&rt_device_props(0))?;
-        let flags = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        ensure!(
-            flags == cudaMemAccessFlagsProtReadWrite,
-            "device pool access from device 0: {}",
-            flags.0
-        );
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        rt_round_trip(p, &pattern(N, 2), &s)?;
-        let during = rt_figures(pool.0)?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        let after = rt_figures(pool.0)?;
-        println!("device pool during: {during}; after: {after}");
-        ensure!(
-            from == pool.0,
-            "allocation's pool {from:?} is not the created pool {:?}",
-            pool.0
-        );
-        ensure!(
-            during.used == N as u64,
-            "used {} with one {N}-byte allocation",
-            during.used
-        );
-        ensure!(after.used == 0, "used {} after the free", after.used);
-        pool.destroy()?;
-    }
-
-    // Host and host-NUMA pools: accessible from the host CPU by default, from the
-    // device once cudaMemPoolSetAccess grants it.
-    let numa = gpu.host_numa_node()?;
-    for (name, loc) in [
-        ("host", rt_loc(cudaMemLocationTypeHost, 0)),
-        ("host NUMA", rt_loc(cudaMemLocationTypeHostNuma, numa)),
-    ] {
-        let pool = RtPool::create(&rt_props(
-            cudaMemAllocationTypePinned,
-            loc,
-            cudaMemHandleTypeNone,
-            0,
-        ))?;
-        let before = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        s.sync()?;
-        let from = pool_of(p as u64)?;
-        // The CPU writes the memory directly.
-        let data = pattern(N, 3);
-        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        // Device access granted: the device reads it with a kernel.
-        rt_set_access(
-            pool.0,
-            rt_loc(cudaMemLocationTypeDevice, 0),
-            cudaMemAccessFlagsProtReadWrite,
-        )?;
-        let granted = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        let mut d: *mut c_void = null_mut();
-        rt!(cudaMallocAsync(&mut d, N, s.0))?;
-        kernel.copy(d as u64, p as u64, N, s.0)?;
-        let mut back = vec![0u8; N];
-        rt!(cudaMemcpyAsync(
-            back.as_mut_ptr().cast(),
-            d,
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        // And the device writes it; the CPU reads the result directly.
-        let data2 = pattern(N, 4);
-        rt!(cudaMemcpyAsync(
-            d,
-            data2.as_ptr().cast(),
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        kernel.copy(p as u64, d as u64, N, s.0)?;
-        s.sync()?;
-        let seen = unsafe { std::slice::from_raw_parts(p as *const u8, N) }.to_vec();
-        let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
-        rt!(cudaFreeAsync(d, s.0))?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        println!(
-            "{name} pool (id {}): access from device 0 before {} after {}, pointer type {}, used {used} B",
-            loc.id, before.0, granted.0, attrs.type_.0
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        ensure!(
-            before == cudaMemAccessFlagsProtNone,
-            "{name}: device access before granting: {}",
-            before.0
-        );
-        ensure!(
-            granted == cudaMemAccessFlagsProtReadWrite,
-            "{name}: device access after granting: {}",
-            granted.0
-        );
-        same(
-            &back,
-            &data,
-            &format!("{name}: the device read wrong bytes"),
-        )?;
-        same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
-        ensure!(
-            used >= N as u64,
-            "{name}: used {used} with a {N}-byte allocation"
-        );
-        pool.destroy()?;
-    }
-
-    // Managed pools: memory both the CPU and the device use directly.
-    for (name, loc) in [
-        (
-            "managed, preferred device 0",
-            rt_loc(cudaMemLocationTypeDevice, 0),
-        ),
-        (
-            "managed, no preferred location",
-            rt_loc(cudaMemLocationTypeNone, 0),
-        ),
-    ] {
-        let pool = RtPool::create(&rt_props(
-            cudaMemAllocationTypeManaged,
-            loc,
-            cudaMemHandleTypeNone,
-            0,
-        ))?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        rt!(cudaMemsetAsync(p, 0x5A, N, s.0))?;
-        s.sync()?;
-        let all_5a = unsafe { std::slice::from_raw_parts(p as *const u8, N) }
-            .iter()
-            .all(|&b| b == 0x5A);
-        let data = pattern(N, 5);
-        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
-        let mut d: *mut c_void = null_mut();
-        rt!(cudaMallocAsync(&mut d, N, s.0))?;
-        kernel.copy(d as u64, p as u64, N, s.0)?;
-        let mut back = vec![0u8; N];
-        rt!(cudaMemcpyAsync(
-            back.as_mut_ptr().cast(),
-            d,
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        s.sync()?;
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(d, s.0))?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        println!("{name} pool: pointer type {}", attrs.type_.0);
-        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
-        same(
-            &back,
-            &data,
-            &format!("{name}: the device read wrong bytes"),
-        )?;
-        ensure!(
-            attrs.type_ == cudaMemoryTypeManaged,
-            "{name}: pointer type {}",
-            attrs.type_.0
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        pool.destroy()?;
-    }
-
-    // Documented creation errors.
-    eprintln!("rt_created_pools_each_location: creation errors");
-    let mut pool: cudaMemPool_t = null_mut();
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolCreate(
-            &mut pool,
-            &rt_props(
-                cudaMemAllocationTypePinned,
-                rt_loc(cudaMemLocationTypeHost, 0),
-                cudaMemHandleTypePosixFileDescriptor,
-                0
-            )
-        )
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolCreate(
-            &mut pool,
-            &rt_props(
-                cudaMemAllocationTypePinned,
-                rt_loc(cudaMemLocationTypeHostNumaCurrent, 0),
-                cudaMemHandleTypeNone,
-                0
-            )
-        )
-    )?;
-    rt_alive(&s)?;
-    drop(kernel);
-    Ok(())
-}
-
 /// cudaMemPoolDestroy / cuMemPoolDestroy with an allocation outstanding
 /// "return immediately"; the resources are released once nothing is
 /// outstanding, so the allocation keeps its bytes until freed. Run in child
@@ -1632,150 +1405,6 @@ fn cu_alive(s: &CuStream) -> TestResult {
 // Driver tests
 // ---------------------------------------------------------------------------
 
-/// cuMemPoolCreate for device, host, host NUMA and managed locations;
-/// cuMemAllocFromPoolAsync; cuMemPoolDestroy; documented creation errors.
-fn drv_created_pools_each_location() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let kernel = CopyKernel::load()?;
-    let numa = gpu.host_numa_node()?;
-    const N: usize = 2 * MIB;
-    let dev0 = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-
-    // Device.
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let access = cu_get_access(pool.0, dev0)?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    cu_round_trip(p, &pattern(N, 42), &s)?;
-    let during = cu_figures(pool.0)?;
-    let from = pool_of(p)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = cu_figures(pool.0)?;
-    println!("driver device pool during: {during}; after: {after}");
-    ensure!(
-        access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "device pool access from device 0: {}",
-        access.0
-    );
-    ensure!(
-        from == pool.0 && during.used == N as u64 && after.used == 0,
-        "device pool: from {from:?}, {during} / {after}"
-    );
-    pool.destroy()?;
-
-    // Host and host NUMA.
-    for (name, loc) in [
-        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
-        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
-    ] {
-        let pool = CuPool::create(&cu_props(
-            CU_MEM_ALLOCATION_TYPE_PINNED,
-            loc,
-            CU_MEM_HANDLE_TYPE_NONE,
-            0,
-        ))?;
-        let before = cu_get_access(pool.0, dev0)?;
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        s.sync()?;
-        let data = pattern(N, 43);
-        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
-        cu_set_access(pool.0, dev0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-        let granted = cu_get_access(pool.0, dev0)?;
-        let mut d: CUdeviceptr = 0;
-        cu!(cuMemAllocAsync(&mut d, N, s.0))?;
-        kernel.copy(d, p, N, s.0)?;
-        let mut back = vec![0u8; N];
-        cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d, N, s.0))?;
-        s.sync()?;
-        let from = pool_of(p)?;
-        cu!(cuMemFreeAsync(d, s.0))?;
-        cu!(cuMemFreeAsync(p, s.0))?;
-        s.sync()?;
-        ensure!(
-            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-            "{name}: device access before granting {}",
-            before.0
-        );
-        ensure!(
-            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            "{name}: device access after granting {}",
-            granted.0
-        );
-        same(&back, &data, &format!("{name}: the device read"))?;
-        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
-        pool.destroy()?;
-    }
-
-    // Managed.
-    for (name, loc) in [
-        ("managed, device 0", dev0),
-        ("managed, no location", cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0)),
-    ] {
-        let pool = CuPool::create(&cu_props(
-            CU_MEM_ALLOCATION_TYPE_MANAGED,
-            loc,
-            CU_MEM_HANDLE_TYPE_NONE,
-            0,
-        ))?;
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        cu!(cuMemsetD8Async(p, 0xC3, N, s.0))?;
-        s.sync()?;
-        let host = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) };
-        let all_c3 = host.iter().all(|&b| b == 0xC3);
-        let mut managed: u32 = 0;
-        cu!(cuPointerGetAttribute(
-            (&mut managed as *mut u32).cast(),
-            CU_POINTER_ATTRIBUTE_IS_MANAGED,
-            p
-        ))?;
-        let from = pool_of(p)?;
-        cu!(cuMemFreeAsync(p, s.0))?;
-        s.sync()?;
-        ensure!(all_c3, "{name}: the CPU does not see the device's memset");
-        ensure!(
-            managed == 1,
-            "{name}: CU_POINTER_ATTRIBUTE_IS_MANAGED = {managed}"
-        );
-        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
-        pool.destroy()?;
-    }
-
-    // Documented creation errors.
-    let mut bad: CUmemoryPool = null_mut();
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolCreate(
-            &mut bad,
-            &cu_props(
-                CU_MEM_ALLOCATION_TYPE_PINNED,
-                cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0),
-                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                0
-            )
-        )
-    )?;
-    cu_alive(&s)?;
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolCreate(
-            &mut bad,
-            &cu_props(
-                CU_MEM_ALLOCATION_TYPE_PINNED,
-                cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
-                CU_MEM_HANDLE_TYPE_NONE,
-                0
-            )
-        )
-    )?;
-    cu_alive(&s)?;
-    drop(kernel);
-    Ok(())
-}
-
 /// Two streams with driver events; reuse through an event dependency in a
 /// pool of one block, refused when the policy is off.
 fn drv_two_streams_event_ordered_reuse() -> TestResult {
@@ -2686,6 +2315,18 @@ trait Api: Sized {
     /// A pool's properties (`cudaMemPoolProps`, `CUmemPoolProps`).
     type Props;
     fn pool_create(props: &Self::Props) -> Result<CUmemoryPool, Failed>;
+    /// The API's pool properties for the driver's values of the three kinds
+    /// (the runtime's enumerators have the same numbers: checked below).
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> Self::Props;
+    /// Creating a pool with `props` fails with "invalid value" (a pool made
+    /// anyway is destroyed).
+    fn create_refused(props: &Self::Props, what: &str) -> TestResult;
+    /// The pointer is managed memory, as the API reports it.
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed>;
     fn pool_destroy(pool: CUmemoryPool) -> TestResult;
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
     fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
@@ -2834,6 +2475,35 @@ impl Api for Rt {
         let mut pool: cudaMemPool_t = null_mut();
         rt!(cudaMemPoolCreate(&mut pool, props))?;
         Ok(pool)
+    }
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> cudaMemPoolProps {
+        rt_props(
+            cudaMemAllocationType(alloc.0),
+            rt_loc(cudaMemLocationType(loc.type_.0), loc.id),
+            cudaMemAllocationHandleType(handles.0),
+            0,
+        )
+    }
+    fn create_refused(props: &cudaMemPoolProps, what: &str) -> TestResult {
+        let mut pool: cudaMemPool_t = null_mut();
+        let r = unsafe { cudaMemPoolCreate(&mut pool, props) };
+        if r == cudaSuccess {
+            rt!(cudaMemPoolDestroy(pool))?;
+        }
+        common::expect_rt_error(
+            r,
+            cudaErrorInvalidValue,
+            &format!("cudaMemPoolCreate({what})"),
+        )
+    }
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed> {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        Ok(attrs.type_ == cudaMemoryTypeManaged)
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         rt!(cudaMemPoolDestroy(pool))
@@ -3043,6 +2713,34 @@ impl Api for Drv {
         cu!(cuMemPoolCreate(&mut pool, props))?;
         Ok(pool)
     }
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> CUmemPoolProps {
+        cu_props(alloc, loc, handles, 0)
+    }
+    fn create_refused(props: &CUmemPoolProps, what: &str) -> TestResult {
+        let mut pool: CUmemoryPool = null_mut();
+        let r = unsafe { cuMemPoolCreate(&mut pool, props) };
+        if r == CUDA_SUCCESS {
+            cu!(cuMemPoolDestroy(pool))?;
+        }
+        common::expect_error(
+            r,
+            CUDA_ERROR_INVALID_VALUE,
+            &format!("cuMemPoolCreate({what})"),
+        )
+    }
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed> {
+        let mut managed: u32 = 0;
+        cu!(cuPointerGetAttribute(
+            (&mut managed as *mut u32).cast(),
+            CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            p
+        ))?;
+        Ok(managed == 1)
+    }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         cu!(cuMemPoolDestroy(pool))
     }
@@ -3207,7 +2905,21 @@ twins! {
     peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;
     leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
     ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
+    created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
 }
+
+// The runtime's enumerators that `Rt::props` converts by number.
+const _: () = {
+    assert!(cudaMemAllocationTypePinned.0 == CU_MEM_ALLOCATION_TYPE_PINNED.0);
+    assert!(cudaMemAllocationTypeManaged.0 == CU_MEM_ALLOCATION_TYPE_MANAGED.0);
+    assert!(cudaMemLocationTypeNone.0 == CU_MEM_LOCATION_TYPE_NONE.0);
+    assert!(cudaMemLocationTypeDevice.0 == CU_MEM_LOCATION_TYPE_DEVICE.0);
+    assert!(cudaMemLocationTypeHost.0 == CU_MEM_LOCATION_TYPE_HOST.0);
+    assert!(cudaMemLocationTypeHostNuma.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA.0);
+    assert!(cudaMemLocationTypeHostNumaCurrent.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT.0);
+    assert!(cudaMemHandleTypeNone.0 == CU_MEM_HANDLE_TYPE_NONE.0);
+    assert!(cudaMemHandleTypePosixFileDescriptor.0 == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0);
+};
 
 /// The default pool: every way the API names it agrees (and, at start, is the
 /// current pool); allocating takes memory from it (used figure, pointer's
@@ -3350,6 +3062,185 @@ fn peer_pool_access<A: Api>() -> TestResult {
         peer_none.0
     );
     pool.destroy()
+}
+
+/// Pools created for each location the references allow: device, host, host
+/// NUMA, managed (preferred location device 0, and none), each with bytes
+/// through it, its figures and access; then the documented creation errors.
+fn created_pools_each_location<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let kernel = CopyKernel::load()?;
+    const N: usize = 2 * MIB;
+    let (pinned, managed, no_handles) = (
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        CU_MEM_ALLOCATION_TYPE_MANAGED,
+        CU_MEM_HANDLE_TYPE_NONE,
+    );
+
+    // Device pool: accessible from its device, data round trip, figures.
+    {
+        let pool = A::device_pool()?;
+        let flags = A::access(pool.0, 0)?;
+        ensure!(
+            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "device pool access from device 0: {}",
+            flags.0
+        );
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        let (data, mut back) = (pattern(N, 2), vec![0u8; N]);
+        A::write(p, &data, s.raw())?;
+        A::read(&mut back, p, s.raw())?;
+        s.sync()?;
+        same(&back, &data, "bytes changed through pool memory")?;
+        let during = A::figures(pool.0)?;
+        let from = pool_of(p)?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        let after = A::figures(pool.0)?;
+        println!("{} device pool during: {during}; after: {after}", A::NAME);
+        ensure!(
+            from == pool.0,
+            "allocation's pool {from:?} is not the created pool {:?}",
+            pool.0
+        );
+        ensure!(
+            during.used == N as u64,
+            "used {} with one {N}-byte allocation",
+            during.used
+        );
+        ensure!(after.used == 0, "used {} after the free", after.used);
+        pool.destroy()?;
+    }
+
+    // Host and host-NUMA pools: accessible from the host CPU by default, from the
+    // device once access is granted.
+    let numa = gpu.host_numa_node()?;
+    for (name, loc) in [
+        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
+        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
+    ] {
+        let pool = TwinPool::<A>::create(&A::props(pinned, loc, no_handles))?;
+        let before = A::access(pool.0, 0)?;
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        s.sync()?;
+        let from = pool_of(p)?;
+        // The CPU writes the memory directly.
+        let data = pattern(N, 3);
+        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
+        // Device access granted: the device reads it with a kernel.
+        A::set_access(pool.0, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+        let granted = A::access(pool.0, 0)?;
+        let d = A::alloc(N, s.raw())?;
+        kernel.copy(d, p, N, s.raw())?;
+        let mut back = vec![0u8; N];
+        A::read(&mut back, d, s.raw())?;
+        // And the device writes it; the CPU reads the result directly.
+        let data2 = pattern(N, 4);
+        A::write(d, &data2, s.raw())?;
+        kernel.copy(p, d, N, s.raw())?;
+        s.sync()?;
+        let seen = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }.to_vec();
+        let used = A::figures(pool.0)?.used;
+        A::free(d, s.raw())?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        println!(
+            "{} {name} pool (id {}): access from device 0 before {} after {}, used {used} B",
+            A::NAME,
+            loc.id,
+            before.0,
+            granted.0
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        ensure!(
+            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+            "{name}: device access before granting: {}",
+            before.0
+        );
+        ensure!(
+            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "{name}: device access after granting: {}",
+            granted.0
+        );
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
+        same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
+        ensure!(
+            used >= N as u64,
+            "{name}: used {used} with a {N}-byte allocation"
+        );
+        pool.destroy()?;
+    }
+
+    // Managed pools: memory both the CPU and the device use directly.
+    for (name, loc) in [
+        (
+            "managed, preferred device 0",
+            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        ),
+        (
+            "managed, no preferred location",
+            cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
+        ),
+    ] {
+        let pool = TwinPool::<A>::create(&A::props(managed, loc, no_handles))?;
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        A::memset(p, 0x5A, N, s.raw())?;
+        s.sync()?;
+        let all_5a = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }
+            .iter()
+            .all(|&b| b == 0x5A);
+        let data = pattern(N, 5);
+        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
+        let d = A::alloc(N, s.raw())?;
+        kernel.copy(d, p, N, s.raw())?;
+        let mut back = vec![0u8; N];
+        A::read(&mut back, d, s.raw())?;
+        s.sync()?;
+        let is_managed = A::is_managed(p)?;
+        let from = pool_of(p)?;
+        A::free(d, s.raw())?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
+        ensure!(
+            is_managed,
+            "{name}: not managed memory, as the {} says",
+            A::NAME
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        pool.destroy()?;
+    }
+
+    // Documented creation errors: host memory with IPC handles, and
+    // HOST_NUMA_CURRENT.
+    eprintln!("{} created_pools_each_location: creation errors", A::NAME);
+    let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let fd = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    A::create_refused(&A::props(pinned, host, fd), "host pool with POSIX fds")?;
+    A::alive(&s)?;
+    let current = cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+    A::create_refused(&A::props(pinned, current, no_handles), "HOST_NUMA_CURRENT")?;
+    A::alive(&s)?;
+    drop(kernel);
+    Ok(())
 }
 
 /// 10,000 allocate/memset/free cycles in stream order, in the default pool
