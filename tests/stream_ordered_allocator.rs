@@ -886,197 +886,6 @@ fn rt_trim_to_and_release_threshold() -> TestResult {
     pool.destroy()
 }
 
-/// Current pools: cudaMemGetMemPool/cudaMemSetMemPool for device, host, host
-/// NUMA and managed locations; cudaMallocAsync follows the device's current
-/// pool; mismatches refused; destroying the current pool restores the default.
-fn rt_current_pool_get_set() -> TestResult {
-    let gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let numa = gpu.host_numa_node()?;
-    let pinned = cudaMemAllocationTypePinned;
-    let mut dev = rt_loc(cudaMemLocationTypeDevice, 0);
-
-    let mut dflt: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetDefaultMemPool(&mut dflt, &mut dev, pinned))?;
-    let mut cur: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut cur, &mut dev, pinned))?;
-    ensure!(
-        cur == dflt,
-        "device 0's current pool {cur:?} is not its default {dflt:?} at start"
-    );
-
-    // A created pool made current: cudaMallocAsync allocates from it.
-    let pool = RtPool::create(&rt_device_props(0))?;
-    rt!(cudaMemSetMemPool(&mut dev, pinned, pool.0))?;
-    let mut got: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    let mut via_device: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetMemPool(&mut via_device, 0))?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, 4 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p as u64)?;
-    let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    // Restore the default: cudaMallocAsync goes back to it.
-    rt!(cudaMemSetMemPool(&mut dev, pinned, dflt))?;
-    let mut restored: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut restored, &mut dev, pinned))?;
-    let mut q: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut q, 4 * MIB, s.0))?;
-    s.sync()?;
-    let from_q = pool_of(q as u64)?;
-    rt!(cudaFreeAsync(q, s.0))?;
-    s.sync()?;
-    ensure!(got == pool.0 && via_device == pool.0, "after cudaMemSetMemPool: cudaMemGetMemPool {got:?}, cudaDeviceGetMemPool {via_device:?}, set {:?}", pool.0);
-    ensure!(
-        from == pool.0,
-        "cudaMallocAsync took memory from {from:?}, not the current pool {:?}",
-        pool.0
-    );
-    ensure!(
-        used >= 4 * MIB as u64,
-        "the current pool's used memory is {used} with 4 MiB allocated"
-    );
-    ensure!(
-        restored == dflt && from_q == dflt,
-        "after restoring: current {restored:?}, allocation from {from_q:?}, default {dflt:?}"
-    );
-
-    // cudaDeviceSetMemPool is the same setting; destroying the current pool
-    // makes the default current again.
-    rt!(cudaDeviceSetMemPool(0, pool.0))?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == pool.0,
-        "cudaDeviceSetMemPool not seen by cudaMemGetMemPool: {got:?}"
-    );
-    pool.destroy()?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == dflt,
-        "after destroying the current pool the current one is {got:?}, not the default {dflt:?}"
-    );
-
-    // Host, host NUMA and managed locations: default, set, get, restore.
-    let managed = cudaMemAllocationTypeManaged;
-    for (name, loc, kind) in [
-        ("host", rt_loc(cudaMemLocationTypeHost, 0), pinned),
-        (
-            "host NUMA",
-            rt_loc(cudaMemLocationTypeHostNuma, numa),
-            pinned,
-        ),
-        (
-            "managed, no location",
-            rt_loc(cudaMemLocationTypeNone, 0),
-            managed,
-        ),
-        (
-            "managed, device 0",
-            rt_loc(cudaMemLocationTypeDevice, 0),
-            managed,
-        ),
-    ] {
-        let mut l = loc;
-        let mut ldflt: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetDefaultMemPool(&mut ldflt, &mut l, kind))?;
-        let mut lcur: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lcur, &mut l, kind))?;
-        let created = RtPool::create(&rt_props(kind, loc, cudaMemHandleTypeNone, 0))?;
-        rt!(cudaMemSetMemPool(&mut l, kind, created.0))?;
-        let mut lset: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lset, &mut l, kind))?;
-        // The default pool of the location gives memory of that kind.
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, MIB, ldflt, s.0))?;
-        s.sync()?;
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        rt!(cudaMemSetMemPool(&mut l, kind, ldflt))?;
-        let mut lback: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lback, &mut l, kind))?;
-        println!(
-            "{name}: default pool {ldflt:?}, memory type {}",
-            attrs.type_.0
-        );
-        ensure!(
-            !ldflt.is_null() && ldflt != dflt,
-            "{name}: default pool {ldflt:?} (device 0's is {dflt:?})"
-        );
-        ensure!(
-            lcur == ldflt,
-            "{name}: current {lcur:?} is not the default {ldflt:?}"
-        );
-        ensure!(
-            lset == created.0,
-            "{name}: current after set {lset:?}, set {:?}",
-            created.0
-        );
-        ensure!(lback == ldflt, "{name}: current after restoring {lback:?}");
-        ensure!(from == ldflt, "{name}: allocation's pool {from:?}");
-        let expected_type = if kind == managed {
-            cudaMemoryTypeManaged
-        } else {
-            cudaMemoryTypeHost
-        };
-        ensure!(
-            attrs.type_ == expected_type,
-            "{name}: memory type {}",
-            attrs.type_.0
-        );
-        created.destroy()?;
-    }
-
-    // Documented mismatches: the pool's location and kind must match.
-    let host_pool = RtPool::create(&rt_props(
-        pinned,
-        rt_loc(cudaMemLocationTypeHost, 0),
-        cudaMemHandleTypeNone,
-        0,
-    ))?;
-    let dev_pool = RtPool::create(&rt_device_props(0))?;
-    let mut host = rt_loc(cudaMemLocationTypeHost, 0);
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut dev, pinned, host_pool.0)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut host, pinned, dev_pool.0)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut dev, managed, dev_pool.0)
-    )?;
-    rt_alive(&s)?;
-    let mut none = rt_loc(cudaMemLocationTypeNone, 0);
-    let mut out: cudaMemPool_t = null_mut();
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemGetDefaultMemPool(&mut out, &mut none, pinned)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemGetMemPool(&mut out, &mut none, pinned)
-    )?;
-    rt_alive(&s)?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == dflt,
-        "the refused calls changed device 0's current pool to {got:?}"
-    );
-    host_pool.destroy()?;
-    dev_pool.destroy()
-}
-
 /// Runs this binary as a child in `role`, connected by a socket; `exchange` is
 /// the parent's side of the conversation. The socket is closed (so that a
 /// child still reading sees the end) and the child waited for on every path;
@@ -1578,86 +1387,6 @@ fn drv_attributes_and_trim() -> TestResult {
         cu_alive(&s)?;
     }
     pool.destroy()
-}
-
-/// cuMemSetMemPool/cuMemGetMemPool and cuDeviceSetMemPool/cuDeviceGetMemPool:
-/// cuMemAllocAsync follows the current pool; host location set and restored.
-fn drv_current_pool_get_set() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let pinned = CU_MEM_ALLOCATION_TYPE_PINNED;
-    let mut dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let mut dflt: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
-
-    let pool = CuPool::create(&cu_device_props(0))?;
-    cu!(cuMemSetMemPool(&mut dev, pinned, pool.0))?;
-    let (mut got, mut via_dev): (CUmemoryPool, CUmemoryPool) = (null_mut(), null_mut());
-    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
-    cu!(cuDeviceGetMemPool(&mut via_dev, gpu.dev))?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p)?;
-    let used = cu_get_u64(pool.0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    ensure!(
-        got == pool.0 && via_dev == pool.0,
-        "after cuMemSetMemPool: {got:?} / {via_dev:?}, set {:?}",
-        pool.0
-    );
-    ensure!(
-        from == pool.0 && used >= 2 * MIB as u64,
-        "cuMemAllocAsync took from {from:?} (used {used})"
-    );
-
-    cu!(cuDeviceSetMemPool(gpu.dev, dflt))?;
-    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
-    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    ensure!(
-        got == dflt && from == dflt,
-        "after cuDeviceSetMemPool(default): current {got:?}, from {from:?}"
-    );
-
-    cu!(cuDeviceSetMemPool(gpu.dev, pool.0))?;
-    pool.destroy()?;
-    cu!(cuDeviceGetMemPool(&mut got, gpu.dev))?;
-    ensure!(
-        got == dflt,
-        "destroying the current pool left {got:?} current, not the default"
-    );
-
-    // Host location.
-    let mut host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
-    let mut hdflt: CUmemoryPool = null_mut();
-    cu!(cuMemGetDefaultMemPool(&mut hdflt, &mut host, pinned))?;
-    let hpool = CuPool::create(&cu_props(pinned, host, CU_MEM_HANDLE_TYPE_NONE, 0))?;
-    cu!(cuMemSetMemPool(&mut host, pinned, hpool.0))?;
-    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
-    let set_ok = got == hpool.0;
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemSetMemPool(&mut dev, pinned, hpool.0)
-    )?;
-    cu_alive(&s)?;
-    cu!(cuMemSetMemPool(&mut host, pinned, hdflt))?;
-    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
-    ensure!(
-        set_ok && got == hdflt && !hdflt.is_null() && hdflt != dflt,
-        "host location: set {set_ok}, restored {got:?}, default {hdflt:?}"
-    );
-    let mut none = cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0);
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemGetDefaultMemPool(&mut got, &mut none, pinned)
-    )?;
-    cu_alive(&s)?;
-    hpool.destroy()
 }
 
 // ---------------------------------------------------------------------------
@@ -2327,6 +2056,22 @@ trait Api: Sized {
     fn create_refused(props: &Self::Props, what: &str) -> TestResult;
     /// The pointer is managed memory, as the API reports it.
     fn is_managed(p: CUdeviceptr) -> Result<bool, Failed>;
+    /// "device", "host", "managed" (or the API's number): the pointer's memory
+    /// type as the API reports it.
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed>;
+    /// The pool of a location and kind: its default (`Default`), its current
+    /// one (`Current`), or `pool` made current (`Set`); the code, the pool and
+    /// the entry point's name.
+    fn loc_pool(
+        op: LocPool,
+        loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (Self::Code, CUmemoryPool, &'static str);
+    /// The device's current pool, after making `set` current where given.
+    fn device_current(gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed>;
+    /// `got` must be `want` (`common::expect_error` or `expect_rt_error`).
+    fn expect(got: Self::Code, want: Self::Code, what: &str) -> TestResult;
     fn pool_destroy(pool: CUmemoryPool) -> TestResult;
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
     fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
@@ -2383,6 +2128,14 @@ trait Api: Sized {
         n: usize,
         s: CUstream,
     ) -> (Self::Code, &'static str);
+}
+
+/// Which pool of a location [`Api::loc_pool`] reads or sets.
+#[derive(Clone, Copy)]
+enum LocPool {
+    Default,
+    Current,
+    Set,
 }
 
 /// The kit's streams, as twin scenarios use them.
@@ -2504,6 +2257,55 @@ impl Api for Rt {
         let mut attrs = cudaPointerAttributes::default();
         rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
         Ok(attrs.type_ == cudaMemoryTypeManaged)
+    }
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed> {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        let t = attrs.type_;
+        Ok(if t == cudaMemoryTypeDevice {
+            "device".into()
+        } else if t == cudaMemoryTypeHost {
+            "host".into()
+        } else if t == cudaMemoryTypeManaged {
+            "managed".into()
+        } else {
+            format!("cudaMemoryType {}", t.0)
+        })
+    }
+    fn loc_pool(
+        op: LocPool,
+        loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (cudaError_t, CUmemoryPool, &'static str) {
+        let mut l = rt_loc(cudaMemLocationType(loc.type_.0), loc.id);
+        let kind = cudaMemAllocationType(kind.0);
+        let mut out: cudaMemPool_t = null_mut();
+        let (r, name) = unsafe {
+            match op {
+                LocPool::Default => (
+                    cudaMemGetDefaultMemPool(&mut out, &mut l, kind),
+                    "cudaMemGetDefaultMemPool",
+                ),
+                LocPool::Current => (
+                    cudaMemGetMemPool(&mut out, &mut l, kind),
+                    "cudaMemGetMemPool",
+                ),
+                LocPool::Set => (cudaMemSetMemPool(&mut l, kind, pool), "cudaMemSetMemPool"),
+            }
+        };
+        (r, out, name)
+    }
+    fn device_current(_gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed> {
+        if let Some(pool) = set {
+            rt!(cudaDeviceSetMemPool(0, pool))?;
+        }
+        let mut pool: cudaMemPool_t = null_mut();
+        rt!(cudaDeviceGetMemPool(&mut pool, 0))?;
+        Ok(pool)
+    }
+    fn expect(got: cudaError_t, want: cudaError_t, what: &str) -> TestResult {
+        common::expect_rt_error(got, want, what)
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         rt!(cudaMemPoolDestroy(pool))
@@ -2741,6 +2543,52 @@ impl Api for Drv {
         ))?;
         Ok(managed == 1)
     }
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed> {
+        if Drv::is_managed(p)? {
+            return Ok("managed".into());
+        }
+        let mut mem_type = CUmemorytype(0);
+        cu!(cuPointerGetAttribute(
+            (&mut mem_type as *mut CUmemorytype).cast(),
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p
+        ))?;
+        Ok(match mem_type {
+            CU_MEMORYTYPE_DEVICE => "device".into(),
+            CU_MEMORYTYPE_HOST => "host".into(),
+            t => format!("CUmemorytype {}", t.0),
+        })
+    }
+    fn loc_pool(
+        op: LocPool,
+        mut loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (CUresult, CUmemoryPool, &'static str) {
+        let mut out: CUmemoryPool = null_mut();
+        let (r, name) = unsafe {
+            match op {
+                LocPool::Default => (
+                    cuMemGetDefaultMemPool(&mut out, &mut loc, kind),
+                    "cuMemGetDefaultMemPool",
+                ),
+                LocPool::Current => (cuMemGetMemPool(&mut out, &mut loc, kind), "cuMemGetMemPool"),
+                LocPool::Set => (cuMemSetMemPool(&mut loc, kind, pool), "cuMemSetMemPool"),
+            }
+        };
+        (r, out, name)
+    }
+    fn device_current(gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed> {
+        if let Some(pool) = set {
+            cu!(cuDeviceSetMemPool(gpu.dev, pool))?;
+        }
+        let mut pool: CUmemoryPool = null_mut();
+        cu!(cuDeviceGetMemPool(&mut pool, gpu.dev))?;
+        Ok(pool)
+    }
+    fn expect(got: CUresult, want: CUresult, what: &str) -> TestResult {
+        common::expect_error(got, want, what)
+    }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         cu!(cuMemPoolDestroy(pool))
     }
@@ -2906,6 +2754,7 @@ twins! {
     leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
     ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
     created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
+    current_pool_get_set => rt_current_pool_get_set, drv_current_pool_get_set;
 }
 
 // The runtime's enumerators that `Rt::props` converts by number.
@@ -3241,6 +3090,177 @@ fn created_pools_each_location<A: Api>() -> TestResult {
     A::alive(&s)?;
     drop(kernel);
     Ok(())
+}
+
+/// The pool of a location and kind that must succeed.
+fn loc_pool<A: Api>(
+    op: LocPool,
+    loc: CUmemLocation,
+    kind: CUmemAllocationType,
+    pool: CUmemoryPool,
+) -> Result<CUmemoryPool, Failed> {
+    let (r, got, name) = A::loc_pool(op, loc, kind, pool);
+    A::ok(r, name)?;
+    Ok(got)
+}
+
+/// The current pool: the default at start; a created pool made current takes
+/// the API's plain allocations; the device-level setting is the same one;
+/// destroying the current pool makes the default current again; host, host
+/// NUMA and managed locations have defaults of their own, set and restored;
+/// a pool of another location or kind is refused.
+fn current_pool_get_set<A: Api>() -> TestResult {
+    use LocPool::{Current, Default, Set};
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let numa = gpu.host_numa_node()?;
+    let (pinned, managed) = (
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        CU_MEM_ALLOCATION_TYPE_MANAGED,
+    );
+    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let none = null_mut();
+
+    let dflt = loc_pool::<A>(Default, dev, pinned, none)?;
+    let cur = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        cur == dflt,
+        "device 0's current pool {cur:?} is not its default {dflt:?} at start"
+    );
+
+    // A created pool made current: plain allocations come from it.
+    let pool = A::device_pool()?;
+    loc_pool::<A>(Set, dev, pinned, pool.0)?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    let via_device = A::device_current(&gpu, None)?;
+    let p = A::alloc(4 * MIB, s.raw())?;
+    s.sync()?;
+    let from = pool_of(p)?;
+    let used = A::figures(pool.0)?.used;
+    A::free(p, s.raw())?;
+    s.sync()?;
+    // Restore the default: plain allocations go back to it.
+    loc_pool::<A>(Set, dev, pinned, dflt)?;
+    let restored = loc_pool::<A>(Current, dev, pinned, none)?;
+    let q = A::alloc(4 * MIB, s.raw())?;
+    s.sync()?;
+    let from_q = pool_of(q)?;
+    A::free(q, s.raw())?;
+    s.sync()?;
+    ensure!(
+        got == pool.0 && via_device == pool.0,
+        "after setting it: current by location {got:?}, by device {via_device:?}, set {:?}",
+        pool.0
+    );
+    ensure!(
+        from == pool.0,
+        "the plain allocation took memory from {from:?}, not the current pool {:?}",
+        pool.0
+    );
+    ensure!(
+        used >= 4 * MIB as u64,
+        "the current pool's used memory is {used} with 4 MiB allocated"
+    );
+    ensure!(
+        restored == dflt && from_q == dflt,
+        "after restoring: current {restored:?}, allocation from {from_q:?}, default {dflt:?}"
+    );
+
+    // The device-level setting is the same one; destroying the current pool
+    // makes the default current again.
+    A::device_current(&gpu, Some(pool.0))?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == pool.0,
+        "the device-level setting not seen by location: {got:?}"
+    );
+    pool.destroy()?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == dflt,
+        "after destroying the current pool the current one is {got:?}, not the default {dflt:?}"
+    );
+
+    // Host, host NUMA and managed locations: default, set, get, restore.
+    for (name, loc, kind) in [
+        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0), pinned),
+        (
+            "host NUMA",
+            cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
+            pinned,
+        ),
+        (
+            "managed, no location",
+            cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
+            managed,
+        ),
+        ("managed, device 0", dev, managed),
+    ] {
+        let ldflt = loc_pool::<A>(Default, loc, kind, none)?;
+        let lcur = loc_pool::<A>(Current, loc, kind, none)?;
+        let created = TwinPool::<A>::create(&A::props(kind, loc, CU_MEM_HANDLE_TYPE_NONE))?;
+        loc_pool::<A>(Set, loc, kind, created.0)?;
+        let lset = loc_pool::<A>(Current, loc, kind, none)?;
+        // The default pool of the location gives memory of that kind.
+        let p = A::alloc_from(ldflt, MIB, s.raw())?;
+        s.sync()?;
+        let mem = A::memory_kind(p)?;
+        let from = pool_of(p)?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        loc_pool::<A>(Set, loc, kind, ldflt)?;
+        let lback = loc_pool::<A>(Current, loc, kind, none)?;
+        println!("{name}: default pool {ldflt:?}, memory type {mem}");
+        ensure!(
+            !ldflt.is_null() && ldflt != dflt,
+            "{name}: default pool {ldflt:?} (device 0's is {dflt:?})"
+        );
+        ensure!(
+            lcur == ldflt,
+            "{name}: current {lcur:?} is not the default {ldflt:?}"
+        );
+        ensure!(
+            lset == created.0,
+            "{name}: current after set {lset:?}, set {:?}",
+            created.0
+        );
+        ensure!(lback == ldflt, "{name}: current after restoring {lback:?}");
+        ensure!(from == ldflt, "{name}: allocation's pool {from:?}");
+        let expected = if kind == managed { "managed" } else { "host" };
+        ensure!(mem == expected, "{name}: memory type {mem}");
+        created.destroy()?;
+    }
+
+    // Documented mismatches: the pool's location and kind must match; a
+    // location of no type has no pools.
+    let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let host_pool = TwinPool::<A>::create(&A::props(pinned, host, CU_MEM_HANDLE_TYPE_NONE))?;
+    let dev_pool = A::device_pool()?;
+    let nowhere = cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0);
+    for (op, loc, kind, pool, case) in [
+        (Set, dev, pinned, host_pool.0, "(device 0, a host pool)"),
+        (Set, host, pinned, dev_pool.0, "(host, a device pool)"),
+        (
+            Set,
+            dev,
+            managed,
+            dev_pool.0,
+            "(device 0, managed, a pinned pool)",
+        ),
+        (Default, nowhere, pinned, none, "(location type NONE)"),
+        (Current, nowhere, pinned, none, "(location type NONE)"),
+    ] {
+        let (r, _, name) = A::loc_pool(op, loc, kind, pool);
+        A::expect(r, A::INVALID_VALUE, &format!("{name}{case}"))?;
+        A::alive(&s)?;
+    }
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == dflt,
+        "the refused calls changed device 0's current pool to {got:?}"
+    );
+    host_pool.destroy()?;
+    dev_pool.destroy()
 }
 
 /// 10,000 allocate/memset/free cycles in stream order, in the default pool
