@@ -423,209 +423,6 @@ fn pool_destroy_with_outstanding_allocation() -> TestResult {
     c.finish()
 }
 
-/// Allocates `n` bytes from `pool` on A and frees them on B behind the gate
-/// (the free stays pending); with `a_waits`, A waits on an event recorded
-/// after the free. Returns the pointer.
-fn rt_free_pending_on_b(
-    pool: cudaMemPool_t,
-    a: &RtStream,
-    b: &RtStream,
-    n: usize,
-    a_waits: bool,
-) -> Result<*mut c_void, Failed> {
-    let (allocated, freed) = (RtEvent::new()?, RtEvent::new()?);
-    close_gate();
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, n, pool, a.0))?;
-    rt!(cudaEventRecord(allocated.0, a.0))?;
-    rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
-    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-    rt!(cudaFreeAsync(p, b.0))?;
-    rt!(cudaEventRecord(freed.0, b.0))?;
-    if a_waits {
-        rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
-    }
-    Ok(p)
-}
-
-/// Tries to allocate `n` bytes on `a`: (result, pointer, time the call took).
-fn rt_try_alloc(
-    pool: cudaMemPool_t,
-    n: usize,
-    a: &RtStream,
-) -> (cudaError_t, *mut c_void, Duration) {
-    let mut q: *mut c_void = null_mut();
-    let start = Instant::now();
-    let r = unsafe { cudaMallocFromPoolAsync(&mut q, n, pool, a.0) };
-    (r, q, start.elapsed())
-}
-
-/// Data across two streams ordered by events, and the reuse policies' effects
-/// on a pool that holds exactly one block (maxSize).
-fn rt_two_streams_event_ordered_reuse() -> TestResult {
-    let _gpu = rt_init()?;
-    let (a, b) = (RtStream::new()?, RtStream::new()?);
-
-    // Alloc + write on A, event, read on B, free on B, event, realloc on A.
-    // B is held by the gate until everything is queued.
-    const N: usize = 2 * MIB;
-    let (first, second) = (pattern(N, 11), pattern(N, 12));
-    let (src1, src2) = (PageLocked::with(&first)?, PageLocked::with(&second)?);
-    let (seen_b, seen_a) = (PageLocked::new(N)?, PageLocked::new(N)?);
-    let (written, freed) = (RtEvent::new()?, RtEvent::new()?);
-    close_gate();
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, N, a.0))?;
-    rt!(cudaMemcpyAsync(p, src1.vptr(), N, cudaMemcpyDefault, a.0))?;
-    rt!(cudaEventRecord(written.0, a.0))?;
-    rt!(cudaStreamWaitEvent(b.0, written.0, 0))?;
-    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-    rt!(cudaMemcpyAsync(seen_b.vptr(), p, N, cudaMemcpyDefault, b.0))?;
-    rt!(cudaFreeAsync(p, b.0))?;
-    rt!(cudaEventRecord(freed.0, b.0))?;
-    rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
-    let mut q: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut q, N, a.0))?;
-    rt!(cudaMemcpyAsync(q, src2.vptr(), N, cudaMemcpyDefault, a.0))?;
-    rt!(cudaMemcpyAsync(seen_a.vptr(), q, N, cudaMemcpyDefault, a.0))?;
-    let a_held = unsafe { cudaStreamQuery(a.0) };
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    rt!(cudaFreeAsync(q, a.0))?;
-    a.sync()?;
-    println!(
-        "default pool: realloc on A after the event {} the block freed on B",
-        if q == p { "reused" } else { "did not reuse" }
-    );
-    ensure!(!GATE_TIMED_OUT.load(SeqCst), "the gate timed out");
-    ensure!(
-        a_held == cudaErrorNotReady,
-        "stream A was not held by the event on B's free: cudaStreamQuery = {}",
-        common::rt_error_name(a_held)
-    );
-    same(seen_b.as_slice(), &first, "B read")?;
-    same(seen_a.as_slice(), &second, "A read")?;
-
-    // A pool of exactly one M-byte block: a second allocation can only reuse it.
-    const M: usize = 32 * MIB;
-    let pool = RtPool::create(&rt_device_props(M))?;
-    rt_set_u64(pool.0, cudaMemPoolAttrReleaseThreshold, u64::MAX)?;
-    let mut x: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut x, M, pool.0, a.0))?;
-    let (r, y, _) = rt_try_alloc(pool.0, M, &a);
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(y, a.0))?;
-    }
-    rt!(cudaFreeAsync(x, a.0))?;
-    a.sync()?;
-    ensure!(
-        r == cudaErrorMemoryAllocation,
-        "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
-        common::rt_error_name(r)
-    );
-
-    // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
-    rt_policies(pool.0, 1, 0, 0)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "follow-event-dependencies: {} {q:?} (freed {p:?}) after {took:?}",
-        common::rt_error_name(r)
-    );
-
-    // No policy: a free still pending is not reused → out of memory at maxSize.
-    rt_policies(pool.0, 0, 0, 0)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaErrorMemoryAllocation,
-        "no reuse policy: {} {q:?} (freed {p:?}) after {took:?}, gate timed out: {}",
-        common::rt_error_name(r),
-        GATE_TIMED_OUT.load(SeqCst)
-    );
-    // Once the host has synchronized with the free, the block is free again.
-    let (r, q, _) = rt_try_alloc(pool.0, M, &a);
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "after synchronizing, no policy: {} {q:?} (freed {p:?})",
-        common::rt_error_name(r)
-    );
-
-    // Internal dependencies (alone): A does not wait; the allocator makes it wait.
-    rt_policies(pool.0, 0, 0, 1)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, false)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    let a_held = unsafe { cudaStreamQuery(a.0) };
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "internal dependencies: {} {q:?} (freed {p:?}) after {took:?}",
-        common::rt_error_name(r)
-    );
-    ensure!(
-        a_held == cudaErrorNotReady,
-        "internal dependencies: A was not made to wait for B's free (cudaStreamQuery = {})",
-        common::rt_error_name(a_held)
-    );
-
-    // Opportunistic (alone): a free already done on the GPU, with no dependency
-    // and not yet observed by a synchronize, is reused.
-    rt_policies(pool.0, 0, 1, 0)?;
-    {
-        let done = Box::new(AtomicBool::new(false));
-        let allocated = RtEvent::new()?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, M, pool.0, a.0))?;
-        rt!(cudaEventRecord(allocated.0, a.0))?;
-        rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
-        rt!(cudaFreeAsync(p, b.0))?;
-        let flag = (&*done as *const AtomicBool).cast_mut().cast::<c_void>();
-        rt!(cudaLaunchHostFunc(b.0, Some(raise_flag), flag))?;
-        wait_flag(&done)?;
-        let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-        a.sync()?;
-        b.sync()?;
-        if r == cudaSuccess {
-            rt!(cudaFreeAsync(q, a.0))?;
-            a.sync()?;
-        }
-        ensure!(
-            r == cudaSuccess && q == p,
-            "opportunistic: {} {q:?} (freed {p:?}) after {took:?}",
-            common::rt_error_name(r)
-        );
-    }
-    rt_policies(pool.0, 1, 1, 1)?;
-    pool.destroy()?;
-    Ok(())
-}
-
 /// Every attribute: documented defaults, set/get round trips, figures that
 /// follow allocations, high watermarks reset, illegal sets refused.
 fn rt_pool_attributes_every_attribute() -> TestResult {
@@ -1213,74 +1010,6 @@ fn cu_alive(s: &CuStream) -> TestResult {
 // ---------------------------------------------------------------------------
 // Driver tests
 // ---------------------------------------------------------------------------
-
-/// Two streams with driver events; reuse through an event dependency in a
-/// pool of one block, refused when the policy is off.
-fn drv_two_streams_event_ordered_reuse() -> TestResult {
-    let _gpu = Gpu::new(0)?;
-    let (a, b) = (CuStream::new()?, CuStream::new()?);
-    const M: usize = 32 * MIB;
-    let pool = CuPool::create(&cu_device_props(M))?;
-    cu_set_u64(pool.0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
-    let data = pattern(M, 51);
-    let src = PageLocked::with(&data)?;
-    let seen_b = PageLocked::new(M)?;
-
-    for follow in [1, 0] {
-        cu_set_i32(
-            pool.0,
-            CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
-            follow,
-        )?;
-        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, 0)?;
-        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, 0)?;
-        let (written, freed) = (CuEvent::new()?, CuEvent::new()?);
-        close_gate();
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, M, pool.0, a.0))?;
-        cu!(cuMemcpyHtoDAsync(p, src.vptr(), M, a.0))?;
-        cu!(cuEventRecord(written.0, a.0))?;
-        cu!(cuStreamWaitEvent(b.0, written.0, 0))?;
-        cu!(cuLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-        cu!(cuMemcpyDtoHAsync(seen_b.vptr(), p, M, b.0))?;
-        cu!(cuMemFreeAsync(p, b.0))?;
-        cu!(cuEventRecord(freed.0, b.0))?;
-        cu!(cuStreamWaitEvent(a.0, freed.0, 0))?;
-        let mut q: CUdeviceptr = 0;
-        let start = Instant::now();
-        let r = unsafe { cuMemAllocFromPoolAsync(&mut q, M, pool.0, a.0) };
-        let took = start.elapsed();
-        open_gate();
-        a.sync()?;
-        b.sync()?;
-        if r == CUDA_SUCCESS {
-            cu!(cuMemFreeAsync(q, a.0))?;
-            a.sync()?;
-        }
-        same(seen_b.as_slice(), &data, "B read")?;
-        if follow == 1 {
-            ensure!(
-                r == CUDA_SUCCESS && q == p,
-                "follow-event-dependencies: {} {q:#x} (freed {p:#x}) after {took:?}",
-                common::error_name(r)
-            );
-        } else {
-            ensure!(
-                r == CUDA_ERROR_OUT_OF_MEMORY,
-                "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}",
-                common::error_name(r)
-            );
-        }
-    }
-    for attr in [
-        CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
-        CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
-        CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-    ] {
-        cu_set_i32(pool.0, attr, 1)?;
-    }
-    pool.destroy()
-}
 
 /// Every attribute through the driver; cuMemPoolTrimTo.
 fn drv_attributes_and_trim() -> TestResult {
@@ -2051,6 +1780,8 @@ trait Api: Sized {
         loc: CUmemLocation,
         handles: CUmemAllocationHandleType,
     ) -> Self::Props;
+    /// A pinned device-0 pool of at most `max` bytes.
+    fn props_max(max: usize) -> Self::Props;
     /// Creating a pool with `props` fails with "invalid value" (a pool made
     /// anyway is destroyed).
     fn create_refused(props: &Self::Props, what: &str) -> TestResult;
@@ -2072,6 +1803,27 @@ trait Api: Sized {
     fn device_current(gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed>;
     /// `got` must be `want` (`common::expect_error` or `expect_rt_error`).
     fn expect(got: Self::Code, want: Self::Code, what: &str) -> TestResult;
+
+    // Two streams ordered by events, and the pools' reuse policies.
+    type Event: TwinEvent;
+    /// "Out of memory" (the runtime's `cudaErrorMemoryAllocation`) and "not ready".
+    const OUT_OF_MEMORY: Self::Code;
+    const NOT_READY: Self::Code;
+    fn event() -> Result<Self::Event, Failed>;
+    fn record(e: CUevent, s: CUstream) -> TestResult;
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult;
+    /// Queues `f(user)` on `s`.
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult;
+    /// The stream's state: success (idle) or "not ready".
+    fn query(s: CUstream) -> Self::Code;
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult;
+    /// Sets the three reuse policies (follow events, opportunistic, internal
+    /// dependencies) and reads them back.
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult;
     fn pool_destroy(pool: CUmemoryPool) -> TestResult;
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
     fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
@@ -2101,11 +1853,13 @@ trait Api: Sized {
     const IMPORTER: &'static str;
     /// The API's result code; `INVALID_VALUE`, `UNKNOWN`: its two codes the IPC
     /// importer expects.
-    type Code: Copy;
+    type Code: Copy + PartialEq;
     const INVALID_VALUE: Self::Code;
     const UNKNOWN: Self::Code;
     /// `Ok` if `code` is success, else a failure naming `what`.
     fn ok(code: Self::Code, what: &str) -> TestResult;
+    /// The code's name (`common::error_name`, `rt_error_name`).
+    fn name(code: Self::Code) -> String;
     /// A bad call's `got` against `want`, then the probe ([`BadInput`]).
     fn bad(c: &mut BadInput, want: Self::Code, got: Self::Code, what: &str);
     /// Device 0's pools can be exported as POSIX file descriptors.
@@ -2128,6 +1882,23 @@ trait Api: Sized {
         n: usize,
         s: CUstream,
     ) -> (Self::Code, &'static str);
+}
+
+/// The kit's events, as twin scenarios use them.
+trait TwinEvent {
+    fn raw(&self) -> CUevent;
+}
+
+impl TwinEvent for RtEvent {
+    fn raw(&self) -> CUevent {
+        self.0
+    }
+}
+
+impl TwinEvent for CuEvent {
+    fn raw(&self) -> CUevent {
+        self.0
+    }
 }
 
 /// Which pool of a location [`Api::loc_pool`] reads or sets.
@@ -2241,6 +2012,9 @@ impl Api for Rt {
             0,
         )
     }
+    fn props_max(max: usize) -> cudaMemPoolProps {
+        rt_device_props(max)
+    }
     fn create_refused(props: &cudaMemPoolProps, what: &str) -> TestResult {
         let mut pool: cudaMemPool_t = null_mut();
         let r = unsafe { cudaMemPoolCreate(&mut pool, props) };
@@ -2306,6 +2080,34 @@ impl Api for Rt {
     }
     fn expect(got: cudaError_t, want: cudaError_t, what: &str) -> TestResult {
         common::expect_rt_error(got, want, what)
+    }
+    type Event = RtEvent;
+    const OUT_OF_MEMORY: cudaError_t = cudaErrorMemoryAllocation;
+    const NOT_READY: cudaError_t = cudaErrorNotReady;
+    fn event() -> Result<RtEvent, Failed> {
+        RtEvent::new()
+    }
+    fn record(e: CUevent, s: CUstream) -> TestResult {
+        rt!(cudaEventRecord(e, s))
+    }
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult {
+        rt!(cudaStreamWaitEvent(s, e, 0))
+    }
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult {
+        rt!(cudaLaunchHostFunc(s, Some(f), user))
+    }
+    fn query(s: CUstream) -> cudaError_t {
+        unsafe { cudaStreamQuery(s) }
+    }
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult {
+        rt_set_u64(pool, cudaMemPoolAttrReleaseThreshold, bytes)
+    }
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult {
+        rt_policies(pool, follow, opportunistic, internal)
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         rt!(cudaMemPoolDestroy(pool))
@@ -2399,6 +2201,9 @@ impl Api for Rt {
     const UNKNOWN: cudaError_t = cudaErrorUnknown;
     fn ok(code: cudaError_t, what: &str) -> TestResult {
         common::check_rt(code, what)
+    }
+    fn name(code: cudaError_t) -> String {
+        common::rt_error_name(code)
     }
     fn bad(c: &mut BadInput, want: cudaError_t, got: cudaError_t, what: &str) {
         c.rt(want, got, what);
@@ -2522,6 +2327,9 @@ impl Api for Drv {
     ) -> CUmemPoolProps {
         cu_props(alloc, loc, handles, 0)
     }
+    fn props_max(max: usize) -> CUmemPoolProps {
+        cu_device_props(max)
+    }
     fn create_refused(props: &CUmemPoolProps, what: &str) -> TestResult {
         let mut pool: CUmemoryPool = null_mut();
         let r = unsafe { cuMemPoolCreate(&mut pool, props) };
@@ -2588,6 +2396,58 @@ impl Api for Drv {
     }
     fn expect(got: CUresult, want: CUresult, what: &str) -> TestResult {
         common::expect_error(got, want, what)
+    }
+    type Event = CuEvent;
+    const OUT_OF_MEMORY: CUresult = CUDA_ERROR_OUT_OF_MEMORY;
+    const NOT_READY: CUresult = CUDA_ERROR_NOT_READY;
+    fn event() -> Result<CuEvent, Failed> {
+        CuEvent::new()
+    }
+    fn record(e: CUevent, s: CUstream) -> TestResult {
+        cu!(cuEventRecord(e, s))
+    }
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult {
+        cu!(cuStreamWaitEvent(s, e, 0))
+    }
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult {
+        cu!(cuLaunchHostFunc(s, Some(f), user))
+    }
+    fn query(s: CUstream) -> CUresult {
+        unsafe { cuStreamQuery(s) }
+    }
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult {
+        cu_set_u64(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
+    }
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult {
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            follow,
+        )?;
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            opportunistic,
+        )?;
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            internal,
+        )?;
+        let got = (
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES)?,
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC)?,
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)?,
+        );
+        ensure!(
+            got == (follow, opportunistic, internal),
+            "reuse policies read back {got:?}, set ({follow}, {opportunistic}, {internal})"
+        );
+        Ok(())
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         cu!(cuMemPoolDestroy(pool))
@@ -2675,6 +2535,9 @@ impl Api for Drv {
     fn ok(code: CUresult, what: &str) -> TestResult {
         common::check(code, what)
     }
+    fn name(code: CUresult) -> String {
+        common::error_name(code)
+    }
     fn bad(c: &mut BadInput, want: CUresult, got: CUresult, what: &str) {
         c.cu(want, got, what);
     }
@@ -2755,6 +2618,7 @@ twins! {
     ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
     created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
     current_pool_get_set => rt_current_pool_get_set, drv_current_pool_get_set;
+    two_streams_event_ordered_reuse => rt_two_streams_event_ordered_reuse, drv_two_streams_event_ordered_reuse;
 }
 
 // The runtime's enumerators that `Rt::props` converts by number.
@@ -3261,6 +3125,187 @@ fn current_pool_get_set<A: Api>() -> TestResult {
     );
     host_pool.destroy()?;
     dev_pool.destroy()
+}
+
+/// Allocates `n` bytes from `pool` on `a` and frees them on `b`, behind the
+/// gate (closed here), ordered by an event; `a_waits`: `a` waits for an
+/// event recorded after the free.
+fn free_pending_on_b<A: Api>(
+    pool: CUmemoryPool,
+    a: &A::Stream,
+    b: &A::Stream,
+    n: usize,
+    a_waits: bool,
+) -> Result<CUdeviceptr, Failed> {
+    let (allocated, freed) = (A::event()?, A::event()?);
+    close_gate();
+    let p = A::alloc_from(pool, n, a.raw())?;
+    A::record(allocated.raw(), a.raw())?;
+    A::wait_event(b.raw(), allocated.raw())?;
+    A::launch_host(b.raw(), gate_wait, null_mut())?;
+    A::free(p, b.raw())?;
+    A::record(freed.raw(), b.raw())?;
+    if a_waits {
+        A::wait_event(a.raw(), freed.raw())?;
+    }
+    Ok(p)
+}
+
+/// Tries to allocate `n` bytes on `a`: (result, pointer, time the call took).
+fn try_alloc<A: Api>(
+    pool: CUmemoryPool,
+    n: usize,
+    a: &A::Stream,
+) -> (A::Code, CUdeviceptr, Duration) {
+    let mut q: CUdeviceptr = 0;
+    let start = Instant::now();
+    let (r, _) = A::alloc_from_raw(&mut q, pool, n, a.raw());
+    (r, q, start.elapsed())
+}
+
+/// Frees `q` on `a` (and waits) where the allocation `r` succeeded.
+fn free_if_made<A: Api>(r: A::Code, q: CUdeviceptr, a: &A::Stream) -> TestResult {
+    if A::ok(r, "").is_ok() {
+        A::free(q, a.raw())?;
+        a.sync()?;
+    }
+    Ok(())
+}
+
+/// Data across two streams ordered by events, and the reuse policies' effects
+/// on a pool that holds exactly one block (maxSize).
+fn two_streams_event_ordered_reuse<A: Api>() -> TestResult {
+    let _gpu = A::init()?;
+    let (a, b) = (A::stream()?, A::stream()?);
+
+    // Alloc + write on A, event, read on B, free on B, event, realloc on A.
+    // B is held by the gate until everything is queued.
+    const N: usize = 2 * MIB;
+    let (first, second) = (pattern(N, 11), pattern(N, 12));
+    let (src1, src2) = (PageLocked::with(&first)?, PageLocked::with(&second)?);
+    let (mut seen_b, mut seen_a) = (PageLocked::new(N)?, PageLocked::new(N)?);
+    let (written, freed) = (A::event()?, A::event()?);
+    close_gate();
+    let p = A::alloc(N, a.raw())?;
+    A::write(p, src1.as_slice(), a.raw())?;
+    A::record(written.raw(), a.raw())?;
+    A::wait_event(b.raw(), written.raw())?;
+    A::launch_host(b.raw(), gate_wait, null_mut())?;
+    A::read(seen_b.as_mut_slice(), p, b.raw())?;
+    A::free(p, b.raw())?;
+    A::record(freed.raw(), b.raw())?;
+    A::wait_event(a.raw(), freed.raw())?;
+    let q = A::alloc(N, a.raw())?;
+    A::write(q, src2.as_slice(), a.raw())?;
+    A::read(seen_a.as_mut_slice(), q, a.raw())?;
+    let a_held = A::query(a.raw());
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    A::free(q, a.raw())?;
+    a.sync()?;
+    println!(
+        "{} default pool: realloc on A after the event {} the block freed on B",
+        A::NAME,
+        if q == p { "reused" } else { "did not reuse" }
+    );
+    ensure!(!GATE_TIMED_OUT.load(SeqCst), "the gate timed out");
+    ensure!(
+        a_held == A::NOT_READY,
+        "stream A was not held by the event on B's free: stream query = {}",
+        A::name(a_held)
+    );
+    same(seen_b.as_slice(), &first, "B read")?;
+    same(seen_a.as_slice(), &second, "A read")?;
+
+    // A pool of exactly one M-byte block: a second allocation can only reuse it.
+    const M: usize = 32 * MIB;
+    let pool = TwinPool::<A>::create(&A::props_max(M))?;
+    A::set_release_threshold(pool.0, u64::MAX)?;
+    let x = A::alloc_from(pool.0, M, a.raw())?;
+    let (r, y, _) = try_alloc::<A>(pool.0, M, &a);
+    free_if_made::<A>(r, y, &a)?;
+    A::free(x, a.raw())?;
+    a.sync()?;
+    ensure!(
+        r == A::OUT_OF_MEMORY,
+        "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
+        A::name(r)
+    );
+
+    // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
+    A::policies(pool.0, 1, 0, 0)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, &format!("follow-event-dependencies (after {took:?})"))?;
+    ensure!(q == p, "follow-event-dependencies: {q:#x}, freed {p:#x}");
+
+    // No policy: a free still pending is not reused → out of memory at maxSize.
+    A::policies(pool.0, 0, 0, 0)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    ensure!(
+        r == A::OUT_OF_MEMORY,
+        "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}, gate timed out: {}",
+        A::name(r),
+        GATE_TIMED_OUT.load(SeqCst)
+    );
+    // Once the host has synchronized with the free, the block is free again.
+    let (r, q, _) = try_alloc::<A>(pool.0, M, &a);
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, "after synchronizing, no policy")?;
+    ensure!(
+        q == p,
+        "after synchronizing, no policy: {q:#x}, freed {p:#x}"
+    );
+
+    // Internal dependencies (alone): A does not wait; the allocator makes it wait.
+    A::policies(pool.0, 0, 0, 1)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, false)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    let a_held = A::query(a.raw());
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, &format!("internal dependencies (after {took:?})"))?;
+    ensure!(q == p, "internal dependencies: {q:#x}, freed {p:#x}");
+    ensure!(
+        a_held == A::NOT_READY,
+        "internal dependencies: A was not made to wait for B's free (stream query = {})",
+        A::name(a_held)
+    );
+
+    // Opportunistic (alone): a free already done on the GPU, with no dependency
+    // and not yet observed by a synchronize, is reused.
+    A::policies(pool.0, 0, 1, 0)?;
+    {
+        let done = Box::new(AtomicBool::new(false));
+        let allocated = A::event()?;
+        let p = A::alloc_from(pool.0, M, a.raw())?;
+        A::record(allocated.raw(), a.raw())?;
+        A::wait_event(b.raw(), allocated.raw())?;
+        A::free(p, b.raw())?;
+        let flag = (&*done as *const AtomicBool).cast_mut().cast::<c_void>();
+        A::launch_host(b.raw(), raise_flag, flag)?;
+        wait_flag(&done)?;
+        let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+        a.sync()?;
+        b.sync()?;
+        free_if_made::<A>(r, q, &a)?;
+        A::ok(r, &format!("opportunistic (after {took:?})"))?;
+        ensure!(q == p, "opportunistic: {q:#x}, freed {p:#x}");
+    }
+    A::policies(pool.0, 1, 1, 1)?;
+    pool.destroy()
 }
 
 /// 10,000 allocate/memset/free cycles in stream order, in the default pool
