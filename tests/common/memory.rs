@@ -204,14 +204,40 @@ impl Drop for RtEvent {
     }
 }
 
-/// `CUmemLocation { type_, id }`.
+/// `CUmemLocation { type_, id }`, on every release: from CUDA 13.2 `id` sits in
+/// an anonymous union, which the bindings reach through `Deref` (assignment
+/// compiles on both forms, a struct literal does not).
 pub fn cu_loc(type_: CUmemLocationType, id: i32) -> CUmemLocation {
-    CUmemLocation { type_, id }
+    // SAFETY: plain old data; every field is then written.
+    let mut loc: CUmemLocation = unsafe { core::mem::zeroed() };
+    loc.type_ = type_;
+    loc.id = id;
+    loc
 }
 
-/// `cudaMemLocation { type_, id }`.
+/// `cudaMemLocation { type_, id }`, on every release (`id` in an anonymous
+/// union from 13.3).
 pub fn rt_loc(type_: cudaMemLocationType, id: i32) -> cudaMemLocation {
-    cudaMemLocation { type_, id }
+    // SAFETY: plain old data; every field is then written.
+    let mut loc: cudaMemLocation = unsafe { core::mem::zeroed() };
+    loc.type_ = type_;
+    loc.id = id;
+    loc
+}
+
+/// A location's `id`, on every release (a union member from 13.2, whose read
+/// is `unsafe`; every member of that union is an `int`-sized id).
+#[allow(unused_unsafe)]
+pub fn cu_loc_id(loc: &CUmemLocation) -> i32 {
+    // SAFETY: the union's members are all 4-byte ids written as `id`.
+    unsafe { loc.id }
+}
+
+/// A runtime location's `id`, on every release (a union member from 13.3).
+#[allow(unused_unsafe)]
+pub fn rt_loc_id(loc: &cudaMemLocation) -> i32 {
+    // SAFETY: as for [`cu_loc_id`].
+    unsafe { loc.id }
 }
 
 /// The CPU and the NUMA node the calling thread runs on (`getcpu(2)`).
