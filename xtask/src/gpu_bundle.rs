@@ -628,3 +628,22 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
 } >"$out/summary.json"
 cat "$out/summary.json"
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_are_packed_in_order_into_parts_under_the_limit() {
+        let sizes: Vec<(String, u64)> = [("12.0", 30), ("12.1", 20), ("12.2", 15), ("12.3", 50)]
+            .iter()
+            .map(|(r, s)| (r.to_string(), *s))
+            .collect();
+        assert_eq!(
+            group_parts(&sizes, 60).unwrap(),
+            [vec!["12.0", "12.1"], vec!["12.2"], vec!["12.3"]]
+        );
+        // A release that alone exceeds what one call carries is refused.
+        assert!(group_parts(&sizes, 40).is_err());
+    }
+}
