@@ -146,6 +146,11 @@ pub fn set_version(text: &str, name: &str, version: u32) -> Option<String> {
     found.then(|| out.join("\n") + "\n")
 }
 
+/// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
+pub fn target_dir(workspace: &Path) -> PathBuf {
+    workspace.join("target/device-compile")
+}
+
 /// One `cargo` command of the compile: tests or examples, one release and build.
 fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Command {
     let mut cmd = crate::ci::cargo(workspace);
@@ -164,8 +169,10 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
         .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
         // One folder for every release: the dependencies build once, the
         // crate once per (release, build).
-        .env("CARGO_TARGET_DIR", workspace.join("target/device-compile"))
-        .env("CARGO_PROFILE_DEV_DEBUG", "0");
+        .env("CARGO_TARGET_DIR", target_dir(workspace))
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        // As `gpu-bundle --matrix` builds (the same folder, one build for both).
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo");
     cmd
 }
 

@@ -60,40 +60,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         let target_dir = workspace
             .join("target/gpu-bundle")
             .join(format!("build{suffix}"));
-        let out = Command::new(env!("CARGO"))
-            .current_dir(workspace)
-            .args([
-                "test",
-                "--no-run",
-                "--message-format=json-render-diagnostics",
-            ])
-            .args(if tests.is_empty() {
-                vec!["--tests".to_string()]
-            } else {
-                tests.iter().map(|t| format!("--test={t}")).collect()
-            })
-            .args(["--package", "cuda-mem-sys", "--features", features])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(format!("building the tests{suffix} failed"));
-        }
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name"))
-            else {
-                continue;
-            };
-            if !line.contains("\"test\":true") || !ON_GPU.contains(&name) {
-                continue;
-            }
-            let dest = bundle.join("bin").join(format!("{name}{suffix}"));
-            std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
-        }
+        build_tests(
+            workspace,
+            &include,
+            features,
+            tests,
+            &target_dir,
+            &bundle,
+            suffix,
+        )?;
     }
     // The examples, built like the first variant's tests (run.sh runs them).
     crate::examples::bundle(
@@ -192,7 +167,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
         for (build, features, tests) in builds {
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
-            let target_dir = workspace.join("target/gpu-bundle-matrix");
+            let target_dir = crate::device_compile::target_dir(workspace);
             build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
             if tests.is_empty() {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
