@@ -131,6 +131,11 @@ const PTDS_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
 /// working tree that travels with it).
 const PART_LIMIT: u64 = 56 << 20;
 
+/// Releases per part: what one call (10 minutes at most) runs. A release's
+/// builds take about 80 s on an H100 (2 × (device tests without the soak
+/// tests, about 25 s; examples, about 10 s), the ptds builds a few seconds).
+const PART_RELEASES: usize = 5;
+
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
 /// examples built against that release's headers, in
@@ -276,8 +281,12 @@ fn build_tests(
 
 /// Sizes of `dirs` in bytes, as xz would compress them (measured: each
 /// release's folder packed alone), grouped greedily, in release order, into
-/// parts of at most [`PART_LIMIT`].
-pub fn group_parts(sizes: &[(String, u64)], limit: u64) -> Result<Vec<Vec<String>>, String> {
+/// parts of at most [`PART_LIMIT`] and [`PART_RELEASES`].
+pub fn group_parts(
+    sizes: &[(String, u64)],
+    limit: u64,
+    most: usize,
+) -> Result<Vec<Vec<String>>, String> {
     let mut parts: Vec<(Vec<String>, u64)> = vec![];
     for (name, size) in sizes {
         if *size > limit {
@@ -286,7 +295,7 @@ pub fn group_parts(sizes: &[(String, u64)], limit: u64) -> Result<Vec<Vec<String
             ));
         }
         match parts.last_mut() {
-            Some((names, total)) if *total + size <= limit => {
+            Some((names, total)) if *total + size <= limit && names.len() < most => {
                 names.push(name.clone());
                 *total += size;
             }
@@ -316,7 +325,10 @@ fn pack(root: &Path, releases: &[&str]) -> Result<(), String> {
         println!("CUDA {r}: {:.1} MiB packed", size as f64 / (1 << 20) as f64);
         sizes.push((r.to_string(), size));
     }
-    for (n, part) in group_parts(&sizes, PART_LIMIT)?.iter().enumerate() {
+    for (n, part) in group_parts(&sizes, PART_LIMIT, PART_RELEASES)?
+        .iter()
+        .enumerate()
+    {
         let file = root.join(format!("part-{}.tar.xz", n + 1));
         run_cmd(
             Command::new("tar")
@@ -340,6 +352,7 @@ fn pack(root: &Path, releases: &[&str]) -> Result<(), String> {
 /// then not counted). A 12.x release gets its wheel's `libcudart.so.12`.
 const MATRIX_SH: &str = r#"#!/usr/bin/env bash
 # matrix.sh [release/build ...]: every build of this part, or those named.
+# Environment: OUT (results), SOAK_IN, MATRIX_SECONDS, GL_DIR.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/results}
@@ -355,8 +368,13 @@ gl=${GL_DIR:-$PWD/.gl}
 if [ -d "$gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$gl"/*.deb; do dpkg -x "$f" /; done; ldconfig
 fi
+# No build starts after MATRIX_SECONDS (a call's limit is 10 minutes): those
+# left are named, to run in another call (`matrix.sh <release>/<build> ...`).
+deadline=${MATRIX_SECONDS:-520}
 start=$(date +%s)
+left=()
 for rb in "${builds[@]}"; do
+  if [ $(( $(date +%s) - start )) -ge "$deadline" ]; then left+=("$rb"); continue; fi
   r=${rb%/*}
   skip=()
   if [ "$rb" != "$SOAK_IN" ]; then for t in $SOAK_TESTS; do skip+=(--skip "$t"); done; fi
@@ -370,7 +388,10 @@ for rb in "${builds[@]}"; do
   printf '{"release": "%s", "build": "%s", "soak": %s, "seconds": %d}\n' "$r" "${rb#*/}" \
     "$([ ${#skip[@]} = 0 ] && echo true || echo false)" $(( $(date +%s) - t0 )) >"$out/$rb/matrix.json"
 done
-echo "matrix: ${#builds[@]} builds in $(( $(date +%s) - start )) s" >&2
+echo "matrix: $(( ${#builds[@]} - ${#left[@]} )) builds in $(( $(date +%s) - start )) s" >&2
+if [ ${#left[@]} -gt 0 ]; then
+  echo "not run (MATRIX_SECONDS=$deadline reached): ${left[*]}" | tee "$out/not-run.txt" >&2
+fi
 "#;
 
 /// The call-cost benchmark (`bench/`), release builds: cuda-mem-sys linked,
@@ -615,10 +636,15 @@ mod tests {
             .map(|(r, s)| (r.to_string(), *s))
             .collect();
         assert_eq!(
-            group_parts(&sizes, 60).unwrap(),
+            group_parts(&sizes, 60, 5).unwrap(),
             [vec!["12.0", "12.1"], vec!["12.2"], vec!["12.3"]]
         );
+        // At most `most` releases a part, whatever their size.
+        assert_eq!(
+            group_parts(&sizes, 1000, 3).unwrap(),
+            [vec!["12.0", "12.1", "12.2"], vec!["12.3"]]
+        );
         // A release that alone exceeds what one call carries is refused.
-        assert!(group_parts(&sizes, 40).is_err());
+        assert!(group_parts(&sizes, 40, 5).is_err());
     }
 }
