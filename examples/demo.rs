@@ -87,11 +87,19 @@ fn mode() -> String {
     #[cfg(not(feature = "dynamic-loading"))]
     if cfg!(cuda_mem_sys_fallback) {
         "fallback: no CUDA at build time, the committed CUDA 13.0 bindings; libcuda linked dynamically (a stub at build time)".into()
-    } else if cfg!(feature = "dynamic-cudart") {
+    } else if cfg!(feature = "dynamic-cudart") || shared_runtime_mapped() {
+        // Also where the build found no libcudart_static.a (a 12.x wheel has none).
         "linked: libcuda and libcudart.so dynamically".into()
     } else {
         "linked: libcuda dynamically, libcudart statically (libcudart_static.a)".into()
     }
+}
+
+/// Whether a shared `libcudart` is mapped into this process (Linux): the
+/// build linked it because it found no static runtime.
+#[cfg(not(feature = "dynamic-loading"))]
+fn shared_runtime_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps").is_ok_and(|m| m.contains("/libcudart.so"))
 }
 
 fn main() {

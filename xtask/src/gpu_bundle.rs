@@ -146,7 +146,11 @@ const PART_RELEASES: usize = 5;
 /// only CUDA 13's). Then packed, whole releases at a time, into
 /// `part-<n>.tar.xz` files of at most [`PART_LIMIT`], each with `matrix.sh`,
 /// which runs every build it holds (`matrix.sh` says which tests run where).
+///
+/// `--examples-only`: the examples alone (no per-thread-default-stream builds).
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    let examples_only = args.first() == Some(&"--examples-only");
+    let args = if examples_only { &args[1..] } else { args };
     let releases: Vec<&str> = if args.is_empty() {
         headers::RELEASES.to_vec()
     } else {
@@ -167,13 +171,15 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
         let builds = MATRIX_BUILDS.iter().chain(
             PTDS_BUILDS
                 .iter()
-                .filter(|_| PTDS_RELEASES.contains(release)),
+                .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
         );
         for (build, features, tests) in builds {
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
             let target_dir = crate::device_compile::target_dir(workspace);
-            build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
+            if !examples_only {
+                build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
+            }
             if tests.is_empty() {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
             }
@@ -527,6 +533,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
   first=1
   for b in "$here"/bin/*; do
     [ $suite = 1 ] || break
+    [ -e "$b" ] || continue
     n=$(basename "$b")
     start=$(date +%s)
     timeout 600 "$b" --test-threads=1 "$@" >"$out/$n.log" 2>&1

@@ -47,7 +47,7 @@ const USAGE: &str = "usage: cargo xtask <command>
                          against each release's headers, linked and with dynamic-loading;
                          `unseen`: headers claiming CUDA 13.7, a release the crate does not
                          know; --ci: 12.0 12.2 12.8 13.0 13.2 13.5 unseen (a step of `ci`)
-  gpu-bundle --matrix [<release>...]
+  gpu-bundle --matrix [--examples-only] [<release>...]
                          the release matrix: device tests and examples of every release
                          (or those named), linked and loaded (+ per-thread default stream
                          for 12.0 12.9 13.5), in .gpu-bundle-matrix/part-<n>.tar.xz files
