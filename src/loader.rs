@@ -1174,7 +1174,6 @@ mod sys {
         unsafe { Sleep(1) };
     }
 
-
     /// Copies the variable's value into `buf` as UTF-8 (NUL-terminated; an
     /// unpaired surrogate as its generalized UTF-8, which [`open`] turns back
     /// into the same UTF-16); its length. Read as the wide string Windows
