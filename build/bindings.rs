@@ -295,6 +295,10 @@ fn compile_static_wrappers(config: &Config, c: &str, cuda: &Cuda) -> Result<(), 
     if config.ptds {
         b.define(release::PTDS_DEFINE, None);
     }
+    // Loaded without `export-c-names`: the copies call the private names.
+    if config.dynamic_loading && !config.export_c_names {
+        b.define(crate::codegen::loader::PRIVATE_DEFINE, None);
+    }
     b.try_compile("cuda_mem_sys_static_wrappers")
         .map_err(|e| format!("compiling the static inline wrappers: {e}"))
 }

@@ -39,6 +39,8 @@ pub struct Config {
     pub dynamic_cudart: bool,
     /// Feature `dynamic-loading`.
     pub dynamic_loading: bool,
+    /// Feature `export-c-names` (the trampolines' C names exported).
+    pub export_c_names: bool,
     /// docs.rs: no CUDA is searched for, nothing linked.
     pub docs_rs: bool,
     /// [`ABI_FALLBACK`] is set.
@@ -65,6 +67,7 @@ impl Config {
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
             dynamic_cudart: feature("DYNAMIC_CUDART"),
             dynamic_loading: feature("DYNAMIC_LOADING"),
+            export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
             warnings: true,

@@ -46,8 +46,22 @@ pub fn env_vars_read() -> Vec<&'static str> {
     v
 }
 
-fn non_empty_env(name: &str) -> Option<String> {
-    env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// A variable's value: `Ok(None)` where it is unset or blank, an error
+/// naming it where it is not valid UTF-8 (its path could not be passed on to
+/// the C compiler, bindgen and cargo as text; never taken as unset, which
+/// would silently build against something else).
+fn non_empty_env(name: &str) -> Result<Option<String>, String> {
+    match env::var(name) {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(env::VarError::NotPresent) => Ok(None),
+        Err(env::VarError::NotUnicode(raw)) => Err(format!(
+            "{name} is set but is not valid UTF-8 ({}): the build passes the folders it names to \
+             the C compiler, bindgen and cargo as text. Move CUDA (or link it) to a folder whose \
+             path is UTF-8 and point {name} there, or unset it.",
+            raw.to_string_lossy()
+        )),
+    }
 }
 
 /// The `targets/<triple>` folder name of the toolkit for a Rust target arch.
@@ -120,9 +134,10 @@ pub fn at_root(root: &Path, arch: &str, found_by: String) -> Option<Cuda> {
         .find(|d| has_cuda_h(d))?;
     let mut include_dirs = vec![include.clone()];
     include_dirs.extend(crt_dir(&include));
+    // `find` has refused a non-UTF-8 value already.
     let mut lib_dirs = match non_empty_env(LIB_DIR_VAR) {
-        Some(dirs) => env::split_paths(&dirs).collect(),
-        None => vec![],
+        Ok(Some(dirs)) => env::split_paths(&dirs).collect(),
+        _ => vec![],
     };
     lib_dirs.extend(lib_candidates(root, &include, arch));
     Some(Cuda {
@@ -163,10 +178,17 @@ fn complete(cuda: Cuda) -> Search {
 /// `/usr/local/cuda`, `/opt/cuda`.
 pub fn find(arch: &str) -> Search {
     let mut searched = vec![];
+    if let Err(message) = non_empty_env(LIB_DIR_VAR) {
+        return Search::Invalid(message);
+    }
     for var in ROOT_VARS {
-        let Some(value) = non_empty_env(var) else {
-            searched.push(format!("{var} (not set)"));
-            continue;
+        let value = match non_empty_env(var) {
+            Ok(Some(value)) => value,
+            Ok(None) => {
+                searched.push(format!("{var} (not set)"));
+                continue;
+            }
+            Err(message) => return Search::Invalid(message),
         };
         let root = PathBuf::from(&value);
         if !root.exists() {
@@ -192,7 +214,8 @@ pub fn find(arch: &str) -> Search {
         return complete(cuda);
     }
     searched.push("pkg-config cuda-X.Y / cudart-X.Y (none)".into());
-    if let Some(nvcc_bin) = non_empty_env("PATH")
+    // PATH as the system holds it: a folder on it need not be UTF-8.
+    if let Some(nvcc_bin) = env::var_os("PATH")
         .and_then(|path| env::split_paths(&path).find(|d| d.join("nvcc").is_file()))
     {
         if let Some(root) = nvcc_bin.parent() {

@@ -133,7 +133,17 @@ impl Preprocessor<'_> {
     }
 
     /// The messages of the `_Static_assert`s of `source` (after `wrapper`)
-    /// that fail when the C compiler checks it.
+    /// that fail when the C compiler checks it. Each assert of `source` is
+    /// `_Static_assert(<condition>, "<message>");` on a line of its own, its
+    /// message without `"` or `: `.
+    ///
+    /// Read from gcc's diagnostics (`static assertion failed: "<message>"`)
+    /// or clang's (`static assertion failed due to requirement '...':
+    /// <message>`), with no error limit (gcc's `-fmax-errors=0`, clang's
+    /// `-ferror-limit=0`: clang stops at 20 by default). The compiler's exit
+    /// status is checked: where it fails, every error must be one of these
+    /// asserts, and anything else (the headers do not compile, a compiler
+    /// that is neither) is an error, never "nothing failed".
     pub fn failing_asserts(&self, wrapper: &str, source: &str) -> Result<Vec<String>, String> {
         let path = self.work_dir.join("cuda_mem_sys_asserts.c");
         std::fs::write(&path, format!("{wrapper}\n{source}")).map_err(|e| e.to_string())?;
@@ -142,23 +152,75 @@ impl Preprocessor<'_> {
         for d in &self.defines {
             b.define(d, None);
         }
-        let out = b
-            .try_get_compiler()
-            .map_err(|e| e.to_string())?
+        let tool = b.try_get_compiler().map_err(|e| e.to_string())?;
+        let no_limit = if tool.is_like_clang() {
+            "-ferror-limit=0"
+        } else {
+            "-fmax-errors=0"
+        };
+        let out = tool
             .to_command()
-            .args(["-fsyntax-only", "-fmax-errors=0"])
+            .args(["-fsyntax-only", no_limit])
             .arg(&path)
+            // The diagnostics in English, as they are read.
+            .env("LC_ALL", "C")
             .output()
-            .map_err(|e| format!("running the C compiler: {e}"))?;
-        Ok(String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| l.contains("static assertion failed"))
-            .filter_map(|l| l.split('"').nth(1).map(str::to_string))
-            .collect())
+            .map_err(|e| format!("running the C compiler {}: {e}", tool.path().display()))?;
+        if out.status.success() {
+            return Ok(vec![]);
+        }
+        let messages: std::collections::BTreeSet<&str> =
+            source.lines().filter_map(assert_message).collect();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let mut failing = vec![];
+        let mut other = vec![];
+        for line in stderr.lines() {
+            if !(line.contains("error:") || line.contains("error :")) {
+                continue;
+            }
+            match failed_assert_message(line).filter(|m| messages.contains(m)) {
+                Some(m) => failing.push(m.to_string()),
+                None => other.push(line),
+            }
+        }
+        if failing.is_empty() || !other.is_empty() {
+            return Err(format!(
+                "the type check of the loader table ({}) failed with errors other than its \
+                 static assertions ({}, {}; the check needs gcc or clang):\n{}",
+                path.display(),
+                out.status,
+                tool.path().display(),
+                if other.is_empty() {
+                    stderr.to_string()
+                } else {
+                    other.join("\n")
+                }
+            ));
+        }
+        Ok(failing)
     }
 
     /// `wrapper.h` preprocessed with its comments kept (for the doxygen groups).
     pub fn with_comments(&self, wrapper: &str) -> Result<String, String> {
         self.run("cuda_mem_sys_comments.c", wrapper, &["-C"])
     }
+}
+
+/// The message of a line `_Static_assert(<condition>, "<message>");`.
+fn assert_message(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("_Static_assert(")?;
+    let rest = rest.strip_suffix("\");")?;
+    Some(&rest[rest.rfind('"')? + 1..])
+}
+
+/// The message of a failed static assertion in a compiler's diagnostic line:
+/// gcc's `error: static assertion failed: "<message>"`, clang's
+/// `error: static assertion failed due to requirement '<condition>': <message>`
+/// (or, without a condition to show, `static assertion failed: <message>`).
+fn failed_assert_message(line: &str) -> Option<&str> {
+    let rest = line.split_once("static assertion failed")?.1;
+    if let Some(quoted) = rest.strip_prefix(": \"") {
+        return quoted.rsplit_once('"').map(|(m, _)| m);
+    }
+    rest.rsplit_once(": ").map(|(_, m)| m.trim())
 }

@@ -87,11 +87,19 @@ fn mode() -> String {
     #[cfg(not(feature = "dynamic-loading"))]
     if cfg!(cuda_mem_sys_fallback) {
         "fallback: no CUDA at build time, the committed CUDA 13.0 bindings; libcuda linked dynamically (a stub at build time)".into()
-    } else if cfg!(feature = "dynamic-cudart") {
+    } else if cfg!(feature = "dynamic-cudart") || shared_runtime_mapped() {
+        // Also where the build found no libcudart_static.a (a 12.x wheel has none).
         "linked: libcuda and libcudart.so dynamically".into()
     } else {
         "linked: libcuda dynamically, libcudart statically (libcudart_static.a)".into()
     }
+}
+
+/// Whether a shared `libcudart` is mapped into this process (Linux): the
+/// build linked it because it found no static runtime.
+#[cfg(not(feature = "dynamic-loading"))]
+fn shared_runtime_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps").is_ok_and(|m| m.contains("/libcudart.so"))
 }
 
 fn main() {
@@ -247,29 +255,28 @@ fn external_effect(handle: CUmemGenericAllocationHandle, size: usize) {
     );
 }
 
-/// Unified Addressing: a managed range prefetched to device 0 says so
-/// (`cuMemPrefetchAsync` takes a `CUmemLocation` since CUDA 13.0).
-#[cfg(not(cuda_13000))]
-fn unified_effect() {
-    println!("  unified addressing: shown with the CUDA 13 form of cuMemPrefetchAsync (these bindings are older)");
-}
-
 /// Unified Addressing: a managed range prefetched to device 0 says so.
-#[cfg(cuda_13000)]
+/// `cuMemPrefetchAsync` in the release's form: a `CUmemLocation` and flags
+/// from CUDA 13.0, a `CUdevice` before.
 fn unified_effect() {
     let len = 1 << 20;
     let mut p = 0;
     cu!(cuMemAllocManaged(&mut p, len, CU_MEM_ATTACH_GLOBAL.0));
-    let mut dev0 = CUmemLocation::default();
-    dev0.type_ = CU_MEM_LOCATION_TYPE_DEVICE;
-    dev0.id = 0;
     let mut concurrent = 0;
     let attr = CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS;
     cu!(cuDeviceGetAttribute(&mut concurrent, attr, 0));
     if concurrent == 0 {
         println!("  unified addressing: device 0 cannot prefetch managed memory (no concurrent managed access)");
     } else {
-        cu!(cuMemPrefetchAsync(p, len, dev0, 0, null_mut()));
+        #[cfg(cuda_13000)]
+        {
+            let mut dev0 = CUmemLocation::default();
+            dev0.type_ = CU_MEM_LOCATION_TYPE_DEVICE;
+            dev0.id = 0;
+            cu!(cuMemPrefetchAsync(p, len, dev0, 0, null_mut()));
+        }
+        #[cfg(not(cuda_13000))]
+        cu!(cuMemPrefetchAsync(p, len, 0, null_mut()));
         cu!(cuCtxSynchronize());
         let mut at = -7i32;
         let last = CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION;

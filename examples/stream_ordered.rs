@@ -164,12 +164,19 @@ fn device0() -> cudaMemLocation {
     l
 }
 
+/// Pool properties; `max_size` (0: no limit) only from CUDA 12.2, which added
+/// `cudaMemPoolProps::maxSize` (before, every pool grows without limit).
 fn pool_props(handles: cudaMemAllocationHandleType, max_size: usize) -> cudaMemPoolProps {
     let mut props = cudaMemPoolProps::default();
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = handles;
     props.location = device0();
-    props.maxSize = max_size;
+    #[cfg(cuda_12020)]
+    {
+        props.maxSize = max_size;
+    }
+    #[cfg(not(cuda_12020))]
+    let _ = max_size;
     props
 }
 
@@ -197,10 +204,19 @@ fn main() {
     );
     rt!(cudaFreeAsync(p, s1));
 
-    // 2. A pool of exactly one 32 MiB block (maxSize). A synchronize gives
+    // 2. A pool of exactly one 32 MiB block (maxSize, from CUDA 12.2; before,
+    // the pool is unbounded and step 3 shows the reuse the event allows
+    // rather than one the size forces). A synchronize gives
     // the OS back what the pool holds beyond its release threshold (default
     // 0: everything free); a threshold of 64 MiB keeps the block.
     let block = 32 * MIB;
+    if !cfg!(cuda_12020) {
+        println!(
+            "skipped: cudaMemPoolProps.maxSize: not in the CUDA {}.{} headers (added in 12.2); the pool is unbounded",
+            CUDA_VERSION / 1000,
+            CUDA_VERSION % 1000 / 10
+        );
+    }
     let mut pool = null_mut();
     rt!(cudaMemPoolCreate(
         &mut pool,

@@ -5,6 +5,14 @@
 //! `cuMemRangeGetAttribute`; then one batch prefetch sending two ranges to two
 //! places (`cuMemPrefetchBatchAsync`, CUDA 13).
 //!
+//! Every release 12.0 to 13.5: the form of the headers built against, chosen by
+//! the build's `cuda_NNNNN` cfgs. From 13.0 `cuMemAdvise` and
+//! `cuMemPrefetchAsync` take a `CUmemLocation` (and the prefetch flags);
+//! before, a `CUdevice` (`CU_DEVICE_CPU` for the host). The location-type
+//! range attributes (`..._LOCATION_TYPE`) are read from 12.2, where they were
+//! added; the batch prefetch, absent before 13.0, prints a `skipped:` line
+//! naming the release.
+//!
 //! `cargo run --example unified_addressing`. Exit codes: 0 all checks passed,
 //! 1 a call or a check failed (the last line says which), 77 cannot run here
 //! (last line starts with `no GPU:`, or `skipped:` on a device without
@@ -14,20 +22,15 @@
 // union in CUDA 13.2, and `loc.id = 0` compiles on every release where a struct
 // literal does not.
 #![allow(clippy::field_reassign_with_default)]
-// Before CUDA 13 only the `main` that says so is compiled.
-#![cfg_attr(not(cuda_13000), allow(unused_imports))]
 
 use cuda_mem_sys::*;
 use std::ffi::{c_void, CStr};
 use std::process::exit;
 use std::ptr::null_mut;
 
-#[cfg(cuda_13000)]
 const PTX: &str = concat!(include_str!("kernels/fill.ptx"), "\0");
-#[cfg(cuda_13000)]
 const MIB: usize = 1 << 20;
 
-#[cfg(cuda_13000)]
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {{
         let r = unsafe { $f($($arg),*) };
@@ -37,7 +40,6 @@ macro_rules! cu {
     }};
 }
 
-#[cfg(cuda_13000)]
 fn error_name(r: CUresult) -> String {
     let mut s = std::ptr::null();
     match unsafe { cuGetErrorName(r, &mut s) } {
@@ -50,28 +52,61 @@ fn error_name(r: CUresult) -> String {
     }
 }
 
-#[cfg(cuda_13000)]
 fn fail(what: &str) -> ! {
     println!("FAILED: {what}");
     exit(1)
 }
 
-#[cfg(cuda_13000)]
 fn check(ok: bool, what: &str) {
     if !ok {
         fail(what);
     }
 }
 
+/// Where advice and prefetches point: a `CUmemLocation` from CUDA 13.0, a
+/// `CUdevice` before (the documented names' forms of each release).
 #[cfg(cuda_13000)]
-fn location(type_: CUmemLocationType, id: i32) -> CUmemLocation {
+type Target = CUmemLocation;
+#[cfg(not(cuda_13000))]
+type Target = CUdevice;
+
+#[cfg(cuda_13000)]
+fn device(id: i32) -> Target {
     let mut l = CUmemLocation::default();
-    l.type_ = type_;
+    l.type_ = CU_MEM_LOCATION_TYPE_DEVICE;
     l.id = id;
     l
 }
+#[cfg(not(cuda_13000))]
+fn device(id: i32) -> Target {
+    id
+}
 
+/// The host: a location of type `HOST` (its id ignored), `CU_DEVICE_CPU` before 13.0.
 #[cfg(cuda_13000)]
+fn host() -> Target {
+    let mut l = CUmemLocation::default();
+    l.type_ = CU_MEM_LOCATION_TYPE_HOST;
+    l
+}
+#[cfg(not(cuda_13000))]
+fn host() -> Target {
+    CU_DEVICE_CPU
+}
+
+/// `cuMemPrefetchAsync` in the release's form (13.0 added a flags argument, 0 here).
+fn prefetch(p: CUdeviceptr, len: usize, to: Target, stream: CUstream) {
+    #[cfg(cuda_13000)]
+    cu!(cuMemPrefetchAsync(p, len, to, 0, stream));
+    #[cfg(not(cuda_13000))]
+    cu!(cuMemPrefetchAsync(p, len, to, stream));
+}
+
+/// The release as `major.minor`, for the `skipped:` lines.
+fn release() -> String {
+    format!("{}.{}", CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10)
+}
+
 /// One range attribute of 4 bytes (an `int` or a `CUmemLocationType`).
 fn range_i32(attr: CUmem_range_attribute, p: CUdeviceptr, len: usize) -> i32 {
     let mut v = 0x7777_7777i32;
@@ -85,31 +120,44 @@ fn range_i32(attr: CUmem_range_attribute, p: CUdeviceptr, len: usize) -> i32 {
     v
 }
 
-#[cfg(cuda_13000)]
-/// Where the range was last prefetched to: (`LAST_PREFETCH_LOCATION`, `_TYPE`).
-fn last_prefetch(p: CUdeviceptr, len: usize) -> (i32, u32) {
-    let at = range_i32(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p, len);
-    let ty = range_i32(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, p, len);
-    (at, ty as u32)
+/// A location type's number; `None` before 12.2, whose headers have no
+/// location types (nor the range attributes that report them).
+#[cfg(cuda_12020)]
+fn type_of(t: CUmemLocationType) -> Option<u32> {
+    Some(t.0)
 }
 
-#[cfg(cuda_13000)]
-fn expect_prefetched(p: CUdeviceptr, len: usize, to: (i32, CUmemLocationType), what: &str) {
+/// Where the range was last prefetched to: (`LAST_PREFETCH_LOCATION`, `_TYPE`
+/// from 12.2).
+fn last_prefetch(p: CUdeviceptr, len: usize) -> (i32, Option<u32>) {
+    let at = range_i32(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p, len);
+    #[cfg(cuda_12020)]
+    let ty = Some(range_i32(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, p, len) as u32);
+    #[cfg(not(cuda_12020))]
+    let ty = None;
+    (at, ty)
+}
+
+/// `to`: the device id (`CU_DEVICE_CPU` for the host) and the location type
+/// (`None` before 12.2).
+fn expect_prefetched(p: CUdeviceptr, len: usize, to: (i32, Option<u32>), what: &str) {
     let got = last_prefetch(p, len);
     check(
-        got == (to.0, to.1 .0),
-        &format!(
-            "{what}: last prefetch location {got:?}, expected {:?}",
-            (to.0, to.1 .0)
+        got == to,
+        &format!("{what}: last prefetch location {got:?}, expected {to:?}"),
+    );
+    match got.1 {
+        Some(ty) => println!(
+            "{what}: LAST_PREFETCH_LOCATION {}, LAST_PREFETCH_LOCATION_TYPE {ty}",
+            got.0
         ),
-    );
-    println!(
-        "{what}: LAST_PREFETCH_LOCATION {}, LAST_PREFETCH_LOCATION_TYPE {}",
-        got.0, got.1
-    );
+        None => println!(
+            "{what}: LAST_PREFETCH_LOCATION {} (no _TYPE attribute before CUDA 12.2)",
+            got.0
+        ),
+    }
 }
 
-#[cfg(cuda_13000)]
 fn main() {
     let r = unsafe { cuInit(0) };
     if r != CUDA_SUCCESS {
@@ -135,9 +183,15 @@ fn main() {
     cu!(cuModuleLoadData(&mut module, PTX.as_ptr().cast()));
     let mut f = null_mut();
     cu!(cuModuleGetFunction(&mut f, module, c"fill".as_ptr()));
-    let device0 = location(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    // For the host, the id is ignored.
-    let host = location(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let device0 = device(0);
+    let host = host();
+    #[cfg(cuda_12020)]
+    let (on_device, on_host) = (
+        type_of(CU_MEM_LOCATION_TYPE_DEVICE),
+        type_of(CU_MEM_LOCATION_TYPE_HOST),
+    );
+    #[cfg(not(cuda_12020))]
+    let (on_device, on_host) = (None, None);
     // A stream of our own: the batch prefetch refuses the legacy NULL stream
     // (CUDA_ERROR_INVALID_VALUE, measured on an H100 with driver 580.159.04).
     let mut stream: CUstream = null_mut();
@@ -169,7 +223,11 @@ fn main() {
     ));
     cu!(cuMemAdvise(p, len, CU_MEM_ADVISE_SET_ACCESSED_BY, device0));
     let preferred = range_i32(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p, len);
-    let preferred_type = range_i32(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p, len) as u32;
+    #[cfg(cuda_12020)]
+    let preferred_type =
+        Some(range_i32(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p, len) as u32);
+    #[cfg(not(cuda_12020))]
+    let preferred_type = None;
     let mut accessed_by = [0x7777_7777i32; 4];
     cu!(cuMemRangeGetAttribute(
         accessed_by.as_mut_ptr().cast(),
@@ -179,8 +237,8 @@ fn main() {
         len
     ));
     check(
-        preferred == 0 && preferred_type == CU_MEM_LOCATION_TYPE_DEVICE.0,
-        &format!("preferred location {preferred} (type {preferred_type}), expected device 0"),
+        preferred == 0 && preferred_type == on_device,
+        &format!("preferred location {preferred} (type {preferred_type:?}), expected device 0"),
     );
     // The array lists the devices, then CU_DEVICE_INVALID in the unused entries.
     check(
@@ -192,14 +250,9 @@ fn main() {
     );
 
     // Prefetch to device 0, where a kernel overwrites every word.
-    cu!(cuMemPrefetchAsync(p, len, device0, 0, stream));
+    prefetch(p, len, device0, stream);
     cu!(cuStreamSynchronize(stream));
-    expect_prefetched(
-        p,
-        len,
-        (0, CU_MEM_LOCATION_TYPE_DEVICE),
-        "prefetched to device 0",
-    );
+    expect_prefetched(p, len, (0, on_device), "prefetched to device 0");
     let (mut out, mut n, mut salt) = (p, (len / 4) as u32, 0xDE71_0000u32);
     let mut params = [
         (&mut out as *mut CUdeviceptr).cast::<c_void>(),
@@ -221,14 +274,9 @@ fn main() {
     ));
 
     // Prefetch back to the host, in stream order after the kernel.
-    cu!(cuMemPrefetchAsync(p, len, host, 0, stream));
+    prefetch(p, len, host, stream);
     cu!(cuStreamSynchronize(stream));
-    expect_prefetched(
-        p,
-        len,
-        (CU_DEVICE_CPU, CU_MEM_LOCATION_TYPE_HOST),
-        "prefetched to the host",
-    );
+    expect_prefetched(p, len, (CU_DEVICE_CPU, on_host), "prefetched to the host");
     let words = unsafe { std::slice::from_raw_parts(p as *const u32, len / 4) };
     if let Some(i) = (0..words.len()).find(|&i| words[i] != i as u32 ^ 0xDE71_0000) {
         fail(&format!(
@@ -239,6 +287,30 @@ fn main() {
     }
     println!("the host reads the kernel's {} words", words.len());
 
+    batch_prefetch(device0, host, stream);
+
+    cu!(cuMemFree(p));
+    cu!(cuStreamDestroy_v2(stream));
+    cu!(cuModuleUnload(module));
+    cu!(cuDevicePrimaryCtxRelease(0));
+    println!(
+        "OK: unified_addressing (CUDA {}), advice, prefetches to the device and the host{}",
+        release(),
+        if cfg!(cuda_13000) {
+            ", a batch prefetch"
+        } else {
+            ""
+        }
+    );
+}
+
+/// One batch, two ranges, two destinations (`cuMemPrefetchBatchAsync`, CUDA 13.0).
+#[cfg(cuda_13000)]
+fn batch_prefetch(device0: Target, host: Target, stream: CUstream) {
+    let (on_device, on_host) = (
+        type_of(CU_MEM_LOCATION_TYPE_DEVICE),
+        type_of(CU_MEM_LOCATION_TYPE_HOST),
+    );
     // One batch, two ranges, two destinations: ranges [0, 1) go to locations[0]
     // (device 0), ranges from index 1 on to locations[1] (the host).
     let (mut a, mut b) = (0, 0);
@@ -259,37 +331,23 @@ fn main() {
         stream
     ));
     cu!(cuStreamSynchronize(stream));
-    expect_prefetched(
-        a,
-        2 * MIB,
-        (0, CU_MEM_LOCATION_TYPE_DEVICE),
-        "batch: range A to device 0",
-    );
+    expect_prefetched(a, 2 * MIB, (0, on_device), "batch: range A to device 0");
     expect_prefetched(
         b,
         2 * MIB,
-        (CU_DEVICE_CPU, CU_MEM_LOCATION_TYPE_HOST),
+        (CU_DEVICE_CPU, on_host),
         "batch: range B to the host",
     );
 
-    for m in [p, a, b] {
+    for m in [a, b] {
         cu!(cuMemFree(m));
     }
-    cu!(cuStreamDestroy_v2(stream));
-    cu!(cuModuleUnload(module));
-    cu!(cuDevicePrimaryCtxRelease(0));
-    println!(
-        "OK: unified_addressing, advice, prefetches to the device and the host, a batch prefetch"
-    );
 }
 
-/// The CUDA 13 forms of `cuMemAdvise` and `cuMemPrefetchAsync` (a
-/// `CUmemLocation`) and `cuMemPrefetchBatchAsync` do not exist before 13.0.
 #[cfg(not(cuda_13000))]
-fn main() {
+fn batch_prefetch(_: Target, _: Target, _: CUstream) {
     println!(
-        "skipped: written for the CUDA 13 unified-addressing API; these bindings are CUDA {}",
-        CUDA_VERSION
+        "skipped: cuMemPrefetchBatchAsync: not in the CUDA {} headers (added in 13.0)",
+        release()
     );
-    exit(77);
 }

@@ -137,7 +137,14 @@ fn backing_device(va: CUdeviceptr) -> i32 {
     let mut prop = CUmemAllocationProp::default();
     cu!(cuMemGetAllocationPropertiesFromHandle(&mut prop, handle));
     cu!(cuMemRelease(handle));
-    prop.location.id
+    // From CUDA 13.2 `id` lives in an anonymous union (reached through
+    // `Deref`), whose fields only `unsafe` reads; a plain field before.
+    #[allow(unused_unsafe)]
+    // SAFETY: the driver filled the location of a device allocation: `id` is the
+    // member it wrote.
+    unsafe {
+        prop.location.id
+    }
 }
 
 fn main() {

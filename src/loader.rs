@@ -1,31 +1,64 @@
 //! Run-time loading of the CUDA driver and runtime (feature `dynamic-loading`).
 //!
-//! Every function keeps its documented name, signature and docs: the
-//! declarations still name the symbols C calls (`cuMemAdvise` links
-//! `cuMemAdvise_v2`), and the crate defines those symbols itself, each calling
-//! through a slot that is filled on the function's first call (thread-safely:
-//! concurrent first calls may both resolve, and store the same pointer). A
-//! later call costs one load and an indirect call.
+//! Every function keeps its documented name, signature and docs. A Rust call
+//! is inlined: a load of the function's slot, filled on its first call
+//! (thread-safely: concurrent first calls may both resolve, and store the
+//! same pointer), and an indirect call. The crate also defines a trampoline
+//! for every symbol the declarations link (`cuMemAdvise_v2`), exported under
+//! that C name only with the feature `export-c-names` (see the README, "The C
+//! names").
 //!
 //! - **Driver**: `libcuda.so.1` (then `libcuda.so`; `nvcuda.dll` on Windows),
 //!   or the file named by `CUDA_MEM_SYS_LIBCUDA`. Each function is asked of the
 //!   driver's `cuGetProcAddress` (`cuGetProcAddress_v2` where exported) with
 //!   the base name and ABI version the headers select, and
 //!   `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM` under
-//!   `per-thread-default-stream`. The table is generated from the headers
-//!   (`build/codegen/loader.rs`).
+//!   `per-thread-default-stream`; a function whose ABI version is above the
+//!   driver's `cuDriverGetVersion` is not asked for: the driver is too old for
+//!   it. The table is generated from the headers (`build/codegen/loader.rs`).
 //! - **Runtime**: linked statically where the build found
 //!   `libcudart_static.a` (it loads `libcuda.so.1` itself when first used);
 //!   otherwise, and under `dynamic-cudart`, `libcudart.so.<major>`
 //!   (`cudart64_<major>.dll`) or the file named by `CUDA_MEM_SYS_LIBCUDART`,
-//!   each function by `dlsym` of the symbol C calls.
+//!   each function by `dlsym` of the symbol C calls. A runtime whose
+//!   `cudaRuntimeGetVersion` is of another major than the headers' is refused
+//!   (its structures differ).
+//! - **One driver per process**: where `CUDA_MEM_SYS_LIBCUDA` names a driver,
+//!   it is loaded before the runtime (at program start with the static
+//!   runtime), so the runtime's own `dlopen("libcuda.so.1")` finds it by its
+//!   `SONAME`.
+//! - **The environment** is read once, for both variables together: at program
+//!   start on Linux (before `main`, from the crate's `.init_array` entry, or
+//!   when a library containing the crate is opened); elsewhere at the first
+//!   use of either library. Later changes (`std::env::set_var`) have no
+//!   effect. In a secure process (`getauxval(AT_SECURE)`: setuid, setgid,
+//!   file capabilities) both variables are ignored, as glibc ignores
+//!   `LD_LIBRARY_PATH` there; [`Loaded::variable`] / [`LoadError::variable`]
+//!   say so.
+//! - **No hang**: a thread that finds a library being loaded by another
+//!   waits, spinning briefly, then yielding, then sleeping a millisecond at
+//!   a time, until it is loaded; a call back into the crate from the library's
+//!   own code while it is being loaded (on the loading thread), or a call in
+//!   a child forked while another thread was loading, returns the
+//!   library-not-loaded code at once.
+//!
+//! On Windows a bare name is never looked for in the working directory or on
+//! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded
+//! from `System32` only (`LoadLibraryExW` with `LOAD_LIBRARY_SEARCH_SYSTEM32`),
+//! `cudart64_<major>.dll` from the default folders (the application's,
+//! `System32`, those added by `AddDllDirectory`:
+//! `LOAD_LIBRARY_SEARCH_DEFAULT_DIRS`). The variables are read as the wide
+//! strings Windows keeps (`GetEnvironmentVariableW`), so a path outside the
+//! ANSI code page loads; a path in them is loaded as given.
 //!
 //! Nothing panics or aborts. A call that cannot be made returns:
 //!
 //! | situation | driver function | runtime function |
 //! |---|---|---|
-//! | the library could not be loaded | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
-//! | the library lacks the function, or the driver is too old for its ABI version | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//! | the library could not be loaded, or is being loaded by this very thread | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
+//! | the library has no such function | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//! | the driver says the table asked below the function's introduction: a bug of this crate | `CUDA_ERROR_UNKNOWN` (999) | (not a case) |
 //!
 //! (`cudaGetErrorName`/`cudaGetErrorString` return a message string instead,
 //! `cudaCreateChannelDesc` a zeroed descriptor.) [`driver`], [`runtime`] and
@@ -33,12 +66,14 @@
 
 use crate::generated::loader_table::{DRIVER, NAMES, N_DRIVER, N_RUNTIME, RUNTIME};
 use crate::generated::{
-    cudaChannelFormatDesc, cudaErrorSharedObjectInitFailed, cudaErrorSymbolNotFound, cudaError_t,
-    CUresult, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, CUDA_VERSION,
+    cudaChannelFormatDesc, cudaErrorCallRequiresNewerDriver, cudaErrorSharedObjectInitFailed,
+    cudaErrorSymbolNotFound, cudaErrorUnknown, cudaError_t, CUresult, CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    CUDA_ERROR_UNKNOWN, CUDA_SUCCESS, CUDA_VERSION,
 };
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_void};
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The environment variable naming the driver library file to load.
 pub const LIBCUDA_VAR: &str = "CUDA_MEM_SYS_LIBCUDA";
@@ -68,13 +103,22 @@ pub enum Api {
 /// Why a function cannot be called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unavailable {
-    /// Its library could not be loaded ([`driver`] / [`runtime`] say why).
+    /// Its library could not be loaded ([`driver`] / [`runtime`] say why), or
+    /// is being loaded by this very thread (a call back into the crate from
+    /// the library's own code while it loads).
     LibraryNotLoaded,
-    /// The driver has the function, but not in the ABI version these headers
-    /// use (`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`): the driver is older.
+    /// The driver is older than the function's ABI version: the version is
+    /// above the driver's `cuDriverGetVersion` (or, where that did not
+    /// answer, `cuGetProcAddress` said `CUDA_ERROR_INVALID_VALUE`, its answer
+    /// for a version above the driver's).
     DriverTooOld,
-    /// The library has no such function.
+    /// The library has no such function (for the driver: at an ABI version
+    /// not above its own).
     NotFound,
+    /// The driver has the function but says the ABI version asked is below
+    /// the one it was introduced in (`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`):
+    /// a bug in this crate's generated table; please report it.
+    VersionBelowIntroduction,
     /// Not a function of these bindings.
     UnknownName,
 }
@@ -88,30 +132,53 @@ pub enum Resolved {
     Linked,
 }
 
+/// How a library's environment variable was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variable {
+    /// Not set (or empty): the usual file names.
+    Unset,
+    /// Set: only the file it names is tried.
+    Used,
+    /// Set, but ignored: a secure process (`getauxval(AT_SECURE)`: setuid,
+    /// setgid, file capabilities), as glibc ignores `LD_LIBRARY_PATH` there.
+    IgnoredInSecureProcess,
+}
+
 /// Why a library did not load: the file(s) tried and the loader's message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadError {
     pub tried: &'static str,
     pub message: &'static str,
+    /// How the library's environment variable was taken.
+    pub variable: Variable,
 }
 
 /// A library that loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loaded {
-    /// The file name it was opened by (or `libcudart_static.a` where linked).
+    /// The file name it was opened by: one of the usual names, the path the
+    /// variable gave (where it is UTF-8), or `libcudart_static.a` where linked.
     pub file: &'static str,
-    /// The driver exports `cuGetProcAddress_v2` (which tells "too old" from "not found").
+    /// The driver exports `cuGetProcAddress_v2`, whose status tells a missing
+    /// function from [`Unavailable::VersionBelowIntroduction`].
     pub proc_address_v2: bool,
+    /// `cuDriverGetVersion` / `cudaRuntimeGetVersion` (`13000` for 13.0);
+    /// `None` where not asked (the static runtime) or not answered.
+    pub version: Option<u32>,
+    /// How the library's environment variable was taken.
+    pub variable: Variable,
 }
 
-/// Loads the driver if not yet loaded (no CUDA call is made) and says which
-/// file it is, or why it could not be loaded.
+/// Loads the driver if not yet loaded (no CUDA call is made but
+/// `cuDriverGetVersion`) and says which file it is, or why it could not be
+/// loaded.
 pub fn driver() -> Result<Loaded, LoadError> {
     DRIVER_LIB.get()
 }
 
 /// The same for the runtime: [`Loaded::file`] is `libcudart_static.a` where
-/// the runtime is linked statically (it then loads the driver itself).
+/// the runtime is linked statically (it then loads the driver itself). A
+/// loaded runtime is asked `cudaRuntimeGetVersion` only.
 pub fn runtime() -> Result<Loaded, LoadError> {
     if cfg!(cuda_mem_sys_load_runtime) {
         RUNTIME_LIB.get()
@@ -119,6 +186,11 @@ pub fn runtime() -> Result<Loaded, LoadError> {
         Ok(Loaded {
             file: "libcudart_static.a",
             proc_address_v2: false,
+            version: None,
+            variable: match environment() {
+                Ok(e) => e.runtime.variable(),
+                Err(_) => Variable::Unset,
+            },
         })
     }
 }
@@ -160,7 +232,9 @@ impl Missing for CUresult {
     fn value(why: Unavailable) -> Self {
         match why {
             Unavailable::LibraryNotLoaded => CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
-            _ => CUDA_ERROR_NOT_FOUND,
+            Unavailable::DriverTooOld => CUDA_ERROR_NOT_SUPPORTED,
+            Unavailable::VersionBelowIntroduction => CUDA_ERROR_UNKNOWN,
+            Unavailable::NotFound | Unavailable::UnknownName => CUDA_ERROR_NOT_FOUND,
         }
     }
 }
@@ -169,7 +243,9 @@ impl Missing for cudaError_t {
     fn value(why: Unavailable) -> Self {
         match why {
             Unavailable::LibraryNotLoaded => cudaErrorSharedObjectInitFailed,
-            _ => cudaErrorSymbolNotFound,
+            Unavailable::DriverTooOld => cudaErrorCallRequiresNewerDriver,
+            Unavailable::VersionBelowIntroduction => cudaErrorUnknown,
+            Unavailable::NotFound | Unavailable::UnknownName => cudaErrorSymbolNotFound,
         }
     }
 }
@@ -180,7 +256,16 @@ impl Missing for *const c_char {
             Unavailable::LibraryNotLoaded => {
                 c"cuda-mem-sys: the CUDA runtime library could not be loaded".as_ptr()
             }
-            _ => c"cuda-mem-sys: the CUDA runtime library lacks this function".as_ptr(),
+            Unavailable::DriverTooOld => {
+                c"cuda-mem-sys: the CUDA driver is older than this function".as_ptr()
+            }
+            Unavailable::VersionBelowIntroduction => {
+                c"cuda-mem-sys: the loader asked for a version below this function's (a bug)"
+                    .as_ptr()
+            }
+            Unavailable::NotFound | Unavailable::UnknownName => {
+                c"cuda-mem-sys: the CUDA runtime library lacks this function".as_ptr()
+            }
         }
     }
 }
@@ -196,11 +281,13 @@ impl Missing for () {
     fn value(_: Unavailable) {}
 }
 
-// Slot states below this value; anything else is the function's address.
+// Slot states up to LAST_STATE; anything above is the function's address.
 const UNRESOLVED: usize = 0;
 const NO_LIBRARY: usize = 1;
 const TOO_OLD: usize = 2;
 const NOT_FOUND: usize = 3;
+const BELOW_INTRODUCTION: usize = 4;
+const LAST_STATE: usize = BELOW_INTRODUCTION;
 
 static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
 static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
@@ -211,6 +298,7 @@ fn decode(v: usize) -> Result<*const c_void, Unavailable> {
         NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
         TOO_OLD => Err(Unavailable::DriverTooOld),
         NOT_FOUND => Err(Unavailable::NotFound),
+        BELOW_INTRODUCTION => Err(Unavailable::VersionBelowIntroduction),
         p => Ok(p as *const c_void),
     }
 }
@@ -220,7 +308,7 @@ fn decode(v: usize) -> Result<*const c_void, Unavailable> {
 #[inline(always)]
 pub fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
     let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
-    if v > NOT_FOUND {
+    if v > LAST_STATE {
         return Ok(v as *const c_void);
     }
     resolve(Api::Driver, slot)
@@ -231,7 +319,7 @@ pub fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 #[inline(always)]
 pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
     let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
-    if v > NOT_FOUND {
+    if v > LAST_STATE {
         return Ok(v as *const c_void);
     }
     resolve(Api::Runtime, slot)
@@ -239,6 +327,17 @@ pub fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 
 /// The body of every generated trampoline:
 /// `trampoline!(driver 27 cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult)`.
+///
+/// Its symbol: with the feature `export-c-names`, the C name it stands for
+/// (`#[no_mangle]`), for C code in the program that calls that name without
+/// linking the library. Without it (the default), a Rust name, exported by
+/// nothing: a cdylib built on the crate must not hand other libraries of the
+/// process its trampolines in place of `libcuda`'s functions
+/// (`tests/exported_c_names.rs`). The few the crate's own C calls (the
+/// headers' `static inline` copies: `cuGetProcAddress_v2` under
+/// `per-thread-default-stream`) get a private C name instead
+/// (`trampoline!(driver 110 "cuda_mem_sys_cuGetProcAddress_v2" cuGetProcAddress_v2(...))`),
+/// to which the build renames their calls.
 ///
 /// Each trampoline keeps the resolved address in a static of its own (a
 /// private item: addressed relative to the instruction pointer, no GOT load),
@@ -254,9 +353,11 @@ macro_rules! trampoline {
     (runtime $($rest:tt)*) => {
         $crate::loader::trampoline!(@ runtime_resolve $($rest)*);
     };
-    (@ $resolve:ident $slot:literal
+    (@ $resolve:ident $slot:literal $($c_name:literal)?
         $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
-        #[no_mangle]
+        #[cfg_attr(feature = "export-c-names", no_mangle)]
+        $(#[cfg_attr(not(feature = "export-c-names"), export_name = $c_name)])?
+        #[allow(dead_code)] // without `export-c-names`, only Rust's first calls use it
         pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
             type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
             static RESOLVED: ::core::sync::atomic::AtomicUsize =
@@ -328,7 +429,7 @@ pub(crate) use call;
 #[inline(always)]
 pub fn driver_ready(slot: usize) -> Option<*const c_void> {
     let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
-    (v > NOT_FOUND).then_some(v as *const c_void)
+    (v > LAST_STATE).then_some(v as *const c_void)
 }
 
 /// The runtime function in `slot` if it is already resolved.
@@ -336,7 +437,7 @@ pub fn driver_ready(slot: usize) -> Option<*const c_void> {
 #[inline(always)]
 pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
     let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
-    (v > NOT_FOUND).then_some(v as *const c_void)
+    (v > LAST_STATE).then_some(v as *const c_void)
 }
 
 /// Resolves the driver function in `slot` (the trampolines' cold path: first
@@ -367,9 +468,12 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
     if v != UNRESOLVED {
         return decode(v);
     }
-    let v = match lib.handle() {
-        None => NO_LIBRARY,
-        Some(handle) => lib.lookup(handle, entry),
+    let v = match lib.state() {
+        // Being loaded by this thread, or by one a fork left behind: not
+        // stored, a later call resolves normally.
+        Err(_) => return Err(Unavailable::LibraryNotLoaded),
+        Ok(s) if s.handle == 0 => NO_LIBRARY,
+        Ok(s) => s.lookup(entry),
     };
     slots[slot].store(v, Ordering::Release);
     decode(v)
@@ -382,15 +486,183 @@ const PROC_FLAGS: u64 = if cfg!(feature = "per-thread-default-stream") {
     0
 };
 
+/// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`.
+const VERSION_NOT_SUFFICIENT: c_int = 2;
+
 type GetProcAddressV2 =
     unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult;
 type GetProcAddressV1 =
     unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
+/// `cuDriverGetVersion` (`PFN_cuDriverGetVersion_v2020`) and `cudaRuntimeGetVersion`.
+type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
+
+/// Why a one-time initialisation cannot be waited for.
+#[derive(Clone, Copy, Debug)]
+enum Stuck {
+    /// Called again from inside the initialisation, on its own thread.
+    Reentrant,
+    /// In a child forked while another thread of the parent ran it.
+    Forked,
+}
+
+impl Stuck {
+    fn message(self) -> &'static str {
+        match self {
+            Stuck::Reentrant => {
+                "the library is being loaded by this very thread: its own code called back \
+                 into cuda-mem-sys while it loaded"
+            }
+            Stuck::Forked => {
+                "the process was forked while another thread was loading the library; \
+                 that load cannot finish in this process"
+            }
+        }
+    }
+}
+
+/// A one-time initialisation that never hangs: the word is 0 (not run), the
+/// running thread's `(process id << 32) | thread id`, or `DONE`. One
+/// compare-and-swap claims it with both ids, so no fork can leave it claimed
+/// by an unknown owner.
+struct Once(AtomicU64);
+
+const ONCE_NEW: u64 = 0;
+const ONCE_DONE: u64 = u64::MAX;
+
+impl Once {
+    const fn new() -> Once {
+        Once(AtomicU64::new(ONCE_NEW))
+    }
+
+    /// Runs `init` unless it has run; waits (yielding) while another thread
+    /// of this process runs it.
+    fn call(&self, init: impl FnOnce()) -> Result<(), Stuck> {
+        if self.0.load(Ordering::Acquire) == ONCE_DONE {
+            return Ok(());
+        }
+        let process = sys::process_id();
+        let me = (u64::from(process) << 32) | u64::from(sys::thread_id());
+        let mut spins = 0u32;
+        loop {
+            match self
+                .0
+                .compare_exchange(ONCE_NEW, me, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    init();
+                    self.0.store(ONCE_DONE, Ordering::Release);
+                    return Ok(());
+                }
+                Err(ONCE_DONE) => return Ok(()),
+                Err(owner) if owner == me => return Err(Stuck::Reentrant),
+                Err(owner) if (owner >> 32) as u32 != process => return Err(Stuck::Forked),
+                // Spin briefly, then yield, then sleep: a load can take
+                // long (a driver's initialisation), and waiters should not
+                // burn the cores it needs.
+                Err(_) if spins < 100 => {
+                    spins += 1;
+                    core::hint::spin_loop();
+                }
+                Err(_) if spins < 200 => {
+                    spins += 1;
+                    sys::yield_now();
+                }
+                Err(_) => sys::sleep_briefly(),
+            }
+        }
+    }
+}
+
+/// The loader's longest file name, with its NUL (`PATH_MAX` on Linux).
+const PATH_BUFFER: usize = 4096;
+
+/// One environment variable, as read.
+struct Setting {
+    bytes: [u8; PATH_BUFFER],
+    state: SettingState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SettingState {
+    Unset,
+    /// Its value is `bytes[..len]`, NUL-terminated.
+    Path(usize),
+    /// Set, with a value of this many bytes: more than `PATH_BUFFER - 1`.
+    TooLong(usize),
+    /// Set, in a secure process: not read.
+    Ignored,
+}
+
+impl Setting {
+    const fn new() -> Setting {
+        Setting {
+            bytes: [0; PATH_BUFFER],
+            state: SettingState::Unset,
+        }
+    }
+
+    fn variable(&self) -> Variable {
+        match self.state {
+            SettingState::Unset => Variable::Unset,
+            SettingState::Ignored => Variable::IgnoredInSecureProcess,
+            SettingState::Path(_) | SettingState::TooLong(_) => Variable::Used,
+        }
+    }
+
+    fn read(&mut self, name: &[u8], secure: bool) {
+        self.state = match sys::getenv(name, &mut self.bytes) {
+            Ok(None) => SettingState::Unset,
+            _ if secure => {
+                self.bytes = [0; PATH_BUFFER];
+                SettingState::Ignored
+            }
+            Ok(Some(len)) => SettingState::Path(len),
+            Err(len) => SettingState::TooLong(len),
+        };
+    }
+}
+
+/// `CUDA_MEM_SYS_LIBCUDA` and `CUDA_MEM_SYS_LIBCUDART`, read once.
+struct EnvironmentState {
+    secure: bool,
+    driver: Setting,
+    runtime: Setting,
+}
+
+struct Environment {
+    once: Once,
+    inner: UnsafeCell<EnvironmentState>,
+}
+
+// SAFETY: `inner` is written only inside `once` (by one thread), read only
+// after it completed (release/acquire).
+unsafe impl Sync for Environment {}
+
+static ENVIRONMENT: Environment = Environment {
+    once: Once::new(),
+    inner: UnsafeCell::new(EnvironmentState {
+        secure: false,
+        driver: Setting::new(),
+        runtime: Setting::new(),
+    }),
+};
+
+/// The variables, read on the first call (at program start on Linux).
+fn environment() -> Result<&'static EnvironmentState, Stuck> {
+    ENVIRONMENT.once.call(|| {
+        // SAFETY: inside `once`: this thread alone writes.
+        let e = unsafe { &mut *ENVIRONMENT.inner.get() };
+        e.secure = sys::secure();
+        e.driver.read(b"CUDA_MEM_SYS_LIBCUDA\0", e.secure);
+        e.runtime.read(b"CUDA_MEM_SYS_LIBCUDART\0", e.secure);
+    })?;
+    // SAFETY: completed: written once, never again.
+    Ok(unsafe { &*ENVIRONMENT.inner.get() })
+}
 
 /// One library, loaded once.
 struct Library {
-    /// 0: not tried, 1: loading, 2: done.
-    state: AtomicU8,
+    once: Once,
     api: Api,
     inner: UnsafeCell<LibraryState>,
 }
@@ -399,7 +671,10 @@ struct LibraryState {
     handle: usize,
     get_proc: usize,
     get_proc_v2: bool,
+    /// `cuDriverGetVersion` / `cudaRuntimeGetVersion`; 0: not answered.
+    version: u32,
     file: &'static str,
+    variable: Variable,
     tried: Text,
     message: Text,
 }
@@ -425,14 +700,38 @@ impl Text {
             }
         }
     }
+    fn push_number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+    /// `13.0` for `13000`.
+    fn push_release(&mut self, version: u32) {
+        self.push_number(u64::from(version / 1000));
+        self.push(b".");
+        self.push_number(u64::from(version % 1000 / 10));
+    }
     fn as_str(&'static self) -> &'static str {
-        // Only whole UTF-8 sequences or lossy bytes were pushed; fall back to a fixed text.
-        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("(message not valid UTF-8)")
+        // The longest valid UTF-8 prefix (a cut sequence or bytes of a path
+        // that are not UTF-8 end it).
+        let bytes = &self.bytes[..self.len];
+        match core::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+        }
     }
 }
 
-// SAFETY: `inner` is written only by the one thread that moved `state` from 0
-// to 1, and read only after `state` is 2 (release/acquire).
+// SAFETY: `inner` is written only inside `once` (by one thread), read only
+// after it completed (release/acquire).
 unsafe impl Sync for Library {}
 
 static DRIVER_LIB: Library = Library::new(Api::Driver);
@@ -441,98 +740,143 @@ static RUNTIME_LIB: Library = Library::new(Api::Runtime);
 impl Library {
     const fn new(api: Api) -> Library {
         Library {
-            state: AtomicU8::new(0),
+            once: Once::new(),
             api,
             inner: UnsafeCell::new(LibraryState {
                 handle: 0,
                 get_proc: 0,
                 get_proc_v2: false,
+                version: 0,
                 file: "",
+                variable: Variable::Unset,
                 tried: Text::new(),
                 message: Text::new(),
             }),
         }
     }
 
-    fn state(&'static self) -> &'static LibraryState {
-        loop {
-            match self
-                .state
-                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    // SAFETY: this thread alone moved the state to 1.
-                    unsafe { self.open(&mut *self.inner.get()) };
-                    self.state.store(2, Ordering::Release);
-                    break;
-                }
-                Err(2) => break,
-                Err(_) => core::hint::spin_loop(),
-            }
-        }
-        // SAFETY: state is 2: written once, never again.
-        unsafe { &*self.inner.get() }
+    fn state(&'static self) -> Result<&'static LibraryState, Stuck> {
+        // SAFETY: inside `once`: this thread alone writes.
+        self.once
+            .call(|| unsafe { self.open(&mut *self.inner.get()) })?;
+        // SAFETY: completed: written once, never again.
+        Ok(unsafe { &*self.inner.get() })
     }
 
     fn get(&'static self) -> Result<Loaded, LoadError> {
-        let s = self.state();
+        let s = self.state().map_err(|why| LoadError {
+            tried: "",
+            message: why.message(),
+            variable: Variable::Unset,
+        })?;
         if s.handle == 0 {
             return Err(LoadError {
                 tried: s.tried.as_str(),
                 message: s.message.as_str(),
+                variable: s.variable,
             });
         }
         Ok(Loaded {
             file: s.file,
             proc_address_v2: s.get_proc_v2,
+            version: (s.version != 0).then_some(s.version),
+            variable: s.variable,
         })
     }
 
-    fn handle(&'static self) -> Option<usize> {
-        let s = self.state();
-        (s.handle != 0).then_some(s.handle)
-    }
-
-    /// Opens the library: the variable's file, else the usual names.
-    fn open(&self, s: &mut LibraryState) {
-        let (var, names): (&[u8], &[&'static str]) = match self.api {
-            Api::Driver => (b"CUDA_MEM_SYS_LIBCUDA\0", sys::DRIVER_NAMES),
-            Api::Runtime => (b"CUDA_MEM_SYS_LIBCUDART\0", sys::runtime_names()),
-        };
-        let mut path = [0u8; 4096];
-        if let Some(len) = sys::getenv(var, &mut path) {
-            s.tried.push(&path[..len]);
-            match sys::open(&path[..=len]) {
-                Ok(h) => {
-                    s.handle = h;
-                    s.file = "the file named by the environment variable";
-                }
-                Err(()) => sys::last_error(&mut s.message),
+    /// Opens the library: the variable's file, else the usual names; then
+    /// asks its version.
+    fn open(&'static self, s: &mut LibraryState) {
+        let env = match environment() {
+            Ok(e) => e,
+            Err(why) => {
+                s.message.push(why.message().as_bytes());
+                return;
             }
-        } else {
-            for name in names {
-                if s.tried.len > 0 {
-                    s.tried.push(b", ");
+        };
+        let (var, setting, names): (&str, &'static Setting, &[&'static str]) = match self.api {
+            Api::Driver => (LIBCUDA_VAR, &env.driver, sys::DRIVER_NAMES),
+            Api::Runtime => (LIBCUDART_VAR, &env.runtime, sys::runtime_names()),
+        };
+        s.variable = setting.variable();
+        if self.api == Api::Runtime && env.driver.state != SettingState::Unset {
+            // One driver per process: the runtime's own dlopen("libcuda.so.1")
+            // must find the named one (by its SONAME), so it is loaded first.
+            // On this thread already loading it: it is on its way.
+            if let Ok(d) = DRIVER_LIB.state() {
+                if d.handle == 0 && env.driver.state != SettingState::Ignored {
+                    s.message.push(
+                        b"not loaded: CUDA_MEM_SYS_LIBCUDA names a driver that did not load \
+                          (see loader::driver()), and the runtime would open another one",
+                    );
+                    return;
                 }
-                s.tried.push(name.as_bytes());
-                let mut z = [0u8; 64];
-                z[..name.len()].copy_from_slice(name.as_bytes());
-                match sys::open(&z[..=name.len()]) {
+            }
+        }
+        match setting.state {
+            SettingState::Path(len) => {
+                let path = &setting.bytes[..len];
+                s.tried.push(path);
+                match sys::open(&setting.bytes[..=len]) {
                     Ok(h) => {
                         s.handle = h;
-                        s.file = name;
-                        break;
+                        s.file = core::str::from_utf8(path)
+                            .unwrap_or("the file named by the environment variable");
                     }
                     Err(()) => {
-                        s.message.len = 0;
+                        s.message.push(var.as_bytes());
+                        s.message.push(b" names no loadable library: ");
                         sys::last_error(&mut s.message);
                     }
                 }
             }
+            SettingState::TooLong(len) => {
+                s.tried.push(var.as_bytes());
+                s.message.push(var.as_bytes());
+                s.message.push(b" is ");
+                s.message.push_number(len as u64);
+                s.message.push(b" bytes long, more than the loader's ");
+                s.message.push_number(PATH_BUFFER as u64 - 1);
+                s.message
+                    .push(b": nothing is loaded (the usual names are not tried instead)");
+            }
+            SettingState::Unset | SettingState::Ignored => {
+                if setting.state == SettingState::Ignored {
+                    s.message.push(var.as_bytes());
+                    s.message.push(b" is ignored in a secure process; ");
+                }
+                let prefix = s.message.len;
+                for name in names {
+                    if s.tried.len > 0 {
+                        s.tried.push(b", ");
+                    }
+                    s.tried.push(name.as_bytes());
+                    let mut z = [0u8; 64];
+                    z[..name.len()].copy_from_slice(name.as_bytes());
+                    match sys::open(&z[..=name.len()]) {
+                        Ok(h) => {
+                            s.handle = h;
+                            s.file = name;
+                            break;
+                        }
+                        Err(()) => {
+                            s.message.len = prefix;
+                            sys::last_error(&mut s.message);
+                        }
+                    }
+                }
+            }
         }
-        if s.handle == 0 || self.api == Api::Runtime {
+        if s.handle == 0 {
             return;
         }
+        match self.api {
+            Api::Driver => Self::open_driver(s),
+            Api::Runtime => Self::open_runtime(s),
+        }
+    }
+
+    fn open_driver(s: &mut LibraryState) {
         if let Some(p) = sys::symbol(s.handle, b"cuGetProcAddress_v2\0") {
             s.get_proc = p;
             s.get_proc_v2 = true;
@@ -545,47 +889,106 @@ impl Library {
                 .push(b"the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress");
             sys::close(s.handle);
             s.handle = 0;
+            return;
+        }
+        // The driver's version, asked as every function is (no cuInit needed).
+        let entry = Entry {
+            symbol: b"cuDriverGetVersion\0",
+            base: b"cuDriverGetVersion\0",
+            version: 2020,
+        };
+        let f = s.lookup(&entry);
+        if f > LAST_STATE {
+            let mut v: c_int = 0;
+            // SAFETY: PFN_cuDriverGetVersion_v2020, asked as such.
+            let r = unsafe { core::mem::transmute::<usize, GetVersion>(f)(&mut v) };
+            if r == CUDA_SUCCESS.0 as c_int && v > 0 {
+                s.version = v as u32;
+            }
         }
     }
 
+    fn open_runtime(s: &mut LibraryState) {
+        let mut v: c_int = 0;
+        let r = match sys::symbol(s.handle, b"cudaRuntimeGetVersion\0") {
+            // SAFETY: cudaRuntimeGetVersion(int *); it initialises nothing.
+            Some(f) => unsafe { core::mem::transmute::<usize, GetVersion>(f)(&mut v) },
+            None => -1,
+        };
+        let refuse = if r != 0 || v <= 0 {
+            s.message
+                .push(b"cudaRuntimeGetVersion is missing or failed: not a CUDA runtime");
+            true
+        } else if v as u32 / 1000 != RUNTIME_MAJOR {
+            s.message.push(b"the library is CUDA ");
+            s.message.push_release(v as u32);
+            s.message.push(b"'s runtime (cudaRuntimeGetVersion ");
+            s.message.push_number(v as u64);
+            s.message.push(b"), these bindings CUDA ");
+            s.message.push_release(CUDA_VERSION);
+            s.message.push(b"'s (CUDA_VERSION ");
+            s.message.push_number(u64::from(CUDA_VERSION));
+            s.message
+                .push(b"): its structures differ, so it is not used");
+            true
+        } else {
+            false
+        };
+        if r == 0 && v > 0 {
+            s.version = v as u32;
+        }
+        if refuse {
+            // Left open (its code has run), but unused.
+            s.handle = 0;
+        }
+    }
+}
+
+impl LibraryState {
     /// The slot value for `entry`: its address, or why there is none.
-    fn lookup(&'static self, handle: usize, entry: &Entry) -> usize {
-        let s = self.state();
-        if entry.version == 0 || s.get_proc == 0 {
-            return sys::symbol(handle, entry.symbol).unwrap_or(NOT_FOUND);
+    fn lookup(&self, entry: &Entry) -> usize {
+        if entry.version == 0 || self.get_proc == 0 {
+            return sys::symbol(self.handle, entry.symbol).unwrap_or(NOT_FOUND);
+        }
+        // cuda.h (Driver Entry Point Access): a version above the driver's
+        // is answered CUDA_ERROR_INVALID_VALUE; not asked.
+        if self.version != 0 && entry.version > self.version {
+            return TOO_OLD;
         }
         let mut p: *mut c_void = core::ptr::null_mut();
         let name = entry.base.as_ptr().cast::<c_char>();
         let version = entry.version as c_int;
-        if s.get_proc_v2 {
-            let mut status: c_int = 0;
+        // Written by the driver only with CUDA_SUCCESS.
+        let mut status: c_int = -1;
+        let r = if self.get_proc_v2 {
             // SAFETY: cuGetProcAddress_v2's prototype (cudaTypedefs.h, PFN_cuGetProcAddress_v12000).
-            let r = unsafe {
-                core::mem::transmute::<usize, GetProcAddressV2>(s.get_proc)(
+            unsafe {
+                core::mem::transmute::<usize, GetProcAddressV2>(self.get_proc)(
                     name,
                     &mut p,
                     version,
                     PROC_FLAGS,
                     &mut status,
                 )
-            };
-            match (r, p.is_null(), status) {
-                (crate::generated::CUDA_SUCCESS, false, _) => p as usize,
-                (_, _, 2) => TOO_OLD,
-                _ => NOT_FOUND,
             }
         } else {
             // SAFETY: cuGetProcAddress's prototype (PFN_cuGetProcAddress_v11030).
-            let r = unsafe {
-                core::mem::transmute::<usize, GetProcAddressV1>(s.get_proc)(
+            unsafe {
+                core::mem::transmute::<usize, GetProcAddressV1>(self.get_proc)(
                     name, &mut p, version, PROC_FLAGS,
                 )
-            };
-            if r == crate::generated::CUDA_SUCCESS && !p.is_null() {
-                p as usize
-            } else {
-                NOT_FOUND
             }
+        };
+        if r == CUDA_SUCCESS && !p.is_null() {
+            p as usize
+        } else if r == CUDA_SUCCESS && status == VERSION_NOT_SUFFICIENT {
+            BELOW_INTRODUCTION
+        } else if r == CUDA_ERROR_INVALID_VALUE && self.version == 0 {
+            // The driver's version is unknown: this is its answer for a
+            // version above its own.
+            TOO_OLD
+        } else {
+            NOT_FOUND
         }
     }
 }
@@ -609,20 +1012,73 @@ mod sys {
         }
     }
 
-    /// Copies the variable's value into `buf` (NUL-terminated); its length.
-    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Option<usize> {
+    /// Copies the variable's value into `buf` (NUL-terminated): `Ok(None)`
+    /// unset or empty, `Ok(Some(length))`, `Err(length)` where it does not fit.
+    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Result<Option<usize>, usize> {
         // SAFETY: a NUL-terminated name; the value is copied at once.
         let v = unsafe { libc::getenv(var.as_ptr().cast()) };
         if v.is_null() {
-            return None;
+            return Ok(None);
         }
+        // SAFETY: getenv's value is NUL-terminated.
         let v = unsafe { CStr::from_ptr(v) }.to_bytes();
-        if v.is_empty() || v.len() >= buf.len() {
-            return None;
+        if v.is_empty() {
+            return Ok(None);
+        }
+        if v.len() >= buf.len() {
+            return Err(v.len());
         }
         buf[..v.len()].copy_from_slice(v);
         buf[v.len()] = 0;
-        Some(v.len())
+        Ok(Some(v.len()))
+    }
+
+    /// A secure process (setuid, setgid, file capabilities): the dynamic
+    /// loader's own test.
+    pub fn secure() -> bool {
+        #[cfg(target_os = "linux")]
+        // SAFETY: no preconditions.
+        unsafe {
+            libc::getauxval(libc::AT_SECURE) != 0
+        }
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: no preconditions.
+        unsafe {
+            libc::getuid() != libc::geteuid() || libc::getgid() != libc::getegid()
+        }
+    }
+
+    pub fn process_id() -> u32 {
+        // SAFETY: no preconditions.
+        unsafe { libc::getpid() as u32 }
+    }
+
+    pub fn thread_id() -> u32 {
+        #[cfg(target_os = "linux")]
+        // SAFETY: gettid has no arguments (a system call: no glibc 2.30 needed).
+        unsafe {
+            libc::syscall(libc::SYS_gettid) as u32
+        }
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: no preconditions.
+        unsafe {
+            libc::pthread_self() as usize as u32
+        }
+    }
+
+    pub fn yield_now() {
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+
+    /// A millisecond.
+    pub fn sleep_briefly() {
+        let t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: a valid timespec; the remainder is not wanted.
+        unsafe { libc::nanosleep(&t, core::ptr::null_mut()) };
     }
 
     pub fn open(name: &[u8]) -> Result<usize, ()> {
@@ -673,35 +1129,190 @@ mod sys {
         }
     }
 
+    /// `LoadLibraryExW` flags: only `System32` (the driver's home).
+    const LOAD_LIBRARY_SEARCH_SYSTEM32: u32 = 0x0000_0800;
+    /// The application's folder, `System32` and folders added with
+    /// `AddDllDirectory`: not the working directory, not `PATH`.
+    const LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: u32 = 0x0000_1000;
+
     #[link(name = "kernel32")]
     extern "system" {
-        fn LoadLibraryW(name: *const u16) -> *mut c_void;
+        fn LoadLibraryExW(name: *const u16, file: *mut c_void, flags: u32) -> *mut c_void;
         fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
         fn FreeLibrary(module: *mut c_void) -> i32;
         fn GetLastError() -> u32;
-        fn GetEnvironmentVariableA(name: *const c_char, buf: *mut c_char, size: u32) -> u32;
+        fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
+        fn GetCurrentProcessId() -> u32;
+        fn GetCurrentThreadId() -> u32;
+        fn SwitchToThread() -> i32;
+        fn Sleep(milliseconds: u32);
     }
 
-    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Option<usize> {
-        // SAFETY: a NUL-terminated name and a buffer of the size given.
-        let n = unsafe {
-            GetEnvironmentVariableA(
-                var.as_ptr().cast(),
-                buf.as_mut_ptr().cast(),
-                buf.len() as u32,
-            )
-        } as usize;
-        (n > 0 && n < buf.len()).then_some(n)
+    /// No setuid programs on Windows.
+    pub fn secure() -> bool {
+        false
     }
 
-    pub fn open(name: &[u8]) -> Result<usize, ()> {
-        // The name as UTF-16 (the variable's bytes are taken as Latin-1).
-        let mut wide = [0u16; 4096];
-        for (w, &b) in wide.iter_mut().zip(name) {
-            *w = b as u16;
+    pub fn process_id() -> u32 {
+        // SAFETY: no arguments.
+        unsafe { GetCurrentProcessId() }
+    }
+
+    pub fn thread_id() -> u32 {
+        // SAFETY: no arguments.
+        unsafe { GetCurrentThreadId() }
+    }
+
+    pub fn yield_now() {
+        // SAFETY: no arguments.
+        unsafe { SwitchToThread() };
+    }
+
+    /// A millisecond.
+    pub fn sleep_briefly() {
+        // SAFETY: no preconditions.
+        unsafe { Sleep(1) };
+    }
+
+    /// Copies the variable's value into `buf` as UTF-8 (NUL-terminated; an
+    /// unpaired surrogate as its generalized UTF-8, which [`open`] turns back
+    /// into the same UTF-16); its length. Read as the wide string Windows
+    /// keeps, not through the ANSI code page, where a path outside it is lost.
+    /// As on Unix: `Ok(None)` unset or empty, `Ok(Some(length))`, `Err(length)`
+    /// where it does not fit.
+    pub fn getenv(var: &[u8], buf: &mut [u8]) -> Result<Option<usize>, usize> {
+        let mut name = [0u16; 64];
+        if var.len() > name.len() {
+            return Ok(None);
         }
-        // SAFETY: NUL-terminated (the input was).
-        let h = unsafe { LoadLibraryW(wide.as_ptr()) };
+        for (w, &b) in name.iter_mut().zip(var) {
+            *w = b as u16; // the names are ASCII
+        }
+        let mut wide = [0u16; 4096];
+        // SAFETY: a NUL-terminated name and a buffer of the size given.
+        let n =
+            unsafe { GetEnvironmentVariableW(name.as_ptr(), wide.as_mut_ptr(), wide.len() as u32) }
+                as usize;
+        // 0: unset or empty; n >= len: the size it would need, with the NUL.
+        if n == 0 {
+            return Ok(None);
+        }
+        if n >= wide.len() {
+            return Err(n - 1);
+        }
+        match wtf8_encode(&wide[..n], buf) {
+            Some(len) if len < buf.len() => {
+                buf[len] = 0;
+                Ok(Some(len))
+            }
+            _ => Err(n),
+        }
+    }
+
+    /// UTF-16 (unpaired surrogates included) as generalized UTF-8 into `out`;
+    /// `None` where it does not fit.
+    fn wtf8_encode(wide: &[u16], out: &mut [u8]) -> Option<usize> {
+        let mut len = 0;
+        let mut i = 0;
+        while i < wide.len() {
+            let w = wide[i] as u32;
+            let c = match (w, wide.get(i + 1)) {
+                (0xD800..=0xDBFF, Some(&low @ 0xDC00..=0xDFFF)) => {
+                    i += 1;
+                    0x10000 + ((w - 0xD800) << 10) + (low as u32 - 0xDC00)
+                }
+                _ => w,
+            };
+            i += 1;
+            let mut bytes = [0u8; 4];
+            let n = match c {
+                0..=0x7F => {
+                    bytes[0] = c as u8;
+                    1
+                }
+                0x80..=0x7FF => {
+                    bytes[0] = 0xC0 | (c >> 6) as u8;
+                    bytes[1] = 0x80 | (c & 0x3F) as u8;
+                    2
+                }
+                0x800..=0xFFFF => {
+                    bytes[0] = 0xE0 | (c >> 12) as u8;
+                    bytes[1] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                    bytes[2] = 0x80 | (c & 0x3F) as u8;
+                    3
+                }
+                _ => {
+                    bytes[0] = 0xF0 | (c >> 18) as u8;
+                    bytes[1] = 0x80 | ((c >> 12) & 0x3F) as u8;
+                    bytes[2] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                    bytes[3] = 0x80 | (c & 0x3F) as u8;
+                    4
+                }
+            };
+            out.get_mut(len..len + n)?.copy_from_slice(&bytes[..n]);
+            len += n;
+        }
+        Some(len)
+    }
+
+    /// Generalized UTF-8 (NUL-terminated) as UTF-16 into `out`
+    /// (NUL-terminated); `None` where it does not fit. A byte that starts
+    /// no sequence becomes U+FFFD.
+    fn wtf8_decode(bytes: &[u8], out: &mut [u16]) -> Option<()> {
+        let mut n = 0;
+        let mut push = |w: u16| -> Option<()> {
+            *out.get_mut(n)? = w;
+            n += 1;
+            Some(())
+        };
+        let mut i = 0;
+        while i < bytes.len() && bytes[i] != 0 {
+            let b = bytes[i] as u32;
+            let (len, init) = match b {
+                0..=0x7F => (1, b),
+                0xC0..=0xDF => (2, b & 0x1F),
+                0xE0..=0xEF => (3, b & 0x0F),
+                0xF0..=0xF7 => (4, b & 0x07),
+                _ => (0, 0xFFFD),
+            };
+            let tail = bytes.get(i + 1..i + len.max(1)).unwrap_or(&[]);
+            let c = if len == 0 || tail.len() + 1 != len || tail.iter().any(|t| t & 0xC0 != 0x80) {
+                i += 1;
+                0xFFFD
+            } else {
+                i += len;
+                tail.iter().fold(init, |c, t| (c << 6) | (*t as u32 & 0x3F))
+            };
+            if c >= 0x10000 {
+                let c = c - 0x10000;
+                push(0xD800 + (c >> 10) as u16)?;
+                push(0xDC00 + (c & 0x3FF) as u16)?;
+            } else {
+                push(c as u16)?;
+            }
+        }
+        push(0)
+    }
+
+    /// Loads `name` (UTF-8, NUL-terminated). A bare file name is never looked
+    /// for in the working directory or on `PATH`, where another program could
+    /// have planted a DLL: `nvcuda.dll` only in `System32`, where the driver
+    /// installs it; any other bare name (the runtime, `cudart64_<major>.dll`)
+    /// in the default folders (the application's, `System32`, those added by
+    /// `AddDllDirectory`). A path (the variable's) is loaded as given.
+    pub fn open(name: &[u8]) -> Result<usize, ()> {
+        let mut wide = [0u16; 4096];
+        wtf8_decode(name, &mut wide).ok_or(())?;
+        let file = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        let flags = if file.iter().any(|&b| b == b'\\' || b == b'/' || b == b':') {
+            0
+        } else if file.eq_ignore_ascii_case(b"nvcuda.dll") {
+            LOAD_LIBRARY_SEARCH_SYSTEM32
+        } else {
+            LOAD_LIBRARY_SEARCH_DEFAULT_DIRS
+        };
+        // SAFETY: NUL-terminated (wtf8_decode wrote the NUL).
+        let h = unsafe { LoadLibraryExW(wide.as_ptr(), core::ptr::null_mut(), flags) };
         if h.is_null() {
             Err(())
         } else {
@@ -710,7 +1321,7 @@ mod sys {
     }
 
     pub fn close(handle: usize) {
-        // SAFETY: a handle from LoadLibraryW.
+        // SAFETY: a handle from LoadLibraryExW.
         unsafe { FreeLibrary(handle as *mut _) };
     }
 
@@ -723,7 +1334,7 @@ mod sys {
     pub fn last_error(out: &mut Text) {
         // SAFETY: no arguments.
         let mut code = unsafe { GetLastError() };
-        out.push(b"LoadLibraryW failed with Windows error ");
+        out.push(b"LoadLibraryExW failed with Windows error ");
         let mut digits = [0u8; 10];
         let mut i = digits.len();
         loop {
@@ -738,23 +1349,22 @@ mod sys {
     }
 }
 
-/// Where the runtime is linked statically it loads `libcuda.so.1` itself; if
-/// `CUDA_MEM_SYS_LIBCUDA` names another file, load that one first, at start-up,
-/// so that the runtime's request finds it (by its `SONAME`) and both halves
-/// use one driver.
-#[cfg(all(
-    target_os = "linux",
-    cuda_mem_sys_load_driver,
-    not(cuda_mem_sys_load_runtime)
-))]
+/// Linux: the environment is read at program start (before `main`, on the
+/// one thread there is yet; or when a library containing the crate is
+/// opened). Where the runtime is linked statically it loads `libcuda.so.1`
+/// itself; if `CUDA_MEM_SYS_LIBCUDA` names another file, that one is loaded
+/// now, so that the runtime's request finds it (by its `SONAME`) and both
+/// halves use one driver.
+#[cfg(target_os = "linux")]
 #[used]
 #[link_section = ".init_array"]
-static PRELOAD_NAMED_DRIVER: extern "C" fn() = {
-    extern "C" fn preload() {
-        // SAFETY: a NUL-terminated name; only the presence is read.
-        if unsafe { !libc::getenv(c"CUDA_MEM_SYS_LIBCUDA".as_ptr()).is_null() } {
-            let _ = driver();
+static READ_ENVIRONMENT_AT_START: extern "C" fn() = {
+    extern "C" fn at_start() {
+        if let Ok(e) = environment() {
+            if !cfg!(cuda_mem_sys_load_runtime) && matches!(e.driver.state, SettingState::Path(_)) {
+                let _ = driver();
+            }
         }
     }
-    preload
+    at_start
 };

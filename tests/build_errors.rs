@@ -566,3 +566,35 @@ fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
     );
     assert!(ok, "abi-proofs with the feature forwarded failed:\n{out}");
 }
+
+/// A CUDA variable that is set but not valid UTF-8 is named as such; it is
+/// not taken as unset (which would build against something else, or the
+/// fallback, without a word).
+#[test]
+#[cfg(unix)]
+fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/cuda-\xff-not-utf8"));
+    for var in [
+        "CUDA_MEM_SYS_INCLUDE_DIR",
+        "CUDA_PATH",
+        "CUDA_MEM_SYS_LIB_DIR",
+    ] {
+        // Cargo does not see a change of a variable to a value that is not
+        // UTF-8 (its fingerprint reads it as text), so a build script that
+        // ran before is not run again: a fresh LIBCLANG_PATH (never reached:
+        // the search fails first) makes it run.
+        let rerun = scratch("not-utf8-rerun");
+        let (ok, stderr) = build_with(&[(var, not_utf8), ("LIBCLANG_PATH", rerun.path())]);
+        assert!(
+            !ok,
+            "{var} not valid UTF-8: the build succeeded (taken as unset):\n{stderr}"
+        );
+        assert_clean_error(
+            &stderr,
+            &[&format!(
+                "{var} is set but is not valid UTF-8 (/tmp/cuda-\u{fffd}-not-utf8)"
+            )],
+        );
+    }
+}

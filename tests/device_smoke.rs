@@ -2,7 +2,7 @@
 //! versions, the device's name, and bytes through device memory.
 mod common;
 
-use common::{test, Gpu, TestResult};
+use common::{Gpu, TestResult};
 use cuda_mem_sys::*;
 
 fn driver_and_runtime_versions() -> TestResult {
@@ -37,10 +37,7 @@ fn device_memory_round_trip() -> TestResult {
 
 fn main() {
     common::main(
-        vec![
-            test("driver_and_runtime_versions", driver_and_runtime_versions),
-            test("device_memory_round_trip", device_memory_round_trip),
-        ],
+        device_tests![driver_and_runtime_versions, device_memory_round_trip,],
         &[],
     );
 }

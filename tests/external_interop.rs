@@ -27,9 +27,9 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
-use common::{Gpu, TestResult};
+use common::{pattern, read, same, test, BadInput, Checks, DeviceTest, Gpu, TestResult};
 use cuda_mem_sys::*;
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::Failed;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
@@ -37,73 +37,44 @@ use std::ptr::null_mut;
 // Runner: the harness's CUDA gate, plus Vulkan tests that may report ignored.
 // ---------------------------------------------------------------------------
 
-/// A test body that returns `Ok(Some(reason))` when what it needs besides CUDA
-/// (here: Vulkan) is not there; the runner reports it ignored with the reason.
-type IgnorableBody = fn() -> Result<Option<String>, Failed>;
-
-enum Body {
-    Cuda(fn() -> TestResult),
-    Ignorable(IgnorableBody),
-}
-
 fn main() {
-    common::run_child_role(&[
-        ("ext_exporter", ext_exporter),
-        ("ext_importer", ext_importer),
-        ("unmeasured_bad_input", unmeasured_bad_input),
-    ]);
-    let tests: Vec<(&str, Body)> = vec![
-        (
-            "vmm_allocation_imported_as_external_memory",
-            Body::Cuda(vmm_allocation_imported_as_external_memory),
-        ),
-        (
-            "process_death_importer_killed_while_mapped",
-            Body::Cuda(process_death_importer_killed_while_mapped),
-        ),
-        (
-            "process_death_exporter_killed",
-            Body::Cuda(process_death_exporter_killed),
-        ),
-        (
-            "process_death_descriptor_after_sender_died",
-            Body::Cuda(process_death_descriptor_after_sender_died),
-        ),
-        (
-            "bad_mipmap_and_semaphore_input_is_an_error",
-            Body::Cuda(bad_mipmap_and_semaphore_input_is_an_error),
-        ),
-        (
-            "bad_external_memory_input_is_rejected",
-            Body::Cuda(bad_external_memory_input_is_rejected),
-        ),
-        (
-            "vulkan_buffer_image_and_semaphores_round_trip",
-            Body::Ignorable(vulkan_round_trip),
-        ),
-    ];
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        args.test_threads = Some(1);
-    }
-    let trials = tests
-        .into_iter()
-        .map(|(name, body)| {
-            Trial::ignorable_test(name, move || {
-                if let Some(reason) = common::unavailable(1) {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                match body {
-                    Body::Cuda(f) => f().map(|()| Completion::Completed),
-                    Body::Ignorable(f) => f().map(|r| match r {
-                        None => Completion::Completed,
-                        Some(reason) => Completion::ignored_with(reason),
-                    }),
-                }
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    common::main(
+        vec![
+            test(
+                "vmm_allocation_imported_as_external_memory",
+                vmm_allocation_imported_as_external_memory,
+            ),
+            test(
+                "process_death_importer_killed_while_mapped",
+                process_death_importer_killed_while_mapped,
+            ),
+            test(
+                "process_death_exporter_killed",
+                process_death_exporter_killed,
+            ),
+            test(
+                "process_death_descriptor_after_sender_died",
+                process_death_descriptor_after_sender_died,
+            ),
+            test(
+                "bad_mipmap_and_semaphore_input_is_an_error",
+                bad_mipmap_and_semaphore_input_is_an_error,
+            ),
+            test(
+                "bad_external_memory_input_is_rejected",
+                bad_external_memory_input_is_rejected,
+            ),
+            DeviceTest::may_ignore(
+                "vulkan_buffer_image_and_semaphores_round_trip",
+                vulkan_round_trip,
+            ),
+        ],
+        &[
+            ("ext_exporter", ext_exporter),
+            ("ext_importer", ext_importer),
+            ("unmeasured_bad_input", unmeasured_bad_input),
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -257,44 +228,22 @@ fn mapped_buffer(ext: CUexternalMemory, offset: u64, size: u64) -> Result<CUdevi
     Ok(p)
 }
 
-fn pattern(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
-        .collect()
-}
-
-fn read_device(p: CUdeviceptr, len: usize) -> Result<Vec<u8>, Failed> {
-    let mut v = vec![0u8; len];
-    cu!(cuMemcpyDtoH(v.as_mut_ptr().cast(), p, len))?;
-    Ok(v)
-}
-
-fn first_mismatch(got: &[u8], want: &[u8]) -> String {
-    match got.iter().zip(want).position(|(a, b)| a != b) {
-        Some(i) => format!(
-            "first difference at byte {i}: {:#04x}, expected {:#04x}",
-            got[i], want[i]
-        ),
-        None => format!("lengths {} and {}", got.len(), want.len()),
-    }
-}
-
-/// Page-locked host memory (`cuMemAllocHost`), freed explicitly with [`Pinned::free`]
+/// Page-locked host memory (`cuMemAllocHost`), freed explicitly with [`ManualPageLocked::free`]
 /// (left allocated if a test fails while a stream may still write to it).
-struct Pinned {
+struct ManualPageLocked {
     ptr: *mut u8,
     len: usize,
 }
 
-impl Pinned {
-    fn new(len: usize) -> Result<Pinned, Failed> {
+impl ManualPageLocked {
+    fn new(len: usize) -> Result<ManualPageLocked, Failed> {
         let mut p: *mut c_void = null_mut();
         cu!(cuMemAllocHost(&mut p, len))?;
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, len) };
-        Ok(Pinned { ptr: p.cast(), len })
+        Ok(ManualPageLocked { ptr: p.cast(), len })
     }
-    fn from(bytes: &[u8]) -> Result<Pinned, Failed> {
-        let p = Pinned::new(bytes.len())?;
+    fn from(bytes: &[u8]) -> Result<ManualPageLocked, Failed> {
+        let p = ManualPageLocked::new(bytes.len())?;
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.ptr, bytes.len()) };
         Ok(p)
     }
@@ -354,22 +303,18 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     );
 
     // Both views start with the same bytes.
-    let got = read_device(mapped, len)?;
+    let got = read(mapped, len)?;
     ensure!(
         got.iter().all(|&b| b == 0x11),
         "mapped view does not show the VMM memset: {}",
-        first_mismatch(&got, &vec![0x11; len])
+        common::first_difference(&got, &vec![0x11; len])
     );
 
     // Written through the VMM view, read through the external mapping.
     let a = pattern(len, 1);
     cu!(cuMemcpyHtoD(vmm.va + off as u64, a.as_ptr().cast(), len))?;
-    let got = read_device(mapped, len)?;
-    ensure!(
-        got == a,
-        "VMM write not seen through the mapped buffer: {}",
-        first_mismatch(&got, &a)
-    );
+    let got = read(mapped, len)?;
+    same(&got, &a, "VMM write not seen through the mapped buffer")?;
 
     // Written through the external mapping, read through the VMM view.
     let b = pattern(len, 0xBEEF);
@@ -377,16 +322,16 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemsetD8(mapped, 0x7E, 1))?; // a device-side write too
     let mut want = b.clone();
     want[0] = 0x7E;
-    let got = read_device(vmm.va + off as u64, len)?;
-    ensure!(
-        got == want,
-        "mapped-buffer write not seen through the VMM view: {}",
-        first_mismatch(&got, &want)
-    );
+    let got = read(vmm.va + off as u64, len)?;
+    same(
+        &got,
+        &want,
+        "mapped-buffer write not seen through the VMM view",
+    )?;
 
     // Outside the window nothing changed.
-    let before = read_device(vmm.va, off)?;
-    let after = read_device(vmm.va + (off + len) as u64, vmm.size - off - len)?;
+    let before = read(vmm.va, off)?;
+    let after = read(vmm.va + (off + len) as u64, vmm.size - off - len)?;
     ensure!(
         before.iter().chain(&after).all(|&b| b == 0x11),
         "bytes outside the mapped window changed"
@@ -395,7 +340,7 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
     // The allocation itself is untouched by destroying the import.
-    let got = read_device(vmm.va + off as u64, len)?;
+    let got = read(vmm.va + off as u64, len)?;
     ensure!(
         got == want,
         "VMM view changed after cuDestroyExternalMemory"
@@ -406,26 +351,6 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
 // ---------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------
-
-/// Collects every mismatch so one run shows all of them.
-#[derive(Default)]
-struct Problems(Vec<String>);
-
-impl Problems {
-    fn note(&mut self, what: &str, r: TestResult) {
-        if let Err(e) = r {
-            self.0
-                .push(format!("{what}: {}", e.message().unwrap_or("?")));
-        }
-    }
-    fn finish(self) -> TestResult {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(self.0.join("\n").into())
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Process death: a VMM descriptor imported as external memory by another
@@ -544,20 +469,16 @@ impl pd::Exporting for ExtKept {
             .as_ref()
             .map(|v| v.va)
             .ok_or("no allocation kept")?;
-        read_device(va, n).map_err(pd::message)
+        read(va, n).map_err(pd::message)
     }
     fn go_on(&mut self, round: u32) -> TestResult {
         let v = Vmm::new(&self._gpu, 2)?;
         let data = pattern(v.size, round);
-        let back = cu!(cuMemcpyHtoD(v.va, data.as_ptr().cast(), v.size))
-            .and_then(|()| read_device(v.va, v.size));
+        let back =
+            cu!(cuMemcpyHtoD(v.va, data.as_ptr().cast(), v.size)).and_then(|()| read(v.va, v.size));
         v.free()?;
         let back = back?;
-        ensure!(
-            back == data,
-            "a new allocation after the importer died: {}",
-            first_mismatch(&back, &data)
-        );
+        same(&back, &data, "a new allocation after the importer died")?;
         Ok(())
     }
 }
@@ -675,17 +596,16 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let gpu = Gpu::new(0)?;
     let vmm = Vmm::new(&gpu, 2)?;
     let size = vmm.size as u64;
-    let mut p = Problems::default();
+    let mut p = BadInput::new(|round| still_works(&vmm, round));
 
     // Wrong handle type for the descriptor: a handle type that does not exist (0).
     let fd = vmm.export()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CUexternalMemoryHandleType(0);
-    p.note(
+    p.result(
         "handle type 0",
         import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
     );
-    p.note("after type 0", still_works(&vmm, 1));
 
     // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
     // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
@@ -693,37 +613,33 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let fd = vmm.export()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
-    p.note(
+    p.result(
         "POSIX fd as OPAQUE_WIN32",
         import_must_fail(&d, fd, CUDA_ERROR_NOT_SUPPORTED),
     );
-    p.note("after OPAQUE_WIN32", still_works(&vmm, 2));
 
     // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
     let fd = vmm.export()?;
     let d = opaque_fd_desc(fd, size, 0x2);
-    p.note(
+    p.result(
         "import flags 0x2",
         import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
     );
-    p.note("after import flags", still_works(&vmm, 3));
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
     // reference's list).
     let fd = vmm.export()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
-    p.note(
+    p.result(
         "closed fd",
         import_must_fail_unowned(fd, size, CUDA_ERROR_UNKNOWN),
     );
-    p.note("after closed fd", still_works(&vmm, 4));
     // No descriptor at all (-1). Measured on driver 580: CUDA_ERROR_UNKNOWN too.
-    p.note(
+    p.result(
         "fd -1",
         import_must_fail_unowned(-1, size, CUDA_ERROR_UNKNOWN),
     );
-    p.note("after fd -1", still_works(&vmm, 5));
 
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
@@ -760,43 +676,40 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
             close_fd(fd)?;
         }
     }
-    p.note("after size > allocation", still_works(&vmm, 6));
+    p.still_works_after("after size > allocation");
 
     // Mapped buffers on a valid import.
     let fd = vmm.export()?;
     let ext = import_memory(fd, size, 0)?;
     let bad = CUDA_ERROR_INVALID_VALUE;
-    p.note("offset == size", map_must_fail(ext, size, 65536, 0, bad));
-    p.note("after offset == size", still_works(&vmm, 7));
+    p.result("offset == size", map_must_fail(ext, size, 65536, 0, bad));
     let past = size + vmm.granularity as u64;
-    p.note(
+    p.result(
         "offset past the end",
         map_must_fail(ext, past, 65536, 0, bad),
     );
-    p.note("after offset past the end", still_works(&vmm, 8));
-    p.note(
+    p.result(
         "range runs past the end",
         map_must_fail(ext, size - 65536, 2 * 65536, 0, bad),
     );
-    p.note("after range past the end", still_works(&vmm, 9));
-    p.note("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
-    p.note("after buffer flags", still_works(&vmm, 10));
+    p.result("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
 
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
     let a = pattern(vmm.size, 77);
     cu!(cuMemcpyHtoD(vmm.va, a.as_ptr().cast(), vmm.size))?;
-    let got = read_device(mapped, vmm.size)?;
+    let got = read(mapped, vmm.size)?;
     p.note(
         "valid mapping after the bad ones",
         if got == a {
             Ok(())
         } else {
-            Err(first_mismatch(&got, &a).into())
+            Err(common::first_difference(&got, &a).into())
         },
     );
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
+    let p = p.into_checks();
     vmm.free()?;
     p.finish()
 }
@@ -868,7 +781,7 @@ fn must_be_an_error(r: CUresult, documented: CUresult, what: &str) -> TestResult
 fn unmeasured_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
     let vmm = Vmm::new(&gpu, 2)?;
-    let mut p = Problems::default();
+    let mut p = Checks::default();
     let fd = vmm.export()?;
     let ext = import_memory(fd, vmm.size as u64, 0)?;
 
@@ -1727,14 +1640,14 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     ))?;
     // Page-locked host memory: copies queued behind the wait return at once, and
     // the stream is polled with a time limit instead of blocking forever.
-    let got_buf = Pinned::new(BUF_SIZE as usize)?;
+    let got_buf = ManualPageLocked::new(BUF_SIZE as usize)?;
     cu!(cuMemcpyDtoHAsync(
         got_buf.ptr.cast(),
         buf_ptr,
         BUF_SIZE as usize,
         stream
     ))?;
-    let got_img = Pinned::new(texels.len())?;
+    let got_img = ManualPageLocked::new(texels.len())?;
     let c2 = CUDA_MEMCPY2D {
         srcMemoryType: CU_MEMORYTYPE_ARRAY,
         srcArray: level,
@@ -1758,20 +1671,20 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         .cycle()
         .take(BUF_SIZE as usize)
         .collect();
-    ensure!(
-        got_buf.bytes() == want_buf,
-        "CUDA does not see Vulkan's vkCmdFillBuffer: {}",
-        first_mismatch(got_buf.bytes(), &want_buf)
-    );
-    ensure!(
-        got_img.bytes() == texels,
-        "CUDA does not see Vulkan's image texels: {}",
-        first_mismatch(got_img.bytes(), &texels)
-    );
+    same(
+        got_buf.bytes(),
+        &want_buf,
+        "CUDA does not see Vulkan's vkCmdFillBuffer",
+    )?;
+    same(
+        got_img.bytes(),
+        &texels,
+        "CUDA does not see Vulkan's image texels",
+    )?;
     println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
-    let cuda_buf = Pinned::from(&pattern(BUF_SIZE as usize, 0xC0DA))?;
+    let cuda_buf = ManualPageLocked::from(&pattern(BUF_SIZE as usize, 0xC0DA))?;
     cu!(cuMemcpyHtoDAsync(
         buf_ptr,
         cuda_buf.ptr.cast(),
@@ -1779,7 +1692,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         stream
     ))?;
     let cuda_img: Vec<u8> = texels.iter().map(|b| !b.rotate_left(3)).collect();
-    let cuda_img = Pinned::from(&cuda_img)?;
+    let cuda_img = ManualPageLocked::from(&cuda_img)?;
     let c3 = CUDA_MEMCPY3D {
         srcMemoryType: CU_MEMORYTYPE_HOST,
         srcHost: cuda_img.ptr.cast(),
@@ -1882,17 +1795,17 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
     v.wait_fence(consume)?;
     let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
-    ensure!(
-        vk_buf == cuda_buf.bytes(),
-        "Vulkan does not see CUDA's buffer bytes: {}",
-        first_mismatch(vk_buf, cuda_buf.bytes())
-    );
+    same(
+        vk_buf,
+        cuda_buf.bytes(),
+        "Vulkan does not see CUDA's buffer bytes",
+    )?;
     let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
-    ensure!(
-        vk_img == cuda_img.bytes(),
-        "Vulkan does not see CUDA's image texels: {}",
-        first_mismatch(vk_img, cuda_img.bytes())
-    );
+    same(
+        vk_img,
+        cuda_img.bytes(),
+        "Vulkan does not see CUDA's image texels",
+    )?;
     println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
 
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---

@@ -17,12 +17,16 @@ mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
-use common::{test, test_gpus, Gpu, TestResult};
+use common::{
+    cu_loc, pattern, rt_loc, same, BadInput, Checks, CuEvent, CuStream, Gpu, PageLocked, RtEvent,
+    RtStream, TestResult,
+};
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::io::{Read, Write};
+use std::marker::PhantomData;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -40,31 +44,6 @@ const IMPORTER_SEED: u32 = 0xB2;
 // ---------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------
-
-/// `n` pseudo-random bytes (xorshift), different for each seed.
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// First differing byte, for failure messages.
-fn first_difference(a: &[u8], b: &[u8]) -> String {
-    match a.iter().zip(b).position(|(x, y)| x != y) {
-        Some(i) => format!(
-            "first difference at byte {i}: {:#04x} vs {:#04x}",
-            a[i], b[i]
-        ),
-        None if a.len() != b.len() => format!("lengths {} vs {}", a.len(), b.len()),
-        None => "equal".into(),
-    }
-}
 
 /// The pool an allocation came from, as the driver reports it.
 fn pool_of(ptr: u64) -> Result<CUmemoryPool, Failed> {
@@ -93,26 +72,6 @@ impl std::fmt::Display for Figures {
             "reserved {} B (high {} B), used {} B (high {} B)",
             self.reserved, self.reserved_high, self.used, self.used_high
         )
-    }
-}
-
-/// Collects failures so that one run reports every mismatch, not the first.
-#[derive(Default)]
-struct Collect(Vec<String>);
-
-impl Collect {
-    fn add(&mut self, r: TestResult) {
-        if let Err(e) = r {
-            self.0
-                .push(e.message().unwrap_or("(no message)").to_string());
-        }
-    }
-    fn finish(self) -> TestResult {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(self.0.join("\n").into())
-        }
     }
 }
 
@@ -247,106 +206,12 @@ impl Drop for CopyKernel {
     }
 }
 
-/// Page-locked host memory (for copies that must not block the host thread).
-struct Pinned {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Pinned {
-    fn new(len: usize) -> Result<Pinned, Failed> {
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocHost(&mut p, len))?;
-        Ok(Pinned { ptr: p.cast(), len })
-    }
-    fn with(data: &[u8]) -> Result<Pinned, Failed> {
-        let mut p = Pinned::new(data.len())?;
-        p.as_mut_slice().copy_from_slice(data);
-        Ok(p)
-    }
-    fn as_slice(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn vptr(&self) -> *mut c_void {
-        self.ptr.cast()
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        unsafe { cudaFreeHost(self.ptr.cast()) };
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Runtime helpers
 // ---------------------------------------------------------------------------
 
-struct RtStream(cudaStream_t);
-
-impl RtStream {
-    fn new() -> Result<RtStream, Failed> {
-        let mut s: cudaStream_t = null_mut();
-        rt!(cudaStreamCreateWithFlags(&mut s, cudaStreamNonBlocking))?;
-        Ok(RtStream(s))
-    }
-    fn sync(&self) -> TestResult {
-        rt!(cudaStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for RtStream {
-    fn drop(&mut self) {
-        unsafe { cudaStreamDestroy(self.0) };
-    }
-}
-
-struct RtEvent(cudaEvent_t);
-
-impl RtEvent {
-    fn new() -> Result<RtEvent, Failed> {
-        let mut e: cudaEvent_t = null_mut();
-        rt!(cudaEventCreateWithFlags(&mut e, cudaEventDisableTiming))?;
-        Ok(RtEvent(e))
-    }
-}
-
-impl Drop for RtEvent {
-    fn drop(&mut self) {
-        unsafe { cudaEventDestroy(self.0) };
-    }
-}
-
-/// A created pool, destroyed on drop unless `destroy` was called.
-struct RtPool(cudaMemPool_t);
-
-impl RtPool {
-    fn create(props: &cudaMemPoolProps) -> Result<RtPool, Failed> {
-        let mut pool: cudaMemPool_t = null_mut();
-        rt!(cudaMemPoolCreate(&mut pool, props))?;
-        ensure!(!pool.is_null(), "cudaMemPoolCreate returned a null pool");
-        Ok(RtPool(pool))
-    }
-    fn destroy(mut self) -> TestResult {
-        let pool = std::mem::replace(&mut self.0, null_mut());
-        rt!(cudaMemPoolDestroy(pool))
-    }
-}
-
-impl Drop for RtPool {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            unsafe { cudaMemPoolDestroy(self.0) };
-        }
-    }
-}
-
-fn rt_loc(type_: cudaMemLocationType, id: i32) -> cudaMemLocation {
-    cudaMemLocation { type_, id }
-}
+/// A runtime pool ([`TwinPool`]).
+type RtPool = TwinPool<Rt>;
 
 fn rt_props(
     alloc: cudaMemAllocationType,
@@ -508,11 +373,7 @@ fn rt_round_trip(p: *mut c_void, data: &[u8], s: &RtStream) -> TestResult {
         s.0
     ))?;
     s.sync()?;
-    ensure!(
-        back == data,
-        "bytes changed through pool memory: {}",
-        first_difference(&back, data)
-    );
+    same(&back, data, "bytes changed through pool memory")?;
     Ok(())
 }
 
@@ -544,321 +405,9 @@ fn rt_init() -> Result<Gpu, Failed> {
     Ok(gpu)
 }
 
-fn host_numa_id() -> Result<i32, Failed> {
-    let mut id = -1;
-    rt!(cudaDeviceGetAttribute(&mut id, cudaDevAttrHostNumaId, 0))?;
-    ensure!(
-        id >= 0,
-        "device 0 has no host NUMA node (cudaDevAttrHostNumaId = {id})"
-    );
-    Ok(id)
-}
-
 // ---------------------------------------------------------------------------
 // Runtime tests
 // ---------------------------------------------------------------------------
-
-/// The default pool: the three ways to get it agree; cudaMallocAsync takes
-/// memory from it (used figure, pointer's pool) and cudaFreeAsync gives it back.
-fn rt_default_pool_round_trip() -> TestResult {
-    let gpu = rt_init()?;
-    let mut dev_pool: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
-    let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
-    let mut mem_pool: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetDefaultMemPool(
-        &mut mem_pool,
-        &mut loc,
-        cudaMemAllocationTypePinned
-    ))?;
-    let mut drv_pool: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
-    ensure!(
-        !dev_pool.is_null() && dev_pool == mem_pool && mem_pool == drv_pool,
-        "default pools differ: cudaDeviceGetDefaultMemPool {dev_pool:?}, cudaMemGetDefaultMemPool {mem_pool:?}, cuDeviceGetDefaultMemPool {drv_pool:?}"
-    );
-    ensure!(
-        rt_get_access(dev_pool, loc)? == cudaMemAccessFlagsProtReadWrite,
-        "the default pool is not read-write from its own device"
-    );
-
-    let s = RtStream::new()?;
-    let before = rt_figures(dev_pool)?;
-    const N: usize = 3 * MIB + 123;
-    let data = pattern(N, 1);
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, N, s.0))?;
-    ensure!(!p.is_null(), "cudaMallocAsync returned a null pointer");
-    rt_round_trip(p, &data, &s)?;
-    let during = rt_figures(dev_pool)?;
-    let from = pool_of(p as u64)?;
-    let mut attrs = cudaPointerAttributes::default();
-    rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = rt_figures(dev_pool)?;
-    println!("default pool before: {before}\n  during: {during}\n  after: {after}");
-    ensure!(
-        from == dev_pool,
-        "the allocation's pool is {from:?}, not the default {dev_pool:?}"
-    );
-    ensure!(
-        attrs.type_ == cudaMemoryTypeDevice && attrs.device == 0,
-        "pointer attributes: type {}, device {}",
-        attrs.type_.0,
-        attrs.device
-    );
-    ensure!(
-        during.used >= before.used + N as u64,
-        "used memory grew from {} to {} for a {N}-byte allocation",
-        before.used,
-        during.used
-    );
-    ensure!(
-        during.reserved >= during.used,
-        "reserved {} below used {}",
-        during.reserved,
-        during.used
-    );
-    ensure!(
-        after.used == before.used,
-        "used memory {} after the free, {} before",
-        after.used,
-        before.used
-    );
-    Ok(())
-}
-
-/// Pools created for each location the reference allows: device, host, host
-/// NUMA, managed (preferred location device 0, and none); documented
-/// creation errors.
-fn rt_created_pools_each_location() -> TestResult {
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let kernel = CopyKernel::load()?;
-    const N: usize = 2 * MIB;
-
-    // Device pool: accessible from its device, data round trip, figures.
-    {
-        let pool = RtPool::create(&rt_device_props(0))?;
-        let flags = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        ensure!(
-            flags == cudaMemAccessFlagsProtReadWrite,
-            "device pool access from device 0: {}",
-            flags.0
-        );
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        rt_round_trip(p, &pattern(N, 2), &s)?;
-        let during = rt_figures(pool.0)?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        let after = rt_figures(pool.0)?;
-        println!("device pool during: {during}; after: {after}");
-        ensure!(
-            from == pool.0,
-            "allocation's pool {from:?} is not the created pool {:?}",
-            pool.0
-        );
-        ensure!(
-            during.used == N as u64,
-            "used {} with one {N}-byte allocation",
-            during.used
-        );
-        ensure!(after.used == 0, "used {} after the free", after.used);
-        pool.destroy()?;
-    }
-
-    // Host and host-NUMA pools: accessible from the host CPU by default, from the
-    // device once cudaMemPoolSetAccess grants it.
-    let numa = host_numa_id()?;
-    for (name, loc) in [
-        ("host", rt_loc(cudaMemLocationTypeHost, 0)),
-        ("host NUMA", rt_loc(cudaMemLocationTypeHostNuma, numa)),
-    ] {
-        let pool = RtPool::create(&rt_props(
-            cudaMemAllocationTypePinned,
-            loc,
-            cudaMemHandleTypeNone,
-            0,
-        ))?;
-        let before = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        s.sync()?;
-        let from = pool_of(p as u64)?;
-        // The CPU writes the memory directly.
-        let data = pattern(N, 3);
-        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        // Device access granted: the device reads it with a kernel.
-        rt_set_access(
-            pool.0,
-            rt_loc(cudaMemLocationTypeDevice, 0),
-            cudaMemAccessFlagsProtReadWrite,
-        )?;
-        let granted = rt_get_access(pool.0, rt_loc(cudaMemLocationTypeDevice, 0))?;
-        let mut d: *mut c_void = null_mut();
-        rt!(cudaMallocAsync(&mut d, N, s.0))?;
-        kernel.copy(d as u64, p as u64, N, s.0)?;
-        let mut back = vec![0u8; N];
-        rt!(cudaMemcpyAsync(
-            back.as_mut_ptr().cast(),
-            d,
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        // And the device writes it; the CPU reads the result directly.
-        let data2 = pattern(N, 4);
-        rt!(cudaMemcpyAsync(
-            d,
-            data2.as_ptr().cast(),
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        kernel.copy(p as u64, d as u64, N, s.0)?;
-        s.sync()?;
-        let seen = unsafe { std::slice::from_raw_parts(p as *const u8, N) }.to_vec();
-        let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
-        rt!(cudaFreeAsync(d, s.0))?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        println!(
-            "{name} pool (id {}): access from device 0 before {} after {}, pointer type {}, used {used} B",
-            loc.id, before.0, granted.0, attrs.type_.0
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        ensure!(
-            before == cudaMemAccessFlagsProtNone,
-            "{name}: device access before granting: {}",
-            before.0
-        );
-        ensure!(
-            granted == cudaMemAccessFlagsProtReadWrite,
-            "{name}: device access after granting: {}",
-            granted.0
-        );
-        ensure!(
-            back == data,
-            "{name}: the device read wrong bytes: {}",
-            first_difference(&back, &data)
-        );
-        ensure!(
-            seen == data2,
-            "{name}: the CPU read wrong bytes: {}",
-            first_difference(&seen, &data2)
-        );
-        ensure!(
-            used >= N as u64,
-            "{name}: used {used} with a {N}-byte allocation"
-        );
-        pool.destroy()?;
-    }
-
-    // Managed pools: memory both the CPU and the device use directly.
-    for (name, loc) in [
-        (
-            "managed, preferred device 0",
-            rt_loc(cudaMemLocationTypeDevice, 0),
-        ),
-        (
-            "managed, no preferred location",
-            rt_loc(cudaMemLocationTypeNone, 0),
-        ),
-    ] {
-        let pool = RtPool::create(&rt_props(
-            cudaMemAllocationTypeManaged,
-            loc,
-            cudaMemHandleTypeNone,
-            0,
-        ))?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        rt!(cudaMemsetAsync(p, 0x5A, N, s.0))?;
-        s.sync()?;
-        let all_5a = unsafe { std::slice::from_raw_parts(p as *const u8, N) }
-            .iter()
-            .all(|&b| b == 0x5A);
-        let data = pattern(N, 5);
-        unsafe { std::slice::from_raw_parts_mut(p as *mut u8, N) }.copy_from_slice(&data);
-        let mut d: *mut c_void = null_mut();
-        rt!(cudaMallocAsync(&mut d, N, s.0))?;
-        kernel.copy(d as u64, p as u64, N, s.0)?;
-        let mut back = vec![0u8; N];
-        rt!(cudaMemcpyAsync(
-            back.as_mut_ptr().cast(),
-            d,
-            N,
-            cudaMemcpyDefault,
-            s.0
-        ))?;
-        s.sync()?;
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(d, s.0))?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        println!("{name} pool: pointer type {}", attrs.type_.0);
-        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
-        ensure!(
-            back == data,
-            "{name}: the device read wrong bytes: {}",
-            first_difference(&back, &data)
-        );
-        ensure!(
-            attrs.type_ == cudaMemoryTypeManaged,
-            "{name}: pointer type {}",
-            attrs.type_.0
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        pool.destroy()?;
-    }
-
-    // Documented creation errors.
-    eprintln!("rt_created_pools_each_location: creation errors");
-    let mut pool: cudaMemPool_t = null_mut();
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolCreate(
-            &mut pool,
-            &rt_props(
-                cudaMemAllocationTypePinned,
-                rt_loc(cudaMemLocationTypeHost, 0),
-                cudaMemHandleTypePosixFileDescriptor,
-                0
-            )
-        )
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolCreate(
-            &mut pool,
-            &rt_props(
-                cudaMemAllocationTypePinned,
-                rt_loc(cudaMemLocationTypeHostNumaCurrent, 0),
-                cudaMemHandleTypeNone,
-                0
-            )
-        )
-    )?;
-    rt_alive(&s)?;
-    drop(kernel);
-    Ok(())
-}
 
 /// cudaMemPoolDestroy / cuMemPoolDestroy with an allocation outstanding
 /// "return immediately"; the resources are released once nothing is
@@ -866,297 +415,12 @@ fn rt_created_pools_each_location() -> TestResult {
 /// processes (steps printed to stderr) so that a crash there is reported as
 /// this test's failure instead of ending the whole test binary.
 fn pool_destroy_with_outstanding_allocation() -> TestResult {
-    let mut c = Collect::default();
+    let mut c = Checks::default();
     for role in ["rt_destroy_outstanding", "drv_destroy_outstanding"] {
         let child = common::spawn_child(role, &[]);
-        c.add(common::wait_child(child, role));
+        c.ok(common::wait_child(child, role));
     }
     c.finish()
-}
-
-fn rt_destroy_outstanding() -> TestResult {
-    let step = |m: &str| eprintln!("rt_destroy_outstanding: {m}");
-    cu!(cuInit(0))?;
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    const N: usize = 2 * MIB;
-    let pool = RtPool::create(&rt_device_props(0))?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    let data = pattern(N, 6);
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    step("destroying the pool with one allocation outstanding");
-    pool.destroy()?;
-    step("reading the allocation back");
-    let mut back = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        N,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    step("freeing the allocation");
-    rt!(cudaFreeAsync(p, s.0))?;
-    step("synchronizing");
-    s.sync()?;
-    step("done");
-    ensure!(
-        back == data,
-        "allocation of a destroyed pool: {}",
-        first_difference(&back, &data)
-    );
-    rt_alive(&s)
-}
-
-fn drv_destroy_outstanding() -> TestResult {
-    let step = |m: &str| eprintln!("drv_destroy_outstanding: {m}");
-    cu!(cuInit(0))?;
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    const N: usize = 2 * MIB;
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    let data = pattern(N, 7);
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s.0))?;
-    s.sync()?;
-    step("destroying the pool with one allocation outstanding");
-    pool.destroy()?;
-    step("reading the allocation back");
-    let mut back = vec![0u8; N];
-    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), p, N, s.0))?;
-    s.sync()?;
-    step("freeing the allocation");
-    cu!(cuMemFreeAsync(p, s.0))?;
-    step("synchronizing");
-    s.sync()?;
-    step("done");
-    ensure!(
-        back == data,
-        "allocation of a destroyed pool: {}",
-        first_difference(&back, &data)
-    );
-    cu_alive(&s)
-}
-
-/// Allocates `n` bytes from `pool` on A and frees them on B behind the gate
-/// (the free stays pending); with `a_waits`, A waits on an event recorded
-/// after the free. Returns the pointer.
-fn rt_free_pending_on_b(
-    pool: cudaMemPool_t,
-    a: &RtStream,
-    b: &RtStream,
-    n: usize,
-    a_waits: bool,
-) -> Result<*mut c_void, Failed> {
-    let (allocated, freed) = (RtEvent::new()?, RtEvent::new()?);
-    close_gate();
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, n, pool, a.0))?;
-    rt!(cudaEventRecord(allocated.0, a.0))?;
-    rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
-    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-    rt!(cudaFreeAsync(p, b.0))?;
-    rt!(cudaEventRecord(freed.0, b.0))?;
-    if a_waits {
-        rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
-    }
-    Ok(p)
-}
-
-/// Tries to allocate `n` bytes on `a`: (result, pointer, time the call took).
-fn rt_try_alloc(
-    pool: cudaMemPool_t,
-    n: usize,
-    a: &RtStream,
-) -> (cudaError_t, *mut c_void, Duration) {
-    let mut q: *mut c_void = null_mut();
-    let start = Instant::now();
-    let r = unsafe { cudaMallocFromPoolAsync(&mut q, n, pool, a.0) };
-    (r, q, start.elapsed())
-}
-
-/// Data across two streams ordered by events, and the reuse policies' effects
-/// on a pool that holds exactly one block (maxSize).
-fn rt_two_streams_event_ordered_reuse() -> TestResult {
-    let _gpu = rt_init()?;
-    let (a, b) = (RtStream::new()?, RtStream::new()?);
-
-    // Alloc + write on A, event, read on B, free on B, event, realloc on A.
-    // B is held by the gate until everything is queued.
-    const N: usize = 2 * MIB;
-    let (first, second) = (pattern(N, 11), pattern(N, 12));
-    let (src1, src2) = (Pinned::with(&first)?, Pinned::with(&second)?);
-    let (seen_b, seen_a) = (Pinned::new(N)?, Pinned::new(N)?);
-    let (written, freed) = (RtEvent::new()?, RtEvent::new()?);
-    close_gate();
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, N, a.0))?;
-    rt!(cudaMemcpyAsync(p, src1.vptr(), N, cudaMemcpyDefault, a.0))?;
-    rt!(cudaEventRecord(written.0, a.0))?;
-    rt!(cudaStreamWaitEvent(b.0, written.0, 0))?;
-    rt!(cudaLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-    rt!(cudaMemcpyAsync(seen_b.vptr(), p, N, cudaMemcpyDefault, b.0))?;
-    rt!(cudaFreeAsync(p, b.0))?;
-    rt!(cudaEventRecord(freed.0, b.0))?;
-    rt!(cudaStreamWaitEvent(a.0, freed.0, 0))?;
-    let mut q: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut q, N, a.0))?;
-    rt!(cudaMemcpyAsync(q, src2.vptr(), N, cudaMemcpyDefault, a.0))?;
-    rt!(cudaMemcpyAsync(seen_a.vptr(), q, N, cudaMemcpyDefault, a.0))?;
-    let a_held = unsafe { cudaStreamQuery(a.0) };
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    rt!(cudaFreeAsync(q, a.0))?;
-    a.sync()?;
-    println!(
-        "default pool: realloc on A after the event {} the block freed on B",
-        if q == p { "reused" } else { "did not reuse" }
-    );
-    ensure!(!GATE_TIMED_OUT.load(SeqCst), "the gate timed out");
-    ensure!(
-        a_held == cudaErrorNotReady,
-        "stream A was not held by the event on B's free: cudaStreamQuery = {}",
-        common::rt_error_name(a_held)
-    );
-    ensure!(
-        seen_b.as_slice() == first,
-        "B read: {}",
-        first_difference(seen_b.as_slice(), &first)
-    );
-    ensure!(
-        seen_a.as_slice() == second,
-        "A read: {}",
-        first_difference(seen_a.as_slice(), &second)
-    );
-
-    // A pool of exactly one M-byte block: a second allocation can only reuse it.
-    const M: usize = 32 * MIB;
-    let pool = RtPool::create(&rt_device_props(M))?;
-    rt_set_u64(pool.0, cudaMemPoolAttrReleaseThreshold, u64::MAX)?;
-    let mut x: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut x, M, pool.0, a.0))?;
-    let (r, y, _) = rt_try_alloc(pool.0, M, &a);
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(y, a.0))?;
-    }
-    rt!(cudaFreeAsync(x, a.0))?;
-    a.sync()?;
-    ensure!(
-        r == cudaErrorMemoryAllocation,
-        "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
-        common::rt_error_name(r)
-    );
-
-    // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
-    rt_policies(pool.0, 1, 0, 0)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "follow-event-dependencies: {} {q:?} (freed {p:?}) after {took:?}",
-        common::rt_error_name(r)
-    );
-
-    // No policy: a free still pending is not reused → out of memory at maxSize.
-    rt_policies(pool.0, 0, 0, 0)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, true)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaErrorMemoryAllocation,
-        "no reuse policy: {} {q:?} (freed {p:?}) after {took:?}, gate timed out: {}",
-        common::rt_error_name(r),
-        GATE_TIMED_OUT.load(SeqCst)
-    );
-    // Once the host has synchronized with the free, the block is free again.
-    let (r, q, _) = rt_try_alloc(pool.0, M, &a);
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "after synchronizing, no policy: {} {q:?} (freed {p:?})",
-        common::rt_error_name(r)
-    );
-
-    // Internal dependencies (alone): A does not wait; the allocator makes it wait.
-    rt_policies(pool.0, 0, 0, 1)?;
-    let p = rt_free_pending_on_b(pool.0, &a, &b, M, false)?;
-    let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-    let a_held = unsafe { cudaStreamQuery(a.0) };
-    open_gate();
-    a.sync()?;
-    b.sync()?;
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(q, a.0))?;
-        a.sync()?;
-    }
-    ensure!(
-        r == cudaSuccess && q == p,
-        "internal dependencies: {} {q:?} (freed {p:?}) after {took:?}",
-        common::rt_error_name(r)
-    );
-    ensure!(
-        a_held == cudaErrorNotReady,
-        "internal dependencies: A was not made to wait for B's free (cudaStreamQuery = {})",
-        common::rt_error_name(a_held)
-    );
-
-    // Opportunistic (alone): a free already done on the GPU, with no dependency
-    // and not yet observed by a synchronize, is reused.
-    rt_policies(pool.0, 0, 1, 0)?;
-    {
-        let done = Box::new(AtomicBool::new(false));
-        let allocated = RtEvent::new()?;
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, M, pool.0, a.0))?;
-        rt!(cudaEventRecord(allocated.0, a.0))?;
-        rt!(cudaStreamWaitEvent(b.0, allocated.0, 0))?;
-        rt!(cudaFreeAsync(p, b.0))?;
-        let flag = (&*done as *const AtomicBool).cast_mut().cast::<c_void>();
-        rt!(cudaLaunchHostFunc(b.0, Some(raise_flag), flag))?;
-        wait_flag(&done)?;
-        let (r, q, took) = rt_try_alloc(pool.0, M, &a);
-        a.sync()?;
-        b.sync()?;
-        if r == cudaSuccess {
-            rt!(cudaFreeAsync(q, a.0))?;
-            a.sync()?;
-        }
-        ensure!(
-            r == cudaSuccess && q == p,
-            "opportunistic: {} {q:?} (freed {p:?}) after {took:?}",
-            common::rt_error_name(r)
-        );
-    }
-    rt_policies(pool.0, 1, 1, 1)?;
-    pool.destroy()?;
-    Ok(())
 }
 
 /// Every attribute: documented defaults, set/get round trips, figures that
@@ -1377,11 +641,7 @@ fn rt_trim_to_and_release_threshold() -> TestResult {
         outstanding.reserved >= M as u64,
         "trim released an outstanding allocation: {outstanding}"
     );
-    ensure!(
-        back == data,
-        "bytes of the outstanding allocation: {}",
-        first_difference(&back, &data)
-    );
+    same(&back, &data, "bytes of the outstanding allocation")?;
     ensure!(
         freed.reserved == 0,
         "{} reserved after the last free and a trim",
@@ -1423,410 +683,6 @@ fn rt_trim_to_and_release_threshold() -> TestResult {
     pool.destroy()
 }
 
-/// Current pools: cudaMemGetMemPool/cudaMemSetMemPool for device, host, host
-/// NUMA and managed locations; cudaMallocAsync follows the device's current
-/// pool; mismatches refused; destroying the current pool restores the default.
-fn rt_current_pool_get_set() -> TestResult {
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let numa = host_numa_id()?;
-    let pinned = cudaMemAllocationTypePinned;
-    let mut dev = rt_loc(cudaMemLocationTypeDevice, 0);
-
-    let mut dflt: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetDefaultMemPool(&mut dflt, &mut dev, pinned))?;
-    let mut cur: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut cur, &mut dev, pinned))?;
-    ensure!(
-        cur == dflt,
-        "device 0's current pool {cur:?} is not its default {dflt:?} at start"
-    );
-
-    // A created pool made current: cudaMallocAsync allocates from it.
-    let pool = RtPool::create(&rt_device_props(0))?;
-    rt!(cudaMemSetMemPool(&mut dev, pinned, pool.0))?;
-    let mut got: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    let mut via_device: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetMemPool(&mut via_device, 0))?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut p, 4 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p as u64)?;
-    let used = rt_get_u64(pool.0, cudaMemPoolAttrUsedMemCurrent)?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    // Restore the default: cudaMallocAsync goes back to it.
-    rt!(cudaMemSetMemPool(&mut dev, pinned, dflt))?;
-    let mut restored: cudaMemPool_t = null_mut();
-    rt!(cudaMemGetMemPool(&mut restored, &mut dev, pinned))?;
-    let mut q: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut q, 4 * MIB, s.0))?;
-    s.sync()?;
-    let from_q = pool_of(q as u64)?;
-    rt!(cudaFreeAsync(q, s.0))?;
-    s.sync()?;
-    ensure!(got == pool.0 && via_device == pool.0, "after cudaMemSetMemPool: cudaMemGetMemPool {got:?}, cudaDeviceGetMemPool {via_device:?}, set {:?}", pool.0);
-    ensure!(
-        from == pool.0,
-        "cudaMallocAsync took memory from {from:?}, not the current pool {:?}",
-        pool.0
-    );
-    ensure!(
-        used >= 4 * MIB as u64,
-        "the current pool's used memory is {used} with 4 MiB allocated"
-    );
-    ensure!(
-        restored == dflt && from_q == dflt,
-        "after restoring: current {restored:?}, allocation from {from_q:?}, default {dflt:?}"
-    );
-
-    // cudaDeviceSetMemPool is the same setting; destroying the current pool
-    // makes the default current again.
-    rt!(cudaDeviceSetMemPool(0, pool.0))?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == pool.0,
-        "cudaDeviceSetMemPool not seen by cudaMemGetMemPool: {got:?}"
-    );
-    pool.destroy()?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == dflt,
-        "after destroying the current pool the current one is {got:?}, not the default {dflt:?}"
-    );
-
-    // Host, host NUMA and managed locations: default, set, get, restore.
-    let managed = cudaMemAllocationTypeManaged;
-    for (name, loc, kind) in [
-        ("host", rt_loc(cudaMemLocationTypeHost, 0), pinned),
-        (
-            "host NUMA",
-            rt_loc(cudaMemLocationTypeHostNuma, numa),
-            pinned,
-        ),
-        (
-            "managed, no location",
-            rt_loc(cudaMemLocationTypeNone, 0),
-            managed,
-        ),
-        (
-            "managed, device 0",
-            rt_loc(cudaMemLocationTypeDevice, 0),
-            managed,
-        ),
-    ] {
-        let mut l = loc;
-        let mut ldflt: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetDefaultMemPool(&mut ldflt, &mut l, kind))?;
-        let mut lcur: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lcur, &mut l, kind))?;
-        let created = RtPool::create(&rt_props(kind, loc, cudaMemHandleTypeNone, 0))?;
-        rt!(cudaMemSetMemPool(&mut l, kind, created.0))?;
-        let mut lset: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lset, &mut l, kind))?;
-        // The default pool of the location gives memory of that kind.
-        let mut p: *mut c_void = null_mut();
-        rt!(cudaMallocFromPoolAsync(&mut p, MIB, ldflt, s.0))?;
-        s.sync()?;
-        let mut attrs = cudaPointerAttributes::default();
-        rt!(cudaPointerGetAttributes(&mut attrs, p))?;
-        let from = pool_of(p as u64)?;
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        rt!(cudaMemSetMemPool(&mut l, kind, ldflt))?;
-        let mut lback: cudaMemPool_t = null_mut();
-        rt!(cudaMemGetMemPool(&mut lback, &mut l, kind))?;
-        println!(
-            "{name}: default pool {ldflt:?}, memory type {}",
-            attrs.type_.0
-        );
-        ensure!(
-            !ldflt.is_null() && ldflt != dflt,
-            "{name}: default pool {ldflt:?} (device 0's is {dflt:?})"
-        );
-        ensure!(
-            lcur == ldflt,
-            "{name}: current {lcur:?} is not the default {ldflt:?}"
-        );
-        ensure!(
-            lset == created.0,
-            "{name}: current after set {lset:?}, set {:?}",
-            created.0
-        );
-        ensure!(lback == ldflt, "{name}: current after restoring {lback:?}");
-        ensure!(from == ldflt, "{name}: allocation's pool {from:?}");
-        let expected_type = if kind == managed {
-            cudaMemoryTypeManaged
-        } else {
-            cudaMemoryTypeHost
-        };
-        ensure!(
-            attrs.type_ == expected_type,
-            "{name}: memory type {}",
-            attrs.type_.0
-        );
-        created.destroy()?;
-    }
-
-    // Documented mismatches: the pool's location and kind must match.
-    let host_pool = RtPool::create(&rt_props(
-        pinned,
-        rt_loc(cudaMemLocationTypeHost, 0),
-        cudaMemHandleTypeNone,
-        0,
-    ))?;
-    let dev_pool = RtPool::create(&rt_device_props(0))?;
-    let mut host = rt_loc(cudaMemLocationTypeHost, 0);
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut dev, pinned, host_pool.0)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut host, pinned, dev_pool.0)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemSetMemPool(&mut dev, managed, dev_pool.0)
-    )?;
-    rt_alive(&s)?;
-    let mut none = rt_loc(cudaMemLocationTypeNone, 0);
-    let mut out: cudaMemPool_t = null_mut();
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemGetDefaultMemPool(&mut out, &mut none, pinned)
-    )?;
-    rt_alive(&s)?;
-    rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemGetMemPool(&mut out, &mut none, pinned)
-    )?;
-    rt_alive(&s)?;
-    rt!(cudaMemGetMemPool(&mut got, &mut dev, pinned))?;
-    ensure!(
-        got == dflt,
-        "the refused calls changed device 0's current pool to {got:?}"
-    );
-    host_pool.destroy()?;
-    dev_pool.destroy()
-}
-
-/// Two GPUs: device 1 reads and writes memory of a pool on device 0 once
-/// cudaMemPoolSetAccess grants it; cudaMemPoolGetAccess reads each setting back.
-fn rt_peer_pool_access() -> TestResult {
-    let gpu0 = rt_init()?;
-    let mut can = 0;
-    rt!(cudaDeviceCanAccessPeer(&mut can, 1, 0))?;
-    ensure!(
-        can == 1,
-        "device 1 cannot access device 0 (cudaDeviceCanAccessPeer = {can})"
-    );
-    let (l0, l1) = (
-        rt_loc(cudaMemLocationTypeDevice, 0),
-        rt_loc(cudaMemLocationTypeDevice, 1),
-    );
-    let pool = RtPool::create(&rt_device_props(0))?;
-    let own = rt_get_access(pool.0, l0)?;
-    let peer_before = rt_get_access(pool.0, l1)?;
-    ensure!(
-        own == cudaMemAccessFlagsProtReadWrite,
-        "access from device 0: {}",
-        own.0
-    );
-    ensure!(
-        peer_before == cudaMemAccessFlagsProtNone,
-        "access from device 1 before granting: {}",
-        peer_before.0
-    );
-    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtReadWrite)?;
-    let peer_rw = rt_get_access(pool.0, l1)?;
-    ensure!(
-        peer_rw == cudaMemAccessFlagsProtReadWrite,
-        "access from device 1 after granting: {}",
-        peer_rw.0
-    );
-
-    const N: usize = 4 * MIB;
-    let (data, data2) = (pattern(N, 31), pattern(N, 32));
-    let s0 = RtStream::new()?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s0.0
-    ))?;
-    s0.sync()?;
-
-    // Device 1's kernel copies p into device 1 memory, then writes p.
-    let gpu1 = Gpu::new(1)?;
-    rt!(cudaSetDevice(1))?;
-    let s1 = RtStream::new()?;
-    let kernel1 = CopyKernel::load()?;
-    let mut d1: *mut c_void = null_mut();
-    rt!(cudaMallocAsync(&mut d1, N, s1.0))?;
-    kernel1.copy(d1 as u64, p as u64, N, s1.0)?;
-    let mut back = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        d1,
-        N,
-        cudaMemcpyDefault,
-        s1.0
-    ))?;
-    s1.sync()?;
-    rt!(cudaMemcpyAsync(
-        d1,
-        data2.as_ptr().cast(),
-        N,
-        cudaMemcpyDefault,
-        s1.0
-    ))?;
-    kernel1.copy(p as u64, d1 as u64, N, s1.0)?;
-    rt!(cudaFreeAsync(d1, s1.0))?;
-    s1.sync()?;
-    drop(kernel1);
-    drop(s1);
-    drop(gpu1);
-
-    cu!(cuCtxSetCurrent(gpu0.ctx))?;
-    rt!(cudaSetDevice(0))?;
-    let mut back2 = vec![0u8; N];
-    rt!(cudaMemcpyAsync(
-        back2.as_mut_ptr().cast(),
-        p,
-        N,
-        cudaMemcpyDefault,
-        s0.0
-    ))?;
-    s0.sync()?;
-    // Read-only peer access to a pool: measured on two H200s (driver 580.159),
-    // cudaErrorNotSupported, which the reference's list (Success, InvalidValue)
-    // does not name; the access stays read-write.
-    let read_only = cudaMemAccessDesc {
-        location: l1,
-        flags: cudaMemAccessFlagsProtRead,
-    };
-    rt_err!(
-        cudaErrorNotSupported,
-        cudaMemPoolSetAccess(pool.0, &read_only, 1)
-    )?;
-    let peer_r = rt_get_access(pool.0, l1)?;
-    rt!(cudaFreeAsync(p, s0.0))?;
-    s0.sync()?;
-    rt_set_access(pool.0, l1, cudaMemAccessFlagsProtNone)?;
-    let peer_none = rt_get_access(pool.0, l1)?;
-    ensure!(
-        back == data,
-        "device 1 read: {}",
-        first_difference(&back, &data)
-    );
-    ensure!(
-        back2 == data2,
-        "device 0 sees device 1's writes: {}",
-        first_difference(&back2, &data2)
-    );
-    ensure!(
-        peer_r == cudaMemAccessFlagsProtReadWrite,
-        "access from device 1 after the refused read-only: {}",
-        peer_r.0
-    );
-    ensure!(
-        peer_none == cudaMemAccessFlagsProtNone,
-        "access from device 1 after revoking: {}",
-        peer_none.0
-    );
-    pool.destroy()
-}
-
-/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
-/// allocation exported (64 bytes over the socket); the child reads the
-/// exporter's bytes and writes its own, which the exporter then reads.
-fn rt_ipc_two_processes() -> TestResult {
-    let _gpu = rt_init()?;
-    let mut types = 0;
-    rt!(cudaDeviceGetAttribute(
-        &mut types,
-        cudaDevAttrMemoryPoolSupportedHandleTypes,
-        0
-    ))?;
-    ensure!(
-        types as u32 & cudaMemHandleTypePosixFileDescriptor.0 != 0,
-        "pools on device 0 do not support POSIX fds (handle types {types:#x})"
-    );
-    let fd_type = cudaMemHandleTypePosixFileDescriptor;
-    let pool = RtPool::create(&rt_props(
-        cudaMemAllocationTypePinned,
-        rt_loc(cudaMemLocationTypeDevice, 0),
-        fd_type,
-        0,
-    ))?;
-    let mut fd: i32 = -1;
-    rt!(cudaMemPoolExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        pool.0,
-        fd_type,
-        0
-    ))?;
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported fd {fd} is not open"
-    );
-
-    let s = RtStream::new()?;
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMallocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
-    let data = pattern(IPC_BYTES, EXPORTER_SEED);
-    rt!(cudaMemcpyAsync(
-        p,
-        data.as_ptr().cast(),
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    let mut export = cudaMemPoolPtrExportData::default();
-    let exported = rt!(cudaMemPoolExportPointer(&mut export, p));
-    let nonzero = export.reserved.iter().any(|&b| b != 0);
-    let exchanged = exported.and_then(|()| {
-        with_child("rt_ipc_importer", |sock| {
-            send_fd(sock, fd)?;
-            sock.write_all(&export.reserved)?;
-            let mut answer = [0u8; 1];
-            sock.read_exact(&mut answer)
-                .map_err(|e| format!("no answer from the importer: {e}"))?;
-            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
-            Ok(())
-        })
-    });
-    unsafe { libc::close(fd) };
-
-    let mut back = vec![0u8; IPC_BYTES];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    rt!(cudaFreeAsync(p, s.0))?;
-    s.sync()?;
-    exchanged?;
-    ensure!(nonzero, "the export data is all zeros");
-    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    ensure!(
-        back == expected,
-        "the importer's bytes: {}",
-        first_difference(&back, &expected)
-    );
-    pool.destroy()
-}
-
 /// Runs this binary as a child in `role`, connected by a socket; `exchange` is
 /// the parent's side of the conversation. The socket is closed (so that a
 /// child still reading sees the end) and the child waited for on every path;
@@ -1843,127 +699,11 @@ fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) 
     exchanged
 }
 
-/// Child of `rt_ipc_two_processes`.
-fn rt_ipc_importer() -> TestResult {
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
-    cu!(cuInit(0))?;
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let mut c = Collect::default();
-    let fd_type = cudaMemHandleTypePosixFileDescriptor;
-    let fd = recv_fd(&sock)?;
-    let mut pool: cudaMemPool_t = null_mut();
-    rt!(cudaMemPoolImportFromShareableHandle(
-        &mut pool,
-        fd as usize as *mut c_void,
-        fd_type,
-        0
-    ))?;
-    unsafe { libc::close(fd) };
-    // The closed descriptor cannot be imported again. The reference lists
-    // cudaErrorInvalidValue and cudaErrorOutOfMemory; driver 580.159 returns
-    // cudaErrorUnknown (measured on the H200), asserted here as measured.
-    let mut again: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
-        cudaErrorUnknown,
-        cudaMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    ));
-    c.add(rt_alive(&s));
-
-    let dev = rt_loc(cudaMemLocationTypeDevice, 0);
-    let access = rt_get_access(pool, dev)?;
-    if access != cudaMemAccessFlagsProtReadWrite {
-        rt_set_access(pool, dev, cudaMemAccessFlagsProtReadWrite)?;
-    }
-    let granted = rt_get_access(pool, dev)?;
-    println!(
-        "importer: imported pool's access from device 0: {} then {}",
-        access.0, granted.0
-    );
-    ensure!(
-        granted == cudaMemAccessFlagsProtReadWrite,
-        "imported pool access {}",
-        granted.0
-    );
-
-    // Imported pools do not allocate.
-    let mut np: *mut c_void = null_mut();
-    let r = unsafe { cudaMallocFromPoolAsync(&mut np, 4096, pool, s.0) };
-    if r == cudaSuccess {
-        rt!(cudaFreeAsync(np, s.0))?;
-    }
-    c.add(common::expect_rt_error(
-        r,
-        cudaErrorInvalidValue,
-        "cudaMallocFromPoolAsync(imported pool)",
-    ));
-    c.add(rt_alive(&s));
-
-    let mut export = cudaMemPoolPtrExportData::default();
-    sock.read_exact(&mut export.reserved)?;
-    // Export data of nothing is refused.
-    let mut bogus = cudaMemPoolPtrExportData::default();
-    let mut bp: *mut c_void = null_mut();
-    c.add(rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolImportPointer(&mut bp, pool, &mut bogus)
-    ));
-    c.add(rt_alive(&s));
-
-    let mut p: *mut c_void = null_mut();
-    rt!(cudaMemPoolImportPointer(&mut p, pool, &mut export))?;
-    match pool_of(p as u64) {
-        Ok(from) => println!("importer: pointer {p:?} from pool {from:?} (imported pool {pool:?})"),
-        Err(e) => println!(
-            "importer: pool of the imported pointer: {}",
-            e.message().unwrap_or("?")
-        ),
-    }
-    let mut back = vec![0u8; IPC_BYTES];
-    rt!(cudaMemcpyAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    s.sync()?;
-    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    ensure!(
-        back == expected,
-        "importer read: {}",
-        first_difference(&back, &expected)
-    );
-    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
-    rt!(cudaMemcpyAsync(
-        p,
-        mine.as_ptr().cast(),
-        IPC_BYTES,
-        cudaMemcpyDefault,
-        s.0
-    ))?;
-    // Freed in stream order and completed before the exporter is told, as the
-    // driver twin does. compute-sanitizer reported the 4 MiB as leaked
-    // (allocated by cuMemPoolImportPointer) when this was a plain cudaFree.
-    // CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT skips the free: the deliberate leak
-    // that `run.sh --sanitize` must catch (its self-test).
-    if std::env::var_os(common::SELFTEST_LEAK_VAR).is_none() {
-        rt!(cudaFreeAsync(p, s.0))?;
-        s.sync()?;
-        rt!(cudaMemPoolDestroy(pool))?;
-    } else {
-        println!("importer: self-test: the imported {IPC_BYTES} B are deliberately not freed");
-    }
-    sock.write_all(b"K")?;
-    c.finish()
-}
-
 /// Bad input: each documented error, then proof the process still works.
 fn rt_bad_input() -> TestResult {
     let _gpu = rt_init()?;
-    let mut c = Collect::default();
     let s = RtStream::new()?;
+    let mut c = BadInput::new(|_| rt_alive(&s));
     let pool = RtPool::create(&rt_device_props(64 * MIB))?;
     let mut dflt: cudaMemPool_t = null_mut();
     rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
@@ -1974,18 +714,18 @@ fn rt_bad_input() -> TestResult {
     // cudaErrorInvalidValue, the runtime's code for a bad argument.
     let mut flags = cudaMemAccessFlags(0xdead);
     let mut nowhere = rt_loc(cudaMemLocationTypeDevice, 9999);
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolGetAccess(&mut flags, pool.0, &mut nowhere)
-    ));
-    c.add(rt_alive(&s));
+    );
 
     // Null result pointer.
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMallocAsync(null_mut(), 4096, s.0)
-    ));
-    c.add(rt_alive(&s));
+    );
     // Zero size: the reference does not say what happens, so only the
     // documented return set is asserted (and a returned pointer is freed).
     for from_pool in [false, true] {
@@ -2007,88 +747,80 @@ fn rt_bad_input() -> TestResult {
             common::rt_error_name(r)
         );
         if r == cudaSuccess && !z.is_null() {
-            c.add(rt!(cudaFreeAsync(z, s.0)));
+            c.ok(rt!(cudaFreeAsync(z, s.0)));
         }
         if r != cudaSuccess && r != cudaErrorInvalidValue {
-            c.add(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
+            c.ok(common::expect_rt_error(r, cudaErrorInvalidValue, "size 0"));
         }
-        c.add(rt_alive(&s));
+        c.still_works();
     }
 
     // Over the pool's maxSize: out of memory (the reference's
     // "cudaErrorOutOfMemory" is cudaErrorMemoryAllocation in the headers).
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorMemoryAllocation,
         cudaMallocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
-    ));
-    c.add(rt_alive(&s));
+    );
 
     // Invalid (null) pool.
     let mut v: u64 = 0;
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMallocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
-    ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    );
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolGetAttribute(
             null_mut(),
             cudaMemPoolAttrReleaseThreshold,
             (&mut v as *mut u64).cast()
         )
-    ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
+    );
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolSetAttribute(
             null_mut(),
             cudaMemPoolAttrReleaseThreshold,
             (&mut v as *mut u64).cast()
         )
-    ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolTrimTo(null_mut(), 0)
-    ));
-    c.add(rt_alive(&s));
-    c.add(rt_err!(
-        cudaErrorInvalidValue,
-        cudaMemPoolDestroy(null_mut())
-    ));
-    c.add(rt_alive(&s));
+    );
+    bad!(c, cudaErrorInvalidValue, cudaMemPoolTrimTo(null_mut(), 0));
+    bad!(c, cudaErrorInvalidValue, cudaMemPoolDestroy(null_mut()));
     let mut none_pool: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolCreate(&mut none_pool, core::ptr::null())
-    ));
-    c.add(rt_alive(&s));
+    );
 
     // Unknown attributes.
     for attr in [cudaMemPoolAttr(0), cudaMemPoolAttr(0x7fff)] {
-        c.add(rt_err!(
+        bad!(
+            c,
             cudaErrorInvalidValue,
             cudaMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        ));
-        c.add(rt_alive(&s));
-        c.add(rt_err!(
+        );
+        bad!(
+            c,
             cudaErrorInvalidValue,
             cudaMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        ));
-        c.add(rt_alive(&s));
+        );
     }
 
     // The default pool cannot be destroyed: it still allocates afterwards.
-    c.add(rt_err!(cudaErrorInvalidValue, cudaMemPoolDestroy(dflt)));
-    c.add(rt_alive(&s));
+    bad!(c, cudaErrorInvalidValue, cudaMemPoolDestroy(dflt));
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, dflt, s.0))?;
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
 
     // Export of a pool created without handle types; export flags must be 0.
     let mut fd: i32 = -1;
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -2096,15 +828,15 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             0
         )
-    ));
-    c.add(rt_alive(&s));
+    );
     let ipc = RtPool::create(&rt_props(
         cudaMemAllocationTypePinned,
         rt_loc(cudaMemLocationTypeDevice, 0),
         cudaMemHandleTypePosixFileDescriptor,
         0,
     ))?;
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -2112,8 +844,7 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             1
         )
-    ));
-    c.add(rt_alive(&s));
+    );
     // Export of a pointer from a pool that cannot be shared.
     let mut data = cudaMemPoolPtrExportData::default();
     rt!(cudaMallocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
@@ -2121,16 +852,17 @@ fn rt_bad_input() -> TestResult {
     let r = unsafe { cudaMemPoolExportPointer(&mut data, p) };
     rt!(cudaFreeAsync(p, s.0))?;
     s.sync()?;
-    c.add(common::expect_rt_error(
+    c.ok(common::expect_rt_error(
         r,
         cudaErrorInvalidValue,
         "cudaMemPoolExportPointer(non-IPC pool)",
     ));
-    c.add(rt_alive(&s));
+    c.still_works();
     // Import of a descriptor that is not open: cudaErrorUnknown as measured
     // (the reference lists cudaErrorInvalidValue, cudaErrorOutOfMemory).
     let mut imported: cudaMemPool_t = null_mut();
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorUnknown,
         cudaMemPoolImportFromShareableHandle(
             &mut imported,
@@ -2138,15 +870,14 @@ fn rt_bad_input() -> TestResult {
             cudaMemHandleTypePosixFileDescriptor,
             0
         )
-    ));
-    c.add(rt_alive(&s));
+    );
     // Free of memory the allocator does not know (a host stack address).
     let mut local = [0u8; 64];
-    c.add(rt_err!(
+    bad!(
+        c,
         cudaErrorInvalidValue,
         cudaFreeAsync(local.as_mut_ptr().cast(), s.0)
-    ));
-    c.add(rt_alive(&s));
+    );
     // Access for a device that does not exist: cudaErrorInvalidDevice as
     // measured (the reference lists only cudaErrorInvalidValue).
     let r = unsafe {
@@ -2159,12 +890,12 @@ fn rt_bad_input() -> TestResult {
             1,
         )
     };
-    c.add(common::expect_rt_error(
+    c.ok(common::expect_rt_error(
         r,
         cudaErrorInvalidDevice,
         "cudaMemPoolSetAccess(device 999)",
     ));
-    c.add(rt_alive(&s));
+    c.still_works();
     // After all that, the pools still report sane figures.
     let f = rt_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
@@ -2173,119 +904,12 @@ fn rt_bad_input() -> TestResult {
     c.finish()
 }
 
-/// 10,000 stream-ordered alloc/free cycles leave the used figure where it was.
-fn rt_leak_10000_cycles() -> TestResult {
-    let _gpu = rt_init()?;
-    let s = RtStream::new()?;
-    let mut dflt: cudaMemPool_t = null_mut();
-    rt!(cudaDeviceGetDefaultMemPool(&mut dflt, 0))?;
-    let created = RtPool::create(&rt_device_props(0))?;
-    for (name, pool) in [("default pool", dflt), ("created pool", created.0)] {
-        s.sync()?;
-        rt_set_u64(pool, cudaMemPoolAttrUsedMemHigh, 0)?;
-        let before = rt_figures(pool)?;
-        let start = Instant::now();
-        for i in 0..10_000usize {
-            let size = 256 * (1 + i % 1024);
-            let mut p: *mut c_void = null_mut();
-            if pool == dflt {
-                rt!(cudaMallocAsync(&mut p, size, s.0))?;
-            } else {
-                rt!(cudaMallocFromPoolAsync(&mut p, size, pool, s.0))?;
-            }
-            rt!(cudaMemsetAsync(p, (i & 0xff) as i32, size, s.0))?;
-            rt!(cudaFreeAsync(p, s.0))?;
-        }
-        s.sync()?;
-        let took = start.elapsed();
-        let after = rt_figures(pool)?;
-        println!("{name}, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
-        ensure!(
-            after.used == before.used,
-            "{name}: used {} after, {} before",
-            after.used,
-            before.used
-        );
-        ensure!(
-            after.used_high <= 64 * MIB as u64,
-            "{name}: used high {} for allocations of at most 256 KiB freed in order",
-            after.used_high
-        );
-    }
-    let f = rt_figures(created.0)?;
-    ensure!(
-        f.used == 0,
-        "created pool: {} bytes used after the cycles",
-        f.used
-    );
-    created.destroy()
-}
-
 // ---------------------------------------------------------------------------
 // Driver helpers
 // ---------------------------------------------------------------------------
 
-struct CuStream(CUstream);
-
-impl CuStream {
-    fn new() -> Result<CuStream, Failed> {
-        let mut s: CUstream = null_mut();
-        cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))?;
-        Ok(CuStream(s))
-    }
-    fn sync(&self) -> TestResult {
-        cu!(cuStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for CuStream {
-    fn drop(&mut self) {
-        unsafe { cuStreamDestroy(self.0) };
-    }
-}
-
-struct CuEvent(CUevent);
-
-impl CuEvent {
-    fn new() -> Result<CuEvent, Failed> {
-        let mut e: CUevent = null_mut();
-        cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING.0))?;
-        Ok(CuEvent(e))
-    }
-}
-
-impl Drop for CuEvent {
-    fn drop(&mut self) {
-        unsafe { cuEventDestroy(self.0) };
-    }
-}
-
-struct CuPool(CUmemoryPool);
-
-impl CuPool {
-    fn create(props: &CUmemPoolProps) -> Result<CuPool, Failed> {
-        let mut pool: CUmemoryPool = null_mut();
-        cu!(cuMemPoolCreate(&mut pool, props))?;
-        ensure!(!pool.is_null(), "cuMemPoolCreate returned a null pool");
-        Ok(CuPool(pool))
-    }
-    fn destroy(mut self) -> TestResult {
-        let pool = std::mem::replace(&mut self.0, null_mut());
-        cu!(cuMemPoolDestroy(pool))
-    }
-}
-
-impl Drop for CuPool {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            unsafe { cuMemPoolDestroy(self.0) };
-        }
-    }
-}
-
-fn cu_loc(type_: CUmemLocationType, id: i32) -> CUmemLocation {
-    CUmemLocation { type_, id }
-}
+/// A driver pool ([`TwinPool`]).
+type CuPool = TwinPool<Drv>;
 
 fn cu_props(
     alloc: CUmemAllocationType,
@@ -2369,11 +993,7 @@ fn cu_round_trip(p: CUdeviceptr, data: &[u8], s: &CuStream) -> TestResult {
         s.0
     ))?;
     s.sync()?;
-    ensure!(
-        back == data,
-        "bytes changed through pool memory: {}",
-        first_difference(&back, data)
-    );
+    same(&back, data, "bytes changed through pool memory")?;
     Ok(())
 }
 
@@ -2387,303 +1007,9 @@ fn cu_alive(s: &CuStream) -> TestResult {
     checked
 }
 
-fn cu_host_numa_id(gpu: &Gpu) -> Result<i32, Failed> {
-    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-    ensure!(id >= 0, "device 0 has no host NUMA node ({id})");
-    Ok(id)
-}
-
 // ---------------------------------------------------------------------------
 // Driver tests
 // ---------------------------------------------------------------------------
-
-/// cuDeviceGetDefaultMemPool = cuMemGetDefaultMemPool = cuDeviceGetMemPool =
-/// cuMemGetMemPool at start; cuMemAllocAsync/cuMemFreeAsync through it.
-fn drv_default_pool_round_trip() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 1,
-        "no memory pools on device 0"
-    );
-    let mut dflt: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
-    let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let mut via_loc: CUmemoryPool = null_mut();
-    cu!(cuMemGetDefaultMemPool(
-        &mut via_loc,
-        &mut loc,
-        CU_MEM_ALLOCATION_TYPE_PINNED
-    ))?;
-    let mut cur: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
-    let mut cur_loc: CUmemoryPool = null_mut();
-    cu!(cuMemGetMemPool(
-        &mut cur_loc,
-        &mut loc,
-        CU_MEM_ALLOCATION_TYPE_PINNED
-    ))?;
-    ensure!(
-        !dflt.is_null() && dflt == via_loc && dflt == cur && dflt == cur_loc,
-        "default {dflt:?}, by location {via_loc:?}, current {cur:?}, current by location {cur_loc:?}"
-    );
-    let s = CuStream::new()?;
-    let before = cu_figures(dflt)?;
-    const N: usize = 5 * MIB + 7;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut p, N, s.0))?;
-    cu_round_trip(p, &pattern(N, 41), &s)?;
-    let during = cu_figures(dflt)?;
-    let from = pool_of(p)?;
-    let mut mem_type = CUmemorytype(0);
-    cu!(cuPointerGetAttribute(
-        (&mut mem_type as *mut CUmemorytype).cast(),
-        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-        p
-    ))?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = cu_figures(dflt)?;
-    println!("driver default pool before: {before}\n  during: {during}\n  after: {after}");
-    ensure!(from == dflt, "allocation's pool {from:?}, default {dflt:?}");
-    ensure!(
-        mem_type == CU_MEMORYTYPE_DEVICE,
-        "memory type {}",
-        mem_type.0
-    );
-    ensure!(
-        during.used >= before.used + N as u64,
-        "used {} → {} for {N} bytes",
-        before.used,
-        during.used
-    );
-    ensure!(
-        after.used == before.used,
-        "used {} after the free, {} before",
-        after.used,
-        before.used
-    );
-    Ok(())
-}
-
-/// cuMemPoolCreate for device, host, host NUMA and managed locations;
-/// cuMemAllocFromPoolAsync; cuMemPoolDestroy; documented creation errors.
-fn drv_created_pools_each_location() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let kernel = CopyKernel::load()?;
-    let numa = cu_host_numa_id(&gpu)?;
-    const N: usize = 2 * MIB;
-    let dev0 = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-
-    // Device.
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let access = cu_get_access(pool.0, dev0)?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-    cu_round_trip(p, &pattern(N, 42), &s)?;
-    let during = cu_figures(pool.0)?;
-    let from = pool_of(p)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    let after = cu_figures(pool.0)?;
-    println!("driver device pool during: {during}; after: {after}");
-    ensure!(
-        access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "device pool access from device 0: {}",
-        access.0
-    );
-    ensure!(
-        from == pool.0 && during.used == N as u64 && after.used == 0,
-        "device pool: from {from:?}, {during} / {after}"
-    );
-    pool.destroy()?;
-
-    // Host and host NUMA.
-    for (name, loc) in [
-        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
-        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
-    ] {
-        let pool = CuPool::create(&cu_props(
-            CU_MEM_ALLOCATION_TYPE_PINNED,
-            loc,
-            CU_MEM_HANDLE_TYPE_NONE,
-            0,
-        ))?;
-        let before = cu_get_access(pool.0, dev0)?;
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        s.sync()?;
-        let data = pattern(N, 43);
-        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
-        cu_set_access(pool.0, dev0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-        let granted = cu_get_access(pool.0, dev0)?;
-        let mut d: CUdeviceptr = 0;
-        cu!(cuMemAllocAsync(&mut d, N, s.0))?;
-        kernel.copy(d, p, N, s.0)?;
-        let mut back = vec![0u8; N];
-        cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d, N, s.0))?;
-        s.sync()?;
-        let from = pool_of(p)?;
-        cu!(cuMemFreeAsync(d, s.0))?;
-        cu!(cuMemFreeAsync(p, s.0))?;
-        s.sync()?;
-        ensure!(
-            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-            "{name}: device access before granting {}",
-            before.0
-        );
-        ensure!(
-            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            "{name}: device access after granting {}",
-            granted.0
-        );
-        ensure!(
-            back == data,
-            "{name}: the device read {}",
-            first_difference(&back, &data)
-        );
-        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
-        pool.destroy()?;
-    }
-
-    // Managed.
-    for (name, loc) in [
-        ("managed, device 0", dev0),
-        ("managed, no location", cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0)),
-    ] {
-        let pool = CuPool::create(&cu_props(
-            CU_MEM_ALLOCATION_TYPE_MANAGED,
-            loc,
-            CU_MEM_HANDLE_TYPE_NONE,
-            0,
-        ))?;
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s.0))?;
-        cu!(cuMemsetD8Async(p, 0xC3, N, s.0))?;
-        s.sync()?;
-        let host = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) };
-        let all_c3 = host.iter().all(|&b| b == 0xC3);
-        let mut managed: u32 = 0;
-        cu!(cuPointerGetAttribute(
-            (&mut managed as *mut u32).cast(),
-            CU_POINTER_ATTRIBUTE_IS_MANAGED,
-            p
-        ))?;
-        let from = pool_of(p)?;
-        cu!(cuMemFreeAsync(p, s.0))?;
-        s.sync()?;
-        ensure!(all_c3, "{name}: the CPU does not see the device's memset");
-        ensure!(
-            managed == 1,
-            "{name}: CU_POINTER_ATTRIBUTE_IS_MANAGED = {managed}"
-        );
-        ensure!(from == pool.0, "{name}: allocation's pool {from:?}");
-        pool.destroy()?;
-    }
-
-    // Documented creation errors.
-    let mut bad: CUmemoryPool = null_mut();
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolCreate(
-            &mut bad,
-            &cu_props(
-                CU_MEM_ALLOCATION_TYPE_PINNED,
-                cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0),
-                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                0
-            )
-        )
-    )?;
-    cu_alive(&s)?;
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolCreate(
-            &mut bad,
-            &cu_props(
-                CU_MEM_ALLOCATION_TYPE_PINNED,
-                cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
-                CU_MEM_HANDLE_TYPE_NONE,
-                0
-            )
-        )
-    )?;
-    cu_alive(&s)?;
-    drop(kernel);
-    Ok(())
-}
-
-/// Two streams with driver events; reuse through an event dependency in a
-/// pool of one block, refused when the policy is off.
-fn drv_two_streams_event_ordered_reuse() -> TestResult {
-    let _gpu = Gpu::new(0)?;
-    let (a, b) = (CuStream::new()?, CuStream::new()?);
-    const M: usize = 32 * MIB;
-    let pool = CuPool::create(&cu_device_props(M))?;
-    cu_set_u64(pool.0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
-    let data = pattern(M, 51);
-    let src = Pinned::with(&data)?;
-    let seen_b = Pinned::new(M)?;
-
-    for follow in [1, 0] {
-        cu_set_i32(
-            pool.0,
-            CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
-            follow,
-        )?;
-        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, 0)?;
-        cu_set_i32(pool.0, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, 0)?;
-        let (written, freed) = (CuEvent::new()?, CuEvent::new()?);
-        close_gate();
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, M, pool.0, a.0))?;
-        cu!(cuMemcpyHtoDAsync(p, src.vptr(), M, a.0))?;
-        cu!(cuEventRecord(written.0, a.0))?;
-        cu!(cuStreamWaitEvent(b.0, written.0, 0))?;
-        cu!(cuLaunchHostFunc(b.0, Some(gate_wait), null_mut()))?;
-        cu!(cuMemcpyDtoHAsync(seen_b.vptr(), p, M, b.0))?;
-        cu!(cuMemFreeAsync(p, b.0))?;
-        cu!(cuEventRecord(freed.0, b.0))?;
-        cu!(cuStreamWaitEvent(a.0, freed.0, 0))?;
-        let mut q: CUdeviceptr = 0;
-        let start = Instant::now();
-        let r = unsafe { cuMemAllocFromPoolAsync(&mut q, M, pool.0, a.0) };
-        let took = start.elapsed();
-        open_gate();
-        a.sync()?;
-        b.sync()?;
-        if r == CUDA_SUCCESS {
-            cu!(cuMemFreeAsync(q, a.0))?;
-            a.sync()?;
-        }
-        ensure!(
-            seen_b.as_slice() == data,
-            "B read: {}",
-            first_difference(seen_b.as_slice(), &data)
-        );
-        if follow == 1 {
-            ensure!(
-                r == CUDA_SUCCESS && q == p,
-                "follow-event-dependencies: {} {q:#x} (freed {p:#x}) after {took:?}",
-                common::error_name(r)
-            );
-        } else {
-            ensure!(
-                r == CUDA_ERROR_OUT_OF_MEMORY,
-                "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}",
-                common::error_name(r)
-            );
-        }
-    }
-    for attr in [
-        CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
-        CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
-        CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-    ] {
-        cu_set_i32(pool.0, attr, 1)?;
-    }
-    pool.destroy()
-}
 
 /// Every attribute through the driver; cuMemPoolTrimTo.
 fn drv_attributes_and_trim() -> TestResult {
@@ -2790,299 +1116,6 @@ fn drv_attributes_and_trim() -> TestResult {
         cu_alive(&s)?;
     }
     pool.destroy()
-}
-
-/// cuMemSetMemPool/cuMemGetMemPool and cuDeviceSetMemPool/cuDeviceGetMemPool:
-/// cuMemAllocAsync follows the current pool; host location set and restored.
-fn drv_current_pool_get_set() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let pinned = CU_MEM_ALLOCATION_TYPE_PINNED;
-    let mut dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let mut dflt: CUmemoryPool = null_mut();
-    cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
-
-    let pool = CuPool::create(&cu_device_props(0))?;
-    cu!(cuMemSetMemPool(&mut dev, pinned, pool.0))?;
-    let (mut got, mut via_dev): (CUmemoryPool, CUmemoryPool) = (null_mut(), null_mut());
-    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
-    cu!(cuDeviceGetMemPool(&mut via_dev, gpu.dev))?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p)?;
-    let used = cu_get_u64(pool.0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    ensure!(
-        got == pool.0 && via_dev == pool.0,
-        "after cuMemSetMemPool: {got:?} / {via_dev:?}, set {:?}",
-        pool.0
-    );
-    ensure!(
-        from == pool.0 && used >= 2 * MIB as u64,
-        "cuMemAllocAsync took from {from:?} (used {used})"
-    );
-
-    cu!(cuDeviceSetMemPool(gpu.dev, dflt))?;
-    cu!(cuMemGetMemPool(&mut got, &mut dev, pinned))?;
-    cu!(cuMemAllocAsync(&mut p, 2 * MIB, s.0))?;
-    s.sync()?;
-    let from = pool_of(p)?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    ensure!(
-        got == dflt && from == dflt,
-        "after cuDeviceSetMemPool(default): current {got:?}, from {from:?}"
-    );
-
-    cu!(cuDeviceSetMemPool(gpu.dev, pool.0))?;
-    pool.destroy()?;
-    cu!(cuDeviceGetMemPool(&mut got, gpu.dev))?;
-    ensure!(
-        got == dflt,
-        "destroying the current pool left {got:?} current, not the default"
-    );
-
-    // Host location.
-    let mut host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
-    let mut hdflt: CUmemoryPool = null_mut();
-    cu!(cuMemGetDefaultMemPool(&mut hdflt, &mut host, pinned))?;
-    let hpool = CuPool::create(&cu_props(pinned, host, CU_MEM_HANDLE_TYPE_NONE, 0))?;
-    cu!(cuMemSetMemPool(&mut host, pinned, hpool.0))?;
-    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
-    let set_ok = got == hpool.0;
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemSetMemPool(&mut dev, pinned, hpool.0)
-    )?;
-    cu_alive(&s)?;
-    cu!(cuMemSetMemPool(&mut host, pinned, hdflt))?;
-    cu!(cuMemGetMemPool(&mut got, &mut host, pinned))?;
-    ensure!(
-        set_ok && got == hdflt && !hdflt.is_null() && hdflt != dflt,
-        "host location: set {set_ok}, restored {got:?}, default {hdflt:?}"
-    );
-    let mut none = cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0);
-    cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemGetDefaultMemPool(&mut got, &mut none, pinned)
-    )?;
-    cu_alive(&s)?;
-    hpool.destroy()
-}
-
-/// Two GPUs, driver API: cuMemPoolSetAccess/GetAccess; device 1 reads.
-fn drv_peer_pool_access() -> TestResult {
-    let gpu0 = Gpu::new(0)?;
-    let mut can = 0;
-    cu!(cuDeviceCanAccessPeer(&mut can, 1, 0))?;
-    ensure!(
-        can == 1,
-        "device 1 cannot access device 0 (cuDeviceCanAccessPeer = {can})"
-    );
-    let (l0, l1) = (
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 1),
-    );
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let (own, before) = (cu_get_access(pool.0, l0)?, cu_get_access(pool.0, l1)?);
-    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-    let granted = cu_get_access(pool.0, l1)?;
-    ensure!(
-        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 0: {}",
-        own.0
-    );
-    ensure!(
-        before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 before: {}",
-        before.0
-    );
-    ensure!(
-        granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 after: {}",
-        granted.0
-    );
-    const N: usize = 4 * MIB;
-    let data = pattern(N, 61);
-    let s0 = CuStream::new()?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, N, pool.0, s0.0))?;
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), N, s0.0))?;
-    s0.sync()?;
-
-    let gpu1 = Gpu::new(1)?;
-    let s1 = CuStream::new()?;
-    let kernel1 = CopyKernel::load()?;
-    let mut d1: CUdeviceptr = 0;
-    cu!(cuMemAllocAsync(&mut d1, N, s1.0))?;
-    kernel1.copy(d1, p, N, s1.0)?;
-    let mut back = vec![0u8; N];
-    cu!(cuMemcpyDtoHAsync(back.as_mut_ptr().cast(), d1, N, s1.0))?;
-    cu!(cuMemFreeAsync(d1, s1.0))?;
-    s1.sync()?;
-    drop(kernel1);
-    drop(s1);
-    drop(gpu1);
-
-    cu!(cuCtxSetCurrent(gpu0.ctx))?;
-    cu!(cuMemFreeAsync(p, s0.0))?;
-    s0.sync()?;
-    // As in the runtime test: read-only peer access to a pool is refused.
-    let read_only = CUmemAccessDesc {
-        location: l1,
-        flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
-    };
-    cu_err!(
-        CUDA_ERROR_NOT_SUPPORTED,
-        cuMemPoolSetAccess(pool.0, &read_only, 1)
-    )?;
-    ensure!(
-        cu_get_access(pool.0, l1)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 changed by the refused read-only"
-    );
-    cu_set_access(pool.0, l1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
-    let revoked = cu_get_access(pool.0, l1)?;
-    ensure!(
-        back == data,
-        "device 1 read: {}",
-        first_difference(&back, &data)
-    );
-    ensure!(
-        revoked == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 after revoking: {}",
-        revoked.0
-    );
-    pool.destroy()
-}
-
-/// IPC through the driver API: the same exchange as `rt_ipc_two_processes`.
-fn drv_ipc_two_processes() -> TestResult {
-    let gpu = Gpu::new(0)?;
-    let types = gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?;
-    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    ensure!(
-        types as u32 & fd_type.0 != 0,
-        "no POSIX-fd pools (handle types {types:#x})"
-    );
-    let pool = CuPool::create(&cu_props(
-        CU_MEM_ALLOCATION_TYPE_PINNED,
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        fd_type,
-        0,
-    ))?;
-    let mut fd: i32 = -1;
-    cu!(cuMemPoolExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        pool.0,
-        fd_type,
-        0
-    ))?;
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported fd {fd} is not open"
-    );
-
-    let s = CuStream::new()?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAllocFromPoolAsync(&mut p, IPC_BYTES, pool.0, s.0))?;
-    let data = pattern(IPC_BYTES, EXPORTER_SEED);
-    cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), IPC_BYTES, s.0))?;
-    s.sync()?;
-    let mut export = CUmemPoolPtrExportData::default();
-    let exchanged = cu!(cuMemPoolExportPointer(&mut export, p)).and_then(|()| {
-        with_child("drv_ipc_importer", |sock| {
-            send_fd(sock, fd)?;
-            sock.write_all(&export.reserved)?;
-            let mut answer = [0u8; 1];
-            sock.read_exact(&mut answer)
-                .map_err(|e| format!("no answer from the importer: {e}"))?;
-            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
-            Ok(())
-        })
-    });
-    unsafe { libc::close(fd) };
-    let mut back = vec![0u8; IPC_BYTES];
-    cu!(cuMemcpyDtoHAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        s.0
-    ))?;
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    exchanged?;
-    let expected = pattern(IPC_BYTES, IMPORTER_SEED);
-    ensure!(
-        back == expected,
-        "the importer's bytes: {}",
-        first_difference(&back, &expected)
-    );
-    pool.destroy()
-}
-
-/// Child of `drv_ipc_two_processes`.
-fn drv_ipc_importer() -> TestResult {
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
-    cu!(cuInit(0))?;
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let mut c = Collect::default();
-    let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    let fd = recv_fd(&sock)?;
-    let mut pool: CUmemoryPool = null_mut();
-    cu!(cuMemPoolImportFromShareableHandle(
-        &mut pool,
-        fd as usize as *mut c_void,
-        fd_type,
-        0
-    ))?;
-    unsafe { libc::close(fd) };
-    // CUDA_ERROR_UNKNOWN as measured (the reference lists CUDA_ERROR_INVALID_VALUE,
-    // CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY).
-    let mut again: CUmemoryPool = null_mut();
-    c.add(cu_err!(
-        CUDA_ERROR_UNKNOWN,
-        cuMemPoolImportFromShareableHandle(&mut again, fd as usize as *mut c_void, fd_type, 0)
-    ));
-    c.add(cu_alive(&s));
-    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    if cu_get_access(pool, dev)? != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-        cu_set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-    }
-    ensure!(
-        cu_get_access(pool, dev)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "imported pool not read-write"
-    );
-
-    let mut export = CUmemPoolPtrExportData::default();
-    sock.read_exact(&mut export.reserved)?;
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemPoolImportPointer(&mut p, pool, &mut export))?;
-    let mut back = vec![0u8; IPC_BYTES];
-    cu!(cuMemcpyDtoHAsync(
-        back.as_mut_ptr().cast(),
-        p,
-        IPC_BYTES,
-        s.0
-    ))?;
-    s.sync()?;
-    let expected = pattern(IPC_BYTES, EXPORTER_SEED);
-    ensure!(
-        back == expected,
-        "importer read: {}",
-        first_difference(&back, &expected)
-    );
-    let mine = pattern(IPC_BYTES, IMPORTER_SEED);
-    cu!(cuMemcpyHtoDAsync(p, mine.as_ptr().cast(), IPC_BYTES, s.0))?;
-    // Freed in stream order; completed before the exporter is told.
-    cu!(cuMemFreeAsync(p, s.0))?;
-    s.sync()?;
-    cu!(cuMemPoolDestroy(pool))?;
-    sock.write_all(b"K")?;
-    c.finish()
 }
 
 // ---------------------------------------------------------------------------
@@ -3569,8 +1602,8 @@ fn drv_process_death_descriptor_after_sender_died() -> TestResult {
 /// Driver bad input: documented errors, then proof the process still works.
 fn drv_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let mut c = Collect::default();
     let s = CuStream::new()?;
+    let mut c = BadInput::new(|_| cu_alive(&s));
     let pool = CuPool::create(&cu_device_props(64 * MIB))?;
     let mut dflt: CUmemoryPool = null_mut();
     cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
@@ -3589,7 +1622,7 @@ fn drv_bad_input() -> TestResult {
         &common::error_name(CUDA_ERROR_INVALID_VALUE),
         &common::error_name(r),
     );
-    c.add(if r == CUDA_SUCCESS {
+    c.ok(if r == CUDA_SUCCESS {
         Err(format!(
             "cuMemPoolGetAccess(device 9999) succeeded with flags {}",
             flags.0
@@ -3598,13 +1631,13 @@ fn drv_bad_input() -> TestResult {
     } else {
         Ok(())
     });
-    c.add(cu_alive(&s));
+    c.still_works();
 
-    c.add(cu_err!(
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocAsync(null_mut(), 4096, s.0)
-    ));
-    c.add(cu_alive(&s));
+    );
     // Zero size: not documented; only the documented return set is asserted.
     let mut z: CUdeviceptr = 0x1234;
     let r = unsafe { cuMemAllocAsync(&mut z, 0, s.0) };
@@ -3613,57 +1646,49 @@ fn drv_bad_input() -> TestResult {
         common::error_name(r)
     );
     if r == CUDA_SUCCESS && z != 0 {
-        c.add(cu!(cuMemFreeAsync(z, s.0)));
+        c.ok(cu!(cuMemFreeAsync(z, s.0)));
     }
     if r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE {
-        c.add(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
+        c.ok(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "size 0"));
     }
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    c.still_works();
+    bad!(
+        c,
         CUDA_ERROR_OUT_OF_MEMORY,
         cuMemAllocFromPoolAsync(&mut p, 128 * MIB, pool.0, s.0)
-    ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    );
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemAllocFromPoolAsync(&mut p, 4096, null_mut(), s.0)
-    ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
+    );
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolGetAttribute(
             null_mut(),
             CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             (&mut v as *mut u64).cast()
         )
-    ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolTrimTo(null_mut(), 0)
-    ));
-    c.add(cu_alive(&s));
-    c.add(cu_err!(
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemPoolDestroy(null_mut())
-    ));
-    c.add(cu_alive(&s));
+    );
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemPoolTrimTo(null_mut(), 0));
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(null_mut()));
     for attr in [CUmemPool_attribute(0), CUmemPool_attribute(0x7fff)] {
-        c.add(cu_err!(
+        bad!(
+            c,
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolGetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        ));
-        c.add(cu_alive(&s));
-        c.add(cu_err!(
+        );
+        bad!(
+            c,
             CUDA_ERROR_INVALID_VALUE,
             cuMemPoolSetAttribute(pool.0, attr, (&mut v as *mut u64).cast())
-        ));
-        c.add(cu_alive(&s));
+        );
     }
-    c.add(cu_err!(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt)));
-    c.add(cu_alive(&s));
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(dflt));
     let mut fd: i32 = -1;
-    c.add(cu_err!(
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -3671,12 +1696,12 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0
         )
-    ));
-    c.add(cu_alive(&s));
+    );
     // A descriptor that is not open: CUDA_ERROR_UNKNOWN as measured (the
     // reference lists CUDA_ERROR_INVALID_VALUE, _NOT_INITIALIZED, _OUT_OF_MEMORY).
     let mut imported: CUmemoryPool = null_mut();
-    c.add(cu_err!(
+    bad!(
+        c,
         CUDA_ERROR_UNKNOWN,
         cuMemPoolImportFromShareableHandle(
             &mut imported,
@@ -3684,8 +1709,7 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0
         )
-    ));
-    c.add(cu_alive(&s));
+    );
     let mut bogus = CUmemPoolPtrExportData::default();
     let ipc = CuPool::create(&cu_props(
         CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -3693,7 +1717,8 @@ fn drv_bad_input() -> TestResult {
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
         0,
     ))?;
-    c.add(cu_err!(
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemPoolExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -3701,25 +1726,24 @@ fn drv_bad_input() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             1
         )
-    ));
-    c.add(cu_alive(&s));
+    );
     cu!(cuMemAllocFromPoolAsync(&mut p, 4096, pool.0, s.0))?;
     s.sync()?;
     let r = unsafe { cuMemPoolExportPointer(&mut bogus, p) };
     cu!(cuMemFreeAsync(p, s.0))?;
     s.sync()?;
-    c.add(common::expect_error(
+    c.ok(common::expect_error(
         r,
         CUDA_ERROR_INVALID_VALUE,
         "cuMemPoolExportPointer(non-IPC pool)",
     ));
-    c.add(cu_alive(&s));
+    c.still_works();
     let mut local = [0u8; 64];
-    c.add(cu_err!(
+    bad!(
+        c,
         CUDA_ERROR_INVALID_VALUE,
         cuMemFreeAsync(local.as_mut_ptr() as usize as CUdeviceptr, s.0)
-    ));
-    c.add(cu_alive(&s));
+    );
     let f = cu_figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
     ipc.destroy()?;
@@ -3727,115 +1751,1831 @@ fn drv_bad_input() -> TestResult {
     c.finish()
 }
 
-/// 10,000 cuMemAllocAsync/cuMemFreeAsync cycles leave the used figure at zero.
-fn drv_leak_10000_cycles() -> TestResult {
-    let _gpu = Gpu::new(0)?;
-    let s = CuStream::new()?;
-    let pool = CuPool::create(&cu_device_props(0))?;
-    let before = cu_figures(pool.0)?;
-    let start = Instant::now();
-    for i in 0..10_000usize {
-        let size = 512 * (1 + i % 512);
-        let mut p: CUdeviceptr = 0;
-        cu!(cuMemAllocFromPoolAsync(&mut p, size, pool.0, s.0))?;
-        cu!(cuMemsetD8Async(p, (i & 0xff) as u8, size, s.0))?;
-        cu!(cuMemFreeAsync(p, s.0))?;
+// ---------------------------------------------------------------------------
+// Twin scenarios: written once, run through the runtime and through the driver
+// ---------------------------------------------------------------------------
+
+/// The runtime ([`Rt`]) or the driver ([`Drv`]), as a twin scenario calls it.
+/// Pointers are `CUdeviceptr`, pools `CUmemoryPool`, streams `CUstream` for
+/// both (the runtime's `cudaMemPool_t` and `cudaStream_t` are the same types).
+/// The twins' deliberate differences are the methods' two bodies.
+trait Api: Sized {
+    /// "runtime" or "driver", for messages.
+    const NAME: &'static str;
+    type Stream: TwinStream;
+    /// Device 0 current (for the runtime, `cudaSetDevice` too), memory pools supported.
+    fn init() -> Result<Gpu, Failed>;
+    fn stream() -> Result<Self::Stream, Failed>;
+    /// Every way the API names device 0's default (and, at start, current) pool.
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed>;
+    /// A pinned pool on device 0, no handle types, no maximum size.
+    fn device_pool() -> Result<TwinPool<Self>, Failed>;
+    /// A pool's properties (`cudaMemPoolProps`, `CUmemPoolProps`).
+    type Props;
+    fn pool_create(props: &Self::Props) -> Result<CUmemoryPool, Failed>;
+    /// The API's pool properties for the driver's values of the three kinds
+    /// (the runtime's enumerators have the same numbers: checked below).
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> Self::Props;
+    /// A pinned device-0 pool of at most `max` bytes.
+    fn props_max(max: usize) -> Self::Props;
+    /// Creating a pool with `props` fails with "invalid value" (a pool made
+    /// anyway is destroyed).
+    fn create_refused(props: &Self::Props, what: &str) -> TestResult;
+    /// The pointer is managed memory, as the API reports it.
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed>;
+    /// "device", "host", "managed" (or the API's number): the pointer's memory
+    /// type as the API reports it.
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed>;
+    /// The pool of a location and kind: its default (`Default`), its current
+    /// one (`Current`), or `pool` made current (`Set`); the code, the pool and
+    /// the entry point's name.
+    fn loc_pool(
+        op: LocPool,
+        loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (Self::Code, CUmemoryPool, &'static str);
+    /// The device's current pool, after making `set` current where given.
+    fn device_current(gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed>;
+    /// `got` must be `want` (`common::expect_error` or `expect_rt_error`).
+    fn expect(got: Self::Code, want: Self::Code, what: &str) -> TestResult;
+
+    // Two streams ordered by events, and the pools' reuse policies.
+    type Event: TwinEvent;
+    /// "Out of memory" (the runtime's `cudaErrorMemoryAllocation`) and "not ready".
+    const OUT_OF_MEMORY: Self::Code;
+    const NOT_READY: Self::Code;
+    fn event() -> Result<Self::Event, Failed>;
+    fn record(e: CUevent, s: CUstream) -> TestResult;
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult;
+    /// Queues `f(user)` on `s`.
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult;
+    /// The stream's state: success (idle) or "not ready".
+    fn query(s: CUstream) -> Self::Code;
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult;
+    /// Sets the three reuse policies (follow events, opportunistic, internal
+    /// dependencies) and reads them back.
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult;
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult;
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed>;
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult;
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult;
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult;
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed>;
+    /// Resets the pool's used-memory high-water mark (set to 0).
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult;
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult;
+    /// The pointer's memory type is device memory (of device 0).
+    fn is_device_memory(p: CUdeviceptr) -> TestResult;
+    /// Access to `pool` from device `dev`, as the driver's flags.
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed>;
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult;
+    /// Read-only peer access to a pool: refused with "not supported" (measured
+    /// on two H200s, driver 580.159; the reference's lists do not name it).
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult;
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed>;
+    /// Makes device `ordinal` the API's current device (the driver: `gpu`'s context).
+    fn make_current(gpu: &Gpu, ordinal: i32) -> TestResult;
+    /// After a bad call: the API still allocates, copies and frees in stream order.
+    fn alive(s: &Self::Stream) -> TestResult;
+
+    // IPC through a POSIX-descriptor pool.
+    /// The child role importing in `ipc_two_processes`.
+    const IMPORTER: &'static str;
+    /// The API's result code; `INVALID_VALUE`, `UNKNOWN`: its two codes the IPC
+    /// importer expects.
+    type Code: Copy + PartialEq;
+    const INVALID_VALUE: Self::Code;
+    const UNKNOWN: Self::Code;
+    /// `Ok` if `code` is success, else a failure naming `what`.
+    fn ok(code: Self::Code, what: &str) -> TestResult;
+    /// The code's name (`common::error_name`, `rt_error_name`).
+    fn name(code: Self::Code) -> String;
+    /// A bad call's `got` against `want`, then the probe ([`BadInput`]).
+    fn bad(c: &mut BadInput, want: Self::Code, got: Self::Code, what: &str);
+    /// Device 0's pools can be exported as POSIX file descriptors.
+    fn fd_pools_supported(gpu: &Gpu) -> TestResult;
+    /// A pinned pool on device 0 exportable as a POSIX file descriptor.
+    fn fd_pool() -> Result<TwinPool<Self>, Failed>;
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed>;
+    /// Imports the pool `fd` names: the code and the entry point's name.
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (Self::Code, &'static str);
+    /// The 64 bytes that name allocation `p` to an importer.
+    fn export_pointer(p: CUdeviceptr) -> (Self::Code, [u8; 64]);
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (Self::Code, &'static str);
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (Self::Code, &'static str);
+}
+
+/// The kit's events, as twin scenarios use them.
+trait TwinEvent {
+    fn raw(&self) -> CUevent;
+}
+
+impl TwinEvent for RtEvent {
+    fn raw(&self) -> CUevent {
+        self.0
     }
-    s.sync()?;
-    let took = start.elapsed();
-    let after = cu_figures(pool.0)?;
-    println!("driver, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}");
+}
+
+impl TwinEvent for CuEvent {
+    fn raw(&self) -> CUevent {
+        self.0
+    }
+}
+
+/// Which pool of a location [`Api::loc_pool`] reads or sets.
+#[derive(Clone, Copy)]
+enum LocPool {
+    Default,
+    Current,
+    Set,
+}
+
+/// The kit's streams, as twin scenarios use them.
+trait TwinStream {
+    fn raw(&self) -> CUstream;
+    fn sync(&self) -> TestResult;
+}
+
+impl TwinStream for RtStream {
+    fn raw(&self) -> CUstream {
+        self.0
+    }
+    fn sync(&self) -> TestResult {
+        RtStream::sync(self)
+    }
+}
+
+impl TwinStream for CuStream {
+    fn raw(&self) -> CUstream {
+        self.0
+    }
+    fn sync(&self) -> TestResult {
+        CuStream::sync(self)
+    }
+}
+
+/// A created pool of either API, destroyed on drop unless `destroy` was called.
+struct TwinPool<A: Api>(CUmemoryPool, PhantomData<A>);
+
+impl<A: Api> TwinPool<A> {
+    fn create(props: &A::Props) -> Result<TwinPool<A>, Failed> {
+        let pool = A::pool_create(props)?;
+        ensure!(
+            !pool.is_null(),
+            "{} pool create returned a null pool",
+            A::NAME
+        );
+        Ok(TwinPool(pool, PhantomData))
+    }
+    fn destroy(mut self) -> TestResult {
+        A::pool_destroy(std::mem::replace(&mut self.0, null_mut()))
+    }
+}
+
+impl<A: Api> Drop for TwinPool<A> {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            let _ = A::pool_destroy(self.0);
+        }
+    }
+}
+
+struct Rt;
+struct Drv;
+
+fn vp(p: CUdeviceptr) -> *mut c_void {
+    p as *mut c_void
+}
+
+impl Api for Rt {
+    const NAME: &'static str = "runtime";
+    type Stream = RtStream;
+    fn init() -> Result<Gpu, Failed> {
+        rt_init()
+    }
+    fn stream() -> Result<RtStream, Failed> {
+        RtStream::new()
+    }
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
+        let (mut dev_pool, mut mem_pool, mut drv_pool) = (null_mut(), null_mut(), null_mut());
+        rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
+        let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
+        rt!(cudaMemGetDefaultMemPool(
+            &mut mem_pool,
+            &mut loc,
+            cudaMemAllocationTypePinned
+        ))?;
+        cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
+        Ok(vec![
+            ("cudaDeviceGetDefaultMemPool", dev_pool),
+            ("cudaMemGetDefaultMemPool", mem_pool),
+            ("cuDeviceGetDefaultMemPool", drv_pool),
+        ])
+    }
+    fn device_pool() -> Result<TwinPool<Rt>, Failed> {
+        RtPool::create(&rt_device_props(0))
+    }
+    type Props = cudaMemPoolProps;
+    fn pool_create(props: &cudaMemPoolProps) -> Result<CUmemoryPool, Failed> {
+        let mut pool: cudaMemPool_t = null_mut();
+        rt!(cudaMemPoolCreate(&mut pool, props))?;
+        Ok(pool)
+    }
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> cudaMemPoolProps {
+        rt_props(
+            cudaMemAllocationType(alloc.0),
+            rt_loc(cudaMemLocationType(loc.type_.0), loc.id),
+            cudaMemAllocationHandleType(handles.0),
+            0,
+        )
+    }
+    fn props_max(max: usize) -> cudaMemPoolProps {
+        rt_device_props(max)
+    }
+    fn create_refused(props: &cudaMemPoolProps, what: &str) -> TestResult {
+        let mut pool: cudaMemPool_t = null_mut();
+        let r = unsafe { cudaMemPoolCreate(&mut pool, props) };
+        if r == cudaSuccess {
+            rt!(cudaMemPoolDestroy(pool))?;
+        }
+        common::expect_rt_error(
+            r,
+            cudaErrorInvalidValue,
+            &format!("cudaMemPoolCreate({what})"),
+        )
+    }
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed> {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        Ok(attrs.type_ == cudaMemoryTypeManaged)
+    }
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed> {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        let t = attrs.type_;
+        Ok(if t == cudaMemoryTypeDevice {
+            "device".into()
+        } else if t == cudaMemoryTypeHost {
+            "host".into()
+        } else if t == cudaMemoryTypeManaged {
+            "managed".into()
+        } else {
+            format!("cudaMemoryType {}", t.0)
+        })
+    }
+    fn loc_pool(
+        op: LocPool,
+        loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (cudaError_t, CUmemoryPool, &'static str) {
+        let mut l = rt_loc(cudaMemLocationType(loc.type_.0), loc.id);
+        let kind = cudaMemAllocationType(kind.0);
+        let mut out: cudaMemPool_t = null_mut();
+        let (r, name) = unsafe {
+            match op {
+                LocPool::Default => (
+                    cudaMemGetDefaultMemPool(&mut out, &mut l, kind),
+                    "cudaMemGetDefaultMemPool",
+                ),
+                LocPool::Current => (
+                    cudaMemGetMemPool(&mut out, &mut l, kind),
+                    "cudaMemGetMemPool",
+                ),
+                LocPool::Set => (cudaMemSetMemPool(&mut l, kind, pool), "cudaMemSetMemPool"),
+            }
+        };
+        (r, out, name)
+    }
+    fn device_current(_gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed> {
+        if let Some(pool) = set {
+            rt!(cudaDeviceSetMemPool(0, pool))?;
+        }
+        let mut pool: cudaMemPool_t = null_mut();
+        rt!(cudaDeviceGetMemPool(&mut pool, 0))?;
+        Ok(pool)
+    }
+    fn expect(got: cudaError_t, want: cudaError_t, what: &str) -> TestResult {
+        common::expect_rt_error(got, want, what)
+    }
+    type Event = RtEvent;
+    const OUT_OF_MEMORY: cudaError_t = cudaErrorMemoryAllocation;
+    const NOT_READY: cudaError_t = cudaErrorNotReady;
+    fn event() -> Result<RtEvent, Failed> {
+        RtEvent::new()
+    }
+    fn record(e: CUevent, s: CUstream) -> TestResult {
+        rt!(cudaEventRecord(e, s))
+    }
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult {
+        rt!(cudaStreamWaitEvent(s, e, 0))
+    }
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult {
+        rt!(cudaLaunchHostFunc(s, Some(f), user))
+    }
+    fn query(s: CUstream) -> cudaError_t {
+        unsafe { cudaStreamQuery(s) }
+    }
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult {
+        rt_set_u64(pool, cudaMemPoolAttrReleaseThreshold, bytes)
+    }
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult {
+        rt_policies(pool, follow, opportunistic, internal)
+    }
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult {
+        rt!(cudaMemPoolDestroy(pool))
+    }
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocAsync(&mut p, n, s))?;
+        ensure!(!p.is_null(), "cudaMallocAsync returned a null pointer");
+        Ok(p as CUdeviceptr)
+    }
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: *mut c_void = null_mut();
+        rt!(cudaMallocFromPoolAsync(&mut p, n, pool, s))?;
+        Ok(p as CUdeviceptr)
+    }
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult {
+        rt!(cudaFreeAsync(vp(p), s))
+    }
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult {
+        rt!(cudaMemcpyAsync(
+            vp(p),
+            data.as_ptr().cast(),
+            data.len(),
+            cudaMemcpyDefault,
+            s
+        ))
+    }
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult {
+        rt!(cudaMemcpyAsync(
+            back.as_mut_ptr().cast(),
+            vp(p),
+            back.len(),
+            cudaMemcpyDefault,
+            s
+        ))
+    }
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed> {
+        rt_figures(pool)
+    }
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult {
+        rt_set_u64(pool, cudaMemPoolAttrUsedMemHigh, 0)
+    }
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult {
+        rt!(cudaMemsetAsync(vp(p), byte as i32, n, s))
+    }
+    fn is_device_memory(p: CUdeviceptr) -> TestResult {
+        let mut attrs = cudaPointerAttributes::default();
+        rt!(cudaPointerGetAttributes(&mut attrs, vp(p)))?;
+        ensure!(
+            attrs.type_ == cudaMemoryTypeDevice && attrs.device == 0,
+            "pointer attributes: type {}, device {}",
+            attrs.type_.0,
+            attrs.device
+        );
+        Ok(())
+    }
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed> {
+        let flags = rt_get_access(pool, rt_loc(cudaMemLocationTypeDevice, dev))?;
+        Ok(CUmemAccess_flags(flags.0))
+    }
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult {
+        let loc = rt_loc(cudaMemLocationTypeDevice, dev);
+        rt_set_access(pool, loc, cudaMemAccessFlags(flags.0))
+    }
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
+        let read_only = cudaMemAccessDesc {
+            location: rt_loc(cudaMemLocationTypeDevice, dev),
+            flags: cudaMemAccessFlagsProtRead,
+        };
+        rt_err!(
+            cudaErrorNotSupported,
+            cudaMemPoolSetAccess(pool, &read_only, 1)
+        )
+    }
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed> {
+        let mut can = 0;
+        rt!(cudaDeviceCanAccessPeer(&mut can, dev, peer))?;
+        Ok(can)
+    }
+    fn make_current(gpu: &Gpu, ordinal: i32) -> TestResult {
+        cu!(cuCtxSetCurrent(gpu.ctx))?;
+        rt!(cudaSetDevice(ordinal))
+    }
+    fn alive(s: &RtStream) -> TestResult {
+        rt_alive(s)
+    }
+
+    const IMPORTER: &'static str = "rt_ipc_importer";
+    type Code = cudaError_t;
+    const INVALID_VALUE: cudaError_t = cudaErrorInvalidValue;
+    const UNKNOWN: cudaError_t = cudaErrorUnknown;
+    fn ok(code: cudaError_t, what: &str) -> TestResult {
+        common::check_rt(code, what)
+    }
+    fn name(code: cudaError_t) -> String {
+        common::rt_error_name(code)
+    }
+    fn bad(c: &mut BadInput, want: cudaError_t, got: cudaError_t, what: &str) {
+        c.rt(want, got, what);
+    }
+    fn fd_pools_supported(_gpu: &Gpu) -> TestResult {
+        let mut types = 0;
+        rt!(cudaDeviceGetAttribute(
+            &mut types,
+            cudaDevAttrMemoryPoolSupportedHandleTypes,
+            0
+        ))?;
+        ensure!(
+            types as u32 & cudaMemHandleTypePosixFileDescriptor.0 != 0,
+            "pools on device 0 do not support POSIX fds (handle types {types:#x})"
+        );
+        Ok(())
+    }
+    fn fd_pool() -> Result<TwinPool<Rt>, Failed> {
+        RtPool::create(&rt_props(
+            cudaMemAllocationTypePinned,
+            rt_loc(cudaMemLocationTypeDevice, 0),
+            cudaMemHandleTypePosixFileDescriptor,
+            0,
+        ))
+    }
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
+        let mut fd: i32 = -1;
+        rt!(cudaMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool,
+            cudaMemHandleTypePosixFileDescriptor,
+            0
+        ))?;
+        Ok(fd)
+    }
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (cudaError_t, &'static str) {
+        let fd_type = cudaMemHandleTypePosixFileDescriptor;
+        let handle = fd as usize as *mut c_void;
+        let r = unsafe { cudaMemPoolImportFromShareableHandle(pool, handle, fd_type, 0) };
+        (r, "cudaMemPoolImportFromShareableHandle")
+    }
+    fn export_pointer(p: CUdeviceptr) -> (cudaError_t, [u8; 64]) {
+        let mut export = cudaMemPoolPtrExportData::default();
+        let r = unsafe { cudaMemPoolExportPointer(&mut export, vp(p)) };
+        (r, export.reserved)
+    }
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (cudaError_t, &'static str) {
+        let mut export = cudaMemPoolPtrExportData { reserved: data };
+        let mut ptr: *mut c_void = null_mut();
+        let r = unsafe { cudaMemPoolImportPointer(&mut ptr, pool, &mut export) };
+        *p = ptr as CUdeviceptr;
+        (r, "cudaMemPoolImportPointer")
+    }
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (cudaError_t, &'static str) {
+        let mut ptr: *mut c_void = null_mut();
+        let r = unsafe { cudaMallocFromPoolAsync(&mut ptr, n, pool, s) };
+        *p = ptr as CUdeviceptr;
+        (r, "cudaMallocFromPoolAsync")
+    }
+}
+
+impl Api for Drv {
+    const NAME: &'static str = "driver";
+    type Stream = CuStream;
+    fn init() -> Result<Gpu, Failed> {
+        let gpu = Gpu::new(0)?;
+        ensure!(
+            gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 1,
+            "no memory pools on device 0"
+        );
+        Ok(gpu)
+    }
+    fn stream() -> Result<CuStream, Failed> {
+        CuStream::new()
+    }
+    fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
+        let (mut dflt, mut via_loc, mut cur, mut cur_loc) =
+            (null_mut(), null_mut(), null_mut(), null_mut());
+        cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
+        let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+        cu!(cuMemGetDefaultMemPool(
+            &mut via_loc,
+            &mut loc,
+            CU_MEM_ALLOCATION_TYPE_PINNED
+        ))?;
+        cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
+        cu!(cuMemGetMemPool(
+            &mut cur_loc,
+            &mut loc,
+            CU_MEM_ALLOCATION_TYPE_PINNED
+        ))?;
+        Ok(vec![
+            ("cuDeviceGetDefaultMemPool", dflt),
+            ("cuMemGetDefaultMemPool", via_loc),
+            ("cuDeviceGetMemPool", cur),
+            ("cuMemGetMemPool", cur_loc),
+        ])
+    }
+    fn device_pool() -> Result<TwinPool<Drv>, Failed> {
+        CuPool::create(&cu_device_props(0))
+    }
+    type Props = CUmemPoolProps;
+    fn pool_create(props: &CUmemPoolProps) -> Result<CUmemoryPool, Failed> {
+        let mut pool: CUmemoryPool = null_mut();
+        cu!(cuMemPoolCreate(&mut pool, props))?;
+        Ok(pool)
+    }
+    fn props(
+        alloc: CUmemAllocationType,
+        loc: CUmemLocation,
+        handles: CUmemAllocationHandleType,
+    ) -> CUmemPoolProps {
+        cu_props(alloc, loc, handles, 0)
+    }
+    fn props_max(max: usize) -> CUmemPoolProps {
+        cu_device_props(max)
+    }
+    fn create_refused(props: &CUmemPoolProps, what: &str) -> TestResult {
+        let mut pool: CUmemoryPool = null_mut();
+        let r = unsafe { cuMemPoolCreate(&mut pool, props) };
+        if r == CUDA_SUCCESS {
+            cu!(cuMemPoolDestroy(pool))?;
+        }
+        common::expect_error(
+            r,
+            CUDA_ERROR_INVALID_VALUE,
+            &format!("cuMemPoolCreate({what})"),
+        )
+    }
+    fn is_managed(p: CUdeviceptr) -> Result<bool, Failed> {
+        let mut managed: u32 = 0;
+        cu!(cuPointerGetAttribute(
+            (&mut managed as *mut u32).cast(),
+            CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            p
+        ))?;
+        Ok(managed == 1)
+    }
+    fn memory_kind(p: CUdeviceptr) -> Result<String, Failed> {
+        if Drv::is_managed(p)? {
+            return Ok("managed".into());
+        }
+        let mut mem_type = CUmemorytype(0);
+        cu!(cuPointerGetAttribute(
+            (&mut mem_type as *mut CUmemorytype).cast(),
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p
+        ))?;
+        Ok(match mem_type {
+            CU_MEMORYTYPE_DEVICE => "device".into(),
+            CU_MEMORYTYPE_HOST => "host".into(),
+            t => format!("CUmemorytype {}", t.0),
+        })
+    }
+    fn loc_pool(
+        op: LocPool,
+        mut loc: CUmemLocation,
+        kind: CUmemAllocationType,
+        pool: CUmemoryPool,
+    ) -> (CUresult, CUmemoryPool, &'static str) {
+        let mut out: CUmemoryPool = null_mut();
+        let (r, name) = unsafe {
+            match op {
+                LocPool::Default => (
+                    cuMemGetDefaultMemPool(&mut out, &mut loc, kind),
+                    "cuMemGetDefaultMemPool",
+                ),
+                LocPool::Current => (cuMemGetMemPool(&mut out, &mut loc, kind), "cuMemGetMemPool"),
+                LocPool::Set => (cuMemSetMemPool(&mut loc, kind, pool), "cuMemSetMemPool"),
+            }
+        };
+        (r, out, name)
+    }
+    fn device_current(gpu: &Gpu, set: Option<CUmemoryPool>) -> Result<CUmemoryPool, Failed> {
+        if let Some(pool) = set {
+            cu!(cuDeviceSetMemPool(gpu.dev, pool))?;
+        }
+        let mut pool: CUmemoryPool = null_mut();
+        cu!(cuDeviceGetMemPool(&mut pool, gpu.dev))?;
+        Ok(pool)
+    }
+    fn expect(got: CUresult, want: CUresult, what: &str) -> TestResult {
+        common::expect_error(got, want, what)
+    }
+    type Event = CuEvent;
+    const OUT_OF_MEMORY: CUresult = CUDA_ERROR_OUT_OF_MEMORY;
+    const NOT_READY: CUresult = CUDA_ERROR_NOT_READY;
+    fn event() -> Result<CuEvent, Failed> {
+        CuEvent::new()
+    }
+    fn record(e: CUevent, s: CUstream) -> TestResult {
+        cu!(cuEventRecord(e, s))
+    }
+    fn wait_event(s: CUstream, e: CUevent) -> TestResult {
+        cu!(cuStreamWaitEvent(s, e, 0))
+    }
+    fn launch_host(
+        s: CUstream,
+        f: unsafe extern "C" fn(*mut c_void),
+        user: *mut c_void,
+    ) -> TestResult {
+        cu!(cuLaunchHostFunc(s, Some(f), user))
+    }
+    fn query(s: CUstream) -> CUresult {
+        unsafe { cuStreamQuery(s) }
+    }
+    fn set_release_threshold(pool: CUmemoryPool, bytes: u64) -> TestResult {
+        cu_set_u64(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
+    }
+    fn policies(pool: CUmemoryPool, follow: i32, opportunistic: i32, internal: i32) -> TestResult {
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            follow,
+        )?;
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            opportunistic,
+        )?;
+        cu_set_i32(
+            pool,
+            CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            internal,
+        )?;
+        let got = (
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES)?,
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC)?,
+            cu_get_i32(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)?,
+        );
+        ensure!(
+            got == (follow, opportunistic, internal),
+            "reuse policies read back {got:?}, set ({follow}, {opportunistic}, {internal})"
+        );
+        Ok(())
+    }
+    fn pool_destroy(pool: CUmemoryPool) -> TestResult {
+        cu!(cuMemPoolDestroy(pool))
+    }
+    fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocAsync(&mut p, n, s))?;
+        ensure!(p != 0, "cuMemAllocAsync returned a null pointer");
+        Ok(p)
+    }
+    fn alloc_from(pool: CUmemoryPool, n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
+        let mut p: CUdeviceptr = 0;
+        cu!(cuMemAllocFromPoolAsync(&mut p, n, pool, s))?;
+        Ok(p)
+    }
+    fn free(p: CUdeviceptr, s: CUstream) -> TestResult {
+        cu!(cuMemFreeAsync(p, s))
+    }
+    fn write(p: CUdeviceptr, data: &[u8], s: CUstream) -> TestResult {
+        cu!(cuMemcpyHtoDAsync(p, data.as_ptr().cast(), data.len(), s))
+    }
+    fn read(back: &mut [u8], p: CUdeviceptr, s: CUstream) -> TestResult {
+        cu!(cuMemcpyDtoHAsync(
+            back.as_mut_ptr().cast(),
+            p,
+            back.len(),
+            s
+        ))
+    }
+    fn figures(pool: CUmemoryPool) -> Result<Figures, Failed> {
+        cu_figures(pool)
+    }
+    fn reset_used_high(pool: CUmemoryPool) -> TestResult {
+        cu_set_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+    }
+    fn memset(p: CUdeviceptr, byte: u8, n: usize, s: CUstream) -> TestResult {
+        cu!(cuMemsetD8Async(p, byte, n, s))
+    }
+    fn is_device_memory(p: CUdeviceptr) -> TestResult {
+        let mut mem_type = CUmemorytype(0);
+        cu!(cuPointerGetAttribute(
+            (&mut mem_type as *mut CUmemorytype).cast(),
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p
+        ))?;
+        ensure!(
+            mem_type == CU_MEMORYTYPE_DEVICE,
+            "memory type {}",
+            mem_type.0
+        );
+        Ok(())
+    }
+    fn access(pool: CUmemoryPool, dev: i32) -> Result<CUmemAccess_flags, Failed> {
+        cu_get_access(pool, cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev))
+    }
+    fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult {
+        cu_set_access(pool, cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev), flags)
+    }
+    fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
+        let read_only = CUmemAccessDesc {
+            location: cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, dev),
+            flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
+        };
+        cu_err!(
+            CUDA_ERROR_NOT_SUPPORTED,
+            cuMemPoolSetAccess(pool, &read_only, 1)
+        )
+    }
+    fn can_access_peer(dev: i32, peer: i32) -> Result<i32, Failed> {
+        let mut can = 0;
+        cu!(cuDeviceCanAccessPeer(&mut can, dev, peer))?;
+        Ok(can)
+    }
+    fn make_current(gpu: &Gpu, _ordinal: i32) -> TestResult {
+        cu!(cuCtxSetCurrent(gpu.ctx))
+    }
+    fn alive(s: &CuStream) -> TestResult {
+        cu_alive(s)
+    }
+
+    const IMPORTER: &'static str = "drv_ipc_importer";
+    type Code = CUresult;
+    const INVALID_VALUE: CUresult = CUDA_ERROR_INVALID_VALUE;
+    const UNKNOWN: CUresult = CUDA_ERROR_UNKNOWN;
+    fn ok(code: CUresult, what: &str) -> TestResult {
+        common::check(code, what)
+    }
+    fn name(code: CUresult) -> String {
+        common::error_name(code)
+    }
+    fn bad(c: &mut BadInput, want: CUresult, got: CUresult, what: &str) {
+        c.cu(want, got, what);
+    }
+    fn fd_pools_supported(gpu: &Gpu) -> TestResult {
+        let types = gpu.attribute(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?;
+        ensure!(
+            types as u32 & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0 != 0,
+            "pools on device 0 do not support POSIX fds (handle types {types:#x})"
+        );
+        Ok(())
+    }
+    fn fd_pool() -> Result<TwinPool<Drv>, Failed> {
+        CuPool::create(&cu_props(
+            CU_MEM_ALLOCATION_TYPE_PINNED,
+            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        ))
+    }
+    fn export_pool(pool: CUmemoryPool) -> Result<i32, Failed> {
+        let mut fd: i32 = -1;
+        cu!(cuMemPoolExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            pool,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0
+        ))?;
+        Ok(fd)
+    }
+    fn import_pool(pool: &mut CUmemoryPool, fd: i32) -> (CUresult, &'static str) {
+        let fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        let handle = fd as usize as *mut c_void;
+        let r = unsafe { cuMemPoolImportFromShareableHandle(pool, handle, fd_type, 0) };
+        (r, "cuMemPoolImportFromShareableHandle")
+    }
+    fn export_pointer(p: CUdeviceptr) -> (CUresult, [u8; 64]) {
+        let mut export = CUmemPoolPtrExportData::default();
+        let r = unsafe { cuMemPoolExportPointer(&mut export, p) };
+        (r, export.reserved)
+    }
+    fn import_pointer(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        data: [u8; 64],
+    ) -> (CUresult, &'static str) {
+        let mut export = CUmemPoolPtrExportData { reserved: data };
+        let r = unsafe { cuMemPoolImportPointer(p, pool, &mut export) };
+        (r, "cuMemPoolImportPointer")
+    }
+    fn alloc_from_raw(
+        p: &mut CUdeviceptr,
+        pool: CUmemoryPool,
+        n: usize,
+        s: CUstream,
+    ) -> (CUresult, &'static str) {
+        let r = unsafe { cuMemAllocFromPoolAsync(p, n, pool, s) };
+        (r, "cuMemAllocFromPoolAsync")
+    }
+}
+
+/// `twins!(scenario => rt_test, drv_test; ..)`: the runtime's and the
+/// driver's test of one twin scenario, under their registered names.
+macro_rules! twins {
+    ($($scenario:ident => $rt:ident, $drv:ident;)*) => {$(
+        fn $rt() -> TestResult {
+            $scenario::<Rt>()
+        }
+        fn $drv() -> TestResult {
+            $scenario::<Drv>()
+        }
+    )*};
+}
+
+twins! {
+    default_pool_round_trip => rt_default_pool_round_trip, drv_default_pool_round_trip;
+    peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;
+    leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
+    ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
+    created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
+    current_pool_get_set => rt_current_pool_get_set, drv_current_pool_get_set;
+    two_streams_event_ordered_reuse => rt_two_streams_event_ordered_reuse, drv_two_streams_event_ordered_reuse;
+}
+
+// The runtime's enumerators that `Rt::props` converts by number.
+const _: () = {
+    assert!(cudaMemAllocationTypePinned.0 == CU_MEM_ALLOCATION_TYPE_PINNED.0);
+    assert!(cudaMemAllocationTypeManaged.0 == CU_MEM_ALLOCATION_TYPE_MANAGED.0);
+    assert!(cudaMemLocationTypeNone.0 == CU_MEM_LOCATION_TYPE_NONE.0);
+    assert!(cudaMemLocationTypeDevice.0 == CU_MEM_LOCATION_TYPE_DEVICE.0);
+    assert!(cudaMemLocationTypeHost.0 == CU_MEM_LOCATION_TYPE_HOST.0);
+    assert!(cudaMemLocationTypeHostNuma.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA.0);
+    assert!(cudaMemLocationTypeHostNumaCurrent.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT.0);
+    assert!(cudaMemHandleTypeNone.0 == CU_MEM_HANDLE_TYPE_NONE.0);
+    assert!(cudaMemHandleTypePosixFileDescriptor.0 == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0);
+};
+
+/// The default pool: every way the API names it agrees (and, at start, is the
+/// current pool); allocating takes memory from it (used figure, pointer's
+/// pool, device memory) and freeing gives it back.
+fn default_pool_round_trip<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let pools = A::default_pools(&gpu)?;
+    let dflt = pools[0].1;
     ensure!(
-        after.used == 0,
-        "{} bytes used after the cycles",
-        after.used
+        !dflt.is_null() && pools.iter().all(|&(_, p)| p == dflt),
+        "default pools differ: {pools:?}"
     );
     ensure!(
-        after.used_high <= 64 * MIB as u64,
-        "used high {} for allocations of at most 256 KiB",
-        after.used_high
+        A::access(dflt, 0)? == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "the default pool is not read-write from its own device"
+    );
+    let s = A::stream()?;
+    let before = A::figures(dflt)?;
+    const N: usize = 3 * MIB + 123;
+    let data = pattern(N, 1);
+    let p = A::alloc(N, s.raw())?;
+    let mut back = vec![0u8; N];
+    A::write(p, &data, s.raw())?;
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    same(&back, &data, "bytes changed through pool memory")?;
+    let during = A::figures(dflt)?;
+    let from = pool_of(p)?;
+    let device_memory = A::is_device_memory(p);
+    A::free(p, s.raw())?;
+    s.sync()?;
+    let after = A::figures(dflt)?;
+    println!(
+        "{} default pool before: {before}\n  during: {during}\n  after: {after}",
+        A::NAME
+    );
+    ensure!(
+        from == dflt,
+        "the allocation's pool is {from:?}, not the default {dflt:?}"
+    );
+    device_memory?;
+    ensure!(
+        during.used >= before.used + N as u64,
+        "used memory grew from {} to {} for a {N}-byte allocation",
+        before.used,
+        during.used
+    );
+    ensure!(
+        during.reserved >= during.used,
+        "reserved {} below used {}",
+        during.reserved,
+        during.used
+    );
+    ensure!(
+        after.used == before.used,
+        "used memory {} after the free, {} before",
+        after.used,
+        before.used
+    );
+    Ok(())
+}
+
+/// Peer access to a created pool: device 1 gets none until granted, then its
+/// kernel reads the pool's bytes and writes its own, which device 0 reads; a
+/// read-only grant is refused and leaves the access read-write; revoking works.
+fn peer_pool_access<A: Api>() -> TestResult {
+    let gpu0 = A::init()?;
+    let can = A::can_access_peer(1, 0)?;
+    ensure!(
+        can == 1,
+        "device 1 cannot access device 0 ({} can-access-peer = {can})",
+        A::NAME
+    );
+    let pool = A::device_pool()?;
+    let own = A::access(pool.0, 0)?;
+    let peer_before = A::access(pool.0, 1)?;
+    ensure!(
+        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 0: {}",
+        own.0
+    );
+    ensure!(
+        peer_before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 before granting: {}",
+        peer_before.0
+    );
+    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    let peer_rw = A::access(pool.0, 1)?;
+    ensure!(
+        peer_rw == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 after granting: {}",
+        peer_rw.0
+    );
+
+    const N: usize = 4 * MIB;
+    let (data, data2) = (pattern(N, 31), pattern(N, 32));
+    let s0 = A::stream()?;
+    let p = A::alloc_from(pool.0, N, s0.raw())?;
+    A::write(p, &data, s0.raw())?;
+    s0.sync()?;
+
+    // Device 1's kernel copies p into device 1 memory, then writes p.
+    let gpu1 = Gpu::new(1)?;
+    A::make_current(&gpu1, 1)?;
+    let s1 = A::stream()?;
+    let kernel1 = CopyKernel::load()?;
+    let d1 = A::alloc(N, s1.raw())?;
+    kernel1.copy(d1, p, N, s1.raw())?;
+    let mut back = vec![0u8; N];
+    A::read(&mut back, d1, s1.raw())?;
+    s1.sync()?;
+    A::write(d1, &data2, s1.raw())?;
+    kernel1.copy(p, d1, N, s1.raw())?;
+    A::free(d1, s1.raw())?;
+    s1.sync()?;
+    drop(kernel1);
+    drop(s1);
+    drop(gpu1);
+
+    A::make_current(&gpu0, 0)?;
+    let mut back2 = vec![0u8; N];
+    A::read(&mut back2, p, s0.raw())?;
+    s0.sync()?;
+    A::read_only_refused(pool.0, 1)?;
+    let peer_r = A::access(pool.0, 1)?;
+    A::free(p, s0.raw())?;
+    s0.sync()?;
+    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
+    let peer_none = A::access(pool.0, 1)?;
+    same(&back, &data, "device 1 read")?;
+    same(&back2, &data2, "device 0 sees device 1's writes")?;
+    ensure!(
+        peer_r == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "access from device 1 after the refused read-only: {}",
+        peer_r.0
+    );
+    ensure!(
+        peer_none == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        "access from device 1 after revoking: {}",
+        peer_none.0
     );
     pool.destroy()
 }
 
+/// Pools created for each location the references allow: device, host, host
+/// NUMA, managed (preferred location device 0, and none), each with bytes
+/// through it, its figures and access; then the documented creation errors.
+fn created_pools_each_location<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let kernel = CopyKernel::load()?;
+    const N: usize = 2 * MIB;
+    let (pinned, managed, no_handles) = (
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        CU_MEM_ALLOCATION_TYPE_MANAGED,
+        CU_MEM_HANDLE_TYPE_NONE,
+    );
+
+    // Device pool: accessible from its device, data round trip, figures.
+    {
+        let pool = A::device_pool()?;
+        let flags = A::access(pool.0, 0)?;
+        ensure!(
+            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "device pool access from device 0: {}",
+            flags.0
+        );
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        let (data, mut back) = (pattern(N, 2), vec![0u8; N]);
+        A::write(p, &data, s.raw())?;
+        A::read(&mut back, p, s.raw())?;
+        s.sync()?;
+        same(&back, &data, "bytes changed through pool memory")?;
+        let during = A::figures(pool.0)?;
+        let from = pool_of(p)?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        let after = A::figures(pool.0)?;
+        println!("{} device pool during: {during}; after: {after}", A::NAME);
+        ensure!(
+            from == pool.0,
+            "allocation's pool {from:?} is not the created pool {:?}",
+            pool.0
+        );
+        ensure!(
+            during.used == N as u64,
+            "used {} with one {N}-byte allocation",
+            during.used
+        );
+        ensure!(after.used == 0, "used {} after the free", after.used);
+        pool.destroy()?;
+    }
+
+    // Host and host-NUMA pools: accessible from the host CPU by default, from the
+    // device once access is granted.
+    let numa = gpu.host_numa_node()?;
+    for (name, loc) in [
+        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
+        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
+    ] {
+        let pool = TwinPool::<A>::create(&A::props(pinned, loc, no_handles))?;
+        let before = A::access(pool.0, 0)?;
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        s.sync()?;
+        let from = pool_of(p)?;
+        // The CPU writes the memory directly.
+        let data = pattern(N, 3);
+        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
+        // Device access granted: the device reads it with a kernel.
+        A::set_access(pool.0, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+        let granted = A::access(pool.0, 0)?;
+        let d = A::alloc(N, s.raw())?;
+        kernel.copy(d, p, N, s.raw())?;
+        let mut back = vec![0u8; N];
+        A::read(&mut back, d, s.raw())?;
+        // And the device writes it; the CPU reads the result directly.
+        let data2 = pattern(N, 4);
+        A::write(d, &data2, s.raw())?;
+        kernel.copy(p, d, N, s.raw())?;
+        s.sync()?;
+        let seen = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }.to_vec();
+        let used = A::figures(pool.0)?.used;
+        A::free(d, s.raw())?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        println!(
+            "{} {name} pool (id {}): access from device 0 before {} after {}, used {used} B",
+            A::NAME,
+            loc.id,
+            before.0,
+            granted.0
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        ensure!(
+            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+            "{name}: device access before granting: {}",
+            before.0
+        );
+        ensure!(
+            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            "{name}: device access after granting: {}",
+            granted.0
+        );
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
+        same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
+        ensure!(
+            used >= N as u64,
+            "{name}: used {used} with a {N}-byte allocation"
+        );
+        pool.destroy()?;
+    }
+
+    // Managed pools: memory both the CPU and the device use directly.
+    for (name, loc) in [
+        (
+            "managed, preferred device 0",
+            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+        ),
+        (
+            "managed, no preferred location",
+            cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
+        ),
+    ] {
+        let pool = TwinPool::<A>::create(&A::props(managed, loc, no_handles))?;
+        let p = A::alloc_from(pool.0, N, s.raw())?;
+        A::memset(p, 0x5A, N, s.raw())?;
+        s.sync()?;
+        let all_5a = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }
+            .iter()
+            .all(|&b| b == 0x5A);
+        let data = pattern(N, 5);
+        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
+        let d = A::alloc(N, s.raw())?;
+        kernel.copy(d, p, N, s.raw())?;
+        let mut back = vec![0u8; N];
+        A::read(&mut back, d, s.raw())?;
+        s.sync()?;
+        let is_managed = A::is_managed(p)?;
+        let from = pool_of(p)?;
+        A::free(d, s.raw())?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
+        same(
+            &back,
+            &data,
+            &format!("{name}: the device read wrong bytes"),
+        )?;
+        ensure!(
+            is_managed,
+            "{name}: not managed memory, as the {} says",
+            A::NAME
+        );
+        ensure!(
+            from == pool.0,
+            "{name}: allocation's pool {from:?} is not {:?}",
+            pool.0
+        );
+        pool.destroy()?;
+    }
+
+    // Documented creation errors: host memory with IPC handles, and
+    // HOST_NUMA_CURRENT.
+    eprintln!("{} created_pools_each_location: creation errors", A::NAME);
+    let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let fd = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    A::create_refused(&A::props(pinned, host, fd), "host pool with POSIX fds")?;
+    A::alive(&s)?;
+    let current = cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+    A::create_refused(&A::props(pinned, current, no_handles), "HOST_NUMA_CURRENT")?;
+    A::alive(&s)?;
+    drop(kernel);
+    Ok(())
+}
+
+/// The pool of a location and kind that must succeed.
+fn loc_pool<A: Api>(
+    op: LocPool,
+    loc: CUmemLocation,
+    kind: CUmemAllocationType,
+    pool: CUmemoryPool,
+) -> Result<CUmemoryPool, Failed> {
+    let (r, got, name) = A::loc_pool(op, loc, kind, pool);
+    A::ok(r, name)?;
+    Ok(got)
+}
+
+/// The current pool: the default at start; a created pool made current takes
+/// the API's plain allocations; the device-level setting is the same one;
+/// destroying the current pool makes the default current again; host, host
+/// NUMA and managed locations have defaults of their own, set and restored;
+/// a pool of another location or kind is refused.
+fn current_pool_get_set<A: Api>() -> TestResult {
+    use LocPool::{Current, Default, Set};
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let numa = gpu.host_numa_node()?;
+    let (pinned, managed) = (
+        CU_MEM_ALLOCATION_TYPE_PINNED,
+        CU_MEM_ALLOCATION_TYPE_MANAGED,
+    );
+    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let none = null_mut();
+
+    let dflt = loc_pool::<A>(Default, dev, pinned, none)?;
+    let cur = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        cur == dflt,
+        "device 0's current pool {cur:?} is not its default {dflt:?} at start"
+    );
+
+    // A created pool made current: plain allocations come from it.
+    let pool = A::device_pool()?;
+    loc_pool::<A>(Set, dev, pinned, pool.0)?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    let via_device = A::device_current(&gpu, None)?;
+    let p = A::alloc(4 * MIB, s.raw())?;
+    s.sync()?;
+    let from = pool_of(p)?;
+    let used = A::figures(pool.0)?.used;
+    A::free(p, s.raw())?;
+    s.sync()?;
+    // Restore the default: plain allocations go back to it.
+    loc_pool::<A>(Set, dev, pinned, dflt)?;
+    let restored = loc_pool::<A>(Current, dev, pinned, none)?;
+    let q = A::alloc(4 * MIB, s.raw())?;
+    s.sync()?;
+    let from_q = pool_of(q)?;
+    A::free(q, s.raw())?;
+    s.sync()?;
+    ensure!(
+        got == pool.0 && via_device == pool.0,
+        "after setting it: current by location {got:?}, by device {via_device:?}, set {:?}",
+        pool.0
+    );
+    ensure!(
+        from == pool.0,
+        "the plain allocation took memory from {from:?}, not the current pool {:?}",
+        pool.0
+    );
+    ensure!(
+        used >= 4 * MIB as u64,
+        "the current pool's used memory is {used} with 4 MiB allocated"
+    );
+    ensure!(
+        restored == dflt && from_q == dflt,
+        "after restoring: current {restored:?}, allocation from {from_q:?}, default {dflt:?}"
+    );
+
+    // The device-level setting is the same one; destroying the current pool
+    // makes the default current again.
+    A::device_current(&gpu, Some(pool.0))?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == pool.0,
+        "the device-level setting not seen by location: {got:?}"
+    );
+    pool.destroy()?;
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == dflt,
+        "after destroying the current pool the current one is {got:?}, not the default {dflt:?}"
+    );
+
+    // Host, host NUMA and managed locations: default, set, get, restore.
+    for (name, loc, kind) in [
+        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0), pinned),
+        (
+            "host NUMA",
+            cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
+            pinned,
+        ),
+        (
+            "managed, no location",
+            cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
+            managed,
+        ),
+        ("managed, device 0", dev, managed),
+    ] {
+        let ldflt = loc_pool::<A>(Default, loc, kind, none)?;
+        let lcur = loc_pool::<A>(Current, loc, kind, none)?;
+        let created = TwinPool::<A>::create(&A::props(kind, loc, CU_MEM_HANDLE_TYPE_NONE))?;
+        loc_pool::<A>(Set, loc, kind, created.0)?;
+        let lset = loc_pool::<A>(Current, loc, kind, none)?;
+        // The default pool of the location gives memory of that kind.
+        let p = A::alloc_from(ldflt, MIB, s.raw())?;
+        s.sync()?;
+        let mem = A::memory_kind(p)?;
+        let from = pool_of(p)?;
+        A::free(p, s.raw())?;
+        s.sync()?;
+        loc_pool::<A>(Set, loc, kind, ldflt)?;
+        let lback = loc_pool::<A>(Current, loc, kind, none)?;
+        println!("{name}: default pool {ldflt:?}, memory type {mem}");
+        ensure!(
+            !ldflt.is_null() && ldflt != dflt,
+            "{name}: default pool {ldflt:?} (device 0's is {dflt:?})"
+        );
+        ensure!(
+            lcur == ldflt,
+            "{name}: current {lcur:?} is not the default {ldflt:?}"
+        );
+        ensure!(
+            lset == created.0,
+            "{name}: current after set {lset:?}, set {:?}",
+            created.0
+        );
+        ensure!(lback == ldflt, "{name}: current after restoring {lback:?}");
+        ensure!(from == ldflt, "{name}: allocation's pool {from:?}");
+        let expected = if kind == managed { "managed" } else { "host" };
+        ensure!(mem == expected, "{name}: memory type {mem}");
+        created.destroy()?;
+    }
+
+    // Documented mismatches: the pool's location and kind must match; a
+    // location of no type has no pools.
+    let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+    let host_pool = TwinPool::<A>::create(&A::props(pinned, host, CU_MEM_HANDLE_TYPE_NONE))?;
+    let dev_pool = A::device_pool()?;
+    let nowhere = cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0);
+    for (op, loc, kind, pool, case) in [
+        (Set, dev, pinned, host_pool.0, "(device 0, a host pool)"),
+        (Set, host, pinned, dev_pool.0, "(host, a device pool)"),
+        (
+            Set,
+            dev,
+            managed,
+            dev_pool.0,
+            "(device 0, managed, a pinned pool)",
+        ),
+        (Default, nowhere, pinned, none, "(location type NONE)"),
+        (Current, nowhere, pinned, none, "(location type NONE)"),
+    ] {
+        let (r, _, name) = A::loc_pool(op, loc, kind, pool);
+        A::expect(r, A::INVALID_VALUE, &format!("{name}{case}"))?;
+        A::alive(&s)?;
+    }
+    let got = loc_pool::<A>(Current, dev, pinned, none)?;
+    ensure!(
+        got == dflt,
+        "the refused calls changed device 0's current pool to {got:?}"
+    );
+    host_pool.destroy()?;
+    dev_pool.destroy()
+}
+
+/// Allocates `n` bytes from `pool` on `a` and frees them on `b`, behind the
+/// gate (closed here), ordered by an event; `a_waits`: `a` waits for an
+/// event recorded after the free.
+fn free_pending_on_b<A: Api>(
+    pool: CUmemoryPool,
+    a: &A::Stream,
+    b: &A::Stream,
+    n: usize,
+    a_waits: bool,
+) -> Result<CUdeviceptr, Failed> {
+    let (allocated, freed) = (A::event()?, A::event()?);
+    close_gate();
+    let p = A::alloc_from(pool, n, a.raw())?;
+    A::record(allocated.raw(), a.raw())?;
+    A::wait_event(b.raw(), allocated.raw())?;
+    A::launch_host(b.raw(), gate_wait, null_mut())?;
+    A::free(p, b.raw())?;
+    A::record(freed.raw(), b.raw())?;
+    if a_waits {
+        A::wait_event(a.raw(), freed.raw())?;
+    }
+    Ok(p)
+}
+
+/// Tries to allocate `n` bytes on `a`: (result, pointer, time the call took).
+fn try_alloc<A: Api>(
+    pool: CUmemoryPool,
+    n: usize,
+    a: &A::Stream,
+) -> (A::Code, CUdeviceptr, Duration) {
+    let mut q: CUdeviceptr = 0;
+    let start = Instant::now();
+    let (r, _) = A::alloc_from_raw(&mut q, pool, n, a.raw());
+    (r, q, start.elapsed())
+}
+
+/// Frees `q` on `a` (and waits) where the allocation `r` succeeded.
+fn free_if_made<A: Api>(r: A::Code, q: CUdeviceptr, a: &A::Stream) -> TestResult {
+    if A::ok(r, "").is_ok() {
+        A::free(q, a.raw())?;
+        a.sync()?;
+    }
+    Ok(())
+}
+
+/// Data across two streams ordered by events, and the reuse policies' effects
+/// on a pool that holds exactly one block (maxSize).
+fn two_streams_event_ordered_reuse<A: Api>() -> TestResult {
+    let _gpu = A::init()?;
+    let (a, b) = (A::stream()?, A::stream()?);
+
+    // Alloc + write on A, event, read on B, free on B, event, realloc on A.
+    // B is held by the gate until everything is queued.
+    const N: usize = 2 * MIB;
+    let (first, second) = (pattern(N, 11), pattern(N, 12));
+    let (src1, src2) = (PageLocked::with(&first)?, PageLocked::with(&second)?);
+    let (mut seen_b, mut seen_a) = (PageLocked::new(N)?, PageLocked::new(N)?);
+    let (written, freed) = (A::event()?, A::event()?);
+    close_gate();
+    let p = A::alloc(N, a.raw())?;
+    A::write(p, src1.as_slice(), a.raw())?;
+    A::record(written.raw(), a.raw())?;
+    A::wait_event(b.raw(), written.raw())?;
+    A::launch_host(b.raw(), gate_wait, null_mut())?;
+    A::read(seen_b.as_mut_slice(), p, b.raw())?;
+    A::free(p, b.raw())?;
+    A::record(freed.raw(), b.raw())?;
+    A::wait_event(a.raw(), freed.raw())?;
+    let q = A::alloc(N, a.raw())?;
+    A::write(q, src2.as_slice(), a.raw())?;
+    A::read(seen_a.as_mut_slice(), q, a.raw())?;
+    let a_held = A::query(a.raw());
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    A::free(q, a.raw())?;
+    a.sync()?;
+    println!(
+        "{} default pool: realloc on A after the event {} the block freed on B",
+        A::NAME,
+        if q == p { "reused" } else { "did not reuse" }
+    );
+    ensure!(!GATE_TIMED_OUT.load(SeqCst), "the gate timed out");
+    ensure!(
+        a_held == A::NOT_READY,
+        "stream A was not held by the event on B's free: stream query = {}",
+        A::name(a_held)
+    );
+    same(seen_b.as_slice(), &first, "B read")?;
+    same(seen_a.as_slice(), &second, "A read")?;
+
+    // A pool of exactly one M-byte block: a second allocation can only reuse it.
+    const M: usize = 32 * MIB;
+    let pool = TwinPool::<A>::create(&A::props_max(M))?;
+    A::set_release_threshold(pool.0, u64::MAX)?;
+    let x = A::alloc_from(pool.0, M, a.raw())?;
+    let (r, y, _) = try_alloc::<A>(pool.0, M, &a);
+    free_if_made::<A>(r, y, &a)?;
+    A::free(x, a.raw())?;
+    a.sync()?;
+    ensure!(
+        r == A::OUT_OF_MEMORY,
+        "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
+        A::name(r)
+    );
+
+    // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
+    A::policies(pool.0, 1, 0, 0)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, &format!("follow-event-dependencies (after {took:?})"))?;
+    ensure!(q == p, "follow-event-dependencies: {q:#x}, freed {p:#x}");
+
+    // No policy: a free still pending is not reused → out of memory at maxSize.
+    A::policies(pool.0, 0, 0, 0)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, true)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    ensure!(
+        r == A::OUT_OF_MEMORY,
+        "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}, gate timed out: {}",
+        A::name(r),
+        GATE_TIMED_OUT.load(SeqCst)
+    );
+    // Once the host has synchronized with the free, the block is free again.
+    let (r, q, _) = try_alloc::<A>(pool.0, M, &a);
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, "after synchronizing, no policy")?;
+    ensure!(
+        q == p,
+        "after synchronizing, no policy: {q:#x}, freed {p:#x}"
+    );
+
+    // Internal dependencies (alone): A does not wait; the allocator makes it wait.
+    A::policies(pool.0, 0, 0, 1)?;
+    let p = free_pending_on_b::<A>(pool.0, &a, &b, M, false)?;
+    let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+    let a_held = A::query(a.raw());
+    open_gate();
+    a.sync()?;
+    b.sync()?;
+    free_if_made::<A>(r, q, &a)?;
+    A::ok(r, &format!("internal dependencies (after {took:?})"))?;
+    ensure!(q == p, "internal dependencies: {q:#x}, freed {p:#x}");
+    ensure!(
+        a_held == A::NOT_READY,
+        "internal dependencies: A was not made to wait for B's free (stream query = {})",
+        A::name(a_held)
+    );
+
+    // Opportunistic (alone): a free already done on the GPU, with no dependency
+    // and not yet observed by a synchronize, is reused.
+    A::policies(pool.0, 0, 1, 0)?;
+    {
+        let done = Box::new(AtomicBool::new(false));
+        let allocated = A::event()?;
+        let p = A::alloc_from(pool.0, M, a.raw())?;
+        A::record(allocated.raw(), a.raw())?;
+        A::wait_event(b.raw(), allocated.raw())?;
+        A::free(p, b.raw())?;
+        let flag = (&*done as *const AtomicBool).cast_mut().cast::<c_void>();
+        A::launch_host(b.raw(), raise_flag, flag)?;
+        wait_flag(&done)?;
+        let (r, q, took) = try_alloc::<A>(pool.0, M, &a);
+        a.sync()?;
+        b.sync()?;
+        free_if_made::<A>(r, q, &a)?;
+        A::ok(r, &format!("opportunistic (after {took:?})"))?;
+        ensure!(q == p, "opportunistic: {q:#x}, freed {p:#x}");
+    }
+    A::policies(pool.0, 1, 1, 1)?;
+    pool.destroy()
+}
+
+/// 10,000 allocate/memset/free cycles in stream order, in the default pool
+/// and in a created one: the used figure comes back, its high-water mark stays
+/// low.
+fn leak_10000_cycles<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    let s = A::stream()?;
+    let dflt = A::default_pools(&gpu)?[0].1;
+    let created = A::device_pool()?;
+    for (name, pool) in [("default pool", dflt), ("created pool", created.0)] {
+        s.sync()?;
+        A::reset_used_high(pool)?;
+        let before = A::figures(pool)?;
+        let start = Instant::now();
+        for i in 0..10_000usize {
+            let size = 256 * (1 + i % 1024);
+            let p = if pool == dflt {
+                A::alloc(size, s.raw())?
+            } else {
+                A::alloc_from(pool, size, s.raw())?
+            };
+            A::memset(p, (i & 0xff) as u8, size, s.raw())?;
+            A::free(p, s.raw())?;
+        }
+        s.sync()?;
+        let took = start.elapsed();
+        let after = A::figures(pool)?;
+        println!(
+            "{} {name}, 10000 cycles in {took:?}\n  before: {before}\n  after:  {after}",
+            A::NAME
+        );
+        ensure!(
+            after.used == before.used,
+            "{name}: used {} after, {} before",
+            after.used,
+            before.used
+        );
+        ensure!(
+            after.used_high <= 64 * MIB as u64,
+            "{name}: used high {} for allocations of at most 256 KiB freed in order",
+            after.used_high
+        );
+    }
+    let f = A::figures(created.0)?;
+    ensure!(
+        f.used == 0,
+        "created pool: {} bytes used after the cycles",
+        f.used
+    );
+    created.destroy()
+}
+
+/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
+/// allocation exported (64 bytes over the socket); the child
+/// ([`ipc_importer`]) reads the exporter's bytes and writes its own, which the
+/// exporter then reads.
+fn ipc_two_processes<A: Api>() -> TestResult {
+    let gpu = A::init()?;
+    A::fd_pools_supported(&gpu)?;
+    let pool = A::fd_pool()?;
+    let fd = A::export_pool(pool.0)?;
+    ensure!(
+        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
+        "exported fd {fd} is not open"
+    );
+
+    let s = A::stream()?;
+    let p = A::alloc_from(pool.0, IPC_BYTES, s.raw())?;
+    let data = pattern(IPC_BYTES, EXPORTER_SEED);
+    A::write(p, &data, s.raw())?;
+    s.sync()?;
+    let (exported, export) = A::export_pointer(p);
+    let nonzero = export.iter().any(|&b| b != 0);
+    let exchanged = A::ok(exported, "exporting the pointer").and_then(|()| {
+        with_child(A::IMPORTER, |sock| {
+            send_fd(sock, fd)?;
+            sock.write_all(&export)?;
+            let mut answer = [0u8; 1];
+            sock.read_exact(&mut answer)
+                .map_err(|e| format!("no answer from the importer: {e}"))?;
+            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
+            Ok(())
+        })
+    });
+    unsafe { libc::close(fd) };
+
+    let mut back = vec![0u8; IPC_BYTES];
+    A::read(&mut back, p, s.raw())?;
+    A::free(p, s.raw())?;
+    s.sync()?;
+    exchanged?;
+    ensure!(nonzero, "the export data is all zeros");
+    same(
+        &back,
+        &pattern(IPC_BYTES, IMPORTER_SEED),
+        "the importer's bytes",
+    )?;
+    pool.destroy()
+}
+
+/// Child of [`ipc_two_processes`]: imports the pool and the pointer, reads,
+/// writes its own bytes, frees in stream order and answers `K`. Bad input on
+/// the way: the closed descriptor again, an allocation from the imported pool,
+/// export data of nothing.
+fn ipc_importer<A: Api>() -> TestResult {
+    let mut sock = child_socket(SOCK_VAR)?;
+    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    cu!(cuInit(0))?;
+    let _gpu = A::init()?;
+    let s = A::stream()?;
+    let mut c = BadInput::new(|_| A::alive(&s));
+    let fd = recv_fd(&sock)?;
+    let mut pool: CUmemoryPool = null_mut();
+    let (r, name) = A::import_pool(&mut pool, fd);
+    A::ok(r, name)?;
+    unsafe { libc::close(fd) };
+    // The closed descriptor cannot be imported again. The references list
+    // invalid value and out of memory (the driver's also not initialized);
+    // driver 580.159 returns "unknown" (measured on the H200), asserted here
+    // as measured.
+    let mut again: CUmemoryPool = null_mut();
+    let (r, name) = A::import_pool(&mut again, fd);
+    A::bad(
+        &mut c,
+        A::UNKNOWN,
+        r,
+        &format!("{name}(closed descriptor {fd})"),
+    );
+
+    let access = A::access(pool, 0)?;
+    if access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+        A::set_access(pool, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+    }
+    let granted = A::access(pool, 0)?;
+    println!(
+        "importer: imported pool's access from device 0: {} then {}",
+        access.0, granted.0
+    );
+    ensure!(
+        granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        "imported pool access {}",
+        granted.0
+    );
+
+    // Imported pools do not allocate.
+    let mut np: CUdeviceptr = 0;
+    let (r, name) = A::alloc_from_raw(&mut np, pool, 4096, s.raw());
+    if A::ok(r, name).is_ok() {
+        A::free(np, s.raw())?;
+    }
+    A::bad(
+        &mut c,
+        A::INVALID_VALUE,
+        r,
+        &format!("{name}(imported pool)"),
+    );
+
+    let mut export = [0u8; 64];
+    sock.read_exact(&mut export)?;
+    // Export data of nothing is refused.
+    let mut bp: CUdeviceptr = 0;
+    let (r, name) = A::import_pointer(&mut bp, pool, [0; 64]);
+    A::bad(
+        &mut c,
+        A::INVALID_VALUE,
+        r,
+        &format!("{name}(export data of zeros)"),
+    );
+
+    let mut p: CUdeviceptr = 0;
+    let (r, name) = A::import_pointer(&mut p, pool, export);
+    A::ok(r, name)?;
+    match pool_of(p) {
+        Ok(from) => {
+            println!("importer: pointer {p:#x} from pool {from:?} (imported pool {pool:?})")
+        }
+        Err(e) => println!(
+            "importer: pool of the imported pointer: {}",
+            e.message().unwrap_or("?")
+        ),
+    }
+    let mut back = vec![0u8; IPC_BYTES];
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    same(&back, &pattern(IPC_BYTES, EXPORTER_SEED), "importer read")?;
+    A::write(p, &pattern(IPC_BYTES, IMPORTER_SEED), s.raw())?;
+    // Freed in stream order and completed before the exporter is told.
+    // compute-sanitizer reported the 4 MiB as leaked (allocated by the pointer
+    // import) when the runtime twin used a plain cudaFree.
+    // CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT skips the free: the deliberate leak
+    // that `run.sh --sanitize` must catch (its self-test, on rt_ipc_two_processes).
+    if std::env::var_os(common::SELFTEST_LEAK_VAR).is_none() {
+        A::free(p, s.raw())?;
+        s.sync()?;
+        A::pool_destroy(pool)?;
+    } else {
+        println!("importer: self-test: the imported {IPC_BYTES} B are deliberately not freed");
+    }
+    sock.write_all(b"K")?;
+    c.finish()
+}
+
+/// A child process: a pool destroyed with one allocation outstanding; the
+/// allocation stays readable and is freed afterwards.
+fn destroy_outstanding<A: Api>() -> TestResult {
+    let step = |m: &str| eprintln!("{} destroy_outstanding: {m}", A::NAME);
+    cu!(cuInit(0))?;
+    let _gpu = A::init()?;
+    let s = A::stream()?;
+    const N: usize = 2 * MIB;
+    let pool = A::device_pool()?;
+    let p = A::alloc_from(pool.0, N, s.raw())?;
+    let data = pattern(N, 6);
+    A::write(p, &data, s.raw())?;
+    s.sync()?;
+    step("destroying the pool with one allocation outstanding");
+    pool.destroy()?;
+    step("reading the allocation back");
+    let mut back = vec![0u8; N];
+    A::read(&mut back, p, s.raw())?;
+    s.sync()?;
+    step("freeing the allocation");
+    A::free(p, s.raw())?;
+    step("synchronizing");
+    s.sync()?;
+    step("done");
+    same(&back, &data, "allocation of a destroyed pool")?;
+    A::alive(&s)
+}
+
 fn main() {
     common::main(
-        vec![
-            test("rt_default_pool_round_trip", rt_default_pool_round_trip),
-            test(
-                "rt_created_pools_each_location",
-                rt_created_pools_each_location,
-            ),
-            test(
-                "pool_destroy_with_outstanding_allocation",
-                pool_destroy_with_outstanding_allocation,
-            ),
-            test(
-                "rt_two_streams_event_ordered_reuse",
-                rt_two_streams_event_ordered_reuse,
-            ),
-            test(
-                "rt_pool_attributes_every_attribute",
-                rt_pool_attributes_every_attribute,
-            ),
-            test(
-                "rt_trim_to_and_release_threshold",
-                rt_trim_to_and_release_threshold,
-            ),
-            test("rt_current_pool_get_set", rt_current_pool_get_set),
-            test_gpus("rt_peer_pool_access", 2, rt_peer_pool_access),
-            test("rt_ipc_two_processes", rt_ipc_two_processes),
-            test(
-                "rt_process_death_importer_killed_while_mapped",
-                rt_process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "rt_process_death_exporter_killed",
-                rt_process_death_exporter_killed,
-            ),
-            test(
-                "rt_process_death_descriptor_after_sender_died",
-                rt_process_death_descriptor_after_sender_died,
-            ),
-            test("rt_bad_input", rt_bad_input),
-            test("rt_leak_10000_cycles", rt_leak_10000_cycles),
-            test("drv_default_pool_round_trip", drv_default_pool_round_trip),
-            test(
-                "drv_created_pools_each_location",
-                drv_created_pools_each_location,
-            ),
-            test(
-                "drv_two_streams_event_ordered_reuse",
-                drv_two_streams_event_ordered_reuse,
-            ),
-            test("drv_attributes_and_trim", drv_attributes_and_trim),
-            test("drv_current_pool_get_set", drv_current_pool_get_set),
-            test_gpus("drv_peer_pool_access", 2, drv_peer_pool_access),
-            test("drv_ipc_two_processes", drv_ipc_two_processes),
-            test(
-                "drv_process_death_importer_killed_while_mapped",
-                drv_process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "drv_process_death_exporter_killed",
-                drv_process_death_exporter_killed,
-            ),
-            test(
-                "drv_process_death_descriptor_after_sender_died",
-                drv_process_death_descriptor_after_sender_died,
-            ),
-            test("drv_bad_input", drv_bad_input),
-            test("drv_leak_10000_cycles", drv_leak_10000_cycles),
+        device_tests![
+            rt_default_pool_round_trip,
+            rt_created_pools_each_location,
+            pool_destroy_with_outstanding_allocation,
+            rt_two_streams_event_ordered_reuse,
+            rt_pool_attributes_every_attribute,
+            rt_trim_to_and_release_threshold,
+            rt_current_pool_get_set,
+            rt_peer_pool_access @ 2,
+            rt_ipc_two_processes,
+            rt_process_death_importer_killed_while_mapped,
+            rt_process_death_exporter_killed,
+            rt_process_death_descriptor_after_sender_died,
+            rt_bad_input,
+            rt_leak_10000_cycles,
+            drv_default_pool_round_trip,
+            drv_created_pools_each_location,
+            drv_two_streams_event_ordered_reuse,
+            drv_attributes_and_trim,
+            drv_current_pool_get_set,
+            drv_peer_pool_access @ 2,
+            drv_ipc_two_processes,
+            drv_process_death_importer_killed_while_mapped,
+            drv_process_death_exporter_killed,
+            drv_process_death_descriptor_after_sender_died,
+            drv_bad_input,
+            drv_leak_10000_cycles,
         ],
         &[
-            ("rt_ipc_importer", rt_ipc_importer),
-            ("drv_ipc_importer", drv_ipc_importer),
+            ("rt_ipc_importer", ipc_importer::<Rt>),
+            ("drv_ipc_importer", ipc_importer::<Drv>),
             ("rt_pool_exporter", rt_pool_exporter),
             ("drv_pool_exporter", drv_pool_exporter),
             ("rt_pool_importer", rt_pool_importer),
             ("drv_pool_importer", drv_pool_importer),
-            ("rt_destroy_outstanding", rt_destroy_outstanding),
-            ("drv_destroy_outstanding", drv_destroy_outstanding),
+            ("rt_destroy_outstanding", destroy_outstanding::<Rt>),
+            ("drv_destroy_outstanding", destroy_outstanding::<Drv>),
         ],
     );
 }

@@ -22,7 +22,7 @@
 //! devices of compute capability 10.0 or higher.
 mod common;
 
-use common::{error_name, expect_error, test, Gpu, TestResult};
+use common::{error_name, expect_error, Checks, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
@@ -87,45 +87,6 @@ impl Drop for Module {
     }
 }
 
-/// Device memory from `cuMemAlloc`; freed on drop.
-struct DevBuf {
-    ptr: CUdeviceptr,
-    len: usize,
-}
-
-impl DevBuf {
-    fn new(len: usize) -> Result<DevBuf, Failed> {
-        let mut ptr = 0;
-        cu!(cuMemAlloc(&mut ptr, len))?;
-        Ok(DevBuf { ptr, len })
-    }
-
-    fn with(data: &[u8]) -> Result<DevBuf, Failed> {
-        let b = DevBuf::new(data.len())?;
-        b.write(data)?;
-        Ok(b)
-    }
-
-    fn write(&self, data: &[u8]) -> TestResult {
-        assert!(data.len() <= self.len);
-        cu!(cuMemcpyHtoD(self.ptr, data.as_ptr().cast(), data.len()))
-    }
-
-    fn read(&self) -> Result<Vec<u8>, Failed> {
-        let mut v = vec![0u8; self.len];
-        cu!(cuMemcpyDtoH(v.as_mut_ptr().cast(), self.ptr, self.len))?;
-        Ok(v)
-    }
-}
-
-impl Drop for DevBuf {
-    fn drop(&mut self) {
-        unsafe {
-            cuMemFree(self.ptr);
-        }
-    }
-}
-
 /// Where the kernel finds the map.
 enum MapArg<'a> {
     /// By value, as the 128-byte `__grid_constant__` kernel parameter.
@@ -157,7 +118,7 @@ fn load_box(
         nbytes % 16 == 0 && nbytes <= TILE,
         "a box of {nbytes} bytes does not fit the kernels' tile"
     );
-    let out = DevBuf::new(OUT_LEN)?;
+    let out = DeviceBuf::new(OUT_LEN)?;
     cu!(cuMemsetD8(out.ptr, 0xA5, OUT_LEN))?;
     let mut c = [0i32; 5];
     c[..coords.len()].copy_from_slice(coords);
@@ -281,7 +242,7 @@ struct Tensor {
     /// Bytes between consecutive indices of dimensions 1.. (rank - 1 entries).
     strides: Vec<u64>,
     host: Vec<u8>,
-    dev: DevBuf,
+    dev: DeviceBuf,
 }
 
 impl Tensor {
@@ -296,7 +257,7 @@ impl Tensor {
         for (i, e) in host.chunks_exact_mut(esz).enumerate() {
             e.copy_from_slice(&ty.pattern(i, seed).to_le_bytes()[..esz]);
         }
-        let dev = DevBuf::with(&host)?;
+        let dev = DeviceBuf::with(&host)?;
         Ok(Tensor {
             ty,
             dims: dims.to_vec(),
@@ -502,16 +463,6 @@ fn tile_kernel(m: &Module, rank: u32) -> Result<CUfunction, Failed> {
     m.function(&format!("tma_tile_{rank}d"))
 }
 
-fn failures_to_result(failures: Vec<String>) -> TestResult {
-    ensure!(
-        failures.is_empty(),
-        "{} failure(s):\n  {}",
-        failures.len(),
-        failures.join("\n  ")
-    );
-    Ok(())
-}
-
 fn message(e: Failed) -> String {
     e.message().unwrap_or("?").to_string()
 }
@@ -536,9 +487,9 @@ fn run_tiled_cases(
     cases: &[TiledCase],
     fill: CUtensorMapFloatOOBfill,
     seed: usize,
-) -> Result<Vec<String>, Failed> {
+) -> Result<Checks, Failed> {
     let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     for case in cases {
         let t = Tensor::new(case.ty, case.dims, case.strides, seed)?;
         let map = encode_tiled(
@@ -562,10 +513,10 @@ fn run_tiled_cases(
                 coords
             );
             match load_box(f, MapArg::Param(&map), coords, [0, 0], want.image.len()) {
-                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Err(e) => failures.fail(format!("{what}: {}", message(e))),
                 Ok(load) => {
                     match check_elements(&what, case.ty, &load.image, &want, nan_fill) {
-                        Err(e) => failures.push(e),
+                        Err(e) => failures.fail(e),
                         Ok(nan) => {
                             println!(
                                 "  {what}: {} bytes match, {} elements out of bounds{}",
@@ -575,7 +526,7 @@ fn run_tiled_cases(
                                     .unwrap_or_default()
                             );
                             if nan_fill && nan.is_none() {
-                                failures.push(format!("{what}: no element out of bounds, the NaN fill was not exercised"));
+                                failures.fail(format!("{what}: no element out of bounds, the NaN fill was not exercised"));
                             }
                         }
                     }
@@ -655,12 +606,7 @@ fn tiled_ranks_types_zero_fill() -> TestResult {
             coords: &[&[160, 2, 1, -1, 2]],
         },
     ];
-    failures_to_result(run_tiled_cases(
-        &m,
-        &cases,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        1,
-    )?)
+    run_tiled_cases(&m, &cases, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, 1)?.finish()
 }
 
 /// `CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA`: out-of-bounds elements
@@ -702,12 +648,13 @@ fn tiled_nan_oob_fill() -> TestResult {
             coords: &[&[8, 3, 3]],
         },
     ];
-    failures_to_result(run_tiled_cases(
+    run_tiled_cases(
         &m,
         &cases,
         CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
         2,
-    )?)
+    )?
+    .finish()
 }
 
 /// Every swizzle mode of Hopper (none, 32B, 64B, 128B): the raw shared-memory
@@ -801,7 +748,7 @@ fn tiled_swizzle_modes() -> TestResult {
             32,
         ),
     ];
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     for (
         i,
         Case {
@@ -831,20 +778,20 @@ fn tiled_swizzle_modes() -> TestResult {
             sw.0
         );
         if span != 0 && want == dense.image {
-            failures.push(format!(
+            failures.fail(format!(
                 "{what}: the swizzle model leaves this box unchanged, the case proves nothing"
             ));
             continue;
         }
         match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.len()) {
-            Err(e) => failures.push(format!("{what}: {}", message(e))),
-            Ok(load) if load.smem % 1024 != 0 => failures.push(format!(
+            Err(e) => failures.fail(format!("{what}: {}", message(e))),
+            Ok(load) if load.smem % 1024 != 0 => failures.fail(format!(
                 "{what}: tile at shared address {:#x}, not 1024-byte aligned",
                 load.smem
             )),
             Ok(load) if load.image != want => {
                 let differ = load.image.iter().zip(&want).filter(|(a, b)| a != b).count();
-                failures.push(format!(
+                failures.fail(format!(
                     "{what}: {differ} of {} bytes differ from the model; chunks (device <- unswizzled box): {}",
                     want.len(),
                     chunk_map(&load.image, &dense.image)
@@ -857,7 +804,7 @@ fn tiled_swizzle_modes() -> TestResult {
             ),
         }
     }
-    failures_to_result(failures)
+    failures.finish()
 }
 
 /// All four L2 promotion values encode, and a map with each loads the right box.
@@ -868,7 +815,7 @@ fn tiled_l2_promotion_values() -> TestResult {
     let t = Tensor::new(Ty::F32, &[64, 48], &[256], 9)?;
     let (boxd, estr, coords) = ([32u32, 16u32], [1u32, 1u32], [48i32, 40i32]);
     let want = tiled_box(&t, &boxd, &estr, &coords);
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     for (name, l2) in [
         ("NONE", CU_TENSOR_MAP_L2_PROMOTION_NONE),
         ("L2_64B", CU_TENSOR_MAP_L2_PROMOTION_L2_64B),
@@ -885,14 +832,14 @@ fn tiled_l2_promotion_values() -> TestResult {
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )?;
         match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.image.len()) {
-            Err(e) => failures.push(format!("{what}: {}", message(e))),
+            Err(e) => failures.fail(format!("{what}: {}", message(e))),
             Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, false) {
-                Err(e) => failures.push(e),
+                Err(e) => failures.fail(e),
                 Ok(_) => println!("  {what}: box of {} bytes matches", want.image.len()),
             },
         }
     }
-    failures_to_result(failures)
+    failures.finish()
 }
 
 /// `cuTensorMapReplaceAddress`: the same map, pointed at a second buffer, loads
@@ -921,7 +868,7 @@ fn replace_address() -> TestResult {
         CU_TENSOR_MAP_L2_PROMOTION_NONE,
         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )?;
-    let gmap = DevBuf::new(size_of::<CUtensorMap>())?;
+    let gmap = DeviceBuf::new(size_of::<CUtensorMap>())?;
     ensure!(
         gmap.ptr % 128 == 0,
         "cuMemAlloc returned {:#x}, not 128-byte aligned",
@@ -934,7 +881,7 @@ fn replace_address() -> TestResult {
         )
         .to_vec()
     };
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     let mut step = |what: &str, map: &CUtensorMap, want: &Expected| -> TestResult {
         gmap.write(&map_bytes(map))?;
         for (how, arg, f) in [
@@ -943,9 +890,9 @@ fn replace_address() -> TestResult {
         ] {
             let what = format!("{what}, map as {how}");
             match load_box(f, arg, &coords, [0, 0], want.image.len()) {
-                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Err(e) => failures.fail(format!("{what}: {}", message(e))),
                 Ok(load) => match check_elements(&what, Ty::F16, &load.image, want, false) {
-                    Err(e) => failures.push(e),
+                    Err(e) => failures.fail(e),
                     Ok(_) => println!("  {what}: box matches"),
                 },
             }
@@ -957,7 +904,7 @@ fn replace_address() -> TestResult {
     step("address replaced by buffer B", &map, &want_b)?;
     cu!(cuTensorMapReplaceAddress(&mut map, a.addr()))?;
     step("address replaced back by buffer A", &map, &want_a)?;
-    failures_to_result(failures)
+    failures.finish()
 }
 
 // ---------------------------------------------------------------------------
@@ -1079,7 +1026,7 @@ fn im2col_nhwc() -> TestResult {
         pixels: 40,
     };
     let estr = [1u32; 4];
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     for (fill, loads) in [
         (
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
@@ -1113,7 +1060,7 @@ fn im2col_nhwc() -> TestResult {
                 offsets.map(|o| o as u32),
                 want.image.len(),
             ) {
-                Err(e) => failures.push(format!("{what}: {}", message(e))),
+                Err(e) => failures.fail(format!("{what}: {}", message(e))),
                 Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, nan_fill) {
                     Ok(nan) => println!(
                         "  {what}: {} pixels x {} channels match, {} elements out of bounds{}",
@@ -1135,7 +1082,7 @@ fn im2col_nhwc() -> TestResult {
                                 matching.push(format!("{r:?}"));
                             }
                         }
-                        failures.push(format!(
+                        failures.fail(format!(
                             "{e}; readings of the model that match the device: [{}]",
                             matching.join("; ")
                         ));
@@ -1144,7 +1091,7 @@ fn im2col_nhwc() -> TestResult {
             }
         }
     }
-    failures_to_result(failures)
+    failures.finish()
 }
 
 /// `cuTensorMapEncodeIm2colWide`, documented for compute capability 10.0 or
@@ -1567,7 +1514,7 @@ fn bad_input_documented_errors() -> TestResult {
             unsafe { cuTensorMapReplaceAddress(&mut replace_target, (base + 8) as *mut c_void) },
         ),
     ];
-    let mut failures = Vec::new();
+    let mut failures = Checks::new();
     for (what, r) in cases {
         let entry = if what.starts_with("im2col") {
             "cuTensorMapEncodeIm2col"
@@ -1583,7 +1530,7 @@ fn bad_input_documented_errors() -> TestResult {
             &error_name(r),
         );
         if r != CUDA_ERROR_INVALID_VALUE {
-            failures.push(format!(
+            failures.fail(format!(
                 "{what}: returned {}, expected {}",
                 error_name(r),
                 error_name(CUDA_ERROR_INVALID_VALUE)
@@ -1593,7 +1540,7 @@ fn bad_input_documented_errors() -> TestResult {
         }
         let after = good();
         if after != CUDA_SUCCESS {
-            failures.push(format!(
+            failures.fail(format!(
                 "after {what}: a valid encode returned {}",
                 error_name(after)
             ));
@@ -1617,22 +1564,22 @@ fn bad_input_documented_errors() -> TestResult {
         &want,
         false,
     ) {
-        failures.push(e);
+        failures.fail(e);
     }
-    failures_to_result(failures)
+    failures.finish()
 }
 
 fn main() {
     common::main(
-        vec![
-            test("tiled_ranks_types_zero_fill", tiled_ranks_types_zero_fill),
-            test("tiled_nan_oob_fill", tiled_nan_oob_fill),
-            test("tiled_swizzle_modes", tiled_swizzle_modes),
-            test("tiled_l2_promotion_values", tiled_l2_promotion_values),
-            test("replace_address", replace_address),
-            test("im2col_nhwc", im2col_nhwc),
-            test("im2col_wide", im2col_wide),
-            test("bad_input_documented_errors", bad_input_documented_errors),
+        device_tests![
+            tiled_ranks_types_zero_fill,
+            tiled_nan_oob_fill,
+            tiled_swizzle_modes,
+            tiled_l2_promotion_values,
+            replace_address,
+            im2col_nhwc,
+            im2col_wide,
+            bad_input_documented_errors,
         ],
         &[],
     );

@@ -11,19 +11,14 @@
 //! the first. The bad-input tests run in child processes of this binary.
 mod common;
 
-use common::{test, Gpu, TestResult};
+use common::{cu_loc as loc, getcpu, test, BadInput, Checks, CuStream, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
-use core::fmt::{Debug, Display};
+use core::fmt::Debug;
 use core::mem::size_of;
 use core::ptr::{null, null_mut};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 
-/// `CU_DEVICE_CPU` from `cuda.h`: `#define CU_DEVICE_CPU ((CUdevice)-1)`, a cast
-/// macro the bindings do not carry.
-const CU_DEVICE_CPU: CUdevice = -1;
-/// `CU_DEVICE_INVALID` from `cuda.h`: `#define CU_DEVICE_INVALID ((CUdevice)-2)`.
-const CU_DEVICE_INVALID: CUdevice = -2;
 /// `CU_STREAM_LEGACY` from `cuda.h`: `#define CU_STREAM_LEGACY ((CUstream)0x1)`.
 fn cu_stream_legacy() -> CUstream {
     null_mut::<u8>().wrapping_add(1).cast()
@@ -35,48 +30,6 @@ const MIB: usize = 1024 * 1024;
 // ---------------------------------------------------------------------------
 // Collected checks and RAII helpers
 // ---------------------------------------------------------------------------
-
-/// Mismatches of one test, reported together at its end.
-struct Checks(Vec<String>);
-
-impl Checks {
-    fn new() -> Self {
-        Checks(Vec::new())
-    }
-    /// Records a failed `cu!`/`cu_err!`; returns whether it passed.
-    fn ok(&mut self, r: TestResult) -> bool {
-        match r {
-            Ok(()) => true,
-            Err(e) => {
-                self.0.push(e.message().unwrap_or("?").to_string());
-                false
-            }
-        }
-    }
-    fn eq<T: PartialEq + Debug>(&mut self, what: impl Display, got: T, want: T) {
-        if got != want {
-            self.0
-                .push(format!("{what}: got {got:?}, expected {want:?}"));
-        }
-    }
-    fn that(&mut self, cond: bool, msg: impl Display) {
-        if !cond {
-            self.0.push(msg.to_string());
-        }
-    }
-    fn done(self) -> TestResult {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} check(s) failed:\n  {}",
-                self.0.len(),
-                self.0.join("\n  ")
-            )
-            .into())
-        }
-    }
-}
 
 /// Managed memory from `cuMemAllocManaged(.., CU_MEM_ATTACH_GLOBAL)`.
 struct Managed {
@@ -107,52 +60,14 @@ impl Drop for Managed {
     }
 }
 
-/// Device memory from `cuMemAlloc`.
-struct DeviceBuf {
-    ptr: CUdeviceptr,
-    size: usize,
-}
-
-impl DeviceBuf {
-    fn new(size: usize) -> Result<DeviceBuf, Failed> {
-        let mut ptr = 0;
-        cu!(cuMemAlloc(&mut ptr, size))?;
-        Ok(DeviceBuf { ptr, size })
-    }
-    /// The words at `src` as the device sees them: copied device-to-device into
-    /// this buffer, then to the host.
-    fn device_view(&self, src: CUdeviceptr, words: usize) -> Result<Vec<u32>, Failed> {
-        assert!(words * 4 <= self.size);
-        cu!(cuMemcpyDtoD(self.ptr, src, words * 4))?;
-        let mut out = vec![0u32; words];
-        cu!(cuMemcpyDtoH(out.as_mut_ptr().cast(), self.ptr, words * 4))?;
-        Ok(out)
-    }
-}
-
-impl Drop for DeviceBuf {
-    fn drop(&mut self) {
-        unsafe { cuMemFree(self.ptr) };
-    }
-}
-
-struct Stream(CUstream);
-
-impl Stream {
-    fn new() -> Result<Stream, Failed> {
-        let mut s = null_mut();
-        cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))?;
-        Ok(Stream(s))
-    }
-    fn sync(&self) -> TestResult {
-        cu!(cuStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        unsafe { cuStreamDestroy(self.0) };
-    }
+/// The words at `src` as the device sees them: copied device-to-device into
+/// `buf`, then to the host.
+fn device_view(buf: &DeviceBuf, src: CUdeviceptr, words: usize) -> Result<Vec<u32>, Failed> {
+    assert!(words * 4 <= buf.len);
+    cu!(cuMemcpyDtoD(buf.ptr, src, words * 4))?;
+    let mut out = vec![0u32; words];
+    cu!(cuMemcpyDtoH(out.as_mut_ptr().cast(), buf.ptr, words * 4))?;
+    Ok(out)
 }
 
 /// Runs a closure when dropped (frees what a test made, also on early return).
@@ -162,42 +77,6 @@ impl<F: FnMut()> Drop for Defer<F> {
     fn drop(&mut self) {
         (self.0)()
     }
-}
-
-/// A small device round trip that must keep working after each bad call.
-struct Alive {
-    buf: DeviceBuf,
-    round: u32,
-}
-
-impl Alive {
-    fn new() -> Result<Alive, Failed> {
-        Ok(Alive {
-            buf: DeviceBuf::new(256)?,
-            round: 0,
-        })
-    }
-    fn check(&mut self, c: &mut Checks, after: &str) {
-        self.round += 1;
-        let data: Vec<u32> = (0..64u32)
-            .map(|i| i.wrapping_mul(0x9E37_79B9) ^ self.round)
-            .collect();
-        let mut back = vec![0u32; 64];
-        let ok = c.ok(cu!(cuMemcpyHtoD(self.buf.ptr, data.as_ptr().cast(), 256)))
-            && c.ok(cu!(cuMemcpyDtoH(
-                back.as_mut_ptr().cast(),
-                self.buf.ptr,
-                256
-            )));
-        c.that(
-            ok && back == data,
-            format!("device round trip broken after {after}"),
-        );
-    }
-}
-
-fn loc(type_: CUmemLocationType, id: i32) -> CUmemLocation {
-    CUmemLocation { type_, id }
 }
 
 fn dev_loc(ordinal: i32) -> CUmemLocation {
@@ -220,27 +99,14 @@ fn pattern(seed: u32, words: usize) -> Vec<u32> {
 
 /// The calling thread pinned to the CPU it is on (restored on drop), so that
 /// "the host NUMA node closest to the calling thread's CPU" is one known node.
-struct Pinned {
+struct PinnedThread {
     old: libc::cpu_set_t,
     cpu: u32,
     node: i32,
 }
 
-fn getcpu() -> (u32, u32) {
-    let (mut cpu, mut node) = (0u32, 0u32);
-    unsafe {
-        libc::syscall(
-            libc::SYS_getcpu,
-            &mut cpu as *mut u32,
-            &mut node as *mut u32,
-            null_mut::<c_void>(),
-        )
-    };
-    (cpu, node)
-}
-
-impl Pinned {
-    fn here() -> Result<Pinned, Failed> {
+impl PinnedThread {
+    fn here() -> Result<PinnedThread, Failed> {
         unsafe {
             let mut old: libc::cpu_set_t = core::mem::zeroed();
             ensure!(
@@ -256,7 +122,7 @@ impl Pinned {
             );
             let (now, node) = getcpu();
             ensure!(now == cpu, "pinned to CPU {cpu} but running on {now}");
-            Ok(Pinned {
+            Ok(PinnedThread {
                 old,
                 cpu,
                 node: node as i32,
@@ -265,18 +131,10 @@ impl Pinned {
     }
 }
 
-impl Drop for Pinned {
+impl Drop for PinnedThread {
     fn drop(&mut self) {
         unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.old) };
     }
-}
-
-/// A host NUMA node id for `CU_MEM_LOCATION_TYPE_HOST_NUMA`: the device's
-/// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID` (the node closest to the GPU), or the
-/// calling thread's node where the device reports none.
-fn host_numa_id(gpu: &Gpu) -> Result<i32, Failed> {
-    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-    Ok(if id >= 0 { id } else { getcpu().1 as i32 })
 }
 
 // ---------------------------------------------------------------------------
@@ -617,7 +475,7 @@ fn advise_read_mostly() -> TestResult {
     );
     // Read-duplicated data reads the same on the device and on the host.
     let dev = DeviceBuf::new(m.size)?;
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     c.ok(cu!(cuMemPrefetchAsync(
         m.ptr,
         m.size,
@@ -627,7 +485,7 @@ fn advise_read_mostly() -> TestResult {
     )));
     c.ok(stream.sync());
     c.that(
-        dev.device_view(m.ptr, m.size / 4)? == data,
+        device_view(&dev, m.ptr, m.size / 4)? == data,
         "read-mostly data differs on the device",
     );
     c.that(
@@ -638,7 +496,7 @@ fn advise_read_mostly() -> TestResult {
     m.words()[7] = 0xDEAD_BEEF;
     c.eq(
         "device view after a host write to a read-mostly page",
-        dev.device_view(m.ptr, 8)?[7],
+        device_view(&dev, m.ptr, 8)?[7],
         0xDEAD_BEEF,
     );
 
@@ -682,14 +540,14 @@ fn advise_read_mostly() -> TestResult {
         CU_MEM_ADVISE_UNSET_READ_MOSTLY,
         dev_loc(0),
     );
-    c.done()
+    c.finish()
 }
 
 fn advise_preferred_location_every_location_type() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = host_numa_id(&gpu)?;
-    let pinned = Pinned::here()?;
+    let numa = gpu.host_numa_node_or_thread_node()?;
+    let pinned = PinnedThread::here()?;
     println!(
         "host NUMA id {numa}; thread pinned to CPU {} on node {}",
         pinned.cpu, pinned.node
@@ -829,13 +687,13 @@ fn advise_preferred_location_every_location_type() -> TestResult {
         "data changed by preferred-location advice",
     );
     drop(pinned);
-    c.done()
+    c.finish()
 }
 
 fn advise_accessed_by() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = host_numa_id(&gpu)?;
+    let numa = gpu.host_numa_node_or_thread_node()?;
     let m = Managed::new(2 * MIB)?;
     let data = pattern(0xACCE, m.size / 4);
     m.words().copy_from_slice(&data);
@@ -860,7 +718,7 @@ fn advise_accessed_by() -> TestResult {
     // The device reads the data through its mapping; the host still sees it.
     let dev = DeviceBuf::new(m.size)?;
     c.that(
-        dev.device_view(m.ptr, m.size / 4)? == data,
+        device_view(&dev, m.ptr, m.size / 4)? == data,
         "device view differs with ACCESSED_BY",
     );
     c.that(
@@ -938,7 +796,7 @@ fn advise_accessed_by() -> TestResult {
         m.words()[..] == data[..],
         "data changed by accessed-by advice",
     );
-    c.done()
+    c.finish()
 }
 
 /// The advised range is widened to whole CPU pages: a misaligned 10-byte
@@ -973,7 +831,7 @@ fn advise_rounds_to_cpu_pages() -> TestResult {
     let s = range_state(&mut c, "page 2", m.at(2 * page), page)?;
     c.eq("page 2: READ_MOSTLY", s.read_mostly, 0);
     want_no_preferred(&mut c, "page 2", &s);
-    c.done()
+    c.finish()
 }
 
 /// Every advice set at once on one range, then read back in one
@@ -982,7 +840,7 @@ fn range_attributes_several_at_once() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
     let m = Managed::new(2 * MIB)?;
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     advise(
         &mut c,
         m.ptr,
@@ -1074,7 +932,7 @@ fn range_attributes_several_at_once() -> TestResult {
     want_accessed_by(&mut c, "all unset", &s, &[]);
     // Advice does not erase the prefetch record.
     want_last_prefetch(&mut c, "all unset", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    c.done()
+    c.finish()
 }
 
 static mut STATIC_HOST_ARRAY: [u8; 64 * 1024] = [0x5A; 64 * 1024];
@@ -1090,8 +948,8 @@ static mut STATIC_HOST_ARRAY: [u8; 64 * 1024] = [0x5A; 64 * 1024];
 /// (measured), and the bytes stay untouched.
 fn system_allocated_memory() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let mut c = Checks::new();
-    let mut alive = Alive::new()?;
+    let probe = DeviceBuf::new(256)?;
+    let mut c = BadInput::round_trip(probe.ptr, 256);
     let pageable = gpu.attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)?;
     println!("pageableMemoryAccess = {pageable}");
     let heap: Vec<u32> = pattern(0x4EA9, 16 * KIB);
@@ -1099,7 +957,7 @@ fn system_allocated_memory() -> TestResult {
     let heap_len = heap.len() * 4;
     let static_ptr = core::ptr::addr_of!(STATIC_HOST_ARRAY) as CUdeviceptr;
     let static_len = 64 * KIB;
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
 
     if pageable != 0 {
         // A device with HMM/ATS: the advice is accepted and read back.
@@ -1122,7 +980,7 @@ fn system_allocated_memory() -> TestResult {
             CU_MEM_ADVISE_UNSET_READ_MOSTLY,
             dev_loc(0),
         );
-        return c.done();
+        return c.finish();
     }
     let inval = CUDA_ERROR_INVALID_VALUE;
     for (name, ptr, len) in [
@@ -1135,12 +993,11 @@ fn system_allocated_memory() -> TestResult {
             (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev_loc(0)),
             (CU_MEM_ADVISE_SET_ACCESSED_BY, dev_loc(0)),
         ] {
-            c.ok(common::expect_error(
-                unsafe { cuMemAdvise(ptr, len, advice, l) },
+            c.cu(
                 inval,
+                unsafe { cuMemAdvise(ptr, len, advice, l) },
                 &format!("cuMemAdvise({name}, advice {})", advice.0),
-            ));
-            alive.check(&mut c, "advice on system memory");
+            );
         }
         let mut v = SENT_I32;
         c.ok(common::expect_error(
@@ -1161,15 +1018,15 @@ fn system_allocated_memory() -> TestResult {
             v,
             SENT_I32,
         );
-        alive.check(&mut c, "range attribute on system memory");
-        c.ok(common::expect_error(
-            unsafe { cuMemPrefetchAsync(ptr, len, dev_loc(0), 0, stream.0) },
+        c.still_works_after("range attribute on system memory");
+        c.cu(
             inval,
+            unsafe { cuMemPrefetchAsync(ptr, len, dev_loc(0), 0, stream.0) },
             &format!("cuMemPrefetchAsync({name} to device)"),
-        ));
-        alive.check(&mut c, "prefetch of system memory");
+        );
         let (mut p, mut s, mut l, mut i) = ([ptr], [len], [dev_loc(0)], [0usize]);
-        c.ok(common::expect_error(
+        c.cu(
+            inval,
             unsafe {
                 cuMemPrefetchBatchAsync(
                     p.as_mut_ptr(),
@@ -1182,16 +1039,13 @@ fn system_allocated_memory() -> TestResult {
                     stream.0,
                 )
             },
-            inval,
             &format!("cuMemPrefetchBatchAsync({name})"),
-        ));
-        alive.check(&mut c, "batch prefetch of system memory");
-        c.ok(common::expect_error(
-            unsafe { cuMemDiscardBatchAsync(p.as_mut_ptr(), s.as_mut_ptr(), 1, 0, stream.0) },
+        );
+        c.cu(
             inval,
+            unsafe { cuMemDiscardBatchAsync(p.as_mut_ptr(), s.as_mut_ptr(), 1, 0, stream.0) },
             &format!("cuMemDiscardBatchAsync({name})"),
-        ));
-        alive.check(&mut c, "discard of system memory");
+        );
     }
     c.ok(stream.sync());
     c.that(heap == pattern(0x4EA9, 16 * KIB), "heap bytes changed");
@@ -1202,7 +1056,7 @@ fn system_allocated_memory() -> TestResult {
         )
     };
     c.that(st.iter().all(|&b| b == 0x5A), "static array bytes changed");
-    c.done()
+    c.finish()
 }
 
 // ---------------------------------------------------------------------------
@@ -1212,12 +1066,12 @@ fn system_allocated_memory() -> TestResult {
 fn prefetch_round_trip() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = host_numa_id(&gpu)?;
-    let pinned = Pinned::here()?;
+    let numa = gpu.host_numa_node_or_thread_node()?;
+    let pinned = PinnedThread::here()?;
     let m = Managed::new(4 * MIB)?;
     let words = m.size / 4;
     let dev = DeviceBuf::new(m.size)?;
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     let data = pattern(0xF00D, words);
     m.words().copy_from_slice(&data);
 
@@ -1241,7 +1095,7 @@ fn prefetch_round_trip() -> TestResult {
     );
     want_no_preferred(&mut c, "prefetch to device 0", &s);
     c.that(
-        dev.device_view(m.ptr, words)? == data,
+        device_view(&dev, m.ptr, words)? == data,
         "device view after prefetch to device differs",
     );
 
@@ -1289,7 +1143,7 @@ fn prefetch_round_trip() -> TestResult {
     )));
     c.ok(stream.sync());
     c.that(
-        dev.device_view(m.ptr, words)? == data2,
+        device_view(&dev, m.ptr, words)? == data2,
         "device view after the second prefetch differs",
     );
     c.ok(cu!(cuMemPrefetchAsync(
@@ -1362,7 +1216,7 @@ fn prefetch_round_trip() -> TestResult {
     let s = range_state(&mut c, "split: whole", m.ptr, m.size)?;
     want_no_prefetch(&mut c, "split: whole (two locations)", &s);
     c.that(
-        dev.device_view(m.ptr, words)? == data2,
+        device_view(&dev, m.ptr, words)? == data2,
         "device view after the split prefetch differs",
     );
     c.that(
@@ -1370,7 +1224,7 @@ fn prefetch_round_trip() -> TestResult {
         "host view after the split prefetch differs",
     );
     drop(pinned);
-    c.done()
+    c.finish()
 }
 
 /// Ranges for the batch calls: `n` managed allocations of 1 MiB with
@@ -1391,8 +1245,8 @@ fn batch_ranges(n: usize, seed: u32) -> Result<(Vec<Managed>, Vec<Vec<u32>>), Fa
 fn prefetch_batch() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = host_numa_id(&gpu)?;
-    let stream = Stream::new()?;
+    let numa = gpu.host_numa_node_or_thread_node()?;
+    let stream = CuStream::new()?;
     let dev = DeviceBuf::new(MIB)?;
     let (m, pats) = batch_ranges(4, 0xB000)?;
     let half = MIB / 2;
@@ -1444,7 +1298,7 @@ fn prefetch_batch() -> TestResult {
     let s = range_state(&mut c, "batch 1: D whole", m[3].ptr, MIB)?;
     want_no_prefetch(&mut c, "batch 1: D whole", &s);
     c.that(
-        dev.device_view(m[0].ptr, MIB / 4)? == pats[0],
+        device_view(&dev, m[0].ptr, MIB / 4)? == pats[0],
         "A differs on the device after batch 1",
     );
 
@@ -1479,7 +1333,7 @@ fn prefetch_batch() -> TestResult {
             want_last_prefetch(&mut c, &name, &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
         }
         c.that(
-            dev.device_view(m[i].ptr, MIB / 4)? == pats[i],
+            device_view(&dev, m[i].ptr, MIB / 4)? == pats[i],
             format!("{name}: device view differs"),
         );
         c.that(
@@ -1487,13 +1341,13 @@ fn prefetch_batch() -> TestResult {
             format!("{name}: host view differs"),
         );
     }
-    c.done()
+    c.finish()
 }
 
 fn discard_batch() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     let dev = DeviceBuf::new(MIB)?;
     let (m, pats) = batch_ranges(3, 0xD000)?;
     let half = MIB / 2;
@@ -1577,7 +1431,7 @@ fn discard_batch() -> TestResult {
         0,
     );
     c.that(
-        dev.device_view(m[2].ptr, words)? == pats[2],
+        device_view(&dev, m[2].ptr, words)? == pats[2],
         "C (not discarded) changed on the device",
     );
     c.that(
@@ -1596,7 +1450,7 @@ fn discard_batch() -> TestResult {
     c.ok(cu!(cuMemsetD32(m[1].ptr, 0x0B0B_0B0B, words / 2)));
     c.ok(cu!(cuCtxSynchronize()));
     c.that(
-        dev.device_view(m[0].ptr, words)? == new_a,
+        device_view(&dev, m[0].ptr, words)? == new_a,
         "A rewritten on the host reads wrong on the device",
     );
     c.that(
@@ -1612,7 +1466,7 @@ fn discard_batch() -> TestResult {
         b[words / 2..] == pats[1][words / 2..],
         "second half of B changed after the rewrite",
     );
-    let bd = dev.device_view(m[1].ptr, words)?;
+    let bd = device_view(&dev, m[1].ptr, words)?;
     c.that(
         bd[..words / 2].iter().all(|&w| w == 0x0B0B_0B0B),
         "B rewritten on the device reads wrong on the device",
@@ -1645,17 +1499,17 @@ fn discard_batch() -> TestResult {
     );
     m[0].words().copy_from_slice(&pats[0]);
     c.that(
-        dev.device_view(m[0].ptr, words)? == pats[0],
+        device_view(&dev, m[0].ptr, words)? == pats[0],
         "A rewritten after prefetch reads wrong on the device",
     );
-    c.done()
+    c.finish()
 }
 
 fn discard_and_prefetch_batch() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = host_numa_id(&gpu)?;
-    let stream = Stream::new()?;
+    let numa = gpu.host_numa_node_or_thread_node()?;
+    let stream = CuStream::new()?;
     let dev = DeviceBuf::new(MIB)?;
     let (m, _) = batch_ranges(4, 0xDA00)?;
     let words = MIB / 4;
@@ -1710,7 +1564,7 @@ fn discard_and_prefetch_batch() -> TestResult {
             fresh[i].clone()
         };
         c.that(
-            dev.device_view(m[i].ptr, words)? == want,
+            device_view(&dev, m[i].ptr, words)? == want,
             format!("{}: device view after rewrite differs", names[i]),
         );
         c.that(
@@ -1750,11 +1604,11 @@ fn discard_and_prefetch_batch() -> TestResult {
         }
         m[i].words().copy_from_slice(&fresh[3 - i]);
         c.that(
-            dev.device_view(m[i].ptr, words)? == fresh[3 - i],
+            device_view(&dev, m[i].ptr, words)? == fresh[3 - i],
             format!("{name}: rewrite reads wrong on the device"),
         );
     }
-    c.done()
+    c.finish()
 }
 
 // ---------------------------------------------------------------------------
@@ -2090,7 +1944,7 @@ fn pointer_attributes_device_memory() -> TestResult {
         back == data,
         "bytes through the DEVICE_POINTER attribute differ",
     );
-    c.done()
+    c.finish()
 }
 
 fn pointer_attributes_managed() -> TestResult {
@@ -2128,7 +1982,7 @@ fn pointer_attributes_managed() -> TestResult {
         let v = unsafe { *(hp as *const u8) };
         c.eq("byte through HOST_POINTER", v, 0x3C);
     }
-    c.done()
+    c.finish()
 }
 
 fn pointer_attributes_host_pinned() -> TestResult {
@@ -2185,12 +2039,12 @@ fn pointer_attributes_host_pinned() -> TestResult {
         let dev_ptr = value_of(&got, CU_POINTER_ATTRIBUTE_DEVICE_POINTER);
         if dev_ptr != u64::MAX {
             c.that(
-                dev.device_view(dev_ptr - 100, size / 4)? == data,
+                device_view(&dev, dev_ptr - 100, size / 4)? == data,
                 format!("{label}: device view differs"),
             );
         }
     }
-    c.done()
+    c.finish()
 }
 
 fn pointer_attributes_vmm() -> TestResult {
@@ -2326,8 +2180,8 @@ fn pointer_attributes_vmm() -> TestResult {
     }
     // Both mappings still read back their bytes (B through its read-only mapping).
     let dev = DeviceBuf::new(g)?;
-    c.that(dev.device_view(va, g / 4)? == da, "VMM A bytes differ");
-    c.that(dev.device_view(vb, g / 4)? == db, "VMM B bytes differ");
+    c.that(device_view(&dev, va, g / 4)? == da, "VMM A bytes differ");
+    c.that(device_view(&dev, vb, g / 4)? == db, "VMM B bytes differ");
 
     // Usage CU_MEM_CREATE_USAGE_HW_DECOMPRESS: the allocation is then
     // decompress capable, where the device can create it at all.
@@ -2360,13 +2214,13 @@ fn pointer_attributes_vmm() -> TestResult {
             &[(CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE, Is(1))],
         );
     }
-    c.done()
+    c.finish()
 }
 
 fn pointer_attributes_pool() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     let mut default_pool: CUmemoryPool = null_mut();
     cu!(cuDeviceGetDefaultMemPool(&mut default_pool, gpu.dev))?;
     let props = CUmemPoolProps {
@@ -2442,7 +2296,7 @@ fn pointer_attributes_pool() -> TestResult {
         c.ok(cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), ptr, 4096)));
         c.that(back == data, format!("{label}: bytes differ"));
     }
-    c.done()
+    c.finish()
 }
 
 fn sync_memops(ptr: CUdeviceptr) -> Result<u64, Failed> {
@@ -2530,23 +2384,17 @@ fn pointer_set_attribute_sync_memops() -> TestResult {
             format!("P2P_TOKENS on cuMemAlloc memory: {}", common::error_name(r)),
         );
     }
-    c.done()
+    c.finish()
 }
 
 // ---------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------
 
-/// One bad call: it must fail with exactly `want`, and the process keeps working.
-fn bad(c: &mut Checks, alive: &mut Alive, want: CUresult, r: CUresult, what: &str) {
-    c.ok(common::expect_error(r, want, what));
-    alive.check(c, what);
-}
-
 fn bad_input_advise_and_range_attributes() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    let mut c = Checks::new();
-    let mut alive = Alive::new()?;
+    let probe = DeviceBuf::new(256)?;
+    let mut c = BadInput::round_trip(probe.ptr, 256);
     let m = Managed::new(2 * MIB)?;
     let d = DeviceBuf::new(MIB)?;
     let stack = [0u8; 4096];
@@ -2559,100 +2407,56 @@ fn bad_input_advise_and_range_attributes() -> TestResult {
     let (p, n) = (m.ptr, m.size);
 
     let adv = |ptr, len, a: u32, l| unsafe { cuMemAdvise(ptr, len, CUmem_advise_enum(a), l) };
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        adv(p, n, 0, dev_loc(0)),
-        "cuMemAdvise(advice 0)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        adv(p, n, 7, dev_loc(0)),
-        "cuMemAdvise(advice 7)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(inval, adv(p, n, 0, dev_loc(0)), "cuMemAdvise(advice 0)");
+    c.cu(inval, adv(p, n, 7, dev_loc(0)), "cuMemAdvise(advice 7)");
+    c.cu(
         inval,
         adv(p, n, 0x7FFF_FFFF, dev_loc(0)),
         "cuMemAdvise(advice 0x7fffffff)",
     );
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        adv(p, 0, 1, dev_loc(0)),
-        "cuMemAdvise(count 0)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        adv(0, n, 1, dev_loc(0)),
-        "cuMemAdvise(null pointer)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(inval, adv(p, 0, 1, dev_loc(0)), "cuMemAdvise(count 0)");
+    c.cu(inval, adv(0, n, 1, dev_loc(0)), "cuMemAdvise(null pointer)");
+    c.cu(
         inval,
         adv(d.ptr, MIB, 1, dev_loc(0)),
         "cuMemAdvise(cuMemAlloc memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(stack_ptr, 4096, 3, dev_loc(0)),
         "cuMemAdvise(stack memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n + 4 * MIB, 1, dev_loc(0)),
         "cuMemAdvise(range past the allocation)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 3, dev_loc(64)),
         "cuMemAdvise(PREFERRED, device 64)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 3, dev_loc(-5)),
         "cuMemAdvise(PREFERRED, device -5)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 5, dev_loc(64)),
         "cuMemAdvise(ACCESSED_BY, device 64)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 3, loc(CUmemLocationType_enum(99), 0)),
         "cuMemAdvise(PREFERRED, location type 99)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 3, loc(CU_MEM_LOCATION_TYPE_INVALID, 0)),
         "cuMemAdvise(PREFERRED, location type INVALID)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         adv(p, n, 3, loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 100_000)),
         "cuMemAdvise(PREFERRED, host NUMA 100000)",
@@ -2672,93 +2476,67 @@ fn bad_input_advise_and_range_attributes() -> TestResult {
     let rm = CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY.0;
     let by = CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY.0;
     let pt = CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE.0;
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 8, rm, p, n),
         "cuMemRangeGetAttribute(READ_MOSTLY, dataSize 8)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 2, rm, p, n),
         "cuMemRangeGetAttribute(READ_MOSTLY, dataSize 2)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 0, rm, p, n),
         "cuMemRangeGetAttribute(dataSize 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 6, by, p, n),
         "cuMemRangeGetAttribute(ACCESSED_BY, dataSize 6)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 8, pt, p, n),
         "cuMemRangeGetAttribute(PREFERRED_LOCATION_TYPE, dataSize 8)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, 0, p, n),
         "cuMemRangeGetAttribute(attribute 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, 99, p, n),
         "cuMemRangeGetAttribute(attribute 99)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(null_mut(), 4, rm, p, n),
         "cuMemRangeGetAttribute(null data)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, rm, p, 0),
         "cuMemRangeGetAttribute(count 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, rm, 0, n),
         "cuMemRangeGetAttribute(null pointer)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, rm, d.ptr, MIB),
         "cuMemRangeGetAttribute(cuMemAlloc memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, rm, heap_ptr, 4096),
         "cuMemRangeGetAttribute(heap memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(vp, 4, rm, p, n + 4 * MIB),
         "cuMemRangeGetAttribute(range past the allocation)",
@@ -2784,51 +2562,37 @@ fn bad_input_advise_and_range_attributes() -> TestResult {
     ];
     let dp = data.as_mut_ptr();
     let gs = good_sizes.as_mut_ptr();
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, bad_sizes.as_mut_ptr(), attrs.as_mut_ptr(), 2, p, n) },
         "cuMemRangeGetAttributes(one dataSize wrong)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, gs, bad_attrs.as_mut_ptr(), 2, p, n) },
         "cuMemRangeGetAttributes(one attribute 99)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(null_mut(), gs, attrs.as_mut_ptr(), 2, p, n) },
         "cuMemRangeGetAttributes(null data)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, null_mut(), attrs.as_mut_ptr(), 2, p, n) },
         "cuMemRangeGetAttributes(null dataSizes)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, gs, null_mut(), 2, p, n) },
         "cuMemRangeGetAttributes(null attributes)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, gs, attrs.as_mut_ptr(), 0, p, n) },
         "cuMemRangeGetAttributes(numAttributes 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemRangeGetAttributes(dp, gs, attrs.as_mut_ptr(), 2, d.ptr, MIB) },
         "cuMemRangeGetAttributes(cuMemAlloc memory)",
@@ -2848,16 +2612,16 @@ fn bad_input_advise_and_range_attributes() -> TestResult {
         (0, CU_DEVICE_INVALID),
     );
     drop(heap);
-    c.done()
+    c.finish()
 }
 
 fn bad_input_prefetch_and_batches() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    let mut c = Checks::new();
-    let mut alive = Alive::new()?;
+    let probe = DeviceBuf::new(256)?;
+    let mut c = BadInput::round_trip(probe.ptr, 256);
     let m = Managed::new(2 * MIB)?;
     let d = DeviceBuf::new(MIB)?;
-    let stream = Stream::new()?;
+    let stream = CuStream::new()?;
     let s = stream.0;
     let stack = [0u8; 4096];
     let stack_ptr = stack.as_ptr() as CUdeviceptr;
@@ -2872,65 +2636,47 @@ fn bad_input_prefetch_and_batches() -> TestResult {
     let (p, n) = (m.ptr, m.size);
 
     let pf = |ptr, len, l, flags| unsafe { cuMemPrefetchAsync(ptr, len, l, flags, s) };
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(d.ptr, MIB, dev_loc(0), 0),
         "cuMemPrefetchAsync(cuMemAlloc memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(stack_ptr, 4096, dev_loc(0), 0),
         "cuMemPrefetchAsync(stack memory)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(0, n, dev_loc(0), 0),
         "cuMemPrefetchAsync(null pointer)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(p, 0, dev_loc(0), 0),
         "cuMemPrefetchAsync(count 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(p, n, dev_loc(0), 1),
         "cuMemPrefetchAsync(flags 1)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(p, n + 4 * MIB, dev_loc(0), 0),
         "cuMemPrefetchAsync(range past the allocation)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         CUDA_ERROR_INVALID_DEVICE,
         pf(p, n, dev_loc(64), 0),
         "cuMemPrefetchAsync(device 64)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(p, n, loc(CU_MEM_LOCATION_TYPE_INVALID, 0), 0),
         "cuMemPrefetchAsync(location type INVALID)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         pf(p, n, loc(CUmemLocationType_enum(99), 0), 0),
         "cuMemPrefetchAsync(location type 99)",
@@ -2948,81 +2694,59 @@ fn bad_input_prefetch_and_batches() -> TestResult {
     let batch = |idx: &mut [usize], count, nlocs, flags, stream| unsafe {
         cuMemPrefetchBatchAsync(dpp, szp, count, lp, idx.as_mut_ptr(), nlocs, flags, stream)
     };
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1], 2, 2, 0, null_mut()),
         "cuMemPrefetchBatchAsync(legacy NULL stream)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1], 2, 2, 0, cu_stream_legacy()),
         "cuMemPrefetchBatchAsync(CU_STREAM_LEGACY)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1], 2, 2, 1, s),
         "cuMemPrefetchBatchAsync(flags 1)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1], 0, 2, 0, s),
         "cuMemPrefetchBatchAsync(count 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1], 2, 0, 0, s),
         "cuMemPrefetchBatchAsync(numPrefetchLocs 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 1, 1], 2, 3, 0, s),
         "cuMemPrefetchBatchAsync(numPrefetchLocs > count)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [1, 1], 2, 2, 0, s),
         "cuMemPrefetchBatchAsync(prefetchLocIdxs[0] = 1)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         batch(&mut [0, 2], 2, 2, 0, s),
         "cuMemPrefetchBatchAsync(prefetchLocIdxs[1] = count)",
     );
     let mut idx = [0usize];
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemPrefetchBatchAsync(null_mut(), szp, 2, lp, idx.as_mut_ptr(), 1, 0, s) },
         "cuMemPrefetchBatchAsync(null dptrs)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemPrefetchBatchAsync(dpp, szp, 2, null_mut(), idx.as_mut_ptr(), 1, 0, s) },
         "cuMemPrefetchBatchAsync(null prefetchLocs)",
     );
     let mut with_device_mem = [p, d.ptr];
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe {
             cuMemPrefetchBatchAsync(
@@ -3039,9 +2763,7 @@ fn bad_input_prefetch_and_batches() -> TestResult {
         "cuMemPrefetchBatchAsync(cuMemAlloc memory in the batch)",
     );
     let mut zero_size = [half, 0];
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe {
             cuMemPrefetchBatchAsync(
@@ -3058,9 +2780,7 @@ fn bad_input_prefetch_and_batches() -> TestResult {
         "cuMemPrefetchBatchAsync(a size 0)",
     );
     let mut bad_loc = [dev_loc(64)];
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe {
             cuMemPrefetchBatchAsync(dpp, szp, 2, bad_loc.as_mut_ptr(), idx.as_mut_ptr(), 1, 0, s)
@@ -3079,67 +2799,41 @@ fn bad_input_prefetch_and_batches() -> TestResult {
             stream,
         )
     };
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         dab(&mut [0, 1], 2, 2, 0, null_mut()),
         "cuMemDiscardAndPrefetchBatchAsync(NULL stream)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         dab(&mut [0, 1], 2, 2, 1, s),
         "cuMemDiscardAndPrefetchBatchAsync(flags 1)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         dab(&mut [1, 1], 2, 2, 0, s),
         "cuMemDiscardAndPrefetchBatchAsync(idxs[0] = 1)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         dab(&mut [0, 1, 1], 2, 3, 0, s),
         "cuMemDiscardAndPrefetchBatchAsync(numPrefetchLocs > count)",
     );
     let discard =
         |count, flags, stream| unsafe { cuMemDiscardBatchAsync(dpp, szp, count, flags, stream) };
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         discard(2, 0, null_mut()),
         "cuMemDiscardBatchAsync(legacy NULL stream)",
     );
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        discard(2, 1, s),
-        "cuMemDiscardBatchAsync(flags 1)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
-        inval,
-        discard(0, 0, s),
-        "cuMemDiscardBatchAsync(count 0)",
-    );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(inval, discard(2, 1, s), "cuMemDiscardBatchAsync(flags 1)");
+    c.cu(inval, discard(0, 0, s), "cuMemDiscardBatchAsync(count 0)");
+    c.cu(
         inval,
         unsafe { cuMemDiscardBatchAsync(with_device_mem.as_mut_ptr(), szp, 2, 0, s) },
         "cuMemDiscardBatchAsync(cuMemAlloc memory in the batch)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuMemDiscardBatchAsync(null_mut(), szp, 2, 0, s) },
         "cuMemDiscardBatchAsync(null dptrs)",
@@ -3189,13 +2883,13 @@ fn bad_input_prefetch_and_batches() -> TestResult {
         CU_MEM_LOCATION_TYPE_HOST,
         0,
     );
-    c.done()
+    c.finish()
 }
 
 fn bad_input_pointer_attributes() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    let mut c = Checks::new();
-    let mut alive = Alive::new()?;
+    let probe = DeviceBuf::new(256)?;
+    let mut c = BadInput::round_trip(probe.ptr, 256);
     let d = DeviceBuf::new(MIB)?;
     let stack = [0u8; 4096];
     let stack_ptr = stack.as_ptr() as CUdeviceptr;
@@ -3214,39 +2908,29 @@ fn bad_input_pointer_attributes() -> TestResult {
             CU_POINTER_ATTRIBUTE_IS_MANAGED,
             CU_POINTER_ATTRIBUTE_BUFFER_ID,
         ] {
-            bad(
-                &mut c,
-                &mut alive,
+            c.cu(
                 inval,
                 get(op, a, ptr),
                 &format!("cuPointerGetAttribute({}, {name} pointer)", attr_name(a)),
             );
         }
     }
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(null_mut(), mt, d.ptr),
         "cuPointerGetAttribute(null data)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(op, CUpointer_attribute_enum(0), d.ptr),
         "cuPointerGetAttribute(attribute 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(op, CUpointer_attribute_enum(99), d.ptr),
         "cuPointerGetAttribute(attribute 99)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(op, mt, d.ptr + MIB as u64 + 4096),
         "cuPointerGetAttribute(past the allocation)",
@@ -3254,9 +2938,7 @@ fn bad_input_pointer_attributes() -> TestResult {
     let freed = DeviceBuf::new(MIB)?;
     let freed_ptr = freed.ptr;
     drop(freed);
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         get(op, mt, freed_ptr),
         "cuPointerGetAttribute(freed allocation)",
@@ -3302,36 +2984,28 @@ fn bad_input_pointer_attributes() -> TestResult {
             ),
         ),
     }
-    alive.check(&mut c, "cuPointerGetAttributes(stack pointer)");
+    c.still_works_after("cuPointerGetAttributes(stack pointer)");
     let mut attrs = [mt, CU_POINTER_ATTRIBUTE_IS_MANAGED];
     let mut bad_attrs = [mt, CUpointer_attribute_enum(99)];
     let (mut x, mut y) = (SENT_A, SENT_A);
     let mut data: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
     let dp = data.as_mut_ptr();
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuPointerGetAttributes(2, null_mut(), dp, d.ptr) },
         "cuPointerGetAttributes(null attributes)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuPointerGetAttributes(2, attrs.as_mut_ptr(), null_mut(), d.ptr) },
         "cuPointerGetAttributes(null data)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuPointerGetAttributes(0, attrs.as_mut_ptr(), dp, d.ptr) },
         "cuPointerGetAttributes(numAttributes 0)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         unsafe { cuPointerGetAttributes(2, bad_attrs.as_mut_ptr(), dp, d.ptr) },
         "cuPointerGetAttributes(attribute 99)",
@@ -3353,51 +3027,39 @@ fn bad_input_pointer_attributes() -> TestResult {
     let vp: *const c_void = (&one as *const u32).cast();
     let set = |v, a, ptr| unsafe { cuPointerSetAttribute(v, a, ptr) };
     let sm = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(vp, CU_POINTER_ATTRIBUTE_IS_MANAGED, d.ptr),
         "cuPointerSetAttribute(IS_MANAGED)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(vp, mt, d.ptr),
         "cuPointerSetAttribute(MEMORY_TYPE)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(vp, CUpointer_attribute_enum(99), d.ptr),
         "cuPointerSetAttribute(attribute 99)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(vp, sm, stack_ptr),
         "cuPointerSetAttribute(SYNC_MEMOPS, stack pointer)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(vp, sm, 0),
         "cuPointerSetAttribute(SYNC_MEMOPS, null pointer)",
     );
-    bad(
-        &mut c,
-        &mut alive,
+    c.cu(
         inval,
         set(null(), sm, d.ptr),
         "cuPointerSetAttribute(null value)",
     );
     c.eq("SYNC_MEMOPS after failed sets", sync_memops(d.ptr)?, 0);
     drop(heap);
-    c.done()
+    c.finish()
 }
 
 /// Runs a bad-input test body in a child process of this binary, so that a
@@ -3414,47 +3076,35 @@ fn child(body: fn() -> TestResult) -> TestResult {
 }
 
 fn main() {
+    let mut tests = device_tests![
+        advise_read_mostly,
+        advise_preferred_location_every_location_type,
+        advise_accessed_by,
+        advise_rounds_to_cpu_pages,
+        range_attributes_several_at_once,
+        system_allocated_memory,
+        prefetch_round_trip,
+        prefetch_batch,
+        discard_batch,
+        discard_and_prefetch_batch,
+        pointer_attributes_device_memory,
+        pointer_attributes_managed,
+        pointer_attributes_host_pinned,
+        pointer_attributes_vmm,
+        pointer_attributes_pool,
+        pointer_set_attribute_sync_memops,
+    ];
+    tests.extend([
+        test("bad_input_advise_and_range_attributes", || {
+            in_child("bad_advise")
+        }),
+        test("bad_input_prefetch_and_batches", || {
+            in_child("bad_prefetch")
+        }),
+        test("bad_input_pointer_attributes", || in_child("bad_pointer")),
+    ]);
     common::main(
-        vec![
-            test("advise_read_mostly", advise_read_mostly),
-            test(
-                "advise_preferred_location_every_location_type",
-                advise_preferred_location_every_location_type,
-            ),
-            test("advise_accessed_by", advise_accessed_by),
-            test("advise_rounds_to_cpu_pages", advise_rounds_to_cpu_pages),
-            test(
-                "range_attributes_several_at_once",
-                range_attributes_several_at_once,
-            ),
-            test("system_allocated_memory", system_allocated_memory),
-            test("prefetch_round_trip", prefetch_round_trip),
-            test("prefetch_batch", prefetch_batch),
-            test("discard_batch", discard_batch),
-            test("discard_and_prefetch_batch", discard_and_prefetch_batch),
-            test(
-                "pointer_attributes_device_memory",
-                pointer_attributes_device_memory,
-            ),
-            test("pointer_attributes_managed", pointer_attributes_managed),
-            test(
-                "pointer_attributes_host_pinned",
-                pointer_attributes_host_pinned,
-            ),
-            test("pointer_attributes_vmm", pointer_attributes_vmm),
-            test("pointer_attributes_pool", pointer_attributes_pool),
-            test(
-                "pointer_set_attribute_sync_memops",
-                pointer_set_attribute_sync_memops,
-            ),
-            test("bad_input_advise_and_range_attributes", || {
-                in_child("bad_advise")
-            }),
-            test("bad_input_prefetch_and_batches", || {
-                in_child("bad_prefetch")
-            }),
-            test("bad_input_pointer_attributes", || in_child("bad_pointer")),
-        ],
+        tests,
         &[
             ("bad_advise", || {
                 child(bad_input_advise_and_range_attributes)

@@ -14,7 +14,7 @@ mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
-use common::{error_name, test, test_gpus, Gpu, TestResult};
+use common::{error_name, pattern, read, same, write, BadInput, Checks, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -117,47 +117,6 @@ fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     Ok(p)
 }
 
-fn write(ptr: CUdeviceptr, data: &[u8]) -> TestResult {
-    cu!(cuMemcpyHtoD(ptr, data.as_ptr().cast(), data.len()))
-}
-
-fn read(ptr: CUdeviceptr, n: usize) -> Result<Vec<u8>, Failed> {
-    let mut v = vec![0u8; n];
-    cu!(cuMemcpyDtoH(v.as_mut_ptr().cast(), ptr, n))?;
-    Ok(v)
-}
-
-/// Bytes that differ from one seed to the next and along the buffer
-/// (not periodic in any power of two below 64 KiB).
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    (0..n)
-        .map(|i| {
-            let i = i as u32;
-            (i.wrapping_mul(2_654_435_761) >> 13)
-                .wrapping_add(seed.wrapping_mul(97))
-                .wrapping_add(i >> 16) as u8
-        })
-        .collect()
-}
-
-/// Fails naming the first differing byte.
-fn same(got: &[u8], want: &[u8], what: &str) -> TestResult {
-    if got.len() != want.len() {
-        return Err(format!("{what}: {} bytes, expected {}", got.len(), want.len()).into());
-    }
-    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        let bad = got.iter().zip(want).filter(|(a, b)| a != b).count();
-        return Err(format!(
-            "{what}: byte {i} is {:#04x}, expected {:#04x} ({bad} of {} bytes differ)",
-            got[i],
-            want[i],
-            got.len()
-        )
-        .into());
-    }
-    Ok(())
-}
-
 fn free_memory() -> Result<usize, Failed> {
     let (mut free, mut total) = (0usize, 0usize);
     cu!(cuCtxSynchronize())?;
@@ -190,84 +149,6 @@ impl Mapping {
     }
 }
 
-/// Checks that report every failure of a test at its end instead of stopping
-/// at the first (bad-input tables, values the driver fills in).
-#[derive(Default)]
-struct Checks {
-    failures: Vec<String>,
-}
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: String) {
-        if !ok {
-            println!("    FAILED: {what}");
-            self.failures.push(what);
-        }
-    }
-
-    /// `got` must be `want`; prints the code either way.
-    fn code(&mut self, got: CUresult, want: CUresult, what: &str) {
-        println!("    {} <- {what}", error_name(got));
-        if want != CUDA_SUCCESS {
-            common::report_bad_input(None, what, &error_name(want), &error_name(got));
-        }
-        self.check(
-            got == want,
-            format!(
-                "{what} returned {}, expected {}",
-                error_name(got),
-                error_name(want)
-            ),
-        );
-    }
-
-    /// `got` must be `observed`: what driver 580.159 returns where NVIDIA
-    /// documents (or implies) `documented`.
-    fn code_observed(
-        &mut self,
-        got: CUresult,
-        documented: CUresult,
-        observed: CUresult,
-        what: &str,
-    ) {
-        println!(
-            "    {} <- {what} (documented: {})",
-            error_name(got),
-            error_name(documented)
-        );
-        common::report_bad_input(
-            None,
-            &format!("{what} [documented: {}]", error_name(documented)),
-            &error_name(observed),
-            &error_name(got),
-        );
-        self.check(
-            got == observed,
-            format!(
-                "{what} returned {}, expected {} (documented: {})",
-                error_name(got),
-                error_name(observed),
-                error_name(documented)
-            ),
-        );
-    }
-
-    fn finish(self) -> TestResult {
-        if self.failures.is_empty() {
-            Ok(())
-        } else {
-            Err(self.failures.join("\n").into())
-        }
-    }
-}
-
-/// A bad call: records its result against the expected code.
-macro_rules! bad {
-    ($checks:expr, $want:expr, $call:expr) => {
-        $checks.code(unsafe { $call }, $want, stringify!($call))
-    };
-}
-
 /// The properties read back from a handle: type PINNED, a location type out of
 /// `locs` (with `id` where given), requested handle types out of `handles`
 /// (first the documented value, then what driver 580.159 was seen to report).
@@ -283,11 +164,11 @@ fn assert_props(
         "    {what}: type {}, location {{ type {}, id {} }}, requestedHandleTypes {}, usage {}",
         p.type_.0, p.location.type_.0, p.location.id, p.requestedHandleTypes.0, p.allocFlags.usage
     );
-    c.check(
+    c.that(
         p.type_ == CU_MEM_ALLOCATION_TYPE_PINNED,
         format!("{what}: type {} (expected PINNED)", p.type_.0),
     );
-    c.check(
+    c.that(
         locs.contains(&p.location.type_),
         format!(
             "{what}: location type {} (expected one of {:?})",
@@ -296,12 +177,12 @@ fn assert_props(
         ),
     );
     if let Some(id) = id {
-        c.check(
+        c.that(
             p.location.id == id,
             format!("{what}: location id {} (expected {id})", p.location.id),
         );
     }
-    c.check(
+    c.that(
         handles.contains(&p.requestedHandleTypes),
         format!(
             "{what}: requestedHandleTypes {} (expected one of {:?})",
@@ -400,7 +281,7 @@ fn device_memory_map_round_trip() -> TestResult {
     // "all mappings start with no accessibility setup"
     let before = get_access(ptr, device_location(gpu.dev))?;
     println!("  access after cuMemMap, before cuMemSetAccess: {before}");
-    c.check(
+    c.that(
         before == NONE,
         format!("access before cuMemSetAccess is {before}, expected PROT_NONE (0)"),
     );
@@ -408,11 +289,11 @@ fn device_memory_map_round_trip() -> TestResult {
     let after = get_access(ptr, device_location(gpu.dev))?;
     let inside = get_access(ptr + size as u64 - 1, device_location(gpu.dev))?;
     println!("  access after cuMemSetAccess: {after} (last byte {inside})");
-    c.check(
+    c.that(
         after == RW,
         format!("access is {after}, expected READWRITE (3)"),
     );
-    c.check(
+    c.that(
         inside == RW,
         format!("last byte access is {inside}, expected 3"),
     );
@@ -438,7 +319,7 @@ fn device_memory_map_round_trip() -> TestResult {
     );
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     let again = get_access(ptr, device_location(gpu.dev))?;
-    c.check(
+    c.that(
         again == NONE,
         format!("access of the new mapping is {again}, expected PROT_NONE (0)"),
     );
@@ -516,7 +397,7 @@ fn grown_range_is_contiguous() -> TestResult {
     // One cuMemSetAccess over the whole range, both allocations.
     set_rw(base, 2 * g, gpu.dev)?;
     let acc = get_access(base + gg, device_location(gpu.dev))?;
-    c.check(
+    c.that(
         acc == RW,
         format!("second allocation's access {acc}, expected 3"),
     );
@@ -642,7 +523,7 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
         free0 as f64 / MIB,
         free1 as f64 / MIB
     );
-    c.check(
+    c.that(
         free1 + size / 2 > free0,
         format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})"),
     );
@@ -663,7 +544,7 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     set_rw(ptr, size, gpu.dev)?;
     let acc = get_access(ptr, device_location(gpu.dev))?;
-    c.check(
+    c.that(
         acc == RW,
         format!("{what}: device access {acc}, expected 3"),
     );
@@ -706,11 +587,6 @@ fn host_memory_location_host() -> TestResult {
     host_round_trip(CU_MEM_LOCATION_TYPE_HOST, 0, "host")
 }
 
-fn host_numa_id(gpu: &Gpu) -> Result<i32, Failed> {
-    // -1 when the system has no NUMA: then the id must be 0.
-    Ok(gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?.max(0))
-}
-
 fn host_memory_location_host_numa() -> TestResult {
     let gpu = Gpu::new(0)?;
     println!(
@@ -718,7 +594,7 @@ fn host_memory_location_host_numa() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?,
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?
     );
-    let numa = host_numa_id(&gpu)?;
+    let numa = gpu.host_numa_node_or_0()?;
     host_round_trip(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa, "host NUMA")?;
     // The CPU's own access (a child process: a wrong mapping must not take the
     // test binary down).
@@ -733,7 +609,7 @@ fn host_memory_location_host_numa() -> TestResult {
 fn host_numa_cpu_access() -> TestResult {
     cu!(cuInit(0))?;
     let gpu = Gpu::new(0)?;
-    let numa = host_numa_id(&gpu)?;
+    let numa = gpu.host_numa_node_or_0()?;
     let prop = prop_at(
         CU_MEM_LOCATION_TYPE_HOST_NUMA,
         numa,
@@ -797,7 +673,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     set_rw(ptr, size, gpu.dev)?;
     let free_mapped = free_memory()?;
-    c.check(
+    c.that(
         free_mapped + size <= free0,
         format!("creating {size} B took only {} B", free0 - free_mapped),
     );
@@ -811,7 +687,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
         (ptr + size as u64 / 2 + 12345) as *mut c_void
     ))?;
     println!("  created handle {h:#x}, retained {rh:#x}");
-    c.check(rh == h, format!("retained handle {rh:#x} is not {h:#x}"));
+    c.that(rh == h, format!("retained handle {rh:#x} is not {h:#x}"));
     let p = properties(rh)?;
     assert_props(
         &mut c,
@@ -845,7 +721,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
         free_mapped as f64 / MIB,
         free_released as f64 / MIB
     );
-    c.check(
+    c.that(
         free_released + size <= free0,
         format!("memory returned while still mapped ({free_released} free)"),
     );
@@ -853,7 +729,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
     // Retained again through the mapping: same handle, same properties.
     let mut rh2: Handle = 0;
     cu!(cuMemRetainAllocationHandle(&mut rh2, ptr as *mut c_void))?;
-    c.check(rh2 == h, format!("retained again {rh2:#x}, not {h:#x}"));
+    c.that(rh2 == h, format!("retained again {rh2:#x}, not {h:#x}"));
     let p = properties(rh2)?;
     assert_props(
         &mut c,
@@ -875,11 +751,11 @@ fn retain_handle_and_reference_counting() -> TestResult {
         free_unmapped as f64 / MIB,
         free_end as f64 / MIB
     );
-    c.check(
+    c.that(
         free_unmapped + g > free0,
         format!("{} B still held after the unmap", free0 - free_unmapped),
     );
-    c.check(
+    c.that(
         free_end + g > free0,
         format!("{} B leaked", free0.saturating_sub(free_end)),
     );
@@ -1468,7 +1344,7 @@ fn sparse_array_tile_mapping() -> TestResult {
         cuMemMapArrayAsync(&mut misaligned, 1, s.stream)
     );
     cu!(cuStreamSynchronize(s.stream))?;
-    if c.failures.iter().any(|f| f.contains("CUDA_SUCCESS")) {
+    if c.failures().iter().any(|f| f.contains("CUDA_SUCCESS")) {
         // A bad request was accepted: tile 2 may be mapped; unmap it.
         let r = unsafe {
             cuMemMapArrayAsync(
@@ -1575,38 +1451,14 @@ fn two_gpus_set_access() -> TestResult {
 // Bad input
 // ---------------------------------------------------------------------------
 
-/// A mapping that must keep working after each bad call.
-struct Alive {
-    m: Mapping,
-    round: u32,
-}
-
-impl Alive {
-    fn check(&mut self, c: &mut Checks) {
-        self.round += 1;
-        let data = pattern(256, 1000 + self.round);
-        let ok = write(self.m.ptr, &data)
-            .and_then(|()| read(self.m.ptr, 256))
-            .map(|back| back == data)
-            .unwrap_or(false);
-        c.check(
-            ok,
-            format!("process not working after bad case {}", self.round),
-        );
-    }
-}
-
 fn bad_input_error_codes() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let mut c = Checks::default();
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     let fd_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     let g = min_granularity(&prop)?;
     let gg = g as u64;
-    let mut alive = Alive {
-        m: Mapping::new(&prop, g, gpu.dev)?,
-        round: 0,
-    };
+    let m = Mapping::new(&prop, g, gpu.dev)?;
+    let mut c = BadInput::round_trip(m.ptr, 256);
     let mut h: Handle = 0;
     let mut p: CUdeviceptr = 0;
     let null_h: *mut Handle = core::ptr::null_mut();
@@ -1624,12 +1476,10 @@ fn bad_input_error_codes() -> TestResult {
         if r == CUDA_SUCCESS {
             cu!(cuMemRelease(h))?;
         }
-        alive.check(&mut c);
+        c.still_works();
     }
     bad!(c, INVALID, cuMemCreate(null_h, g, &prop, 0));
-    alive.check(&mut c);
     bad!(c, INVALID, cuMemCreate(&mut h, g, core::ptr::null(), 0));
-    alive.check(&mut c);
     // "HOST allocations are not IPC capable and requestedHandleTypes must be 0"
     let host_fd = prop_at(
         CU_MEM_LOCATION_TYPE_HOST,
@@ -1637,7 +1487,6 @@ fn bad_input_error_codes() -> TestResult {
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
     );
     bad!(c, INVALID, cuMemCreate(&mut h, g, &host_fd, 0));
-    alive.check(&mut c);
     // "Specifying CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ... CUDA_ERROR_INVALID_VALUE"
     let numa_current = prop_at(
         CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
@@ -1645,7 +1494,6 @@ fn bad_input_error_codes() -> TestResult {
         CU_MEM_HANDLE_TYPE_NONE,
     );
     bad!(c, INVALID, cuMemCreate(&mut h, g, &numa_current, 0));
-    alive.check(&mut c);
 
     println!("  cuMemGetAllocationGranularity");
     let mut gran = 0usize;
@@ -1658,7 +1506,6 @@ fn bad_input_error_codes() -> TestResult {
             CU_MEM_ALLOC_GRANULARITY_MINIMUM
         )
     );
-    alive.check(&mut c);
     bad!(
         c,
         INVALID,
@@ -1668,17 +1515,14 @@ fn bad_input_error_codes() -> TestResult {
             CU_MEM_ALLOC_GRANULARITY_MINIMUM
         )
     );
-    alive.check(&mut c);
     bad!(
         c,
         INVALID,
         cuMemGetAllocationGranularity(&mut gran, &prop, CUmemAllocationGranularity_flags(7))
     );
-    alive.check(&mut c);
 
     println!("  cuMemAddressReserve / cuMemAddressFree");
     bad!(c, INVALID, cuMemAddressReserve(null_p, g, 0, 0, 0));
-    alive.check(&mut c);
     for (size, align, flags, what) in [
         (g, 0, 1, "cuMemAddressReserve(.., flags 1)"),
         (
@@ -1700,17 +1544,17 @@ fn bad_input_error_codes() -> TestResult {
         if r == CUDA_SUCCESS {
             cu!(cuMemAddressFree(p, size))?;
         }
-        alive.check(&mut c);
+        c.still_works();
     }
     let r = reserve(2 * g, 0, 0)?;
     let wrong = unsafe { cuMemAddressFree(r, g) };
     c.code(wrong, INVALID, "cuMemAddressFree(r, g) of a 2g reservation");
-    alive.check(&mut c);
+    c.still_works();
     if wrong != CUDA_SUCCESS {
         // The reservation is intact: freed with its own size.
         cu!(cuMemAddressFree(r, 2 * g))?;
     }
-    alive.check(&mut c);
+    c.still_works();
 
     println!("  cuMemMap / cuMemUnmap");
     let h1 = create(2 * g, &prop)?;
@@ -1722,15 +1566,14 @@ fn bad_input_error_codes() -> TestResult {
     if twice == CUDA_SUCCESS {
         cu!(cuMemUnmap(r, 2 * g))?;
     }
-    alive.check(&mut c);
+    c.still_works();
     let partly = unsafe { cuMemMap(r + gg, 2 * g, 0, h2, 0) };
     c.code(partly, INVALID, "cuMemMap overlapping a mapped range");
     if partly == CUDA_SUCCESS {
         cu!(cuMemUnmap(r + gg, 2 * g))?;
     }
-    alive.check(&mut c);
+    c.still_works();
     bad!(c, INVALID, cuMemMap(r + 2 * gg, g, 0, h2, 1));
-    alive.check(&mut c);
     // Sizes, offsets and addresses off the granularity, and a mapping past the
     // allocation's end: the text implies CUDA_ERROR_INVALID_VALUE ("must be a
     // multiple of the value given via cuMemGetAllocationGranularity", "offset +
@@ -1756,19 +1599,17 @@ fn bad_input_error_codes() -> TestResult {
         if got == CUDA_SUCCESS {
             cu!(cuMemUnmap(at, size))?;
         }
-        alive.check(&mut c);
+        c.still_works();
     }
     // Unmapping a sub-range of one cuMemMap.
     let sub = unsafe { cuMemUnmap(r, g) };
     c.code(sub, INVALID, "cuMemUnmap of half of a mapping");
-    alive.check(&mut c);
+    c.still_works();
     // cuMemSetAccess on a reserved, unmapped range.
     let d = access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
     bad!(c, INVALID, cuMemSetAccess(r + 2 * gg, 2 * g, &d, 1));
-    alive.check(&mut c);
     // ... and on a range only partly mapped.
     bad!(c, INVALID, cuMemSetAccess(r, 4 * g, &d, 1));
-    alive.check(&mut c);
     // "Users cannot specify CU_MEM_LOCATION_TYPE_HOST_NUMA accessibility for
     // allocations created on with other location types."
     let host_d = access_desc(
@@ -1782,27 +1623,22 @@ fn bad_input_error_codes() -> TestResult {
         CUDA_ERROR_NOT_SUPPORTED,
         "cuMemSetAccess(HOST_NUMA access to device memory)",
     );
-    alive.check(&mut c);
+    c.still_works();
     let mut flags = 0u64;
     let loc = device_location(gpu.dev);
     bad!(c, INVALID, cuMemGetAccess(core::ptr::null_mut(), &loc, r));
-    alive.check(&mut c);
     bad!(c, INVALID, cuMemGetAccess(&mut flags, core::ptr::null(), r));
-    alive.check(&mut c);
     bad!(c, INVALID, cuMemGetAccess(&mut flags, &loc, r + 2 * gg));
-    alive.check(&mut c);
     bad!(
         c,
         INVALID,
         cuMemRetainAllocationHandle(null_h, r as *mut c_void)
     );
-    alive.check(&mut c);
     bad!(
         c,
         INVALID,
         cuMemRetainAllocationHandle(&mut h, (r + 2 * gg) as *mut c_void)
     );
-    alive.check(&mut c);
     if sub == CUDA_SUCCESS {
         cu!(cuMemUnmap(r + gg, g))?;
     } else {
@@ -1811,15 +1647,14 @@ fn bad_input_error_codes() -> TestResult {
     cu!(cuMemAddressFree(r, 4 * g))?;
     cu!(cuMemRelease(h1))?;
     cu!(cuMemRelease(h2))?;
-    alive.check(&mut c);
+    c.still_works();
 
     println!("  cuMemGetAllocationPropertiesFromHandle / cuMemExportToShareableHandle / cuMemImportFromShareableHandle");
     bad!(
         c,
         INVALID,
-        cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), alive.m.handle)
+        cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle)
     );
-    alive.check(&mut c);
     let hf = create(g, &fd_prop)?;
     let mut fd: i32 = -1;
     bad!(
@@ -1832,7 +1667,6 @@ fn bad_input_error_codes() -> TestResult {
             0
         )
     );
-    alive.check(&mut c);
     let r1 = unsafe {
         cuMemExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
@@ -1845,12 +1679,12 @@ fn bad_input_error_codes() -> TestResult {
     if r1 == CUDA_SUCCESS {
         unsafe { libc::close(fd) };
     }
-    alive.check(&mut c);
+    c.still_works();
     // An allocation created without POSIX descriptors requested.
     let r2 = unsafe {
         cuMemExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
-            alive.m.handle,
+            m.handle,
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             0,
         )
@@ -1863,7 +1697,7 @@ fn bad_input_error_codes() -> TestResult {
     if r2 == CUDA_SUCCESS {
         unsafe { libc::close(fd) };
     }
-    alive.check(&mut c);
+    c.still_works();
 
     cu!(cuMemExportToShareableHandle(
         (&mut fd as *mut i32).cast(),
@@ -1880,7 +1714,6 @@ fn bad_input_error_codes() -> TestResult {
             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
         )
     );
-    alive.check(&mut c);
     // A closed descriptor.
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     ensure!(
@@ -1906,7 +1739,7 @@ fn bad_input_error_codes() -> TestResult {
     if closed == CUDA_SUCCESS {
         cu!(cuMemRelease(h))?;
     }
-    alive.check(&mut c);
+    c.still_works();
     // A descriptor that is no exported allocation.
     let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
     ensure!(devnull >= 0, "opening /dev/null");
@@ -1928,11 +1761,11 @@ fn bad_input_error_codes() -> TestResult {
         cu!(cuMemRelease(h))?;
     }
     unsafe { libc::close(devnull) };
-    alive.check(&mut c);
+    c.still_works();
     cu!(cuMemRelease(hf))?;
-    alive.check(&mut c);
+    c.still_works();
 
-    alive.m.free()?;
+    m.free()?;
     c.finish()
 }
 
@@ -2033,52 +1866,25 @@ fn no_leak_over_10000_cycles() -> TestResult {
 
 fn main() {
     common::main(
-        vec![
-            test(
-                "granularity_minimum_and_recommended",
-                granularity_minimum_and_recommended,
-            ),
-            test("device_memory_map_round_trip", device_memory_map_round_trip),
-            test(
-                "one_allocation_at_two_addresses",
-                one_allocation_at_two_addresses,
-            ),
-            test("grown_range_is_contiguous", grown_range_is_contiguous),
-            test(
-                "reserve_with_hint_and_alignment",
-                reserve_with_hint_and_alignment,
-            ),
-            test("host_memory_location_host", host_memory_location_host),
-            test(
-                "host_memory_location_host_numa",
-                host_memory_location_host_numa,
-            ),
-            test(
-                "retain_handle_and_reference_counting",
-                retain_handle_and_reference_counting,
-            ),
-            test(
-                "posix_fd_across_two_processes",
-                posix_fd_across_two_processes,
-            ),
-            test(
-                "process_death_importer_killed_while_mapped",
-                process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "process_death_exporter_killed_importer_reads_on",
-                process_death_exporter_killed_importer_reads_on,
-            ),
-            test(
-                "process_death_descriptor_outlives_its_sender",
-                process_death_descriptor_outlives_its_sender,
-            ),
-            test("fabric_handle", fabric_handle),
-            test("sparse_array_tile_mapping", sparse_array_tile_mapping),
-            test_gpus("two_gpus_set_access", 2, two_gpus_set_access),
-            test("bad_input_error_codes", bad_input_error_codes),
-            test("release_of_released_handle", release_of_released_handle),
-            test("no_leak_over_10000_cycles", no_leak_over_10000_cycles),
+        device_tests![
+            granularity_minimum_and_recommended,
+            device_memory_map_round_trip,
+            one_allocation_at_two_addresses,
+            grown_range_is_contiguous,
+            reserve_with_hint_and_alignment,
+            host_memory_location_host,
+            host_memory_location_host_numa,
+            retain_handle_and_reference_counting,
+            posix_fd_across_two_processes,
+            process_death_importer_killed_while_mapped,
+            process_death_exporter_killed_importer_reads_on,
+            process_death_descriptor_outlives_its_sender,
+            fabric_handle,
+            sparse_array_tile_mapping,
+            two_gpus_set_access @ 2,
+            bad_input_error_codes,
+            release_of_released_handle,
+            no_leak_over_10000_cycles,
         ],
         &[
             ("posix_fd_importer", posix_fd_importer),

@@ -3,15 +3,23 @@
 //! here from `tests/fixtures/fake_libcuda.c`) for exactly the (base name, ABI
 //! version, flags) that C's types imply; answered functions are called
 //! through; everything else returns the documented code; bad library files
-//! and concurrent first calls neither crash nor panic. Each case runs in a
-//! child process, since a process loads its driver once.
+//! and concurrent first calls neither crash nor panic; the fake answers
+//! `cuGetProcAddress` as NVIDIA's driver does (compared with the installed
+//! driver where there is one), and the loader tells a driver too old for a
+//! function, a missing function and a table asking too low a version apart;
+//! one driver per process, secure processes, the environment read at start,
+//! no hang on re-entrancy or fork, the runtime's major. Each case runs in a
+//! child process (bounded by a timeout), since a process loads its driver
+//! once.
 // The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
 #[path = "../../tests/abi_support/mod.rs"]
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const ROLE: &str = "CUDA_MEM_SYS_LOADING_ROLE";
 
@@ -63,10 +71,22 @@ fn shared_library(
     source: &Path,
     defines: &[&str],
 ) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+    shared_library_named(name, source, defines, "libcuda.so.1")
+}
+
+/// The same, named (file and `SONAME`) `soname`.
+fn shared_library_named(
+    name: &str,
+    source: &Path,
+    defines: &[&str],
+    soname: &str,
+) -> Result<(abi_support::Scratch, PathBuf), Failed> {
     let dir = abi_support::scratch(name);
-    let lib = dir.path().join("libcuda.so.1");
+    let lib = dir.path().join(soname);
     let status = cc()
-        .args(["-shared", "-fPIC", "-w", "-Wl,-soname,libcuda.so.1", "-o"])
+        .args(["-shared", "-fPIC", "-w"])
+        .arg(format!("-Wl,-soname,{soname}"))
+        .arg("-o")
         .arg(&lib)
         .args(defines)
         .arg(source)
@@ -78,6 +98,18 @@ fn shared_library(
     Ok((dir, lib))
 }
 
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A fake `libcudart.so.<major>` (`tests/fixtures/fake_libcudart.c`).
+fn fake_runtime() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+    let soname = format!("libcudart.so.{}", cuda_mem_sys::CUDA_VERSION / 1000);
+    shared_library_named("fake-runtime", &fixture("fake_libcudart.c"), &[], &soname)
+}
+
 fn fake_driver(defines: &[&str]) -> Result<(abi_support::Scratch, PathBuf), Failed> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_libcuda.c");
     shared_library("fake-driver", &src, defines)
@@ -86,23 +118,79 @@ fn fake_driver(defines: &[&str]) -> Result<(abi_support::Scratch, PathBuf), Fail
 /// Runs this binary as `role` with `CUDA_MEM_SYS_LIBCUDA` set to `driver`
 /// (or unset); returns its stdout, failing if it did not exit 0.
 fn child(role: &str, driver: Option<&Path>) -> Result<String, Failed> {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.env(ROLE, role);
-    match driver {
-        Some(d) => cmd.env("CUDA_MEM_SYS_LIBCUDA", d),
-        None => cmd.env_remove("CUDA_MEM_SYS_LIBCUDA"),
-    };
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "child {role} exited with {}:\n{stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
+    let mut env: Vec<(&str, &OsStr)> = vec![];
+    if let Some(d) = driver {
+        env.push(("CUDA_MEM_SYS_LIBCUDA", d.as_os_str()));
     }
-    Ok(stdout)
+    child_with(role, &env)
+}
+
+/// How long a child may run: a hang fails the test instead of stalling it.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs this binary as `role` with exactly the loader's and the fakes'
+/// variables in `env` (all others of theirs removed); its stdout, failing if
+/// it did not exit 0 within `CHILD_TIMEOUT`.
+fn child_with(role: &str, env: &[(&str, &OsStr)]) -> Result<String, Failed> {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    child_command(&mut cmd, role, env);
+    run_bounded(cmd, role)
+}
+
+fn child_command(cmd: &mut Command, role: &str, env: &[(&str, &OsStr)]) {
+    cmd.env(ROLE, role);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("CUDA_MEM_SYS_LIB") || k.starts_with("FAKE_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+}
+
+/// Runs `cmd` (stdout and stderr captured), killed after `CHILD_TIMEOUT`.
+fn run_bounded(mut cmd: Command, role: &str) -> Result<String, Failed> {
+    use std::io::Read;
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut c = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut out = c.stdout.take().unwrap();
+    let mut err = c.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = vec![];
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = vec![];
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = c.try_wait().map_err(|e| e.to_string())? {
+            break Some(st);
+        }
+        if start.elapsed() > CHILD_TIMEOUT {
+            let _ = c.kill();
+            let _ = c.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    match status {
+        None => Err(format!(
+            "child {role} still ran after {CHILD_TIMEOUT:?} (a hang), killed:\n{stdout}{stderr}"
+        )
+        .into()),
+        Some(st) if !st.success() => {
+            Err(format!("child {role} exited with {st}:\n{stdout}{stderr}").into())
+        }
+        Some(_) => Ok(stdout),
+    }
 }
 
 fn a_loaded_binary_needs_no_cuda_library() -> Result<Completion, Failed> {
@@ -149,7 +237,15 @@ fn a_loaded_binary_needs_no_cuda_library() -> Result<Completion, Failed> {
 /// `(documented name, base, version, flags)` per driver name: what the fake
 /// was asked when the loader resolved that name's slot.
 fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
-    let out = child("requests", Some(driver))?;
+    // A driver of the headers' release: no function is too new for it.
+    let version = cuda_mem_sys::CUDA_VERSION.to_string();
+    let out = child_with(
+        "requests",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new(&version)),
+        ],
+    )?;
     let mut by_slot = std::collections::HashMap::new();
     let mut asked_twice = vec![];
     for l in out.lines().filter_map(|l| l.strip_prefix("request ")) {
@@ -180,6 +276,60 @@ fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
     Ok(out_rows)
 }
 
+/// The `PFN_*` typedefs of the headers' `cudaTypedefs.h`.
+fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>, Failed> {
+    let dir = abi_support::scratch("loading-typedef-names");
+    let tu = dir.path().join("typedefs.c");
+    std::fs::write(&tu, "#include <cuda.h>\n#include <cudaTypedefs.h>\n").unwrap();
+    let text = abi_support::c_compiler(dirs)
+        .file(&tu)
+        .try_expand()
+        .map_err(|e| format!("preprocessing cudaTypedefs.h: {e}"))?;
+    Ok(String::from_utf8_lossy(&text)
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("PFN_"))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Each driver function's introduction, as the driver knows it: the oldest
+/// `PFN_<base>_v<version>` (plain, `_ptds`, `_ptsz`) of `cudaTypedefs.h`.
+fn introductions() -> Result<Result<std::collections::BTreeMap<String, u32>, String>, Failed> {
+    let dirs = match abi_support::include_dirs() {
+        Ok(d) => d,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    let mut first = std::collections::BTreeMap::new();
+    for t in typedef_names(&dirs)? {
+        let Some(rest) = t.strip_prefix("PFN_") else {
+            continue;
+        };
+        let rest = rest
+            .strip_suffix("_ptds")
+            .or_else(|| rest.strip_suffix("_ptsz"))
+            .unwrap_or(rest);
+        let Some((base, v)) = rest.rsplit_once("_v") else {
+            continue;
+        };
+        if let Ok(v) = v.parse::<u32>() {
+            let e = first.entry(base.to_string()).or_insert(v);
+            *e = (*e).min(v);
+        }
+    }
+    Ok(Ok(first))
+}
+
+/// Writes `FAKE_INTRODUCED`'s file.
+fn introduced_file(
+    dir: &Path,
+    list: &std::collections::BTreeMap<String, u32>,
+) -> Result<PathBuf, Failed> {
+    let file = dir.join("introduced.txt");
+    let text: String = list.iter().map(|(b, v)| format!("{b} {v}\n")).collect();
+    std::fs::write(&file, text).map_err(|e| e.to_string())?;
+    Ok(file)
+}
+
 /// For each (documented name, base, version): does a `PFN_<base>_v<version>`
 /// typedef (plain, `_ptds` or `_ptsz`) have the type C gives `&name`?
 /// Returns the names for which none does.
@@ -190,24 +340,14 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
     };
     let dir = abi_support::scratch("loading-typedefs");
     let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
-    let tu = dir.path().join("typedefs.c");
-    std::fs::write(&tu, head).unwrap();
-    let text = abi_support::c_compiler(&dirs)
-        .file(&tu)
-        .try_expand()
-        .map_err(|e| format!("preprocessing cudaTypedefs.h: {e}"))?;
-    let text = String::from_utf8_lossy(&text);
-    let typedefs: std::collections::BTreeSet<&str> = text
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with("PFN_"))
-        .collect();
+    let typedefs = typedef_names(&dirs)?;
     let mut disagree = vec![];
     let mut src = String::from(head);
     for (name, base, version) in table {
         let fits: Vec<String> = ["", "_ptds", "_ptsz"]
             .iter()
             .map(|s| format!("PFN_{base}_v{version}{s}"))
-            .filter(|t| typedefs.contains(t.as_str()))
+            .filter(|t| typedefs.contains(t))
             .map(|t| format!("__builtin_types_compatible_p(__typeof__(&{name}), {t})"))
             .collect();
         if fits.is_empty() {
@@ -348,35 +488,295 @@ fn answered_functions_are_called_and_the_rest_return_documented_codes() -> Resul
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
+    // A 12.8 driver under the 13.0 headers: cuMemPrefetchBatchAsync (13.0)
+    // is too new for it, and not even asked for.
     let (_a, driver) = fake_driver(&[])?;
-    let out = child("calls", Some(&driver))?;
+    let out = child_with(
+        "calls",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new("12080")),
+        ],
+    )?;
     print!("{out}");
     expect_lines(
         &out,
         &[
-            "cuDriverGetVersion 0 4242",
+            "cuDriverGetVersion 0 12080",
             "cuInit(7) 0",
             "cuInit(0) 1",
             "cuCtxGetDevice 0 77",
             "cuMemAdvise 500 500",
-            "cuMemPrefetchBatchAsync 500",
+            "cuMemPrefetchBatchAsync 801 asked 0",
             "function cuMemPrefetchBatchAsync Err(DriverTooOld)",
             "function cuMemAdvise Err(NotFound)",
+            "function cuCtxGetDevice Ok",
             "function cuNoSuchFunction Err(UnknownName)",
             "proc_address_v2 true",
+            "version Some(12080)",
         ],
     )?;
-    // A driver with only the old cuGetProcAddress cannot tell "too old".
+    // A driver with only the old cuGetProcAddress: "too old" by its version.
     let (_b, old_driver) = fake_driver(&["-DFAKE_V1_ONLY"])?;
-    let out = child("calls", Some(&old_driver))?;
+    let out = child_with(
+        "calls",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", old_driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new("12080")),
+        ],
+    )?;
     expect_lines(
         &out,
         &[
-            "cuDriverGetVersion 0 4242",
-            "function cuMemPrefetchBatchAsync Err(NotFound)",
+            "cuDriverGetVersion 0 12080",
+            "function cuMemPrefetchBatchAsync Err(DriverTooOld)",
+            "function cuMemAdvise Err(NotFound)",
             "proc_address_v2 false",
         ],
     )?;
+    // cuDriverGetVersion failing: the lookup's CUDA_ERROR_INVALID_VALUE says it.
+    let out = child_with(
+        "calls",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new("12080")),
+            ("FAKE_NO_DRIVER_VERSION", OsStr::new("1")),
+        ],
+    )?;
+    expect_lines(
+        &out,
+        &[
+            "version None",
+            "cuMemPrefetchBatchAsync 801 asked 1",
+            "function cuMemPrefetchBatchAsync Err(DriverTooOld)",
+            "function cuMemAdvise Err(NotFound)",
+        ],
+    )?;
+    // A 13.0 driver has it.
+    let out = child_with(
+        "calls",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new("13000")),
+        ],
+    )?;
+    expect_lines(
+        &out,
+        &[
+            "cuMemPrefetchBatchAsync 0 asked 1",
+            "function cuMemPrefetchBatchAsync Ok",
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// The questions asked of a driver's `cuGetProcAddress_v2` (and `v1`) by the
+/// role `answers`, `D` standing for the driver's own version, and the answers
+/// NVIDIA's driver 580.159.04 (CUDA 13.0) gave: `r` the result, `status` the
+/// query result (`-` untouched), `pfn` null, set or untouched (`-`).
+const REAL_ANSWERS: &[&str] = &[
+    "v2 cuInit D+10: r=1 status=- pfn=-",
+    "v2 cuInit 1000: r=0 status=2 pfn=null",
+    "v2 cuInit 2000: r=0 status=0 pfn=set",
+    "v2 cuMemAdvise 2000: r=0 status=2 pfn=null",
+    "v2 cuMemAdvise 12020: r=0 status=0 pfn=set",
+    "v2 cuNoSuchFunction D: r=0 status=1 pfn=null",
+    "v2 cuNoSuchFunction D+10: r=1 status=- pfn=-",
+    "v1 cuInit D+10: r=1 pfn=-",
+    "v1 cuInit 1000: r=500 pfn=-",
+    "v1 cuInit 2000: r=0 pfn=set",
+    "v1 cuNoSuchFunction D: r=500 pfn=-",
+];
+
+fn answers_differ(out: &str) -> Vec<String> {
+    REAL_ANSWERS
+        .iter()
+        .filter(|a| !out.lines().any(|l| l == **a))
+        .map(|a| a.to_string())
+        .collect()
+}
+
+fn the_fake_driver_answers_as_nvidias_does() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let list = match introductions()? {
+        Ok(l) => l,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    let (scratch, driver) = fake_driver(&[])?;
+    let file = introduced_file(scratch.path(), &list)?;
+    let env = |d: &Path| {
+        vec![
+            ("CUDA_MEM_SYS_LIBCUDA", d.as_os_str().to_owned()),
+            ("FAKE_INTRODUCED", file.as_os_str().to_owned()),
+        ]
+    };
+    let run = |d: &Path| -> Result<String, Failed> {
+        let env = env(d);
+        let env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        child_with("answers", &env)
+    };
+    let out = run(&driver)?;
+    print!("{out}");
+    let differ = answers_differ(&out);
+    if !differ.is_empty() {
+        return Err(format!("the fake does not answer as NVIDIA's driver: {differ:?}").into());
+    }
+    // The deliberately wrong twin: the fake's old misreading (a version
+    // above the driver's answered "version not sufficient") is caught.
+    let (_w, wrong) = fake_driver(&["-DFAKE_MISREADING"])?;
+    let differ = answers_differ(&run(&wrong)?);
+    if differ.is_empty() {
+        return Err("the misreading fake was not caught".into());
+    }
+    println!("the misreading fake differs in: {differ:?}");
+    Ok(Completion::Completed)
+}
+
+fn the_installed_driver_answers_as_the_fake_does() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let out = child_with("answers", &[])?;
+    if out.lines().any(|l| l.starts_with("no driver")) {
+        return Ok(Completion::ignored_with(
+            "no CUDA driver is installed here (libcuda.so.1 does not load)",
+        ));
+    }
+    print!("{out}");
+    let differ = answers_differ(&out);
+    if !differ.is_empty() {
+        return Err(format!(
+            "the installed driver does not answer as recorded (and as the fake does): {differ:?}"
+        )
+        .into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// `(name, Debug of loader::function)` for every driver name asked by
+/// version, against the fake knowing `list`'s introductions.
+fn classify(
+    list: &std::collections::BTreeMap<String, u32>,
+) -> Result<Vec<(String, String)>, Failed> {
+    let (scratch, driver) = fake_driver(&[])?;
+    let file = introduced_file(scratch.path(), list)?;
+    let version = cuda_mem_sys::CUDA_VERSION.to_string();
+    let out = child_with(
+        "classify",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_INTRODUCED", file.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new(&version)),
+        ],
+    )?;
+    Ok(classes(&out).into_iter().map(|(n, _, c)| (n, c)).collect())
+}
+
+/// The `class <name> <version> <Debug of loader::function>` lines.
+fn classes(out: &str) -> Vec<(String, u32, String)> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("class "))
+        .filter_map(|l| {
+            let mut w = l.splitn(3, ' ');
+            Some((
+                w.next()?.to_string(),
+                w.next()?.parse().ok()?,
+                w.next()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// On the GPU machine: against the installed driver, every function whose
+/// table version is above `cuDriverGetVersion` is `DriverTooOld` (801), none
+/// at or below it is, and none is `VersionBelowIntroduction` (a table bug).
+/// Built with newer headers than the driver (13.5 headers on a 13.0 driver:
+/// `cuGraphGetId`, `cuFuncGetParamCount`, ...) it proves the too-old case on
+/// the real driver.
+fn the_installed_driver_tells_too_old_from_missing() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let out = child_with("classify", &[])?;
+    if out.lines().any(|l| l.starts_with("no driver")) {
+        return Ok(Completion::ignored_with(
+            "no CUDA driver is installed here (libcuda.so.1 does not load)",
+        ));
+    }
+    let d: u32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver version Some("))
+        .and_then(|v| v.strip_suffix(')'))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("the driver's version is unknown:\n{out}"))?;
+    let all = classes(&out);
+    let mut wrong = vec![];
+    let mut too_new = vec![];
+    let mut missing = vec![];
+    for (name, v, c) in &all {
+        let too_old = c == "Err(DriverTooOld)";
+        if c == "Err(VersionBelowIntroduction)" || too_old != (*v > d) {
+            wrong.push(format!("{name} ({v}): {c}"));
+        } else if too_old {
+            too_new.push(format!("{name} ({v})"));
+        } else if c != "Ok" {
+            missing.push(format!("{name} ({v}): {c}"));
+        }
+    }
+    println!("driver {d}; {} driver names asked by version", all.len());
+    println!("too new for this driver (DriverTooOld, 801): {too_new:?}");
+    println!("not found at a version not above the driver's: {missing:?}");
+    if !wrong.is_empty() {
+        return Err(format!("misclassified against driver {d}: {wrong:?}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn no_table_version_is_below_its_functions_introduction() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let list = match introductions()? {
+        Ok(l) => l,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    let classes = classify(&list)?;
+    if classes.is_empty() {
+        return Err("no driver name was classified".into());
+    }
+    let wrong: Vec<_> = classes.iter().filter(|(_, c)| c != "Ok").collect();
+    if !wrong.is_empty() {
+        return Err(format!(
+            "against a driver of the headers' release knowing every typedef's introduction, \
+             these are not Ok (VersionBelowIntroduction: the table asks too low): {wrong:?}"
+        )
+        .into());
+    }
+    println!(
+        "{} driver names asked by version: all at or above their introduction",
+        classes.len()
+    );
+    // The deliberately wrong twin: a function introduced later than the
+    // table's version (cuMemAdvise at 12030, the table asking 12020) is caught.
+    let mut later = list.clone();
+    later.insert("cuMemAdvise".to_string(), 12030);
+    let caught: Vec<_> = classify(&later)?
+        .into_iter()
+        .filter(|(_, c)| c != "Ok")
+        .collect();
+    let expected = ["cuMemAdvise", "cuMemAdvise_v2"];
+    if caught.is_empty()
+        || caught
+            .iter()
+            .any(|(n, c)| !expected.contains(&n.as_str()) || c != "Err(VersionBelowIntroduction)")
+    {
+        return Err(
+            format!("the late-introduced cuMemAdvise was not caught alone: {caught:?}").into(),
+        );
+    }
+    println!("the table-too-low twin is caught: {caught:?}");
     Ok(Completion::Completed)
 }
 
@@ -401,6 +801,9 @@ fn bad_library_files_return_shared_object_init_failed() -> Result<Completion, Fa
             .lines()
             .find_map(|l| l.strip_prefix("driver Err "))
             .ok_or_else(|| format!("{case}: no load error reported:\n{out}"))?;
+        if !case.contains("cuGetProcAddress") && !why.contains("CUDA_MEM_SYS_LIBCUDA names") {
+            return Err(format!("{case}: the message does not name the variable: {why}").into());
+        }
         println!("{case}: CUDA_ERROR_SHARED_OBJECT_INIT_FAILED; loader says: {why}");
     }
     Ok(Completion::Completed)
@@ -412,7 +815,7 @@ fn concurrent_first_calls_resolve_once_and_agree() -> Result<Completion, Failed>
     }
     let (_scratch, driver) = fake_driver(&[])?;
     let out = child("threads", Some(&driver))?;
-    expect_lines(&out, &["threads 16 agree 4242"])?;
+    expect_lines(&out, &["threads 16 agree 13000"])?;
     print!("{out}");
     Ok(Completion::Completed)
 }
@@ -462,24 +865,566 @@ fn the_static_runtime_uses_the_named_driver() -> Result<Completion, Failed> {
     Ok(Completion::Completed)
 }
 
+/// A scratch folder with a fake `libcuda.so.1`, for `LD_LIBRARY_PATH`: what
+/// a fall-back to the usual names would load.
+fn default_driver_folder() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+    fake_driver(&[])
+}
+
+fn the_environment_is_read_at_program_start() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with(
+            "read at program start on Linux only (elsewhere at first use)",
+        ));
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    // Set at start, removed by main before the first use: still used.
+    let out = child_with(
+        "env-changed",
+        &[("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())],
+    )?;
+    print!("{out}");
+    let named = format!("driver Ok {}", driver.display());
+    expect_lines(&out, &[named.as_str(), "driver variable Used"])?;
+    // The twin: unset at start, set by main before the first use: not used.
+    let out = child_with("env-set-late", &[("FAKE_LATE", driver.as_os_str())])?;
+    print!("{out}");
+    expect_lines(&out, &["driver variable Unset"])?;
+    if out.contains(&named) {
+        return Err(format!("a value set after start was used:\n{out}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn a_value_too_long_or_naming_nothing_is_303_naming_the_variable() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    // A loadable libcuda.so.1 on LD_LIBRARY_PATH: a silent fall-back to the
+    // usual names would load it.
+    let (_d, default) = default_driver_folder()?;
+    let folder = default.parent().unwrap().as_os_str().to_owned();
+    let ld = OsStr::new("LD_LIBRARY_PATH");
+    let run = |value: &OsStr| -> Result<String, Failed> {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        child_command(
+            &mut cmd,
+            "bad-driver",
+            &[
+                ("CUDA_MEM_SYS_LIBCUDA", value),
+                ("FAKE_DRIVER_VERSION", OsStr::new("13000")),
+            ],
+        );
+        cmd.env(ld, &folder);
+        run_bounded(cmd, "bad-driver")
+    };
+    // The twin: unset, the fall-back loads the fake (cuInit(0) answers 1).
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    child_command(&mut cmd, "bad-driver", &[]);
+    cmd.env(ld, &folder);
+    let out = run_bounded(cmd, "bad-driver")?;
+    expect_lines(&out, &["cuInit 1 1"])?;
+    for (case, len, says) in [
+        (
+            "4096 bytes",
+            4096,
+            "CUDA_MEM_SYS_LIBCUDA is 4096 bytes long",
+        ),
+        (
+            "5000 bytes",
+            5000,
+            "CUDA_MEM_SYS_LIBCUDA is 5000 bytes long",
+        ),
+        (
+            "4095 bytes (fits)",
+            4095,
+            "CUDA_MEM_SYS_LIBCUDA names no loadable library",
+        ),
+    ] {
+        let value = format!("/{}", "a".repeat(len - 1));
+        let out = run(OsStr::new(&value))?;
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("{case}: no load error reported:\n{out}"))?;
+        if !why.contains(says) {
+            return Err(format!("{case}: expected {says:?} in {why:?}").into());
+        }
+        println!("{case}: 303; {}", &why[why.len().saturating_sub(120)..]);
+    }
+    let out = run(OsStr::new("no-such-driver-file.so"))?;
+    expect_lines(&out, &["cuInit 303 303"])?;
+    if !out.contains("CUDA_MEM_SYS_LIBCUDA names no loadable library") {
+        return Err(format!("a value naming no file: {out}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn a_call_back_into_the_crate_while_loading_returns_303_at_once() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    // Found as libcuda.so.1 on LD_LIBRARY_PATH, loaded at the first call
+    // (with the variable set and the static runtime it would load at start,
+    // before the program can tell the fake where to call back).
+    let (_s, driver) = fake_driver(&[])?;
+    let folder = driver.parent().unwrap().as_os_str();
+    for at in ["constructor", "lookup"] {
+        let out = child_with(
+            "reentrant",
+            &[
+                ("LD_LIBRARY_PATH", folder),
+                ("FAKE_CALLBACK_AT", OsStr::new(at)),
+            ],
+        )?;
+        println!("called back from the fake's {at}:\n{out}");
+        expect_lines(
+            &out,
+            &[
+                "callback cuInit(0) 303",
+                "cuInit(7) 0",
+                "cuInit(0) 1",
+                "function cuInit Ok",
+            ],
+        )?;
+    }
+    Ok(Completion::Completed)
+}
+
+fn a_child_forked_while_another_thread_loads_does_not_hang() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    // On LD_LIBRARY_PATH: loaded at the first call, not at start.
+    let out = child_with(
+        "fork",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+        ],
+    )?;
+    print!("{out}");
+    expect_lines(&out, &["child cuInit(0) 303", "parent cuInit(7) 0"])?;
+    Ok(Completion::Completed)
+}
+
+fn threads_waiting_for_a_load_do_not_burn_the_cpu() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    // Held in the lookup the load makes (cuDriverGetVersion's), outside
+    // dlopen: a thread started while dlopen runs would wait in glibc's lock.
+    let out = child_with(
+        "waiters",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+            ("FAKE_HOLD_AT", OsStr::new("lookup")),
+        ],
+    )?;
+    print!("{out}");
+    expect_lines(&out, &["waiters 4 agree 0", "loader cuInit(7) 0"])?;
+    let cpu: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu ms while 4 threads waited 1000 ms: "))
+        .and_then(|v| v.parse().ok())
+        .ok_or("no CPU time reported")?;
+    // Spinning (or only yielding) would take about a core per waiter.
+    if cpu > 300 {
+        return Err(format!("4 waiting threads used {cpu} ms of CPU in 1000 ms").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn needs_loaded_runtime(out: &str) -> Option<Completion> {
+    out.lines().any(|l| l == "runtime linked").then(|| {
+        Completion::ignored_with(
+            "the runtime is linked statically (build with dynamic-cudart to load it)",
+        )
+    })
+}
+
+fn the_loaded_runtime_uses_the_named_driver() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_d, driver) = fake_driver(&[])?;
+    let (_r, runtime) = fake_runtime()?;
+    let out = child_with(
+        "runtime-driver",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+        ],
+    )?;
+    if let Some(c) = needs_loaded_runtime(&out) {
+        return Ok(c);
+    }
+    print!("{out}");
+    let opened = format!("the runtime opened {}", driver.display());
+    expect_lines(
+        &out,
+        &["cudaGetDeviceCount 0 3", opened.as_str(), "cuInit(7) 0"],
+    )?;
+    Ok(Completion::Completed)
+}
+
+fn a_runtime_of_another_major_is_refused() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_r, runtime) = fake_runtime()?;
+    let headers = cuda_mem_sys::CUDA_VERSION;
+    let other = if headers / 1000 == 12 { 13000 } else { 12080 };
+    let release = |v: u32| format!("{}.{}", v / 1000, v % 1000 / 10);
+    let run = |v: u32| {
+        let v = v.to_string();
+        child_with(
+            "runtime-version",
+            &[
+                ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+                ("FAKE_RUNTIME_VERSION", OsStr::new(&v)),
+            ],
+        )
+    };
+    let out = run(other)?;
+    if let Some(c) = needs_loaded_runtime(&out) {
+        return Ok(c);
+    }
+    print!("{out}");
+    expect_lines(&out, &["cudaGetDeviceCount 303"])?;
+    let why = out
+        .lines()
+        .find_map(|l| l.strip_prefix("runtime Err "))
+        .ok_or("no load error reported")?;
+    for v in [release(other), release(headers)] {
+        if !why.contains(&format!("CUDA {v}'s")) {
+            return Err(format!("the message does not name {v}: {why}").into());
+        }
+    }
+    // The twin: the headers' own major is taken, and called (the fake
+    // answers 35 where it finds no libcuda.so.1, 0 where a driver is installed).
+    let own = headers / 1000 * 1000 + 10;
+    let out = run(own)?;
+    let taken = format!("runtime Ok {} Some({own})", runtime.display());
+    expect_lines(&out, &[taken.as_str()])?;
+    if !out
+        .lines()
+        .any(|l| l == "cudaGetDeviceCount 35" || l == "cudaGetDeviceCount 0")
+    {
+        return Err(format!("the runtime of the headers' major was not called:\n{out}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with("getauxval(AT_SECURE) is Linux's"));
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(Completion::ignored_with(
+            "needs root: it makes a setuid-root copy of this test and runs it as nobody",
+        ));
+    }
+    if Command::new("setpriv").arg("--help").output().is_err() {
+        return Ok(Completion::ignored_with("needs setpriv (util-linux)"));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = abi_support::scratch("secure");
+    let dir = scratch.path();
+    let set_mode = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("chmod {}: {e}", p.display()))
+    };
+    set_mode(dir, 0o755)?;
+    let markers = dir.join("markers");
+    std::fs::create_dir_all(&markers).map_err(|e| e.to_string())?;
+    set_mode(&markers, 0o777)?;
+    let marker = markers.join("loaded");
+    let define = format!("-DMARKER=\"{}\"", marker.display());
+    let (_m, library) = shared_library(
+        "marker-library",
+        &fixture("marker_library.c"),
+        &[define.as_str()],
+    )?;
+    set_mode(library.parent().unwrap(), 0o755)?;
+    set_mode(&library, 0o755)?;
+    let copy = dir.join("dynamic_loading_copy");
+    std::fs::copy(std::env::current_exe().unwrap(), &copy).map_err(|e| e.to_string())?;
+    let run = |mode: u32| -> Result<String, Failed> {
+        let _ = std::fs::remove_file(&marker);
+        set_mode(&copy, mode)?;
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&copy);
+        child_command(
+            &mut cmd,
+            "secure",
+            &[
+                ("CUDA_MEM_SYS_LIBCUDA", library.as_os_str()),
+                ("CUDA_MEM_SYS_LIBCUDART", library.as_os_str()),
+            ],
+        );
+        run_bounded(cmd, "secure")
+    };
+    // The twin first: not setuid, the variable is used and the marker appears.
+    let out = run(0o755)?;
+    print!("not setuid:\n{out}");
+    expect_lines(&out, &["secure false", "driver variable Used"])?;
+    if !marker.exists() {
+        return Err("the marker library was loaded, yet left no marker".into());
+    }
+    // Setuid root, run by nobody: a secure process.
+    let out = run(0o4755)?;
+    print!("setuid root, run by nobody:\n{out}");
+    if out.lines().any(|l| l == "secure false") {
+        return Ok(Completion::ignored_with(
+            "the setuid bit takes no effect here (nosuid mount or no_new_privs)",
+        ));
+    }
+    expect_lines(
+        &out,
+        &[
+            "secure true",
+            "driver variable IgnoredInSecureProcess",
+            "runtime variable IgnoredInSecureProcess",
+        ],
+    )?;
+    if marker.exists() {
+        return Err("a secure process loaded the library the variable names".into());
+    }
+    Ok(Completion::Completed)
+}
+
 #[cfg(feature = "dynamic-loading")]
 mod roles {
     use cuda_mem_sys::loader;
     use cuda_mem_sys::*;
-    use std::ffi::{c_char, c_int, c_ulonglong, CStr, CString};
+    use std::ffi::{c_char, c_int, c_ulonglong, c_void, CStr, CString};
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
 
     type Count = unsafe extern "C" fn() -> c_int;
     type Request = unsafe extern "C" fn(c_int, *mut c_int, *mut c_ulonglong) -> *const c_char;
 
     /// A function of the fake driver, from the already loaded library.
     fn fake<T: Copy>(name: &str) -> T {
-        let file = CString::new(std::env::var("CUDA_MEM_SYS_LIBCUDA").unwrap()).unwrap();
+        // The variable's file, else the one the usual name found.
+        let file = std::env::var("CUDA_MEM_SYS_LIBCUDA").unwrap_or("libcuda.so.1".into());
+        let file = CString::new(file).unwrap();
         let h = unsafe { libc::dlopen(file.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
         assert!(!h.is_null(), "the fake driver is not loaded");
         let name = CString::new(name).unwrap();
         let p = unsafe { libc::dlsym(h, name.as_ptr()) };
         assert!(!p.is_null());
         unsafe { std::mem::transmute_copy(&p) }
+    }
+
+    fn class(r: Result<loader::Resolved, loader::Unavailable>) -> String {
+        match r {
+            Ok(_) => "Ok".to_string(),
+            Err(e) => format!("Err({e:?})"),
+        }
+    }
+
+    fn report_driver() {
+        match loader::driver() {
+            Ok(l) => {
+                println!("driver Ok {}", l.file);
+                println!("driver variable {:?}", l.variable);
+            }
+            Err(e) => {
+                println!("driver Err {}: {}", e.tried, e.message);
+                println!("driver variable {:?}", e.variable);
+            }
+        }
+    }
+
+    fn runtime_linked() -> bool {
+        let linked = loader::runtime().map(|l| l.file) == Ok("libcudart_static.a");
+        if linked {
+            println!("runtime linked");
+        }
+        linked
+    }
+
+    /// Calls back into the crate from the fake driver (`FAKE_CALLBACK`).
+    extern "C" fn callback() -> c_int {
+        unsafe { cuInit(0).0 as c_int }
+    }
+
+    /// The questions of `REAL_ANSWERS`, asked of the driver directly.
+    unsafe fn answers() {
+        type V2 =
+            unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> c_int;
+        type V1 = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> c_int;
+        type Version = unsafe extern "C" fn(*mut c_int) -> c_int;
+        let file = std::env::var("CUDA_MEM_SYS_LIBCUDA").unwrap_or("libcuda.so.1".into());
+        let file = CString::new(file).unwrap();
+        let h = libc::dlopen(file.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        if h.is_null() {
+            println!("no driver");
+            return;
+        }
+        let sym = |n: &CStr| libc::dlsym(h, n.as_ptr());
+        let (v2, v1, version) = (
+            sym(c"cuGetProcAddress_v2"),
+            sym(c"cuGetProcAddress"),
+            sym(c"cuDriverGetVersion"),
+        );
+        assert!(!v2.is_null() && !v1.is_null() && !version.is_null());
+        let v2: V2 = std::mem::transmute(v2);
+        let v1: V1 = std::mem::transmute(v1);
+        let version: Version = std::mem::transmute(version);
+        let mut d = 0;
+        assert_eq!(version(&mut d), 0);
+        println!("driver version {d}");
+        let untouched = 1usize as *mut c_void;
+        let pfn = |p: *mut c_void| match p {
+            p if p.is_null() => "null",
+            p if p == untouched => "-",
+            _ => "set",
+        };
+        for (api, name, v) in [
+            ("v2", "cuInit", "D+10"),
+            ("v2", "cuInit", "1000"),
+            ("v2", "cuInit", "2000"),
+            ("v2", "cuMemAdvise", "2000"),
+            ("v2", "cuMemAdvise", "12020"),
+            ("v2", "cuNoSuchFunction", "D"),
+            ("v2", "cuNoSuchFunction", "D+10"),
+            ("v1", "cuInit", "D+10"),
+            ("v1", "cuInit", "1000"),
+            ("v1", "cuInit", "2000"),
+            ("v1", "cuNoSuchFunction", "D"),
+        ] {
+            let asked = match v {
+                "D" => d,
+                "D+10" => d + 10,
+                n => n.parse().unwrap(),
+            };
+            let c_name = CString::new(name).unwrap();
+            let mut p = untouched;
+            if api == "v2" {
+                let mut status: c_int = -1;
+                let r = v2(c_name.as_ptr(), &mut p, asked, 0, &mut status);
+                let status = if status == -1 {
+                    "-".to_string()
+                } else {
+                    status.to_string()
+                };
+                println!("v2 {name} {v}: r={r} status={status} pfn={}", pfn(p));
+            } else {
+                let r = v1(c_name.as_ptr(), &mut p, asked, 0);
+                println!("v1 {name} {v}: r={r} pfn={}", pfn(p));
+            }
+        }
+    }
+
+    /// Process CPU time (user and system), in milliseconds.
+    fn cpu_ms() -> u64 {
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+        let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+        ms(u.ru_utime) + ms(u.ru_stime)
+    }
+
+    /// Waits (30 s at most) until the fake driver holds in its constructor.
+    fn until_held(hold: &std::path::Path) {
+        let start = Instant::now();
+        while !hold.join("holding").exists() {
+            if start.elapsed() > Duration::from_secs(30) {
+                println!("the fake never held");
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// A thread loads the fake driver, which holds in its constructor
+    /// (`FAKE_HOLD`); four others call the crate meanwhile and wait; the
+    /// process's CPU time over a second of that is reported.
+    fn wait_while_loading() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        static GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // Started before the load, released while it holds.
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    while !GO.load(std::sync::atomic::Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    unsafe { cuInit(7).0 }
+                })
+            })
+            .collect();
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        GO.store(true, std::sync::atomic::Ordering::Release);
+        std::thread::sleep(Duration::from_millis(100));
+        let before = cpu_ms();
+        std::thread::sleep(Duration::from_millis(1000));
+        let used = cpu_ms() - before;
+        std::fs::write(hold.join("release"), "").unwrap();
+        let got: Vec<u32> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+        println!("cpu ms while 4 threads waited 1000 ms: {used}");
+        if got.iter().all(|&r| r == got[0]) {
+            println!("waiters {} agree {}", got.len(), got[0]);
+        } else {
+            println!("waiters disagree {got:?}");
+        }
+        println!("loader cuInit(7) {}", loader_thread.join().unwrap());
+    }
+
+    /// A thread loads the fake driver, which holds in its constructor
+    /// (`FAKE_HOLD`); meanwhile this thread forks, and the child calls the
+    /// crate, which must answer (303), not wait for a thread it lacks.
+    fn fork_while_loading() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        // SAFETY: the child calls the crate (atomics and system calls, no
+        // lock) and writes with write(2) before _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let r = unsafe { cuInit(0).0 };
+            let line = format!("child cuInit(0) {r}\n");
+            unsafe {
+                libc::write(1, line.as_ptr().cast(), line.len());
+                libc::_exit(0);
+            }
+        }
+        // The child gets 10 s, then is killed (a hang).
+        let mut status = 0;
+        let start = Instant::now();
+        loop {
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                println!("child hung: killed");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::fs::write(hold.join("release"), "").unwrap();
+        println!("parent cuInit(7) {}", loader_thread.join().unwrap());
     }
 
     pub fn run(role: &str) {
@@ -517,6 +1462,8 @@ mod roles {
                 let a = cuMemAdvise(0, 0, CU_MEM_ADVISE_SET_READ_MOSTLY, loc);
                 let b = cuMemAdvise(0, 0, CU_MEM_ADVISE_SET_READ_MOSTLY, loc);
                 println!("cuMemAdvise {} {}", a.0, b.0);
+                let count: Count = fake("fake_request_count");
+                let before = count();
                 let r = cuMemPrefetchBatchAsync(
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
@@ -527,15 +1474,104 @@ mod roles {
                     0,
                     std::ptr::null_mut(),
                 );
-                println!("cuMemPrefetchBatchAsync {}", r.0);
-                for n in ["cuMemPrefetchBatchAsync", "cuMemAdvise", "cuNoSuchFunction"] {
-                    println!("function {n} {:?}", loader::function(n).map(|_| ()));
+                println!("cuMemPrefetchBatchAsync {} asked {}", r.0, count() - before);
+                for n in [
+                    "cuMemPrefetchBatchAsync",
+                    "cuMemAdvise",
+                    "cuCtxGetDevice",
+                    "cuNoSuchFunction",
+                ] {
+                    println!("function {n} {}", class(loader::function(n)));
                 }
+                let d = loader::driver();
                 println!(
                     "proc_address_v2 {}",
-                    loader::driver().map(|l| l.proc_address_v2).unwrap_or(false)
+                    d.map(|l| l.proc_address_v2).unwrap_or(false)
                 );
+                println!("version {:?}", d.ok().and_then(|l| l.version));
             },
+            "classify" => {
+                match loader::driver() {
+                    Ok(l) => println!("driver version {:?}", l.version),
+                    Err(e) => println!("no driver: {}", e.message),
+                }
+                for (name, api, slot) in cuda_mem_sys::loader_table::NAMES {
+                    if *api == loader::Api::Driver
+                        && cuda_mem_sys::loader_table::DRIVER[*slot].version != 0
+                    {
+                        let version = cuda_mem_sys::loader_table::DRIVER[*slot].version;
+                        println!("class {name} {version} {}", class(loader::function(name)));
+                    }
+                }
+            }
+            "answers" => unsafe { answers() },
+            "env-changed" => {
+                std::env::remove_var("CUDA_MEM_SYS_LIBCUDA");
+                report_driver();
+            }
+            "env-set-late" => {
+                std::env::set_var(
+                    "CUDA_MEM_SYS_LIBCUDA",
+                    std::env::var_os("FAKE_LATE").unwrap(),
+                );
+                report_driver();
+            }
+            "reentrant" => unsafe {
+                std::env::set_var(
+                    "FAKE_CALLBACK",
+                    format!("{:x}", callback as *const () as usize),
+                );
+                let r = cuInit(7);
+                let result: Count = fake("fake_callback_result");
+                println!("callback cuInit(0) {}", result());
+                println!("cuInit(7) {}", r.0);
+                println!("cuInit(0) {}", cuInit(0).0);
+                println!("function cuInit {}", class(loader::function("cuInit")));
+            },
+            "fork" => fork_while_loading(),
+            "waiters" => wait_while_loading(),
+            "runtime-driver" => unsafe {
+                if runtime_linked() {
+                    return;
+                }
+                // The runtime's first call, before any of the driver's.
+                let mut n = 0;
+                let r = cudaGetDeviceCount(&mut n);
+                println!("cudaGetDeviceCount {} {n}", r.0);
+                let file = CString::new(std::env::var("CUDA_MEM_SYS_LIBCUDART").unwrap()).unwrap();
+                let h = libc::dlopen(file.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+                assert!(!h.is_null(), "the fake runtime is not loaded");
+                let f = libc::dlsym(h, c"fake_runtime_driver".as_ptr());
+                assert!(!f.is_null());
+                let f: unsafe extern "C" fn() -> *const c_char = std::mem::transmute(f);
+                println!(
+                    "the runtime opened {}",
+                    CStr::from_ptr(f()).to_string_lossy()
+                );
+                println!("cuInit(7) {}", cuInit(7).0);
+            },
+            "runtime-version" => unsafe {
+                if runtime_linked() {
+                    return;
+                }
+                let mut n = 0;
+                println!("cudaGetDeviceCount {}", cudaGetDeviceCount(&mut n).0);
+                match loader::runtime() {
+                    Ok(l) => println!("runtime Ok {} {:?}", l.file, l.version),
+                    Err(e) => println!("runtime Err {}: {}", e.tried, e.message),
+                }
+            },
+            "secure" => {
+                println!(
+                    "secure {}",
+                    unsafe { libc::getauxval(libc::AT_SECURE) } != 0
+                );
+                report_driver();
+                match loader::runtime() {
+                    Ok(l) => println!("runtime variable {:?}", l.variable),
+                    Err(e) => println!("runtime variable {:?}", e.variable),
+                }
+            }
             "bad-driver" => unsafe {
                 let a = cuInit(0);
                 let b = cuInit(0);
@@ -545,10 +1581,7 @@ mod roles {
                     "cuMemAdvise {}",
                     cuMemAdvise(0, 0, CU_MEM_ADVISE_SET_READ_MOSTLY, loc).0
                 );
-                match loader::driver() {
-                    Ok(l) => println!("driver Ok {}", l.file),
-                    Err(e) => println!("driver Err {}: {}", e.tried, e.message),
-                }
+                report_driver();
             },
             "threads" => {
                 let barrier = std::sync::Barrier::new(16);
@@ -652,6 +1685,54 @@ fn main() {
         (
             "the_static_runtime_uses_the_named_driver",
             the_static_runtime_uses_the_named_driver,
+        ),
+        (
+            "the_fake_driver_answers_as_nvidias_does",
+            the_fake_driver_answers_as_nvidias_does,
+        ),
+        (
+            "the_installed_driver_answers_as_the_fake_does",
+            the_installed_driver_answers_as_the_fake_does,
+        ),
+        (
+            "the_installed_driver_tells_too_old_from_missing",
+            the_installed_driver_tells_too_old_from_missing,
+        ),
+        (
+            "no_table_version_is_below_its_functions_introduction",
+            no_table_version_is_below_its_functions_introduction,
+        ),
+        (
+            "the_environment_is_read_at_program_start",
+            the_environment_is_read_at_program_start,
+        ),
+        (
+            "a_value_too_long_or_naming_nothing_is_303_naming_the_variable",
+            a_value_too_long_or_naming_nothing_is_303_naming_the_variable,
+        ),
+        (
+            "a_call_back_into_the_crate_while_loading_returns_303_at_once",
+            a_call_back_into_the_crate_while_loading_returns_303_at_once,
+        ),
+        (
+            "a_child_forked_while_another_thread_loads_does_not_hang",
+            a_child_forked_while_another_thread_loads_does_not_hang,
+        ),
+        (
+            "threads_waiting_for_a_load_do_not_burn_the_cpu",
+            threads_waiting_for_a_load_do_not_burn_the_cpu,
+        ),
+        (
+            "the_loaded_runtime_uses_the_named_driver",
+            the_loaded_runtime_uses_the_named_driver,
+        ),
+        (
+            "a_runtime_of_another_major_is_refused",
+            a_runtime_of_another_major_is_refused,
+        ),
+        (
+            "a_secure_process_ignores_the_variables",
+            a_secure_process_ignores_the_variables,
         ),
     ]);
 }

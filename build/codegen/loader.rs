@@ -120,6 +120,49 @@ pub fn driver_entries(
     Ok(out)
 }
 
+/// The prefix of the private C name of a trampoline the crate's own C
+/// calls (without the feature `export-c-names`).
+pub const PRIVATE_PREFIX: &str = "cuda_mem_sys_";
+/// Defined when the `static inline` copies are compiled for a loaded build
+/// without `export-c-names`: their calls go to the private names.
+pub const PRIVATE_DEFINE: &str = "CUDA_MEM_SYS_PRIVATE_TRAMPOLINES";
+
+/// What a `static inline` function's copy (`<symbol>__extern`) calls, if it
+/// calls a linked symbol: the headers' per-thread redirects call the symbol
+/// without the suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
+fn inline_copy_calls(symbol: &str) -> Option<&str> {
+    let inline = symbol.strip_suffix("__extern")?;
+    inline
+        .strip_suffix("_ptsz")
+        .or_else(|| inline.strip_suffix("_ptds"))
+}
+
+/// The symbols the headers' `static inline` copies call (`cuGetProcAddress_v2`
+/// under the per-thread default stream): the C compiled into the crate needs
+/// a trampoline with a C name for each.
+pub fn c_callees(file: &syn::File) -> BTreeSet<String> {
+    foreign_fns(file)
+        .filter(|f| f.sig.variadic.is_none())
+        .filter_map(|f| inline_copy_calls(&link_name(&f.attrs)?).map(str::to_string))
+        .collect()
+}
+
+/// C to put before the `static inline` copies: under [`PRIVATE_DEFINE`],
+/// each of `callees` is called by its private name.
+pub fn private_names_c(callees: &BTreeSet<String>) -> String {
+    if callees.is_empty() {
+        return String::new();
+    }
+    let mut c = format!(
+        "/* A loaded build without `export-c-names`: the crate's trampolines for these have private C names. */\n#ifdef {PRIVATE_DEFINE}\n"
+    );
+    for s in callees {
+        c.push_str(&format!("#define {s} {PRIVATE_PREFIX}{s}\n"));
+    }
+    c.push_str("#endif\n");
+    c
+}
+
 /// Appends the loader tables (always) and the trampolines (under the
 /// loading cfgs) to the generated file.
 pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(), String> {
@@ -133,13 +176,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             continue;
         }
         // A `static inline` function's copy is the crate's own; what it calls
-        // is not. The headers' per-thread redirects call the symbol without
-        // the suffix (`cuGetProcAddress_v2_ptsz` calls `cuGetProcAddress_v2`).
-        if let Some(inline) = symbol.strip_suffix("__extern") {
-            let called = inline
-                .strip_suffix("_ptsz")
-                .or_else(|| inline.strip_suffix("_ptds"));
-            if let Some(called) = called {
+        // is not.
+        if symbol.ends_with("__extern") {
+            if let Some(called) = inline_copy_calls(&symbol) {
                 by_symbol
                     .entry(called.to_string())
                     .or_insert_with(|| f.sig.clone());
@@ -150,6 +189,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         names.insert(symbol.clone(), symbol.clone());
         by_symbol.entry(symbol).or_insert_with(|| f.sig.clone());
     }
+    let callees = c_callees(file);
     let (runtime, driver): (BTreeSet<String>, BTreeSet<String>) = by_symbol
         .keys()
         .cloned()
@@ -214,7 +254,16 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
     for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
         let mut fns: Vec<proc_macro2::TokenStream> = vec![];
         for (i, e) in entries.iter().enumerate() {
-            fns.push(trampoline(&by_symbol[&e.symbol], &e.symbol, api, i));
+            let c_name = callees
+                .contains(&e.symbol)
+                .then(|| format!("{PRIVATE_PREFIX}{}", e.symbol));
+            fns.push(trampoline(
+                &by_symbol[&e.symbol],
+                &e.symbol,
+                c_name.as_deref(),
+                api,
+                i,
+            ));
         }
         let cfg = syn::Ident::new(
             &format!("cuda_mem_sys_load_{api}"),
@@ -328,24 +377,28 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
     }
 }
 
-/// `crate::loader::trampoline!(api slot symbol(params) -> R)`: the macro in
-/// `src/loader.rs` expands it to `#[no_mangle] unsafe extern "C" fn
-/// <symbol>(<params>) -> R`, which calls the function in `slot` of `api`'s
-/// library or returns the documented "missing" value of `R` (one
-/// hand-written body for every function; the generated text stays short).
+/// `crate::loader::trampoline!(api slot ["c name"] symbol(params) -> R)`: the
+/// macro in `src/loader.rs` expands it to `unsafe extern "C" fn
+/// <symbol>(<params>) -> R` (exported as `<symbol>` with `export-c-names`;
+/// else, where the crate's own C calls it, as the private `c name`), which
+/// calls the function in `slot` of `api`'s library or returns the documented
+/// "missing" value of `R` (one hand-written body for every function; the
+/// generated text stays short).
 fn trampoline(
     sig: &syn::Signature,
     symbol: &str,
+    c_name: Option<&str>,
     api: &str,
     slot: usize,
 ) -> proc_macro2::TokenStream {
     let name = syn::Ident::new(symbol, proc_macro2::Span::call_site());
     let api = syn::Ident::new(api, proc_macro2::Span::call_site());
     let slot = syn::LitInt::new(&slot.to_string(), proc_macro2::Span::call_site());
+    let c_name = c_name.map(|c| syn::LitStr::new(c, proc_macro2::Span::call_site()));
     let inputs = &sig.inputs;
     let output = &sig.output;
     quote::quote! {
-        crate::loader::trampoline!(#api #slot #name(#inputs) #output);
+        crate::loader::trampoline!(#api #slot #c_name #name(#inputs) #output);
     }
 }
 

@@ -144,14 +144,17 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         },
         &bindings,
     )?;
+    // The copies call trampolines by private names in some builds (see `loader`).
+    let static_wrappers_c = std::fs::read_to_string(static_wrappers.with_extension("c"))
+        .ok()
+        .filter(|c| c.contains("__extern"))
+        .map(|c| loader::private_names_c(&loader::c_callees(&file)) + &c);
     Ok(Output {
         cuda_version,
         file,
         header,
         headers_read,
-        static_wrappers_c: std::fs::read_to_string(static_wrappers.with_extension("c"))
-            .ok()
-            .filter(|c| c.contains("__extern")),
+        static_wrappers_c,
         preprocessed,
     })
 }

@@ -70975,9 +70975,10 @@ mod loaded_driver {
         pExportTableId : * const CUuuid) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 110 cuGetProcAddress_v2(symbol : * const ::core::ffi::c_char, funcPtr : *
-        mut * mut ::core::ffi::c_void, driverVersion : ::core::ffi::c_int, flags :
-        cuuint64_t, symbolStatus : * mut CUdriverProcAddressQueryResult) -> CUresult
+        driver 110 "cuda_mem_sys_cuGetProcAddress_v2" cuGetProcAddress_v2(symbol : *
+        const ::core::ffi::c_char, funcPtr : * mut * mut ::core::ffi::c_void,
+        driverVersion : ::core::ffi::c_int, flags : cuuint64_t, symbolStatus : * mut
+        CUdriverProcAddressQueryResult) -> CUresult
     );
     crate::loader::trampoline!(
         driver 111 cuGraphAddBatchMemOpNode(phGraphNode : * mut CUgraphNode, hGraph :

@@ -5,6 +5,14 @@
 //! with the reason (visible in the test output); it never passes without running.
 //! A test binary can re-run itself as a child process (`spawn_child`) for the
 //! multi-process tests, and pass file descriptors over a Unix socket.
+//!
+//! The kit, one of each: tests are registered with `device_tests![]` (a test
+//! of an entry point the headers' release lacks is one entry, reported
+//! ignored with the reason: [`DeviceTest::not_in_release`]); failed checks are
+//! collected in [`Checks`]; a bad call and the proof the process still works
+//! afterwards are one `bad!`/[`BadInput`] call; bytes are [`pattern`] and
+//! compared with [`same`]; device memory, page-locked memory, streams, events
+//! and the host NUMA ids are in [`memory`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
@@ -22,17 +30,121 @@ pub type TestResult = Result<(), Failed>;
 pub struct DeviceTest {
     pub name: &'static str,
     pub gpus: i32,
-    pub run: fn() -> TestResult,
+    pub run: Run,
+}
+
+/// What running a [`DeviceTest`] means.
+pub enum Run {
+    /// A body that passes or fails.
+    Body(fn() -> TestResult),
+    /// A body that returns `Ok(Some(reason))` when something it needs besides
+    /// CUDA (Vulkan, say) is not there: the test is then reported ignored.
+    MayIgnore(fn() -> Result<Option<String>, Failed>),
+    /// Not runnable in this build (an entry point the release lacks): always
+    /// reported ignored with this reason, never passed empty.
+    Ignored(String),
 }
 
 /// A test needing one GPU.
 pub const fn test(name: &'static str, run: fn() -> TestResult) -> DeviceTest {
-    DeviceTest { name, gpus: 1, run }
+    DeviceTest {
+        name,
+        gpus: 1,
+        run: Run::Body(run),
+    }
 }
 
 /// A test needing `gpus` GPUs (reported ignored where fewer exist).
 pub const fn test_gpus(name: &'static str, gpus: i32, run: fn() -> TestResult) -> DeviceTest {
-    DeviceTest { name, gpus, run }
+    DeviceTest {
+        name,
+        gpus,
+        run: Run::Body(run),
+    }
+}
+
+impl DeviceTest {
+    /// A test whose body may report itself ignored ([`Run::MayIgnore`]).
+    pub const fn may_ignore(
+        name: &'static str,
+        run: fn() -> Result<Option<String>, Failed>,
+    ) -> DeviceTest {
+        DeviceTest {
+            name,
+            gpus: 1,
+            run: Run::MayIgnore(run),
+        }
+    }
+
+    /// A test this build cannot run, listed under its own name and reported
+    /// ignored with `reason`, e.g. for a test of an entry point the headers'
+    /// release lacks:
+    /// `DeviceTest::ignored("prefetch_batch", "`cuMemPrefetchBatchAsync`: not in 12.4")`.
+    pub fn ignored(name: &'static str, reason: impl Into<String>) -> DeviceTest {
+        DeviceTest {
+            name,
+            gpus: 1,
+            run: Run::Ignored(reason.into()),
+        }
+    }
+
+    /// [`DeviceTest::ignored`] for a test of `entry`, which the CUDA `release`
+    /// these bindings were built from does not have.
+    pub fn not_in_release(name: &'static str, entry: &str, release: &str) -> DeviceTest {
+        DeviceTest::ignored(name, format!("`{entry}`: not in {release}"))
+    }
+
+    /// An empty list, which `device_tests!` fills one test at a time.
+    pub fn none() -> Vec<DeviceTest> {
+        Vec::new()
+    }
+
+    /// Runs the test, as a libtest-mimic trial would.
+    fn run(self) -> Result<Completion, Failed> {
+        if let Run::Ignored(reason) = self.run {
+            return Ok(Completion::ignored_with(reason));
+        }
+        if let Some(reason) = unavailable(self.gpus) {
+            return Ok(Completion::ignored_with(reason));
+        }
+        match self.run {
+            Run::Body(f) => f().map(|()| Completion::Completed),
+            Run::MayIgnore(f) => f().map(|r| match r {
+                None => Completion::Completed,
+                Some(reason) => Completion::ignored_with(reason),
+            }),
+            Run::Ignored(_) => unreachable!("handled above"),
+        }
+    }
+}
+
+/// The device tests of a binary, each named after its body:
+/// `device_tests![a, b @ 2, c]` is `vec![test("a", a), test_gpus("b", 2, b),
+/// test("c", c)]`. An entry `#[cfg(..)] name` is left out where the cfg does
+/// not hold, and `name if cfg(cuda_12080) else "reason"` registers `name`
+/// where the cfg holds and, elsewhere, a test of the same name reported
+/// ignored with the reason ([`DeviceTest::ignored`]): one line for a test of
+/// an entry point some releases lack.
+#[macro_export]
+macro_rules! device_tests {
+    ($($(#[$attr:meta])* $name:ident $(@ $gpus:literal)? $(if cfg($cfg:meta) else $why:literal)?),* $(,)?) => {{
+        // One statement a test, so that a cfg'd entry leaves out its own.
+        #[allow(unused_mut)]
+        let mut tests = $crate::common::DeviceTest::none();
+        $(
+            $(#[cfg($cfg)])? $(#[$attr])*
+            tests.push($crate::common::test_gpus(
+                stringify!($name),
+                1 $(- 1 + $gpus)?,
+                $name,
+            ));
+            $(
+                #[cfg(not($cfg))]
+                tests.push($crate::common::DeviceTest::ignored(stringify!($name), $why));
+            )?
+        )*
+        tests
+    }};
 }
 
 /// A role a test binary can play as a child process, and its body.
@@ -55,14 +167,7 @@ pub fn main(tests: Vec<DeviceTest>, child_roles: &[ChildRole]) {
     }
     let trials = tests
         .into_iter()
-        .map(|t| {
-            Trial::ignorable_test(t.name, move || {
-                if let Some(reason) = unavailable(t.gpus) {
-                    return Ok(Completion::ignored_with(reason));
-                }
-                (t.run)().map(|()| Completion::Completed)
-            })
-        })
+        .map(|t| Trial::ignorable_test(t.name, move || t.run()))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }
@@ -325,3 +430,12 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
     ensure!(status.success(), "child {role} exited with {status}");
     Ok(())
 }
+
+// After the macros, which they use.
+pub mod checks;
+pub mod memory;
+
+#[allow(unused_imports)]
+pub use checks::{BadInput, Checks};
+#[allow(unused_imports)]
+pub use memory::*;

@@ -320,18 +320,9 @@ pub fn mib(bytes: usize) -> String {
     format!("{:.1}MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// The bytes every exporter writes (xorshift from `seed`).
-pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+/// The kit's byte pattern (`common::pattern`), which both sides of a
+/// scenario write and compare.
+pub use super::memory::pattern;
 
 /// `match`, `mismatch@<first byte>`, or the error code of the read.
 pub fn compare(got: Result<Vec<u8>, String>, want: &[u8]) -> String {

@@ -13,6 +13,18 @@ use std::process::Command;
 /// Releases whose layouts and symbols CI checks besides the pinned 13.0.
 pub const CI_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
 
+/// clang 19, besides gcc: `tests/loader_type_check.rs` runs the build
+/// script's type check of the loader table under both (it reports ignored
+/// without clang).
+pub fn ensure_clang() -> Result<(), String> {
+    if !Path::new("/usr/lib/llvm-19/bin/clang").exists() {
+        step("installing clang-19");
+        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
+        run_cmd(Command::new("apt-get").args(["install", "-y", "-qq", "clang-19"]))?;
+    }
+    Ok(())
+}
+
 /// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
 pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
 pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
@@ -90,6 +102,7 @@ pub fn examples(workspace: &Path) -> Result<(), String> {
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
+    ensure_clang()?;
     let pinned = headers::fetch(workspace, "13.0")?;
 
     step("format and lints");
@@ -116,6 +129,11 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     step("examples: each built, and run without a GPU (documented `no GPU:` line and exit code)");
     crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
+
+    step("device tests and examples against CUDA 12.0 12.2 12.8 13.0 13.2 13.5 and an unseen release, linked and loaded");
+    let started = std::time::Instant::now();
+    crate::device_compile::run(workspace, &["--ci"])?;
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
 
     step("per-thread default stream: symbols and signatures");
     run_cmd(
@@ -346,7 +364,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
             .env("CARGO_TARGET_DIR", &dir),
     )?;
 
-    // The run-time loader's Windows half (LoadLibraryW, GetProcAddress): the
+    // The run-time loader's Windows half (LoadLibraryExW, GetProcAddress): the
     // demo built with `dynamic-loading` starts under wine, where there is no
     // nvcuda.dll, and reports that through the loader's API.
     let mut cmd = cargo(workspace);
@@ -374,12 +392,35 @@ fn windows(workspace: &Path) -> Result<(), String> {
         out.status.code(),
         &stdout,
     )?;
-    let expected = "no driver: LoadLibraryW failed with Windows error 126 (nvcuda.dll)";
+    let expected = "no driver: LoadLibraryExW failed with Windows error 126 (nvcuda.dll)";
     if !stdout.contains(expected) {
         return Err(format!(
             "the loaded demo under wine did not say {expected:?}"
         ));
     }
     println!("demo (windows, dynamic-loading): {what}; the loader reported the missing nvcuda.dll");
+
+    // Where the loader looks for its DLLs: a planted nvcuda.dll in the
+    // working folder or beside the program is not loaded, a variable holding
+    // a non-ASCII path loads that file (tests/windows_dll_search.rs).
+    let started = std::time::Instant::now();
+    let mut cmd = cargo(workspace);
+    cmd.args([
+        "test",
+        "--features",
+        "dynamic-loading",
+        "--test",
+        "windows_dll_search",
+    ]);
+    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
+    run_cmd(
+        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+            .env("CARGO_PROFILE_DEV_DEBUG", "0")
+            .env("CARGO_TARGET_DIR", &dir),
+    )?;
+    println!(
+        "windows_dll_search under wine: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Test binary → the group name of `xtask/entry-points.tsv`.
 const GROUPS: [(&str, &str, &str); 5] = [
@@ -43,6 +43,10 @@ const GROUPS: [(&str, &str, &str); 5] = [
 ];
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    if let ["--matrix", dirs @ ..] = args {
+        print!("{}", matrix(dirs)?);
+        return Ok(());
+    }
     if args.is_empty() {
         return Err("usage: cargo xtask device-report <folder run.sh wrote>...".into());
     }
@@ -328,9 +332,364 @@ fn sanitizer(dir: &Dirs) -> String {
     md
 }
 
+/// One test binary's line of `summary.json`.
+#[derive(Debug, Default, PartialEq)]
+struct BinaryRun {
+    name: String,
+    exit: i64,
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+    seconds: u64,
+}
+
+/// One example's line of `summary.json`: name, exit code, last line.
+#[derive(Debug, PartialEq)]
+struct ExampleRun {
+    name: String,
+    exit: i64,
+    last: String,
+}
+
+/// The number after `"key": ` in a line of run.sh's JSON.
+fn json_num(line: &str, key: &str) -> Option<i64> {
+    let rest = &line[line.find(&format!("\"{key}\": "))? + key.len() + 4..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// The name before `": {` at the start of a line of run.sh's JSON.
+fn json_name(line: &str) -> Option<String> {
+    let l = line.trim_start().strip_prefix('"')?;
+    Some(l[..l.find("\": {")?].to_string())
+}
+
+/// The binaries and examples of one `summary.json` (run.sh writes one entry a line).
+fn parse_summary(text: &str) -> (Vec<BinaryRun>, Vec<ExampleRun>) {
+    let (mut bins, mut examples) = (vec![], vec![]);
+    for line in text.lines() {
+        let (Some(name), Some(exit)) = (json_name(line), json_num(line, "exit")) else {
+            continue;
+        };
+        if let Some(i) = line.find("\"last\": \"") {
+            let last = line[i + 9..].trim_end().trim_end_matches(',');
+            let last = last.strip_suffix("\"}").unwrap_or(last);
+            examples.push(ExampleRun {
+                name,
+                exit,
+                last: last.replace("\\\"", "\"").replace("\\\\", "\\"),
+            });
+        } else if let Some(passed) = json_num(line, "passed") {
+            let n = |k| json_num(line, k).unwrap_or(0) as u64;
+            bins.push(BinaryRun {
+                name,
+                exit,
+                passed: passed as u64,
+                failed: n("failed"),
+                ignored: n("ignored"),
+                seconds: n("seconds"),
+            });
+        }
+    }
+    (bins, examples)
+}
+
+/// Per test of one libtest log: (name, `ignored` reason) for every ignored
+/// test and (name, "FAILED") for every failed one. A test's own output may
+/// come between libtest's `test <name> ... ` and its outcome.
+fn outcomes(log: &str) -> Vec<(String, String)> {
+    let mut out = vec![];
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("test ") {
+            if let Some((name, _)) = rest.split_once(" ... ") {
+                current = Some(name.trim().to_string());
+            }
+        }
+        let Some(name) = &current else { continue };
+        let l = line.trim_end();
+        if let Some(i) = l.rfind("ignored (").filter(|_| l.ends_with(')')) {
+            out.push((name.clone(), l[i + 9..l.len() - 1].to_string()));
+            current = None;
+        } else if l.ends_with("ignored") {
+            out.push((name.clone(), "ignored (no reason given)".into()));
+            current = None;
+        } else if l.ends_with("FAILED") {
+            out.push((name.clone(), "FAILED".into()));
+            current = None;
+        } else if l.ends_with(" ok") || l == "ok" {
+            current = None;
+        }
+    }
+    out
+}
+
+/// Every `<release>/<build>/summary.json` under `dirs` (what matrix.sh wrote
+/// in each call's $OUT), in release order.
+fn matrix_runs(dirs: &[&str]) -> Vec<(String, String, PathBuf)> {
+    let mut runs = vec![];
+    for d in dirs {
+        let Ok(releases) = std::fs::read_dir(d) else {
+            eprintln!("{d}: not a folder");
+            continue;
+        };
+        for r in releases.flatten() {
+            let Ok(builds) = std::fs::read_dir(r.path()) else {
+                continue;
+            };
+            for b in builds.flatten() {
+                if b.path().join("summary.json").is_file() {
+                    runs.push((
+                        r.file_name().to_string_lossy().into_owned(),
+                        b.file_name().to_string_lossy().into_owned(),
+                        b.path(),
+                    ));
+                }
+            }
+        }
+    }
+    let key = |r: &str| {
+        let (a, b) = r.split_once('.').unwrap_or((r, "0"));
+        (a.parse::<u32>().unwrap_or(0), b.parse::<u32>().unwrap_or(0))
+    };
+    runs.sort_by(|a, b| key(&a.0).cmp(&key(&b.0)).then(a.1.cmp(&b.1)));
+    runs
+}
+
+/// `device-report --matrix <dir>...`: the release × build table for
+/// docs/device-results.md, the ignored tests with their reasons, every
+/// failure, and the examples' `skipped:` lines.
+fn matrix(dirs: &[&str]) -> Result<String, String> {
+    let runs = matrix_runs(dirs);
+    if runs.is_empty() {
+        return Err(format!(
+            "no <release>/<build>/summary.json under {dirs:?} (what matrix.sh writes)"
+        ));
+    }
+    let mut md = String::from(
+        "## The release matrix\n\n\
+         Each release's headers, device tests and examples built for them, run on the GPU \
+         machine's driver (`cargo xtask gpu-bundle --matrix`, `matrix.sh`; table by \
+         `cargo xtask device-report --matrix`). `soak`: the 10 000-cycle leak tests ran \
+         (elsewhere left out with `--skip`, not counted).\n\n\
+         | release | build | binaries | passed | failed | ignored | examples OK | examples 77 | examples failed | soak | seconds |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut ignored: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut failures = vec![];
+    let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let (mut total_failed, mut total_runs) = (0, 0);
+    for (release, build, dir) in &runs {
+        let text = std::fs::read_to_string(dir.join("summary.json")).map_err(|e| e.to_string())?;
+        let (bins, examples) = parse_summary(&text);
+        let at = format!("{release} {build}");
+        let soak = std::fs::read_to_string(dir.join("matrix.json"))
+            .map(|m| m.contains("\"soak\": true"))
+            .unwrap_or(false);
+        let seconds = std::fs::read_to_string(dir.join("matrix.json"))
+            .ok()
+            .and_then(|m| json_num(&m, "seconds"))
+            .unwrap_or_else(|| bins.iter().map(|b| b.seconds as i64).sum());
+        let sum = |f: fn(&BinaryRun) -> u64| bins.iter().map(f).sum::<u64>();
+        let (passed, failed, ign) = (sum(|b| b.passed), sum(|b| b.failed), sum(|b| b.ignored));
+        for b in &bins {
+            let log =
+                std::fs::read_to_string(dir.join(format!("{}.log", b.name))).unwrap_or_default();
+            for (test, what) in outcomes(&log) {
+                if what == "FAILED" {
+                    failures.push(format!("{at}: `{}` {test} failed", b.name));
+                } else {
+                    ignored
+                        .entry((format!("{}::{test}", b.name), what))
+                        .or_default()
+                        .push(at.clone());
+                }
+            }
+            if b.exit != 0 && b.failed == 0 {
+                failures.push(format!(
+                    "{at}: `{}` exited {} without a failed test (crash or time-out)",
+                    b.name, b.exit
+                ));
+            }
+        }
+        let ok = examples
+            .iter()
+            .filter(|e| e.exit == 0 && e.last.starts_with("OK:"))
+            .count();
+        let cannot = examples
+            .iter()
+            .filter(|e| e.exit == 77 && e.last.starts_with("skipped:"))
+            .count();
+        let bad: Vec<&ExampleRun> = examples
+            .iter()
+            .filter(|e| {
+                !(e.exit == 0 && e.last.starts_with("OK:")
+                    || e.exit == 77 && e.last.starts_with("skipped:"))
+            })
+            .collect();
+        for e in &bad {
+            failures.push(format!(
+                "{at}: example `{}` exit {}, last line {:?}",
+                e.name, e.exit, e.last
+            ));
+        }
+        for e in &examples {
+            let log = std::fs::read_to_string(dir.join(format!("example-{}.log", e.name)))
+                .unwrap_or_default();
+            for l in log.lines().filter(|l| l.starts_with("skipped:")) {
+                skipped
+                    .entry(format!("`{}`: {l}", e.name))
+                    .or_default()
+                    .push(at.clone());
+            }
+        }
+        total_failed += failed as usize + bad.len();
+        total_runs += 1;
+        let _ = writeln!(
+            md,
+            "| {release} | {build} | {} | {passed} | {failed} | {ign} | {ok} | {cannot} | {} | {} | {seconds} |",
+            bins.len(),
+            bad.len(),
+            if soak { "yes" } else { "—" }
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n{total_runs} release × build runs; {total_failed} failed tests or examples.\n"
+    );
+    md.push_str("### Failures\n\n");
+    if failures.is_empty() {
+        md.push_str("None.\n\n");
+    } else {
+        for f in &failures {
+            let _ = writeln!(md, "- {f}");
+        }
+        md.push('\n');
+    }
+    md.push_str("### Ignored tests, with their reasons\n\n");
+    if ignored.is_empty() {
+        md.push_str("None.\n\n");
+    }
+    for ((test, reason), at) in &ignored {
+        let _ = writeln!(md, "- `{test}`: {reason} — {}", at.join(", "));
+    }
+    md.push_str("\n### What the examples skipped\n\n");
+    if skipped.is_empty() {
+        md.push_str("Nothing.\n");
+    }
+    for (line, at) in &skipped {
+        let _ = writeln!(md, "- {line} — {}", at.join(", "));
+    }
+    Ok(md)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SUMMARY: &str = r#"{
+  "date": "2026-11-23T20:00:00Z",
+  "binaries": {
+    "vmm": {"exit": 0, "passed": 17, "failed": 0, "ignored": 1, "seconds": 22},
+    "tensor_map": {"exit": 101, "passed": 7, "failed": 1, "ignored": 0, "seconds": 1}
+  },
+  "examples": {
+    "demo": {"exit": 0, "last": "OK: one effect per group, as documented"},
+    "vmm": {"exit": 77, "last": "skipped: \"x\" has no peer"},
+    "tensor_map": {"exit": 1, "last": "FAILED: cuTensorMapEncodeTiled returned 1"}
+  }
+}
+"#;
+
+    #[test]
+    fn a_summary_parses_into_binaries_and_examples() {
+        let (bins, ex) = parse_summary(SUMMARY);
+        assert_eq!(bins.len(), 2);
+        assert_eq!(
+            bins[0],
+            BinaryRun {
+                name: "vmm".into(),
+                exit: 0,
+                passed: 17,
+                failed: 0,
+                ignored: 1,
+                seconds: 22
+            }
+        );
+        assert_eq!((bins[1].exit, bins[1].failed), (101, 1));
+        assert_eq!(ex.len(), 3);
+        assert_eq!(ex[1].last, "skipped: \"x\" has no peer");
+        assert_eq!(ex[2].exit, 1);
+    }
+
+    #[test]
+    fn ignored_reasons_and_failures_are_found_after_a_tests_own_output() {
+        let log = "\
+test a ... ok
+test b ... printing something
+more output ignored (cuMemPrefetchBatchAsync: not in the CUDA 12.0 headers)
+test c ... FAILED
+test d ... ignored
+test result: FAILED. 1 passed; 1 failed; 2 ignored;
+";
+        assert_eq!(
+            outcomes(log),
+            [
+                (
+                    "b".to_string(),
+                    "cuMemPrefetchBatchAsync: not in the CUDA 12.0 headers".to_string()
+                ),
+                ("c".into(), "FAILED".into()),
+                ("d".into(), "ignored (no reason given)".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_matrix_table_counts_and_names_failures() {
+        let dir = std::env::temp_dir().join(format!("device-report-{}", std::process::id()));
+        let run = dir.join("12.0/linked");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("summary.json"), SUMMARY).unwrap();
+        std::fs::write(
+            run.join("tensor_map.log"),
+            "test im2col_wide ... ignored (cuTensorMapEncodeIm2colWide: not in the CUDA 12.0 headers)\ntest tiled ... FAILED\n",
+        )
+        .unwrap();
+        std::fs::write(
+            run.join("example-demo.log"),
+            "skipped: cuMemPrefetchBatchAsync\nOK: demo\n",
+        )
+        .unwrap();
+        let runs = matrix_runs(&[dir.to_str().unwrap()]);
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].0.as_str(), runs[0].1.as_str()), ("12.0", "linked"));
+        // A folder without summaries is an error, not an empty table.
+        assert!(matrix(&[run.to_str().unwrap()]).is_err());
+        let md = matrix(&[dir.to_str().unwrap()]).unwrap();
+        assert!(
+            md.contains("| 12.0 | linked | 2 | 24 | 1 | 1 | 1 | 1 | 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("12.0 linked: `tensor_map` tiled failed"),
+            "{md}"
+        );
+        assert!(
+            md.contains("12.0 linked: example `tensor_map` exit 1"),
+            "{md}"
+        );
+        // An exit 77 is only right with a `skipped:` last line... and this one is.
+        assert!(!md.contains("example `vmm`"), "{md}");
+        assert!(md.contains("- `tensor_map::im2col_wide`: cuTensorMapEncodeIm2colWide: not in the CUDA 12.0 headers — 12.0 linked"), "{md}");
+        assert!(
+            md.contains("- `demo`: skipped: cuMemPrefetchBatchAsync — 12.0 linked"),
+            "{md}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     const TSV: &str = "# group\tfunction\tlibrary\n\
         tensor-map\tcuTensorMapEncodeTiled\tlibcuda\n\

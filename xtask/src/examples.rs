@@ -118,6 +118,17 @@ pub fn bundle(
     target_dir: &Path,
     bundle: &Path,
 ) -> Result<(), String> {
+    bundle_with(workspace, include, "", target_dir, bundle)
+}
+
+/// [`bundle`] for a build with `features` (cargo's `--features`).
+pub fn bundle_with(
+    workspace: &Path,
+    include: &Path,
+    features: &str,
+    target_dir: &Path,
+    bundle: &Path,
+) -> Result<(), String> {
     let out = Command::new(env!("CARGO"))
         .current_dir(workspace)
         .args([
@@ -125,7 +136,7 @@ pub fn bundle(
             "--examples",
             "--message-format=json-render-diagnostics",
         ])
-        .args(["--package", "cuda-mem-sys"])
+        .args(["--package", "cuda-mem-sys", "--features", features])
         .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
         .env("CARGO_TARGET_DIR", target_dir)
         .env("CARGO_PROFILE_DEV_DEBUG", "0")

@@ -42,7 +42,7 @@ const VARIANTS: [(&str, &str, &[&str]); 6] = [
 
 /// The test targets that touch a GPU (the rest are checks against the C
 /// compiler, which prove nothing more on the GPU machine).
-const ON_GPU: [&str; 7] = [
+pub const ON_GPU: [&str; 7] = [
     "abi_symbols",
     "device_smoke",
     "vmm",
@@ -61,41 +61,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         let target_dir = workspace
             .join("target/gpu-bundle")
             .join(format!("build{suffix}"));
-        let out = Command::new(env!("CARGO"))
-            .current_dir(workspace)
-            .args([
-                "test",
-                "--no-run",
-                "--message-format=json-render-diagnostics",
-            ])
-            .args(if tests.is_empty() {
-                vec!["--tests".to_string()]
-            } else {
-                tests.iter().map(|t| format!("--test={t}")).collect()
-            })
-            .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
-            .args(["--features", features])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(format!("building the tests{suffix} failed"));
-        }
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name"))
-            else {
-                continue;
-            };
-            if !line.contains("\"test\":true") || !ON_GPU.contains(&name) {
-                continue;
-            }
-            let dest = bundle.join("bin").join(format!("{name}{suffix}"));
-            std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
-        }
+        build_tests(
+            workspace,
+            &include,
+            features,
+            tests,
+            &target_dir,
+            &bundle,
+            suffix,
+        )?;
     }
     // The examples, built like the first variant's tests (run.sh runs them).
     crate::examples::bundle(
@@ -130,6 +104,303 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// The release matrix: the builds each release gets, (name, cargo features,
+/// test targets; empty for every device test of [`ON_GPU`]).
+const MATRIX_BUILDS: [(&str, &str, &[&str]); 2] =
+    [("linked", "", &[]), ("loaded", "dynamic-loading", &[])];
+
+/// The per-thread-default-stream builds of the matrix, for [`PTDS_RELEASES`]
+/// only: the binaries whose outcome the feature changes.
+const PTDS_BUILDS: [(&str, &str, &[&str]); 2] = [
+    (
+        "linked-ptds",
+        "per-thread-default-stream",
+        &["abi_symbols", "device_smoke"],
+    ),
+    (
+        "loaded-ptds",
+        "dynamic-loading,per-thread-default-stream",
+        &["abi_symbols", "device_smoke"],
+    ),
+];
+
+/// The releases whose per-thread-default-stream builds go to the GPU.
+const PTDS_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
+
+/// What one call to the GPU machine may carry (64 MiB, with room for the
+/// working tree that travels with it).
+const PART_LIMIT: u64 = 56 << 20;
+
+/// Releases per part: what one call (10 minutes at most) runs. A release's
+/// builds take about 80 s on an H100 (2 × (device tests without the soak
+/// tests, about 25 s; examples, about 10 s), the ptds builds a few seconds).
+const PART_RELEASES: usize = 5;
+
+/// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
+/// one 12.0 to 13.5 by default) and build, the device test binaries and the
+/// examples built against that release's headers, in
+/// `.gpu-bundle-matrix/<release>/<build>/` (each a bundle of its own with
+/// `run.sh`), the release's headers in `<release>/include/` (the symbol test
+/// preprocesses them there) and, for 12.x, the wheel's `libcudart.so.12` in
+/// `<release>/lib/` (a 12.x wheel has no static runtime, and the GPU machine
+/// only CUDA 13's). Then packed, whole releases at a time, into
+/// `part-<n>.tar.xz` files of at most [`PART_LIMIT`], each with `matrix.sh`,
+/// which runs every build it holds (`matrix.sh` says which tests run where).
+///
+/// `--examples-only`: the examples alone (no per-thread-default-stream builds).
+pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    let examples_only = args.first() == Some(&"--examples-only");
+    let args = if examples_only { &args[1..] } else { args };
+    let releases: Vec<&str> = if args.is_empty() {
+        headers::RELEASES.to_vec()
+    } else {
+        for r in args {
+            if !headers::RELEASES.contains(r) {
+                return Err(format!("gpu-bundle --matrix: no release {r}"));
+            }
+        }
+        args.to_vec()
+    };
+    crate::cmd::ensure_libclang()?;
+    let root = workspace.join(".gpu-bundle-matrix");
+    let _ = std::fs::remove_dir_all(&root);
+    let started = std::time::Instant::now();
+    for release in &releases {
+        let include = headers::fetch(workspace, release)?;
+        let dir = root.join("tree").join(release);
+        let builds = MATRIX_BUILDS.iter().chain(
+            PTDS_BUILDS
+                .iter()
+                .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
+        );
+        for (build, features, tests) in builds {
+            let into = dir.join(build);
+            std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
+            let target_dir = crate::device_compile::target_dir(workspace);
+            if !examples_only {
+                build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
+            }
+            if tests.is_empty() {
+                crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
+            }
+            std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+            run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
+            std::fs::write(
+                into.join("headers.txt"),
+                format!(
+                    "CUDA {release} headers ({build}) from {}\n",
+                    headers::wheel_names(workspace, release)
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+            std::os::unix::fs::symlink("../include", into.join("include"))
+                .map_err(|e| e.to_string())?;
+        }
+        run_cmd(
+            Command::new("cp")
+                .arg("-r")
+                .arg(&include)
+                .arg(dir.join("include")),
+        )?;
+        if release.starts_with("12.") {
+            std::fs::create_dir_all(dir.join("lib")).map_err(|e| e.to_string())?;
+            let so = include.parent().unwrap().join("lib/libcudart.so.12");
+            std::fs::copy(&so, dir.join("lib/libcudart.so.12"))
+                .map_err(|e| format!("{}: {e}", so.display()))?;
+        }
+        println!(
+            "CUDA {release}: built ({:.0} s so far)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    std::fs::write(root.join("tree/matrix.sh"), MATRIX_SH).map_err(|e| e.to_string())?;
+    run_cmd(
+        Command::new("chmod")
+            .arg("+x")
+            .arg(root.join("tree/matrix.sh")),
+    )?;
+    pack(&root, &releases)?;
+    run_cmd(Command::new("du").arg("-sh").arg(root.join("tree")))?;
+    run_cmd(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("ls -l {}/part-*.tar.xz", root.display())),
+    )?;
+    println!(
+        "On the GPU machine, one call per part (carry .gpu-bundle-matrix/part-<n>.tar.xz):\n  \
+         mkdir -p /tmp/m && tar xJf .gpu-bundle-matrix/part-<n>.tar.xz -C /tmp/m && /tmp/m/matrix.sh\n\
+         writes $OUT/<release>/<build>/summary.json; then `cargo xtask device-report --matrix <every $OUT>`"
+    );
+    Ok(())
+}
+
+/// `cargo test --no-run` of `tests` (every device test where empty) with
+/// `features`, each test binary copied into `into/bin/<name><suffix>`.
+fn build_tests(
+    workspace: &Path,
+    include: &Path,
+    features: &str,
+    tests: &[&str],
+    target_dir: &Path,
+    into: &Path,
+    suffix: &str,
+) -> Result<(), String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(workspace)
+        .args([
+            "test",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(
+            if tests.is_empty() { &ON_GPU[..] } else { tests }
+                .iter()
+                .map(|t| format!("--test={t}")),
+        )
+        .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
+        .args(["--features", features])
+        .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+        .env("CARGO_TARGET_DIR", target_dir)
+        // No debug information (the symbol table stays: abi_symbols reads it).
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "building the device tests ({features:?}, {}) failed",
+            include.display()
+        ));
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
+            continue;
+        };
+        if !line.contains("\"test\":true") || !ON_GPU.contains(&name) {
+            continue;
+        }
+        let dest = into.join("bin").join(format!("{name}{suffix}"));
+        std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Sizes of `dirs` in bytes, as xz would compress them (measured: each
+/// release's folder packed alone), grouped greedily, in release order, into
+/// parts of at most [`PART_LIMIT`] and [`PART_RELEASES`].
+pub fn group_parts(
+    sizes: &[(String, u64)],
+    limit: u64,
+    most: usize,
+) -> Result<Vec<Vec<String>>, String> {
+    let mut parts: Vec<(Vec<String>, u64)> = vec![];
+    for (name, size) in sizes {
+        if *size > limit {
+            return Err(format!(
+                "{name} alone packs to {size} bytes, over the {limit} a call carries"
+            ));
+        }
+        match parts.last_mut() {
+            Some((names, total)) if *total + size <= limit && names.len() < most => {
+                names.push(name.clone());
+                *total += size;
+            }
+            _ => parts.push((vec![name.clone()], *size)),
+        }
+    }
+    Ok(parts.into_iter().map(|(n, _)| n).collect())
+}
+
+/// Packs `tree/<release>` folders into `part-<n>.tar.xz` files under `root`.
+fn pack(root: &Path, releases: &[&str]) -> Result<(), String> {
+    let tree = root.join("tree");
+    let mut sizes = vec![];
+    for r in releases {
+        let one = root.join(format!("one-{r}.tar.xz"));
+        run_cmd(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&tree)
+                .args(["-cJf"])
+                .arg(&one)
+                .arg(r)
+                .env("XZ_OPT", "-9 -T0"),
+        )?;
+        let size = std::fs::metadata(&one).map_err(|e| e.to_string())?.len();
+        let _ = std::fs::remove_file(&one);
+        println!("CUDA {r}: {:.1} MiB packed", size as f64 / (1 << 20) as f64);
+        sizes.push((r.to_string(), size));
+    }
+    for (n, part) in group_parts(&sizes, PART_LIMIT, PART_RELEASES)?
+        .iter()
+        .enumerate()
+    {
+        let file = root.join(format!("part-{}.tar.xz", n + 1));
+        run_cmd(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&tree)
+                .args(["-cJf"])
+                .arg(&file)
+                .arg("matrix.sh")
+                .args(part)
+                .env("XZ_OPT", "-9 -T0"),
+        )?;
+        println!("part {}: CUDA {}", n + 1, part.join(" "));
+    }
+    Ok(())
+}
+
+/// Runs every `<release>/<build>/run.sh` beside it, each writing
+/// `$OUT/<release>/<build>/summary.json`. The one place that says which tests
+/// run where: the soak tests (10 000 cycles each, most of the suite's time)
+/// only in `SOAK_IN`; elsewhere libtest's `--skip` leaves them out (they are
+/// then not counted). A 12.x release gets its wheel's `libcudart.so.12`.
+const MATRIX_SH: &str = r#"#!/usr/bin/env bash
+# matrix.sh [release/build ...]: every build of this part, or those named.
+# Environment: OUT (results), SOAK_IN, MATRIX_SECONDS, GL_DIR.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/results}
+# The soak tests, and the one release/build that runs them.
+SOAK_TESTS="no_leak_over_10000_cycles rt_leak_10000_cycles drv_leak_10000_cycles"
+SOAK_IN=${SOAK_IN:-13.0/linked}
+builds=("$@")
+if [ ${#builds[@]} = 0 ]; then
+  for d in "$here"/*/*/run.sh; do builds+=("$(basename "$(dirname "$(dirname "$d")")")/$(basename "$(dirname "$d")")"); done
+fi
+# Vulkan loader packages carried in the repository's .gl/ (README, "GPU tests").
+gl=${GL_DIR:-$PWD/.gl}
+if [ -d "$gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
+  for f in "$gl"/*.deb; do dpkg -x "$f" /; done; ldconfig
+fi
+# No build starts after MATRIX_SECONDS (a call's limit is 10 minutes): those
+# left are named, to run in another call (`matrix.sh <release>/<build> ...`).
+deadline=${MATRIX_SECONDS:-520}
+start=$(date +%s)
+left=()
+for rb in "${builds[@]}"; do
+  if [ $(( $(date +%s) - start )) -ge "$deadline" ]; then left+=("$rb"); continue; fi
+  r=${rb%/*}
+  skip=()
+  if [ "$rb" != "$SOAK_IN" ]; then for t in $SOAK_TESTS; do skip+=(--skip "$t"); done; fi
+  lib=""
+  [ -d "$here/$r/lib" ] && lib="$here/$r/lib"
+  mkdir -p "$out/$rb"
+  echo "==== $rb (soak tests: $([ ${#skip[@]} = 0 ] && echo run || echo skipped))" >&2
+  t0=$(date +%s)
+  OUT="$out/$rb" LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$here/$rb/run.sh" "${skip[@]}" >/dev/null
+  printf '{"release": "%s", "build": "%s", "soak": %s, "seconds": %d}\n' "$r" "${rb#*/}" \
+    "$([ ${#skip[@]} = 0 ] && echo true || echo false)" $(( $(date +%s) - t0 )) >"$out/$rb/matrix.json"
+done
+echo "matrix: $(( ${#builds[@]} - ${#left[@]} )) builds in $(( $(date +%s) - start )) s" >&2
+if [ ${#left[@]} -gt 0 ]; then
+  echo "not run (MATRIX_SECONDS=$deadline reached): ${left[*]}" | tee "$out/not-run.txt" >&2
+fi
+"#;
 
 /// The call-cost benchmark (`bench/`), release builds: cuda-mem-sys linked,
 /// cuda-mem-sys loaded, cudarc 0.19 loaded; `bench.sh` runs them interleaved.
@@ -264,6 +535,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
   first=1
   for b in "$here"/bin/*; do
     [ $suite = 1 ] || break
+    [ -e "$b" ] || continue
     n=$(basename "$b")
     start=$(date +%s)
     timeout 600 "$b" --test-threads=1 "$@" >"$out/$n.log" 2>&1
@@ -361,3 +633,27 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
 } >"$out/summary.json"
 cat "$out/summary.json"
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_are_packed_in_order_into_parts_under_the_limit() {
+        let sizes: Vec<(String, u64)> = [("12.0", 30), ("12.1", 20), ("12.2", 15), ("12.3", 50)]
+            .iter()
+            .map(|(r, s)| (r.to_string(), *s))
+            .collect();
+        assert_eq!(
+            group_parts(&sizes, 60, 5).unwrap(),
+            [vec!["12.0", "12.1"], vec!["12.2"], vec!["12.3"]]
+        );
+        // At most `most` releases a part, whatever their size.
+        assert_eq!(
+            group_parts(&sizes, 1000, 3).unwrap(),
+            [vec!["12.0", "12.1", "12.2"], vec!["12.3"]]
+        );
+        // A release that alone exceeds what one call carries is refused.
+        assert!(group_parts(&sizes, 40, 5).is_err());
+    }
+}

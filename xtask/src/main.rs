@@ -9,6 +9,7 @@ mod cmd;
 #[allow(dead_code)]
 #[path = "../../build/codegen/mod.rs"]
 mod codegen;
+mod device_compile;
 mod device_report;
 mod examples;
 mod gpu_bundle;
@@ -49,6 +50,16 @@ const USAGE: &str = "usage: cargo xtask <command>
                          default-features = false dependent builds without libclang or bindgen
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
                          .gpu-bundle/ with run.sh, for a GPU machine without Rust
+  device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)
+                         compile the device tests (cargo test --no-run) and the examples
+                         against each release's headers, linked and with dynamic-loading;
+                         `unseen`: headers claiming CUDA 13.7, a release the crate does not
+                         know; --ci: 12.0 12.2 12.8 13.0 13.2 13.5 unseen (a step of `ci`)
+  gpu-bundle --matrix [--examples-only] [<release>...]
+                         the release matrix: device tests and examples of every release
+                         (or those named), linked and loaded (+ per-thread default stream
+                         for 12.0 12.9 13.5), in .gpu-bundle-matrix/part-<n>.tar.xz files
+                         that fit one GPU call each; matrix.sh runs a part
   device-report <dir>... Markdown for docs/device-results.md from what run.sh wrote in <dir>s:
                          bad-input table, process-death figures, compute-sanitizer counts
   abi <version>...       build against each release's headers and check the bindings' layout and
@@ -82,6 +93,8 @@ fn main() -> ExitCode {
         ["bench-build"] => bench_build::run(&workspace()),
         ["build-cost"] => build_cost::check(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
+        ["gpu-bundle", "--matrix", rest @ ..] => gpu_bundle::matrix(&workspace(), rest),
+        ["device-compile", rest @ ..] => device_compile::run(&workspace(), rest),
         ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),
         ["changes"] => changes::run(&workspace()),
