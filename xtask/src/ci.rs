@@ -5,7 +5,7 @@
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
 
-use crate::cmd::{ensure_libclang, run_cmd, step};
+use crate::cmd::{cargo, cargo_of, ensure_libclang, run_cmd, step};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
@@ -58,20 +58,6 @@ pub fn ensure_target(target: &str) -> Result<(), String> {
         )?;
     }
     run_cmd(Command::new("rustup").args(["target", "add", target]))
-}
-
-/// This toolchain's cargo in `workspace`, with no CUDA location in its environment.
-pub fn cargo(workspace: &Path) -> Command {
-    cargo_of(Command::new(env!("CARGO")), workspace)
-}
-
-/// `command` (a cargo) in `workspace`, with no CUDA location in its environment.
-fn cargo_of(mut command: Command, workspace: &Path) -> Command {
-    command.current_dir(workspace);
-    for var in crate::locate::ROOT_VARS {
-        command.env_remove(var);
-    }
-    command
 }
 
 pub fn demo(workspace: &Path) -> Result<(), String> {

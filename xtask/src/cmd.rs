@@ -73,3 +73,17 @@ pub fn wine_shim(workspace: &Path) -> Result<PathBuf, String> {
     )?;
     Ok(dir)
 }
+
+/// This toolchain's cargo in `workspace`, with no CUDA location in its environment.
+pub fn cargo(workspace: &Path) -> Command {
+    cargo_of(Command::new(env!("CARGO")), workspace)
+}
+
+/// `command` (a cargo) in `workspace`, with no CUDA location in its environment.
+pub fn cargo_of(mut command: Command, workspace: &Path) -> Command {
+    command.current_dir(workspace);
+    for var in crate::locate::ROOT_VARS {
+        command.env_remove(var);
+    }
+    command
+}

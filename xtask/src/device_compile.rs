@@ -146,14 +146,9 @@ pub fn set_version(text: &str, name: &str, version: u32) -> Option<String> {
     found.then(|| out.join("\n") + "\n")
 }
 
-/// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
-pub fn target_dir(workspace: &Path) -> PathBuf {
-    workspace.join("target/device-compile")
-}
-
 /// One `cargo` command of the compile: tests or examples, one release and build.
 fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Command {
-    let mut cmd = crate::ci::cargo(workspace);
+    let mut cmd = crate::cmd::cargo(workspace);
     match parts {
         Parts::Tests => {
             cmd.args(["test", "--no-run"]);
@@ -171,7 +166,10 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
         .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
         // One folder for every release: the dependencies build once, the
         // crate once per (release, build).
-        .env("CARGO_TARGET_DIR", target_dir(workspace))
+        .env(
+            "CARGO_TARGET_DIR",
+            crate::gpu_bundle::device_target_dir(workspace),
+        )
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         // As `gpu-bundle --matrix` builds (the same folder, one build for both).
         .env("CARGO_PROFILE_DEV_STRIP", "debuginfo");

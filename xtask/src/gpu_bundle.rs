@@ -52,6 +52,11 @@ pub const ON_GPU: [&str; 7] = [
     "external_interop",
 ];
 
+/// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
+pub fn device_target_dir(workspace: &Path) -> std::path::PathBuf {
+    workspace.join("target/device-compile")
+}
+
 pub fn run(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch(workspace, GPU_RELEASE)?;
     let bundle = workspace.join(".gpu-bundle");
@@ -177,7 +182,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
         for (build, features, tests) in builds {
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
-            let target_dir = crate::device_compile::target_dir(workspace);
+            let target_dir = device_target_dir(workspace);
             if !examples_only {
                 build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
             }
