@@ -213,11 +213,12 @@ mod tests {
             })
             .collect();
         assert_eq!(circle(&graph), None, "xtask's modules import in a circle");
-        assert!(
-            graph["cmd"].is_empty(),
-            "cmd.rs imports tasks: {:?}",
-            graph["cmd"]
-        );
+        // The build's mounted modules (`locate`, ...) are no tasks.
+        let tasks: Vec<&String> = graph["cmd"]
+            .iter()
+            .filter(|n| graph.contains_key(*n))
+            .collect();
+        assert!(tasks.is_empty(), "cmd.rs imports tasks: {tasks:?}");
     }
 
     /// The deliberately wrong cases: an import back up and a circle are seen.
