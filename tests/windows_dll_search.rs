@@ -180,15 +180,21 @@ fn a_variable_holding_a_non_ascii_path_loads_that_file() -> Result<Completion, F
     fake_dll(&dll)?;
     let dll = windows_path(&dll);
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = child(&me, "named", base.path(), &[("CUDA_MEM_SYS_LIBCUDA", &dll)])?;
+    // A version no real driver reports: the call reached this fake.
+    let version = Path::new("4242");
+    let out = child(
+        &me,
+        "named",
+        base.path(),
+        &[("CUDA_MEM_SYS_LIBCUDA", &dll), ("FAKE_DRIVER_VERSION", version)],
+    )?;
     print!("{out}");
+    // The loader names the file it loaded, non-ASCII characters intact.
+    let loaded = format!("driver Ok {}", dll.display());
     expect_lines(
         "CUDA_MEM_SYS_LIBCUDA with a non-ASCII path",
         &out,
-        &[
-            "driver Ok the file named by the environment variable",
-            "cuDriverGetVersion 0 4242",
-        ],
+        &[&loaded, "cuDriverGetVersion 0 4242"],
     )?;
     // A missing file: the error names the path as it was set.
     let missing = windows_path(&dir.join("no-such-nvcuda.dll"));
