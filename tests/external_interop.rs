@@ -146,10 +146,7 @@ fn vmm_prop(gpu: &Gpu) -> CUmemAllocationProp {
     CUmemAllocationProp {
         type_: CU_MEM_ALLOCATION_TYPE_PINNED,
         requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        location: CUmemLocation {
-            type_: CU_MEM_LOCATION_TYPE_DEVICE,
-            id: gpu.dev,
-        },
+        location: common::cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, gpu.dev),
         ..Default::default()
     }
 }

@@ -2007,7 +2007,7 @@ impl Api for Rt {
     ) -> cudaMemPoolProps {
         rt_props(
             cudaMemAllocationType(alloc.0),
-            rt_loc(cudaMemLocationType(loc.type_.0), loc.id),
+            rt_loc(cudaMemLocationType(loc.type_.0), common::cu_loc_id(&loc)),
             cudaMemAllocationHandleType(handles.0),
             0,
         )
@@ -2052,7 +2052,7 @@ impl Api for Rt {
         kind: CUmemAllocationType,
         pool: CUmemoryPool,
     ) -> (cudaError_t, CUmemoryPool, &'static str) {
-        let mut l = rt_loc(cudaMemLocationType(loc.type_.0), loc.id);
+        let mut l = rt_loc(cudaMemLocationType(loc.type_.0), common::cu_loc_id(&loc));
         let kind = cudaMemAllocationType(kind.0);
         let mut out: cudaMemPool_t = null_mut();
         let (r, name) = unsafe {
@@ -2861,7 +2861,7 @@ fn created_pools_each_location<A: Api>() -> TestResult {
         println!(
             "{} {name} pool (id {}): access from device 0 before {} after {}, used {used} B",
             A::NAME,
-            loc.id,
+            common::cu_loc_id(&loc),
             before.0,
             granted.0
         );

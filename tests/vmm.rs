@@ -162,7 +162,7 @@ fn assert_props(
 ) {
     println!(
         "    {what}: type {}, location {{ type {}, id {} }}, requestedHandleTypes {}, usage {}",
-        p.type_.0, p.location.type_.0, p.location.id, p.requestedHandleTypes.0, p.allocFlags.usage
+        p.type_.0, p.location.type_.0, common::cu_loc_id(&p.location), p.requestedHandleTypes.0, p.allocFlags.usage
     );
     c.that(
         p.type_ == CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -178,8 +178,11 @@ fn assert_props(
     );
     if let Some(id) = id {
         c.that(
-            p.location.id == id,
-            format!("{what}: location id {} (expected {id})", p.location.id),
+            common::cu_loc_id(&p.location) == id,
+            format!(
+                "{what}: location id {} (expected {id})",
+                common::cu_loc_id(&p.location)
+            ),
         );
     }
     c.that(
