@@ -402,7 +402,9 @@ fn advise(
         unsafe { cuMemAdvise(ptr, len, advice, l) },
         &format!(
             "cuMemAdvise(advice {}, location type {} id {})",
-            advice.0, l.type_.0, common::cu_loc_id(&l)
+            advice.0,
+            l.type_.0,
+            common::cu_loc_id(&l)
         ),
     ))
 }

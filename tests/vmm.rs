@@ -162,7 +162,11 @@ fn assert_props(
 ) {
     println!(
         "    {what}: type {}, location {{ type {}, id {} }}, requestedHandleTypes {}, usage {}",
-        p.type_.0, p.location.type_.0, common::cu_loc_id(&p.location), p.requestedHandleTypes.0, p.allocFlags.usage
+        p.type_.0,
+        p.location.type_.0,
+        common::cu_loc_id(&p.location),
+        p.requestedHandleTypes.0,
+        p.allocFlags.usage
     );
     c.that(
         p.type_ == CU_MEM_ALLOCATION_TYPE_PINNED,

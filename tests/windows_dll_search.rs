@@ -186,7 +186,10 @@ fn a_variable_holding_a_non_ascii_path_loads_that_file() -> Result<Completion, F
         &me,
         "named",
         base.path(),
-        &[("CUDA_MEM_SYS_LIBCUDA", &dll), ("FAKE_DRIVER_VERSION", version)],
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", &dll),
+            ("FAKE_DRIVER_VERSION", version),
+        ],
     )?;
     print!("{out}");
     // The loader names the file it loaded, non-ASCII characters intact.
