@@ -209,29 +209,36 @@ fn granularity_minimum_and_recommended() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 1,
         "device 0 does not support virtual memory management"
     );
-    let numa = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?.max(0);
     let mut tile_pool = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     tile_pool.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
-    let props = [
+    #[allow(unused_mut)] // nothing is added before 12.2
+    let mut props = [
         ("device", device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE)),
         (
             "device, POSIX fd",
             device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
         ),
         ("device, tile pool", tile_pool),
-        (
+    ]
+    .to_vec();
+    #[cfg(cuda_12020)]
+    {
+        let numa = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?.max(0);
+        props.push((
             "host",
             prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, CU_MEM_HANDLE_TYPE_NONE),
-        ),
-        (
+        ));
+        props.push((
             "host NUMA",
             prop_at(
                 CU_MEM_LOCATION_TYPE_HOST_NUMA,
                 numa,
                 CU_MEM_HANDLE_TYPE_NONE,
             ),
-        ),
-    ];
+        ));
+    }
+    #[cfg(not(cuda_12020))]
+    println!("  skipped: host and host-NUMA granularity: CU_MEM_LOCATION_TYPE_HOST* not in these headers (added in 12.2)");
     for (what, prop) in &props {
         let min = granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)?;
         let rec = granularity(prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)?;
@@ -514,6 +521,7 @@ fn reserve_with_hint_and_alignment() -> TestResult {
 
 /// Host memory mapped for the device: bytes through the mapping, properties,
 /// and the device's free memory untouched by the allocation.
+#[cfg(cuda_12020)]
 fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::default();
@@ -584,21 +592,27 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     c.finish()
 }
 
+#[cfg(cuda_12020)]
 fn host_memory_location_host() -> TestResult {
-    let gpu = Gpu::new(0)?;
+    #[cfg(cuda_13000)]
     println!(
         "  CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = {}",
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?
+        Gpu::new(0)?.attribute(CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?
     );
     // The id is ignored for CU_MEM_LOCATION_TYPE_HOST.
     host_round_trip(CU_MEM_LOCATION_TYPE_HOST, 0, "host")
 }
 
+#[cfg(cuda_12020)]
 fn host_memory_location_host_numa() -> TestResult {
     let gpu = Gpu::new(0)?;
+    #[cfg(cuda_12090)]
     println!(
-        "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = {}, HOST_NUMA_ID = {}",
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?,
+        "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = {}",
+        gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?
+    );
+    println!(
+        "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {}",
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?
     );
     let numa = gpu.host_numa_node_or_0()?;
@@ -613,6 +627,12 @@ fn host_memory_location_host_numa() -> TestResult {
 
 /// Child: host-NUMA memory made accessible to the CPU too (a HOST_NUMA access
 /// descriptor), read and written through the same virtual address by both.
+#[cfg(not(cuda_12020))]
+fn host_numa_cpu_access() -> TestResult {
+    Err("CU_MEM_LOCATION_TYPE_HOST_NUMA: not in these headers (added in 12.2)".into())
+}
+
+#[cfg(cuda_12020)]
 fn host_numa_cpu_access() -> TestResult {
     cu!(cuInit(0))?;
     let gpu = Gpu::new(0)?;
@@ -1085,6 +1105,7 @@ fn process_death_descriptor_outlives_its_sender() -> TestResult {
     )
 }
 
+#[cfg(cuda_12030)]
 fn fabric_handle() -> TestResult {
     let gpu = Gpu::new(0)?;
     println!(
@@ -1488,19 +1509,25 @@ fn bad_input_error_codes() -> TestResult {
     bad!(c, INVALID, cuMemCreate(null_h, g, &prop, 0));
     bad!(c, INVALID, cuMemCreate(&mut h, g, core::ptr::null(), 0));
     // "HOST allocations are not IPC capable and requestedHandleTypes must be 0"
-    let host_fd = prop_at(
-        CU_MEM_LOCATION_TYPE_HOST,
-        0,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-    );
-    bad!(c, INVALID, cuMemCreate(&mut h, g, &host_fd, 0));
-    // "Specifying CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ... CUDA_ERROR_INVALID_VALUE"
-    let numa_current = prop_at(
-        CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
-        0,
-        CU_MEM_HANDLE_TYPE_NONE,
-    );
-    bad!(c, INVALID, cuMemCreate(&mut h, g, &numa_current, 0));
+    // (the host location types are in the headers from 12.2).
+    #[cfg(cuda_12020)]
+    {
+        let host_fd = prop_at(
+            CU_MEM_LOCATION_TYPE_HOST,
+            0,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        );
+        bad!(c, INVALID, cuMemCreate(&mut h, g, &host_fd, 0));
+        // "Specifying CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ... CUDA_ERROR_INVALID_VALUE"
+        let numa_current = prop_at(
+            CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+            0,
+            CU_MEM_HANDLE_TYPE_NONE,
+        );
+        bad!(c, INVALID, cuMemCreate(&mut h, g, &numa_current, 0));
+    }
+    #[cfg(not(cuda_12020))]
+    println!("  skipped: the HOST/HOST_NUMA_CURRENT cases: CU_MEM_LOCATION_TYPE_HOST* not in these headers (added in 12.2)");
 
     println!("  cuMemGetAllocationGranularity");
     let mut gran = 0usize;
@@ -1618,19 +1645,22 @@ fn bad_input_error_codes() -> TestResult {
     // ... and on a range only partly mapped.
     bad!(c, INVALID, cuMemSetAccess(r, 4 * g, &d, 1));
     // "Users cannot specify CU_MEM_LOCATION_TYPE_HOST_NUMA accessibility for
-    // allocations created on with other location types."
-    let host_d = access_desc(
-        location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
-        CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    );
-    // Driver 580.159 returns CUDA_ERROR_NOT_SUPPORTED (in the documented list).
-    c.code_observed(
-        unsafe { cuMemSetAccess(r, 2 * g, &host_d, 1) },
-        INVALID,
-        CUDA_ERROR_NOT_SUPPORTED,
-        "cuMemSetAccess(HOST_NUMA access to device memory)",
-    );
-    c.still_works();
+    // allocations created on with other location types." (12.2 on)
+    #[cfg(cuda_12020)]
+    {
+        let host_d = access_desc(
+            location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
+            CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        );
+        // Driver 580.159 returns CUDA_ERROR_NOT_SUPPORTED (in the documented list).
+        c.code_observed(
+            unsafe { cuMemSetAccess(r, 2 * g, &host_d, 1) },
+            INVALID,
+            CUDA_ERROR_NOT_SUPPORTED,
+            "cuMemSetAccess(HOST_NUMA access to device memory)",
+        );
+        c.still_works();
+    }
     let mut flags = 0u64;
     let loc = device_location(gpu.dev);
     bad!(c, INVALID, cuMemGetAccess(core::ptr::null_mut(), &loc, r));
@@ -1879,14 +1909,14 @@ fn main() {
             one_allocation_at_two_addresses,
             grown_range_is_contiguous,
             reserve_with_hint_and_alignment,
-            host_memory_location_host,
-            host_memory_location_host_numa,
+            host_memory_location_host if cfg(cuda_12020) else "CU_MEM_LOCATION_TYPE_HOST: not in these headers (added in 12.2)",
+            host_memory_location_host_numa if cfg(cuda_12020) else "CU_MEM_LOCATION_TYPE_HOST_NUMA: not in these headers (added in 12.2)",
             retain_handle_and_reference_counting,
             posix_fd_across_two_processes,
             process_death_importer_killed_while_mapped,
             process_death_exporter_killed_importer_reads_on,
             process_death_descriptor_outlives_its_sender,
-            fabric_handle,
+            fabric_handle if cfg(cuda_12030) else "CUmemFabricHandle, CU_MEM_HANDLE_TYPE_FABRIC: not in these headers (added in 12.3)",
             sparse_array_tile_mapping,
             two_gpus_set_access @ 2,
             bad_input_error_codes,

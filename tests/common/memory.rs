@@ -1,6 +1,8 @@
 //! Memory, stream and event helpers of the device tests, and the one byte
 //! pattern they write and compare.
-use super::{Gpu, TestResult};
+#[cfg(cuda_12020)]
+use super::Gpu;
+use super::TestResult;
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
@@ -254,7 +256,9 @@ pub fn getcpu() -> (u32, u32) {
     (cpu, node)
 }
 
-/// The three things the tests mean by a host NUMA id, one function each.
+/// The three things the tests mean by a host NUMA id, one function each
+/// (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID` is in the headers from 12.2).
+#[cfg(cuda_12020)]
 impl Gpu {
     /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`, the node closest to the GPU; fails
     /// where the device reports none (-1).
