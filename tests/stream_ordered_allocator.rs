@@ -219,10 +219,14 @@ fn rt_props(
     handles: cudaMemAllocationHandleType,
     max_size: usize,
 ) -> cudaMemPoolProps {
+    #[cfg(not(cuda_12020))]
+    let _ = max_size; // no `maxSize` before 12.2: unbounded
     cudaMemPoolProps {
         allocType: alloc,
         handleTypes: handles,
         location,
+        // `maxSize` is in the headers from 12.2 (unbounded before).
+        #[cfg(cuda_12020)]
         maxSize: max_size,
         ..Default::default()
     }
@@ -917,10 +921,14 @@ fn cu_props(
     handles: CUmemAllocationHandleType,
     max_size: usize,
 ) -> CUmemPoolProps {
+    #[cfg(not(cuda_12020))]
+    let _ = max_size; // no `maxSize` before 12.2: unbounded
     CUmemPoolProps {
         allocType: alloc,
         handleTypes: handles,
         location,
+        // `maxSize` is in the headers from 12.2 (unbounded before).
+        #[cfg(cuda_12020)]
         maxSize: max_size,
         ..Default::default()
     }
@@ -1759,6 +1767,8 @@ fn drv_bad_input() -> TestResult {
 /// Pointers are `CUdeviceptr`, pools `CUmemoryPool`, streams `CUstream` for
 /// both (the runtime's `cudaMemPool_t` and `cudaStream_t` are the same types).
 /// The twins' deliberate differences are the methods' two bodies.
+// Before 12.2 (host pools) and 13.0 (location pools) some methods serve no test.
+#[cfg_attr(not(cuda_13000), allow(dead_code))]
 trait Api: Sized {
     /// "runtime" or "driver", for messages.
     const NAME: &'static str;
@@ -1793,6 +1803,7 @@ trait Api: Sized {
     /// The pool of a location and kind: its default (`Default`), its current
     /// one (`Current`), or `pool` made current (`Set`); the code, the pool and
     /// the entry point's name.
+    #[cfg(cuda_13000)]
     fn loc_pool(
         op: LocPool,
         loc: CUmemLocation,
@@ -1901,7 +1912,8 @@ impl TwinEvent for CuEvent {
     }
 }
 
-/// Which pool of a location [`Api::loc_pool`] reads or sets.
+/// Which pool of a location `Api::loc_pool` reads or sets (13.0 on).
+#[cfg(cuda_13000)]
 #[derive(Clone, Copy)]
 enum LocPool {
     Default,
@@ -1976,20 +1988,28 @@ impl Api for Rt {
         RtStream::new()
     }
     fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
-        let (mut dev_pool, mut mem_pool, mut drv_pool) = (null_mut(), null_mut(), null_mut());
+        let (mut dev_pool, mut drv_pool) = (null_mut(), null_mut());
         rt!(cudaDeviceGetDefaultMemPool(&mut dev_pool, 0))?;
-        let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
-        rt!(cudaMemGetDefaultMemPool(
-            &mut mem_pool,
-            &mut loc,
-            cudaMemAllocationTypePinned
-        ))?;
         cu!(cuDeviceGetDefaultMemPool(&mut drv_pool, gpu.dev))?;
-        Ok(vec![
+        #[allow(unused_mut)] // nothing is added before 13.0
+        let mut pools = vec![
             ("cudaDeviceGetDefaultMemPool", dev_pool),
-            ("cudaMemGetDefaultMemPool", mem_pool),
             ("cuDeviceGetDefaultMemPool", drv_pool),
-        ])
+        ];
+        #[cfg(cuda_13000)]
+        {
+            let mut mem_pool = null_mut();
+            let mut loc = rt_loc(cudaMemLocationTypeDevice, 0);
+            rt!(cudaMemGetDefaultMemPool(
+                &mut mem_pool,
+                &mut loc,
+                cudaMemAllocationTypePinned
+            ))?;
+            pools.insert(1, ("cudaMemGetDefaultMemPool", mem_pool));
+        }
+        #[cfg(not(cuda_13000))]
+        println!("  skipped: cudaMemGetDefaultMemPool: not in these headers (added in 13.0)");
+        Ok(pools)
     }
     fn device_pool() -> Result<TwinPool<Rt>, Failed> {
         RtPool::create(&rt_device_props(0))
@@ -2046,6 +2066,7 @@ impl Api for Rt {
             format!("cudaMemoryType {}", t.0)
         })
     }
+    #[cfg(cuda_13000)]
     fn loc_pool(
         op: LocPool,
         loc: CUmemLocation,
@@ -2289,27 +2310,34 @@ impl Api for Drv {
         CuStream::new()
     }
     fn default_pools(gpu: &Gpu) -> Result<Vec<(&'static str, CUmemoryPool)>, Failed> {
-        let (mut dflt, mut via_loc, mut cur, mut cur_loc) =
-            (null_mut(), null_mut(), null_mut(), null_mut());
+        let (mut dflt, mut cur) = (null_mut(), null_mut());
         cu!(cuDeviceGetDefaultMemPool(&mut dflt, gpu.dev))?;
-        let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
-        cu!(cuMemGetDefaultMemPool(
-            &mut via_loc,
-            &mut loc,
-            CU_MEM_ALLOCATION_TYPE_PINNED
-        ))?;
         cu!(cuDeviceGetMemPool(&mut cur, gpu.dev))?;
-        cu!(cuMemGetMemPool(
-            &mut cur_loc,
-            &mut loc,
-            CU_MEM_ALLOCATION_TYPE_PINNED
-        ))?;
-        Ok(vec![
+        #[allow(unused_mut)] // nothing is added before 13.0
+        let mut pools = vec![
             ("cuDeviceGetDefaultMemPool", dflt),
-            ("cuMemGetDefaultMemPool", via_loc),
             ("cuDeviceGetMemPool", cur),
-            ("cuMemGetMemPool", cur_loc),
-        ])
+        ];
+        #[cfg(cuda_13000)]
+        {
+            let (mut via_loc, mut cur_loc) = (null_mut(), null_mut());
+            let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+            cu!(cuMemGetDefaultMemPool(
+                &mut via_loc,
+                &mut loc,
+                CU_MEM_ALLOCATION_TYPE_PINNED
+            ))?;
+            cu!(cuMemGetMemPool(
+                &mut cur_loc,
+                &mut loc,
+                CU_MEM_ALLOCATION_TYPE_PINNED
+            ))?;
+            pools.insert(1, ("cuMemGetDefaultMemPool", via_loc));
+            pools.push(("cuMemGetMemPool", cur_loc));
+        }
+        #[cfg(not(cuda_13000))]
+        println!("  skipped: cuMemGetDefaultMemPool, cuMemGetMemPool: not in these headers (added in 13.0)");
+        Ok(pools)
     }
     fn device_pool() -> Result<TwinPool<Drv>, Failed> {
         CuPool::create(&cu_device_props(0))
@@ -2367,6 +2395,7 @@ impl Api for Drv {
             t => format!("CUmemorytype {}", t.0),
         })
     }
+    #[cfg(cuda_13000)]
     fn loc_pool(
         op: LocPool,
         mut loc: CUmemLocation,
@@ -2617,18 +2646,28 @@ twins! {
     leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
     ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
     created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
-    current_pool_get_set => rt_current_pool_get_set, drv_current_pool_get_set;
     two_streams_event_ordered_reuse => rt_two_streams_event_ordered_reuse, drv_two_streams_event_ordered_reuse;
+}
+
+// `cu/cudaMem{Get,Set}MemPool` and `..GetDefaultMemPool` are in the headers from 13.0.
+#[cfg(cuda_13000)]
+twins! {
+    current_pool_get_set => rt_current_pool_get_set, drv_current_pool_get_set;
 }
 
 // The runtime's enumerators that `Rt::props` converts by number.
 const _: () = {
     assert!(cudaMemAllocationTypePinned.0 == CU_MEM_ALLOCATION_TYPE_PINNED.0);
+    #[cfg(cuda_13000)]
     assert!(cudaMemAllocationTypeManaged.0 == CU_MEM_ALLOCATION_TYPE_MANAGED.0);
+    #[cfg(cuda_13000)]
     assert!(cudaMemLocationTypeNone.0 == CU_MEM_LOCATION_TYPE_NONE.0);
     assert!(cudaMemLocationTypeDevice.0 == CU_MEM_LOCATION_TYPE_DEVICE.0);
+    #[cfg(cuda_12020)]
     assert!(cudaMemLocationTypeHost.0 == CU_MEM_LOCATION_TYPE_HOST.0);
+    #[cfg(cuda_12020)]
     assert!(cudaMemLocationTypeHostNuma.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA.0);
+    #[cfg(cuda_12020)]
     assert!(cudaMemLocationTypeHostNumaCurrent.0 == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT.0);
     assert!(cudaMemHandleTypeNone.0 == CU_MEM_HANDLE_TYPE_NONE.0);
     assert!(cudaMemHandleTypePosixFileDescriptor.0 == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0);
@@ -2785,11 +2824,9 @@ fn created_pools_each_location<A: Api>() -> TestResult {
     let s = A::stream()?;
     let kernel = CopyKernel::load()?;
     const N: usize = 2 * MIB;
-    let (pinned, managed, no_handles) = (
-        CU_MEM_ALLOCATION_TYPE_PINNED,
-        CU_MEM_ALLOCATION_TYPE_MANAGED,
-        CU_MEM_HANDLE_TYPE_NONE,
-    );
+    let (pinned, no_handles) = (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE);
+    #[cfg(not(cuda_12020))]
+    let _ = (&gpu, pinned, no_handles); // the host pools need 12.2
 
     // Device pool: accessible from its device, data round trip, figures.
     {
@@ -2826,137 +2863,154 @@ fn created_pools_each_location<A: Api>() -> TestResult {
         pool.destroy()?;
     }
 
-    // Host and host-NUMA pools: accessible from the host CPU by default, from the
-    // device once access is granted.
-    let numa = gpu.host_numa_node()?;
-    for (name, loc) in [
-        ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
-        ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
-    ] {
-        let pool = TwinPool::<A>::create(&A::props(pinned, loc, no_handles))?;
-        let before = A::access(pool.0, 0)?;
-        let p = A::alloc_from(pool.0, N, s.raw())?;
-        s.sync()?;
-        let from = pool_of(p)?;
-        // The CPU writes the memory directly.
-        let data = pattern(N, 3);
-        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
-        // Device access granted: the device reads it with a kernel.
-        A::set_access(pool.0, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-        let granted = A::access(pool.0, 0)?;
-        let d = A::alloc(N, s.raw())?;
-        kernel.copy(d, p, N, s.raw())?;
-        let mut back = vec![0u8; N];
-        A::read(&mut back, d, s.raw())?;
-        // And the device writes it; the CPU reads the result directly.
-        let data2 = pattern(N, 4);
-        A::write(d, &data2, s.raw())?;
-        kernel.copy(p, d, N, s.raw())?;
-        s.sync()?;
-        let seen = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }.to_vec();
-        let used = A::figures(pool.0)?.used;
-        A::free(d, s.raw())?;
-        A::free(p, s.raw())?;
-        s.sync()?;
-        println!(
-            "{} {name} pool (id {}): access from device 0 before {} after {}, used {used} B",
-            A::NAME,
-            common::cu_loc_id(&loc),
-            before.0,
-            granted.0
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        ensure!(
-            before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-            "{name}: device access before granting: {}",
-            before.0
-        );
-        ensure!(
-            granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            "{name}: device access after granting: {}",
-            granted.0
-        );
-        same(
-            &back,
-            &data,
-            &format!("{name}: the device read wrong bytes"),
-        )?;
-        same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
-        ensure!(
-            used >= N as u64,
-            "{name}: used {used} with a {N}-byte allocation"
-        );
-        pool.destroy()?;
+    #[cfg(cuda_12020)]
+    {
+        // Host and host-NUMA pools: accessible from the host CPU by default, from the
+        // device once access is granted.
+        let numa = gpu.host_numa_node()?;
+        for (name, loc) in [
+            ("host", cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0)),
+            ("host NUMA", cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
+        ] {
+            let pool = TwinPool::<A>::create(&A::props(pinned, loc, no_handles))?;
+            let before = A::access(pool.0, 0)?;
+            let p = A::alloc_from(pool.0, N, s.raw())?;
+            s.sync()?;
+            let from = pool_of(p)?;
+            // The CPU writes the memory directly.
+            let data = pattern(N, 3);
+            unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }
+                .copy_from_slice(&data);
+            // Device access granted: the device reads it with a kernel.
+            A::set_access(pool.0, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+            let granted = A::access(pool.0, 0)?;
+            let d = A::alloc(N, s.raw())?;
+            kernel.copy(d, p, N, s.raw())?;
+            let mut back = vec![0u8; N];
+            A::read(&mut back, d, s.raw())?;
+            // And the device writes it; the CPU reads the result directly.
+            let data2 = pattern(N, 4);
+            A::write(d, &data2, s.raw())?;
+            kernel.copy(p, d, N, s.raw())?;
+            s.sync()?;
+            let seen = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }.to_vec();
+            let used = A::figures(pool.0)?.used;
+            A::free(d, s.raw())?;
+            A::free(p, s.raw())?;
+            s.sync()?;
+            println!(
+                "{} {name} pool (id {}): access from device 0 before {} after {}, used {used} B",
+                A::NAME,
+                common::cu_loc_id(&loc),
+                before.0,
+                granted.0
+            );
+            ensure!(
+                from == pool.0,
+                "{name}: allocation's pool {from:?} is not {:?}",
+                pool.0
+            );
+            ensure!(
+                before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
+                "{name}: device access before granting: {}",
+                before.0
+            );
+            ensure!(
+                granted == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+                "{name}: device access after granting: {}",
+                granted.0
+            );
+            same(
+                &back,
+                &data,
+                &format!("{name}: the device read wrong bytes"),
+            )?;
+            same(&seen, &data2, &format!("{name}: the CPU read wrong bytes"))?;
+            ensure!(
+                used >= N as u64,
+                "{name}: used {used} with a {N}-byte allocation"
+            );
+            pool.destroy()?;
+        }
     }
 
-    // Managed pools: memory both the CPU and the device use directly.
-    for (name, loc) in [
-        (
-            "managed, preferred device 0",
-            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        ),
-        (
-            "managed, no preferred location",
-            cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
-        ),
-    ] {
-        let pool = TwinPool::<A>::create(&A::props(managed, loc, no_handles))?;
-        let p = A::alloc_from(pool.0, N, s.raw())?;
-        A::memset(p, 0x5A, N, s.raw())?;
-        s.sync()?;
-        let all_5a = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }
-            .iter()
-            .all(|&b| b == 0x5A);
-        let data = pattern(N, 5);
-        unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }.copy_from_slice(&data);
-        let d = A::alloc(N, s.raw())?;
-        kernel.copy(d, p, N, s.raw())?;
-        let mut back = vec![0u8; N];
-        A::read(&mut back, d, s.raw())?;
-        s.sync()?;
-        let is_managed = A::is_managed(p)?;
-        let from = pool_of(p)?;
-        A::free(d, s.raw())?;
-        A::free(p, s.raw())?;
-        s.sync()?;
-        ensure!(all_5a, "{name}: the CPU does not see the device's memset");
-        same(
-            &back,
-            &data,
-            &format!("{name}: the device read wrong bytes"),
-        )?;
-        ensure!(
-            is_managed,
-            "{name}: not managed memory, as the {} says",
-            A::NAME
-        );
-        ensure!(
-            from == pool.0,
-            "{name}: allocation's pool {from:?} is not {:?}",
-            pool.0
-        );
-        pool.destroy()?;
+    #[cfg(cuda_13000)]
+    {
+        let managed = CU_MEM_ALLOCATION_TYPE_MANAGED;
+        // Managed pools: memory both the CPU and the device use directly.
+        for (name, loc) in [
+            (
+                "managed, preferred device 0",
+                cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
+            ),
+            (
+                "managed, no preferred location",
+                cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
+            ),
+        ] {
+            let pool = TwinPool::<A>::create(&A::props(managed, loc, no_handles))?;
+            let p = A::alloc_from(pool.0, N, s.raw())?;
+            A::memset(p, 0x5A, N, s.raw())?;
+            s.sync()?;
+            let all_5a = unsafe { std::slice::from_raw_parts(p as usize as *const u8, N) }
+                .iter()
+                .all(|&b| b == 0x5A);
+            let data = pattern(N, 5);
+            unsafe { std::slice::from_raw_parts_mut(p as usize as *mut u8, N) }
+                .copy_from_slice(&data);
+            let d = A::alloc(N, s.raw())?;
+            kernel.copy(d, p, N, s.raw())?;
+            let mut back = vec![0u8; N];
+            A::read(&mut back, d, s.raw())?;
+            s.sync()?;
+            let is_managed = A::is_managed(p)?;
+            let from = pool_of(p)?;
+            A::free(d, s.raw())?;
+            A::free(p, s.raw())?;
+            s.sync()?;
+            ensure!(all_5a, "{name}: the CPU does not see the device's memset");
+            same(
+                &back,
+                &data,
+                &format!("{name}: the device read wrong bytes"),
+            )?;
+            ensure!(
+                is_managed,
+                "{name}: not managed memory, as the {} says",
+                A::NAME
+            );
+            ensure!(
+                from == pool.0,
+                "{name}: allocation's pool {from:?} is not {:?}",
+                pool.0
+            );
+            pool.destroy()?;
+        }
     }
+    #[cfg(not(cuda_13000))]
+    println!("  skipped: managed pools: CU_MEM_ALLOCATION_TYPE_MANAGED for pools not in these headers (added in 13.0)");
 
-    // Documented creation errors: host memory with IPC handles, and
-    // HOST_NUMA_CURRENT.
-    eprintln!("{} created_pools_each_location: creation errors", A::NAME);
-    let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
-    let fd = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    A::create_refused(&A::props(pinned, host, fd), "host pool with POSIX fds")?;
-    A::alive(&s)?;
-    let current = cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
-    A::create_refused(&A::props(pinned, current, no_handles), "HOST_NUMA_CURRENT")?;
-    A::alive(&s)?;
+    #[cfg(cuda_12020)]
+    {
+        // Documented creation errors: host memory with IPC handles, and
+        // HOST_NUMA_CURRENT.
+        eprintln!("{} created_pools_each_location: creation errors", A::NAME);
+        let host = cu_loc(CU_MEM_LOCATION_TYPE_HOST, 0);
+        let fd = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        A::create_refused(&A::props(pinned, host, fd), "host pool with POSIX fds")?;
+        A::alive(&s)?;
+        let current = cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+        A::create_refused(&A::props(pinned, current, no_handles), "HOST_NUMA_CURRENT")?;
+        A::alive(&s)?;
+    }
+    #[cfg(not(cuda_12020))]
+    println!("  skipped: host pools and the creation errors: CU_MEM_LOCATION_TYPE_HOST* not in these headers (added in 12.2)");
     drop(kernel);
     Ok(())
 }
 
 /// The pool of a location and kind that must succeed.
+#[cfg(cuda_13000)]
 fn loc_pool<A: Api>(
     op: LocPool,
     loc: CUmemLocation,
@@ -2973,6 +3027,7 @@ fn loc_pool<A: Api>(
 /// destroying the current pool makes the default current again; host, host
 /// NUMA and managed locations have defaults of their own, set and restored;
 /// a pool of another location or kind is refused.
+#[cfg(cuda_13000)]
 fn current_pool_get_set<A: Api>() -> TestResult {
     use LocPool::{Current, Default, Set};
     let gpu = A::init()?;
@@ -3546,7 +3601,7 @@ fn main() {
             rt_two_streams_event_ordered_reuse,
             rt_pool_attributes_every_attribute,
             rt_trim_to_and_release_threshold,
-            rt_current_pool_get_set,
+            rt_current_pool_get_set if cfg(cuda_13000) else "cudaMemGetMemPool, cudaMemSetMemPool, cudaMemGetDefaultMemPool: not in these headers (added in 13.0)",
             rt_peer_pool_access @ 2,
             rt_ipc_two_processes,
             rt_process_death_importer_killed_while_mapped,
@@ -3558,7 +3613,7 @@ fn main() {
             drv_created_pools_each_location,
             drv_two_streams_event_ordered_reuse,
             drv_attributes_and_trim,
-            drv_current_pool_get_set,
+            drv_current_pool_get_set if cfg(cuda_13000) else "cuMemGetMemPool, cuMemSetMemPool, cuMemGetDefaultMemPool: not in these headers (added in 13.0)",
             drv_peer_pool_access @ 2,
             drv_ipc_two_processes,
             drv_process_death_importer_killed_while_mapped,
