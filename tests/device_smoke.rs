@@ -11,9 +11,16 @@ fn driver_and_runtime_versions() -> TestResult {
     cu!(cuDriverGetVersion(&mut driver))?;
     rt!(cudaRuntimeGetVersion(&mut runtime))?;
     println!("driver {driver}, runtime {runtime}, headers {CUDA_VERSION}");
+    // NVIDIA's minor-version compatibility: a runtime runs on any driver of
+    // its major (a 13.5 runtime on a 13.0 driver); across majors the driver
+    // must be the newer.
+    let compatible = driver >= runtime || driver / 1000 == runtime / 1000;
+    if driver < runtime && compatible {
+        println!("driver {driver} older than runtime {runtime}: same major (minor-version compatibility)");
+    }
     ensure!(
-        driver >= runtime,
-        "driver {driver} older than runtime {runtime}"
+        compatible,
+        "driver {driver} older than runtime {runtime}, of another major"
     );
     ensure!(
         runtime as u32 == CUDA_VERSION,

@@ -44,12 +44,17 @@ fn called(pairs: Vec<(&'static str, usize)>) -> Result<Vec<(&'static str, usize)
     }
     let mut out = vec![];
     let mut missing = vec![];
+    let mut too_new = vec![];
     for (name, item) in pairs {
         match loader::function(name) {
             Ok(Resolved::Loaded(p)) => out.push((name, p as usize)),
             Ok(Resolved::Linked) => out.push((name, item)),
             // A `static inline` function's copy is compiled into the crate.
             Err(loader::Unavailable::UnknownName) => out.push((name, item)),
+            // Headers newer than the driver (13.5 headers on a 13.0 driver):
+            // the driver has no such function to compare with; the loader
+            // says so (`tests/dynamic_loading.rs` proves the classification).
+            Err(loader::Unavailable::DriverTooOld) => too_new.push(name),
             // The test fails on these below: C's symbol exists, the loader found none.
             Err(why) => {
                 missing.push(format!("{name}: {why:?}"));
@@ -59,6 +64,13 @@ fn called(pairs: Vec<(&'static str, usize)>) -> Result<Vec<(&'static str, usize)
     }
     if !missing.is_empty() {
         println!("not resolved by the loader: {}", missing.join(", "));
+    }
+    if !too_new.is_empty() {
+        println!(
+            "newer than this driver (DriverTooOld), not checked: {}: {}",
+            too_new.len(),
+            too_new.join(", ")
+        );
     }
     Ok(out)
 }
