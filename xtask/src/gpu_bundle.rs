@@ -209,6 +209,24 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 .arg(dir.join("include")),
         )?;
         if release.starts_with("12.") {
+            // `cuda_runtime_api.h` includes `crt/host_defines.h`, which the
+            // 12.x wheels keep beside the runtime's, in the nvcc wheel's
+            // include folder (abi_symbols preprocesses the headers there:
+            // run 18 failed without it).
+            let crt = include
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("cuda_nvcc/include/crt");
+            if crt.is_dir() {
+                run_cmd(
+                    Command::new("cp")
+                        .arg("-r")
+                        .arg(&crt)
+                        .arg(dir.join("include/crt")),
+                )?;
+            }
             std::fs::create_dir_all(dir.join("lib")).map_err(|e| e.to_string())?;
             let so = include.parent().unwrap().join("lib/libcudart.so.12");
             std::fs::copy(&so, dir.join("lib/libcudart.so.12"))
