@@ -5,7 +5,7 @@
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
 
-use crate::cmd::{cargo, cargo_of, ensure_libclang, run_cmd, step};
+use crate::cmd::{cargo, cargo_of, discard, ensure_libclang, run_cmd, step};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
@@ -112,6 +112,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .args(["test", "--workspace"])
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
     )?;
+    // The nested builds of tests/build_errors.rs and tests/exported_c_names.rs.
+    discard(&workspace.join("target/build-errors"));
+    discard(&workspace.join("target/exported-c-names"));
 
     step("examples: each built, and run without a GPU (documented `no GPU:` line and exit code)");
     crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
@@ -120,6 +123,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     let started = std::time::Instant::now();
     crate::device_compile::run(workspace, &["--ci"])?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
+    discard(&crate::gpu_bundle::device_target_dir(workspace));
 
     step("per-thread default stream: symbols and signatures");
     run_cmd(
@@ -182,9 +186,12 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             ])
             .env("CARGO_TARGET_DIR", workspace.join("target/fallback")),
     )?;
+    discard(&workspace.join("target/fallback"));
 
     step("build cost: one copy of each dependency; no bindgen, no libclang without the feature");
     crate::build_cost::check(workspace)?;
+    discard(&workspace.join("target/ci-duplicates"));
+    discard(&workspace.join("target/ci-no-bindgen"));
 
     step("the crate as published: `cargo package` builds the packaged files, without CUDA and with the 13.0 headers");
     // A crates.io user builds only what `include` ships (no tests, no xtask):
@@ -208,6 +215,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         ));
     }
     println!("the packaged crate took the committed bindings for their very headers");
+    discard(&workspace.join("target/package"));
 
     msrv(workspace, &pinned)?;
 
@@ -222,6 +230,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     for release in CI_RELEASES {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
+        discard(&crate::abi::target_dir(workspace, release));
     }
 
     cross(workspace)
@@ -289,6 +298,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
         }
         run_cmd(&mut c)?;
     }
+    discard(&workspace.join("target/msrv"));
     Ok(())
 }
 
@@ -308,6 +318,9 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
         ));
         crate::abi::ci_release_for(workspace, release, AARCH64)?;
         println!("({:.0} s)", started.elapsed().as_secs_f64());
+        if release != crate::abi::PINNED_RELEASE {
+            discard(&crate::abi::target_dir_for(workspace, release, AARCH64));
+        }
     }
     let started = std::time::Instant::now();
     step(&format!(

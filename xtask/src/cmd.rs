@@ -23,9 +23,48 @@ pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// A step's title in the log.
+/// A step's title in the log; on a lean CI machine (see [`lean`]) with the
+/// disk space left, so that a full disk shows where it filled.
 pub fn step(title: &str) {
     println!("\n==== {title}");
+    if lean() {
+        if let Ok(out) = Command::new("df").args(["-Pk", "."]).output() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            if let Some(kib) = text
+                .lines()
+                .nth(1)
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                println!("(disk: {:.1} GiB free)", kib as f64 / (1 << 20) as f64);
+            }
+        }
+    }
+}
+
+/// CI's machines may have little disk (a run failed with "No space left on
+/// device" after 8 minutes): `.ci/run` sets `CUDA_MEM_SYS_CI_LEAN=1`, with
+/// no debug info and no incremental files, and then each step's own target
+/// folder goes once the step has passed ([`discard`]). A developer's
+/// `cargo xtask ci` keeps them, so that a second run reuses them.
+pub fn lean() -> bool {
+    std::env::var_os("CUDA_MEM_SYS_CI_LEAN").is_some_and(|v| v == "1")
+}
+
+/// On a lean CI machine, the build folders under `dir` (a step's own
+/// `CARGO_TARGET_DIR`) once its step has passed; the files directly in it
+/// (what a step leaves to read, such as `target/abi/<release>/abi.txt`) stay.
+pub fn discard(dir: &Path) {
+    if !lean() {
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// libclang 19 (Debian 12's newest; older ones lose doc comments).
