@@ -9,6 +9,17 @@
 //! comment says "measured" (H200, CUDA 13.0). Checks inside a test are
 //! collected (`Checks`) so one run reports every mismatch of a test, not only
 //! the first. The bad-input tests run in child processes of this binary.
+//!
+//! Every release 12.0..13.5 builds the same 19 tests; the headers' release
+//! cfgs choose the form. From 13.0: the location forms. 12.2..12.9:
+//! `cuMemAdvise` / `cuMemPrefetchAsync` in their `CUdevice` form for device
+//! and host locations (`CU_DEVICE_CPU`), checked through the same range
+//! attributes, and `cuMemAdvise_v2` / `cuMemPrefetchAsync_v2` for what a
+//! `CUdevice` cannot say (host NUMA, bad types); the three batch tests are
+//! ignored with the reason and the batch bad-input cases skipped (printed).
+//! 12.0..12.1: the tests that need location types or the range attributes'
+//! `_TYPE` / `_ID` are ignored with the reason. Before 12.8,
+//! `IS_HW_DECOMPRESS_CAPABLE` is left out of the pointer-attribute checks (printed).
 mod common;
 
 #[cfg(cuda_12020)]
