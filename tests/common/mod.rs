@@ -80,11 +80,13 @@ impl DeviceTest {
     /// ignored with `reason`, e.g. for a test of an entry point the headers'
     /// release lacks:
     /// `DeviceTest::ignored("prefetch_batch", "`cuMemPrefetchBatchAsync`: not in 12.4")`.
+    /// A reason written "not in these headers" or "not in this release" is
+    /// reported with the headers' release instead ([`release_named`]).
     pub fn ignored(name: &'static str, reason: impl Into<String>) -> DeviceTest {
         DeviceTest {
             name,
             gpus: 1,
-            run: Run::Ignored(reason.into()),
+            run: Run::Ignored(release_named(&reason.into())),
         }
     }
 
@@ -145,6 +147,23 @@ macro_rules! device_tests {
         )*
         tests
     }};
+}
+
+/// The release of the headers these bindings came from, from their
+/// `CUDA_VERSION` (13020 -> "13.2").
+pub fn headers_release() -> String {
+    let v = cuda_mem_sys::CUDA_VERSION;
+    format!("{}.{}", v / 1000, v % 1000 / 10)
+}
+
+/// `reason` with "these headers" / "this release" replaced by the headers'
+/// release, as the release-matrix table reports it: "`cuMemPrefetchBatchAsync`:
+/// not in this release (added in 13.0)" reads "... not in 12.4 (added in 13.0)".
+pub fn release_named(reason: &str) -> String {
+    let release = headers_release();
+    reason
+        .replace("not in these headers", &format!("not in {release}"))
+        .replace("not in this release", &format!("not in {release}"))
 }
 
 /// A role a test binary can play as a child process, and its body.
