@@ -137,10 +137,16 @@ const PTDS_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
 /// working tree that travels with it).
 const PART_LIMIT: u64 = 56 << 20;
 
-/// Releases per part: what one call (10 minutes at most) runs. A release's
-/// builds take about 80 s on an H100 (2 × (device tests without the soak
-/// tests, about 25 s; examples, about 10 s), the ptds builds a few seconds).
-const PART_RELEASES: usize = 5;
+/// What one part may take to run: a call runs 10 minutes at most, with the
+/// machine's start and the transfers around it.
+const PART_SECONDS: u64 = 480;
+
+/// Seconds a release's builds take on an H100 (runs 17-19): every binary
+/// and example, 2 × (device tests without the soak tests, about 30 s;
+/// examples, about 5 s) and the ptds builds a few seconds ...
+const RELEASE_SECONDS: u64 = 80;
+/// ... or a few named binaries (`<release>:<binary>,...`): about 6 s a build.
+const SUBSET_SECONDS: u64 = 15;
 
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
@@ -154,18 +160,41 @@ const PART_RELEASES: usize = 5;
 /// which runs every build it holds (`matrix.sh` says which tests run where).
 ///
 /// `--examples-only`: the examples alone (no per-thread-default-stream builds).
+/// `<release>:<binary>,<binary>`: only those device-test binaries of that
+/// release's linked and loaded builds, and no examples (a re-run of what
+/// changed since a release's full run, e.g. `12.2:unified_addressing,abi_symbols`).
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let examples_only = args.first() == Some(&"--examples-only");
     let args = if examples_only { &args[1..] } else { args };
+    let mut subsets: Vec<(&str, Vec<&str>)> = vec![];
     let releases: Vec<&str> = if args.is_empty() {
         headers::RELEASES.to_vec()
     } else {
-        for r in args {
-            if !headers::RELEASES.contains(r) {
+        let mut releases = vec![];
+        for a in args {
+            let (r, bins) = match a.split_once(':') {
+                Some((r, bins)) => (r, bins.split(',').collect::<Vec<_>>()),
+                None => (*a, vec![]),
+            };
+            if !headers::RELEASES.contains(&r) {
                 return Err(format!("gpu-bundle --matrix: no release {r}"));
             }
+            if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b)) {
+                return Err(format!(
+                    "gpu-bundle --matrix: {b} is not a device-test binary ({})",
+                    ON_GPU.join(", ")
+                ));
+            }
+            releases.push(r);
+            subsets.push((r, bins));
         }
-        args.to_vec()
+        releases
+    };
+    let subset_of = |r: &str| -> &[&str] {
+        subsets
+            .iter()
+            .find(|(s, _)| *s == r)
+            .map_or(&[][..], |(_, b)| &b[..])
     };
     crate::cmd::ensure_libclang()?;
     let root = workspace.join(".gpu-bundle-matrix");
@@ -183,6 +212,8 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
             let target_dir = device_target_dir(workspace);
+            let subset = subset_of(release);
+            let tests = if tests.is_empty() { subset } else { tests };
             if !examples_only {
                 build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
             }
@@ -243,7 +274,17 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             .arg("+x")
             .arg(root.join("tree/matrix.sh")),
     )?;
-    pack(&root, &releases)?;
+    let seconds: Vec<u64> = releases
+        .iter()
+        .map(|r| {
+            if subset_of(r).is_empty() {
+                RELEASE_SECONDS
+            } else {
+                SUBSET_SECONDS
+            }
+        })
+        .collect();
+    pack(&root, &releases, &seconds)?;
     run_cmd(Command::new("du").arg("-sh").arg(root.join("tree")))?;
     run_cmd(
         Command::new("sh")
@@ -310,37 +351,38 @@ fn build_tests(
     Ok(())
 }
 
-/// Sizes of `dirs` in bytes, as xz would compress them (measured: each
-/// release's folder packed alone), grouped greedily, in release order, into
-/// parts of at most [`PART_LIMIT`] and [`PART_RELEASES`].
+/// Releases as (name, bytes as xz packs them (measured: each release's
+/// folder packed alone), seconds they take to run), grouped greedily, in
+/// release order, into parts of at most `limit` bytes and `most` seconds.
 pub fn group_parts(
-    sizes: &[(String, u64)],
+    sizes: &[(String, u64, u64)],
     limit: u64,
-    most: usize,
+    most: u64,
 ) -> Result<Vec<Vec<String>>, String> {
-    let mut parts: Vec<(Vec<String>, u64)> = vec![];
-    for (name, size) in sizes {
+    let mut parts: Vec<(Vec<String>, u64, u64)> = vec![];
+    for (name, size, secs) in sizes {
         if *size > limit {
             return Err(format!(
                 "{name} alone packs to {size} bytes, over the {limit} a call carries"
             ));
         }
         match parts.last_mut() {
-            Some((names, total)) if *total + size <= limit && names.len() < most => {
+            Some((names, total, time)) if *total + size <= limit && *time + secs <= most => {
                 names.push(name.clone());
                 *total += size;
+                *time += secs;
             }
-            _ => parts.push((vec![name.clone()], *size)),
+            _ => parts.push((vec![name.clone()], *size, *secs)),
         }
     }
-    Ok(parts.into_iter().map(|(n, _)| n).collect())
+    Ok(parts.into_iter().map(|(n, _, _)| n).collect())
 }
 
 /// Packs `tree/<release>` folders into `part-<n>.tar.xz` files under `root`.
-fn pack(root: &Path, releases: &[&str]) -> Result<(), String> {
+fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
     let tree = root.join("tree");
     let mut sizes = vec![];
-    for r in releases {
+    for (r, secs) in releases.iter().zip(seconds) {
         let one = root.join(format!("one-{r}.tar.xz"));
         run_cmd(
             Command::new("tar")
@@ -354,9 +396,9 @@ fn pack(root: &Path, releases: &[&str]) -> Result<(), String> {
         let size = std::fs::metadata(&one).map_err(|e| e.to_string())?.len();
         let _ = std::fs::remove_file(&one);
         println!("CUDA {r}: {:.1} MiB packed", size as f64 / (1 << 20) as f64);
-        sizes.push((r.to_string(), size));
+        sizes.push((r.to_string(), size, *secs));
     }
-    for (n, part) in group_parts(&sizes, PART_LIMIT, PART_RELEASES)?
+    for (n, part) in group_parts(&sizes, PART_LIMIT, PART_SECONDS)?
         .iter()
         .enumerate()
     {
@@ -663,20 +705,30 @@ mod tests {
 
     #[test]
     fn releases_are_packed_in_order_into_parts_under_the_limit() {
-        let sizes: Vec<(String, u64)> = [("12.0", 30), ("12.1", 20), ("12.2", 15), ("12.3", 50)]
-            .iter()
-            .map(|(r, s)| (r.to_string(), *s))
-            .collect();
+        let sizes: Vec<(String, u64, u64)> = [
+            ("12.0", 30, 80),
+            ("12.1", 20, 80),
+            ("12.2", 15, 15),
+            ("12.3", 50, 80),
+        ]
+        .iter()
+        .map(|(r, s, t)| (r.to_string(), *s, *t))
+        .collect();
         assert_eq!(
-            group_parts(&sizes, 60, 5).unwrap(),
+            group_parts(&sizes, 60, 1000).unwrap(),
             [vec!["12.0", "12.1"], vec!["12.2"], vec!["12.3"]]
         );
-        // At most `most` releases a part, whatever their size.
+        // At most `most` seconds a part, whatever their size: a subset
+        // release (15 s) still fits where a whole one (80 s) does not.
         assert_eq!(
-            group_parts(&sizes, 1000, 3).unwrap(),
+            group_parts(&sizes, 1000, 175).unwrap(),
             [vec!["12.0", "12.1", "12.2"], vec!["12.3"]]
         );
+        assert_eq!(
+            group_parts(&sizes, 1000, 170).unwrap(),
+            [vec!["12.0", "12.1"], vec!["12.2", "12.3"]]
+        );
         // A release that alone exceeds what one call carries is refused.
-        assert!(group_parts(&sizes, 40, 5).is_err());
+        assert!(group_parts(&sizes, 40, 1000).is_err());
     }
 }

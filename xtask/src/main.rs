@@ -55,11 +55,12 @@ const USAGE: &str = "usage: cargo xtask <command>
                          against each release's headers, linked and with dynamic-loading;
                          `unseen`: headers claiming CUDA 13.7, a release the crate does not
                          know; --ci: 12.0 12.2 12.8 13.0 13.2 13.5 unseen (a step of `ci`)
-  gpu-bundle --matrix [--examples-only] [<release>...]
+  gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]
                          the release matrix: device tests and examples of every release
                          (or those named), linked and loaded (+ per-thread default stream
                          for 12.0 12.9 13.5), in .gpu-bundle-matrix/part-<n>.tar.xz files
-                         that fit one GPU call each; matrix.sh runs a part
+                         that fit one GPU call each; matrix.sh runs a part. A release
+                         named with binaries gets only those, no examples (a re-run)
   device-report <dir>... Markdown for docs/device-results.md from what run.sh wrote in <dir>s:
                          bad-input table, process-death figures, compute-sanitizer counts
   abi <version>...       build against each release's headers and check the bindings' layout and
