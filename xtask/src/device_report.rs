@@ -47,6 +47,10 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
         print!("{}", matrix(dirs)?);
         return Ok(());
     }
+    if let ["--proven", sources @ ..] = args {
+        print!("{}", proven(sources)?);
+        return Ok(());
+    }
     if args.is_empty() {
         return Err("usage: cargo xtask device-report <folder run.sh wrote>...".into());
     }
@@ -585,6 +589,143 @@ fn matrix(dirs: &[&str]) -> Result<String, String> {
     Ok(md)
 }
 
+/// One source of `--proven`: `<label>=<path>`, the path a folder matrix.sh
+/// wrote or a `docs/device-runs/*-raw.txt` file (its `== ./<release>/<build>/
+/// summary.json` sections), as (release, build, summary text) in the order found.
+fn proven_source(path: &str) -> Result<Vec<(String, String, String)>, String> {
+    let p = Path::new(path);
+    if p.is_dir() {
+        return matrix_runs(&[path])
+            .into_iter()
+            .map(|(r, b, dir)| {
+                std::fs::read_to_string(dir.join("summary.json"))
+                    .map(|t| (r, b, t))
+                    .map_err(|e| format!("{}: {e}", dir.display()))
+            })
+            .collect();
+    }
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{path}: {e}"))?;
+    let mut out = vec![];
+    for section in text.split("\n== ").map(|s| s.trim_start_matches("== ")) {
+        let Some((head, body)) = section.split_once('\n') else {
+            continue;
+        };
+        let parts: Vec<&str> = head.trim().trim_start_matches("./").split('/').collect();
+        if let [release, build, "summary.json"] = parts[..] {
+            out.push((release.to_string(), build.to_string(), body.to_string()));
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("{path}: no <release>/<build>/summary.json in it"));
+    }
+    Ok(out)
+}
+
+/// `device-report --proven <label>=<source>...` (oldest first): the release
+/// matrix as the GPU runs prove it together. A re-run of some binaries of a
+/// release (`gpu-bundle --matrix <release>:<binary>,...`) replaces those
+/// binaries' results only: for each release × build, each binary's newest
+/// result and the examples' newest, with the runs they come from.
+fn proven(sources: &[&str]) -> Result<String, String> {
+    type Cell = (
+        BTreeMap<String, (BinaryRun, String)>,
+        Option<(Vec<ExampleRun>, String)>,
+    );
+    let mut cells: BTreeMap<((u32, u32), String), Cell> = BTreeMap::new();
+    for source in sources {
+        let (label, path) = source
+            .split_once('=')
+            .ok_or_else(|| format!("--proven: {source:?} is not <label>=<folder or raw file>"))?;
+        for (release, build, text) in proven_source(path)? {
+            let (a, b) = release.split_once('.').unwrap_or((&release, "0"));
+            let key = (
+                (a.parse().unwrap_or(0), b.parse().unwrap_or(0)),
+                build.clone(),
+            );
+            let (bins, examples) = parse_summary(&text);
+            let cell = cells.entry(key).or_default();
+            for bin in bins {
+                cell.0.insert(bin.name.clone(), (bin, label.to_string()));
+            }
+            if !examples.is_empty() {
+                cell.1 = Some((examples, label.to_string()));
+            }
+        }
+    }
+    let mut md = String::from(
+        "| release | build | binaries | passed | failed | ignored | examples OK | from runs |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    let (mut failures, mut not_started) = (vec![], vec![]);
+    for (((major, minor), build), (bins, examples)) in &cells {
+        let sum = |f: fn(&BinaryRun) -> u64| bins.values().map(|(b, _)| f(b)).sum::<u64>();
+        let mut runs: Vec<&str> = bins.values().map(|(_, l)| l.as_str()).collect();
+        if let Some((_, l)) = examples {
+            runs.push(l);
+        }
+        runs.sort();
+        runs.dedup();
+        for (b, l) in bins.values() {
+            if b.exit == 127 && b.passed + b.failed + b.ignored == 0 {
+                // The dynamic loader refused the program: it links functions
+                // the machine's driver lacks (a linked build of newer headers).
+                not_started.push(format!("{major}.{minor} {build}: `{}` (run {l})", b.name));
+            } else if b.failed > 0 || b.exit != 0 {
+                failures.push(format!(
+                    "{major}.{minor} {build}: `{}` exit {}, {} failed (run {l})",
+                    b.name, b.exit, b.failed
+                ));
+            }
+        }
+        let ok = examples.as_ref().map_or("—".to_string(), |(ex, l)| {
+            for e in ex
+                .iter()
+                .filter(|e| !(e.exit == 0 && e.last.starts_with("OK:")))
+            {
+                failures.push(format!(
+                    "{major}.{minor} {build}: example `{}` exit {} (run {l})",
+                    e.name, e.exit
+                ));
+            }
+            format!(
+                "{} / {}",
+                ex.iter()
+                    .filter(|e| e.exit == 0 && e.last.starts_with("OK:"))
+                    .count(),
+                ex.len()
+            )
+        });
+        let _ = writeln!(
+            md,
+            "| {major}.{minor} | {build} | {} | {} | {} | {} | {ok} | {} |",
+            bins.len(),
+            sum(|b| b.passed),
+            sum(|b| b.failed),
+            sum(|b| b.ignored),
+            runs.join(", ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n{} release × build cells; {} binaries or examples not passing; {} binaries \
+         the dynamic loader could not start (exit 127).",
+        cells.len(),
+        failures.len(),
+        not_started.len()
+    );
+    for f in &failures {
+        let _ = writeln!(md, "- failed: {f}");
+    }
+    for f in &not_started {
+        let _ = writeln!(
+            md,
+            "- could not start (it links functions of its headers' release that this \
+             driver lacks; its loaded twin checks them): {f}"
+        );
+    }
+    Ok(md)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -764,5 +905,47 @@ test x ... ok
         assert_eq!(sum_after("Leaked 4,194,304 bytes", "Leaked"), 4_194_304);
         let race = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)";
         assert_eq!(sum_after(race, "displayed ("), 2);
+    }
+
+    #[test]
+    fn a_rerun_replaces_only_the_binaries_it_ran() {
+        let dir = std::env::temp_dir().join(format!("proven-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let old = dir.join("old-raw.txt");
+        std::fs::create_dir_all(&dir).unwrap();
+        // The old run: vmm passed, tensor_map failed, one example.
+        std::fs::write(
+            &old,
+            format!(
+                "== ./12.2/linked/matrix.json\n{{}}\n\n== ./12.2/linked/summary.json\n{SUMMARY}"
+            ),
+        )
+        .unwrap();
+        let new = dir.join("new/12.2/linked");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(
+            new.join("summary.json"),
+            "{\n  \"binaries\": {\n    \"tensor_map\": {\"exit\": 0, \"passed\": 8, \"failed\": 0, \"ignored\": 0, \"seconds\": 1}\n  },\n  \"examples\": {\n  }\n}\n",
+        )
+        .unwrap();
+        let md = proven(&[
+            &format!("17={}", old.display()),
+            &format!("20={}", dir.join("new").display()),
+        ])
+        .unwrap();
+        // vmm from run 17 (17 passed, 1 ignored) + tensor_map from run 20 (8 passed);
+        // the examples stay run 17's (two of three not OK).
+        assert!(
+            md.contains("| 12.2 | linked | 2 | 25 | 0 | 1 | 1 / 3 | 17, 20 |"),
+            "{md}"
+        );
+        assert!(!md.contains("`tensor_map` exit 101"), "{md}");
+        // The deliberately wrong case: without the re-run, run 17's failure stands.
+        let md = proven(&[&format!("17={}", old.display())]).unwrap();
+        assert!(
+            md.contains("`tensor_map` exit 101, 1 failed (run 17)"),
+            "{md}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
