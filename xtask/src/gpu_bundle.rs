@@ -145,8 +145,12 @@ const PART_SECONDS: u64 = 480;
 /// and example, 2 × (device tests without the soak tests, about 30 s;
 /// examples, about 5 s) and the ptds builds a few seconds ...
 const RELEASE_SECONDS: u64 = 80;
-/// ... or a few named binaries (`<release>:<binary>,...`): about 6 s a build.
-const SUBSET_SECONDS: u64 = 15;
+/// ... or, for each binary named (`<release>:<binary>,...`, the examples
+/// counting as one), about 6 s in each of the two builds.
+const NAMED_SECONDS: u64 = 12;
+
+/// In `<release>:<binary>,...`, the examples.
+const EXAMPLES: &str = "examples";
 
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
@@ -161,8 +165,9 @@ const SUBSET_SECONDS: u64 = 15;
 ///
 /// `--examples-only`: the examples alone (no per-thread-default-stream builds).
 /// `<release>:<binary>,<binary>`: only those device-test binaries of that
-/// release's linked and loaded builds, and no examples (a re-run of what
-/// changed since a release's full run, e.g. `12.2:unified_addressing,abi_symbols`).
+/// release's linked and loaded builds, and the examples only if `examples`
+/// is among them (a re-run of what changed since a release's full run, e.g.
+/// `12.2:unified_addressing,abi_symbols`).
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let examples_only = args.first() == Some(&"--examples-only");
     let args = if examples_only { &args[1..] } else { args };
@@ -179,9 +184,9 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             if !headers::RELEASES.contains(&r) {
                 return Err(format!("gpu-bundle --matrix: no release {r}"));
             }
-            if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b)) {
+            if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {
                 return Err(format!(
-                    "gpu-bundle --matrix: {b} is not a device-test binary ({})",
+                    "gpu-bundle --matrix: {b} is not a device-test binary ({}) or `{EXAMPLES}`",
                     ON_GPU.join(", ")
                 ));
             }
@@ -209,15 +214,37 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
         );
         for (build, features, tests) in builds {
+            let named = subset_of(release);
+            let examples = tests.is_empty() && (named.is_empty() || named.contains(&EXAMPLES));
+            // The binaries of this build: all (none named), or those named of it.
+            let tests: Vec<&str> = match (tests.is_empty(), named.is_empty()) {
+                (_, true) => tests.to_vec(),
+                (true, false) => named.iter().copied().filter(|b| *b != EXAMPLES).collect(),
+                (false, false) => tests
+                    .iter()
+                    .copied()
+                    .filter(|b| named.contains(b))
+                    .collect(),
+            };
+            let build_tests_here = !examples_only && (named.is_empty() || !tests.is_empty());
+            if !build_tests_here && !examples {
+                continue;
+            }
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
             let target_dir = device_target_dir(workspace);
-            let subset = subset_of(release);
-            let tests = if tests.is_empty() { subset } else { tests };
-            if !examples_only {
-                build_tests(workspace, &include, features, tests, &target_dir, &into, "")?;
+            if build_tests_here {
+                build_tests(
+                    workspace,
+                    &include,
+                    features,
+                    &tests,
+                    &target_dir,
+                    &into,
+                    "",
+                )?;
             }
-            if tests.is_empty() {
+            if examples {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
             }
             std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
@@ -276,12 +303,9 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     )?;
     let seconds: Vec<u64> = releases
         .iter()
-        .map(|r| {
-            if subset_of(r).is_empty() {
-                RELEASE_SECONDS
-            } else {
-                SUBSET_SECONDS
-            }
+        .map(|r| match subset_of(r).len() as u64 {
+            0 => RELEASE_SECONDS,
+            n => (n * NAMED_SECONDS).min(RELEASE_SECONDS),
         })
         .collect();
     pack(&root, &releases, &seconds)?;
