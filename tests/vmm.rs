@@ -14,6 +14,7 @@ mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
+use common::vmm::*;
 use common::{error_name, pattern, read, same, write, BadInput, Checks, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -26,85 +27,9 @@ const SOCK_VAR: &str = "CUDA_MEM_SYS_VMM_SOCKET";
 /// The size of the allocation a parent shares with its importer child.
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
-type Handle = CUmemGenericAllocationHandle;
-
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-fn prop_at(
-    loc: CUmemLocationType,
-    id: i32,
-    handles: CUmemAllocationHandleType,
-) -> CUmemAllocationProp {
-    let mut p = CUmemAllocationProp::default();
-    p.type_ = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type_ = loc;
-    p.location.id = id;
-    p.requestedHandleTypes = handles;
-    p
-}
-
-fn device_prop(dev: CUdevice, handles: CUmemAllocationHandleType) -> CUmemAllocationProp {
-    prop_at(CU_MEM_LOCATION_TYPE_DEVICE, dev, handles)
-}
-
-fn location(loc: CUmemLocationType, id: i32) -> CUmemLocation {
-    let mut l = CUmemLocation::default();
-    l.type_ = loc;
-    l.id = id;
-    l
-}
-
-fn device_location(dev: CUdevice) -> CUmemLocation {
-    location(CU_MEM_LOCATION_TYPE_DEVICE, dev)
-}
-
-fn access_desc(loc: CUmemLocation, flags: CUmemAccess_flags) -> CUmemAccessDesc {
-    let mut d = CUmemAccessDesc::default();
-    d.location = loc;
-    d.flags = flags;
-    d
-}
-
-const RW: u64 = CU_MEM_ACCESS_FLAGS_PROT_READWRITE.0 as u64;
-const NONE: u64 = CU_MEM_ACCESS_FLAGS_PROT_NONE.0 as u64;
-
-fn granularity(
-    prop: &CUmemAllocationProp,
-    option: CUmemAllocationGranularity_flags,
-) -> Result<usize, Failed> {
-    let mut g = 0usize;
-    cu!(cuMemGetAllocationGranularity(&mut g, prop, option))?;
-    Ok(g)
-}
-
-fn min_granularity(prop: &CUmemAllocationProp) -> Result<usize, Failed> {
-    granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)
-}
-
-fn create(size: usize, prop: &CUmemAllocationProp) -> Result<Handle, Failed> {
-    let mut h: Handle = 0;
-    cu!(cuMemCreate(&mut h, size, prop, 0))?;
-    Ok(h)
-}
-
-fn reserve(size: usize, alignment: usize, hint: CUdeviceptr) -> Result<CUdeviceptr, Failed> {
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAddressReserve(&mut p, size, alignment, hint, 0))?;
-    Ok(p)
-}
-
-fn set_rw(ptr: CUdeviceptr, size: usize, dev: CUdevice) -> TestResult {
-    let d = access_desc(device_location(dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    cu!(cuMemSetAccess(ptr, size, &d, 1))
-}
-
-fn get_access(ptr: CUdeviceptr, loc: CUmemLocation) -> Result<u64, Failed> {
-    let mut f: u64 = u64::MAX;
-    cu!(cuMemGetAccess(&mut f, &loc, ptr))?;
-    Ok(f)
-}
 
 fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     let mut p = CUmemAllocationProp::default();
@@ -117,37 +42,7 @@ fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     Ok(p)
 }
 
-fn free_memory() -> Result<usize, Failed> {
-    let (mut free, mut total) = (0usize, 0usize);
-    cu!(cuCtxSynchronize())?;
-    cu!(cuMemGetInfo(&mut free, &mut total))?;
-    Ok(free)
-}
-
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// A physical allocation mapped read-write for one device at a fresh reservation.
-struct Mapping {
-    handle: Handle,
-    ptr: CUdeviceptr,
-    size: usize,
-}
-
-impl Mapping {
-    fn new(prop: &CUmemAllocationProp, size: usize, dev: CUdevice) -> Result<Mapping, Failed> {
-        let handle = create(size, prop)?;
-        let ptr = reserve(size, 0, 0)?;
-        cu!(cuMemMap(ptr, size, 0, handle, 0))?;
-        set_rw(ptr, size, dev)?;
-        Ok(Mapping { handle, ptr, size })
-    }
-
-    fn free(self) -> TestResult {
-        cu!(cuMemUnmap(self.ptr, self.size))?;
-        cu!(cuMemRelease(self.handle))?;
-        cu!(cuMemAddressFree(self.ptr, self.size))
-    }
-}
 
 /// The properties read back from a handle: type PINNED, a location type out of
 /// `locs` (with `id` where given), requested handle types out of `handles`
@@ -340,9 +235,7 @@ fn device_memory_map_round_trip() -> TestResult {
     set_rw(ptr, size, gpu.dev)?;
     same(&read(ptr, size)?, &want, "bytes after unmap and map again")?;
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     c.finish()
 }
 
@@ -508,9 +401,7 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     let data = pattern(2 * g, 6);
     write(got, &data)?;
     same(&read(got, 2 * g)?, &data, "bytes at the hinted reservation")?;
-    cu!(cuMemUnmap(got, 2 * g))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(got, 2 * g))?;
+    unmap_release_free(got, 2 * g, h)?;
     cu!(cuMemAddressFree(got2, g))?;
     Ok(())
 }
@@ -530,9 +421,9 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let size = g * (64usize << 20).div_ceil(g);
     println!("  {what}: granularity {g}, allocation {size} B");
 
-    let free0 = free_memory()?;
+    let free0 = pd::free_memory()?;
     let h = create(size, &prop)?;
-    let free1 = free_memory()?;
+    let free1 = pd::free_memory()?;
     println!(
         "  device free memory {:.1} MiB before, {:.1} MiB after creating",
         free0 as f64 / MIB,
@@ -586,9 +477,7 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     )?;
     cu!(cuMemFree(dbuf))?;
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     c.finish()
 }
 
@@ -649,12 +538,12 @@ fn host_numa_cpu_access() -> TestResult {
     let descs = [
         access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
         access_desc(
-            location(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
+            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
             CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         ),
     ];
     cu!(cuMemSetAccess(ptr, g, descs.as_ptr(), 2))?;
-    let host = get_access(ptr, location(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
+    let host = get_access(ptr, common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
     let dev = get_access(ptr, device_location(gpu.dev))?;
     println!("  child: host-NUMA access {host}, device access {dev}");
     ensure!(
@@ -675,9 +564,7 @@ fn host_numa_cpu_access() -> TestResult {
         "device copy reading what the CPU wrote",
     )?;
 
-    cu!(cuMemUnmap(ptr, g))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, g))?;
+    unmap_release_free(ptr, g, h)?;
     Ok(())
 }
 
@@ -694,12 +581,10 @@ fn retain_handle_and_reference_counting() -> TestResult {
 
     // Warm up so that the driver's own first-use allocations are not counted.
     Mapping::new(&prop, g, gpu.dev)?.free()?;
-    let free0 = free_memory()?;
-    let h = create(size, &prop)?;
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, gpu.dev)?;
-    let free_mapped = free_memory()?;
+    let free0 = pd::free_memory()?;
+    let m = Mapping::new(&prop, size, gpu.dev)?;
+    let (h, ptr) = (m.handle, m.ptr);
+    let free_mapped = pd::free_memory()?;
     c.that(
         free_mapped + size <= free0,
         format!("creating {size} B took only {} B", free0 - free_mapped),
@@ -741,7 +626,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
         &data2,
         "writing after releasing both handles",
     )?;
-    let free_released = free_memory()?;
+    let free_released = pd::free_memory()?;
     println!(
         "  free memory: {:.1} MiB at start, {:.1} MiB mapped, {:.1} MiB after both releases",
         free0 as f64 / MIB,
@@ -770,9 +655,9 @@ fn retain_handle_and_reference_counting() -> TestResult {
 
     // The last reference goes with the mapping.
     cu!(cuMemUnmap(ptr, size))?;
-    let free_unmapped = free_memory()?;
+    let free_unmapped = pd::free_memory()?;
     cu!(cuMemAddressFree(ptr, size))?;
-    let free_end = free_memory()?;
+    let free_end = pd::free_memory()?;
     println!(
         "  free memory: {:.1} MiB after unmap, {:.1} MiB after address free",
         free_unmapped as f64 / MIB,
@@ -904,9 +789,7 @@ fn posix_fd_importer() -> TestResult {
     sock.read_exact(&mut b)?;
     ensure!(b[0] == b'D', "exporter sent {:?}", b[0] as char);
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     Ok(())
 }
 
@@ -914,55 +797,6 @@ fn posix_fd_importer() -> TestResult {
 // Process death: POSIX descriptors when one side is SIGKILLed
 // (tests/common/process_death.rs has the scenarios and the wire format)
 // ---------------------------------------------------------------------------
-
-/// The exporter's allocation, freed when the exporter child ends normally.
-struct VmmKept {
-    m: Option<Mapping>,
-    _gpu: Gpu,
-}
-
-impl Drop for VmmKept {
-    fn drop(&mut self) {
-        if let Some(m) = self.m.take() {
-            let _ = m.free();
-        }
-    }
-}
-
-/// A POSIX-fd shareable allocation of two granules holding `pd::pattern`.
-fn vmm_export() -> Result<(i32, pd::Fields, VmmKept), Failed> {
-    let gpu = Gpu::new(0)?;
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    let size = 2 * min_granularity(&prop)?;
-    let m = Mapping::new(&prop, size, gpu.dev)?;
-    write(m.ptr, &pd::pattern(size, pd::SEED))?;
-    let mut fd: i32 = -1;
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        m.handle,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
-    let mut f = pd::Fields::default();
-    f.push("bytes", size);
-    f.push("seed", pd::SEED);
-    Ok((
-        fd,
-        f,
-        VmmKept {
-            m: Some(m),
-            _gpu: gpu,
-        },
-    ))
-}
-
-/// Child: the exporter of the process-death tests.
-fn vmm_exporter() -> TestResult {
-    pd::exporter_main(|| {
-        let (fd, f, kept) = vmm_export()?;
-        Ok((fd, f, Box::new(kept)))
-    })
-}
 
 /// What the importer child holds: the imported handle mapped read-write.
 struct VmmHeld {
@@ -1047,31 +881,10 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     pd::importer_killed(
         "vmm_importer_killed_while_mapped",
         "vmm_importer",
-        vmm_export,
+        common::vmm::pd_export,
         pd::free_memory,
         "after the exporter released its handle",
     )
-}
-
-impl pd::Exporting for VmmKept {
-    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let m = self.m.as_ref().ok_or("no mapping kept")?;
-        read(m.ptr, n).map_err(pd::message)
-    }
-    fn go_on(&mut self, round: u32) -> TestResult {
-        let prop = device_prop(self._gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-        let size = 2 * min_granularity(&prop)?;
-        let m = Mapping::new(&prop, size, self._gpu.dev)?;
-        let checked = write(m.ptr, &pattern(size, round)).and_then(|()| {
-            same(
-                &read(m.ptr, size)?,
-                &pattern(size, round),
-                "a new allocation",
-            )
-        });
-        m.free()?;
-        checked
-    }
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory
@@ -1421,10 +1234,8 @@ fn two_gpus_set_access() -> TestResult {
     let prop = device_prop(g0.dev, CU_MEM_HANDLE_TYPE_NONE);
     let g = min_granularity(&prop)?;
     let size = 2 * g;
-    let h = create(size, &prop)?;
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, g0.dev)?;
+    let m = Mapping::new(&prop, size, g0.dev)?;
+    let (h, ptr) = (m.handle, m.ptr);
     let (a0, a1) = (
         get_access(ptr, device_location(g0.dev))?,
         get_access(ptr, device_location(g1.dev))?,
@@ -1469,9 +1280,7 @@ fn two_gpus_set_access() -> TestResult {
         &want,
         "device 1's memset seen by device 0",
     )?;
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     Ok(())
 }
 
@@ -1649,7 +1458,7 @@ fn bad_input_error_codes() -> TestResult {
     #[cfg(cuda_12020)]
     {
         let host_d = access_desc(
-            location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
+            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
             CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         );
         // Driver 580.159 returns CUDA_ERROR_NOT_SUPPORTED (in the documented list).
@@ -1860,17 +1669,15 @@ fn no_leak_over_10000_cycles() -> TestResult {
     for _ in 0..10 {
         Mapping::new(&prop, g, gpu.dev)?.free()?;
     }
-    let start = free_memory()?;
+    let start = pd::free_memory()?;
     let mut held = 0usize;
     let t = Instant::now();
     for i in 0..CYCLES {
-        let h = create(g, &prop)?;
-        let ptr = reserve(g, 0, 0)?;
-        cu!(cuMemMap(ptr, g, 0, h, 0))?;
-        set_rw(ptr, g, gpu.dev)?;
+        let m = Mapping::new(&prop, g, gpu.dev)?;
+        let (h, ptr) = (m.handle, m.ptr);
         if i % 1000 == 0 {
             // The cycle is real: memory taken, bytes through the mapping.
-            held = free_memory()?;
+            held = pd::free_memory()?;
             ensure!(
                 held + g <= start,
                 "cycle {i}: {g} B not taken from free memory"
@@ -1880,12 +1687,10 @@ fn no_leak_over_10000_cycles() -> TestResult {
             let back = read(ptr + g as u64 - 64, 64)?;
             ensure!(back.iter().all(|&b| b == v), "cycle {i}: bytes {back:?}");
         }
-        cu!(cuMemUnmap(ptr, g))?;
-        cu!(cuMemRelease(h))?;
-        cu!(cuMemAddressFree(ptr, g))?;
+        unmap_release_free(ptr, g, h)?;
     }
     let elapsed = t.elapsed();
-    let end = free_memory()?;
+    let end = pd::free_memory()?;
     println!(
         "  {CYCLES} cycles of {g} B in {:.2} s ({:.1} us each): free memory {start} B ({:.1} MiB) at start, {held} B while one was held, {end} B ({:.1} MiB) at end",
         elapsed.as_secs_f64(),
@@ -1925,7 +1730,7 @@ fn main() {
         ],
         &[
             ("posix_fd_importer", posix_fd_importer),
-            ("vmm_exporter", vmm_exporter),
+            ("vmm_exporter", common::vmm::pd_exporter),
             ("vmm_importer", vmm_importer),
             ("host_numa_cpu_access", host_numa_cpu_access),
             ("double_release", double_release),
