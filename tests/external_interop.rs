@@ -27,6 +27,7 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
+use common::vmm::{close_fd, fd_is_open, Mapping};
 use common::{pattern, read, same, test, BadInput, Checks, DeviceTest, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -70,7 +71,7 @@ fn main() {
             ),
         ],
         &[
-            ("ext_exporter", ext_exporter),
+            ("ext_exporter", common::vmm::pd_exporter),
             ("ext_importer", ext_importer),
             ("unmeasured_bad_input", unmeasured_bad_input),
         ],
@@ -80,89 +81,6 @@ fn main() {
 // ---------------------------------------------------------------------------
 // CUDA helpers
 // ---------------------------------------------------------------------------
-
-/// A VMM allocation (`cuMemCreate` with POSIX-fd export) mapped read/write at `va`.
-struct Vmm {
-    handle: CUmemGenericAllocationHandle,
-    va: CUdeviceptr,
-    size: usize,
-    granularity: usize,
-}
-
-impl Vmm {
-    fn new(gpu: &Gpu, granules: usize) -> Result<Vmm, Failed> {
-        let prop = vmm_prop(gpu);
-        let mut granularity = 0usize;
-        cu!(cuMemGetAllocationGranularity(
-            &mut granularity,
-            &prop,
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        ))?;
-        ensure!(granularity > 0, "granularity 0");
-        let size = granularity * granules;
-        let mut handle: CUmemGenericAllocationHandle = 0;
-        cu!(cuMemCreate(&mut handle, size, &prop, 0))?;
-        let mut va: CUdeviceptr = 0;
-        cu!(cuMemAddressReserve(&mut va, size, granularity, 0, 0))?;
-        cu!(cuMemMap(va, size, 0, handle, 0))?;
-        let access = CUmemAccessDesc {
-            location: prop.location,
-            flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        cu!(cuMemSetAccess(va, size, &access, 1))?;
-        Ok(Vmm {
-            handle,
-            va,
-            size,
-            granularity,
-        })
-    }
-
-    /// A new POSIX file descriptor for the allocation (ours until imported).
-    fn export(&self) -> Result<i32, Failed> {
-        let mut fd: i32 = -1;
-        cu!(cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast::<c_void>(),
-            self.handle,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0
-        ))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "exported descriptor {fd} is not open"
-        );
-        Ok(fd)
-    }
-
-    fn free(self) -> TestResult {
-        cu!(cuMemUnmap(self.va, self.size))?;
-        cu!(cuMemAddressFree(self.va, self.size))?;
-        cu!(cuMemRelease(self.handle))?;
-        Ok(())
-    }
-}
-
-fn vmm_prop(gpu: &Gpu) -> CUmemAllocationProp {
-    CUmemAllocationProp {
-        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
-        requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        location: common::cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, gpu.dev),
-        ..Default::default()
-    }
-}
-
-fn fd_is_open(fd: i32) -> bool {
-    (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
-}
-
-fn close_fd(fd: i32) -> TestResult {
-    ensure!(
-        unsafe { libc::close(fd) } == 0,
-        "close({fd}): {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(())
-}
 
 fn opaque_fd_desc(fd: i32, size: u64, flags: u32) -> CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
     let mut d: CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { core::mem::zeroed() };
@@ -281,21 +199,22 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
         "device 0 does not support POSIX file descriptor handles"
     );
-    let vmm = Vmm::new(&gpu, 2)?;
-    cu!(cuMemsetD8(vmm.va, 0x11, vmm.size))?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
+    cu!(cuMemsetD8(vmm.ptr, 0x11, vmm.size))?;
 
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, vmm.size as u64, 0)?;
     // CUDA owns `fd` from here on: not touched again.
 
     // A window [off, off + len) that starts inside the first granule and crosses into the second.
-    let off = vmm.granularity / 2;
-    let len = vmm.granularity;
+    // Two granules: `len` is one.
+    let len = vmm.size / 2;
+    let off = len / 2;
     let mapped = mapped_buffer(ext, off as u64, len as u64)?;
     println!(
         "VMM {} bytes at {:#x}; external mapping of [{off:#x}, {:#x}) at {mapped:#x}",
         vmm.size,
-        vmm.va,
+        vmm.ptr,
         off + len
     );
 
@@ -309,7 +228,7 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
 
     // Written through the VMM view, read through the external mapping.
     let a = pattern(len, 1);
-    cu!(cuMemcpyHtoD(vmm.va + off as u64, a.as_ptr().cast(), len))?;
+    cu!(cuMemcpyHtoD(vmm.ptr + off as u64, a.as_ptr().cast(), len))?;
     let got = read(mapped, len)?;
     same(&got, &a, "VMM write not seen through the mapped buffer")?;
 
@@ -319,7 +238,7 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemsetD8(mapped, 0x7E, 1))?; // a device-side write too
     let mut want = b.clone();
     want[0] = 0x7E;
-    let got = read(vmm.va + off as u64, len)?;
+    let got = read(vmm.ptr + off as u64, len)?;
     same(
         &got,
         &want,
@@ -327,8 +246,8 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     )?;
 
     // Outside the window nothing changed.
-    let before = read(vmm.va, off)?;
-    let after = read(vmm.va + (off + len) as u64, vmm.size - off - len)?;
+    let before = read(vmm.ptr, off)?;
+    let after = read(vmm.ptr + (off + len) as u64, vmm.size - off - len)?;
     ensure!(
         before.iter().chain(&after).all(|&b| b == 0x11),
         "bytes outside the mapped window changed"
@@ -337,7 +256,7 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
     // The allocation itself is untouched by destroying the import.
-    let got = read(vmm.va + off as u64, len)?;
+    let got = read(vmm.ptr + off as u64, len)?;
     ensure!(
         got == want,
         "VMM view changed after cuDestroyExternalMemory"
@@ -353,47 +272,6 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
 // Process death: a VMM descriptor imported as external memory by another
 // process, when one side is SIGKILLed (tests/common/process_death.rs)
 // ---------------------------------------------------------------------------
-
-/// The exporter's VMM allocation, freed when the exporter ends normally.
-struct ExtKept {
-    vmm: Option<Vmm>,
-    _gpu: Gpu,
-}
-
-impl Drop for ExtKept {
-    fn drop(&mut self) {
-        if let Some(v) = self.vmm.take() {
-            let _ = v.free();
-        }
-    }
-}
-
-/// Two granules of VMM memory holding `pd::pattern`, exported as a POSIX fd.
-fn ext_export() -> Result<(i32, pd::Fields, ExtKept), Failed> {
-    let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
-    let data = pd::pattern(vmm.size, pd::SEED);
-    cu!(cuMemcpyHtoD(vmm.va, data.as_ptr().cast(), vmm.size))?;
-    let fd = vmm.export()?;
-    let mut f = pd::Fields::default();
-    f.push("bytes", vmm.size);
-    f.push("seed", pd::SEED);
-    Ok((
-        fd,
-        f,
-        ExtKept {
-            vmm: Some(vmm),
-            _gpu: gpu,
-        },
-    ))
-}
-
-fn ext_exporter() -> TestResult {
-    pd::exporter_main(|| {
-        let (fd, f, kept) = ext_export()?;
-        Ok((fd, f, Box::new(kept)))
-    })
-}
 
 /// The importer's external memory object and the buffer mapped on it.
 struct ExtHeld {
@@ -453,31 +331,10 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     pd::importer_killed(
         "ext_importer_killed_while_mapped",
         "ext_importer",
-        ext_export,
+        common::vmm::pd_export,
         pd::free_memory,
         "after the exporter freed its allocation",
     )
-}
-
-impl pd::Exporting for ExtKept {
-    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let va = self
-            .vmm
-            .as_ref()
-            .map(|v| v.va)
-            .ok_or("no allocation kept")?;
-        read(va, n).map_err(pd::message)
-    }
-    fn go_on(&mut self, round: u32) -> TestResult {
-        let v = Vmm::new(&self._gpu, 2)?;
-        let data = pattern(v.size, round);
-        let back =
-            cu!(cuMemcpyHtoD(v.va, data.as_ptr().cast(), v.size)).and_then(|()| read(v.va, v.size));
-        v.free()?;
-        let back = back?;
-        same(&back, &data, "a new allocation after the importer died")?;
-        Ok(())
-    }
 }
 
 /// The exporter child is SIGKILLed while the importer child reads through
@@ -578,10 +435,10 @@ fn map_must_fail(
 }
 
 /// The process still works: a memset and a read back on the VMM allocation.
-fn still_works(vmm: &Vmm, value: u32) -> TestResult {
-    cu!(cuMemsetD32(vmm.va, value, 1024))?;
+fn still_works(vmm: &Mapping, value: u32) -> TestResult {
+    cu!(cuMemsetD32(vmm.ptr, value, 1024))?;
     let mut back = [0u32; 1024];
-    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.va, 4096))?;
+    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.ptr, 4096))?;
     ensure!(
         back.iter().all(|&w| w == value),
         "memset {value:#x} not read back after a bad call"
@@ -591,12 +448,13 @@ fn still_works(vmm: &Vmm, value: u32) -> TestResult {
 
 fn bad_external_memory_input_is_rejected() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
     let size = vmm.size as u64;
+    let granule = size / 2;
     let mut p = BadInput::new(|round| still_works(&vmm, round));
 
     // Wrong handle type for the descriptor: a handle type that does not exist (0).
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CUexternalMemoryHandleType(0);
     p.result(
@@ -607,7 +465,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
     // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
     // reference does not list for cuImportExternalMemory.
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let mut d = opaque_fd_desc(fd, size, 0);
     d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
     p.result(
@@ -616,7 +474,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     );
 
     // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let d = opaque_fd_desc(fd, size, 0x2);
     p.result(
         "import flags 0x2",
@@ -625,7 +483,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
     // reference's list).
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
     p.result(
@@ -641,8 +499,8 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
     // a mapping that reaches past the allocation's real end is refused.
-    let fd = vmm.export()?;
-    let big = size + vmm.granularity as u64;
+    let fd = vmm.export_fd()?;
+    let big = size + granule;
     let mut ext_big: CUexternalMemory = null_mut();
     let r = unsafe { cuImportExternalMemory(&mut ext_big, &opaque_fd_desc(fd, big, 0)) };
     if r == CUDA_SUCCESS {
@@ -652,13 +510,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
         );
         p.note(
             "size > allocation: mapping in the declared tail",
-            map_must_fail(
-                ext_big,
-                size,
-                vmm.granularity as u64,
-                0,
-                CUDA_ERROR_INVALID_VALUE,
-            ),
+            map_must_fail(ext_big, size, granule, 0, CUDA_ERROR_INVALID_VALUE),
         );
         p.note(
             "size > allocation: destroy",
@@ -676,11 +528,11 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     p.still_works_after("after size > allocation");
 
     // Mapped buffers on a valid import.
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, size, 0)?;
     let bad = CUDA_ERROR_INVALID_VALUE;
     p.result("offset == size", map_must_fail(ext, size, 65536, 0, bad));
-    let past = size + vmm.granularity as u64;
+    let past = size + granule;
     p.result(
         "offset past the end",
         map_must_fail(ext, past, 65536, 0, bad),
@@ -694,7 +546,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
     let a = pattern(vmm.size, 77);
-    cu!(cuMemcpyHtoD(vmm.va, a.as_ptr().cast(), vmm.size))?;
+    cu!(cuMemcpyHtoD(vmm.ptr, a.as_ptr().cast(), vmm.size))?;
     let got = read(mapped, vmm.size)?;
     p.note(
         "valid mapping after the bad ones",
@@ -777,9 +629,9 @@ fn must_be_an_error(r: CUresult, documented: CUresult, what: &str) -> TestResult
 /// Child of `bad_mipmap_and_semaphore_input_is_an_error`.
 fn unmeasured_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
     let mut p = Checks::default();
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, vmm.size as u64, 0)?;
 
     let case = std::env::var("CUDA_MEM_SYS_BAD_INPUT_CASE").unwrap_or_default();
