@@ -1291,7 +1291,7 @@ fn two_gpus_set_access() -> TestResult {
 fn bad_input_error_codes() -> TestResult {
     let gpu = Gpu::new(0)?;
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
-    let fd_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    let fd_prop = device_prop(gpu.dev, FD);
     let g = min_granularity(&prop)?;
     let gg = g as u64;
     let m = Mapping::new(&prop, g, gpu.dev)?;
@@ -1309,11 +1309,7 @@ fn bad_input_error_codes() -> TestResult {
         (g, 1, "cuMemCreate(.., flags 1)"),
     ] {
         let r = unsafe { cuMemCreate(&mut h, size, &prop, flags) };
-        c.code(r, INVALID, what);
-        if r == CUDA_SUCCESS {
-            cu!(cuMemRelease(h))?;
-        }
-        c.still_works();
+        c.cu_undo(INVALID, r, what, || cu!(cuMemRelease(h)))?;
     }
     bad!(c, INVALID, cuMemCreate(null_h, g, &prop, 0));
     bad!(c, INVALID, cuMemCreate(&mut h, g, core::ptr::null(), 0));
@@ -1321,18 +1317,11 @@ fn bad_input_error_codes() -> TestResult {
     // (the host location types are in the headers from 12.2).
     #[cfg(cuda_12020)]
     {
-        let host_fd = prop_at(
-            CU_MEM_LOCATION_TYPE_HOST,
-            0,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        );
+        let host_fd = prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, FD);
         bad!(c, INVALID, cuMemCreate(&mut h, g, &host_fd, 0));
         // "Specifying CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ... CUDA_ERROR_INVALID_VALUE"
-        let numa_current = prop_at(
-            CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
-            0,
-            CU_MEM_HANDLE_TYPE_NONE,
-        );
+        let none = CU_MEM_HANDLE_TYPE_NONE;
+        let numa_current = prop_at(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0, none);
         bad!(c, INVALID, cuMemCreate(&mut h, g, &numa_current, 0));
     }
     #[cfg(not(cuda_12020))]
@@ -1340,54 +1329,25 @@ fn bad_input_error_codes() -> TestResult {
 
     println!("  cuMemGetAllocationGranularity");
     let mut gran = 0usize;
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(
-            core::ptr::null_mut(),
-            &prop,
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        )
-    );
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(
-            &mut gran,
-            core::ptr::null(),
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        )
-    );
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(&mut gran, &prop, CUmemAllocationGranularity_flags(7))
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(core::ptr::null_mut(), &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(&mut gran, core::ptr::null(), CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(&mut gran, &prop, CUmemAllocationGranularity_flags(7)));
 
     println!("  cuMemAddressReserve / cuMemAddressFree");
     bad!(c, INVALID, cuMemAddressReserve(null_p, g, 0, 0, 0));
-    for (size, align, flags, what) in [
+    #[rustfmt::skip]
+    let reserves = [
         (g, 0, 1, "cuMemAddressReserve(.., flags 1)"),
-        (
-            g,
-            3 * 4096,
-            0,
-            "cuMemAddressReserve(alignment 12 KiB, not a power of two)",
-        ),
+        (g, 3 * 4096, 0, "cuMemAddressReserve(alignment 12 KiB, not a power of two)"),
         (0, 0, 0, "cuMemAddressReserve(0 bytes)"),
-        (
-            g + 1,
-            0,
-            0,
-            "cuMemAddressReserve(size not a multiple of the page size)",
-        ),
-    ] {
+        (g + 1, 0, 0, "cuMemAddressReserve(size not a multiple of the page size)"),
+    ];
+    for (size, align, flags, what) in reserves {
         let r = unsafe { cuMemAddressReserve(&mut p, size, align, 0, flags) };
-        c.code(r, INVALID, what);
-        if r == CUDA_SUCCESS {
-            cu!(cuMemAddressFree(p, size))?;
-        }
-        c.still_works();
+        c.cu_undo(INVALID, r, what, || cu!(cuMemAddressFree(p, size)))?;
     }
     let r = reserve(2 * g, 0, 0)?;
     let wrong = unsafe { cuMemAddressFree(r, g) };
@@ -1405,44 +1365,27 @@ fn bad_input_error_codes() -> TestResult {
     let r = reserve(4 * g, 0, 0)?;
     cu!(cuMemMap(r, 2 * g, 0, h1, 0))?;
     let twice = unsafe { cuMemMap(r, 2 * g, 0, h2, 0) };
-    c.code(twice, INVALID, "cuMemMap onto an already mapped range");
-    if twice == CUDA_SUCCESS {
-        cu!(cuMemUnmap(r, 2 * g))?;
-    }
-    c.still_works();
+    let what = "cuMemMap onto an already mapped range";
+    c.cu_undo(INVALID, twice, what, || cu!(cuMemUnmap(r, 2 * g)))?;
     let partly = unsafe { cuMemMap(r + gg, 2 * g, 0, h2, 0) };
-    c.code(partly, INVALID, "cuMemMap overlapping a mapped range");
-    if partly == CUDA_SUCCESS {
-        cu!(cuMemUnmap(r + gg, 2 * g))?;
-    }
-    c.still_works();
+    let what = "cuMemMap overlapping a mapped range";
+    c.cu_undo(INVALID, partly, what, || cu!(cuMemUnmap(r + gg, 2 * g)))?;
     bad!(c, INVALID, cuMemMap(r + 2 * gg, g, 0, h2, 1));
     // Sizes, offsets and addresses off the granularity, and a mapping past the
     // allocation's end: the text implies CUDA_ERROR_INVALID_VALUE ("must be a
     // multiple of the value given via cuMemGetAllocationGranularity", "offset +
     // size must be less than the size of the memory allocation"); driver
     // 580.159 returns CUDA_ERROR_NOT_SUPPORTED, which is in cuMemMap's list.
-    for (at, size, offset, what) in [
+    #[rustfmt::skip]
+    let maps = [
         (r + 2 * gg, g / 2, 0, "cuMemMap(half a granule)"),
-        (
-            r + 2 * gg,
-            2 * g,
-            g,
-            "cuMemMap(offset + size past the allocation)",
-        ),
-        (
-            r + 2 * gg + 4096,
-            g,
-            0,
-            "cuMemMap(address off the granularity)",
-        ),
-    ] {
+        (r + 2 * gg, 2 * g, g, "cuMemMap(offset + size past the allocation)"),
+        (r + 2 * gg + 4096, g, 0, "cuMemMap(address off the granularity)"),
+    ];
+    for (at, size, offset, what) in maps {
         let got = unsafe { cuMemMap(at, size, offset, h2, 0) };
-        c.code_observed(got, INVALID, CUDA_ERROR_NOT_SUPPORTED, what);
-        if got == CUDA_SUCCESS {
-            cu!(cuMemUnmap(at, size))?;
-        }
-        c.still_works();
+        let undo = || cu!(cuMemUnmap(at, size));
+        c.cu_observed_undo(INVALID, CUDA_ERROR_NOT_SUPPORTED, got, what, undo)?;
     }
     // Unmapping a sub-range of one cuMemMap.
     let sub = unsafe { cuMemUnmap(r, g) };
@@ -1457,10 +1400,8 @@ fn bad_input_error_codes() -> TestResult {
     // allocations created on with other location types." (12.2 on)
     #[cfg(cuda_12020)]
     {
-        let host_d = access_desc(
-            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
-            CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        );
+        let numa = common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+        let host_d = access_desc(numa, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
         // Driver 580.159 returns CUDA_ERROR_NOT_SUPPORTED (in the documented list).
         c.code_observed(
             unsafe { cuMemSetAccess(r, 2 * g, &host_d, 1) },
@@ -1480,11 +1421,8 @@ fn bad_input_error_codes() -> TestResult {
         INVALID,
         cuMemRetainAllocationHandle(null_h, r as *mut c_void)
     );
-    bad!(
-        c,
-        INVALID,
-        cuMemRetainAllocationHandle(&mut h, (r + 2 * gg) as *mut c_void)
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemRetainAllocationHandle(&mut h, (r + 2 * gg) as *mut c_void));
     if sub == CUDA_SUCCESS {
         cu!(cuMemUnmap(r + gg, g))?;
     } else {
@@ -1496,118 +1434,51 @@ fn bad_input_error_codes() -> TestResult {
     c.still_works();
 
     println!("  cuMemGetAllocationPropertiesFromHandle / cuMemExportToShareableHandle / cuMemImportFromShareableHandle");
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle)
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle));
     let hf = create(g, &fd_prop)?;
     let mut fd: i32 = -1;
-    bad!(
-        c,
-        INVALID,
-        cuMemExportToShareableHandle(
-            core::ptr::null_mut(),
-            hf,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0
-        )
-    );
-    let r1 = unsafe {
-        cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast(),
-            hf,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            1,
-        )
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemExportToShareableHandle(core::ptr::null_mut(), hf, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    let close = |fd| {
+        move || {
+            unsafe { libc::close(fd) };
+            Ok(())
+        }
     };
-    c.code(r1, INVALID, "cuMemExportToShareableHandle(.., flags 1)");
-    if r1 == CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-    }
-    c.still_works();
+    let r1 = export_fd_raw(&mut fd, hf, 1);
+    let what = "cuMemExportToShareableHandle(.., flags 1)";
+    c.cu_undo(INVALID, r1, what, close(fd))?;
     // An allocation created without POSIX descriptors requested.
-    let r2 = unsafe {
-        cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast(),
-            m.handle,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0,
-        )
-    };
-    c.code(
-        r2,
-        INVALID,
-        "cuMemExportToShareableHandle of an allocation without requestedHandleTypes",
-    );
-    if r2 == CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-    }
-    c.still_works();
+    let r2 = export_fd_raw(&mut fd, m.handle, 0);
+    let what = "cuMemExportToShareableHandle of an allocation without requestedHandleTypes";
+    c.cu_undo(INVALID, r2, what, close(fd))?;
 
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        hf,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
-    bad!(
-        c,
-        INVALID,
-        cuMemImportFromShareableHandle(
-            null_h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-        )
-    );
+    common::check(
+        export_fd_raw(&mut fd, hf, 0),
+        "cuMemExportToShareableHandle",
+    )?;
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemImportFromShareableHandle(null_h, fd as isize as *mut c_void, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     // A closed descriptor.
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
-    ensure!(
-        unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1,
-        "descriptor {fd} reopened"
-    );
-    let closed = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
+    ensure!(!fd_is_open(fd), "descriptor {fd} reopened");
     // Driver 580.159 returns CUDA_ERROR_UNKNOWN, which is not among the
     // documented codes (INVALID_VALUE, NOT_INITIALIZED, DEINITIALIZED,
     // NOT_PERMITTED, NOT_SUPPORTED).
-    c.code_observed(
-        closed,
-        INVALID,
-        CUDA_ERROR_UNKNOWN,
-        "cuMemImportFromShareableHandle of a closed descriptor",
-    );
-    if closed == CUDA_SUCCESS {
-        cu!(cuMemRelease(h))?;
-    }
-    c.still_works();
+    let closed = import_fd(&mut h, fd);
+    let what = "cuMemImportFromShareableHandle of a closed descriptor";
+    let undo = || cu!(cuMemRelease(h));
+    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, closed, what, undo)?;
     // A descriptor that is no exported allocation.
     let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
     ensure!(devnull >= 0, "opening /dev/null");
-    let foreign = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            devnull as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
-    // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
-    c.code_observed(
-        foreign,
-        INVALID,
-        CUDA_ERROR_UNKNOWN,
-        "cuMemImportFromShareableHandle of /dev/null",
-    );
-    if foreign == CUDA_SUCCESS {
-        cu!(cuMemRelease(h))?;
-    }
+    let foreign = import_fd(&mut h, devnull);
     unsafe { libc::close(devnull) };
-    c.still_works();
+    // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
+    let what = "cuMemImportFromShareableHandle of /dev/null";
+    let undo = || cu!(cuMemRelease(h));
+    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, foreign, what, undo)?;
     cu!(cuMemRelease(hf))?;
     c.still_works();
 

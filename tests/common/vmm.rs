@@ -198,3 +198,13 @@ impl pd::Exporting for Exported {
         checked
     }
 }
+
+/// `cuMemExportToShareableHandle` of `h` as a POSIX descriptor into `fd`.
+pub fn export_fd_raw(fd: &mut i32, h: Handle, flags: u64) -> CUresult {
+    unsafe { cuMemExportToShareableHandle((fd as *mut i32).cast(), h, FD, flags) }
+}
+
+/// `cuMemImportFromShareableHandle` of the POSIX descriptor `fd` into `h`.
+pub fn import_fd(h: &mut Handle, fd: i32) -> CUresult {
+    unsafe { cuMemImportFromShareableHandle(h, fd as isize as *mut core::ffi::c_void, FD) }
+}
