@@ -244,14 +244,10 @@ fn one_allocation_at_two_addresses() -> TestResult {
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     let g = min_granularity(&prop)?;
     let h = create(g, &prop)?;
-    let a = reserve(g, 0, 0)?;
-    let b = reserve(g, 0, 0)?;
+    let a = reserve_map_rw(g, h, gpu.dev)?;
+    let b = reserve_map_rw(g, h, gpu.dev)?;
     println!("  one allocation at {a:#x} and {b:#x}");
     ensure!(a != b, "two reservations at the same address {a:#x}");
-    cu!(cuMemMap(a, g, 0, h, 0))?;
-    cu!(cuMemMap(b, g, 0, h, 0))?;
-    set_rw(a, g, gpu.dev)?;
-    set_rw(b, g, gpu.dev)?;
 
     let data = pattern(g, 2);
     write(a, &data)?;
@@ -276,11 +272,9 @@ fn one_allocation_at_two_addresses() -> TestResult {
         &want,
         "second address after unmapping the first",
     )?;
-    cu!(cuMemUnmap(b, g))?;
+    unmap_free(b, g)?;
     cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(a, g))?;
-    cu!(cuMemAddressFree(b, g))?;
-    Ok(())
+    cu!(cuMemAddressFree(a, g))
 }
 
 fn grown_range_is_contiguous() -> TestResult {
@@ -332,16 +326,13 @@ fn grown_range_is_contiguous() -> TestResult {
     )?;
 
     // The second half really is the second allocation: map it alone elsewhere.
-    let alone = reserve(g, 0, 0)?;
-    cu!(cuMemMap(alone, g, 0, h2, 0))?;
-    set_rw(alone, g, gpu.dev)?;
+    let alone = reserve_map_rw(g, h2, gpu.dev)?;
     same(
         &read(alone, g)?,
         &all[g..],
         "second allocation seen at its own address",
     )?;
-    cu!(cuMemUnmap(alone, g))?;
-    cu!(cuMemAddressFree(alone, g))?;
+    unmap_free(alone, g)?;
 
     cu!(cuMemFree(scratch))?;
     // Each cuMemMap is unmapped as a whole.
@@ -684,24 +675,12 @@ fn posix_fd_across_two_processes() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
         "no POSIX file descriptor handles on device 0"
     );
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    let size = 2 * min_granularity(&prop)?;
-    let m = Mapping::new(&prop, size, gpu.dev)?;
-    let exporter_bytes = pattern(size, 20);
-    write(m.ptr, &exporter_bytes)?;
-
-    let mut fd: i32 = -1;
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        m.handle,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
+    let m = Mapping::shareable(&gpu, 2)?;
+    let size = m.size;
+    write(m.ptr, &pattern(size, 20))?;
+    // Checked open there.
+    let fd = m.export_fd()?;
     println!("  exported descriptor {fd}");
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported descriptor {fd} is not open"
-    );
 
     let (mut mine, theirs) = socket_pair()?;
     mine.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -751,11 +730,7 @@ fn posix_fd_importer() -> TestResult {
     println!("  importer (pid {}): descriptor {fd}", std::process::id());
 
     let mut h: Handle = 0;
-    cu!(cuMemImportFromShareableHandle(
-        &mut h,
-        fd as isize as *mut c_void,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-    ))?;
+    common::check(import_fd(&mut h, fd), "cuMemImportFromShareableHandle")?;
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     let mut c = Checks::default();
     let p = properties(h)?;
@@ -774,9 +749,7 @@ fn posix_fd_importer() -> TestResult {
     );
     c.finish()?;
 
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, gpu.dev)?;
+    let ptr = reserve_map_rw(size, h, gpu.dev)?;
     same(
         &read(ptr, size)?,
         &pattern(size, 20),
@@ -836,13 +809,7 @@ fn vmm_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let gpu = Gpu::new(0).map_err(pd::message)?;
     let size = f.number("bytes").map_err(pd::message)? as usize;
     let mut h: Handle = 0;
-    let r = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
+    let r = import_fd(&mut h, fd);
     unsafe { libc::close(fd) };
     if r != CUDA_SUCCESS {
         return Err(pd::code(r));
@@ -970,22 +937,15 @@ fn fabric_handle() -> TestResult {
         CU_MEM_HANDLE_TYPE_FABRIC
     ))?;
     // The imported handle is the same memory.
-    let a = reserve(g, 0, 0)?;
-    let b = reserve(g, 0, 0)?;
-    cu!(cuMemMap(a, g, 0, h, 0))?;
-    cu!(cuMemMap(b, g, 0, h2, 0))?;
-    set_rw(a, g, gpu.dev)?;
-    set_rw(b, g, gpu.dev)?;
+    let a = reserve_map_rw(g, h, gpu.dev)?;
+    let b = reserve_map_rw(g, h2, gpu.dev)?;
     let data = pattern(g, 31);
     write(a, &data)?;
     same(&read(b, g)?, &data, "through the imported fabric handle")?;
-    cu!(cuMemUnmap(a, g))?;
-    cu!(cuMemUnmap(b, g))?;
+    unmap_free(a, g)?;
+    unmap_free(b, g)?;
     cu!(cuMemRelease(h2))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(a, g))?;
-    cu!(cuMemAddressFree(b, g))?;
-    Ok(())
+    cu!(cuMemRelease(h))
 }
 
 // ---------------------------------------------------------------------------

@@ -208,3 +208,18 @@ pub fn export_fd_raw(fd: &mut i32, h: Handle, flags: u64) -> CUresult {
 pub fn import_fd(h: &mut Handle, fd: i32) -> CUresult {
     unsafe { cuMemImportFromShareableHandle(h, fd as isize as *mut core::ffi::c_void, FD) }
 }
+
+/// `h` mapped over the whole of a fresh reservation of `size` bytes,
+/// read-write for device `dev`: its address.
+pub fn reserve_map_rw(size: usize, h: Handle, dev: CUdevice) -> Result<CUdeviceptr, Failed> {
+    let ptr = reserve(size, 0, 0)?;
+    cu!(cuMemMap(ptr, size, 0, h, 0))?;
+    set_rw(ptr, size, dev)?;
+    Ok(ptr)
+}
+
+/// What [`reserve_map_rw`] made, unmapped and its reservation freed.
+pub fn unmap_free(ptr: CUdeviceptr, size: usize) -> TestResult {
+    cu!(cuMemUnmap(ptr, size))?;
+    cu!(cuMemAddressFree(ptr, size))
+}
