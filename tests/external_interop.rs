@@ -638,88 +638,59 @@ fn unmeasured_bad_input() -> TestResult {
     let run = |c: &str| case.is_empty() || case == c;
     // A mipmapped-array description that describes nothing (all zero: no
     // format, no levels). The reference lists CUDA_ERROR_INVALID_VALUE.
-    if run("mipmap") {
+    let mipmap = || {
         let desc: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { core::mem::zeroed() };
         let mut mm: CUmipmappedArray = null_mut();
         let r = unsafe { cuExternalMemoryGetMappedMipmappedArray(&mut mm, ext, &desc) };
         if r == CUDA_SUCCESS && !mm.is_null() {
             unsafe { cuMipmappedArrayDestroy(mm) };
         }
-        p.note(
-            "zero mipmapped-array description",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_VALUE,
-                "cuExternalMemoryGetMappedMipmappedArray(all-zero description)",
-            ),
-        );
-        p.note("after the mipmapped array", still_works(&vmm, 21));
-    }
-
+        r
+    };
     // A null semaphore handle in a valid one-element array. The reference
     // lists CUDA_ERROR_INVALID_HANDLE for a handle that is not one.
     let sems: [CUexternalSemaphore; 1] = [null_mut()];
     let signal: [CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS; 1] = unsafe { core::mem::zeroed() };
     let wait: [CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS; 1] = unsafe { core::mem::zeroed() };
-    if run("signal") {
-        let r = unsafe {
-            cuSignalExternalSemaphoresAsync(sems.as_ptr(), signal.as_ptr(), 1, null_mut())
-        };
-        p.note(
-            "signal a null semaphore",
-            must_be_an_error(
-                r,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuSignalExternalSemaphoresAsync(null semaphore)",
-            ),
-        );
-        p.note("after signal", still_works(&vmm, 22));
-    }
-    if run("wait") {
-        let r =
-            unsafe { cuWaitExternalSemaphoresAsync(sems.as_ptr(), wait.as_ptr(), 1, null_mut()) };
-        p.note(
-            "wait on a null semaphore",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuWaitExternalSemaphoresAsync(null semaphore)",
-            ),
-        );
-        p.note("after wait", still_works(&vmm, 23));
-    }
-    if run("destroy") {
-        let r = unsafe { cuDestroyExternalSemaphore(null_mut()) };
-        p.note(
-            "destroy a null semaphore",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuDestroyExternalSemaphore(null)",
-            ),
-        );
-        p.note("after destroy", still_works(&vmm, 24));
-    }
+    let signal = || unsafe {
+        cuSignalExternalSemaphoresAsync(sems.as_ptr(), signal.as_ptr(), 1, null_mut())
+    };
+    let wait =
+        || unsafe { cuWaitExternalSemaphoresAsync(sems.as_ptr(), wait.as_ptr(), 1, null_mut()) };
+    let destroy = || unsafe { cuDestroyExternalSemaphore(null_mut()) };
     // A null external memory. The reference lists CUDA_ERROR_INVALID_HANDLE;
     // measured on two H200s (driver 580.159.04): CUDA_ERROR_INVALID_VALUE.
-    if run("destroy-memory") {
-        let r = unsafe { cuDestroyExternalMemory(null_mut()) };
-        p.note(
-            "destroy a null external memory",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuDestroyExternalMemory(null)",
-            ),
-        );
-        p.note(
-            "after destroying a null external memory",
-            still_works(&vmm, 25),
-        );
+    let destroy_memory = || unsafe { cuDestroyExternalMemory(null_mut()) };
+    let (invalid, handle) = (CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_HANDLE);
+    // (case, the bad call, the code measured (None: not yet, must be an
+    // error), the reference's code, what it is)
+    type Call<'a> = (
+        &'a str,
+        &'a dyn Fn() -> CUresult,
+        Option<CUresult>,
+        CUresult,
+        &'a str,
+    );
+    #[rustfmt::skip]
+    let calls: [Call; 5] = [
+        ("mipmap", &mipmap, Some(invalid), invalid, "cuExternalMemoryGetMappedMipmappedArray(all-zero description)"),
+        ("signal", &signal, None, handle, "cuSignalExternalSemaphoresAsync(null semaphore)"),
+        ("wait", &wait, Some(invalid), handle, "cuWaitExternalSemaphoresAsync(null semaphore)"),
+        ("destroy", &destroy, Some(invalid), handle, "cuDestroyExternalSemaphore(null)"),
+        ("destroy-memory", &destroy_memory, Some(invalid), handle, "cuDestroyExternalMemory(null)"),
+    ];
+    for (i, (c, call, measured, documented, what)) in calls.into_iter().enumerate() {
+        if run(c) {
+            let r = call();
+            p.note(
+                what,
+                match measured {
+                    Some(m) => must_return(r, m, documented, what),
+                    None => must_be_an_error(r, documented, what),
+                },
+            );
+            p.note(&format!("after {what}"), still_works(&vmm, 21 + i as u32));
+        }
     }
     cu!(cuCtxSynchronize())?;
     cu!(cuDestroyExternalMemory(ext))?;
