@@ -15,7 +15,7 @@ mod common;
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
 use common::vmm::*;
-use common::{error_name, pattern, read, same, write, BadInput, Checks, Gpu, TestResult};
+use common::{error_name, pattern, read, reads, same, write, BadInput, Checks, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -251,27 +251,15 @@ fn one_allocation_at_two_addresses() -> TestResult {
 
     let data = pattern(g, 2);
     write(a, &data)?;
-    same(
-        &read(b, g)?,
-        &data,
-        "written at the first address, read at the second",
-    )?;
+    reads(b, &data, "written at the first address, read at the second")?;
     cu!(cuMemsetD8(b + 4096, 0x6B, 4096))?;
     let mut want = data;
     want[4096..8192].fill(0x6B);
-    same(
-        &read(a, g)?,
-        &want,
-        "set at the second address, read at the first",
-    )?;
+    reads(a, &want, "set at the second address, read at the first")?;
 
     // The second mapping outlives the first.
     cu!(cuMemUnmap(a, g))?;
-    same(
-        &read(b, g)?,
-        &want,
-        "second address after unmapping the first",
-    )?;
+    reads(b, &want, "second address after unmapping the first")?;
     unmap_free(b, g)?;
     cu!(cuMemRelease(h))?;
     cu!(cuMemAddressFree(a, g))
@@ -327,8 +315,8 @@ fn grown_range_is_contiguous() -> TestResult {
 
     // The second half really is the second allocation: map it alone elsewhere.
     let alone = reserve_map_rw(g, h2, gpu.dev)?;
-    same(
-        &read(alone, g)?,
+    reads(
+        alone,
         &all[g..],
         "second allocation seen at its own address",
     )?;
@@ -453,16 +441,12 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let mut dbuf: CUdeviceptr = 0;
     cu!(cuMemAlloc(&mut dbuf, size))?;
     cu!(cuMemcpyDtoD(dbuf, ptr, size))?;
-    same(
-        &read(dbuf, size)?,
-        &data,
-        "host memory copied to device memory",
-    )?;
+    reads(dbuf, &data, "host memory copied to device memory")?;
     cu!(cuMemsetD8(dbuf, 0x3D, size))?;
     cu!(cuMemcpyDtoD(ptr, dbuf, size))?;
     cu!(cuCtxSynchronize())?;
-    same(
-        &read(ptr, size)?,
+    reads(
+        ptr,
         &vec![0x3D; size],
         "device memory copied to host memory",
     )?;
@@ -549,11 +533,7 @@ fn host_numa_cpu_access() -> TestResult {
     same(cpu, &data, "CPU reading what the device copy wrote")?;
     let cpu_data = pattern(g, 9);
     cpu.copy_from_slice(&cpu_data);
-    same(
-        &read(ptr, g)?,
-        &cpu_data,
-        "device copy reading what the CPU wrote",
-    )?;
+    reads(ptr, &cpu_data, "device copy reading what the CPU wrote")?;
 
     unmap_release_free(ptr, g, h)?;
     Ok(())
@@ -605,18 +585,10 @@ fn retain_handle_and_reference_counting() -> TestResult {
     // the memory.
     cu!(cuMemRelease(rh))?;
     cu!(cuMemRelease(h))?;
-    same(
-        &read(ptr, size)?,
-        &data,
-        "mapping after releasing both handles",
-    )?;
+    reads(ptr, &data, "mapping after releasing both handles")?;
     let data2 = pattern(size, 11);
     write(ptr, &data2)?;
-    same(
-        &read(ptr, size)?,
-        &data2,
-        "writing after releasing both handles",
-    )?;
+    reads(ptr, &data2, "writing after releasing both handles")?;
     let free_released = pd::free_memory()?;
     println!(
         "  free memory: {:.1} MiB at start, {:.1} MiB mapped, {:.1} MiB after both releases",
@@ -697,8 +669,8 @@ fn posix_fd_across_two_processes() -> TestResult {
         mine.read_exact(&mut b)
             .map_err(|e| format!("waiting for the importer: {e}"))?;
         ensure!(b[0] == b'W', "importer sent {:?}", b[0] as char);
-        same(
-            &read(m.ptr, size)?,
+        reads(
+            m.ptr,
             &pattern(size, 21),
             "exporter reading the importer's bytes",
         )?;
@@ -709,8 +681,8 @@ fn posix_fd_across_two_processes() -> TestResult {
     talk?;
     waited?;
     // The importer's release leaves the exporter's memory alone.
-    same(
-        &read(m.ptr, size)?,
+    reads(
+        m.ptr,
         &pattern(size, 21),
         "exporter after the importer left",
     )?;
@@ -750,8 +722,8 @@ fn posix_fd_importer() -> TestResult {
     c.finish()?;
 
     let ptr = reserve_map_rw(size, h, gpu.dev)?;
-    same(
-        &read(ptr, size)?,
+    reads(
+        ptr,
         &pattern(size, 20),
         "importer reading the exporter's bytes",
     )?;
@@ -1223,11 +1195,7 @@ fn two_gpus_set_access() -> TestResult {
     cu!(cuMemAlloc(&mut dst, size))?;
     cu!(cuMemcpyDtoD(dst, ptr, size))?;
     cu!(cuCtxSynchronize())?;
-    same(
-        &read(dst, size)?,
-        &data,
-        "device 1's copy of device 0's memory",
-    )?;
+    reads(dst, &data, "device 1's copy of device 0's memory")?;
     cu!(cuMemsetD8(ptr, 0x71, g))?;
     cu!(cuCtxSynchronize())?;
     cu!(cuMemFree(dst))?;
@@ -1235,11 +1203,7 @@ fn two_gpus_set_access() -> TestResult {
     cu!(cuCtxSetCurrent(g0.ctx))?;
     let mut want = data;
     want[..g].fill(0x71);
-    same(
-        &read(ptr, size)?,
-        &want,
-        "device 1's memset seen by device 0",
-    )?;
+    reads(ptr, &want, "device 1's memset seen by device 0")?;
     unmap_release_free(ptr, size, h)?;
     Ok(())
 }
