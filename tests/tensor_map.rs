@@ -436,6 +436,11 @@ fn chunk_map(got: &[u8], dense: &[u8]) -> String {
         .join(" ")
 }
 
+/// No swizzle, no L2 promotion, zero fill: the plain map's options.
+const SW_NONE: CUtensorMapSwizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+const L2_NONE: CUtensorMapL2promotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+const FILL_NONE: CUtensorMapFloatOOBfill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+
 fn encode_tiled(
     t: &Tensor,
     boxd: &[u32],
@@ -513,14 +518,7 @@ fn run_tiled_cases(
     let mut failures = Checks::new();
     for case in cases {
         let t = Tensor::new(case.ty, case.dims, case.strides, seed)?;
-        let map = encode_tiled(
-            &t,
-            case.boxd,
-            case.estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            fill,
-        )?;
+        let map = encode_tiled(&t, case.boxd, case.estr, SW_NONE, L2_NONE, fill)?;
         let f = tile_kernel(m, t.rank())?;
         for &coords in case.coords {
             let want = tiled_box(&t, case.boxd, case.estr, coords);
@@ -627,14 +625,7 @@ fn tiled_swizzle_modes() -> TestResult {
     let mut failures = Checks::new();
     for (i, (ty, dims, pitch, boxd, coords, sw, span)) in cases.into_iter().enumerate() {
         let t = Tensor::new(ty, &dims, &[pitch], 3 + i)?;
-        let map = encode_tiled(
-            &t,
-            &boxd,
-            &[1, 1],
-            sw,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        let map = encode_tiled(&t, &boxd, &[1, 1], sw, L2_NONE, FILL_NONE)?;
         let dense = tiled_box(&t, &boxd, &[1, 1], &coords);
         let want = swizzle(&dense.image, span);
         let what = format!(
@@ -687,14 +678,7 @@ fn tiled_l2_promotion_values() -> TestResult {
         ("L2_256B", CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
     ] {
         let what = format!("L2 promotion {name}");
-        let map = encode_tiled(
-            &t,
-            &boxd,
-            &estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            l2,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        let map = encode_tiled(&t, &boxd, &estr, SW_NONE, l2, FILL_NONE)?;
         match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.image.len()) {
             Err(e) => failures.fail(format!("{what}: {}", message(e))),
             Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, false) {
@@ -724,14 +708,7 @@ fn replace_address() -> TestResult {
         want_a.image != want_b.image,
         "the two buffers' boxes are the same, the test proves nothing"
     );
-    let mut map = encode_tiled(
-        &a,
-        &boxd,
-        &estr,
-        CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )?;
+    let mut map = encode_tiled(&a, &boxd, &estr, SW_NONE, L2_NONE, FILL_NONE)?;
     let gmap = DeviceBuf::new(size_of::<CUtensorMap>())?;
     ensure!(
         gmap.ptr % 128 == 0,
@@ -1043,14 +1020,7 @@ fn im2col_wide() -> TestResult {
             );
         }
         // The process keeps working: a tiled map on the same tensor encodes.
-        encode_tiled(
-            &t,
-            &[16, 4, 2, 1],
-            &estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        encode_tiled(&t, &[16, 4, 2, 1], &estr, SW_NONE, L2_NONE, FILL_NONE)?;
         return Ok(());
     }
     for (what, rank, swizzle) in invalid {
@@ -1106,11 +1076,7 @@ fn bad_input_documented_errors() -> TestResult {
     let base = t.dev.ptr;
     let im = Tensor::new(Ty::F32, &[12, 5, 4, 2], &[48, 240, 960], 42)?;
     let z = CU_TENSOR_MAP_INTERLEAVE_NONE;
-    let (sw_none, l2, fill0) = (
-        CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    );
+    let (sw_none, l2, fill0) = (SW_NONE, L2_NONE, FILL_NONE);
     /// One `cuTensorMapEncodeTiled`'s arguments: the valid 2D map on `t`,
     /// which each bad case changes in one parameter.
     struct Args {
