@@ -453,33 +453,25 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let granule = size / 2;
     let mut p = BadInput::new(|round| still_works(&vmm, round));
 
-    // Wrong handle type for the descriptor: a handle type that does not exist (0).
-    let fd = vmm.export_fd()?;
-    let mut d = opaque_fd_desc(fd, size, 0);
-    d.type_ = CUexternalMemoryHandleType(0);
-    p.result(
-        "handle type 0",
-        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
-    );
-
-    // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
-    // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
-    // reference does not list for cuImportExternalMemory.
-    let fd = vmm.export_fd()?;
-    let mut d = opaque_fd_desc(fd, size, 0);
-    d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
-    p.result(
-        "POSIX fd as OPAQUE_WIN32",
-        import_must_fail(&d, fd, CUDA_ERROR_NOT_SUPPORTED),
-    );
-
-    // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
-    let fd = vmm.export_fd()?;
-    let d = opaque_fd_desc(fd, size, 0x2);
-    p.result(
-        "import flags 0x2",
-        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
-    );
+    // Wrong handle type for the descriptor: a handle type that does not exist
+    // (0), and a POSIX fd described as OPAQUE_WIN32: measured on driver 580
+    // (Linux), CUDA_ERROR_NOT_SUPPORTED, a code the reference does not list
+    // for cuImportExternalMemory. Import flags neither 0 nor
+    // CUDA_EXTERNAL_MEMORY_DEDICATED.
+    let fd_type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+    let win32 = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
+    #[rustfmt::skip]
+    let imports = [
+        ("handle type 0", CUexternalMemoryHandleType(0), 0, CUDA_ERROR_INVALID_VALUE),
+        ("POSIX fd as OPAQUE_WIN32", win32, 0, CUDA_ERROR_NOT_SUPPORTED),
+        ("import flags 0x2", fd_type, 0x2, CUDA_ERROR_INVALID_VALUE),
+    ];
+    for (what, ty, flags, want) in imports {
+        let fd = vmm.export_fd()?;
+        let mut d = opaque_fd_desc(fd, size, flags);
+        d.type_ = ty;
+        p.result(what, import_must_fail(&d, fd, want));
+    }
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
     // reference's list).
@@ -530,18 +522,19 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // Mapped buffers on a valid import.
     let fd = vmm.export_fd()?;
     let ext = import_memory(fd, size, 0)?;
-    let bad = CUDA_ERROR_INVALID_VALUE;
-    p.result("offset == size", map_must_fail(ext, size, 65536, 0, bad));
-    let past = size + granule;
-    p.result(
-        "offset past the end",
-        map_must_fail(ext, past, 65536, 0, bad),
-    );
-    p.result(
-        "range runs past the end",
-        map_must_fail(ext, size - 65536, 2 * 65536, 0, bad),
-    );
-    p.result("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
+    #[rustfmt::skip]
+    let maps = [
+        ("offset == size", size, 65536, 0),
+        ("offset past the end", size + granule, 65536, 0),
+        ("range runs past the end", size - 65536, 2 * 65536, 0),
+        ("buffer flags 1", 0, 65536, 1),
+    ];
+    for (what, offset, len, flags) in maps {
+        p.result(
+            what,
+            map_must_fail(ext, offset, len, flags, CUDA_ERROR_INVALID_VALUE),
+        );
+    }
 
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
