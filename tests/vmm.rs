@@ -104,33 +104,22 @@ fn granularity_minimum_and_recommended() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 1,
         "device 0 does not support virtual memory management"
     );
-    let mut tile_pool = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
+    let none = CU_MEM_HANDLE_TYPE_NONE;
+    let mut tile_pool = device_prop(gpu.dev, none);
     tile_pool.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
     #[allow(unused_mut)] // nothing is added before 12.2
     let mut props = [
-        ("device", device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE)),
-        (
-            "device, POSIX fd",
-            device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-        ),
+        ("device", device_prop(gpu.dev, none)),
+        ("device, POSIX fd", device_prop(gpu.dev, FD)),
         ("device, tile pool", tile_pool),
     ]
     .to_vec();
     #[cfg(cuda_12020)]
     {
         let numa = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?.max(0);
-        props.push((
-            "host",
-            prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, CU_MEM_HANDLE_TYPE_NONE),
-        ));
-        props.push((
-            "host NUMA",
-            prop_at(
-                CU_MEM_LOCATION_TYPE_HOST_NUMA,
-                numa,
-                CU_MEM_HANDLE_TYPE_NONE,
-            ),
-        ));
+        props.push(("host", prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, none)));
+        let host_numa = prop_at(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa, none);
+        props.push(("host NUMA", host_numa));
     }
     #[cfg(not(cuda_12020))]
     println!("  skipped: host and host-NUMA granularity: CU_MEM_LOCATION_TYPE_HOST* not in these headers (added in 12.2)");
@@ -546,7 +535,7 @@ fn host_numa_cpu_access() -> TestResult {
 fn retain_handle_and_reference_counting() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::default();
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    let prop = device_prop(gpu.dev, FD);
     let g = min_granularity(&prop)?;
     let size = 32 * g;
 
