@@ -1212,55 +1212,33 @@ fn bad_input_documented_errors() -> TestResult {
         ("replace address by one 8 bytes past a 16-byte boundary", replaced),
     ];
     let mut failures = Checks::new();
+    let invalid = CUDA_ERROR_INVALID_VALUE;
     for (what, r) in cases {
-        let entry = if what.starts_with("im2col") {
-            "cuTensorMapEncodeIm2col"
-        } else if what.starts_with("replace") {
-            "cuTensorMapReplaceAddress"
-        } else {
-            "cuTensorMapEncodeTiled"
+        let entry = match what.split(' ').next() {
+            Some("im2col") => "cuTensorMapEncodeIm2col",
+            Some("replace") => "cuTensorMapReplaceAddress",
+            _ => "cuTensorMapEncodeTiled",
         };
-        common::report_bad_input(
-            Some(entry),
-            what,
-            &error_name(CUDA_ERROR_INVALID_VALUE),
-            &error_name(r),
+        common::report_bad_input(Some(entry), what, &error_name(invalid), &error_name(r));
+        println!("  {what}: {}", error_name(r));
+        let (got, want) = (error_name(r), error_name(invalid));
+        failures.that(
+            r == invalid,
+            format_args!("{what}: returned {got}, expected {want}"),
         );
-        if r != CUDA_ERROR_INVALID_VALUE {
-            failures.fail(format!(
-                "{what}: returned {}, expected {}",
-                error_name(r),
-                error_name(CUDA_ERROR_INVALID_VALUE)
-            ));
-        } else {
-            println!("  {what}: {}", error_name(r));
-        }
         let after = good();
-        if after != CUDA_SUCCESS {
-            failures.fail(format!(
-                "after {what}: a valid encode returned {}",
-                error_name(after)
-            ));
-        }
+        let after_name = error_name(after);
+        let msg = format_args!("after {what}: a valid encode returned {after_name}");
+        failures.that(after == CUDA_SUCCESS, msg);
     }
     // Still working: a fresh map loads the right box.
     let boxd = [32u32, 8];
     let map = encode_tiled(&t, &boxd, &[1, 1], sw_none, l2, fill0)?;
     let want = tiled_box(&t, &boxd, &[1, 1], &[32, 28]);
-    let load = load_box(
-        tile_kernel(&m, 2)?,
-        MapArg::Param(&map),
-        &[32, 28],
-        [0, 0],
-        want.image.len(),
-    )?;
-    if let Err(e) = check_elements(
-        "load after the bad inputs",
-        Ty::F32,
-        &load.image,
-        &want,
-        false,
-    ) {
+    let (f, n) = (tile_kernel(&m, 2)?, want.image.len());
+    let load = load_box(f, MapArg::Param(&map), &[32, 28], [0, 0], n)?;
+    let what = "load after the bad inputs";
+    if let Err(e) = check_elements(what, Ty::F32, &load.image, &want, false) {
         failures.fail(e);
     }
     failures.finish()

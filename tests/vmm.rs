@@ -179,22 +179,17 @@ fn device_memory_map_round_trip() -> TestResult {
     // "all mappings start with no accessibility setup"
     let before = get_access(ptr, device_location(gpu.dev))?;
     println!("  access after cuMemMap, before cuMemSetAccess: {before}");
-    c.that(
-        before == NONE,
-        format!("access before cuMemSetAccess is {before}, expected PROT_NONE (0)"),
+    c.eq(
+        "access before cuMemSetAccess (PROT_NONE is 0)",
+        before,
+        NONE,
     );
     set_rw(ptr, size, gpu.dev)?;
     let after = get_access(ptr, device_location(gpu.dev))?;
     let inside = get_access(ptr + size as u64 - 1, device_location(gpu.dev))?;
     println!("  access after cuMemSetAccess: {after} (last byte {inside})");
-    c.that(
-        after == RW,
-        format!("access is {after}, expected READWRITE (3)"),
-    );
-    c.that(
-        inside == RW,
-        format!("last byte access is {inside}, expected 3"),
-    );
+    c.eq("access (READWRITE is 3)", after, RW);
+    c.eq("last byte access", inside, RW);
 
     let data = pattern(size, 1);
     write(ptr, &data)?;
@@ -217,10 +212,7 @@ fn device_memory_map_round_trip() -> TestResult {
     );
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     let again = get_access(ptr, device_location(gpu.dev))?;
-    c.that(
-        again == NONE,
-        format!("access of the new mapping is {again}, expected PROT_NONE (0)"),
-    );
+    c.eq("access of the new mapping (PROT_NONE is 0)", again, NONE);
     set_rw(ptr, size, gpu.dev)?;
     same(&read(ptr, size)?, &want, "bytes after unmap and map again")?;
 
@@ -275,10 +267,7 @@ fn grown_range_is_contiguous() -> TestResult {
     // One cuMemSetAccess over the whole range, both allocations.
     set_rw(base, 2 * g, gpu.dev)?;
     let acc = get_access(base + gg, device_location(gpu.dev))?;
-    c.that(
-        acc == RW,
-        format!("second allocation's access {acc}, expected 3"),
-    );
+    c.eq("second allocation's access", acc, RW);
 
     // One host-to-device copy spanning the boundary.
     let span = pattern(g, 4);
@@ -418,10 +407,7 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     set_rw(ptr, size, gpu.dev)?;
     let acc = get_access(ptr, device_location(gpu.dev))?;
-    c.that(
-        acc == RW,
-        format!("{what}: device access {acc}, expected 3"),
-    );
+    c.eq(format!("{what}: device access"), acc, RW);
 
     let data = pattern(size, 7);
     write(ptr, &data)?;
