@@ -1278,22 +1278,6 @@ fn image_copy(width: u32, height: u32) -> vk::BufferImageCopy {
         })
 }
 
-/// Texel bytes of the image Vulkan writes (RGBA8, row-major, tightly packed).
-fn vulkan_texels(w: usize, h: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(w * h * 4);
-    for y in 0..h {
-        for x in 0..w {
-            v.extend_from_slice(&[
-                x as u8,
-                y as u8,
-                (x * 7 + y * 13) as u8,
-                0xC0 ^ (x + y) as u8,
-            ]);
-        }
-    }
-    v
-}
-
 const BUF_SIZE: u64 = 1 << 20;
 const FILL: u32 = 0xA5C3_1E7F;
 const IMG_W: usize = 96;
@@ -1321,7 +1305,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         v.exportable_image(format, IMG_W as u32, IMG_H as u32, usage_img)?;
     let img_bytes = (IMG_W * IMG_H * 4) as u64;
     let (staging, staging_ptr) = v.host_buffer(img_bytes)?;
-    let texels = vulkan_texels(IMG_W, IMG_H);
+    // The image's texels (RGBA8, row-major, tightly packed).
+    let texels = pattern(IMG_W * IMG_H * 4, 0x7E);
     unsafe { std::ptr::copy_nonoverlapping(texels.as_ptr(), staging_ptr, texels.len()) };
     let (readback_buf, readback_buf_ptr) = v.host_buffer(BUF_SIZE)?;
     let (readback_img, readback_img_ptr) = v.host_buffer(img_bytes)?;
@@ -1477,13 +1462,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         "CUDA waiting for Vulkan's signal (timeline 1 + binary)",
     )?;
     v.wait_fence(produce)?;
-    let want_buf: Vec<u8> = FILL
-        .to_le_bytes()
-        .iter()
-        .copied()
-        .cycle()
-        .take(BUF_SIZE as usize)
-        .collect();
+    let want_buf = FILL.to_le_bytes().repeat(BUF_SIZE as usize / 4);
     same(
         got_buf.bytes(),
         &want_buf,
