@@ -28,7 +28,9 @@ mod common;
 use ash::vk;
 use common::process_death as pd;
 use common::vmm::{close_fd, fd_is_open, Mapping};
-use common::{pattern, read, same, test, BadInput, Checks, DeviceTest, Gpu, TestResult};
+use common::{
+    pattern, read, reads, same, test, write, BadInput, Checks, DeviceTest, Gpu, TestResult,
+};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -219,31 +221,21 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     );
 
     // Both views start with the same bytes.
-    let got = read(mapped, len)?;
-    ensure!(
-        got.iter().all(|&b| b == 0x11),
-        "mapped view does not show the VMM memset: {}",
-        common::first_difference(&got, &vec![0x11; len])
-    );
+    reads(mapped, &vec![0x11; len], "mapped view of the VMM memset")?;
 
     // Written through the VMM view, read through the external mapping.
     let a = pattern(len, 1);
-    cu!(cuMemcpyHtoD(vmm.ptr + off as u64, a.as_ptr().cast(), len))?;
-    let got = read(mapped, len)?;
-    same(&got, &a, "VMM write not seen through the mapped buffer")?;
+    write(vmm.ptr + off as u64, &a)?;
+    reads(mapped, &a, "VMM write not seen through the mapped buffer")?;
 
     // Written through the external mapping, read through the VMM view.
     let b = pattern(len, 0xBEEF);
-    cu!(cuMemcpyHtoD(mapped, b.as_ptr().cast(), len))?;
+    write(mapped, &b)?;
     cu!(cuMemsetD8(mapped, 0x7E, 1))?; // a device-side write too
     let mut want = b.clone();
     want[0] = 0x7E;
-    let got = read(vmm.ptr + off as u64, len)?;
-    same(
-        &got,
-        &want,
-        "mapped-buffer write not seen through the VMM view",
-    )?;
+    let what = "mapped-buffer write not seen through the VMM view";
+    reads(vmm.ptr + off as u64, &want, what)?;
 
     // Outside the window nothing changed.
     let before = read(vmm.ptr, off)?;
@@ -256,11 +248,8 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
     // The allocation itself is untouched by destroying the import.
-    let got = read(vmm.ptr + off as u64, len)?;
-    ensure!(
-        got == want,
-        "VMM view changed after cuDestroyExternalMemory"
-    );
+    let what = "VMM view after cuDestroyExternalMemory";
+    reads(vmm.ptr + off as u64, &want, what)?;
     vmm.free()
 }
 
@@ -539,15 +528,10 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
     let a = pattern(vmm.size, 77);
-    cu!(cuMemcpyHtoD(vmm.ptr, a.as_ptr().cast(), vmm.size))?;
-    let got = read(mapped, vmm.size)?;
+    write(vmm.ptr, &a)?;
     p.note(
         "valid mapping after the bad ones",
-        if got == a {
-            Ok(())
-        } else {
-            Err(common::first_difference(&got, &a).into())
-        },
+        reads(mapped, &a, "read"),
     );
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
