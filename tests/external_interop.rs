@@ -804,19 +804,18 @@ impl Vulkan {
         pdev: vk::PhysicalDevice,
         api: u32,
     ) -> Result<Vulkan, Box<(ash::Instance, Failed)>> {
+        // Failing here gives `instance` back, for the caller to destroy.
+        let fail = |instance, e: String| Err(Box::new((instance, e.into())));
         if api < vk::API_VERSION_1_2 {
             let e = "the Vulkan device is older than 1.2 (timeline semaphores)";
-            return Err(Box::new((instance, e.into())));
+            return fail(instance, e.into());
         }
         let families = unsafe { instance.get_physical_device_queue_family_properties(pdev) };
         let Some(family) = families.iter().position(|f| {
             f.queue_flags
                 .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
         }) else {
-            return Err(Box::new((
-                instance,
-                "no graphics or compute queue family".into(),
-            )));
+            return fail(instance, "no graphics or compute queue family".into());
         };
         let family = family as u32;
         let priorities = [1.0f32];
@@ -834,12 +833,7 @@ impl Vulkan {
             .push_next(&mut f12);
         let device = match unsafe { instance.create_device(pdev, &info, None) } {
             Ok(d) => d,
-            Err(e) => {
-                return Err(Box::new((
-                    instance,
-                    format!("vkCreateDevice: {e:?}").into(),
-                )))
-            }
+            Err(e) => return fail(instance, format!("vkCreateDevice: {e:?}")),
         };
         let queue = unsafe { device.get_device_queue(family, 0) };
         let pool = match unsafe {
@@ -851,10 +845,7 @@ impl Vulkan {
             Ok(p) => p,
             Err(e) => {
                 unsafe { device.destroy_device(None) };
-                return Err(Box::new((
-                    instance,
-                    format!("vkCreateCommandPool: {e:?}").into(),
-                )));
+                return fail(instance, format!("vkCreateCommandPool: {e:?}"));
             }
         };
         let mem_props = unsafe { instance.get_physical_device_memory_properties(pdev) };
