@@ -36,6 +36,10 @@ use libtest_mimic::Failed;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
+/// The child roles of the process-death scenarios.
+const EXPORTER: &str = "ext_exporter";
+const IMPORTER: &str = "ext_importer";
+
 // ---------------------------------------------------------------------------
 // Runner: the harness's CUDA gate, plus Vulkan tests that may report ignored.
 // ---------------------------------------------------------------------------
@@ -73,8 +77,8 @@ fn main() {
             ),
         ],
         &[
-            ("ext_exporter", common::vmm::pd_exporter),
-            ("ext_importer", ext_importer),
+            (EXPORTER, common::vmm::pd_exporter),
+            (IMPORTER, ext_importer),
             ("unmeasured_bad_input", unmeasured_bad_input),
         ],
     );
@@ -319,7 +323,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     let _gpu = Gpu::new(0)?;
     pd::importer_killed(
         "ext_importer_killed_while_mapped",
-        "ext_importer",
+        IMPORTER,
         common::vmm::pd_export,
         pd::free_memory,
         "after the exporter freed its allocation",
@@ -333,14 +337,8 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
 /// memory come back.
 fn process_death_exporter_killed() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::exporter_killed(
-        "ext_exporter_killed",
-        "ext_exporter",
-        "ext_importer",
-        &[],
-        false,
-        pd::free_memory,
-    )
+    let (test, free) = ("ext_exporter_killed", pd::free_memory);
+    pd::exporter_killed(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
 /// A VMM descriptor imported as external memory after its sender was
@@ -348,14 +346,8 @@ fn process_death_exporter_killed() -> TestResult {
 /// the memory comes back.
 fn process_death_descriptor_after_sender_died() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::descriptor_after_sender_died(
-        "ext_descriptor_after_sender_died",
-        "ext_exporter",
-        "ext_importer",
-        &[],
-        false,
-        pd::free_memory,
-    )
+    let (test, free) = ("ext_descriptor_after_sender_died", pd::free_memory);
+    pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
 /// Import of `fd` (ours) described by `d` must fail with `expected`; the

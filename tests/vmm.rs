@@ -27,6 +27,10 @@ const SOCK_VAR: &str = "CUDA_MEM_SYS_VMM_SOCKET";
 /// The size of the allocation a parent shares with its importer child.
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
+/// The child roles of the process-death scenarios.
+const EXPORTER: &str = "vmm_exporter";
+const IMPORTER: &str = "vmm_importer";
+
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
@@ -794,7 +798,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     let _gpu = Gpu::new(0)?;
     pd::importer_killed(
         "vmm_importer_killed_while_mapped",
-        "vmm_importer",
+        IMPORTER,
         common::vmm::pd_export,
         pd::free_memory,
         "after the exporter released its handle",
@@ -807,14 +811,8 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
 /// importer still reads the exporter's bytes; the memory comes back after.
 fn process_death_exporter_killed_importer_reads_on() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::exporter_killed(
-        "vmm_exporter_killed",
-        "vmm_exporter",
-        "vmm_importer",
-        &[],
-        true,
-        pd::free_memory,
-    )
+    let (test, free) = ("vmm_exporter_killed", pd::free_memory);
+    pd::exporter_killed(test, EXPORTER, IMPORTER, &[], true, free)
 }
 
 /// A descriptor received after its sender was SIGKILLed still imports and
@@ -822,14 +820,8 @@ fn process_death_exporter_killed_importer_reads_on() -> TestResult {
 /// allocation), and closing it returns the memory.
 fn process_death_descriptor_outlives_its_sender() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::descriptor_after_sender_died(
-        "vmm_descriptor_after_sender_died",
-        "vmm_exporter",
-        "vmm_importer",
-        &[],
-        true,
-        pd::free_memory,
-    )
+    let (test, free) = ("vmm_descriptor_after_sender_died", pd::free_memory);
+    pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], true, free)
 }
 
 #[cfg(cuda_12030)]
@@ -1500,8 +1492,8 @@ fn main() {
         ],
         &[
             ("posix_fd_importer", posix_fd_importer),
-            ("vmm_exporter", common::vmm::pd_exporter),
-            ("vmm_importer", vmm_importer),
+            (EXPORTER, common::vmm::pd_exporter),
+            (IMPORTER, vmm_importer),
             ("host_numa_cpu_access", host_numa_cpu_access),
             ("double_release", double_release),
         ],
