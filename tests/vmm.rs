@@ -385,11 +385,8 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let free0 = pd::free_memory()?;
     let h = create(size, &prop)?;
     let free1 = pd::free_memory()?;
-    println!(
-        "  device free memory {:.1} MiB before, {:.1} MiB after creating",
-        free0 as f64 / MIB,
-        free1 as f64 / MIB
-    );
+    let (before, after) = (pd::mib(free0), pd::mib(free1));
+    println!("  device free memory {before} before, {after} after creating");
     c.that(
         free1 + size / 2 > free0,
         format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})"),
@@ -417,19 +414,18 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     write(ptr, &data)?;
     same(&read(ptr, size)?, &data, "host memory through the mapping")?;
     // The device reads and writes it too (device-to-device copies).
-    let mut dbuf: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut dbuf, size))?;
-    cu!(cuMemcpyDtoD(dbuf, ptr, size))?;
-    reads(dbuf, &data, "host memory copied to device memory")?;
-    cu!(cuMemsetD8(dbuf, 0x3D, size))?;
-    cu!(cuMemcpyDtoD(ptr, dbuf, size))?;
+    let dbuf = common::DeviceBuf::new(size)?;
+    cu!(cuMemcpyDtoD(dbuf.ptr, ptr, size))?;
+    reads(dbuf.ptr, &data, "host memory copied to device memory")?;
+    cu!(cuMemsetD8(dbuf.ptr, 0x3D, size))?;
+    cu!(cuMemcpyDtoD(ptr, dbuf.ptr, size))?;
     cu!(cuCtxSynchronize())?;
     reads(
         ptr,
         &vec![0x3D; size],
         "device memory copied to host memory",
     )?;
-    cu!(cuMemFree(dbuf))?;
+    drop(dbuf);
 
     unmap_release_free(ptr, size, h)?;
     c.finish()
@@ -1134,11 +1130,9 @@ fn two_gpus_set_access() -> TestResult {
     let g = min_granularity(&prop)?;
     let size = 2 * g;
     let m = Mapping::new(&prop, size, g0.dev)?;
-    let (h, ptr) = (m.handle, m.ptr);
-    let (a0, a1) = (
-        get_access(ptr, device_location(g0.dev))?,
-        get_access(ptr, device_location(g1.dev))?,
-    );
+    let ptr = m.ptr;
+    let access = |gpu: &Gpu| get_access(ptr, device_location(gpu.dev));
+    let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with device 0 only: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == NONE, "access flags {a0}, {a1}");
     let data = pattern(size, 50);
@@ -1149,10 +1143,7 @@ fn two_gpus_set_access() -> TestResult {
         access_desc(device_location(g1.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
     ];
     cu!(cuMemSetAccess(ptr, size, descs.as_ptr(), 2))?;
-    let (a0, a1) = (
-        get_access(ptr, device_location(g0.dev))?,
-        get_access(ptr, device_location(g1.dev))?,
-    );
+    let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with both: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == RW, "access flags {a0}, {a1}");
 
@@ -1171,8 +1162,7 @@ fn two_gpus_set_access() -> TestResult {
     let mut want = data;
     want[..g].fill(0x71);
     reads(ptr, &want, "device 1's memset seen by device 0")?;
-    unmap_release_free(ptr, size, h)?;
-    Ok(())
+    m.free()
 }
 
 // ---------------------------------------------------------------------------
