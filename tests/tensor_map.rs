@@ -595,13 +595,8 @@ fn tiled_nan_oob_fill() -> TestResult {
         tc(Ty::Bf16, &[100, 37], &[208], &[32, 16], &[1, 2], &[&[-8, 28]]),
         tc(Ty::F32, &[12, 5, 4], &[48, 240], &[8, 4, 2], &[1, 1, 1], &[&[8, 3, 3]]),
     ];
-    run_tiled_cases(
-        &m,
-        &cases,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-        2,
-    )?
-    .finish()
+    let nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    run_tiled_cases(&m, &cases, nan, 2)?.finish()
 }
 
 /// Every swizzle mode of Hopper (none, 32B, 64B, 128B): the raw shared-memory
@@ -868,26 +863,18 @@ fn im2col_nhwc() -> TestResult {
     };
     let estr = [1u32; 4];
     let mut failures = Checks::new();
-    for (fill, loads) in [
-        (
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            &[
-                ([4, 2, -1, 0], [0, 0]),
-                ([4, 2, -1, 0], [2, 1]),
-                ([0, -1, -2, 0], [1, 2]),
-            ][..],
-        ),
-        (
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-            &[([8, 3, 0, 0], [1, 0])][..],
-        ),
-    ] {
-        let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    let nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    // (fill, the (coords (C, W, H, N), im2col offsets (W, H)) of each load)
+    #[rustfmt::skip]
+    let cases = [
+        (FILL_NONE, &[([4, 2, -1, 0], [0, 0]), ([4, 2, -1, 0], [2, 1]), ([0, -1, -2, 0], [1, 2])][..]),
+        (nan, &[([8, 3, 0, 0], [1, 0])][..]),
+    ];
+    for (fill, loads) in cases {
+        let nan_fill = fill == nan;
         let mut map = CUtensorMap::default();
-        common::check(
-            encode_im2col(&mut map, &t, 4, &p, &estr, CU_TENSOR_MAP_SWIZZLE_NONE, fill),
-            "cuTensorMapEncodeIm2col",
-        )?;
+        let r = encode_im2col(&mut map, &t, 4, &p, &estr, SW_NONE, fill);
+        common::check(r, "cuTensorMapEncodeIm2col")?;
         for &(coords, offsets) in loads {
             let want = im2col_box(&t, &p, coords, offsets, Reading::default());
             let what = format!(
