@@ -67,35 +67,31 @@ fn assert_props(
         p.requestedHandleTypes.0,
         p.allocFlags.usage
     );
-    c.that(
-        p.type_ == CU_MEM_ALLOCATION_TYPE_PINNED,
-        format!("{what}: type {} (expected PINNED)", p.type_.0),
+    c.eq(
+        format!("{what}: type (PINNED)"),
+        p.type_,
+        CU_MEM_ALLOCATION_TYPE_PINNED,
     );
-    c.that(
-        locs.contains(&p.location.type_),
-        format!(
-            "{what}: location type {} (expected one of {:?})",
-            p.location.type_.0,
-            locs.iter().map(|l| l.0).collect::<Vec<_>>()
-        ),
+    let (loc, handle) = (p.location.type_, p.requestedHandleTypes);
+    let loc_ids: Vec<_> = locs.iter().map(|l| l.0).collect();
+    let handle_ids: Vec<_> = handles.iter().map(|h| h.0).collect();
+    let msg = format!(
+        "{what}: location type {} (expected one of {loc_ids:?})",
+        loc.0
     );
+    c.that(locs.contains(&loc), msg);
     if let Some(id) = id {
-        c.that(
-            common::cu_loc_id(&p.location) == id,
-            format!(
-                "{what}: location id {} (expected {id})",
-                common::cu_loc_id(&p.location)
-            ),
+        c.eq(
+            format!("{what}: location id"),
+            common::cu_loc_id(&p.location),
+            id,
         );
     }
-    c.that(
-        handles.contains(&p.requestedHandleTypes),
-        format!(
-            "{what}: requestedHandleTypes {} (expected one of {:?})",
-            p.requestedHandleTypes.0,
-            handles.iter().map(|h| h.0).collect::<Vec<_>>()
-        ),
+    let msg = format!(
+        "{what}: requestedHandleTypes {} (expected one of {handle_ids:?})",
+        handle.0
     );
+    c.that(handles.contains(&handle), msg);
 }
 
 // ---------------------------------------------------------------------------
