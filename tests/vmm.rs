@@ -1001,13 +1001,12 @@ fn sparse_array_tile_mapping() -> TestResult {
         sp.tileExtent.width,
         sp.tileExtent.height
     );
-    let mut stream: CUstream = core::ptr::null_mut();
-    cu!(cuStreamCreate(&mut stream, CU_STREAM_NON_BLOCKING.0))?;
+    let stream = common::CuStream::new()?;
     let s = Sparse {
         array,
         tile_w: sp.tileExtent.width,
         tile_h: sp.tileExtent.height,
-        stream,
+        stream: stream.0,
         dev_mask: 1 << gpu.dev,
     };
     let tile = s.tile_bytes() as u64;
@@ -1049,32 +1048,20 @@ fn sparse_array_tile_mapping() -> TestResult {
     // tiles keep working after each.
     let mut bad_mask = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, 0);
     bad_mask.deviceBitMask = 0;
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut bad_mask, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut bad_mask, 1, s.stream));
     let mut bad_extent = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, 0);
     bad_extent.subresource.sparseLevel.extentWidth = s.tile_w / 2;
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut bad_extent, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut bad_extent, 1, s.stream));
     let plain_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     let plain = create(pool_size, &plain_prop)?;
     let mut not_pool = s.info(2, CU_MEM_OPERATION_TYPE_MAP, plain, 0);
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut not_pool, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut not_pool, 1, s.stream));
     let mut misaligned = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, tile / 2);
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut misaligned, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut misaligned, 1, s.stream));
     cu!(cuStreamSynchronize(s.stream))?;
     if c.failures().iter().any(|f| f.contains("CUDA_SUCCESS")) {
         // A bad request was accepted: tile 2 may be mapped; unmap it.
@@ -1104,7 +1091,6 @@ fn sparse_array_tile_mapping() -> TestResult {
         s.info(0, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
         s.info(1, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
     ])?;
-    cu!(cuStreamDestroy(s.stream))?;
     cu!(cuArrayDestroy(s.array))?;
     cu!(cuMemRelease(pool))?;
     c.finish()

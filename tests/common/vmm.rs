@@ -112,12 +112,8 @@ impl Mapping {
     /// A new POSIX file descriptor for the allocation (ours until imported).
     pub fn export_fd(&self) -> Result<i32, Failed> {
         let mut fd: i32 = -1;
-        cu!(cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast(),
-            self.handle,
-            FD,
-            0
-        ))?;
+        let r = export_fd_raw(&mut fd, self.handle, 0);
+        super::check(r, "cuMemExportToShareableHandle")?;
         ensure!(
             fd >= 0 && fd_is_open(fd),
             "exported descriptor {fd} is not open"
