@@ -94,6 +94,24 @@ fn assert_props(
     c.that(handles.contains(&handle), msg);
 }
 
+/// [`assert_props`] of memory on device `dev`.
+fn assert_device_props(
+    c: &mut Checks,
+    p: &CUmemAllocationProp,
+    dev: CUdevice,
+    handles: &[CUmemAllocationHandleType],
+    what: &str,
+) {
+    assert_props(
+        c,
+        p,
+        &[CU_MEM_LOCATION_TYPE_DEVICE],
+        Some(dev),
+        handles,
+        what,
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Granularity, device memory, reservations
 // ---------------------------------------------------------------------------
@@ -160,14 +178,7 @@ fn device_memory_map_round_trip() -> TestResult {
 
     let h = create(size, &prop)?;
     let p = properties(h)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_NONE],
-        "created",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[CU_MEM_HANDLE_TYPE_NONE], "created");
 
     let ptr = reserve(size, 0, 0)?;
     println!("  reserved {size} B at {ptr:#x}");
@@ -277,8 +288,8 @@ fn grown_range_is_contiguous() -> TestResult {
     same(&all[g / 2..g / 2 + g], &span, "copy spanning the boundary")?;
 
     // One device-to-device copy spanning the boundary, both ways.
-    let mut scratch: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut scratch, g))?;
+    let scratch_buf = common::DeviceBuf::new(g)?;
+    let scratch = scratch_buf.ptr;
     cu!(cuMemcpyDtoD(scratch, base + gg / 2, g))?;
     same(&read(scratch, g)?, &span, "DtoD out of the spanning range")?;
     let other = pattern(g, 5);
@@ -300,7 +311,7 @@ fn grown_range_is_contiguous() -> TestResult {
     )?;
     unmap_free(alone, g)?;
 
-    cu!(cuMemFree(scratch))?;
+    drop(scratch_buf);
     // Each cuMemMap is unmapped as a whole.
     cu!(cuMemUnmap(base, g))?;
     cu!(cuMemUnmap(base + gg, g))?;
@@ -543,14 +554,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
     println!("  created handle {h:#x}, retained {rh:#x}");
     c.that(rh == h, format!("retained handle {rh:#x} is not {h:#x}"));
     let p = properties(rh)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR],
-        "retained",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[FD], "retained");
 
     // Release the retained reference and the original: the mapping still holds
     // the memory.
@@ -577,14 +581,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
     cu!(cuMemRetainAllocationHandle(&mut rh2, ptr as *mut c_void))?;
     c.that(rh2 == h, format!("retained again {rh2:#x}, not {h:#x}"));
     let p = properties(rh2)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR],
-        "retained again",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[FD], "retained again");
     cu!(cuMemRelease(rh2))?;
 
     // The last reference goes with the mapping.
@@ -677,19 +674,10 @@ fn posix_fd_importer() -> TestResult {
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     let mut c = Checks::default();
     let p = properties(h)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        // The imported handle reads back with no requested handle types
-        // (driver 580.159); the exporter's own handle reports POSIX_FD.
-        &[
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            CU_MEM_HANDLE_TYPE_NONE,
-        ],
-        "imported",
-    );
+    // The imported handle reads back with no requested handle types
+    // (driver 580.159); the exporter's own handle reports POSIX_FD.
+    let handles = [FD, CU_MEM_HANDLE_TYPE_NONE];
+    assert_device_props(&mut c, &p, gpu.dev, &handles, "imported");
     c.finish()?;
 
     let ptr = reserve_map_rw(size, h, gpu.dev)?;
@@ -1408,7 +1396,6 @@ fn no_leak_over_10000_cycles() -> TestResult {
     let t = Instant::now();
     for i in 0..CYCLES {
         let m = Mapping::new(&prop, g, gpu.dev)?;
-        let (h, ptr) = (m.handle, m.ptr);
         if i % 1000 == 0 {
             // The cycle is real: memory taken, bytes through the mapping.
             held = pd::free_memory()?;
@@ -1417,20 +1404,17 @@ fn no_leak_over_10000_cycles() -> TestResult {
                 "cycle {i}: {g} B not taken from free memory"
             );
             let v = (i / 1000) as u8 + 1;
-            cu!(cuMemsetD8(ptr, v, g))?;
-            let back = read(ptr + g as u64 - 64, 64)?;
-            ensure!(back.iter().all(|&b| b == v), "cycle {i}: bytes {back:?}");
+            cu!(cuMemsetD8(m.ptr, v, g))?;
+            reads(m.ptr + g as u64 - 64, &[v; 64], &format!("cycle {i}"))?;
         }
-        unmap_release_free(ptr, g, h)?;
+        m.free()?;
     }
     let elapsed = t.elapsed();
     let end = pd::free_memory()?;
+    let (secs, mib) = (elapsed.as_secs_f64(), pd::mib);
     println!(
-        "  {CYCLES} cycles of {g} B in {:.2} s ({:.1} us each): free memory {start} B ({:.1} MiB) at start, {held} B while one was held, {end} B ({:.1} MiB) at end",
-        elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() * 1e6 / CYCLES as f64,
-        start as f64 / MIB,
-        end as f64 / MIB
+        "  {CYCLES} cycles of {g} B in {secs:.2} s ({:.1} us each): free memory {start} B ({}) at start, {held} B while one was held, {end} B ({}) at end",
+        secs * 1e6 / CYCLES as f64, mib(start), mib(end)
     );
     ensure!(
         end + g > start,
