@@ -1430,16 +1430,10 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
     v.wait_fence(produce)?;
     let want_buf = FILL.to_le_bytes().repeat(BUF_SIZE as usize / 4);
-    same(
-        got_buf.bytes(),
-        &want_buf,
-        "CUDA does not see Vulkan's vkCmdFillBuffer",
-    )?;
-    same(
-        got_img.bytes(),
-        &texels,
-        "CUDA does not see Vulkan's image texels",
-    )?;
+    let what = "CUDA does not see Vulkan's vkCmdFillBuffer";
+    same(got_buf.bytes(), &want_buf, what)?;
+    let what = "CUDA does not see Vulkan's image texels";
+    same(got_img.bytes(), &texels, what)?;
     println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
@@ -1554,17 +1548,11 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
     v.wait_fence(consume)?;
     let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
-    same(
-        vk_buf,
-        cuda_buf.bytes(),
-        "Vulkan does not see CUDA's buffer bytes",
-    )?;
+    let what = "Vulkan does not see CUDA's buffer bytes";
+    same(vk_buf, cuda_buf.bytes(), what)?;
     let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
-    same(
-        vk_img,
-        cuda_img.bytes(),
-        "Vulkan does not see CUDA's image texels",
-    )?;
+    let what = "Vulkan does not see CUDA's image texels";
+    same(vk_img, cuda_img.bytes(), what)?;
     println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
 
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---

@@ -296,11 +296,8 @@ fn grown_range_is_contiguous() -> TestResult {
     write(scratch, &other)?;
     cu!(cuMemcpyDtoD(base + gg / 4, scratch, g))?;
     let all = read(base, 2 * g)?;
-    same(
-        &all[g / 4..g / 4 + g],
-        &other,
-        "DtoD into the spanning range",
-    )?;
+    let what = "DtoD into the spanning range";
+    same(&all[g / 4..g / 4 + g], &other, what)?;
 
     // The second half really is the second allocation: map it alone elsewhere.
     let alone = reserve_map_rw(g, h2, gpu.dev)?;
@@ -1023,11 +1020,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     let a = pattern(tile as usize, 40);
     s.put(0, &a)?;
     same(&s.get(0)?, &a, "tile 0 read back")?;
-    same(
-        &s.get(1)?,
-        &a,
-        "tile 1 (same pool offset) shows tile 0's bytes",
-    )?;
+    let what = "tile 1 (same pool offset) shows tile 0's bytes";
+    same(&s.get(1)?, &a, what)?;
     let b = pattern(tile as usize, 41);
     s.put(1, &b)?;
     same(&s.get(0)?, &b, "tile 0 shows tile 1's bytes")?;
