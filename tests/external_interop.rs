@@ -27,11 +27,18 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
-use common::{pattern, read, same, test, BadInput, Checks, DeviceTest, Gpu, TestResult};
+use common::vmm::{close_fd, fd_is_open, Mapping};
+use common::{
+    pattern, read, reads, same, test, write, BadInput, Checks, DeviceTest, Gpu, TestResult,
+};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
 use std::ptr::null_mut;
+
+/// The child roles of the process-death scenarios.
+const EXPORTER: &str = "ext_exporter";
+const IMPORTER: &str = "ext_importer";
 
 // ---------------------------------------------------------------------------
 // Runner: the harness's CUDA gate, plus Vulkan tests that may report ignored.
@@ -70,8 +77,8 @@ fn main() {
             ),
         ],
         &[
-            ("ext_exporter", ext_exporter),
-            ("ext_importer", ext_importer),
+            (EXPORTER, common::vmm::pd_exporter),
+            (IMPORTER, ext_importer),
             ("unmeasured_bad_input", unmeasured_bad_input),
         ],
     );
@@ -80,89 +87,6 @@ fn main() {
 // ---------------------------------------------------------------------------
 // CUDA helpers
 // ---------------------------------------------------------------------------
-
-/// A VMM allocation (`cuMemCreate` with POSIX-fd export) mapped read/write at `va`.
-struct Vmm {
-    handle: CUmemGenericAllocationHandle,
-    va: CUdeviceptr,
-    size: usize,
-    granularity: usize,
-}
-
-impl Vmm {
-    fn new(gpu: &Gpu, granules: usize) -> Result<Vmm, Failed> {
-        let prop = vmm_prop(gpu);
-        let mut granularity = 0usize;
-        cu!(cuMemGetAllocationGranularity(
-            &mut granularity,
-            &prop,
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        ))?;
-        ensure!(granularity > 0, "granularity 0");
-        let size = granularity * granules;
-        let mut handle: CUmemGenericAllocationHandle = 0;
-        cu!(cuMemCreate(&mut handle, size, &prop, 0))?;
-        let mut va: CUdeviceptr = 0;
-        cu!(cuMemAddressReserve(&mut va, size, granularity, 0, 0))?;
-        cu!(cuMemMap(va, size, 0, handle, 0))?;
-        let access = CUmemAccessDesc {
-            location: prop.location,
-            flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        cu!(cuMemSetAccess(va, size, &access, 1))?;
-        Ok(Vmm {
-            handle,
-            va,
-            size,
-            granularity,
-        })
-    }
-
-    /// A new POSIX file descriptor for the allocation (ours until imported).
-    fn export(&self) -> Result<i32, Failed> {
-        let mut fd: i32 = -1;
-        cu!(cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast::<c_void>(),
-            self.handle,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0
-        ))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "exported descriptor {fd} is not open"
-        );
-        Ok(fd)
-    }
-
-    fn free(self) -> TestResult {
-        cu!(cuMemUnmap(self.va, self.size))?;
-        cu!(cuMemAddressFree(self.va, self.size))?;
-        cu!(cuMemRelease(self.handle))?;
-        Ok(())
-    }
-}
-
-fn vmm_prop(gpu: &Gpu) -> CUmemAllocationProp {
-    CUmemAllocationProp {
-        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
-        requestedHandleTypes: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        location: common::cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, gpu.dev),
-        ..Default::default()
-    }
-}
-
-fn fd_is_open(fd: i32) -> bool {
-    (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
-}
-
-fn close_fd(fd: i32) -> TestResult {
-    ensure!(
-        unsafe { libc::close(fd) } == 0,
-        "close({fd}): {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(())
-}
 
 fn opaque_fd_desc(fd: i32, size: u64, flags: u32) -> CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
     let mut d: CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { core::mem::zeroed() };
@@ -281,54 +205,45 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
         "device 0 does not support POSIX file descriptor handles"
     );
-    let vmm = Vmm::new(&gpu, 2)?;
-    cu!(cuMemsetD8(vmm.va, 0x11, vmm.size))?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
+    cu!(cuMemsetD8(vmm.ptr, 0x11, vmm.size))?;
 
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, vmm.size as u64, 0)?;
     // CUDA owns `fd` from here on: not touched again.
 
     // A window [off, off + len) that starts inside the first granule and crosses into the second.
-    let off = vmm.granularity / 2;
-    let len = vmm.granularity;
+    // Two granules: `len` is one.
+    let len = vmm.size / 2;
+    let off = len / 2;
     let mapped = mapped_buffer(ext, off as u64, len as u64)?;
     println!(
         "VMM {} bytes at {:#x}; external mapping of [{off:#x}, {:#x}) at {mapped:#x}",
         vmm.size,
-        vmm.va,
+        vmm.ptr,
         off + len
     );
 
     // Both views start with the same bytes.
-    let got = read(mapped, len)?;
-    ensure!(
-        got.iter().all(|&b| b == 0x11),
-        "mapped view does not show the VMM memset: {}",
-        common::first_difference(&got, &vec![0x11; len])
-    );
+    reads(mapped, &vec![0x11; len], "mapped view of the VMM memset")?;
 
     // Written through the VMM view, read through the external mapping.
     let a = pattern(len, 1);
-    cu!(cuMemcpyHtoD(vmm.va + off as u64, a.as_ptr().cast(), len))?;
-    let got = read(mapped, len)?;
-    same(&got, &a, "VMM write not seen through the mapped buffer")?;
+    write(vmm.ptr + off as u64, &a)?;
+    reads(mapped, &a, "VMM write not seen through the mapped buffer")?;
 
     // Written through the external mapping, read through the VMM view.
     let b = pattern(len, 0xBEEF);
-    cu!(cuMemcpyHtoD(mapped, b.as_ptr().cast(), len))?;
+    write(mapped, &b)?;
     cu!(cuMemsetD8(mapped, 0x7E, 1))?; // a device-side write too
     let mut want = b.clone();
     want[0] = 0x7E;
-    let got = read(vmm.va + off as u64, len)?;
-    same(
-        &got,
-        &want,
-        "mapped-buffer write not seen through the VMM view",
-    )?;
+    let what = "mapped-buffer write not seen through the VMM view";
+    reads(vmm.ptr + off as u64, &want, what)?;
 
     // Outside the window nothing changed.
-    let before = read(vmm.va, off)?;
-    let after = read(vmm.va + (off + len) as u64, vmm.size - off - len)?;
+    let before = read(vmm.ptr, off)?;
+    let after = read(vmm.ptr + (off + len) as u64, vmm.size - off - len)?;
     ensure!(
         before.iter().chain(&after).all(|&b| b == 0x11),
         "bytes outside the mapped window changed"
@@ -337,11 +252,8 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
     // The allocation itself is untouched by destroying the import.
-    let got = read(vmm.va + off as u64, len)?;
-    ensure!(
-        got == want,
-        "VMM view changed after cuDestroyExternalMemory"
-    );
+    let what = "VMM view after cuDestroyExternalMemory";
+    reads(vmm.ptr + off as u64, &want, what)?;
     vmm.free()
 }
 
@@ -353,47 +265,6 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
 // Process death: a VMM descriptor imported as external memory by another
 // process, when one side is SIGKILLed (tests/common/process_death.rs)
 // ---------------------------------------------------------------------------
-
-/// The exporter's VMM allocation, freed when the exporter ends normally.
-struct ExtKept {
-    vmm: Option<Vmm>,
-    _gpu: Gpu,
-}
-
-impl Drop for ExtKept {
-    fn drop(&mut self) {
-        if let Some(v) = self.vmm.take() {
-            let _ = v.free();
-        }
-    }
-}
-
-/// Two granules of VMM memory holding `pd::pattern`, exported as a POSIX fd.
-fn ext_export() -> Result<(i32, pd::Fields, ExtKept), Failed> {
-    let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
-    let data = pd::pattern(vmm.size, pd::SEED);
-    cu!(cuMemcpyHtoD(vmm.va, data.as_ptr().cast(), vmm.size))?;
-    let fd = vmm.export()?;
-    let mut f = pd::Fields::default();
-    f.push("bytes", vmm.size);
-    f.push("seed", pd::SEED);
-    Ok((
-        fd,
-        f,
-        ExtKept {
-            vmm: Some(vmm),
-            _gpu: gpu,
-        },
-    ))
-}
-
-fn ext_exporter() -> TestResult {
-    pd::exporter_main(|| {
-        let (fd, f, kept) = ext_export()?;
-        Ok((fd, f, Box::new(kept)))
-    })
-}
 
 /// The importer's external memory object and the buffer mapped on it.
 struct ExtHeld {
@@ -452,32 +323,11 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     let _gpu = Gpu::new(0)?;
     pd::importer_killed(
         "ext_importer_killed_while_mapped",
-        "ext_importer",
-        ext_export,
+        IMPORTER,
+        common::vmm::pd_export,
         pd::free_memory,
         "after the exporter freed its allocation",
     )
-}
-
-impl pd::Exporting for ExtKept {
-    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let va = self
-            .vmm
-            .as_ref()
-            .map(|v| v.va)
-            .ok_or("no allocation kept")?;
-        read(va, n).map_err(pd::message)
-    }
-    fn go_on(&mut self, round: u32) -> TestResult {
-        let v = Vmm::new(&self._gpu, 2)?;
-        let data = pattern(v.size, round);
-        let back =
-            cu!(cuMemcpyHtoD(v.va, data.as_ptr().cast(), v.size)).and_then(|()| read(v.va, v.size));
-        v.free()?;
-        let back = back?;
-        same(&back, &data, "a new allocation after the importer died")?;
-        Ok(())
-    }
 }
 
 /// The exporter child is SIGKILLed while the importer child reads through
@@ -487,14 +337,8 @@ impl pd::Exporting for ExtKept {
 /// memory come back.
 fn process_death_exporter_killed() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::exporter_killed(
-        "ext_exporter_killed",
-        "ext_exporter",
-        "ext_importer",
-        &[],
-        false,
-        pd::free_memory,
-    )
+    let (test, free) = ("ext_exporter_killed", pd::free_memory);
+    pd::exporter_killed(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
 /// A VMM descriptor imported as external memory after its sender was
@@ -502,14 +346,8 @@ fn process_death_exporter_killed() -> TestResult {
 /// the memory comes back.
 fn process_death_descriptor_after_sender_died() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::descriptor_after_sender_died(
-        "ext_descriptor_after_sender_died",
-        "ext_exporter",
-        "ext_importer",
-        &[],
-        false,
-        pd::free_memory,
-    )
+    let (test, free) = ("ext_descriptor_after_sender_died", pd::free_memory);
+    pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
 /// Import of `fd` (ours) described by `d` must fail with `expected`; the
@@ -578,10 +416,10 @@ fn map_must_fail(
 }
 
 /// The process still works: a memset and a read back on the VMM allocation.
-fn still_works(vmm: &Vmm, value: u32) -> TestResult {
-    cu!(cuMemsetD32(vmm.va, value, 1024))?;
+fn still_works(vmm: &Mapping, value: u32) -> TestResult {
+    cu!(cuMemsetD32(vmm.ptr, value, 1024))?;
     let mut back = [0u32; 1024];
-    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.va, 4096))?;
+    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.ptr, 4096))?;
     ensure!(
         back.iter().all(|&w| w == value),
         "memset {value:#x} not read back after a bad call"
@@ -591,41 +429,34 @@ fn still_works(vmm: &Vmm, value: u32) -> TestResult {
 
 fn bad_external_memory_input_is_rejected() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
     let size = vmm.size as u64;
+    let granule = size / 2;
     let mut p = BadInput::new(|round| still_works(&vmm, round));
 
-    // Wrong handle type for the descriptor: a handle type that does not exist (0).
-    let fd = vmm.export()?;
-    let mut d = opaque_fd_desc(fd, size, 0);
-    d.type_ = CUexternalMemoryHandleType(0);
-    p.result(
-        "handle type 0",
-        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
-    );
-
-    // Wrong handle type for the descriptor: a POSIX fd described as OPAQUE_WIN32.
-    // Measured on driver 580 (Linux): CUDA_ERROR_NOT_SUPPORTED, a code the
-    // reference does not list for cuImportExternalMemory.
-    let fd = vmm.export()?;
-    let mut d = opaque_fd_desc(fd, size, 0);
-    d.type_ = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
-    p.result(
-        "POSIX fd as OPAQUE_WIN32",
-        import_must_fail(&d, fd, CUDA_ERROR_NOT_SUPPORTED),
-    );
-
-    // Import flags neither 0 nor CUDA_EXTERNAL_MEMORY_DEDICATED.
-    let fd = vmm.export()?;
-    let d = opaque_fd_desc(fd, size, 0x2);
-    p.result(
-        "import flags 0x2",
-        import_must_fail(&d, fd, CUDA_ERROR_INVALID_VALUE),
-    );
+    // Wrong handle type for the descriptor: a handle type that does not exist
+    // (0), and a POSIX fd described as OPAQUE_WIN32: measured on driver 580
+    // (Linux), CUDA_ERROR_NOT_SUPPORTED, a code the reference does not list
+    // for cuImportExternalMemory. Import flags neither 0 nor
+    // CUDA_EXTERNAL_MEMORY_DEDICATED.
+    let fd_type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+    let win32 = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
+    #[rustfmt::skip]
+    let imports = [
+        ("handle type 0", CUexternalMemoryHandleType(0), 0, CUDA_ERROR_INVALID_VALUE),
+        ("POSIX fd as OPAQUE_WIN32", win32, 0, CUDA_ERROR_NOT_SUPPORTED),
+        ("import flags 0x2", fd_type, 0x2, CUDA_ERROR_INVALID_VALUE),
+    ];
+    for (what, ty, flags, want) in imports {
+        let fd = vmm.export_fd()?;
+        let mut d = opaque_fd_desc(fd, size, flags);
+        d.type_ = ty;
+        p.result(what, import_must_fail(&d, fd, want));
+    }
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
     // reference's list).
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
     p.result(
@@ -641,8 +472,8 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
     // a mapping that reaches past the allocation's real end is refused.
-    let fd = vmm.export()?;
-    let big = size + vmm.granularity as u64;
+    let fd = vmm.export_fd()?;
+    let big = size + granule;
     let mut ext_big: CUexternalMemory = null_mut();
     let r = unsafe { cuImportExternalMemory(&mut ext_big, &opaque_fd_desc(fd, big, 0)) };
     if r == CUDA_SUCCESS {
@@ -652,13 +483,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
         );
         p.note(
             "size > allocation: mapping in the declared tail",
-            map_must_fail(
-                ext_big,
-                size,
-                vmm.granularity as u64,
-                0,
-                CUDA_ERROR_INVALID_VALUE,
-            ),
+            map_must_fail(ext_big, size, granule, 0, CUDA_ERROR_INVALID_VALUE),
         );
         p.note(
             "size > allocation: destroy",
@@ -676,33 +501,29 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     p.still_works_after("after size > allocation");
 
     // Mapped buffers on a valid import.
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, size, 0)?;
-    let bad = CUDA_ERROR_INVALID_VALUE;
-    p.result("offset == size", map_must_fail(ext, size, 65536, 0, bad));
-    let past = size + vmm.granularity as u64;
-    p.result(
-        "offset past the end",
-        map_must_fail(ext, past, 65536, 0, bad),
-    );
-    p.result(
-        "range runs past the end",
-        map_must_fail(ext, size - 65536, 2 * 65536, 0, bad),
-    );
-    p.result("buffer flags 1", map_must_fail(ext, 0, 65536, 1, bad));
+    #[rustfmt::skip]
+    let maps = [
+        ("offset == size", size, 65536, 0),
+        ("offset past the end", size + granule, 65536, 0),
+        ("range runs past the end", size - 65536, 2 * 65536, 0),
+        ("buffer flags 1", 0, 65536, 1),
+    ];
+    for (what, offset, len, flags) in maps {
+        p.result(
+            what,
+            map_must_fail(ext, offset, len, flags, CUDA_ERROR_INVALID_VALUE),
+        );
+    }
 
     // The import itself is still good: a full mapping sees the VMM bytes.
     let mapped = mapped_buffer(ext, 0, size)?;
     let a = pattern(vmm.size, 77);
-    cu!(cuMemcpyHtoD(vmm.va, a.as_ptr().cast(), vmm.size))?;
-    let got = read(mapped, vmm.size)?;
+    write(vmm.ptr, &a)?;
     p.note(
         "valid mapping after the bad ones",
-        if got == a {
-            Ok(())
-        } else {
-            Err(common::first_difference(&got, &a).into())
-        },
+        reads(mapped, &a, "read"),
     );
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
@@ -777,97 +598,68 @@ fn must_be_an_error(r: CUresult, documented: CUresult, what: &str) -> TestResult
 /// Child of `bad_mipmap_and_semaphore_input_is_an_error`.
 fn unmeasured_bad_input() -> TestResult {
     let gpu = Gpu::new(0)?;
-    let vmm = Vmm::new(&gpu, 2)?;
+    let vmm = Mapping::shareable(&gpu, 2)?;
     let mut p = Checks::default();
-    let fd = vmm.export()?;
+    let fd = vmm.export_fd()?;
     let ext = import_memory(fd, vmm.size as u64, 0)?;
 
     let case = std::env::var("CUDA_MEM_SYS_BAD_INPUT_CASE").unwrap_or_default();
     let run = |c: &str| case.is_empty() || case == c;
     // A mipmapped-array description that describes nothing (all zero: no
     // format, no levels). The reference lists CUDA_ERROR_INVALID_VALUE.
-    if run("mipmap") {
+    let mipmap = || {
         let desc: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { core::mem::zeroed() };
         let mut mm: CUmipmappedArray = null_mut();
         let r = unsafe { cuExternalMemoryGetMappedMipmappedArray(&mut mm, ext, &desc) };
         if r == CUDA_SUCCESS && !mm.is_null() {
             unsafe { cuMipmappedArrayDestroy(mm) };
         }
-        p.note(
-            "zero mipmapped-array description",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_VALUE,
-                "cuExternalMemoryGetMappedMipmappedArray(all-zero description)",
-            ),
-        );
-        p.note("after the mipmapped array", still_works(&vmm, 21));
-    }
-
+        r
+    };
     // A null semaphore handle in a valid one-element array. The reference
     // lists CUDA_ERROR_INVALID_HANDLE for a handle that is not one.
     let sems: [CUexternalSemaphore; 1] = [null_mut()];
     let signal: [CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS; 1] = unsafe { core::mem::zeroed() };
     let wait: [CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS; 1] = unsafe { core::mem::zeroed() };
-    if run("signal") {
-        let r = unsafe {
-            cuSignalExternalSemaphoresAsync(sems.as_ptr(), signal.as_ptr(), 1, null_mut())
-        };
-        p.note(
-            "signal a null semaphore",
-            must_be_an_error(
-                r,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuSignalExternalSemaphoresAsync(null semaphore)",
-            ),
-        );
-        p.note("after signal", still_works(&vmm, 22));
-    }
-    if run("wait") {
-        let r =
-            unsafe { cuWaitExternalSemaphoresAsync(sems.as_ptr(), wait.as_ptr(), 1, null_mut()) };
-        p.note(
-            "wait on a null semaphore",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuWaitExternalSemaphoresAsync(null semaphore)",
-            ),
-        );
-        p.note("after wait", still_works(&vmm, 23));
-    }
-    if run("destroy") {
-        let r = unsafe { cuDestroyExternalSemaphore(null_mut()) };
-        p.note(
-            "destroy a null semaphore",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuDestroyExternalSemaphore(null)",
-            ),
-        );
-        p.note("after destroy", still_works(&vmm, 24));
-    }
+    let signal = || unsafe {
+        cuSignalExternalSemaphoresAsync(sems.as_ptr(), signal.as_ptr(), 1, null_mut())
+    };
+    let wait =
+        || unsafe { cuWaitExternalSemaphoresAsync(sems.as_ptr(), wait.as_ptr(), 1, null_mut()) };
+    let destroy = || unsafe { cuDestroyExternalSemaphore(null_mut()) };
     // A null external memory. The reference lists CUDA_ERROR_INVALID_HANDLE;
     // measured on two H200s (driver 580.159.04): CUDA_ERROR_INVALID_VALUE.
-    if run("destroy-memory") {
-        let r = unsafe { cuDestroyExternalMemory(null_mut()) };
-        p.note(
-            "destroy a null external memory",
-            must_return(
-                r,
-                CUDA_ERROR_INVALID_VALUE,
-                CUDA_ERROR_INVALID_HANDLE,
-                "cuDestroyExternalMemory(null)",
-            ),
-        );
-        p.note(
-            "after destroying a null external memory",
-            still_works(&vmm, 25),
-        );
+    let destroy_memory = || unsafe { cuDestroyExternalMemory(null_mut()) };
+    let (invalid, handle) = (CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_HANDLE);
+    // (case, the bad call, the code measured (None: not yet, must be an
+    // error), the reference's code, what it is)
+    type Call<'a> = (
+        &'a str,
+        &'a dyn Fn() -> CUresult,
+        Option<CUresult>,
+        CUresult,
+        &'a str,
+    );
+    #[rustfmt::skip]
+    let calls: [Call; 5] = [
+        ("mipmap", &mipmap, Some(invalid), invalid, "cuExternalMemoryGetMappedMipmappedArray(all-zero description)"),
+        ("signal", &signal, None, handle, "cuSignalExternalSemaphoresAsync(null semaphore)"),
+        ("wait", &wait, Some(invalid), handle, "cuWaitExternalSemaphoresAsync(null semaphore)"),
+        ("destroy", &destroy, Some(invalid), handle, "cuDestroyExternalSemaphore(null)"),
+        ("destroy-memory", &destroy_memory, Some(invalid), handle, "cuDestroyExternalMemory(null)"),
+    ];
+    for (i, (c, call, measured, documented, what)) in calls.into_iter().enumerate() {
+        if run(c) {
+            let r = call();
+            p.note(
+                what,
+                match measured {
+                    Some(m) => must_return(r, m, documented, what),
+                    None => must_be_an_error(r, documented, what),
+                },
+            );
+            p.note(&format!("after {what}"), still_works(&vmm, 21 + i as u32));
+        }
     }
     cu!(cuCtxSynchronize())?;
     cu!(cuDestroyExternalMemory(ext))?;
@@ -1004,19 +796,18 @@ impl Vulkan {
         pdev: vk::PhysicalDevice,
         api: u32,
     ) -> Result<Vulkan, Box<(ash::Instance, Failed)>> {
+        // Failing here gives `instance` back, for the caller to destroy.
+        let fail = |instance, e: String| Err(Box::new((instance, e.into())));
         if api < vk::API_VERSION_1_2 {
             let e = "the Vulkan device is older than 1.2 (timeline semaphores)";
-            return Err(Box::new((instance, e.into())));
+            return fail(instance, e.into());
         }
         let families = unsafe { instance.get_physical_device_queue_family_properties(pdev) };
         let Some(family) = families.iter().position(|f| {
             f.queue_flags
                 .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
         }) else {
-            return Err(Box::new((
-                instance,
-                "no graphics or compute queue family".into(),
-            )));
+            return fail(instance, "no graphics or compute queue family".into());
         };
         let family = family as u32;
         let priorities = [1.0f32];
@@ -1034,12 +825,7 @@ impl Vulkan {
             .push_next(&mut f12);
         let device = match unsafe { instance.create_device(pdev, &info, None) } {
             Ok(d) => d,
-            Err(e) => {
-                return Err(Box::new((
-                    instance,
-                    format!("vkCreateDevice: {e:?}").into(),
-                )))
-            }
+            Err(e) => return fail(instance, format!("vkCreateDevice: {e:?}")),
         };
         let queue = unsafe { device.get_device_queue(family, 0) };
         let pool = match unsafe {
@@ -1051,10 +837,7 @@ impl Vulkan {
             Ok(p) => p,
             Err(e) => {
                 unsafe { device.destroy_device(None) };
-                return Err(Box::new((
-                    instance,
-                    format!("vkCreateCommandPool: {e:?}").into(),
-                )));
+                return fail(instance, format!("vkCreateCommandPool: {e:?}"));
             }
         };
         let mem_props = unsafe { instance.get_physical_device_memory_properties(pdev) };
@@ -1462,22 +1245,6 @@ fn image_copy(width: u32, height: u32) -> vk::BufferImageCopy {
         })
 }
 
-/// Texel bytes of the image Vulkan writes (RGBA8, row-major, tightly packed).
-fn vulkan_texels(w: usize, h: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(w * h * 4);
-    for y in 0..h {
-        for x in 0..w {
-            v.extend_from_slice(&[
-                x as u8,
-                y as u8,
-                (x * 7 + y * 13) as u8,
-                0xC0 ^ (x + y) as u8,
-            ]);
-        }
-    }
-    v
-}
-
 const BUF_SIZE: u64 = 1 << 20;
 const FILL: u32 = 0xA5C3_1E7F;
 const IMG_W: usize = 96;
@@ -1505,7 +1272,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         v.exportable_image(format, IMG_W as u32, IMG_H as u32, usage_img)?;
     let img_bytes = (IMG_W * IMG_H * 4) as u64;
     let (staging, staging_ptr) = v.host_buffer(img_bytes)?;
-    let texels = vulkan_texels(IMG_W, IMG_H);
+    // The image's texels (RGBA8, row-major, tightly packed).
+    let texels = pattern(IMG_W * IMG_H * 4, 0x7E);
     unsafe { std::ptr::copy_nonoverlapping(texels.as_ptr(), staging_ptr, texels.len()) };
     let (readback_buf, readback_buf_ptr) = v.host_buffer(BUF_SIZE)?;
     let (readback_img, readback_img_ptr) = v.host_buffer(img_bytes)?;
@@ -1661,23 +1429,11 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
         "CUDA waiting for Vulkan's signal (timeline 1 + binary)",
     )?;
     v.wait_fence(produce)?;
-    let want_buf: Vec<u8> = FILL
-        .to_le_bytes()
-        .iter()
-        .copied()
-        .cycle()
-        .take(BUF_SIZE as usize)
-        .collect();
-    same(
-        got_buf.bytes(),
-        &want_buf,
-        "CUDA does not see Vulkan's vkCmdFillBuffer",
-    )?;
-    same(
-        got_img.bytes(),
-        &texels,
-        "CUDA does not see Vulkan's image texels",
-    )?;
+    let want_buf = FILL.to_le_bytes().repeat(BUF_SIZE as usize / 4);
+    let what = "CUDA does not see Vulkan's vkCmdFillBuffer";
+    same(got_buf.bytes(), &want_buf, what)?;
+    let what = "CUDA does not see Vulkan's image texels";
+    same(got_img.bytes(), &texels, what)?;
     println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
@@ -1792,17 +1548,11 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
     v.wait_fence(consume)?;
     let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
-    same(
-        vk_buf,
-        cuda_buf.bytes(),
-        "Vulkan does not see CUDA's buffer bytes",
-    )?;
+    let what = "Vulkan does not see CUDA's buffer bytes";
+    same(vk_buf, cuda_buf.bytes(), what)?;
     let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
-    same(
-        vk_img,
-        cuda_img.bytes(),
-        "Vulkan does not see CUDA's image texels",
-    )?;
+    let what = "Vulkan does not see CUDA's image texels";
+    same(vk_img, cuda_img.bytes(), what)?;
     println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
 
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---

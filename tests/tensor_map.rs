@@ -436,6 +436,11 @@ fn chunk_map(got: &[u8], dense: &[u8]) -> String {
         .join(" ")
 }
 
+/// No swizzle, no L2 promotion, zero fill: the plain map's options.
+const SW_NONE: CUtensorMapSwizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+const L2_NONE: CUtensorMapL2promotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+const FILL_NONE: CUtensorMapFloatOOBfill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+
 fn encode_tiled(
     t: &Tensor,
     boxd: &[u32],
@@ -483,6 +488,24 @@ struct TiledCase {
     coords: &'static [&'static [i32]],
 }
 
+const fn tc(
+    ty: Ty,
+    dims: &'static [u64],
+    strides: &'static [u64],
+    boxd: &'static [u32],
+    estr: &'static [u32],
+    coords: &'static [&'static [i32]],
+) -> TiledCase {
+    TiledCase {
+        ty,
+        dims,
+        strides,
+        boxd,
+        estr,
+        coords,
+    }
+}
+
 /// Loads every box of every case with one map per case, comparing each with
 /// the CPU; returns the failures and prints what it saw.
 fn run_tiled_cases(
@@ -495,14 +518,7 @@ fn run_tiled_cases(
     let mut failures = Checks::new();
     for case in cases {
         let t = Tensor::new(case.ty, case.dims, case.strides, seed)?;
-        let map = encode_tiled(
-            &t,
-            case.boxd,
-            case.estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            fill,
-        )?;
+        let map = encode_tiled(&t, case.boxd, case.estr, SW_NONE, L2_NONE, fill)?;
         let f = tile_kernel(m, t.rank())?;
         for &coords in case.coords {
             let want = tiled_box(&t, case.boxd, case.estr, coords);
@@ -554,63 +570,15 @@ fn tiled_ranks_types_zero_fill() -> TestResult {
     );
     let _gpu = Gpu::new(0)?;
     let m = Module::load(PTX_SM90)?;
+    #[rustfmt::skip]
     let cases = [
-        TiledCase {
-            ty: Ty::F32,
-            dims: &[1000],
-            strides: &[],
-            boxd: &[64],
-            estr: &[1],
-            coords: &[&[0], &[480], &[960], &[-32]],
-        },
-        TiledCase {
-            ty: Ty::F16,
-            dims: &[100, 37],
-            strides: &[208],
-            boxd: &[32, 16],
-            estr: &[1, 1],
-            coords: &[&[0, 0], &[80, 30], &[-8, -5]],
-        },
-        TiledCase {
-            ty: Ty::Bf16,
-            dims: &[100, 37],
-            strides: &[224],
-            boxd: &[32, 12],
-            estr: &[1, 3],
-            coords: &[&[16, 2], &[88, 30], &[-16, -4]],
-        },
-        TiledCase {
-            ty: Ty::U8,
-            dims: &[64, 20, 7],
-            strides: &[80, 1632],
-            boxd: &[32, 8, 6],
-            estr: &[1, 2, 3],
-            coords: &[&[0, 0, 0], &[48, -3, 5], &[16, 14, 1]],
-        },
-        TiledCase {
-            ty: Ty::F16,
-            dims: &[24, 6, 5, 3],
-            strides: &[48, 288, 1440],
-            boxd: &[16, 4, 3, 2],
-            estr: &[1, 1, 2, 1],
-            coords: &[&[0, 0, 0, 0], &[16, 4, 3, 2]],
-        },
-        TiledCase {
-            ty: Ty::F32,
-            dims: &[12, 5, 4, 3, 2],
-            strides: &[48, 256, 1024, 3072],
-            boxd: &[8, 4, 4, 2, 2],
-            estr: &[1, 1, 2, 1, 1],
-            coords: &[&[0, 0, 0, 0, 0], &[8, 2, -1, 1, 1]],
-        },
-        TiledCase {
-            ty: Ty::U8,
-            dims: &[200, 3, 2, 2, 3],
-            strides: &[208, 624, 1248, 2496],
-            boxd: &[64, 2, 2, 2, 2],
-            estr: &[1, 1, 1, 1, 1],
-            coords: &[&[160, 2, 1, -1, 2]],
-        },
+        tc(Ty::F32, &[1000], &[], &[64], &[1], &[&[0], &[480], &[960], &[-32]]),
+        tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[0, 0], &[80, 30], &[-8, -5]]),
+        tc(Ty::Bf16, &[100, 37], &[224], &[32, 12], &[1, 3], &[&[16, 2], &[88, 30], &[-16, -4]]),
+        tc(Ty::U8, &[64, 20, 7], &[80, 1632], &[32, 8, 6], &[1, 2, 3], &[&[0, 0, 0], &[48, -3, 5], &[16, 14, 1]]),
+        tc(Ty::F16, &[24, 6, 5, 3], &[48, 288, 1440], &[16, 4, 3, 2], &[1, 1, 2, 1], &[&[0, 0, 0, 0], &[16, 4, 3, 2]]),
+        tc(Ty::F32, &[12, 5, 4, 3, 2], &[48, 256, 1024, 3072], &[8, 4, 4, 2, 2], &[1, 1, 2, 1, 1], &[&[0, 0, 0, 0, 0], &[8, 2, -1, 1, 1]]),
+        tc(Ty::U8, &[200, 3, 2, 2, 3], &[208, 624, 1248, 2496], &[64, 2, 2, 2, 2], &[1, 1, 1, 1, 1], &[&[160, 2, 1, -1, 2]]),
     ];
     run_tiled_cases(&m, &cases, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, 1)?.finish()
 }
@@ -620,47 +588,15 @@ fn tiled_ranks_types_zero_fill() -> TestResult {
 fn tiled_nan_oob_fill() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let m = Module::load(PTX_SM90)?;
+    #[rustfmt::skip]
     let cases = [
-        TiledCase {
-            ty: Ty::F32,
-            dims: &[40, 10],
-            strides: &[160],
-            boxd: &[16, 8],
-            estr: &[1, 1],
-            coords: &[&[32, 6], &[-4, -2]],
-        },
-        TiledCase {
-            ty: Ty::F16,
-            dims: &[100, 37],
-            strides: &[208],
-            boxd: &[32, 16],
-            estr: &[1, 1],
-            coords: &[&[80, 30]],
-        },
-        TiledCase {
-            ty: Ty::Bf16,
-            dims: &[100, 37],
-            strides: &[208],
-            boxd: &[32, 16],
-            estr: &[1, 2],
-            coords: &[&[-8, 28]],
-        },
-        TiledCase {
-            ty: Ty::F32,
-            dims: &[12, 5, 4],
-            strides: &[48, 240],
-            boxd: &[8, 4, 2],
-            estr: &[1, 1, 1],
-            coords: &[&[8, 3, 3]],
-        },
+        tc(Ty::F32, &[40, 10], &[160], &[16, 8], &[1, 1], &[&[32, 6], &[-4, -2]]),
+        tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[80, 30]]),
+        tc(Ty::Bf16, &[100, 37], &[208], &[32, 16], &[1, 2], &[&[-8, 28]]),
+        tc(Ty::F32, &[12, 5, 4], &[48, 240], &[8, 4, 2], &[1, 1, 1], &[&[8, 3, 3]]),
     ];
-    run_tiled_cases(
-        &m,
-        &cases,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-        2,
-    )?
-    .finish()
+    let nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    run_tiled_cases(&m, &cases, nan, 2)?.finish()
 }
 
 /// Every swizzle mode of Hopper (none, 32B, 64B, 128B): the raw shared-memory
@@ -670,113 +606,21 @@ fn tiled_swizzle_modes() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let m = Module::load(PTX_SM90)?;
     let f = tile_kernel(&m, 2)?;
-    struct Case {
-        ty: Ty,
-        dims: [u64; 2],
-        pitch: u64,
-        boxd: [u32; 2],
-        coords: [i32; 2],
-        swizzle: CUtensorMapSwizzle,
-        /// The swizzle span in bytes (0: none).
-        span: usize,
-    }
-    let case = |ty, dims, pitch, boxd, coords, swizzle, span| Case {
-        ty,
-        dims,
-        pitch,
-        boxd,
-        coords,
-        swizzle,
-        span,
-    };
+    // (type, dims, row pitch, box, coords, swizzle, the swizzle span in bytes (0: none))
+    #[rustfmt::skip]
     let cases = [
-        case(
-            Ty::F32,
-            [64, 64],
-            256,
-            [32, 16],
-            [32, 8],
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            0,
-        ),
-        case(
-            Ty::F32,
-            [64, 64],
-            256,
-            [8, 32],
-            [8, 16],
-            CU_TENSOR_MAP_SWIZZLE_32B,
-            32,
-        ),
-        case(
-            Ty::F16,
-            [128, 64],
-            256,
-            [32, 32],
-            [32, 8],
-            CU_TENSOR_MAP_SWIZZLE_64B,
-            64,
-        ),
-        case(
-            Ty::F32,
-            [64, 64],
-            256,
-            [32, 16],
-            [0, 40],
-            CU_TENSOR_MAP_SWIZZLE_128B,
-            128,
-        ),
-        case(
-            Ty::U8,
-            [256, 64],
-            256,
-            [128, 16],
-            [128, 8],
-            CU_TENSOR_MAP_SWIZZLE_128B,
-            128,
-        ),
-        case(
-            Ty::F32,
-            [64, 64],
-            256,
-            [32, 16],
-            [48, 56],
-            CU_TENSOR_MAP_SWIZZLE_128B,
-            128,
-        ),
-        case(
-            Ty::Bf16,
-            [100, 40],
-            208,
-            [16, 64],
-            [-8, 8],
-            CU_TENSOR_MAP_SWIZZLE_32B,
-            32,
-        ),
+        (Ty::F32, [64, 64], 256, [32, 16], [32, 8], CU_TENSOR_MAP_SWIZZLE_NONE, 0),
+        (Ty::F32, [64, 64], 256, [8, 32], [8, 16], CU_TENSOR_MAP_SWIZZLE_32B, 32),
+        (Ty::F16, [128, 64], 256, [32, 32], [32, 8], CU_TENSOR_MAP_SWIZZLE_64B, 64),
+        (Ty::F32, [64, 64], 256, [32, 16], [0, 40], CU_TENSOR_MAP_SWIZZLE_128B, 128),
+        (Ty::U8, [256, 64], 256, [128, 16], [128, 8], CU_TENSOR_MAP_SWIZZLE_128B, 128),
+        (Ty::F32, [64, 64], 256, [32, 16], [48, 56], CU_TENSOR_MAP_SWIZZLE_128B, 128),
+        (Ty::Bf16, [100, 40], 208, [16, 64], [-8, 8], CU_TENSOR_MAP_SWIZZLE_32B, 32),
     ];
     let mut failures = Checks::new();
-    for (
-        i,
-        Case {
-            ty,
-            dims,
-            pitch,
-            boxd,
-            coords,
-            swizzle: sw,
-            span,
-        },
-    ) in cases.into_iter().enumerate()
-    {
+    for (i, (ty, dims, pitch, boxd, coords, sw, span)) in cases.into_iter().enumerate() {
         let t = Tensor::new(ty, &dims, &[pitch], 3 + i)?;
-        let map = encode_tiled(
-            &t,
-            &boxd,
-            &[1, 1],
-            sw,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        let map = encode_tiled(&t, &boxd, &[1, 1], sw, L2_NONE, FILL_NONE)?;
         let dense = tiled_box(&t, &boxd, &[1, 1], &coords);
         let want = swizzle(&dense.image, span);
         let what = format!(
@@ -829,14 +673,7 @@ fn tiled_l2_promotion_values() -> TestResult {
         ("L2_256B", CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
     ] {
         let what = format!("L2 promotion {name}");
-        let map = encode_tiled(
-            &t,
-            &boxd,
-            &estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            l2,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        let map = encode_tiled(&t, &boxd, &estr, SW_NONE, l2, FILL_NONE)?;
         match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.image.len()) {
             Err(e) => failures.fail(format!("{what}: {}", message(e))),
             Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, false) {
@@ -866,14 +703,7 @@ fn replace_address() -> TestResult {
         want_a.image != want_b.image,
         "the two buffers' boxes are the same, the test proves nothing"
     );
-    let mut map = encode_tiled(
-        &a,
-        &boxd,
-        &estr,
-        CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )?;
+    let mut map = encode_tiled(&a, &boxd, &estr, SW_NONE, L2_NONE, FILL_NONE)?;
     let gmap = DeviceBuf::new(size_of::<CUtensorMap>())?;
     ensure!(
         gmap.ptr % 128 == 0,
@@ -1033,26 +863,18 @@ fn im2col_nhwc() -> TestResult {
     };
     let estr = [1u32; 4];
     let mut failures = Checks::new();
-    for (fill, loads) in [
-        (
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            &[
-                ([4, 2, -1, 0], [0, 0]),
-                ([4, 2, -1, 0], [2, 1]),
-                ([0, -1, -2, 0], [1, 2]),
-            ][..],
-        ),
-        (
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-            &[([8, 3, 0, 0], [1, 0])][..],
-        ),
-    ] {
-        let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    let nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    // (fill, the (coords (C, W, H, N), im2col offsets (W, H)) of each load)
+    #[rustfmt::skip]
+    let cases = [
+        (FILL_NONE, &[([4, 2, -1, 0], [0, 0]), ([4, 2, -1, 0], [2, 1]), ([0, -1, -2, 0], [1, 2])][..]),
+        (nan, &[([8, 3, 0, 0], [1, 0])][..]),
+    ];
+    for (fill, loads) in cases {
+        let nan_fill = fill == nan;
         let mut map = CUtensorMap::default();
-        common::check(
-            encode_im2col(&mut map, &t, 4, &p, &estr, CU_TENSOR_MAP_SWIZZLE_NONE, fill),
-            "cuTensorMapEncodeIm2col",
-        )?;
+        let r = encode_im2col(&mut map, &t, 4, &p, &estr, SW_NONE, fill);
+        common::check(r, "cuTensorMapEncodeIm2col")?;
         for &(coords, offsets) in loads {
             let want = im2col_box(&t, &p, coords, offsets, Reading::default());
             let what = format!(
@@ -1185,14 +1007,7 @@ fn im2col_wide() -> TestResult {
             );
         }
         // The process keeps working: a tiled map on the same tensor encodes.
-        encode_tiled(
-            &t,
-            &[16, 4, 2, 1],
-            &estr,
-            CU_TENSOR_MAP_SWIZZLE_NONE,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )?;
+        encode_tiled(&t, &[16, 4, 2, 1], &estr, SW_NONE, L2_NONE, FILL_NONE)?;
         return Ok(());
     }
     for (what, rank, swizzle) in invalid {
@@ -1248,52 +1063,53 @@ fn bad_input_documented_errors() -> TestResult {
     let base = t.dev.ptr;
     let im = Tensor::new(Ty::F32, &[12, 5, 4, 2], &[48, 240, 960], 42)?;
     let z = CU_TENSOR_MAP_INTERLEAVE_NONE;
-    let (sw_none, l2, fill0) = (
-        CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    );
-    let tiled = |ty: CUtensorMapDataType,
-                 rank: u32,
-                 addr: CUdeviceptr,
-                 dims: &[u64],
-                 strides: &[u64],
-                 boxd: &[u32],
-                 estr: &[u32],
-                 sw: CUtensorMapSwizzle,
-                 fill: CUtensorMapFloatOOBfill| {
+    let (sw_none, l2, fill0) = (SW_NONE, L2_NONE, FILL_NONE);
+    /// One `cuTensorMapEncodeTiled`'s arguments: the valid 2D map on `t`,
+    /// which each bad case changes in one parameter.
+    struct Args {
+        ty: CUtensorMapDataType,
+        rank: u32,
+        addr: CUdeviceptr,
+        dims: Vec<u64>,
+        strides: Vec<u64>,
+        boxd: Vec<u32>,
+        estr: Vec<u32>,
+        sw: CUtensorMapSwizzle,
+        fill: CUtensorMapFloatOOBfill,
+    }
+    let tiled = |change: &dyn Fn(&mut Args)| {
+        let mut a = Args {
+            ty: CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            rank: 2,
+            addr: base,
+            dims: vec![64, 32],
+            strides: vec![256],
+            boxd: vec![32, 8],
+            estr: vec![1, 1],
+            sw: sw_none,
+            fill: fill0,
+        };
+        change(&mut a);
         let mut map = CUtensorMap::default();
         unsafe {
             cuTensorMapEncodeTiled(
                 &mut map,
-                ty,
-                rank,
-                addr as *mut c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxd.as_ptr(),
-                estr.as_ptr(),
+                a.ty,
+                a.rank,
+                a.addr as *mut c_void,
+                a.dims.as_ptr(),
+                a.strides.as_ptr(),
+                a.boxd.as_ptr(),
+                a.estr.as_ptr(),
                 z,
-                sw,
+                a.sw,
                 l2,
-                fill,
+                a.fill,
             )
         }
     };
     let f32t = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-    let good = || {
-        tiled(
-            f32t,
-            2,
-            base,
-            &[64, 32],
-            &[256],
-            &[32, 8],
-            &[1, 1],
-            sw_none,
-            fill0,
-        )
-    };
+    let good = || tiled(&|_| {});
     // im2col on `im` (NHWC, rank 4); other ranks read 6-entry arrays.
     let im2col = |rank: u32, channels: u32, pixels: u32| {
         let p = Im2col {
@@ -1347,230 +1163,69 @@ fn bad_input_documented_errors() -> TestResult {
         l2,
         fill0
     ))?;
-    let six_dims = [64u64, 32, 1, 1, 1, 1];
-    let six_strides = [256u64, 8192, 8192, 8192, 8192];
-    let six_box = [32u32, 8, 1, 1, 1, 1];
-    let six_estr = [1u32; 6];
+    let six = |rank| {
+        move |a: &mut Args| {
+            a.rank = rank;
+            a.dims = vec![64, 32, 1, 1, 1, 1];
+            a.strides = vec![256, 8192, 8192, 8192, 8192];
+            a.boxd = vec![32, 8, 1, 1, 1, 1];
+            a.estr = vec![1; 6];
+        }
+    };
+    let swizzle = |sw, inner| move |a: &mut Args| (a.sw, a.boxd[0]) = (sw, inner);
+    let nan_u8 = |a: &mut Args| {
+        (a.ty, a.dims[0]) = (CU_TENSOR_MAP_DATA_TYPE_UINT8, 256);
+        a.fill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    };
+    let replaced =
+        unsafe { cuTensorMapReplaceAddress(&mut replace_target, (base + 8) as *mut c_void) };
+    #[rustfmt::skip]
     let cases: Vec<(&str, CUresult)> = vec![
-        (
-            "global address 8 bytes past a 16-byte boundary",
-            tiled(
-                f32t,
-                2,
-                base + 8,
-                &[64, 32],
-                &[256],
-                &[32, 8],
-                &[1, 1],
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "global stride 200 bytes (not a multiple of 16)",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[50, 32],
-                &[200],
-                &[32, 8],
-                &[1, 1],
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "box dimension 257 (over 256)",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 300],
-                &[256],
-                &[32, 257],
-                &[1, 1],
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "rank 0",
-            tiled(
-                f32t,
-                0,
-                base,
-                &six_dims,
-                &six_strides,
-                &six_box,
-                &six_estr,
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "rank 6 (over 5)",
-            tiled(
-                f32t,
-                6,
-                base,
-                &six_dims,
-                &six_strides,
-                &six_box,
-                &six_estr,
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "element stride 9 (over 8)",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 32],
-                &[256],
-                &[32, 9],
-                &[1, 9],
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "inner box 20 bytes (not a multiple of 16)",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 32],
-                &[256],
-                &[5, 8],
-                &[1, 1],
-                sw_none,
-                fill0,
-            ),
-        ),
-        (
-            "32B swizzle with a 64-byte inner box",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 32],
-                &[256],
-                &[16, 8],
-                &[1, 1],
-                CU_TENSOR_MAP_SWIZZLE_32B,
-                fill0,
-            ),
-        ),
-        (
-            "64B swizzle with a 128-byte inner box",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 32],
-                &[256],
-                &[32, 8],
-                &[1, 1],
-                CU_TENSOR_MAP_SWIZZLE_64B,
-                fill0,
-            ),
-        ),
-        (
-            "128B swizzle with a 256-byte inner box",
-            tiled(
-                f32t,
-                2,
-                base,
-                &[64, 32],
-                &[256],
-                &[64, 8],
-                &[1, 1],
-                CU_TENSOR_MAP_SWIZZLE_128B,
-                fill0,
-            ),
-        ),
-        (
-            "NaN fill for UINT8 (not a floating-point type)",
-            tiled(
-                CU_TENSOR_MAP_DATA_TYPE_UINT8,
-                2,
-                base,
-                &[256, 32],
-                &[256],
-                &[32, 8],
-                &[1, 1],
-                sw_none,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-            ),
-        ),
+        ("global address 8 bytes past a 16-byte boundary", tiled(&|a| a.addr = base + 8)),
+        ("global stride 200 bytes (not a multiple of 16)", tiled(&|a| (a.dims[0], a.strides[0]) = (50, 200))),
+        ("box dimension 257 (over 256)", tiled(&|a| (a.dims[1], a.boxd[1]) = (300, 257))),
+        ("rank 0", tiled(&six(0))),
+        ("rank 6 (over 5)", tiled(&six(6))),
+        ("element stride 9 (over 8)", tiled(&|a| (a.boxd[1], a.estr[1]) = (9, 9))),
+        ("inner box 20 bytes (not a multiple of 16)", tiled(&|a| a.boxd[0] = 5)),
+        ("32B swizzle with a 64-byte inner box", tiled(&swizzle(CU_TENSOR_MAP_SWIZZLE_32B, 16))),
+        ("64B swizzle with a 128-byte inner box", tiled(&swizzle(CU_TENSOR_MAP_SWIZZLE_64B, 32))),
+        ("128B swizzle with a 256-byte inner box", tiled(&swizzle(CU_TENSOR_MAP_SWIZZLE_128B, 64))),
+        ("NaN fill for UINT8 (not a floating-point type)", tiled(&nan_u8)),
         ("im2col of rank 2 (must be 3 to 5)", im2col(2, 8, 16)),
         ("im2col of rank 6 (must be 3 to 5)", im2col(6, 8, 16)),
-        (
-            "im2col with 257 channels per pixel (over 256)",
-            im2col(4, 257, 16),
-        ),
-        (
-            "im2col with 1025 pixels per column (over 1024)",
-            im2col(4, 8, 1025),
-        ),
-        (
-            "replace address by one 8 bytes past a 16-byte boundary",
-            unsafe { cuTensorMapReplaceAddress(&mut replace_target, (base + 8) as *mut c_void) },
-        ),
+        ("im2col with 257 channels per pixel (over 256)", im2col(4, 257, 16)),
+        ("im2col with 1025 pixels per column (over 1024)", im2col(4, 8, 1025)),
+        ("replace address by one 8 bytes past a 16-byte boundary", replaced),
     ];
     let mut failures = Checks::new();
+    let invalid = CUDA_ERROR_INVALID_VALUE;
     for (what, r) in cases {
-        let entry = if what.starts_with("im2col") {
-            "cuTensorMapEncodeIm2col"
-        } else if what.starts_with("replace") {
-            "cuTensorMapReplaceAddress"
-        } else {
-            "cuTensorMapEncodeTiled"
+        let entry = match what.split(' ').next() {
+            Some("im2col") => "cuTensorMapEncodeIm2col",
+            Some("replace") => "cuTensorMapReplaceAddress",
+            _ => "cuTensorMapEncodeTiled",
         };
-        common::report_bad_input(
-            Some(entry),
-            what,
-            &error_name(CUDA_ERROR_INVALID_VALUE),
-            &error_name(r),
+        common::report_bad_input(Some(entry), what, &error_name(invalid), &error_name(r));
+        println!("  {what}: {}", error_name(r));
+        let (got, want) = (error_name(r), error_name(invalid));
+        failures.that(
+            r == invalid,
+            format_args!("{what}: returned {got}, expected {want}"),
         );
-        if r != CUDA_ERROR_INVALID_VALUE {
-            failures.fail(format!(
-                "{what}: returned {}, expected {}",
-                error_name(r),
-                error_name(CUDA_ERROR_INVALID_VALUE)
-            ));
-        } else {
-            println!("  {what}: {}", error_name(r));
-        }
         let after = good();
-        if after != CUDA_SUCCESS {
-            failures.fail(format!(
-                "after {what}: a valid encode returned {}",
-                error_name(after)
-            ));
-        }
+        let after_name = error_name(after);
+        let msg = format_args!("after {what}: a valid encode returned {after_name}");
+        failures.that(after == CUDA_SUCCESS, msg);
     }
     // Still working: a fresh map loads the right box.
     let boxd = [32u32, 8];
     let map = encode_tiled(&t, &boxd, &[1, 1], sw_none, l2, fill0)?;
     let want = tiled_box(&t, &boxd, &[1, 1], &[32, 28]);
-    let load = load_box(
-        tile_kernel(&m, 2)?,
-        MapArg::Param(&map),
-        &[32, 28],
-        [0, 0],
-        want.image.len(),
-    )?;
-    if let Err(e) = check_elements(
-        "load after the bad inputs",
-        Ty::F32,
-        &load.image,
-        &want,
-        false,
-    ) {
+    let (f, n) = (tile_kernel(&m, 2)?, want.image.len());
+    let load = load_box(f, MapArg::Param(&map), &[32, 28], [0, 0], n)?;
+    let what = "load after the bad inputs";
+    if let Err(e) = check_elements(what, Ty::F32, &load.image, &want, false) {
         failures.fail(e);
     }
     failures.finish()

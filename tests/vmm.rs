@@ -14,7 +14,8 @@ mod common;
 
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
-use common::{error_name, pattern, read, same, write, BadInput, Checks, Gpu, TestResult};
+use common::vmm::*;
+use common::{error_name, pattern, read, reads, same, write, BadInput, Checks, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -26,85 +27,13 @@ const SOCK_VAR: &str = "CUDA_MEM_SYS_VMM_SOCKET";
 /// The size of the allocation a parent shares with its importer child.
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
-type Handle = CUmemGenericAllocationHandle;
+/// The child roles of the process-death scenarios.
+const EXPORTER: &str = "vmm_exporter";
+const IMPORTER: &str = "vmm_importer";
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-fn prop_at(
-    loc: CUmemLocationType,
-    id: i32,
-    handles: CUmemAllocationHandleType,
-) -> CUmemAllocationProp {
-    let mut p = CUmemAllocationProp::default();
-    p.type_ = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type_ = loc;
-    p.location.id = id;
-    p.requestedHandleTypes = handles;
-    p
-}
-
-fn device_prop(dev: CUdevice, handles: CUmemAllocationHandleType) -> CUmemAllocationProp {
-    prop_at(CU_MEM_LOCATION_TYPE_DEVICE, dev, handles)
-}
-
-fn location(loc: CUmemLocationType, id: i32) -> CUmemLocation {
-    let mut l = CUmemLocation::default();
-    l.type_ = loc;
-    l.id = id;
-    l
-}
-
-fn device_location(dev: CUdevice) -> CUmemLocation {
-    location(CU_MEM_LOCATION_TYPE_DEVICE, dev)
-}
-
-fn access_desc(loc: CUmemLocation, flags: CUmemAccess_flags) -> CUmemAccessDesc {
-    let mut d = CUmemAccessDesc::default();
-    d.location = loc;
-    d.flags = flags;
-    d
-}
-
-const RW: u64 = CU_MEM_ACCESS_FLAGS_PROT_READWRITE.0 as u64;
-const NONE: u64 = CU_MEM_ACCESS_FLAGS_PROT_NONE.0 as u64;
-
-fn granularity(
-    prop: &CUmemAllocationProp,
-    option: CUmemAllocationGranularity_flags,
-) -> Result<usize, Failed> {
-    let mut g = 0usize;
-    cu!(cuMemGetAllocationGranularity(&mut g, prop, option))?;
-    Ok(g)
-}
-
-fn min_granularity(prop: &CUmemAllocationProp) -> Result<usize, Failed> {
-    granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)
-}
-
-fn create(size: usize, prop: &CUmemAllocationProp) -> Result<Handle, Failed> {
-    let mut h: Handle = 0;
-    cu!(cuMemCreate(&mut h, size, prop, 0))?;
-    Ok(h)
-}
-
-fn reserve(size: usize, alignment: usize, hint: CUdeviceptr) -> Result<CUdeviceptr, Failed> {
-    let mut p: CUdeviceptr = 0;
-    cu!(cuMemAddressReserve(&mut p, size, alignment, hint, 0))?;
-    Ok(p)
-}
-
-fn set_rw(ptr: CUdeviceptr, size: usize, dev: CUdevice) -> TestResult {
-    let d = access_desc(device_location(dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    cu!(cuMemSetAccess(ptr, size, &d, 1))
-}
-
-fn get_access(ptr: CUdeviceptr, loc: CUmemLocation) -> Result<u64, Failed> {
-    let mut f: u64 = u64::MAX;
-    cu!(cuMemGetAccess(&mut f, &loc, ptr))?;
-    Ok(f)
-}
 
 fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     let mut p = CUmemAllocationProp::default();
@@ -117,37 +46,7 @@ fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     Ok(p)
 }
 
-fn free_memory() -> Result<usize, Failed> {
-    let (mut free, mut total) = (0usize, 0usize);
-    cu!(cuCtxSynchronize())?;
-    cu!(cuMemGetInfo(&mut free, &mut total))?;
-    Ok(free)
-}
-
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// A physical allocation mapped read-write for one device at a fresh reservation.
-struct Mapping {
-    handle: Handle,
-    ptr: CUdeviceptr,
-    size: usize,
-}
-
-impl Mapping {
-    fn new(prop: &CUmemAllocationProp, size: usize, dev: CUdevice) -> Result<Mapping, Failed> {
-        let handle = create(size, prop)?;
-        let ptr = reserve(size, 0, 0)?;
-        cu!(cuMemMap(ptr, size, 0, handle, 0))?;
-        set_rw(ptr, size, dev)?;
-        Ok(Mapping { handle, ptr, size })
-    }
-
-    fn free(self) -> TestResult {
-        cu!(cuMemUnmap(self.ptr, self.size))?;
-        cu!(cuMemRelease(self.handle))?;
-        cu!(cuMemAddressFree(self.ptr, self.size))
-    }
-}
 
 /// The properties read back from a handle: type PINNED, a location type out of
 /// `locs` (with `id` where given), requested handle types out of `handles`
@@ -168,34 +67,48 @@ fn assert_props(
         p.requestedHandleTypes.0,
         p.allocFlags.usage
     );
-    c.that(
-        p.type_ == CU_MEM_ALLOCATION_TYPE_PINNED,
-        format!("{what}: type {} (expected PINNED)", p.type_.0),
+    c.eq(
+        format!("{what}: type (PINNED)"),
+        p.type_,
+        CU_MEM_ALLOCATION_TYPE_PINNED,
     );
-    c.that(
-        locs.contains(&p.location.type_),
-        format!(
-            "{what}: location type {} (expected one of {:?})",
-            p.location.type_.0,
-            locs.iter().map(|l| l.0).collect::<Vec<_>>()
-        ),
+    let (loc, handle) = (p.location.type_, p.requestedHandleTypes);
+    let loc_ids: Vec<_> = locs.iter().map(|l| l.0).collect();
+    let handle_ids: Vec<_> = handles.iter().map(|h| h.0).collect();
+    let msg = format!(
+        "{what}: location type {} (expected one of {loc_ids:?})",
+        loc.0
     );
+    c.that(locs.contains(&loc), msg);
     if let Some(id) = id {
-        c.that(
-            common::cu_loc_id(&p.location) == id,
-            format!(
-                "{what}: location id {} (expected {id})",
-                common::cu_loc_id(&p.location)
-            ),
+        c.eq(
+            format!("{what}: location id"),
+            common::cu_loc_id(&p.location),
+            id,
         );
     }
-    c.that(
-        handles.contains(&p.requestedHandleTypes),
-        format!(
-            "{what}: requestedHandleTypes {} (expected one of {:?})",
-            p.requestedHandleTypes.0,
-            handles.iter().map(|h| h.0).collect::<Vec<_>>()
-        ),
+    let msg = format!(
+        "{what}: requestedHandleTypes {} (expected one of {handle_ids:?})",
+        handle.0
+    );
+    c.that(handles.contains(&handle), msg);
+}
+
+/// [`assert_props`] of memory on device `dev`.
+fn assert_device_props(
+    c: &mut Checks,
+    p: &CUmemAllocationProp,
+    dev: CUdevice,
+    handles: &[CUmemAllocationHandleType],
+    what: &str,
+) {
+    assert_props(
+        c,
+        p,
+        &[CU_MEM_LOCATION_TYPE_DEVICE],
+        Some(dev),
+        handles,
+        what,
     );
 }
 
@@ -209,33 +122,22 @@ fn granularity_minimum_and_recommended() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 1,
         "device 0 does not support virtual memory management"
     );
-    let mut tile_pool = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
+    let none = CU_MEM_HANDLE_TYPE_NONE;
+    let mut tile_pool = device_prop(gpu.dev, none);
     tile_pool.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
     #[allow(unused_mut)] // nothing is added before 12.2
     let mut props = [
-        ("device", device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE)),
-        (
-            "device, POSIX fd",
-            device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-        ),
+        ("device", device_prop(gpu.dev, none)),
+        ("device, POSIX fd", device_prop(gpu.dev, FD)),
         ("device, tile pool", tile_pool),
     ]
     .to_vec();
     #[cfg(cuda_12020)]
     {
         let numa = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?.max(0);
-        props.push((
-            "host",
-            prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, CU_MEM_HANDLE_TYPE_NONE),
-        ));
-        props.push((
-            "host NUMA",
-            prop_at(
-                CU_MEM_LOCATION_TYPE_HOST_NUMA,
-                numa,
-                CU_MEM_HANDLE_TYPE_NONE,
-            ),
-        ));
+        props.push(("host", prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, none)));
+        let host_numa = prop_at(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa, none);
+        props.push(("host NUMA", host_numa));
     }
     #[cfg(not(cuda_12020))]
     println!("  skipped: host and host-NUMA granularity: CU_MEM_LOCATION_TYPE_HOST* not in these headers (added in 12.2)");
@@ -276,14 +178,7 @@ fn device_memory_map_round_trip() -> TestResult {
 
     let h = create(size, &prop)?;
     let p = properties(h)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_NONE],
-        "created",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[CU_MEM_HANDLE_TYPE_NONE], "created");
 
     let ptr = reserve(size, 0, 0)?;
     println!("  reserved {size} B at {ptr:#x}");
@@ -295,22 +190,17 @@ fn device_memory_map_round_trip() -> TestResult {
     // "all mappings start with no accessibility setup"
     let before = get_access(ptr, device_location(gpu.dev))?;
     println!("  access after cuMemMap, before cuMemSetAccess: {before}");
-    c.that(
-        before == NONE,
-        format!("access before cuMemSetAccess is {before}, expected PROT_NONE (0)"),
+    c.eq(
+        "access before cuMemSetAccess (PROT_NONE is 0)",
+        before,
+        NONE,
     );
     set_rw(ptr, size, gpu.dev)?;
     let after = get_access(ptr, device_location(gpu.dev))?;
     let inside = get_access(ptr + size as u64 - 1, device_location(gpu.dev))?;
     println!("  access after cuMemSetAccess: {after} (last byte {inside})");
-    c.that(
-        after == RW,
-        format!("access is {after}, expected READWRITE (3)"),
-    );
-    c.that(
-        inside == RW,
-        format!("last byte access is {inside}, expected 3"),
-    );
+    c.eq("access (READWRITE is 3)", after, RW);
+    c.eq("last byte access", inside, RW);
 
     let data = pattern(size, 1);
     write(ptr, &data)?;
@@ -333,16 +223,11 @@ fn device_memory_map_round_trip() -> TestResult {
     );
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     let again = get_access(ptr, device_location(gpu.dev))?;
-    c.that(
-        again == NONE,
-        format!("access of the new mapping is {again}, expected PROT_NONE (0)"),
-    );
+    c.eq("access of the new mapping (PROT_NONE is 0)", again, NONE);
     set_rw(ptr, size, gpu.dev)?;
     same(&read(ptr, size)?, &want, "bytes after unmap and map again")?;
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     c.finish()
 }
 
@@ -351,43 +236,25 @@ fn one_allocation_at_two_addresses() -> TestResult {
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     let g = min_granularity(&prop)?;
     let h = create(g, &prop)?;
-    let a = reserve(g, 0, 0)?;
-    let b = reserve(g, 0, 0)?;
+    let a = reserve_map_rw(g, h, gpu.dev)?;
+    let b = reserve_map_rw(g, h, gpu.dev)?;
     println!("  one allocation at {a:#x} and {b:#x}");
     ensure!(a != b, "two reservations at the same address {a:#x}");
-    cu!(cuMemMap(a, g, 0, h, 0))?;
-    cu!(cuMemMap(b, g, 0, h, 0))?;
-    set_rw(a, g, gpu.dev)?;
-    set_rw(b, g, gpu.dev)?;
 
     let data = pattern(g, 2);
     write(a, &data)?;
-    same(
-        &read(b, g)?,
-        &data,
-        "written at the first address, read at the second",
-    )?;
+    reads(b, &data, "written at the first address, read at the second")?;
     cu!(cuMemsetD8(b + 4096, 0x6B, 4096))?;
     let mut want = data;
     want[4096..8192].fill(0x6B);
-    same(
-        &read(a, g)?,
-        &want,
-        "set at the second address, read at the first",
-    )?;
+    reads(a, &want, "set at the second address, read at the first")?;
 
     // The second mapping outlives the first.
     cu!(cuMemUnmap(a, g))?;
-    same(
-        &read(b, g)?,
-        &want,
-        "second address after unmapping the first",
-    )?;
-    cu!(cuMemUnmap(b, g))?;
+    reads(b, &want, "second address after unmapping the first")?;
+    unmap_free(b, g)?;
     cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(a, g))?;
-    cu!(cuMemAddressFree(b, g))?;
-    Ok(())
+    cu!(cuMemAddressFree(a, g))
 }
 
 fn grown_range_is_contiguous() -> TestResult {
@@ -411,10 +278,7 @@ fn grown_range_is_contiguous() -> TestResult {
     // One cuMemSetAccess over the whole range, both allocations.
     set_rw(base, 2 * g, gpu.dev)?;
     let acc = get_access(base + gg, device_location(gpu.dev))?;
-    c.that(
-        acc == RW,
-        format!("second allocation's access {acc}, expected 3"),
-    );
+    c.eq("second allocation's access", acc, RW);
 
     // One host-to-device copy spanning the boundary.
     let span = pattern(g, 4);
@@ -424,33 +288,27 @@ fn grown_range_is_contiguous() -> TestResult {
     same(&all[g / 2..g / 2 + g], &span, "copy spanning the boundary")?;
 
     // One device-to-device copy spanning the boundary, both ways.
-    let mut scratch: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut scratch, g))?;
+    let scratch_buf = common::DeviceBuf::new(g)?;
+    let scratch = scratch_buf.ptr;
     cu!(cuMemcpyDtoD(scratch, base + gg / 2, g))?;
     same(&read(scratch, g)?, &span, "DtoD out of the spanning range")?;
     let other = pattern(g, 5);
     write(scratch, &other)?;
     cu!(cuMemcpyDtoD(base + gg / 4, scratch, g))?;
     let all = read(base, 2 * g)?;
-    same(
-        &all[g / 4..g / 4 + g],
-        &other,
-        "DtoD into the spanning range",
-    )?;
+    let what = "DtoD into the spanning range";
+    same(&all[g / 4..g / 4 + g], &other, what)?;
 
     // The second half really is the second allocation: map it alone elsewhere.
-    let alone = reserve(g, 0, 0)?;
-    cu!(cuMemMap(alone, g, 0, h2, 0))?;
-    set_rw(alone, g, gpu.dev)?;
-    same(
-        &read(alone, g)?,
+    let alone = reserve_map_rw(g, h2, gpu.dev)?;
+    reads(
+        alone,
         &all[g..],
         "second allocation seen at its own address",
     )?;
-    cu!(cuMemUnmap(alone, g))?;
-    cu!(cuMemAddressFree(alone, g))?;
+    unmap_free(alone, g)?;
 
-    cu!(cuMemFree(scratch))?;
+    drop(scratch_buf);
     // Each cuMemMap is unmapped as a whole.
     cu!(cuMemUnmap(base, g))?;
     cu!(cuMemUnmap(base + gg, g))?;
@@ -508,9 +366,7 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     let data = pattern(2 * g, 6);
     write(got, &data)?;
     same(&read(got, 2 * g)?, &data, "bytes at the hinted reservation")?;
-    cu!(cuMemUnmap(got, 2 * g))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(got, 2 * g))?;
+    unmap_release_free(got, 2 * g, h)?;
     cu!(cuMemAddressFree(got2, g))?;
     Ok(())
 }
@@ -530,14 +386,11 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let size = g * (64usize << 20).div_ceil(g);
     println!("  {what}: granularity {g}, allocation {size} B");
 
-    let free0 = free_memory()?;
+    let free0 = pd::free_memory()?;
     let h = create(size, &prop)?;
-    let free1 = free_memory()?;
-    println!(
-        "  device free memory {:.1} MiB before, {:.1} MiB after creating",
-        free0 as f64 / MIB,
-        free1 as f64 / MIB
-    );
+    let free1 = pd::free_memory()?;
+    let (before, after) = (pd::mib(free0), pd::mib(free1));
+    println!("  device free memory {before} before, {after} after creating");
     c.that(
         free1 + size / 2 > free0,
         format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})"),
@@ -559,36 +412,26 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     set_rw(ptr, size, gpu.dev)?;
     let acc = get_access(ptr, device_location(gpu.dev))?;
-    c.that(
-        acc == RW,
-        format!("{what}: device access {acc}, expected 3"),
-    );
+    c.eq(format!("{what}: device access"), acc, RW);
 
     let data = pattern(size, 7);
     write(ptr, &data)?;
     same(&read(ptr, size)?, &data, "host memory through the mapping")?;
     // The device reads and writes it too (device-to-device copies).
-    let mut dbuf: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut dbuf, size))?;
-    cu!(cuMemcpyDtoD(dbuf, ptr, size))?;
-    same(
-        &read(dbuf, size)?,
-        &data,
-        "host memory copied to device memory",
-    )?;
-    cu!(cuMemsetD8(dbuf, 0x3D, size))?;
-    cu!(cuMemcpyDtoD(ptr, dbuf, size))?;
+    let dbuf = common::DeviceBuf::new(size)?;
+    cu!(cuMemcpyDtoD(dbuf.ptr, ptr, size))?;
+    reads(dbuf.ptr, &data, "host memory copied to device memory")?;
+    cu!(cuMemsetD8(dbuf.ptr, 0x3D, size))?;
+    cu!(cuMemcpyDtoD(ptr, dbuf.ptr, size))?;
     cu!(cuCtxSynchronize())?;
-    same(
-        &read(ptr, size)?,
+    reads(
+        ptr,
         &vec![0x3D; size],
         "device memory copied to host memory",
     )?;
-    cu!(cuMemFree(dbuf))?;
+    drop(dbuf);
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     c.finish()
 }
 
@@ -649,12 +492,12 @@ fn host_numa_cpu_access() -> TestResult {
     let descs = [
         access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
         access_desc(
-            location(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
+            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
             CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         ),
     ];
     cu!(cuMemSetAccess(ptr, g, descs.as_ptr(), 2))?;
-    let host = get_access(ptr, location(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
+    let host = get_access(ptr, common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
     let dev = get_access(ptr, device_location(gpu.dev))?;
     println!("  child: host-NUMA access {host}, device access {dev}");
     ensure!(
@@ -669,15 +512,9 @@ fn host_numa_cpu_access() -> TestResult {
     same(cpu, &data, "CPU reading what the device copy wrote")?;
     let cpu_data = pattern(g, 9);
     cpu.copy_from_slice(&cpu_data);
-    same(
-        &read(ptr, g)?,
-        &cpu_data,
-        "device copy reading what the CPU wrote",
-    )?;
+    reads(ptr, &cpu_data, "device copy reading what the CPU wrote")?;
 
-    cu!(cuMemUnmap(ptr, g))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, g))?;
+    unmap_release_free(ptr, g, h)?;
     Ok(())
 }
 
@@ -688,18 +525,16 @@ fn host_numa_cpu_access() -> TestResult {
 fn retain_handle_and_reference_counting() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::default();
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    let prop = device_prop(gpu.dev, FD);
     let g = min_granularity(&prop)?;
     let size = 32 * g;
 
     // Warm up so that the driver's own first-use allocations are not counted.
     Mapping::new(&prop, g, gpu.dev)?.free()?;
-    let free0 = free_memory()?;
-    let h = create(size, &prop)?;
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, gpu.dev)?;
-    let free_mapped = free_memory()?;
+    let free0 = pd::free_memory()?;
+    let m = Mapping::new(&prop, size, gpu.dev)?;
+    let (h, ptr) = (m.handle, m.ptr);
+    let free_mapped = pd::free_memory()?;
     c.that(
         free_mapped + size <= free0,
         format!("creating {size} B took only {} B", free0 - free_mapped),
@@ -716,32 +551,17 @@ fn retain_handle_and_reference_counting() -> TestResult {
     println!("  created handle {h:#x}, retained {rh:#x}");
     c.that(rh == h, format!("retained handle {rh:#x} is not {h:#x}"));
     let p = properties(rh)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR],
-        "retained",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[FD], "retained");
 
     // Release the retained reference and the original: the mapping still holds
     // the memory.
     cu!(cuMemRelease(rh))?;
     cu!(cuMemRelease(h))?;
-    same(
-        &read(ptr, size)?,
-        &data,
-        "mapping after releasing both handles",
-    )?;
+    reads(ptr, &data, "mapping after releasing both handles")?;
     let data2 = pattern(size, 11);
     write(ptr, &data2)?;
-    same(
-        &read(ptr, size)?,
-        &data2,
-        "writing after releasing both handles",
-    )?;
-    let free_released = free_memory()?;
+    reads(ptr, &data2, "writing after releasing both handles")?;
+    let free_released = pd::free_memory()?;
     println!(
         "  free memory: {:.1} MiB at start, {:.1} MiB mapped, {:.1} MiB after both releases",
         free0 as f64 / MIB,
@@ -758,21 +578,14 @@ fn retain_handle_and_reference_counting() -> TestResult {
     cu!(cuMemRetainAllocationHandle(&mut rh2, ptr as *mut c_void))?;
     c.that(rh2 == h, format!("retained again {rh2:#x}, not {h:#x}"));
     let p = properties(rh2)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        &[CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR],
-        "retained again",
-    );
+    assert_device_props(&mut c, &p, gpu.dev, &[FD], "retained again");
     cu!(cuMemRelease(rh2))?;
 
     // The last reference goes with the mapping.
     cu!(cuMemUnmap(ptr, size))?;
-    let free_unmapped = free_memory()?;
+    let free_unmapped = pd::free_memory()?;
     cu!(cuMemAddressFree(ptr, size))?;
-    let free_end = free_memory()?;
+    let free_end = pd::free_memory()?;
     println!(
         "  free memory: {:.1} MiB after unmap, {:.1} MiB after address free",
         free_unmapped as f64 / MIB,
@@ -799,24 +612,12 @@ fn posix_fd_across_two_processes() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
         "no POSIX file descriptor handles on device 0"
     );
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    let size = 2 * min_granularity(&prop)?;
-    let m = Mapping::new(&prop, size, gpu.dev)?;
-    let exporter_bytes = pattern(size, 20);
-    write(m.ptr, &exporter_bytes)?;
-
-    let mut fd: i32 = -1;
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        m.handle,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
+    let m = Mapping::shareable(&gpu, 2)?;
+    let size = m.size;
+    write(m.ptr, &pattern(size, 20))?;
+    // Checked open there.
+    let fd = m.export_fd()?;
     println!("  exported descriptor {fd}");
-    ensure!(
-        fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1,
-        "exported descriptor {fd} is not open"
-    );
 
     let (mut mine, theirs) = socket_pair()?;
     mine.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -833,8 +634,8 @@ fn posix_fd_across_two_processes() -> TestResult {
         mine.read_exact(&mut b)
             .map_err(|e| format!("waiting for the importer: {e}"))?;
         ensure!(b[0] == b'W', "importer sent {:?}", b[0] as char);
-        same(
-            &read(m.ptr, size)?,
+        reads(
+            m.ptr,
             &pattern(size, 21),
             "exporter reading the importer's bytes",
         )?;
@@ -845,8 +646,8 @@ fn posix_fd_across_two_processes() -> TestResult {
     talk?;
     waited?;
     // The importer's release leaves the exporter's memory alone.
-    same(
-        &read(m.ptr, size)?,
+    reads(
+        m.ptr,
         &pattern(size, 21),
         "exporter after the importer left",
     )?;
@@ -866,34 +667,19 @@ fn posix_fd_importer() -> TestResult {
     println!("  importer (pid {}): descriptor {fd}", std::process::id());
 
     let mut h: Handle = 0;
-    cu!(cuMemImportFromShareableHandle(
-        &mut h,
-        fd as isize as *mut c_void,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-    ))?;
+    common::check(import_fd(&mut h, fd), "cuMemImportFromShareableHandle")?;
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     let mut c = Checks::default();
     let p = properties(h)?;
-    assert_props(
-        &mut c,
-        &p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(gpu.dev),
-        // The imported handle reads back with no requested handle types
-        // (driver 580.159); the exporter's own handle reports POSIX_FD.
-        &[
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            CU_MEM_HANDLE_TYPE_NONE,
-        ],
-        "imported",
-    );
+    // The imported handle reads back with no requested handle types
+    // (driver 580.159); the exporter's own handle reports POSIX_FD.
+    let handles = [FD, CU_MEM_HANDLE_TYPE_NONE];
+    assert_device_props(&mut c, &p, gpu.dev, &handles, "imported");
     c.finish()?;
 
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, gpu.dev)?;
-    same(
-        &read(ptr, size)?,
+    let ptr = reserve_map_rw(size, h, gpu.dev)?;
+    reads(
+        ptr,
         &pattern(size, 20),
         "importer reading the exporter's bytes",
     )?;
@@ -904,9 +690,7 @@ fn posix_fd_importer() -> TestResult {
     sock.read_exact(&mut b)?;
     ensure!(b[0] == b'D', "exporter sent {:?}", b[0] as char);
 
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
+    unmap_release_free(ptr, size, h)?;
     Ok(())
 }
 
@@ -914,55 +698,6 @@ fn posix_fd_importer() -> TestResult {
 // Process death: POSIX descriptors when one side is SIGKILLed
 // (tests/common/process_death.rs has the scenarios and the wire format)
 // ---------------------------------------------------------------------------
-
-/// The exporter's allocation, freed when the exporter child ends normally.
-struct VmmKept {
-    m: Option<Mapping>,
-    _gpu: Gpu,
-}
-
-impl Drop for VmmKept {
-    fn drop(&mut self) {
-        if let Some(m) = self.m.take() {
-            let _ = m.free();
-        }
-    }
-}
-
-/// A POSIX-fd shareable allocation of two granules holding `pd::pattern`.
-fn vmm_export() -> Result<(i32, pd::Fields, VmmKept), Failed> {
-    let gpu = Gpu::new(0)?;
-    let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    let size = 2 * min_granularity(&prop)?;
-    let m = Mapping::new(&prop, size, gpu.dev)?;
-    write(m.ptr, &pd::pattern(size, pd::SEED))?;
-    let mut fd: i32 = -1;
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        m.handle,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
-    let mut f = pd::Fields::default();
-    f.push("bytes", size);
-    f.push("seed", pd::SEED);
-    Ok((
-        fd,
-        f,
-        VmmKept {
-            m: Some(m),
-            _gpu: gpu,
-        },
-    ))
-}
-
-/// Child: the exporter of the process-death tests.
-fn vmm_exporter() -> TestResult {
-    pd::exporter_main(|| {
-        let (fd, f, kept) = vmm_export()?;
-        Ok((fd, f, Box::new(kept)))
-    })
-}
 
 /// What the importer child holds: the imported handle mapped read-write.
 struct VmmHeld {
@@ -1002,13 +737,7 @@ fn vmm_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let gpu = Gpu::new(0).map_err(pd::message)?;
     let size = f.number("bytes").map_err(pd::message)? as usize;
     let mut h: Handle = 0;
-    let r = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
+    let r = import_fd(&mut h, fd);
     unsafe { libc::close(fd) };
     if r != CUDA_SUCCESS {
         return Err(pd::code(r));
@@ -1046,32 +775,11 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
     let _gpu = Gpu::new(0)?;
     pd::importer_killed(
         "vmm_importer_killed_while_mapped",
-        "vmm_importer",
-        vmm_export,
+        IMPORTER,
+        common::vmm::pd_export,
         pd::free_memory,
         "after the exporter released its handle",
     )
-}
-
-impl pd::Exporting for VmmKept {
-    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let m = self.m.as_ref().ok_or("no mapping kept")?;
-        read(m.ptr, n).map_err(pd::message)
-    }
-    fn go_on(&mut self, round: u32) -> TestResult {
-        let prop = device_prop(self._gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-        let size = 2 * min_granularity(&prop)?;
-        let m = Mapping::new(&prop, size, self._gpu.dev)?;
-        let checked = write(m.ptr, &pattern(size, round)).and_then(|()| {
-            same(
-                &read(m.ptr, size)?,
-                &pattern(size, round),
-                "a new allocation",
-            )
-        });
-        m.free()?;
-        checked
-    }
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory
@@ -1080,14 +788,8 @@ impl pd::Exporting for VmmKept {
 /// importer still reads the exporter's bytes; the memory comes back after.
 fn process_death_exporter_killed_importer_reads_on() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::exporter_killed(
-        "vmm_exporter_killed",
-        "vmm_exporter",
-        "vmm_importer",
-        &[],
-        true,
-        pd::free_memory,
-    )
+    let (test, free) = ("vmm_exporter_killed", pd::free_memory);
+    pd::exporter_killed(test, EXPORTER, IMPORTER, &[], true, free)
 }
 
 /// A descriptor received after its sender was SIGKILLed still imports and
@@ -1095,14 +797,8 @@ fn process_death_exporter_killed_importer_reads_on() -> TestResult {
 /// allocation), and closing it returns the memory.
 fn process_death_descriptor_outlives_its_sender() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    pd::descriptor_after_sender_died(
-        "vmm_descriptor_after_sender_died",
-        "vmm_exporter",
-        "vmm_importer",
-        &[],
-        true,
-        pd::free_memory,
-    )
+    let (test, free) = ("vmm_descriptor_after_sender_died", pd::free_memory);
+    pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], true, free)
 }
 
 #[cfg(cuda_12030)]
@@ -1157,22 +853,15 @@ fn fabric_handle() -> TestResult {
         CU_MEM_HANDLE_TYPE_FABRIC
     ))?;
     // The imported handle is the same memory.
-    let a = reserve(g, 0, 0)?;
-    let b = reserve(g, 0, 0)?;
-    cu!(cuMemMap(a, g, 0, h, 0))?;
-    cu!(cuMemMap(b, g, 0, h2, 0))?;
-    set_rw(a, g, gpu.dev)?;
-    set_rw(b, g, gpu.dev)?;
+    let a = reserve_map_rw(g, h, gpu.dev)?;
+    let b = reserve_map_rw(g, h2, gpu.dev)?;
     let data = pattern(g, 31);
     write(a, &data)?;
     same(&read(b, g)?, &data, "through the imported fabric handle")?;
-    cu!(cuMemUnmap(a, g))?;
-    cu!(cuMemUnmap(b, g))?;
+    unmap_free(a, g)?;
+    unmap_free(b, g)?;
     cu!(cuMemRelease(h2))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(a, g))?;
-    cu!(cuMemAddressFree(b, g))?;
-    Ok(())
+    cu!(cuMemRelease(h))
 }
 
 // ---------------------------------------------------------------------------
@@ -1297,13 +986,12 @@ fn sparse_array_tile_mapping() -> TestResult {
         sp.tileExtent.width,
         sp.tileExtent.height
     );
-    let mut stream: CUstream = core::ptr::null_mut();
-    cu!(cuStreamCreate(&mut stream, CU_STREAM_NON_BLOCKING.0))?;
+    let stream = common::CuStream::new()?;
     let s = Sparse {
         array,
         tile_w: sp.tileExtent.width,
         tile_h: sp.tileExtent.height,
-        stream,
+        stream: stream.0,
         dev_mask: 1 << gpu.dev,
     };
     let tile = s.tile_bytes() as u64;
@@ -1332,11 +1020,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     let a = pattern(tile as usize, 40);
     s.put(0, &a)?;
     same(&s.get(0)?, &a, "tile 0 read back")?;
-    same(
-        &s.get(1)?,
-        &a,
-        "tile 1 (same pool offset) shows tile 0's bytes",
-    )?;
+    let what = "tile 1 (same pool offset) shows tile 0's bytes";
+    same(&s.get(1)?, &a, what)?;
     let b = pattern(tile as usize, 41);
     s.put(1, &b)?;
     same(&s.get(0)?, &b, "tile 0 shows tile 1's bytes")?;
@@ -1345,32 +1030,20 @@ fn sparse_array_tile_mapping() -> TestResult {
     // tiles keep working after each.
     let mut bad_mask = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, 0);
     bad_mask.deviceBitMask = 0;
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut bad_mask, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut bad_mask, 1, s.stream));
     let mut bad_extent = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, 0);
     bad_extent.subresource.sparseLevel.extentWidth = s.tile_w / 2;
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut bad_extent, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut bad_extent, 1, s.stream));
     let plain_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     let plain = create(pool_size, &plain_prop)?;
     let mut not_pool = s.info(2, CU_MEM_OPERATION_TYPE_MAP, plain, 0);
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut not_pool, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut not_pool, 1, s.stream));
     let mut misaligned = s.info(2, CU_MEM_OPERATION_TYPE_MAP, pool, tile / 2);
-    bad!(
-        c,
-        CUDA_ERROR_INVALID_VALUE,
-        cuMemMapArrayAsync(&mut misaligned, 1, s.stream)
-    );
+    #[rustfmt::skip]
+    bad!(c, CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&mut misaligned, 1, s.stream));
     cu!(cuStreamSynchronize(s.stream))?;
     if c.failures().iter().any(|f| f.contains("CUDA_SUCCESS")) {
         // A bad request was accepted: tile 2 may be mapped; unmap it.
@@ -1400,7 +1073,6 @@ fn sparse_array_tile_mapping() -> TestResult {
         s.info(0, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
         s.info(1, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
     ])?;
-    cu!(cuStreamDestroy(s.stream))?;
     cu!(cuArrayDestroy(s.array))?;
     cu!(cuMemRelease(pool))?;
     c.finish()
@@ -1421,14 +1093,10 @@ fn two_gpus_set_access() -> TestResult {
     let prop = device_prop(g0.dev, CU_MEM_HANDLE_TYPE_NONE);
     let g = min_granularity(&prop)?;
     let size = 2 * g;
-    let h = create(size, &prop)?;
-    let ptr = reserve(size, 0, 0)?;
-    cu!(cuMemMap(ptr, size, 0, h, 0))?;
-    set_rw(ptr, size, g0.dev)?;
-    let (a0, a1) = (
-        get_access(ptr, device_location(g0.dev))?,
-        get_access(ptr, device_location(g1.dev))?,
-    );
+    let m = Mapping::new(&prop, size, g0.dev)?;
+    let ptr = m.ptr;
+    let access = |gpu: &Gpu| get_access(ptr, device_location(gpu.dev));
+    let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with device 0 only: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == NONE, "access flags {a0}, {a1}");
     let data = pattern(size, 50);
@@ -1439,10 +1107,7 @@ fn two_gpus_set_access() -> TestResult {
         access_desc(device_location(g1.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
     ];
     cu!(cuMemSetAccess(ptr, size, descs.as_ptr(), 2))?;
-    let (a0, a1) = (
-        get_access(ptr, device_location(g0.dev))?,
-        get_access(ptr, device_location(g1.dev))?,
-    );
+    let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with both: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == RW, "access flags {a0}, {a1}");
 
@@ -1452,11 +1117,7 @@ fn two_gpus_set_access() -> TestResult {
     cu!(cuMemAlloc(&mut dst, size))?;
     cu!(cuMemcpyDtoD(dst, ptr, size))?;
     cu!(cuCtxSynchronize())?;
-    same(
-        &read(dst, size)?,
-        &data,
-        "device 1's copy of device 0's memory",
-    )?;
+    reads(dst, &data, "device 1's copy of device 0's memory")?;
     cu!(cuMemsetD8(ptr, 0x71, g))?;
     cu!(cuCtxSynchronize())?;
     cu!(cuMemFree(dst))?;
@@ -1464,15 +1125,8 @@ fn two_gpus_set_access() -> TestResult {
     cu!(cuCtxSetCurrent(g0.ctx))?;
     let mut want = data;
     want[..g].fill(0x71);
-    same(
-        &read(ptr, size)?,
-        &want,
-        "device 1's memset seen by device 0",
-    )?;
-    cu!(cuMemUnmap(ptr, size))?;
-    cu!(cuMemRelease(h))?;
-    cu!(cuMemAddressFree(ptr, size))?;
-    Ok(())
+    reads(ptr, &want, "device 1's memset seen by device 0")?;
+    m.free()
 }
 
 // ---------------------------------------------------------------------------
@@ -1482,7 +1136,7 @@ fn two_gpus_set_access() -> TestResult {
 fn bad_input_error_codes() -> TestResult {
     let gpu = Gpu::new(0)?;
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
-    let fd_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    let fd_prop = device_prop(gpu.dev, FD);
     let g = min_granularity(&prop)?;
     let gg = g as u64;
     let m = Mapping::new(&prop, g, gpu.dev)?;
@@ -1500,11 +1154,7 @@ fn bad_input_error_codes() -> TestResult {
         (g, 1, "cuMemCreate(.., flags 1)"),
     ] {
         let r = unsafe { cuMemCreate(&mut h, size, &prop, flags) };
-        c.code(r, INVALID, what);
-        if r == CUDA_SUCCESS {
-            cu!(cuMemRelease(h))?;
-        }
-        c.still_works();
+        c.cu_undo(INVALID, r, what, || cu!(cuMemRelease(h)))?;
     }
     bad!(c, INVALID, cuMemCreate(null_h, g, &prop, 0));
     bad!(c, INVALID, cuMemCreate(&mut h, g, core::ptr::null(), 0));
@@ -1512,18 +1162,11 @@ fn bad_input_error_codes() -> TestResult {
     // (the host location types are in the headers from 12.2).
     #[cfg(cuda_12020)]
     {
-        let host_fd = prop_at(
-            CU_MEM_LOCATION_TYPE_HOST,
-            0,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        );
+        let host_fd = prop_at(CU_MEM_LOCATION_TYPE_HOST, 0, FD);
         bad!(c, INVALID, cuMemCreate(&mut h, g, &host_fd, 0));
         // "Specifying CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ... CUDA_ERROR_INVALID_VALUE"
-        let numa_current = prop_at(
-            CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
-            0,
-            CU_MEM_HANDLE_TYPE_NONE,
-        );
+        let none = CU_MEM_HANDLE_TYPE_NONE;
+        let numa_current = prop_at(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0, none);
         bad!(c, INVALID, cuMemCreate(&mut h, g, &numa_current, 0));
     }
     #[cfg(not(cuda_12020))]
@@ -1531,54 +1174,25 @@ fn bad_input_error_codes() -> TestResult {
 
     println!("  cuMemGetAllocationGranularity");
     let mut gran = 0usize;
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(
-            core::ptr::null_mut(),
-            &prop,
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        )
-    );
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(
-            &mut gran,
-            core::ptr::null(),
-            CU_MEM_ALLOC_GRANULARITY_MINIMUM
-        )
-    );
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationGranularity(&mut gran, &prop, CUmemAllocationGranularity_flags(7))
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(core::ptr::null_mut(), &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(&mut gran, core::ptr::null(), CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationGranularity(&mut gran, &prop, CUmemAllocationGranularity_flags(7)));
 
     println!("  cuMemAddressReserve / cuMemAddressFree");
     bad!(c, INVALID, cuMemAddressReserve(null_p, g, 0, 0, 0));
-    for (size, align, flags, what) in [
+    #[rustfmt::skip]
+    let reserves = [
         (g, 0, 1, "cuMemAddressReserve(.., flags 1)"),
-        (
-            g,
-            3 * 4096,
-            0,
-            "cuMemAddressReserve(alignment 12 KiB, not a power of two)",
-        ),
+        (g, 3 * 4096, 0, "cuMemAddressReserve(alignment 12 KiB, not a power of two)"),
         (0, 0, 0, "cuMemAddressReserve(0 bytes)"),
-        (
-            g + 1,
-            0,
-            0,
-            "cuMemAddressReserve(size not a multiple of the page size)",
-        ),
-    ] {
+        (g + 1, 0, 0, "cuMemAddressReserve(size not a multiple of the page size)"),
+    ];
+    for (size, align, flags, what) in reserves {
         let r = unsafe { cuMemAddressReserve(&mut p, size, align, 0, flags) };
-        c.code(r, INVALID, what);
-        if r == CUDA_SUCCESS {
-            cu!(cuMemAddressFree(p, size))?;
-        }
-        c.still_works();
+        c.cu_undo(INVALID, r, what, || cu!(cuMemAddressFree(p, size)))?;
     }
     let r = reserve(2 * g, 0, 0)?;
     let wrong = unsafe { cuMemAddressFree(r, g) };
@@ -1596,44 +1210,27 @@ fn bad_input_error_codes() -> TestResult {
     let r = reserve(4 * g, 0, 0)?;
     cu!(cuMemMap(r, 2 * g, 0, h1, 0))?;
     let twice = unsafe { cuMemMap(r, 2 * g, 0, h2, 0) };
-    c.code(twice, INVALID, "cuMemMap onto an already mapped range");
-    if twice == CUDA_SUCCESS {
-        cu!(cuMemUnmap(r, 2 * g))?;
-    }
-    c.still_works();
+    let what = "cuMemMap onto an already mapped range";
+    c.cu_undo(INVALID, twice, what, || cu!(cuMemUnmap(r, 2 * g)))?;
     let partly = unsafe { cuMemMap(r + gg, 2 * g, 0, h2, 0) };
-    c.code(partly, INVALID, "cuMemMap overlapping a mapped range");
-    if partly == CUDA_SUCCESS {
-        cu!(cuMemUnmap(r + gg, 2 * g))?;
-    }
-    c.still_works();
+    let what = "cuMemMap overlapping a mapped range";
+    c.cu_undo(INVALID, partly, what, || cu!(cuMemUnmap(r + gg, 2 * g)))?;
     bad!(c, INVALID, cuMemMap(r + 2 * gg, g, 0, h2, 1));
     // Sizes, offsets and addresses off the granularity, and a mapping past the
     // allocation's end: the text implies CUDA_ERROR_INVALID_VALUE ("must be a
     // multiple of the value given via cuMemGetAllocationGranularity", "offset +
     // size must be less than the size of the memory allocation"); driver
     // 580.159 returns CUDA_ERROR_NOT_SUPPORTED, which is in cuMemMap's list.
-    for (at, size, offset, what) in [
+    #[rustfmt::skip]
+    let maps = [
         (r + 2 * gg, g / 2, 0, "cuMemMap(half a granule)"),
-        (
-            r + 2 * gg,
-            2 * g,
-            g,
-            "cuMemMap(offset + size past the allocation)",
-        ),
-        (
-            r + 2 * gg + 4096,
-            g,
-            0,
-            "cuMemMap(address off the granularity)",
-        ),
-    ] {
+        (r + 2 * gg, 2 * g, g, "cuMemMap(offset + size past the allocation)"),
+        (r + 2 * gg + 4096, g, 0, "cuMemMap(address off the granularity)"),
+    ];
+    for (at, size, offset, what) in maps {
         let got = unsafe { cuMemMap(at, size, offset, h2, 0) };
-        c.code_observed(got, INVALID, CUDA_ERROR_NOT_SUPPORTED, what);
-        if got == CUDA_SUCCESS {
-            cu!(cuMemUnmap(at, size))?;
-        }
-        c.still_works();
+        let undo = || cu!(cuMemUnmap(at, size));
+        c.cu_observed_undo(INVALID, CUDA_ERROR_NOT_SUPPORTED, got, what, undo)?;
     }
     // Unmapping a sub-range of one cuMemMap.
     let sub = unsafe { cuMemUnmap(r, g) };
@@ -1648,10 +1245,8 @@ fn bad_input_error_codes() -> TestResult {
     // allocations created on with other location types." (12.2 on)
     #[cfg(cuda_12020)]
     {
-        let host_d = access_desc(
-            location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0),
-            CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        );
+        let numa = common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+        let host_d = access_desc(numa, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
         // Driver 580.159 returns CUDA_ERROR_NOT_SUPPORTED (in the documented list).
         c.code_observed(
             unsafe { cuMemSetAccess(r, 2 * g, &host_d, 1) },
@@ -1671,11 +1266,8 @@ fn bad_input_error_codes() -> TestResult {
         INVALID,
         cuMemRetainAllocationHandle(null_h, r as *mut c_void)
     );
-    bad!(
-        c,
-        INVALID,
-        cuMemRetainAllocationHandle(&mut h, (r + 2 * gg) as *mut c_void)
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemRetainAllocationHandle(&mut h, (r + 2 * gg) as *mut c_void));
     if sub == CUDA_SUCCESS {
         cu!(cuMemUnmap(r + gg, g))?;
     } else {
@@ -1687,118 +1279,51 @@ fn bad_input_error_codes() -> TestResult {
     c.still_works();
 
     println!("  cuMemGetAllocationPropertiesFromHandle / cuMemExportToShareableHandle / cuMemImportFromShareableHandle");
-    bad!(
-        c,
-        INVALID,
-        cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle)
-    );
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle));
     let hf = create(g, &fd_prop)?;
     let mut fd: i32 = -1;
-    bad!(
-        c,
-        INVALID,
-        cuMemExportToShareableHandle(
-            core::ptr::null_mut(),
-            hf,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0
-        )
-    );
-    let r1 = unsafe {
-        cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast(),
-            hf,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            1,
-        )
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemExportToShareableHandle(core::ptr::null_mut(), hf, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    let close = |fd| {
+        move || {
+            unsafe { libc::close(fd) };
+            Ok(())
+        }
     };
-    c.code(r1, INVALID, "cuMemExportToShareableHandle(.., flags 1)");
-    if r1 == CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-    }
-    c.still_works();
+    let r1 = export_fd_raw(&mut fd, hf, 1);
+    let what = "cuMemExportToShareableHandle(.., flags 1)";
+    c.cu_undo(INVALID, r1, what, close(fd))?;
     // An allocation created without POSIX descriptors requested.
-    let r2 = unsafe {
-        cuMemExportToShareableHandle(
-            (&mut fd as *mut i32).cast(),
-            m.handle,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0,
-        )
-    };
-    c.code(
-        r2,
-        INVALID,
-        "cuMemExportToShareableHandle of an allocation without requestedHandleTypes",
-    );
-    if r2 == CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-    }
-    c.still_works();
+    let r2 = export_fd_raw(&mut fd, m.handle, 0);
+    let what = "cuMemExportToShareableHandle of an allocation without requestedHandleTypes";
+    c.cu_undo(INVALID, r2, what, close(fd))?;
 
-    cu!(cuMemExportToShareableHandle(
-        (&mut fd as *mut i32).cast(),
-        hf,
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        0
-    ))?;
-    bad!(
-        c,
-        INVALID,
-        cuMemImportFromShareableHandle(
-            null_h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-        )
-    );
+    common::check(
+        export_fd_raw(&mut fd, hf, 0),
+        "cuMemExportToShareableHandle",
+    )?;
+    #[rustfmt::skip]
+    bad!(c, INVALID, cuMemImportFromShareableHandle(null_h, fd as isize as *mut c_void, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     // A closed descriptor.
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
-    ensure!(
-        unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1,
-        "descriptor {fd} reopened"
-    );
-    let closed = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            fd as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
+    ensure!(!fd_is_open(fd), "descriptor {fd} reopened");
     // Driver 580.159 returns CUDA_ERROR_UNKNOWN, which is not among the
     // documented codes (INVALID_VALUE, NOT_INITIALIZED, DEINITIALIZED,
     // NOT_PERMITTED, NOT_SUPPORTED).
-    c.code_observed(
-        closed,
-        INVALID,
-        CUDA_ERROR_UNKNOWN,
-        "cuMemImportFromShareableHandle of a closed descriptor",
-    );
-    if closed == CUDA_SUCCESS {
-        cu!(cuMemRelease(h))?;
-    }
-    c.still_works();
+    let closed = import_fd(&mut h, fd);
+    let what = "cuMemImportFromShareableHandle of a closed descriptor";
+    let undo = || cu!(cuMemRelease(h));
+    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, closed, what, undo)?;
     // A descriptor that is no exported allocation.
     let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
     ensure!(devnull >= 0, "opening /dev/null");
-    let foreign = unsafe {
-        cuMemImportFromShareableHandle(
-            &mut h,
-            devnull as isize as *mut c_void,
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        )
-    };
-    // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
-    c.code_observed(
-        foreign,
-        INVALID,
-        CUDA_ERROR_UNKNOWN,
-        "cuMemImportFromShareableHandle of /dev/null",
-    );
-    if foreign == CUDA_SUCCESS {
-        cu!(cuMemRelease(h))?;
-    }
+    let foreign = import_fd(&mut h, devnull);
     unsafe { libc::close(devnull) };
-    c.still_works();
+    // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
+    let what = "cuMemImportFromShareableHandle of /dev/null";
+    let undo = || cu!(cuMemRelease(h));
+    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, foreign, what, undo)?;
     cu!(cuMemRelease(hf))?;
     c.still_works();
 
@@ -1860,38 +1385,30 @@ fn no_leak_over_10000_cycles() -> TestResult {
     for _ in 0..10 {
         Mapping::new(&prop, g, gpu.dev)?.free()?;
     }
-    let start = free_memory()?;
+    let start = pd::free_memory()?;
     let mut held = 0usize;
     let t = Instant::now();
     for i in 0..CYCLES {
-        let h = create(g, &prop)?;
-        let ptr = reserve(g, 0, 0)?;
-        cu!(cuMemMap(ptr, g, 0, h, 0))?;
-        set_rw(ptr, g, gpu.dev)?;
+        let m = Mapping::new(&prop, g, gpu.dev)?;
         if i % 1000 == 0 {
             // The cycle is real: memory taken, bytes through the mapping.
-            held = free_memory()?;
+            held = pd::free_memory()?;
             ensure!(
                 held + g <= start,
                 "cycle {i}: {g} B not taken from free memory"
             );
             let v = (i / 1000) as u8 + 1;
-            cu!(cuMemsetD8(ptr, v, g))?;
-            let back = read(ptr + g as u64 - 64, 64)?;
-            ensure!(back.iter().all(|&b| b == v), "cycle {i}: bytes {back:?}");
+            cu!(cuMemsetD8(m.ptr, v, g))?;
+            reads(m.ptr + g as u64 - 64, &[v; 64], &format!("cycle {i}"))?;
         }
-        cu!(cuMemUnmap(ptr, g))?;
-        cu!(cuMemRelease(h))?;
-        cu!(cuMemAddressFree(ptr, g))?;
+        m.free()?;
     }
     let elapsed = t.elapsed();
-    let end = free_memory()?;
+    let end = pd::free_memory()?;
+    let (secs, mib) = (elapsed.as_secs_f64(), pd::mib);
     println!(
-        "  {CYCLES} cycles of {g} B in {:.2} s ({:.1} us each): free memory {start} B ({:.1} MiB) at start, {held} B while one was held, {end} B ({:.1} MiB) at end",
-        elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() * 1e6 / CYCLES as f64,
-        start as f64 / MIB,
-        end as f64 / MIB
+        "  {CYCLES} cycles of {g} B in {secs:.2} s ({:.1} us each): free memory {start} B ({}) at start, {held} B while one was held, {end} B ({}) at end",
+        secs * 1e6 / CYCLES as f64, mib(start), mib(end)
     );
     ensure!(
         end + g > start,
@@ -1925,8 +1442,8 @@ fn main() {
         ],
         &[
             ("posix_fd_importer", posix_fd_importer),
-            ("vmm_exporter", vmm_exporter),
-            ("vmm_importer", vmm_importer),
+            (EXPORTER, common::vmm::pd_exporter),
+            (IMPORTER, vmm_importer),
             ("host_numa_cpu_access", host_numa_cpu_access),
             ("double_release", double_release),
         ],

@@ -281,3 +281,37 @@ impl BadCall<cudaError_t> for BadInput<'_> {
         self.rt(want, got, what);
     }
 }
+
+impl BadInput<'_> {
+    /// [`BadInput::cu`] for a call that takes something if it wrongly
+    /// succeeds (a handle, a mapping, a descriptor): `undo` gives it back
+    /// before the probe runs. Fails only if `undo` does.
+    pub fn cu_undo(
+        &mut self,
+        want: CUresult,
+        got: CUresult,
+        what: &str,
+        undo: impl FnOnce() -> TestResult,
+    ) -> TestResult {
+        self.checks.code(got, want, what);
+        let undone = if got == CUDA_SUCCESS { undo() } else { Ok(()) };
+        self.still_works_after(what);
+        undone
+    }
+
+    /// [`BadInput::cu_undo`] where the driver was measured to return
+    /// `observed` for the `documented` code ([`Checks::code_observed`]).
+    pub fn cu_observed_undo(
+        &mut self,
+        documented: CUresult,
+        observed: CUresult,
+        got: CUresult,
+        what: &str,
+        undo: impl FnOnce() -> TestResult,
+    ) -> TestResult {
+        self.checks.code_observed(got, documented, observed, what);
+        let undone = if got == CUDA_SUCCESS { undo() } else { Ok(()) };
+        self.still_works_after(what);
+        undone
+    }
+}

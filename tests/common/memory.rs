@@ -48,6 +48,12 @@ pub fn same(got: &[u8], want: &[u8], what: &str) -> TestResult {
     }
 }
 
+/// `Ok` if the device memory at `ptr` holds `want` (`cuMemcpyDtoH` of as
+/// many bytes), else a failure naming `what` and the first difference.
+pub fn reads(ptr: CUdeviceptr, want: &[u8], what: &str) -> TestResult {
+    same(&read(ptr, want.len())?, want, what)
+}
+
 /// Copies `data` to device memory at `ptr` (`cuMemcpyHtoD`).
 pub fn write(ptr: CUdeviceptr, data: &[u8]) -> TestResult {
     cu!(cuMemcpyHtoD(ptr, data.as_ptr().cast(), data.len()))

@@ -12,7 +12,8 @@
 //! collected in [`Checks`]; a bad call and the proof the process still works
 //! afterwards are one `bad!`/[`BadInput`] call; bytes are [`pattern`] and
 //! compared with [`same`]; device memory, page-locked memory, streams, events
-//! and the host NUMA ids are in [`memory`].
+//! and the host NUMA ids are in [`memory`]; VMM allocations, mappings and
+//! their POSIX descriptors in [`vmm`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
@@ -453,6 +454,7 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
 // After the macros, which they use.
 pub mod checks;
 pub mod memory;
+pub mod vmm;
 
 #[allow(unused_imports)]
 pub use checks::{BadInput, Checks};
