@@ -165,7 +165,12 @@ pub fn private_names_c(callees: &BTreeSet<String>) -> String {
 
 /// Appends the loader tables (always) and the trampolines (under the
 /// loading cfgs) to the generated file.
-pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(), String> {
+pub fn add(
+    pp: &Preprocessor,
+    wrapper: &str,
+    file: &mut syn::File,
+    lap: &dyn Fn(&str),
+) -> Result<(), String> {
     // Every linked symbol once (the `static inline` copies are the crate's own).
     let mut by_symbol: BTreeMap<String, syn::Signature> = BTreeMap::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
@@ -195,6 +200,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         .cloned()
         .partition(|s| s.starts_with("cuda"));
     let driver = driver_entries(pp, wrapper, &driver)?;
+    lap("C compiler: loader versions");
     let runtime: Vec<Entry> = runtime
         .into_iter()
         .map(|symbol| Entry { symbol, proc: None })
@@ -250,7 +256,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[#(#name_rows),*];
         }
     });
+    lap("loader table");
     direct_calls(file, &slots);
+    lap("loaded calls");
     for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
         let mut fns: Vec<proc_macro2::TokenStream> = vec![];
         for (i, e) in entries.iter().enumerate() {
@@ -283,6 +291,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             }
         });
     }
+    lap("trampolines");
     Ok(())
 }
 

@@ -31,6 +31,9 @@ pub struct Input<'a> {
     /// A `cc::Build` set up for the target (the caller knows its context).
     pub cc: cc::Build,
     pub per_thread_default_stream: bool,
+    /// Called as each step ends, with its name (the build script's
+    /// `CUDA_MEM_SYS_BUILD_TIMINGS`; `&|_| {}` elsewhere).
+    pub lap: &'a dyn Fn(&str),
 }
 
 pub struct Output {
@@ -82,6 +85,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
             return Err(e);
         }
     };
+    (input.lap)("preprocessor: macros");
     let cuda_version = preprocess::cuda_version_of(&macros)?;
     check_release(&input.include_dirs[0], cuda_version)?;
     let mut headers_read: Vec<PathBuf> = files
@@ -131,6 +135,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         (bindings, asked)
     });
     let (bindings, (expansions, comments)) = (bindings?, asked?);
+    (input.lap)("bindgen, and the preprocessor beside it");
 
     let (file, header) = postprocess::run(
         &postprocess::Context {
@@ -141,6 +146,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
             comments: &comments,
             cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
+            lap: input.lap,
         },
         &bindings,
     )?;
