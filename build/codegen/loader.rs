@@ -402,7 +402,7 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
                 ..
             }) = &nv.value
             {
-                text.push_str(&s.value());
+                text.push_str(&super::postprocess::lit_value(s));
                 text.push('\n');
             }
         }
