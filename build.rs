@@ -1,5 +1,6 @@
 //! The build script, as a list of steps: read the environment, locate CUDA,
-//! choose the bindings, generate them or take the committed ones, link, and
+//! choose the bindings, generate them or take the committed ones, link (the
+//! generated text written while the stub libraries compile), and
 //! say what was built (cfgs and `DEP_CUDA_MEM_SYS_*` metadata). Each step
 //! lives in its own file under `build/`.
 //!
@@ -69,14 +70,16 @@ fn run() -> Result<(), String> {
         _ => None,
     };
 
-    // 4. Generate them or take the committed ones, into OUT_DIR.
-    let made = bindings::make(&config, source, cuda.as_ref(), &lap)?;
+    // 4. Generate them (their text written at step 7) or take the committed
+    // ones, into OUT_DIR.
+    let mut made = bindings::make(&config, source, cuda.as_ref(), &lap)?;
     config.tell_tests_the_compiler();
     lap("find the C compiler");
 
     // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
     describe(&made, cuda.as_ref(), config.dynamic_loading)?;
     if config.docs_rs {
+        made.write(&config, &lap)?;
         timings.total();
         return Ok(());
     }
@@ -84,7 +87,7 @@ fn run() -> Result<(), String> {
     // 6. Link. Another release's libraries are not linked under the committed
     // bindings: no folder searched, and the runtime loaded like a shared one.
     let other_release = source == Source::OtherRelease;
-    let linked = link::emit(&link::Plan {
+    let (linked, stubs) = link::emit(&link::Plan {
         lib_dirs: match &cuda {
             Some(c) if !other_release => &c.lib_dirs,
             _ => &[],
@@ -99,7 +102,12 @@ fn run() -> Result<(), String> {
     })?;
     lap("link");
 
-    // 7. How it is linked.
+    // 7. The generated text, written while the stubs compile.
+    made.write(&config, &lap)?;
+    stubs.wait()?;
+    lap("the stubs compiled");
+
+    // 8. How it is linked.
     if linked.runtime_loaded {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_runtime");
     }

@@ -203,10 +203,30 @@ pub struct Made {
     pub cuda_version: u32,
     /// The symbols they link: (driver, runtime).
     pub symbols: (Vec<String>, Vec<String>),
+    /// Generated bindings whose text is not written yet ([`Made::write`]).
+    #[cfg(feature = "bindgen")]
+    unwritten: Option<crate::codegen::Output>,
 }
 
-/// Generates the bindings from the headers found or takes the committed ones,
-/// into `OUT_DIR/cuda_mem_sys.rs`.
+impl Made {
+    /// Writes generated bindings' text to `OUT_DIR/cuda_mem_sys.rs` (the
+    /// committed ones are there already): after the link step has started
+    /// its stubs' compiles, which run beside it.
+    pub fn write(&mut self, config: &Config, lap: &dyn Fn(&str)) -> Result<(), String> {
+        #[cfg(feature = "bindgen")]
+        if let Some(out) = self.unwritten.take() {
+            let text = out.tokens();
+            lap("tokens to text");
+            write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;
+            lap("write");
+        }
+        let _ = (config, lap);
+        Ok(())
+    }
+}
+
+/// Generates the bindings from the headers found (written by [`Made::write`])
+/// or takes the committed ones, into `OUT_DIR/cuda_mem_sys.rs`.
 /// `lap` is called as each step ends, with its name (`build/timings.rs`).
 pub fn make(
     config: &Config,
@@ -244,10 +264,6 @@ pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
 fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, String> {
     let out = run_generator(config, cuda, lap)?;
     tell_tests_the_headers(Some(cuda))?;
-    let text = out.tokens();
-    lap("tokens to text");
-    write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;
-    lap("write");
     if let Some(c) = &out.static_wrappers_c {
         compile_static_wrappers(config, c, cuda)?;
         lap("C compiler: static inline copies");
@@ -257,6 +273,7 @@ fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, St
     Ok(Made {
         cuda_version: out.cuda_version,
         symbols,
+        unwritten: Some(out),
     })
 }
 
@@ -299,6 +316,8 @@ fn committed(config: &Config, source: Source) -> Result<Made, String> {
     Ok(Made {
         cuda_version: release::pinned_cuda_version(),
         symbols: release::read_symbols(&symbols)?,
+        #[cfg(feature = "bindgen")]
+        unwritten: None,
     })
 }
 

@@ -39,28 +39,47 @@ pub struct Linked {
     pub runtime_loaded: bool,
 }
 
+/// The stub libraries being compiled ([`emit`]); [`Stubs::wait`] finishes them.
+#[must_use = "the stubs must be waited for"]
+pub struct Stubs(Vec<Stub>);
+
+impl Stubs {
+    /// Waits for each stub's compiler; an error if one failed.
+    pub fn wait(self) -> Result<(), String> {
+        for s in self.0 {
+            s.wait()?;
+        }
+        Ok(())
+    }
+}
+
 fn find_in(dirs: &[PathBuf], file: &str) -> Option<PathBuf> {
     dirs.iter().find(|d| d.join(file).is_file()).cloned()
 }
 
-pub fn emit(plan: &Plan) -> Result<Linked, String> {
+/// The link directives, and the stub libraries it makes, their compilers
+/// started: they compile side by side, and beside what the build script does
+/// next, until [`Stubs::wait`].
+pub fn emit(plan: &Plan) -> Result<(Linked, Stubs), String> {
     if plan.dynamic_loading {
-        return emit_loaded(plan);
+        return Ok((emit_loaded(plan)?, Stubs(vec![])));
     }
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
         emit_windows(plan)?;
-        return Ok(Linked {
+        let linked = Linked {
             runtime_loaded: false,
-        });
+        };
+        return Ok((linked, Stubs(vec![])));
     }
-    // The stubs (libcuda's, libcudart's) compile side by side; the build
-    // goes on when each has.
     let mut stubs = vec![];
-    let linked = emit_linux(plan, &mut stubs);
-    for s in stubs {
-        s.wait()?;
+    match emit_linux(plan, &mut stubs) {
+        Ok(linked) => Ok((linked, Stubs(stubs))),
+        Err(e) => {
+            // No compiler left running behind the error.
+            let _ = Stubs(stubs).wait();
+            Err(e)
+        }
     }
-    linked
 }
 
 /// Linux (and every target but Windows): libcuda, libcudart, the stubs
