@@ -179,23 +179,25 @@ fn median_steps(runs: &[Vec<(String, Option<f64>, f64)>]) -> Vec<(String, Option
 
 /// The budget's two checks, as Markdown lines: (a')'s build script against
 /// bindgen's own run (the floor's build script), (a)'s clean build against
-/// the linked floor's. `None`: a figure is missing.
+/// the linked floor's; a missing figure fails.
 fn budget(a: &Figures, a2: &Figures, linked: &Figures, run: &Figures) -> String {
     let verdict = |ok: bool| if ok { "**pass**" } else { "**FAIL**" };
     let script = match (a2.script, run.script) {
         (Some(s), Some(b)) => format!(
-            "- {}: the build script that runs bindgen ((a')) took {s:.1} s, bindgen's own run              (the floor's build script) {b:.1} s: at most {b:.1} + {SCRIPT_BUDGET_S} = {:.1} s              is allowed.",
+            "- {}: the build script that runs bindgen ((a')) took {s:.1} s, bindgen's own run \
+             (the floor's build script) {b:.1} s: at most {b:.1} + {SCRIPT_BUDGET_S} = {:.1} s \
+             is allowed.",
             verdict(s <= b + SCRIPT_BUDGET_S),
             b + SCRIPT_BUDGET_S
         ),
-        _ => "- **FAIL**: no build-script duration in a `--timings` report of (a') or of the               floor of (a')."
+        _ => "- **FAIL**: no build-script duration in a `--timings` report of (a') or of the \
+              floor of (a')."
             .to_string(),
     };
     let allowed = CLEAN_BUDGET * linked.clean_wall;
     format!(
-        "{script}
-- {}: the clean build of (a) took {:.1} s, the linked floor's {:.1} s: at          most {CLEAN_BUDGET:.2} × {:.1} = {allowed:.1} s is allowed.
-",
+        "{script}\n- {}: the clean build of (a) took {:.1} s, the linked floor's {:.1} s: at \
+         most {CLEAN_BUDGET:.2} × {:.1} = {allowed:.1} s is allowed.\n",
         verdict(a.clean_wall <= allowed),
         a.clean_wall,
         linked.clean_wall,
@@ -206,22 +208,24 @@ fn budget(a: &Figures, a2: &Figures, linked: &Figures, run: &Figures) -> String 
 /// The build script's steps in (a) and (a'), side by side, and bindgen's
 /// own run beside them.
 fn steps_table(a: &Figures, a2: &Figures, run: &Figures) -> String {
+    // (a')'s steps in order; (a)'s own (the committed bindings) after the
+    // step (a) ran before them.
     let mut names: Vec<&str> = a2.steps.iter().map(|(s, _, _)| s.as_str()).collect();
+    let mut after = 0;
     for (s, _, _) in &a.steps {
-        if !names.contains(&s.as_str()) {
-            // Steps of (a) alone (the committed bindings) before the total.
-            let at = names
-                .iter()
-                .position(|n| *n == "total")
-                .unwrap_or(names.len());
-            names.insert(at, s);
+        match names.iter().position(|n| *n == s.as_str()) {
+            Some(i) => after = i + 1,
+            None => {
+                names.insert(after, s);
+                after += 1;
+            }
         }
     }
     let cell = |f: &Figures, name: &str| {
         f.steps
             .iter()
             .find(|(s, _, _)| s == name)
-            .map_or("-".to_string(), |(_, cpu, wall)| {
+            .map_or("- | -".to_string(), |(_, cpu, wall)| {
                 let cpu = cpu.map_or("?".to_string(), |c| format!("{c:.2}"));
                 format!("{cpu} s | {wall:.2} s")
             })
@@ -489,6 +493,48 @@ mod tests {
         // A missing duration is a failure, never a pass.
         let missing = budget(&figures(22.0, None), &figures(30.0, None), &linked, &run);
         assert!(missing.starts_with("- **FAIL**"), "{missing}");
+    }
+
+    #[test]
+    fn steps_table_rows_have_every_column_in_the_order_run() {
+        let step = |s: &str| (s.to_string(), Some(0.5), 1.0);
+        let mut a = figures(0.0, None);
+        a.steps = vec![step("locate"), step("committed bindings"), step("total")];
+        let mut a2 = figures(0.0, None);
+        a2.steps = vec![step("locate"), step("bindgen"), step("total")];
+        let table = steps_table(&a, &a2, &figures(0.0, Some(0.9)));
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        let first = |r: &str| {
+            r.split(" | ")
+                .next()
+                .unwrap()
+                .trim_start_matches("| ")
+                .to_string()
+        };
+        assert_eq!(
+            rows.iter().map(|r| first(r)).collect::<Vec<_>>(),
+            [
+                "locate",
+                "committed bindings",
+                "bindgen",
+                "total",
+                "bindgen's own run: the floor of (a')'s build script (`--timings`)"
+            ]
+        );
+        for r in &rows {
+            // Six cells: the step, (a) CPU and wall, (a') CPU and wall.
+            assert_eq!(r.matches(" | ").count(), 4, "{r}");
+        }
+        assert!(
+            rows[1].ends_with("| 0.50 s | 1.00 s | - | - |"),
+            "{}",
+            rows[1]
+        );
+        assert!(
+            rows[2].contains("| - | - | 0.50 s | 1.00 s |"),
+            "{}",
+            rows[2]
+        );
     }
 
     #[test]
