@@ -220,6 +220,7 @@ impl Made {
             write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;
             lap("write");
         }
+        #[cfg(not(feature = "bindgen"))]
         let _ = (config, lap);
         Ok(())
     }
