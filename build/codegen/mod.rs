@@ -72,15 +72,22 @@ pub fn generate(input: &Input) -> Result<Output, String> {
     // it (bindgen keeps one core busy for seconds), one after the other.
     let (bindings, asked) = std::thread::scope(|s| {
         let asked = s.spawn(|| ask_preprocessor(&pp, input.include_dirs, &include_dirs));
-        let bindings = bindgen_config::builder(
-            &input.crate_dir.join("wrapper.h"),
-            &include_dirs,
-            &defines,
-            &static_wrappers,
-        )
-        .generate()
-        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
-        .map(|b| b.to_string());
+        // bindgen now also reads headers the preprocessor may yet refuse: a
+        // panic of its own is an error, the preprocessor's named one first.
+        let bindings = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            bindgen_config::builder(
+                &input.crate_dir.join("wrapper.h"),
+                &include_dirs,
+                &defines,
+                &static_wrappers,
+            )
+            .generate()
+            .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
+            .map(|b| b.to_string())
+        }))
+        .unwrap_or_else(|_| {
+            Err("bindgen panicked on the CUDA headers (its message is above)".into())
+        });
         let asked = asked.join().unwrap_or_else(|_| {
             Err(Asking::Headers(
                 "the preprocessor thread panicked".to_string(),
