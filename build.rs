@@ -1,5 +1,6 @@
 //! The build script, as a list of steps: read the environment, locate CUDA,
-//! choose the bindings, generate them or take the committed ones, link, and
+//! choose the bindings, generate them or take the committed ones, link (the
+//! generated text written while the stub libraries compile), and
 //! say what was built (cfgs and `DEP_CUDA_MEM_SYS_*` metadata). Each step
 //! lives in its own file under `build/`.
 //!
@@ -30,6 +31,8 @@ mod preprocess;
 // Without the generator only what finds and reads the committed bindings is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 mod release;
+#[path = "build/timings.rs"]
+mod timings;
 
 use bindings::Source;
 use config::Config;
@@ -45,6 +48,9 @@ fn run() -> Result<(), String> {
     // 1. The environment (a variable cargo sets that is missing: a named error).
     let config = Config::from_env()?;
     config.declare("wrapper.h", &locate::env_vars_read());
+    // With CUDA_MEM_SYS_BUILD_TIMINGS, a `cargo:warning` per step.
+    let timings = timings::Timings::new(config.timings);
+    let lap = |step: &str| timings.lap(step);
 
     // 2. Where CUDA is (docs.rs has none).
     let search = if config.docs_rs {
@@ -54,28 +60,34 @@ fn run() -> Result<(), String> {
     } else {
         locate::find(&config.target_arch)
     };
+    lap("locate CUDA");
 
     // 3. Which bindings: generated, or the committed ones (the one decision).
     let source = bindings::choose(&config, &search)?;
+    lap("choose the bindings");
     let cuda = match search {
         locate::Search::Found(cuda) => Some(cuda),
         _ => None,
     };
 
-    // 4. Generate them or take the committed ones, into OUT_DIR.
-    let made = bindings::make(&config, source, cuda.as_ref())?;
+    // 4. Generate them (their text written at step 7) or take the committed
+    // ones, into OUT_DIR.
+    let mut made = bindings::make(&config, source, cuda.as_ref(), &lap)?;
     config.tell_tests_the_compiler();
+    lap("find the C compiler");
 
     // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
     describe(&made, cuda.as_ref(), config.dynamic_loading)?;
     if config.docs_rs {
+        made.write(&config, &lap)?;
+        timings.total();
         return Ok(());
     }
 
     // 6. Link. Another release's libraries are not linked under the committed
     // bindings: no folder searched, and the runtime loaded like a shared one.
     let other_release = source == Source::OtherRelease;
-    let linked = link::emit(&link::Plan {
+    let (linked, stubs) = link::emit(&link::Plan {
         lib_dirs: match &cuda {
             Some(c) if !other_release => &c.lib_dirs,
             _ => &[],
@@ -88,8 +100,14 @@ fn run() -> Result<(), String> {
         runtime_soname_major: made.cuda_version / 1000,
         dynamic_loading: config.dynamic_loading,
     })?;
+    lap("link");
 
-    // 7. How it is linked.
+    // 7. The generated text, written while the stubs compile.
+    made.write(&config, &lap)?;
+    stubs.wait()?;
+    lap("the stubs compiled");
+
+    // 8. How it is linked.
     if linked.runtime_loaded {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_runtime");
     }
@@ -99,6 +117,7 @@ fn run() -> Result<(), String> {
         (true, true) => "loaded",
     };
     println!("cargo:mode={mode}");
+    timings.total();
     Ok(())
 }
 

@@ -203,17 +203,48 @@ pub struct Made {
     pub cuda_version: u32,
     /// The symbols they link: (driver, runtime).
     pub symbols: (Vec<String>, Vec<String>),
+    /// Generated bindings whose text is not written yet ([`Made::write`]).
+    #[cfg(feature = "bindgen")]
+    unwritten: Option<crate::codegen::Output>,
 }
 
-/// Generates the bindings from the headers found or takes the committed ones,
-/// into `OUT_DIR/cuda_mem_sys.rs`.
-pub fn make(config: &Config, source: Source, cuda: Option<&Cuda>) -> Result<Made, String> {
+impl Made {
+    /// Writes generated bindings' text to `OUT_DIR/cuda_mem_sys.rs` (the
+    /// committed ones are there already): after the link step has started
+    /// its stubs' compiles, which run beside it.
+    pub fn write(&mut self, config: &Config, lap: &dyn Fn(&str)) -> Result<(), String> {
+        #[cfg(feature = "bindgen")]
+        if let Some(out) = self.unwritten.take() {
+            let text = out.tokens();
+            lap("tokens to text");
+            write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;
+            lap("write");
+        }
+        #[cfg(not(feature = "bindgen"))]
+        let _ = (config, lap);
+        Ok(())
+    }
+}
+
+/// Generates the bindings from the headers found (written by [`Made::write`])
+/// or takes the committed ones, into `OUT_DIR/cuda_mem_sys.rs`.
+/// `lap` is called as each step ends, with its name (`build/timings.rs`).
+pub fn make(
+    config: &Config,
+    source: Source,
+    cuda: Option<&Cuda>,
+    lap: &dyn Fn(&str),
+) -> Result<Made, String> {
+    #[cfg(not(feature = "bindgen"))]
+    let _ = lap;
     match (source, cuda) {
         #[cfg(feature = "bindgen")]
-        (Source::Generate, Some(cuda)) => generate(config, cuda),
+        (Source::Generate, Some(cuda)) => generate(config, cuda, lap),
         _ => {
             tell_tests_the_headers(cuda)?;
-            committed(config, source)
+            let made = committed(config, source);
+            lap("committed bindings");
+            made
         }
     }
 }
@@ -231,28 +262,36 @@ pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
 }
 
 #[cfg(feature = "bindgen")]
-fn generate(config: &Config, cuda: &Cuda) -> Result<Made, String> {
-    let out = run_generator(config, cuda)?;
+fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, String> {
+    let out = run_generator(config, cuda, lap)?;
     tell_tests_the_headers(Some(cuda))?;
-    write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &out.tokens())?;
     if let Some(c) = &out.static_wrappers_c {
         compile_static_wrappers(config, c, cuda)?;
+        lap("C compiler: static inline copies");
     }
+    let symbols = crate::codegen::linked_symbols(&out.file);
+    lap("linked symbols");
     Ok(Made {
         cuda_version: out.cuda_version,
-        symbols: crate::codegen::linked_symbols(&out.file),
+        symbols,
+        unwritten: Some(out),
     })
 }
 
 /// The generator, run on the headers found (which rerun the script when they change).
 #[cfg(feature = "bindgen")]
-pub fn run_generator(config: &Config, cuda: &Cuda) -> Result<crate::codegen::Output, String> {
+pub fn run_generator(
+    config: &Config,
+    cuda: &Cuda,
+    lap: &dyn Fn(&str),
+) -> Result<crate::codegen::Output, String> {
     let out = crate::codegen::generate(&crate::codegen::Input {
         include_dirs: &cuda.include_dirs,
         crate_dir: &config.crate_dir,
         work_dir: &config.work_dir()?,
         cc: config.cc.clone(),
         per_thread_default_stream: config.ptds,
+        lap,
     })?;
     for h in &out.headers_read {
         println!("cargo:rerun-if-changed={}", h.display());
@@ -278,6 +317,8 @@ fn committed(config: &Config, source: Source) -> Result<Made, String> {
     Ok(Made {
         cuda_version: release::pinned_cuda_version(),
         symbols: release::read_symbols(&symbols)?,
+        #[cfg(feature = "bindgen")]
+        unwritten: None,
     })
 }
 

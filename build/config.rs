@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 /// Set: use the committed bindings even where headers are found (their ABI check).
 pub const ABI_FALLBACK: &str = "CUDA_MEM_SYS_ABI_FALLBACK";
 
+/// Set: the build script says what each of its steps cost.
+pub const BUILD_TIMINGS: &str = crate::timings::VAR;
+
 /// `CUDA_VERSION` of every release this crate knows, for the `cuda_NNNNN` cfgs.
 pub const RELEASES: [u32; 16] = [
     12000, 12010, 12020, 12030, 12040, 12050, 12060, 12080, 12090, 13000, 13010, 13020, 13030,
@@ -48,6 +51,8 @@ pub struct Config {
     /// Whether this script's `cargo:warning`s are shown (abi-proofs, which
     /// makes cuda-mem-sys's choice again, leaves them to cuda-mem-sys's build).
     pub warnings: bool,
+    /// [`BUILD_TIMINGS`] is set (not empty, not `0`).
+    pub timings: bool,
     /// The target's C compiler, set up once: its clones share one detection
     /// (cc asks the compiler its family and flags once, not at every use).
     pub cc: cc::Build,
@@ -71,6 +76,7 @@ impl Config {
             docs_rs: env::var_os("DOCS_RS").is_some(),
             abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
             warnings: true,
+            timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),
             cc,
         })
     }
@@ -79,9 +85,10 @@ impl Config {
     /// running it spells it), and the cfgs it may set.
     pub fn declare(&self, wrapper: &str, vars_read: &[&str]) {
         println!("cargo:rerun-if-changed={wrapper}");
-        for var in vars_read
-            .iter()
-            .chain(&["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK])
+        for var in
+            vars_read
+                .iter()
+                .chain(&["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK, BUILD_TIMINGS])
         {
             println!("cargo:rerun-if-env-changed={var}");
         }

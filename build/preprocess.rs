@@ -145,7 +145,18 @@ impl Preprocessor<'_> {
     /// asserts, and anything else (the headers do not compile, a compiler
     /// that is neither) is an error, never "nothing failed".
     pub fn failing_asserts(&self, wrapper: &str, source: &str) -> Result<Vec<String>, String> {
-        let path = self.work_dir.join("cuda_mem_sys_asserts.c");
+        self.failing_asserts_in("cuda_mem_sys_asserts.c", wrapper, source)
+    }
+
+    /// [`Preprocessor::failing_asserts`], its source in the work folder's
+    /// `file_name` (checks that run side by side each have their own).
+    pub fn failing_asserts_in(
+        &self,
+        file_name: &str,
+        wrapper: &str,
+        source: &str,
+    ) -> Result<Vec<String>, String> {
+        let path = self.work_dir.join(file_name);
         std::fs::write(&path, format!("{wrapper}\n{source}")).map_err(|e| e.to_string())?;
         let mut b = self.cc.clone();
         b.includes(self.include_dirs).include(self.work_dir);

@@ -414,6 +414,64 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
     );
 }
 
+/// `CUDA_MEM_SYS_BUILD_TIMINGS=1` makes the build script say each step's
+/// cost, one `cargo:warning` each and the total last, in the form `cargo xtask
+/// bench-build` reads; unset or `0` (the wrong case), it says none.
+#[test]
+#[cfg_attr(
+    not(cuda_mem_sys_same_headers),
+    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
+)]
+fn build_timings_are_said_only_when_asked() {
+    let include = committed_headers();
+    let timings = |value: &str| -> Vec<String> {
+        let value = Path::new(value);
+        let (ok, out) = build_command(
+            &["-vv"],
+            &[
+                ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+                ("CUDA_MEM_SYS_BUILD_TIMINGS", value),
+            ],
+        );
+        assert!(ok, "the build failed:\n{out}");
+        out.lines()
+            .filter_map(|l| {
+                l.split_once("cargo:warning=timing ")
+                    .map(|(_, t)| t.to_string())
+            })
+            .collect()
+    };
+    let said = timings("1");
+    let steps: Vec<&str> = said
+        .iter()
+        .map(|l| l.rsplit_once(": ").expect("step: figures").0)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "locate CUDA",
+            "choose the bindings",
+            "committed bindings",
+            "find the C compiler",
+            "link",
+            "the stubs compiled",
+            "total"
+        ],
+        "{said:?}"
+    );
+    for l in &said {
+        let figures = l.rsplit_once(": ").unwrap().1;
+        let (cpu, wall) = figures
+            .strip_suffix(" s wall")
+            .and_then(|f| f.split_once(" s CPU, "))
+            .unwrap_or_else(|| panic!("not `<cpu> s CPU, <wall> s wall`: {l}"));
+        assert!(cpu.parse::<f64>().is_ok() || cpu == "?", "{l}");
+        assert!(wall.parse::<f64>().is_ok_and(|w| w >= 0.0), "{l}");
+    }
+    // The variable reruns the build script: `0` says nothing.
+    assert_eq!(timings("0"), Vec::<String>::new());
+}
+
 /// The `OUT_DIR` of `package`'s build script in a `--message-format=json` build's output.
 fn out_dir_of(output: &str, package: &str) -> std::path::PathBuf {
     // The package id names the package after `#`, or (a package named as its

@@ -49,24 +49,36 @@ fn split_symbol(symbol: &str) -> (&str, Option<&'static str>, u32) {
     (rest, ptds, 1)
 }
 
-/// The driver symbols' (base, version), asked of the C compiler: which
-/// `PFN_` typedefs of `cudaTypedefs.h` have each symbol's type.
-pub fn driver_entries(
-    pp: &Preprocessor,
-    wrapper: &str,
-    symbols: &BTreeSet<String>,
-) -> Result<Vec<Entry>, String> {
-    let with_typedefs = format!("{wrapper}#include <cudaTypedefs.h>\n");
-    let typedefs: BTreeSet<String> = match pp.preprocess("cuda_mem_sys_typedefs.c", &with_typedefs)
-    {
+/// `wrapper` with `cudaTypedefs.h`.
+fn with_typedefs(wrapper: &str) -> String {
+    format!("{wrapper}#include <cudaTypedefs.h>\n")
+}
+
+/// The `PFN_cu*` typedefs of `cudaTypedefs.h` after `wrapper`, from the C
+/// preprocessor (it needs nothing from bindgen: the generator asks it
+/// beside bindgen's run). Headers without `cudaTypedefs.h`: none, and every
+/// driver symbol is found by `dlsym`.
+pub fn typedef_names(pp: &Preprocessor, wrapper: &str) -> BTreeSet<String> {
+    match pp.preprocess("cuda_mem_sys_typedefs.c", &with_typedefs(wrapper)) {
         Ok(text) => text
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.starts_with("PFN_cu"))
             .map(str::to_string)
             .collect(),
-        // Headers without cudaTypedefs.h: every driver symbol by dlsym.
         Err(_) => BTreeSet::new(),
-    };
+    }
+}
+
+/// The driver symbols' (base, version), asked of the C compiler: which
+/// `PFN_` typedefs of `cudaTypedefs.h` ([`typedef_names`]) have each
+/// symbol's type.
+pub fn driver_entries(
+    pp: &Preprocessor,
+    wrapper: &str,
+    typedefs: &BTreeSet<String>,
+    symbols: &BTreeSet<String>,
+) -> Result<Vec<Entry>, String> {
+    let with_typedefs = with_typedefs(wrapper);
     // (symbol, version, typedef) candidates: same base, same per-thread suffix.
     let mut candidates: BTreeMap<&str, Vec<(u32, String)>> = BTreeMap::new();
     for s in symbols {
@@ -163,11 +175,16 @@ pub fn private_names_c(callees: &BTreeSet<String>) -> String {
     c
 }
 
-/// Appends the loader tables (always) and the trampolines (under the
-/// loading cfgs) to the generated file.
-pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(), String> {
-    // Every linked symbol once (the `static inline` copies are the crate's own).
-    let mut by_symbol: BTreeMap<String, syn::Signature> = BTreeMap::new();
+/// Every linked symbol once, with the first declaration that links it, and
+/// (documented name or symbol) → symbol. The `static inline` copies are the
+/// crate's own; what they call is not.
+fn linked(
+    file: &syn::File,
+) -> (
+    BTreeMap<String, &syn::ForeignItemFn>,
+    BTreeMap<String, String>,
+) {
+    let mut by_symbol: BTreeMap<String, &syn::ForeignItemFn> = BTreeMap::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for f in foreign_fns(file) {
         let name = f.sig.ident.to_string();
@@ -175,26 +192,50 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
         if f.sig.variadic.is_some() {
             continue;
         }
-        // A `static inline` function's copy is the crate's own; what it calls
-        // is not.
         if symbol.ends_with("__extern") {
             if let Some(called) = inline_copy_calls(&symbol) {
-                by_symbol
-                    .entry(called.to_string())
-                    .or_insert_with(|| f.sig.clone());
+                by_symbol.entry(called.to_string()).or_insert(f);
             }
             continue;
         }
         names.insert(name, symbol.clone());
         names.insert(symbol.clone(), symbol.clone());
-        by_symbol.entry(symbol).or_insert_with(|| f.sig.clone());
+        by_symbol.entry(symbol).or_insert(f);
     }
+    (by_symbol, names)
+}
+
+/// The driver symbols the loader finds (for [`driver_entries`]).
+pub fn driver_symbols(file: &syn::File) -> BTreeSet<String> {
+    linked(file)
+        .0
+        .into_keys()
+        .filter(|s| !s.starts_with("cuda"))
+        .collect()
+}
+
+/// Appends the loader tables (always) and the trampolines (under the
+/// loading cfgs) to the generated file; `driver`: [`driver_entries`] of
+/// its [`driver_symbols`].
+pub fn add(driver: Vec<Entry>, file: &mut syn::File, lap: &dyn Fn(&str)) -> Result<(), String> {
+    let (by_symbol, names) = linked(file);
+    let by_symbol: BTreeMap<String, syn::Signature> = by_symbol
+        .into_iter()
+        .map(|(s, f)| (s, f.sig.clone()))
+        .collect();
     let callees = c_callees(file);
-    let (runtime, driver): (BTreeSet<String>, BTreeSet<String>) = by_symbol
+    let runtime: BTreeSet<String> = by_symbol
         .keys()
+        .filter(|s| s.starts_with("cuda"))
         .cloned()
-        .partition(|s| s.starts_with("cuda"));
-    let driver = driver_entries(pp, wrapper, &driver)?;
+        .collect();
+    if driver
+        .iter()
+        .map(|e| &e.symbol)
+        .ne(by_symbol.keys().filter(|s| !s.starts_with("cuda")))
+    {
+        return Err("the loader's driver entries are not those of the bindings".to_string());
+    }
     let runtime: Vec<Entry> = runtime
         .into_iter()
         .map(|symbol| Entry { symbol, proc: None })
@@ -250,7 +291,9 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             pub static NAMES: &[(&str, crate::loader::Api, usize)] = &[#(#name_rows),*];
         }
     });
+    lap("loader table");
     direct_calls(file, &slots);
+    lap("loaded calls");
     for (api, entries) in [("driver", &driver), ("runtime", &runtime)] {
         let mut fns: Vec<proc_macro2::TokenStream> = vec![];
         for (i, e) in entries.iter().enumerate() {
@@ -283,6 +326,7 @@ pub fn add(pp: &Preprocessor, wrapper: &str, file: &mut syn::File) -> Result<(),
             }
         });
     }
+    lap("trampolines");
     Ok(())
 }
 
@@ -358,7 +402,7 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
                 ..
             }) = &nv.value
             {
-                text.push_str(&s.value());
+                text.push_str(&super::postprocess::lit_value(s));
                 text.push('\n');
             }
         }

@@ -31,6 +31,9 @@ pub struct Input<'a> {
     /// A `cc::Build` set up for the target (the caller knows its context).
     pub cc: cc::Build,
     pub per_thread_default_stream: bool,
+    /// Called as each step ends, with its name (the build script's
+    /// `CUDA_MEM_SYS_BUILD_TIMINGS`; `&|_| {}` elsewhere).
+    pub lap: &'a dyn Fn(&str),
 }
 
 pub struct Output {
@@ -63,74 +66,54 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         defines: defines.clone(),
         work_dir: input.work_dir,
     };
-    // One preprocessor run answers both: `CUDA_VERSION` is one of the macros.
-    // Where it fails, ask for the release alone: headers too old are named as such.
-    let (macros, files, preprocessed) = match pp.macros(WRAPPER) {
-        Ok(m) => m,
-        Err(e) => {
-            pp.cuda_version()
-                .map_err(|e| {
-                    format!(
-                        "{} does not preprocess: the C preprocessor stopped on `#include \
-                         <cuda.h>` (its messages are above). The headers are damaged or \
-                         incomplete: point CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include \
-                         folder (`cargo xtask headers <version>` fetches one). ({e})",
-                        input.include_dirs[0].join("cuda.h").display()
-                    )
-                })
-                .and_then(|v| check_release(&input.include_dirs[0], v))?;
-            return Err(e);
-        }
-    };
-    let cuda_version = preprocess::cuda_version_of(&macros)?;
-    check_release(&input.include_dirs[0], cuda_version)?;
-    let mut headers_read: Vec<PathBuf> = files
-        .into_iter()
-        .filter(|f| input.include_dirs.iter().any(|d| f.starts_with(d)))
-        .collect();
-    // The loader's table reads `cudaTypedefs.h` too, in a preprocessor run of
-    // its own (it includes nothing `cuda.h` does not).
-    headers_read.extend(
-        input
-            .include_dirs
-            .iter()
-            .map(|d| d.join("cudaTypedefs.h"))
-            .find(|t| t.is_file()),
-    );
-
-    let macros: Vec<_> = macros
-        .into_iter()
-        .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))
-        .collect();
-    let names: Vec<&str> = macros
-        .iter()
-        .filter(|m| !m.function_like && m.name.starts_with("cu"))
-        .map(|m| m.name.as_str())
-        .collect();
-
     let static_wrappers = input.work_dir.join("static_wrappers");
     let _ = std::fs::remove_file(static_wrappers.with_extension("c"));
-    // The preprocessor's two other questions need nothing from bindgen: they
-    // run beside it (bindgen keeps one core busy for seconds).
+    // The preprocessor's questions need nothing from bindgen: they run beside
+    // it (bindgen keeps one core busy for seconds), one after the other.
     let (bindings, asked) = std::thread::scope(|s| {
-        let asked = s.spawn(|| -> Result<_, String> {
-            Ok((pp.expand(WRAPPER, &names)?, pp.with_comments(WRAPPER)?))
+        let asked = s.spawn(|| ask_preprocessor(&pp, input.include_dirs, &include_dirs));
+        // bindgen now also reads headers the preprocessor may yet refuse: a
+        // panic of its own is an error, the preprocessor's named one first.
+        let bindings = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            bindgen_config::builder(
+                &input.crate_dir.join("wrapper.h"),
+                &include_dirs,
+                &defines,
+                &static_wrappers,
+            )
+            .generate()
+            .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
+            .map(|b| b.to_string())
+        }))
+        .unwrap_or_else(|_| {
+            Err("bindgen panicked on the CUDA headers (its message is above)".into())
         });
-        let bindings = bindgen_config::builder(
-            &input.crate_dir.join("wrapper.h"),
-            &include_dirs,
-            &defines,
-            &static_wrappers,
-        )
-        .generate()
-        .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
-        .map(|b| b.to_string());
-        let asked = asked
-            .join()
-            .unwrap_or_else(|_| Err("the preprocessor thread panicked".into()));
+        let asked = asked.join().unwrap_or_else(|_| {
+            Err(Asking::Headers(
+                "the preprocessor thread panicked".to_string(),
+            ))
+        });
         (bindings, asked)
     });
-    let (bindings, (expansions, comments)) = (bindings?, asked?);
+    // What is wrong with the headers first (named by the preprocessor), then
+    // bindgen's failure, then the preprocessor's later questions'.
+    if let Err(Asking::Headers(e)) = asked {
+        return Err(e);
+    }
+    let bindings = bindings?;
+    let asked = asked.map_err(|e| match e {
+        Asking::Headers(e) | Asking::Later(e) => e,
+    })?;
+    (input.lap)("bindgen, and the preprocessor beside it");
+    let Asked {
+        cuda_version,
+        macros,
+        headers_read,
+        preprocessed,
+        expansions,
+        comments,
+        typedefs,
+    } = asked;
 
     let (file, header) = postprocess::run(
         &postprocess::Context {
@@ -141,6 +124,8 @@ pub fn generate(input: &Input) -> Result<Output, String> {
             comments: &comments,
             cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
+            typedefs: &typedefs,
+            lap: input.lap,
         },
         &bindings,
     )?;
@@ -156,6 +141,93 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         headers_read,
         static_wrappers_c,
         preprocessed,
+    })
+}
+
+/// What the C preprocessor says of the headers (beside bindgen).
+struct Asked {
+    cuda_version: u32,
+    /// The headers' macros (those of the include folders and `wrapper.h`).
+    macros: Vec<preprocess::MacroDef>,
+    headers_read: Vec<PathBuf>,
+    preprocessed: String,
+    expansions: std::collections::BTreeMap<String, String>,
+    comments: String,
+    /// The `PFN_` typedefs of `cudaTypedefs.h` (for the loader).
+    typedefs: std::collections::BTreeSet<String>,
+}
+
+/// Why [`ask_preprocessor`] failed: the headers themselves (reported before
+/// bindgen's failure), or a later question (after it).
+enum Asking {
+    Headers(String),
+    Later(String),
+}
+
+/// The preprocessor's questions, in one thread: the macros (and the
+/// release, one of them, and the headers read), then what the `cu*` names
+/// expand to, the comments, and the loader's typedefs.
+/// `headers`: the CUDA include folders; `include_dirs`: with `wrapper.h`'s.
+fn ask_preprocessor(
+    pp: &preprocess::Preprocessor,
+    headers: &[PathBuf],
+    include_dirs: &[PathBuf],
+) -> Result<Asked, Asking> {
+    // One preprocessor run answers both: `CUDA_VERSION` is one of the macros.
+    // Where it fails, ask for the release alone: headers too old are named as such.
+    let (macros, files, preprocessed) = match pp.macros(WRAPPER) {
+        Ok(m) => m,
+        Err(e) => {
+            pp.cuda_version()
+                .map_err(|e| {
+                    format!(
+                        "{} does not preprocess: the C preprocessor stopped on `#include \
+                         <cuda.h>` (its messages are above). The headers are damaged or \
+                         incomplete: point CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include \
+                         folder (`cargo xtask headers <version>` fetches one). ({e})",
+                        headers[0].join("cuda.h").display()
+                    )
+                })
+                .and_then(|v| check_release(&headers[0], v))
+                .map_err(Asking::Headers)?;
+            return Err(Asking::Headers(e));
+        }
+    };
+    let cuda_version = preprocess::cuda_version_of(&macros).map_err(Asking::Headers)?;
+    check_release(&headers[0], cuda_version).map_err(Asking::Headers)?;
+    let mut headers_read: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| headers.iter().any(|d| f.starts_with(d)))
+        .collect();
+    // The loader's table reads `cudaTypedefs.h` too, in a preprocessor run of
+    // its own (it includes nothing `cuda.h` does not).
+    headers_read.extend(
+        headers
+            .iter()
+            .map(|d| d.join("cudaTypedefs.h"))
+            .find(|t| t.is_file()),
+    );
+    let macros: Vec<_> = macros
+        .into_iter()
+        .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))
+        .collect();
+    let names: Vec<&str> = macros
+        .iter()
+        .filter(|m| !m.function_like && m.name.starts_with("cu"))
+        .map(|m| m.name.as_str())
+        .collect();
+    let later = |e| Asking::Later(e);
+    let expansions = pp.expand(WRAPPER, &names).map_err(later)?;
+    let comments = pp.with_comments(WRAPPER).map_err(later)?;
+    let typedefs = loader::typedef_names(pp, WRAPPER);
+    Ok(Asked {
+        cuda_version,
+        macros,
+        headers_read,
+        preprocessed,
+        expansions,
+        comments,
+        typedefs,
     })
 }
 

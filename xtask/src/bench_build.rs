@@ -5,14 +5,22 @@
 //! one-line library depending on cudarc 0.19 (features `driver`, `runtime`,
 //! `cuda-13000`) and the two floors of the `bindgen` feature (bindgen alone,
 //! linked; linked and run with this crate's configuration), all in one run
-//! on this machine; writes `docs/build-times.md`.
+//! on this machine; writes `docs/build-times.md`. The crate's build script
+//! runs with `CUDA_MEM_SYS_BUILD_TIMINGS`: its steps (`build/timings.rs`)
+//! are shown beside bindgen's own run, and the build-time budget is checked:
+//! the build script that runs bindgen takes at most bindgen's own run (the
+//! floor's build script) + [`SCRIPT_BUDGET_S`], and the clean build with the
+//! committed bindings' headers at most [`CLEAN_BUDGET`] × the linked floor.
 
 use crate::headers;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-const RUNS: usize = 3;
+/// The build script that runs bindgen: at most bindgen's own run + this.
+const SCRIPT_BUDGET_S: f64 = 1.5;
+/// The clean build of (a): at most this × the linked floor's.
+const CLEAN_BUDGET: f64 = 1.10;
 
 /// CPU seconds (user + system) of this process's waited-for children so far.
 fn children_cpu() -> f64 {
@@ -64,26 +72,49 @@ fn build_script_run(target: &Path, package: &str) -> Option<f64> {
     })
 }
 
+/// The `CUDA_MEM_SYS_BUILD_TIMINGS` lines of `package`'s build script run
+/// in `target` (its `output` file): (step, CPU s, wall s), in order.
+fn script_steps(target: &Path, package: &str) -> Vec<(String, Option<f64>, f64)> {
+    let Ok(dirs) = std::fs::read_dir(target.join("debug/build")) else {
+        return vec![];
+    };
+    let prefix = format!("{package}-");
+    dirs.flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|d| std::fs::read_to_string(d.path().join("output")).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| crate::timings::parse_line(l.strip_prefix("cargo:warning=")?))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 struct Figures {
     clean_wall: f64,
     clean_cpu: f64,
     noop_wall: f64,
     /// The build script's own run in the clean build (`--timings`).
     script: Option<f64>,
+    /// Its steps (`CUDA_MEM_SYS_BUILD_TIMINGS`), each the median of the runs:
+    /// (step, CPU s, wall s).
+    steps: Vec<(String, Option<f64>, f64)>,
     /// Whether a no-op rebuild ran no build script (all runs).
     noop_fresh: bool,
 }
 
-/// Clean and no-op `cargo build` of `manifest`, each the median of [`RUNS`].
+/// Clean and no-op `cargo build` of `manifest`, each the median of `runs`.
 fn measure(
     manifest: &Path,
     target: &Path,
     env: &[(&str, &Path)],
     package: &str,
+    runs: usize,
 ) -> Result<Figures, String> {
     let (mut clean, mut cpu, mut noop, mut script) = (vec![], vec![], vec![], vec![]);
+    let mut steps: Vec<Vec<(String, Option<f64>, f64)>> = vec![];
     let mut noop_fresh = true;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let _ = std::fs::remove_dir_all(target);
         let build = |extra: &str| {
             let mut c = Command::new(env!("CARGO"));
@@ -100,6 +131,8 @@ fn measure(
             for (k, v) in env {
                 c.env(k, v);
             }
+            // The build script's steps (this crate's; others ignore it).
+            c.env(crate::timings::VAR, "1");
             c
         };
         let (wall, c, _) = timed(&mut build("--timings"))?;
@@ -108,6 +141,7 @@ fn measure(
         if let Some(s) = build_script_run(target, package) {
             script.push(s);
         }
+        steps.push(script_steps(target, package));
         let (wall, _, stderr) = timed(&mut build("--verbose"))?;
         noop.push(wall);
         noop_fresh &= !stderr.contains("build-script-build`");
@@ -117,8 +151,101 @@ fn measure(
         clean_cpu: median(cpu),
         noop_wall: median(noop),
         script: (!script.is_empty()).then(|| median(script)),
+        steps: median_steps(&steps),
         noop_fresh,
     })
+}
+
+/// Each step's median over the runs (the steps of the first run, in its
+/// order; a step missing from a run counts as absent there).
+fn median_steps(runs: &[Vec<(String, Option<f64>, f64)>]) -> Vec<(String, Option<f64>, f64)> {
+    let Some(first) = runs.first() else {
+        return vec![];
+    };
+    first
+        .iter()
+        .map(|(step, _, _)| {
+            let of_step = || runs.iter().flatten().filter(|(s, _, _)| s == step);
+            let cpu: Vec<f64> = of_step().filter_map(|(_, c, _)| *c).collect();
+            let wall: Vec<f64> = of_step().map(|(_, _, w)| *w).collect();
+            (
+                step.clone(),
+                (!cpu.is_empty()).then(|| median(cpu)),
+                median(wall),
+            )
+        })
+        .collect()
+}
+
+/// The budget's two checks, as Markdown lines: (a')'s build script against
+/// bindgen's own run (the floor's build script), (a)'s clean build against
+/// the linked floor's; a missing figure fails.
+fn budget(a: &Figures, a2: &Figures, linked: &Figures, run: &Figures) -> String {
+    let verdict = |ok: bool| if ok { "**pass**" } else { "**FAIL**" };
+    let script = match (a2.script, run.script) {
+        (Some(s), Some(b)) => format!(
+            "- {}: the build script that runs bindgen ((a')) took {s:.1} s, bindgen's own run \
+             (the floor's build script) {b:.1} s: at most {b:.1} + {SCRIPT_BUDGET_S} = {:.1} s \
+             is allowed.",
+            verdict(s <= b + SCRIPT_BUDGET_S),
+            b + SCRIPT_BUDGET_S
+        ),
+        _ => "- **FAIL**: no build-script duration in a `--timings` report of (a') or of the \
+              floor of (a')."
+            .to_string(),
+    };
+    let allowed = CLEAN_BUDGET * linked.clean_wall;
+    format!(
+        "{script}\n- {}: the clean build of (a) took {:.1} s, the linked floor's {:.1} s: at \
+         most {CLEAN_BUDGET:.2} × {:.1} = {allowed:.1} s is allowed.\n",
+        verdict(a.clean_wall <= allowed),
+        a.clean_wall,
+        linked.clean_wall,
+        linked.clean_wall,
+    )
+}
+
+/// The build script's steps in (a) and (a'), side by side, and bindgen's
+/// own run beside them.
+fn steps_table(a: &Figures, a2: &Figures, run: &Figures) -> String {
+    // (a')'s steps in order; (a)'s own (the committed bindings) after the
+    // step (a) ran before them.
+    let mut names: Vec<&str> = a2.steps.iter().map(|(s, _, _)| s.as_str()).collect();
+    let mut after = 0;
+    for (s, _, _) in &a.steps {
+        match names.iter().position(|n| *n == s.as_str()) {
+            Some(i) => after = i + 1,
+            None => {
+                names.insert(after, s);
+                after += 1;
+            }
+        }
+    }
+    let cell = |f: &Figures, name: &str| {
+        f.steps
+            .iter()
+            .find(|(s, _, _)| s == name)
+            .map_or("- | -".to_string(), |(_, cpu, wall)| {
+                let cpu = cpu.map_or("?".to_string(), |c| format!("{c:.2}"));
+                format!("{cpu} s | {wall:.2} s")
+            })
+    };
+    let mut rows = String::new();
+    for name in names {
+        rows.push_str(&format!(
+            "| {name} | {} | {} |\n",
+            cell(a, name),
+            cell(a2, name)
+        ));
+    }
+    rows.push_str(&format!(
+        "| bindgen's own run: the floor of (a')'s build script (`--timings`) | - | - | - | {} |\n",
+        run.script.map_or("-".to_string(), |s| format!("{s:.2} s"))
+    ));
+    format!(
+        "| build script step (`CUDA_MEM_SYS_BUILD_TIMINGS`) | (a) CPU | (a) wall | (a') CPU | (a') wall |\n\
+         |---|---|---|---|---|\n{rows}"
+    )
 }
 
 fn loadavg() -> String {
@@ -135,7 +262,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-pub fn run(workspace: &Path) -> Result<(), String> {
+pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     crate::cmd::ensure_libclang()?;
     let include = headers::fetch(workspace, "13.0")?;
     let bench = workspace.join("target/bench");
@@ -243,31 +370,31 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     let cases = [
         (
             "cuda-mem-sys, (a) the committed bindings' own CUDA 13.0 headers found (no bindgen run)",
-            measure(&ours, &bench.join("t-a"), &headers, "cuda-mem-sys")?,
+            measure(&ours, &bench.join("t-a"), &headers, "cuda-mem-sys", runs)?,
         ),
         (
             "cuda-mem-sys, (a') other CUDA 13.0 headers found (bindgen runs)",
-            measure(&ours, &bench.join("t-a2"), &other_headers, "cuda-mem-sys")?,
+            measure(&ours, &bench.join("t-a2"), &other_headers, "cuda-mem-sys", runs)?,
         ),
         (
             "cuda-mem-sys, (b) no CUDA (committed bindings)",
-            measure(&ours, &bench.join("t-b"), &[], "cuda-mem-sys")?,
+            measure(&ours, &bench.join("t-b"), &[], "cuda-mem-sys", runs)?,
         ),
         (
             "cuda-mem-sys, (c) `default-features = false`, CUDA 13.0 headers found",
-            measure(&ours_min, &bench.join("t-c"), &headers, "cuda-mem-sys")?,
+            measure(&ours_min, &bench.join("t-c"), &headers, "cuda-mem-sys", runs)?,
         ),
         (
             "cudarc 0.19 (`driver`, `runtime`, `cuda-13000`, dynamic loading)",
-            measure(&cudarc, &bench.join("t-cudarc"), &[], "cudarc")?,
+            measure(&cudarc, &bench.join("t-cudarc"), &[], "cudarc", runs)?,
         ),
         (
             "floor of (a), (b): bindgen 0.73 alone, linked by a build script that does nothing else",
-            measure(&bindgen_linked, &bench.join("t-bindgen-linked"), &[], "bindgen-linked-user")?,
+            measure(&bindgen_linked, &bench.join("t-bindgen-linked"), &[], "bindgen-linked-user", runs)?,
         ),
         (
             "floor of (a'): bindgen 0.73 alone, run by a build script over (a')'s headers with this crate's configuration",
-            measure(&bindgen_run, &bench.join("t-bindgen-run"), &other_headers, "bindgen-run-user")?,
+            measure(&bindgen_run, &bench.join("t-bindgen-run"), &other_headers, "bindgen-run-user", runs)?,
         ),
     ];
     let minutes = started.elapsed().map_or(0.0, |d| d.as_secs_f64() / 60.0);
@@ -293,7 +420,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
          before, {load_after} after), debug profile. What is built is a one-line library \
          depending on the crate, as a user compiles it (not this workspace), the crate compiled as \
          cargo compiles a crates.io dependency (not incrementally: `CARGO_INCREMENTAL=0`, which \
-         the path dependency here needs); each figure is the median of {RUNS} runs. Clean = an empty target folder (dependencies included, sources \
+         the path dependency here needs); each figure is the median of {runs} runs. Clean = an empty target folder (dependencies included, sources \
          already downloaded); no-op = `cargo build` again with nothing changed. CPU = user + \
          system seconds of the build, all processes. Build script = the run of the crate's \
          build script in the clean build (`cargo build --timings`).\n\n\
@@ -314,7 +441,107 @@ pub fn run(workspace: &Path) -> Result<(), String> {
          `pkg-config`. On a machine this loaded, wall times vary by tens of percent \
          between runs; the CPU column moves less.\n"
     );
+    let report = format!(
+        "{report}\n## The build script's steps\n\n\
+         What the crate's build script said of each of its steps in the clean builds of (a) and \
+         (a') (`CUDA_MEM_SYS_BUILD_TIMINGS`, `build/timings.rs`; median of the runs): CPU = user \
+         + system seconds of the script and of the C compiler runs it waited for, wall = its \
+         own clock, beside bindgen's own run (the floor of (a')'s build script, as the table \
+         above measures build scripts).\n\n{}\n## The budget\n\n{}",
+        steps_table(&cases[0].1, &cases[1].1, &cases[6].1),
+        budget(&cases[0].1, &cases[1].1, &cases[5].1, &cases[6].1),
+    );
     write(&workspace.join("docs/build-times.md"), &report)?;
     println!("{report}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(clean_wall: f64, script: Option<f64>) -> Figures {
+        Figures {
+            clean_wall,
+            clean_cpu: 0.0,
+            noop_wall: 0.0,
+            script,
+            steps: vec![],
+            noop_fresh: true,
+        }
+    }
+
+    #[test]
+    fn budget_passes_within_and_fails_beyond() {
+        let (linked, run) = (figures(20.0, None), figures(21.0, Some(2.4)));
+        // Within: 3.9 s <= 2.4 + 1.5; 22.0 s <= 1.10 x 20.0.
+        let ok = budget(
+            &figures(22.0, Some(0.4)),
+            &figures(30.0, Some(3.9)),
+            &linked,
+            &run,
+        );
+        assert_eq!(ok.matches("**pass**").count(), 2, "{ok}");
+        // Beyond: 4.7 s > 3.9 s; 22.1 s > 22.0 s.
+        let bad = budget(
+            &figures(22.1, Some(0.4)),
+            &figures(30.0, Some(4.7)),
+            &linked,
+            &run,
+        );
+        assert_eq!(bad.matches("**FAIL**").count(), 2, "{bad}");
+        // A missing duration is a failure, never a pass.
+        let missing = budget(&figures(22.0, None), &figures(30.0, None), &linked, &run);
+        assert!(missing.starts_with("- **FAIL**"), "{missing}");
+    }
+
+    #[test]
+    fn steps_table_rows_have_every_column_in_the_order_run() {
+        let step = |s: &str| (s.to_string(), Some(0.5), 1.0);
+        let mut a = figures(0.0, None);
+        a.steps = vec![step("locate"), step("committed bindings"), step("total")];
+        let mut a2 = figures(0.0, None);
+        a2.steps = vec![step("locate"), step("bindgen"), step("total")];
+        let table = steps_table(&a, &a2, &figures(0.0, Some(0.9)));
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        let first = |r: &str| {
+            r.split(" | ")
+                .next()
+                .unwrap()
+                .trim_start_matches("| ")
+                .to_string()
+        };
+        assert_eq!(
+            rows.iter().map(|r| first(r)).collect::<Vec<_>>(),
+            [
+                "locate",
+                "committed bindings",
+                "bindgen",
+                "total",
+                "bindgen's own run: the floor of (a')'s build script (`--timings`)"
+            ]
+        );
+        for r in &rows {
+            // Six cells: the step, (a) CPU and wall, (a') CPU and wall.
+            assert_eq!(r.matches(" | ").count(), 4, "{r}");
+        }
+        assert!(
+            rows[1].ends_with("| 0.50 s | 1.00 s | - | - |"),
+            "{}",
+            rows[1]
+        );
+        assert!(
+            rows[2].contains("| - | - | 0.50 s | 1.00 s |"),
+            "{}",
+            rows[2]
+        );
+    }
+
+    #[test]
+    fn steps_are_the_median_of_the_runs() {
+        let run = |cpu: f64, wall: f64| vec![("bindgen".to_string(), Some(cpu), wall)];
+        let steps = median_steps(&[run(1.0, 9.0), run(3.0, 2.0), run(2.0, 1.0)]);
+        assert_eq!(steps, vec![("bindgen".to_string(), Some(2.0), 2.0)]);
+        assert!(median_steps(&[]).is_empty());
+    }
 }

@@ -25,6 +25,10 @@ mod regen;
 #[allow(dead_code)]
 #[path = "../../build/release.rs"]
 mod release;
+// The build script's `CUDA_MEM_SYS_BUILD_TIMINGS` lines, read by bench-build.
+#[allow(dead_code)] // what writes them serves the build script
+#[path = "../../build/timings.rs"]
+mod timings;
 
 use cmd::workspace;
 use std::process::ExitCode;
@@ -45,7 +49,9 @@ const USAGE: &str = "usage: cargo xtask <command>
                          documented `no GPU:` line and exit code (a step of `ci`)
   regen                  regenerate the committed fallback bindings (src/generated/) from the
                          pinned release's headers
-  bench-build            clean and no-op build times beside cudarc 0.19 (docs/build-times.md)
+  bench-build [--runs N] clean and no-op build times beside cudarc 0.19, the build script's
+                         steps and the build-time budget's checks (docs/build-times.md;
+                         median of N runs, 3 unless told)
   build-cost             CI's build-cost checks alone: no duplicated dependency, a
                          default-features = false dependent builds without libclang or bindgen
   gpu-bundle             build every test binary against the CUDA 13.0 headers into
@@ -91,7 +97,11 @@ fn main() -> ExitCode {
         ["examples"] => ci::examples(&workspace()),
         ["msrv"] => ci::msrv_alone(&workspace()),
         ["regen"] => regen::run(&workspace()),
-        ["bench-build"] => bench_build::run(&workspace()),
+        ["bench-build"] => bench_build::run(&workspace(), 3),
+        ["bench-build", "--runs", n] => match n.parse() {
+            Ok(n) if n > 0 => bench_build::run(&workspace(), n),
+            _ => Err(format!("--runs takes a number of runs above 0, not {n:?}")),
+        },
         ["build-cost"] => build_cost::check(&workspace()),
         ["gpu-bundle"] => gpu_bundle::run(&workspace()),
         ["gpu-bundle", "--matrix", rest @ ..] => gpu_bundle::matrix(&workspace(), rest),

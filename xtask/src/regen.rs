@@ -17,6 +17,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             work_dir: &work_dir,
             cc: host_cc(),
             per_thread_default_stream: ptds,
+            lap: &|_| {},
         })?;
         let path = codegen::fallback_path(workspace, ptds);
         std::fs::write(&path, pretty(&out))
