@@ -171,30 +171,8 @@ const EXAMPLES: &str = "examples";
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let examples_only = args.first() == Some(&"--examples-only");
     let args = if examples_only { &args[1..] } else { args };
-    let mut subsets: Vec<(&str, Vec<&str>)> = vec![];
-    let releases: Vec<&str> = if args.is_empty() {
-        headers::RELEASES.to_vec()
-    } else {
-        let mut releases = vec![];
-        for a in args {
-            let (r, bins) = match a.split_once(':') {
-                Some((r, bins)) => (r, bins.split(',').collect::<Vec<_>>()),
-                None => (*a, vec![]),
-            };
-            if !headers::RELEASES.contains(&r) {
-                return Err(format!("gpu-bundle --matrix: no release {r}"));
-            }
-            if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {
-                return Err(format!(
-                    "gpu-bundle --matrix: {b} is not a device-test binary ({}) or `{EXAMPLES}`",
-                    ON_GPU.join(", ")
-                ));
-            }
-            releases.push(r);
-            subsets.push((r, bins));
-        }
-        releases
-    };
+    let subsets = named_releases(args)?;
+    let releases: Vec<&str> = subsets.iter().map(|(r, _)| *r).collect();
     let subset_of = |r: &str| -> &[&str] {
         subsets
             .iter()
@@ -214,22 +192,11 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
         );
         for (build, features, tests) in builds {
-            let named = subset_of(release);
-            let examples = tests.is_empty() && (named.is_empty() || named.contains(&EXAMPLES));
-            // The binaries of this build: all (none named), or those named of it.
-            let tests: Vec<&str> = match (tests.is_empty(), named.is_empty()) {
-                (_, true) => tests.to_vec(),
-                (true, false) => named.iter().copied().filter(|b| *b != EXAMPLES).collect(),
-                (false, false) => tests
-                    .iter()
-                    .copied()
-                    .filter(|b| named.contains(b))
-                    .collect(),
-            };
-            let build_tests_here = !examples_only && (named.is_empty() || !tests.is_empty());
-            if !build_tests_here && !examples {
+            let Some((tests, build_tests_here, examples)) =
+                plan_build(tests, subset_of(release), examples_only)
+            else {
                 continue;
-            }
+            };
             let into = dir.join(build);
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
             let target_dir = device_target_dir(workspace);
@@ -443,6 +410,55 @@ fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
 }
 
 /// Runs every `<release>/<build>/run.sh` beside it, each writing
+/// `gpu-bundle --matrix`'s releases: every one (none named), or those named,
+/// each with the binaries named after it (`<release>:<binary>,...`; none: all).
+fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, String> {
+    if args.is_empty() {
+        return Ok(headers::RELEASES.iter().map(|r| (*r, vec![])).collect());
+    }
+    let mut out = vec![];
+    for a in args {
+        let (r, bins) = match a.split_once(':') {
+            Some((r, bins)) => (r, bins.split(',').collect::<Vec<_>>()),
+            None => (*a, vec![]),
+        };
+        if !headers::RELEASES.contains(&r) {
+            return Err(format!("gpu-bundle --matrix: no release {r}"));
+        }
+        if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {
+            return Err(format!(
+                "gpu-bundle --matrix: {b} is not a device-test binary ({}) or `{EXAMPLES}`",
+                ON_GPU.join(", ")
+            ));
+        }
+        out.push((r, bins));
+    }
+    Ok(out)
+}
+
+/// What one build of a release holds: its test binaries (`tests` of
+/// [`MATRIX_BUILDS`] / [`PTDS_BUILDS`], empty for all), narrowed to those
+/// `named`; whether to build them; whether the examples go with it. `None`:
+/// nothing of this build was named.
+fn plan_build<'a>(
+    tests: &[&'a str],
+    named: &[&'a str],
+    examples_only: bool,
+) -> Option<(Vec<&'a str>, bool, bool)> {
+    let examples = tests.is_empty() && (named.is_empty() || named.contains(&EXAMPLES));
+    let tests: Vec<&str> = match (tests.is_empty(), named.is_empty()) {
+        (_, true) => tests.to_vec(),
+        (true, false) => named.iter().copied().filter(|b| *b != EXAMPLES).collect(),
+        (false, false) => tests
+            .iter()
+            .copied()
+            .filter(|b| named.contains(b))
+            .collect(),
+    };
+    let build_tests = !examples_only && (named.is_empty() || !tests.is_empty());
+    (build_tests || examples).then_some((tests, build_tests, examples))
+}
+
 /// `$OUT/<release>/<build>/summary.json`. The one place that says which tests
 /// run where: the soak tests (10 000 cycles each, most of the suite's time)
 /// only in `SOAK_IN`; elsewhere libtest's `--skip` leaves them out (they are
@@ -754,5 +770,40 @@ mod tests {
         );
         // A release that alone exceeds what one call carries is refused.
         assert!(group_parts(&sizes, 40, 1000).is_err());
+    }
+
+    #[test]
+    fn a_release_named_with_binaries_gets_only_those() {
+        let named = named_releases(&["12.2:unified_addressing,abi_symbols", "12.4"]).unwrap();
+        assert_eq!(
+            named[0],
+            ("12.2", vec!["unified_addressing", "abi_symbols"])
+        );
+        assert_eq!(named[1], ("12.4", vec![]));
+        // linked/loaded (every binary) narrowed to those named, no examples
+        assert_eq!(
+            plan_build(&[], &named[0].1, false),
+            Some((vec!["unified_addressing", "abi_symbols"], true, false))
+        );
+        // ptds (abi_symbols, device_smoke): abi_symbols alone
+        assert_eq!(
+            plan_build(&["abi_symbols", "device_smoke"], &named[0].1, false),
+            Some((vec!["abi_symbols"], true, false))
+        );
+        // a ptds build none of whose binaries is named: left out
+        assert_eq!(
+            plan_build(&["abi_symbols", "device_smoke"], &["vmm"], false),
+            None
+        );
+        // `examples` named: the examples go with the named binaries
+        assert_eq!(
+            plan_build(&[], &["vmm", "examples"], false),
+            Some((vec!["vmm"], true, true))
+        );
+        // none named: everything (empty = every binary), examples included
+        assert_eq!(plan_build(&[], &[], false), Some((vec![], true, true)));
+        // The wrong cases: a name that is no device binary, a release that is none.
+        assert!(named_releases(&["12.2:vmmm"]).is_err());
+        assert!(named_releases(&["12.7"]).is_err());
     }
 }
