@@ -25,7 +25,7 @@
 //! that carries the next descriptor.
 
 use super::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
-use super::{check, spawn_child, TestResult};
+use super::{check, spawn_child, Code, TestResult};
 use crate::ensure;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -271,20 +271,18 @@ pub fn figure(test: &str, pairs: &[(&str, String)]) {
     println!("{line}");
 }
 
-/// A driver result as one word: `CUDA_SUCCESS`, `CUDA_ERROR_INVALID_VALUE(1)`.
-pub fn code(r: CUresult) -> String {
-    if r == CUDA_SUCCESS {
-        return "CUDA_SUCCESS".into();
+/// A driver or runtime result as one word: `CUDA_SUCCESS`,
+/// `CUDA_ERROR_INVALID_VALUE(1)`, `cudaErrorInvalidValue(1)`.
+pub fn code<C: Code>(r: C) -> String {
+    if r == C::SUCCESS {
+        return C::SUCCESS_NAME.into();
     }
-    super::error_name(r).replace(" (", "(").replace(' ', "_")
+    r.name().replace(" (", "(").replace(' ', "_")
 }
 
-/// A runtime result as one word: `cudaSuccess`, `cudaErrorInvalidValue(1)`.
+/// [`code`] of a runtime result.
 pub fn rt_code(r: cudaError_t) -> String {
-    if r == cudaSuccess {
-        return "cudaSuccess".into();
-    }
-    super::rt_error_name(r).replace(" (", "(").replace(' ', "_")
+    code(r)
 }
 
 /// Free device memory (`cuMemGetInfo`) in the current context.
