@@ -28,9 +28,7 @@ mod common;
 use ash::vk;
 use common::process_death as pd;
 use common::vmm::{close_fd, fd_is_open, Mapping};
-use common::{
-    pattern, read, reads, same, test, write, BadInput, Checks, DeviceTest, Gpu, TestResult,
-};
+use common::{pattern, read, reads, same, write, BadInput, Checks, DeviceTest, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -45,37 +43,20 @@ const IMPORTER: &str = "ext_importer";
 // ---------------------------------------------------------------------------
 
 fn main() {
+    let mut tests = device_tests![
+        vmm_allocation_imported_as_external_memory,
+        process_death_importer_killed_while_mapped,
+        process_death_exporter_killed,
+        process_death_descriptor_after_sender_died,
+        bad_mipmap_and_semaphore_input_is_an_error,
+        bad_external_memory_input_is_rejected,
+    ];
+    tests.push(DeviceTest::may_ignore(
+        "vulkan_buffer_image_and_semaphores_round_trip",
+        vulkan_round_trip,
+    ));
     common::main(
-        vec![
-            test(
-                "vmm_allocation_imported_as_external_memory",
-                vmm_allocation_imported_as_external_memory,
-            ),
-            test(
-                "process_death_importer_killed_while_mapped",
-                process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "process_death_exporter_killed",
-                process_death_exporter_killed,
-            ),
-            test(
-                "process_death_descriptor_after_sender_died",
-                process_death_descriptor_after_sender_died,
-            ),
-            test(
-                "bad_mipmap_and_semaphore_input_is_an_error",
-                bad_mipmap_and_semaphore_input_is_an_error,
-            ),
-            test(
-                "bad_external_memory_input_is_rejected",
-                bad_external_memory_input_is_rejected,
-            ),
-            DeviceTest::may_ignore(
-                "vulkan_buffer_image_and_semaphores_round_trip",
-                vulkan_round_trip,
-            ),
-        ],
+        tests,
         &[
             (EXPORTER, common::vmm::pd_exporter),
             (IMPORTER, ext_importer),
@@ -97,16 +78,23 @@ fn opaque_fd_desc(fd: i32, size: u64, flags: u32) -> CUDA_EXTERNAL_MEMORY_HANDLE
     d
 }
 
+/// `cuImportExternalMemory` of `fd` as `OPAQUE_FD` memory: the handle, or
+/// the code of a failed import (which leaves the descriptor ours: closed here).
+fn import_raw(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, CUresult> {
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, &opaque_fd_desc(fd, size, flags)) };
+    if r != CUDA_SUCCESS {
+        let _ = close_fd(fd);
+        return Err(r);
+    }
+    Ok(ext)
+}
+
 /// Imports `fd` as `OPAQUE_FD` memory. On success CUDA owns the descriptor (we
 /// never touch it again); on failure it is still ours, and is closed here.
 fn import_memory(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, Failed> {
-    let d = opaque_fd_desc(fd, size, flags);
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
-    if r != CUDA_SUCCESS {
-        let _ = close_fd(fd);
-        return common::check(r, "cuImportExternalMemory").map(|()| ext);
-    }
+    let ext = import_raw(fd, size, flags)
+        .map_err(|r| format!("cuImportExternalMemory returned {}", common::error_name(r)))?;
     ensure!(
         !ext.is_null(),
         "cuImportExternalMemory succeeded with a null handle"
@@ -275,17 +263,13 @@ struct ExtHeld {
 
 impl pd::Held for ExtHeld {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let mut v = vec![0u8; n];
-        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.p, n) };
-        if r != CUDA_SUCCESS {
-            return Err(pd::code(r));
-        }
-        Ok(v)
+        pd::read_device(self.p, n)
     }
     /// The documented order: free the mapped buffer, then destroy the object.
     fn release(self: Box<Self>) -> String {
-        let (f, d) = unsafe { (cuMemFree(self.p), cuDestroyExternalMemory(self.ext)) };
-        format!("mem_free:{},destroy:{}", pd::code(f), pd::code(d))
+        let free = unsafe { cuMemFree(self.p) };
+        let destroy = unsafe { cuDestroyExternalMemory(self.ext) };
+        pd::steps(&[("mem_free", free), ("destroy", destroy)])
     }
 }
 
@@ -293,20 +277,11 @@ fn ext_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let gpu = Gpu::new(0).map_err(pd::message)?;
     let size = f.number("bytes").map_err(pd::message)?;
     // CUDA owns the descriptor from a successful import; a failed one closes it.
-    let d = opaque_fd_desc(fd, size, 0);
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
-    if r != CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-        return Err(pd::code(r));
-    }
-    let p = match mapped_buffer(ext, 0, size) {
-        Ok(p) => p,
-        Err(e) => {
-            unsafe { cuDestroyExternalMemory(ext) };
-            return Err(format!("mapped_buffer:{}", pd::message(e)));
-        }
-    };
+    let ext = import_raw(fd, size, 0).map_err(pd::code)?;
+    let p = mapped_buffer(ext, 0, size).map_err(|e| {
+        unsafe { cuDestroyExternalMemory(ext) };
+        format!("mapped_buffer:{}", pd::message(e))
+    })?;
     Ok(Box::new(ExtHeld { ext, p, _gpu: gpu }))
 }
 
@@ -350,53 +325,40 @@ fn process_death_descriptor_after_sender_died() -> TestResult {
     pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
-/// Import of `fd` (ours) described by `d` must fail with `expected`; the
-/// descriptor must then still be open (a failed import does not take it), and
-/// is closed here. An import that wrongly succeeds is destroyed.
+/// Import described by `d` must fail with `want`: `p`'s bad case (an import
+/// that wrongly succeeds is destroyed). A descriptor that was ours (`ours`)
+/// must still be open after the failed import (it does not take it), and is
+/// closed here.
 fn import_must_fail(
+    p: &mut BadInput,
+    what: &str,
     d: &CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
-    fd: i32,
-    expected: CUresult,
+    want: CUresult,
+    ours: bool,
 ) -> TestResult {
     let mut ext: CUexternalMemory = null_mut();
     let r = unsafe { cuImportExternalMemory(&mut ext, d) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuDestroyExternalMemory(ext) };
-        return Err(format!(
-            "cuImportExternalMemory succeeded, expected {}",
-            common::error_name(expected)
-        )
-        .into());
+    let fd = unsafe { d.handle.fd };
+    let left_open = ours && r != CUDA_SUCCESS && fd_is_open(fd);
+    if left_open {
+        p.note(what, close_fd(fd));
     }
-    let code = common::expect_error(r, expected, "cuImportExternalMemory");
-    let still_ours = fd_is_open(fd);
-    if still_ours {
-        close_fd(fd)?;
-    }
-    code?;
-    ensure!(still_ours, "descriptor {fd} was closed by a failed import");
-    Ok(())
+    let taken = ours && r != CUDA_SUCCESS && !left_open;
+    p.that(
+        !taken,
+        format!("{what}: descriptor {fd} was closed by a failed import"),
+    );
+    let case = format!("cuImportExternalMemory({what})");
+    p.cu_undo(want, r, &case, || cu!(cuDestroyExternalMemory(ext)))
 }
 
-/// Import of a descriptor that is not ours to own (closed, or -1) must fail with `expected`.
-fn import_must_fail_unowned(fd: i32, size: u64, expected: CUresult) -> TestResult {
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &opaque_fd_desc(fd, size, 0)) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuDestroyExternalMemory(ext) };
-        return Err(format!("cuImportExternalMemory accepted descriptor {fd}").into());
-    }
-    common::expect_error(r, expected, "cuImportExternalMemory")
-}
-
-/// `cuExternalMemoryGetMappedBuffer` must fail with `expected`; a mapping that
-/// wrongly succeeds is freed without being touched.
+/// `cuExternalMemoryGetMappedBuffer` must fail with `want`: `p`'s bad case (a
+/// mapping that wrongly succeeds is freed without being touched).
 fn map_must_fail(
+    p: &mut BadInput,
     ext: CUexternalMemory,
-    offset: u64,
-    size: u64,
-    flags: u32,
-    expected: CUresult,
+    (offset, size, flags): (u64, u64, u32),
+    want: CUresult,
 ) -> TestResult {
     let bd = CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
         offset,
@@ -406,25 +368,17 @@ fn map_must_fail(
     };
     let mut ptr: CUdeviceptr = 0;
     let r = unsafe { cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &bd) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuMemFree(ptr) };
-    }
     let what = format!(
         "cuExternalMemoryGetMappedBuffer(offset {offset:#x}, size {size:#x}, flags {flags})"
     );
-    common::expect_error(r, expected, &what)
+    p.cu_undo(want, r, &what, || cu!(cuMemFree(ptr)))
 }
 
 /// The process still works: a memset and a read back on the VMM allocation.
 fn still_works(vmm: &Mapping, value: u32) -> TestResult {
     cu!(cuMemsetD32(vmm.ptr, value, 1024))?;
-    let mut back = [0u32; 1024];
-    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.ptr, 4096))?;
-    ensure!(
-        back.iter().all(|&w| w == value),
-        "memset {value:#x} not read back after a bad call"
-    );
-    Ok(())
+    let what = format!("memset {value:#x} read back after a bad call");
+    reads(vmm.ptr, &value.to_le_bytes().repeat(1024), &what)
 }
 
 fn bad_external_memory_input_is_rejected() -> TestResult {
@@ -433,6 +387,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let size = vmm.size as u64;
     let granule = size / 2;
     let mut p = BadInput::new(|round| still_works(&vmm, round));
+    const INVALID: CUresult = CUDA_ERROR_INVALID_VALUE;
 
     // Wrong handle type for the descriptor: a handle type that does not exist
     // (0), and a POSIX fd described as OPAQUE_WIN32: measured on driver 580
@@ -443,15 +398,14 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let win32 = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
     #[rustfmt::skip]
     let imports = [
-        ("handle type 0", CUexternalMemoryHandleType(0), 0, CUDA_ERROR_INVALID_VALUE),
+        ("handle type 0", CUexternalMemoryHandleType(0), 0, INVALID),
         ("POSIX fd as OPAQUE_WIN32", win32, 0, CUDA_ERROR_NOT_SUPPORTED),
-        ("import flags 0x2", fd_type, 0x2, CUDA_ERROR_INVALID_VALUE),
+        ("import flags 0x2", fd_type, 0x2, INVALID),
     ];
     for (what, ty, flags, want) in imports {
-        let fd = vmm.export_fd()?;
-        let mut d = opaque_fd_desc(fd, size, flags);
+        let mut d = opaque_fd_desc(vmm.export_fd()?, size, flags);
         d.type_ = ty;
-        p.result(what, import_must_fail(&d, fd, want));
+        import_must_fail(&mut p, what, &d, want, true)?;
     }
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
@@ -459,62 +413,37 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let fd = vmm.export_fd()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
-    p.result(
-        "closed fd",
-        import_must_fail_unowned(fd, size, CUDA_ERROR_UNKNOWN),
-    );
+    let (closed, none) = (opaque_fd_desc(fd, size, 0), opaque_fd_desc(-1, size, 0));
+    import_must_fail(&mut p, "closed fd", &closed, CUDA_ERROR_UNKNOWN, false)?;
     // No descriptor at all (-1). Measured on driver 580: CUDA_ERROR_UNKNOWN too.
-    p.result(
-        "fd -1",
-        import_must_fail_unowned(-1, size, CUDA_ERROR_UNKNOWN),
-    );
+    import_must_fail(&mut p, "fd -1", &none, CUDA_ERROR_UNKNOWN, false)?;
 
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
     // a mapping that reaches past the allocation's real end is refused.
-    let fd = vmm.export_fd()?;
     let big = size + granule;
-    let mut ext_big: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext_big, &opaque_fd_desc(fd, big, 0)) };
-    if r == CUDA_SUCCESS {
-        p.note(
-            "size > allocation: mapping past the real end",
-            map_must_fail(ext_big, 0, big, 0, CUDA_ERROR_INVALID_VALUE),
-        );
-        p.note(
-            "size > allocation: mapping in the declared tail",
-            map_must_fail(ext_big, size, granule, 0, CUDA_ERROR_INVALID_VALUE),
-        );
-        p.note(
-            "size > allocation: destroy",
-            cu!(cuDestroyExternalMemory(ext_big)),
-        );
-    } else {
-        p.note(
-            "size > allocation: import",
-            common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "cuImportExternalMemory"),
-        );
-        if fd_is_open(fd) {
-            close_fd(fd)?;
+    match import_raw(vmm.export_fd()?, big, 0) {
+        Ok(ext_big) => {
+            // Mapping past the real end, and in the declared tail.
+            map_must_fail(&mut p, ext_big, (0, big, 0), INVALID)?;
+            map_must_fail(&mut p, ext_big, (size, granule, 0), INVALID)?;
+            let destroyed = cu!(cuDestroyExternalMemory(ext_big));
+            p.note("size > allocation: destroy", destroyed);
         }
+        Err(r) => p.note(
+            "size > allocation: import",
+            common::expect_error(r, INVALID, "cuImportExternalMemory"),
+        ),
     }
     p.still_works_after("after size > allocation");
 
-    // Mapped buffers on a valid import.
-    let fd = vmm.export_fd()?;
-    let ext = import_memory(fd, size, 0)?;
+    // Mapped buffers on a valid import: offset == size, offset past the end,
+    // a range that runs past the end, buffer flags 1.
+    let ext = import_memory(vmm.export_fd()?, size, 0)?;
     #[rustfmt::skip]
-    let maps = [
-        ("offset == size", size, 65536, 0),
-        ("offset past the end", size + granule, 65536, 0),
-        ("range runs past the end", size - 65536, 2 * 65536, 0),
-        ("buffer flags 1", 0, 65536, 1),
-    ];
-    for (what, offset, len, flags) in maps {
-        p.result(
-            what,
-            map_must_fail(ext, offset, len, flags, CUDA_ERROR_INVALID_VALUE),
-        );
+    let maps = [(size, 65536, 0), (size + granule, 65536, 0), (size - 65536, 2 * 65536, 0), (0, 65536, 1)];
+    for map in maps {
+        map_must_fail(&mut p, ext, map, INVALID)?;
     }
 
     // The import itself is still good: a full mapping sees the VMM bytes.

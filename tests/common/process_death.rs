@@ -194,6 +194,13 @@ impl Peer {
         })
     }
 
+    /// Sends `line` and returns the answer; a failure is the answer
+    /// `<key>=failed:<why>` (recorded in a figure, as the child's death is).
+    pub fn ask(&mut self, line: &str, key: &str) -> String {
+        let answer = self.link.send(line).and_then(|()| self.link.expect());
+        answer.unwrap_or_else(|e| format!("{key}=failed:{}", message(e)))
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
@@ -294,6 +301,24 @@ pub fn free_memory() -> Result<usize, Failed> {
         "cuMemGetInfo",
     )?;
     Ok(free)
+}
+
+/// `n` bytes of device memory at `ptr`, or the code of the failed copy (what
+/// a [`Held::read`] returns).
+pub fn read_device(ptr: CUdeviceptr, n: usize) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; n];
+    let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), ptr, n) };
+    (r == CUDA_SUCCESS).then_some(v).ok_or_else(|| code(r))
+}
+
+/// Release steps and their codes as `step:code,step:code` (what a
+/// [`Held::release`] returns).
+pub fn steps(steps: &[(&str, CUresult)]) -> String {
+    let words: Vec<_> = steps
+        .iter()
+        .map(|(s, r)| format!("{s}:{}", code(*r)))
+        .collect();
+    words.join(",")
 }
 
 /// How a scenario measures free memory: [`free_memory`] on a device (the
@@ -465,16 +490,8 @@ pub fn exporter_killed(
     let killed = e.kill()?;
     // From here on every outcome is recorded in the figure, failures too: an
     // importer that crashes or hangs after the exporter's death is a finding.
-    let after = i
-        .link
-        .send("reread")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("reread=failed:{}", message(e)));
-    let released = i
-        .link
-        .send("quit")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
+    let after = i.ask("reread", "reread");
+    let released = i.ask("quit", "released");
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
@@ -601,11 +618,7 @@ pub fn descriptor_after_sender_died(
         .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
     unsafe { libc::close(fd) };
     let ((killed, free_sender_dead), (mut i, first)) = imported?;
-    let released = i
-        .link
-        .send("quit")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
+    let released = i.ask("quit", "released");
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
