@@ -12,18 +12,15 @@
 
 mod common;
 
-use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
 use common::vmm::*;
-use common::{error_name, pattern, read, reads, same, write, BadInput, Checks, Gpu, TestResult};
+use common::TestResult;
+use common::{error_name, pattern, read, reads, round_trip, same, write, BadInput, Checks, Gpu};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-/// The socket descriptor a parent hands to its importer child.
-const SOCK_VAR: &str = "CUDA_MEM_SYS_VMM_SOCKET";
 /// The size of the allocation a parent shares with its importer child.
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
@@ -46,8 +43,6 @@ fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     Ok(p)
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
-
 /// The properties read back from a handle: type PINNED, a location type out of
 /// `locs` (with `id` where given), requested handle types out of `handles`
 /// (first the documented value, then what driver 580.159 was seen to report).
@@ -67,11 +62,8 @@ fn assert_props(
         p.requestedHandleTypes.0,
         p.allocFlags.usage
     );
-    c.eq(
-        format!("{what}: type (PINNED)"),
-        p.type_,
-        CU_MEM_ALLOCATION_TYPE_PINNED,
-    );
+    let pinned = CU_MEM_ALLOCATION_TYPE_PINNED;
+    c.eq(format!("{what}: type (PINNED)"), p.type_, pinned);
     let (loc, handle) = (p.location.type_, p.requestedHandleTypes);
     let loc_ids: Vec<_> = locs.iter().map(|l| l.0).collect();
     let handle_ids: Vec<_> = handles.iter().map(|h| h.0).collect();
@@ -102,14 +94,8 @@ fn assert_device_props(
     handles: &[CUmemAllocationHandleType],
     what: &str,
 ) {
-    assert_props(
-        c,
-        p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(dev),
-        handles,
-        what,
-    );
+    let device = [CU_MEM_LOCATION_TYPE_DEVICE];
+    assert_props(c, p, &device, Some(dev), handles, what);
 }
 
 // ---------------------------------------------------------------------------
@@ -363,9 +349,7 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     let h = create(2 * g, &prop)?;
     cu!(cuMemMap(got, 2 * g, 0, h, 0))?;
     set_rw(got, 2 * g, gpu.dev)?;
-    let data = pattern(2 * g, 6);
-    write(got, &data)?;
-    same(&read(got, 2 * g)?, &data, "bytes at the hinted reservation")?;
+    round_trip(got, 2 * g, 6, "bytes at the hinted reservation")?;
     unmap_release_free(got, 2 * g, h)?;
     cu!(cuMemAddressFree(got2, g))?;
     Ok(())
@@ -562,12 +546,8 @@ fn retain_handle_and_reference_counting() -> TestResult {
     write(ptr, &data2)?;
     reads(ptr, &data2, "writing after releasing both handles")?;
     let free_released = pd::free_memory()?;
-    println!(
-        "  free memory: {:.1} MiB at start, {:.1} MiB mapped, {:.1} MiB after both releases",
-        free0 as f64 / MIB,
-        free_mapped as f64 / MIB,
-        free_released as f64 / MIB
-    );
+    let (mib0, mib1, mib2) = (pd::mib(free0), pd::mib(free_mapped), pd::mib(free_released));
+    println!("  free memory: {mib0} at start, {mib1} mapped, {mib2} after both releases");
     c.that(
         free_released + size <= free0,
         format!("memory returned while still mapped ({free_released} free)"),
@@ -586,11 +566,8 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let free_unmapped = pd::free_memory()?;
     cu!(cuMemAddressFree(ptr, size))?;
     let free_end = pd::free_memory()?;
-    println!(
-        "  free memory: {:.1} MiB after unmap, {:.1} MiB after address free",
-        free_unmapped as f64 / MIB,
-        free_end as f64 / MIB
-    );
+    let (mib0, mib1) = (pd::mib(free_unmapped), pd::mib(free_end));
+    println!("  free memory: {mib0} after unmap, {mib1} after address free");
     c.that(
         free_unmapped + g > free0,
         format!("{} B still held after the unmap", free0 - free_unmapped),
@@ -619,32 +596,16 @@ fn posix_fd_across_two_processes() -> TestResult {
     let fd = m.export_fd()?;
     println!("  exported descriptor {fd}");
 
-    let (mut mine, theirs) = socket_pair()?;
-    mine.set_read_timeout(Some(Duration::from_secs(120)))?;
-    let n = inheritable(&theirs);
-    let child = common::spawn_child(
-        "posix_fd_importer",
-        &[(SOCK_VAR, n.to_string()), (SIZE_VAR, size.to_string())],
-    );
-    drop(theirs);
-    let talk = (|| -> TestResult {
-        send_fd(&mine, fd)?;
-        // The importer checked our bytes and wrote its own.
-        let mut b = [0u8; 1];
-        mine.read_exact(&mut b)
-            .map_err(|e| format!("waiting for the importer: {e}"))?;
-        ensure!(b[0] == b'W', "importer sent {:?}", b[0] as char);
-        reads(
-            m.ptr,
-            &pattern(size, 21),
-            "exporter reading the importer's bytes",
-        )?;
-        mine.write_all(b"D")?;
-        Ok(())
-    })();
-    let waited = common::wait_child(child, "posix_fd_importer");
-    talk?;
-    waited?;
+    let mut child = pd::Peer::spawn("posix_fd_importer", &[(SIZE_VAR, size.to_string())])?;
+    child.link.set_timeout(Duration::from_secs(120))?;
+    child.link.send_fd(fd)?;
+    // The importer checked our bytes and wrote its own.
+    let answer = child.link.expect()?;
+    ensure!(answer == "W", "importer sent {answer:?}");
+    let what = "exporter reading the importer's bytes";
+    reads(m.ptr, &pattern(size, 21), what)?;
+    child.link.send("D")?;
+    child.finish()?;
     // The importer's release leaves the exporter's memory alone.
     reads(
         m.ptr,
@@ -660,10 +621,10 @@ fn posix_fd_across_two_processes() -> TestResult {
 fn posix_fd_importer() -> TestResult {
     cu!(cuInit(0))?;
     let gpu = Gpu::new(0)?;
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let mut link = pd::Link::from_parent()?;
+    link.set_timeout(Duration::from_secs(120))?;
     let size: usize = std::env::var(SIZE_VAR)?.parse()?;
-    let fd = recv_fd(&sock)?;
+    let fd = link.recv_fd()?;
     println!("  importer (pid {}): descriptor {fd}", std::process::id());
 
     let mut h: Handle = 0;
@@ -685,10 +646,9 @@ fn posix_fd_importer() -> TestResult {
     )?;
     write(ptr, &pattern(size, 21))?;
     cu!(cuCtxSynchronize())?;
-    sock.write_all(b"W")?;
-    let mut b = [0u8; 1];
-    sock.read_exact(&mut b)?;
-    ensure!(b[0] == b'D', "exporter sent {:?}", b[0] as char);
+    link.send("W")?;
+    let answer = link.expect()?;
+    ensure!(answer == "D", "exporter sent {answer:?}");
 
     unmap_release_free(ptr, size, h)?;
     Ok(())
@@ -709,27 +669,16 @@ struct VmmHeld {
 
 impl pd::Held for VmmHeld {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let mut v = vec![0u8; n];
-        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.ptr, n) };
-        if r != CUDA_SUCCESS {
-            return Err(pd::code(r));
-        }
-        Ok(v)
+        pd::read_device(self.ptr, n)
     }
     fn release(self: Box<Self>) -> String {
-        let (u, r, a) = unsafe {
-            (
-                cuMemUnmap(self.ptr, self.size),
-                cuMemRelease(self.h),
-                cuMemAddressFree(self.ptr, self.size),
-            )
-        };
-        format!(
-            "unmap:{},release:{},address_free:{}",
-            pd::code(u),
-            pd::code(r),
-            pd::code(a)
-        )
+        pd::steps(&[
+            ("unmap", unsafe { cuMemUnmap(self.ptr, self.size) }),
+            ("release", unsafe { cuMemRelease(self.h) }),
+            ("address_free", unsafe {
+                cuMemAddressFree(self.ptr, self.size)
+            }),
+        ])
     }
 }
 
@@ -831,9 +780,7 @@ fn fabric_handle() -> TestResult {
         // The process goes on working.
         let plain = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
         let m = Mapping::new(&plain, g, gpu.dev)?;
-        let data = pattern(4096, 30);
-        write(m.ptr, &data)?;
-        same(&read(m.ptr, 4096)?, &data, "after the fabric refusal")?;
+        round_trip(m.ptr, 4096, 30, "after the fabric refusal")?;
         return m.free();
     }
     common::check(r, "cuMemCreate(CU_MEM_HANDLE_TYPE_FABRIC)")?;
@@ -1367,9 +1314,7 @@ fn double_release() -> TestResult {
     println!("second cuMemRelease: {}", r.0);
     println!("  ({})", error_name(r));
     let m = Mapping::new(&prop, g, gpu.dev)?;
-    let data = pattern(g, 60);
-    write(m.ptr, &data)?;
-    same(&read(m.ptr, g)?, &data, "after the second release")?;
+    round_trip(m.ptr, g, 60, "after the second release")?;
     m.free()
 }
 

@@ -1,6 +1,6 @@
 //! The one collector of failed checks ([`Checks`]) and the one "bad input,
 //! then still works" helper ([`BadInput`]) of the device tests.
-use super::memory::{pattern, read, same, write};
+use super::memory::round_trip;
 use super::{report_bad_input, Code, TestResult};
 use cuda_mem_sys::*;
 use std::fmt::{Debug, Display};
@@ -127,11 +127,7 @@ impl<'a> BadInput<'a> {
     /// The usual probe: `n` bytes of device memory at `ptr` (yours, for the
     /// test's length) still take a fresh pattern and give it back.
     pub fn round_trip(ptr: CUdeviceptr, n: usize) -> BadInput<'static> {
-        BadInput::new(move |round| {
-            let data = pattern(n, round);
-            write(ptr, &data)?;
-            same(&read(ptr, n)?, &data, "device round trip")
-        })
+        BadInput::new(move |round| round_trip(ptr, n, round, "device round trip"))
     }
 
     /// Runs the probe after a bad case.

@@ -54,6 +54,14 @@ pub fn reads(ptr: CUdeviceptr, want: &[u8], what: &str) -> TestResult {
     same(&read(ptr, want.len())?, want, what)
 }
 
+/// Writes `pattern(n, seed)` to the device memory at `ptr` and reads it back:
+/// `Ok` if the bytes came back, else a failure naming `what`.
+pub fn round_trip(ptr: CUdeviceptr, n: usize, seed: u32, what: &str) -> TestResult {
+    let data = pattern(n, seed);
+    write(ptr, &data)?;
+    reads(ptr, &data, what)
+}
+
 /// Copies `data` to device memory at `ptr` (`cuMemcpyHtoD`).
 pub fn write(ptr: CUdeviceptr, data: &[u8]) -> TestResult {
     cu!(cuMemcpyHtoD(ptr, data.as_ptr().cast(), data.len()))

@@ -4,7 +4,7 @@
 //! of the process-death scenarios that share such a descriptor
 //! ([`pd_export`], [`pd_exporter`]).
 use super::process_death as pd;
-use super::{cu_loc, pattern, read, same, write, Gpu, TestResult};
+use super::{cu_loc, read, round_trip, write, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 
@@ -182,14 +182,12 @@ impl pd::Exporting for Exported {
     }
     fn go_on(&mut self, round: u32) -> TestResult {
         let m = Mapping::shareable(&self.gpu, 2)?;
-        let data = pattern(m.size, round);
-        let checked = write(m.ptr, &data).and_then(|()| {
-            same(
-                &read(m.ptr, m.size)?,
-                &data,
-                "a new allocation after the importer died",
-            )
-        });
+        let checked = round_trip(
+            m.ptr,
+            m.size,
+            round,
+            "a new allocation after the importer died",
+        );
         m.free()?;
         checked
     }
