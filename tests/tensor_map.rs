@@ -24,6 +24,7 @@ mod common;
 
 #[cfg(cuda_12080)]
 use common::expect_error;
+use common::process_death::message;
 use common::{error_name, Checks, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
 use core::ptr::null_mut;
@@ -44,8 +45,11 @@ const OUT_LEN: usize = TILE + 64;
 // Device plumbing
 // ---------------------------------------------------------------------------
 
-/// A module JIT-compiled from NUL-terminated PTX; unloaded on drop.
-struct Module(CUmodule);
+owned_handle!(
+    /// A module JIT-compiled from NUL-terminated PTX; unloaded on drop.
+    Module(CUmodule),
+    cuModuleUnload
+);
 
 impl Module {
     fn load(ptx: &str) -> Result<Module, Failed> {
@@ -79,14 +83,6 @@ impl Module {
         let mut f = null_mut();
         cu!(cuModuleGetFunction(&mut f, self.0, cname.as_ptr()))?;
         Ok(f)
-    }
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        unsafe {
-            cuModuleUnload(self.0);
-        }
     }
 }
 
@@ -471,83 +467,73 @@ fn tile_kernel(m: &Module, rank: u32) -> Result<CUfunction, Failed> {
     m.function(&format!("tma_tile_{rank}d"))
 }
 
-fn message(e: Failed) -> String {
-    e.message().unwrap_or("?").to_string()
+/// Loads the box at `coords` with `f` and compares it with `want`
+/// ([`check_elements`]): the NaN fill's bits, or what went wrong.
+#[allow(clippy::too_many_arguments)]
+fn load_checked(
+    what: &str,
+    f: CUfunction,
+    map: MapArg,
+    coords: &[i32],
+    offsets: [u32; 2],
+    ty: Ty,
+    want: &Expected,
+    nan_fill: bool,
+) -> Result<Option<u32>, String> {
+    let load = load_box(f, map, coords, offsets, want.image.len())
+        .map_err(|e| format!("{what}: {}", message(e)))?;
+    check_elements(what, ty, &load.image, want, nan_fill)
 }
 
 // ---------------------------------------------------------------------------
 // Tiled mode
 // ---------------------------------------------------------------------------
 
-struct TiledCase {
-    ty: Ty,
-    dims: &'static [u64],
-    strides: &'static [u64],
-    boxd: &'static [u32],
-    estr: &'static [u32],
-    coords: &'static [&'static [i32]],
-}
-
-const fn tc(
-    ty: Ty,
-    dims: &'static [u64],
-    strides: &'static [u64],
-    boxd: &'static [u32],
-    estr: &'static [u32],
-    coords: &'static [&'static [i32]],
-) -> TiledCase {
-    TiledCase {
-        ty,
-        dims,
-        strides,
-        boxd,
-        estr,
-        coords,
-    }
-}
+/// A tiled case: type, dims, strides, box, element strides, the coords of each box.
+struct Tc(
+    Ty,
+    &'static [u64],
+    &'static [u64],
+    &'static [u32],
+    &'static [u32],
+    &'static [&'static [i32]],
+);
 
 /// Loads every box of every case with one map per case, comparing each with
 /// the CPU; returns the failures and prints what it saw.
 fn run_tiled_cases(
     m: &Module,
-    cases: &[TiledCase],
+    cases: &[Tc],
     fill: CUtensorMapFloatOOBfill,
     seed: usize,
 ) -> Result<Checks, Failed> {
     let nan_fill = fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
     let mut failures = Checks::new();
-    for case in cases {
-        let t = Tensor::new(case.ty, case.dims, case.strides, seed)?;
-        let map = encode_tiled(&t, case.boxd, case.estr, SW_NONE, L2_NONE, fill)?;
+    for &Tc(ty, dims, strides, boxd, estr, all_coords) in cases {
+        let t = Tensor::new(ty, dims, strides, seed)?;
+        let map = encode_tiled(&t, boxd, estr, SW_NONE, L2_NONE, fill)?;
         let f = tile_kernel(m, t.rank())?;
-        for &coords in case.coords {
-            let want = tiled_box(&t, case.boxd, case.estr, coords);
+        for &coords in all_coords {
+            let want = tiled_box(&t, boxd, estr, coords);
+            let rank = t.rank();
             let what = format!(
-                "rank {} {:?} dims {:?} box {:?} elementStrides {:?} at {:?}",
-                t.rank(),
-                case.ty,
-                case.dims,
-                case.boxd,
-                case.estr,
-                coords
+                "rank {rank} {ty:?} dims {dims:?} box {boxd:?} elementStrides {estr:?} at {coords:?}"
             );
-            match load_box(f, MapArg::Param(&map), coords, [0, 0], want.image.len()) {
-                Err(e) => failures.fail(format!("{what}: {}", message(e))),
-                Ok(load) => {
-                    match check_elements(&what, case.ty, &load.image, &want, nan_fill) {
-                        Err(e) => failures.fail(e),
-                        Ok(nan) => {
-                            println!(
-                                "  {what}: {} bytes match, {} elements out of bounds{}",
-                                want.image.len(),
-                                want.oob_count(),
-                                nan.map(|b| format!(" (filled with NaN {b:#x})"))
-                                    .unwrap_or_default()
-                            );
-                            if nan_fill && nan.is_none() {
-                                failures.fail(format!("{what}: no element out of bounds, the NaN fill was not exercised"));
-                            }
-                        }
+            let map = MapArg::Param(&map);
+            match load_checked(&what, f, map, coords, [0, 0], ty, &want, nan_fill) {
+                Err(e) => failures.fail(e),
+                Ok(nan) => {
+                    println!(
+                        "  {what}: {} bytes match, {} elements out of bounds{}",
+                        want.image.len(),
+                        want.oob_count(),
+                        nan.map(|b| format!(" (filled with NaN {b:#x})"))
+                            .unwrap_or_default()
+                    );
+                    if nan_fill && nan.is_none() {
+                        failures.fail(format!(
+                            "{what}: no element out of bounds, the NaN fill was not exercised"
+                        ));
                     }
                 }
             }
@@ -572,13 +558,13 @@ fn tiled_ranks_types_zero_fill() -> TestResult {
     let m = Module::load(PTX_SM90)?;
     #[rustfmt::skip]
     let cases = [
-        tc(Ty::F32, &[1000], &[], &[64], &[1], &[&[0], &[480], &[960], &[-32]]),
-        tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[0, 0], &[80, 30], &[-8, -5]]),
-        tc(Ty::Bf16, &[100, 37], &[224], &[32, 12], &[1, 3], &[&[16, 2], &[88, 30], &[-16, -4]]),
-        tc(Ty::U8, &[64, 20, 7], &[80, 1632], &[32, 8, 6], &[1, 2, 3], &[&[0, 0, 0], &[48, -3, 5], &[16, 14, 1]]),
-        tc(Ty::F16, &[24, 6, 5, 3], &[48, 288, 1440], &[16, 4, 3, 2], &[1, 1, 2, 1], &[&[0, 0, 0, 0], &[16, 4, 3, 2]]),
-        tc(Ty::F32, &[12, 5, 4, 3, 2], &[48, 256, 1024, 3072], &[8, 4, 4, 2, 2], &[1, 1, 2, 1, 1], &[&[0, 0, 0, 0, 0], &[8, 2, -1, 1, 1]]),
-        tc(Ty::U8, &[200, 3, 2, 2, 3], &[208, 624, 1248, 2496], &[64, 2, 2, 2, 2], &[1, 1, 1, 1, 1], &[&[160, 2, 1, -1, 2]]),
+        Tc(Ty::F32, &[1000], &[], &[64], &[1], &[&[0], &[480], &[960], &[-32]]),
+        Tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[0, 0], &[80, 30], &[-8, -5]]),
+        Tc(Ty::Bf16, &[100, 37], &[224], &[32, 12], &[1, 3], &[&[16, 2], &[88, 30], &[-16, -4]]),
+        Tc(Ty::U8, &[64, 20, 7], &[80, 1632], &[32, 8, 6], &[1, 2, 3], &[&[0, 0, 0], &[48, -3, 5], &[16, 14, 1]]),
+        Tc(Ty::F16, &[24, 6, 5, 3], &[48, 288, 1440], &[16, 4, 3, 2], &[1, 1, 2, 1], &[&[0, 0, 0, 0], &[16, 4, 3, 2]]),
+        Tc(Ty::F32, &[12, 5, 4, 3, 2], &[48, 256, 1024, 3072], &[8, 4, 4, 2, 2], &[1, 1, 2, 1, 1], &[&[0, 0, 0, 0, 0], &[8, 2, -1, 1, 1]]),
+        Tc(Ty::U8, &[200, 3, 2, 2, 3], &[208, 624, 1248, 2496], &[64, 2, 2, 2, 2], &[1, 1, 1, 1, 1], &[&[160, 2, 1, -1, 2]]),
     ];
     run_tiled_cases(&m, &cases, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, 1)?.finish()
 }
@@ -590,10 +576,10 @@ fn tiled_nan_oob_fill() -> TestResult {
     let m = Module::load(PTX_SM90)?;
     #[rustfmt::skip]
     let cases = [
-        tc(Ty::F32, &[40, 10], &[160], &[16, 8], &[1, 1], &[&[32, 6], &[-4, -2]]),
-        tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[80, 30]]),
-        tc(Ty::Bf16, &[100, 37], &[208], &[32, 16], &[1, 2], &[&[-8, 28]]),
-        tc(Ty::F32, &[12, 5, 4], &[48, 240], &[8, 4, 2], &[1, 1, 1], &[&[8, 3, 3]]),
+        Tc(Ty::F32, &[40, 10], &[160], &[16, 8], &[1, 1], &[&[32, 6], &[-4, -2]]),
+        Tc(Ty::F16, &[100, 37], &[208], &[32, 16], &[1, 1], &[&[80, 30]]),
+        Tc(Ty::Bf16, &[100, 37], &[208], &[32, 16], &[1, 2], &[&[-8, 28]]),
+        Tc(Ty::F32, &[12, 5, 4], &[48, 240], &[8, 4, 2], &[1, 1, 1], &[&[8, 3, 3]]),
     ];
     let nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
     run_tiled_cases(&m, &cases, nan, 2)?.finish()
@@ -674,12 +660,10 @@ fn tiled_l2_promotion_values() -> TestResult {
     ] {
         let what = format!("L2 promotion {name}");
         let map = encode_tiled(&t, &boxd, &estr, SW_NONE, l2, FILL_NONE)?;
-        match load_box(f, MapArg::Param(&map), &coords, [0, 0], want.image.len()) {
-            Err(e) => failures.fail(format!("{what}: {}", message(e))),
-            Ok(load) => match check_elements(&what, Ty::F32, &load.image, &want, false) {
-                Err(e) => failures.fail(e),
-                Ok(_) => println!("  {what}: box of {} bytes matches", want.image.len()),
-            },
+        let map = MapArg::Param(&map);
+        match load_checked(&what, f, map, &coords, [0, 0], Ty::F32, &want, false) {
+            Err(e) => failures.fail(e),
+            Ok(_) => println!("  {what}: box of {} bytes matches", want.image.len()),
         }
     }
     failures.finish()
@@ -725,12 +709,9 @@ fn replace_address() -> TestResult {
             ("global memory", MapArg::Global(gmap.ptr), f_global),
         ] {
             let what = format!("{what}, map as {how}");
-            match load_box(f, arg, &coords, [0, 0], want.image.len()) {
-                Err(e) => failures.fail(format!("{what}: {}", message(e))),
-                Ok(load) => match check_elements(&what, Ty::F16, &load.image, want, false) {
-                    Err(e) => failures.fail(e),
-                    Ok(_) => println!("  {what}: box matches"),
-                },
+            match load_checked(&what, f, arg, &coords, [0, 0], Ty::F16, want, false) {
+                Err(e) => failures.fail(e),
+                Ok(_) => println!("  {what}: box matches"),
             }
         }
         Ok(())
@@ -1145,24 +1126,10 @@ fn bad_input_documented_errors() -> TestResult {
             )
         }
     };
-    let mut replace_target = CUtensorMap::default();
     // The valid forms that each bad case changes in one parameter.
     common::check(good(), "the valid tiled encode")?;
     common::check(im2col(4, 8, 16), "the valid im2col encode")?;
-    cu!(cuTensorMapEncodeTiled(
-        &mut replace_target,
-        f32t,
-        2,
-        base as *mut c_void,
-        [64u64, 32].as_ptr(),
-        [256u64].as_ptr(),
-        [32u32, 8].as_ptr(),
-        [1u32, 1].as_ptr(),
-        z,
-        sw_none,
-        l2,
-        fill0
-    ))?;
+    let mut replace_target = encode_tiled(&t, &[32, 8], &[1, 1], sw_none, l2, fill0)?;
     let six = |rank| {
         move |a: &mut Args| {
             a.rank = rank;
@@ -1222,9 +1189,8 @@ fn bad_input_documented_errors() -> TestResult {
     let boxd = [32u32, 8];
     let map = encode_tiled(&t, &boxd, &[1, 1], sw_none, l2, fill0)?;
     let want = tiled_box(&t, &boxd, &[1, 1], &[32, 28]);
-    let (f, n) = (tile_kernel(&m, 2)?, want.image.len());
-    let load = load_box(f, MapArg::Param(&map), &[32, 28], [0, 0], n)?;
-    let what = "load after the bad inputs";
+    let (f, what) = (tile_kernel(&m, 2)?, "load after the bad inputs");
+    let load = load_box(f, MapArg::Param(&map), &[32, 28], [0, 0], want.image.len())?;
     if let Err(e) = check_elements(what, Ty::F32, &load.image, &want, false) {
         failures.fail(e);
     }
