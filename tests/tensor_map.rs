@@ -794,37 +794,6 @@ fn im2col_box(t: &Tensor, p: &Im2col, coords: [i32; 4], offsets: [i32; 2], r: Re
     Expected { image, oob }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn encode_im2col(
-    map: &mut CUtensorMap,
-    t: &Tensor,
-    rank: u32,
-    p: &Im2col,
-    estr: &[u32],
-    swizzle: CUtensorMapSwizzle,
-    fill: CUtensorMapFloatOOBfill,
-) -> CUresult {
-    unsafe {
-        cuTensorMapEncodeIm2col(
-            map,
-            t.ty.cu(),
-            rank,
-            t.addr(),
-            t.dims.as_ptr(),
-            t.strides.as_ptr(),
-            p.lower.as_ptr(),
-            p.upper.as_ptr(),
-            p.channels,
-            p.pixels,
-            estr.as_ptr(),
-            CU_TENSOR_MAP_INTERLEAVE_NONE,
-            swizzle,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            fill,
-        )
-    }
-}
-
 /// `cuTensorMapEncodeIm2col` on a small NHWC tensor with lower and upper
 /// bounding-box corners (a padded convolution's windows), loaded by
 /// `cp.async.bulk.tensor.4d...im2col` with im2col offsets, across an image
@@ -854,8 +823,23 @@ fn im2col_nhwc() -> TestResult {
     for (fill, loads) in cases {
         let nan_fill = fill == nan;
         let mut map = CUtensorMap::default();
-        let r = encode_im2col(&mut map, &t, 4, &p, &estr, SW_NONE, fill);
-        common::check(r, "cuTensorMapEncodeIm2col")?;
+        cu!(cuTensorMapEncodeIm2col(
+            &mut map,
+            t.ty.cu(),
+            4,
+            t.addr(),
+            t.dims.as_ptr(),
+            t.strides.as_ptr(),
+            p.lower.as_ptr(),
+            p.upper.as_ptr(),
+            p.channels,
+            p.pixels,
+            estr.as_ptr(),
+            CU_TENSOR_MAP_INTERLEAVE_NONE,
+            SW_NONE,
+            L2_NONE,
+            fill
+        ))?;
         for &(coords, offsets) in loads {
             let want = im2col_box(&t, &p, coords, offsets, Reading::default());
             let what = format!(
@@ -1091,18 +1075,10 @@ fn bad_input_documented_errors() -> TestResult {
     };
     let f32t = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     let good = || tiled(&|_| {});
-    // im2col on `im` (NHWC, rank 4); other ranks read 6-entry arrays.
+    // im2col on `im` (NHWC, rank 4, padded to the 6-entry arrays other
+    // ranks read); corners -1.
     let im2col = |rank: u32, channels: u32, pixels: u32| {
-        let p = Im2col {
-            lower: [-1, -1],
-            upper: [-1, -1],
-            channels,
-            pixels,
-        };
         let mut map = CUtensorMap::default();
-        if rank == 4 {
-            return encode_im2col(&mut map, &im, 4, &p, &[1; 4], sw_none, fill0);
-        }
         let dims = [12u64, 5, 4, 2, 1, 1];
         let strides = [48u64, 240, 960, 1920, 1920];
         let corner = [-1i32; 4];
