@@ -397,23 +397,16 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn new(ordinal: i32) -> Result<Gpu, Failed> {
-        let mut dev = 0;
-        check(unsafe { cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
-        let mut ctx = core::ptr::null_mut();
-        check(
-            unsafe { cuDevicePrimaryCtxRetain(&mut ctx, dev) },
-            "cuDevicePrimaryCtxRetain",
-        )?;
-        check(unsafe { cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")?;
+        let (mut dev, mut ctx) = (0, core::ptr::null_mut());
+        cu!(cuDeviceGet(&mut dev, ordinal))?;
+        cu!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        cu!(cuCtxSetCurrent(ctx))?;
         Ok(Gpu { dev, ctx })
     }
 
     pub fn attribute(&self, attr: CUdevice_attribute) -> Result<i32, Failed> {
         let mut v = 0;
-        check(
-            unsafe { cuDeviceGetAttribute(&mut v, attr, self.dev) },
-            "cuDeviceGetAttribute",
-        )?;
+        cu!(cuDeviceGetAttribute(&mut v, attr, self.dev))?;
         Ok(v)
     }
 }

@@ -97,9 +97,7 @@ pub struct Mapping {
 impl Mapping {
     pub fn new(prop: &CUmemAllocationProp, size: usize, dev: CUdevice) -> Result<Mapping, Failed> {
         let handle = create(size, prop)?;
-        let ptr = reserve(size, 0, 0)?;
-        cu!(cuMemMap(ptr, size, 0, handle, 0))?;
-        set_rw(ptr, size, dev)?;
+        let ptr = reserve_map_rw(size, handle, dev)?;
         Ok(Mapping { handle, ptr, size })
     }
 
