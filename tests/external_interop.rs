@@ -609,6 +609,12 @@ fn vk_err(what: &str) -> impl Fn(vk::Result) -> Failed + '_ {
     move |e| format!("{what}: {e:?}").into()
 }
 
+/// `fd` if it is an open descriptor, else a failure naming `what` gave it.
+fn opened(fd: i32, what: &str) -> Result<i32, Failed> {
+    ensure!(fd >= 0 && fd_is_open(fd), "{what} gave descriptor {fd}");
+    Ok(fd)
+}
+
 /// A Vulkan device that is CUDA device 0, with everything it allocated.
 struct Vulkan {
     _entry: ash::Entry,
@@ -827,6 +833,33 @@ impl Vulkan {
         Ok(mem)
     }
 
+    /// Device-local memory exported as OPAQUE_FD for `req`, dedicated to `to`
+    /// (a buffer or an image) where `features` or `ded` ask for it (printed
+    /// after `what`): the memory, and whether it is dedicated.
+    fn allocate_exported(
+        &mut self,
+        what: &str,
+        req: vk::MemoryRequirements,
+        ded: &vk::MemoryDedicatedRequirements,
+        features: vk::ExternalMemoryFeatureFlags,
+        to: (vk::Buffer, vk::Image),
+    ) -> Result<(vk::DeviceMemory, bool), Failed> {
+        let (requires, prefers) = (
+            ded.requires_dedicated_allocation,
+            ded.prefers_dedicated_allocation,
+        );
+        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+            || requires != 0
+            || prefers != 0;
+        let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
+        let mem = self.allocate(req, local, true, dedicated.then_some(to))?;
+        println!(
+            "{what}, allocation {} bytes, dedicated {dedicated} (requires {requires}, prefers {prefers}, features {features:?})",
+            req.size
+        );
+        Ok((mem, dedicated))
+    }
+
     /// A buffer whose memory is exported as OPAQUE_FD: (buffer, memory, allocation size, dedicated).
     fn exportable_buffer(
         &mut self,
@@ -869,22 +902,12 @@ impl Vulkan {
                 &mut req2,
             )
         };
+        let what = format!("Vulkan buffer: {size} bytes");
         let req = req2.memory_requirements;
-        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
-            || ded.requires_dedicated_allocation != 0
-            || ded.prefers_dedicated_allocation != 0;
-        let mem = self.allocate(
-            req,
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            true,
-            dedicated.then_some((buffer, vk::Image::null())),
-        )?;
+        let to = (buffer, vk::Image::null());
+        let (mem, dedicated) = self.allocate_exported(&what, req, &ded, features, to)?;
         unsafe { self.device.bind_buffer_memory(buffer, mem, 0) }
             .map_err(vk_err("vkBindBufferMemory"))?;
-        println!(
-            "Vulkan buffer: {size} bytes, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
-            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
-        );
         Ok((buffer, mem, req.size, dedicated))
     }
 
@@ -949,22 +972,12 @@ impl Vulkan {
                 &mut req2,
             )
         };
+        let what = format!("Vulkan image: {width}x{height} {format:?}");
         let req = req2.memory_requirements;
-        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
-            || ded.requires_dedicated_allocation != 0
-            || ded.prefers_dedicated_allocation != 0;
-        let mem = self.allocate(
-            req,
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            true,
-            dedicated.then_some((vk::Buffer::null(), image)),
-        )?;
+        let to = (vk::Buffer::null(), image);
+        let (mem, dedicated) = self.allocate_exported(&what, req, &ded, features, to)?;
         unsafe { self.device.bind_image_memory(image, mem, 0) }
             .map_err(vk_err("vkBindImageMemory"))?;
-        println!(
-            "Vulkan image: {width}x{height} {format:?}, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
-            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
-        );
         Ok((image, mem, req.size, dedicated))
     }
 
@@ -1041,11 +1054,7 @@ impl Vulkan {
             )
         }
         .map_err(vk_err("vkGetSemaphoreFdKHR"))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "vkGetSemaphoreFdKHR gave descriptor {fd}"
-        );
-        Ok(fd)
+        opened(fd, "vkGetSemaphoreFdKHR")
     }
 
     fn memory_fd(&self, mem: vk::DeviceMemory) -> Result<i32, Failed> {
@@ -1057,11 +1066,7 @@ impl Vulkan {
             )
         }
         .map_err(vk_err("vkGetMemoryFdKHR"))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "vkGetMemoryFdKHR gave descriptor {fd}"
-        );
-        Ok(fd)
+        opened(fd, "vkGetMemoryFdKHR")
     }
 
     /// Records a one-time command buffer and submits it with `wait`/`signal`;
@@ -1128,22 +1133,15 @@ impl Vulkan {
 impl Drop for Vulkan {
     fn drop(&mut self) {
         unsafe {
-            let _ = self.device.device_wait_idle();
-            for &f in &self.fences {
-                self.device.destroy_fence(f, None);
-            }
-            for &s in &self.semaphores {
-                self.device.destroy_semaphore(s, None);
-            }
-            for &b in &self.buffers {
-                self.device.destroy_buffer(b, None);
-            }
-            for &i in &self.images {
-                self.device.destroy_image(i, None);
-            }
-            for &m in &self.memories {
-                self.device.free_memory(m, None);
-            }
+            let d = &self.device;
+            let _ = d.device_wait_idle();
+            self.fences.iter().for_each(|&f| d.destroy_fence(f, None));
+            self.semaphores
+                .iter()
+                .for_each(|&s| d.destroy_semaphore(s, None));
+            self.buffers.iter().for_each(|&b| d.destroy_buffer(b, None));
+            self.images.iter().for_each(|&i| d.destroy_image(i, None));
+            self.memories.iter().for_each(|&m| d.free_memory(m, None));
             self.device.destroy_command_pool(self.pool, None);
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
@@ -1271,13 +1269,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
 
     // --- CUDA: import everything. ---
-    let flags_of = |dedicated: bool| {
-        if dedicated {
-            CUDA_EXTERNAL_MEMORY_DEDICATED
-        } else {
-            0
-        }
-    };
+    let flags_of = |dedicated: bool| CUDA_EXTERNAL_MEMORY_DEDICATED * dedicated as u32;
     let cu_buf = import_memory(buf_fd, vbuf_alloc, flags_of(vbuf_dedicated))?;
     let cu_img = import_memory(img_fd, image_alloc, flags_of(image_dedicated))?;
     let cu_timeline = import_semaphore(
@@ -1562,12 +1554,9 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     );
     drop(v);
     // The process keeps working.
-    let mut free = 0usize;
-    let mut total = 0usize;
+    let (mut free, mut total) = (0usize, 0usize);
     cu!(cuMemGetInfo(&mut free, &mut total))?;
-    ensure!(
-        free > 0 && free <= total,
-        "cuMemGetInfo: free {free}, total {total}"
-    );
+    let what = format!("cuMemGetInfo: free {free}, total {total}");
+    ensure!(free > 0 && free <= total, "{what}");
     Ok(None)
 }
