@@ -28,10 +28,11 @@ mod common;
 use ash::vk;
 use common::process_death as pd;
 use common::vmm::{close_fd, fd_is_open, Mapping};
-use common::{pattern, read, reads, same, write, BadInput, Checks, DeviceTest, Gpu, TestResult};
+use common::TestResult;
+use common::{pattern, read, reads, same, write, BadInput, Checks, DeviceTest, Gpu, PageLocked};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
-use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 use std::ptr::null_mut;
 
 /// The child roles of the process-death scenarios.
@@ -137,31 +138,10 @@ fn mapped_buffer(ext: CUexternalMemory, offset: u64, size: u64) -> Result<CUdevi
     Ok(p)
 }
 
-/// Page-locked host memory (`cuMemAllocHost`), freed explicitly with [`ManualPageLocked::free`]
-/// (left allocated if a test fails while a stream may still write to it).
-struct ManualPageLocked {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl ManualPageLocked {
-    fn new(len: usize) -> Result<ManualPageLocked, Failed> {
-        let mut p: *mut c_void = null_mut();
-        cu!(cuMemAllocHost(&mut p, len))?;
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, len) };
-        Ok(ManualPageLocked { ptr: p.cast(), len })
-    }
-    fn from(bytes: &[u8]) -> Result<ManualPageLocked, Failed> {
-        let p = ManualPageLocked::new(bytes.len())?;
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.ptr, bytes.len()) };
-        Ok(p)
-    }
-    fn bytes(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn free(self) -> TestResult {
-        cu!(cuMemFreeHost(self.ptr.cast()))
-    }
+/// Page-locked host memory freed explicitly ([`PageLocked::free`]): left
+/// allocated if a test fails while a stream may still write to it.
+fn kept(p: Result<PageLocked, Failed>) -> Result<ManuallyDrop<PageLocked>, Failed> {
+    p.map(ManuallyDrop::new)
 }
 
 /// Polls `stream` until its work is done; fails after 30 s instead of hanging.
@@ -189,10 +169,10 @@ fn wait_stream(stream: CUstream, what: &str) -> TestResult {
 
 fn vmm_allocation_imported_as_external_memory() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
-        "device 0 does not support POSIX file descriptor handles"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        "device 0 does not support POSIX file descriptor handles",
+    )?;
     let vmm = Mapping::shareable(&gpu, 2)?;
     cu!(cuMemsetD8(vmm.ptr, 0x11, vmm.size))?;
 
@@ -1326,19 +1306,19 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     ))?;
     // Page-locked host memory: copies queued behind the wait return at once, and
     // the stream is polled with a time limit instead of blocking forever.
-    let got_buf = ManualPageLocked::new(BUF_SIZE as usize)?;
+    let got_buf = kept(PageLocked::new(BUF_SIZE as usize))?;
     cu!(cuMemcpyDtoHAsync(
-        got_buf.ptr.cast(),
+        got_buf.vptr(),
         buf_ptr,
         BUF_SIZE as usize,
         stream
     ))?;
-    let got_img = ManualPageLocked::new(texels.len())?;
+    let got_img = kept(PageLocked::new(texels.len()))?;
     let c2 = CUDA_MEMCPY2D {
         srcMemoryType: CU_MEMORYTYPE_ARRAY,
         srcArray: level,
         dstMemoryType: CU_MEMORYTYPE_HOST,
-        dstHost: got_img.ptr.cast(),
+        dstHost: got_img.vptr(),
         dstPitch: IMG_W * 4,
         WidthInBytes: IMG_W * 4,
         Height: IMG_H,
@@ -1352,24 +1332,24 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     v.wait_fence(produce)?;
     let want_buf = FILL.to_le_bytes().repeat(BUF_SIZE as usize / 4);
     let what = "CUDA does not see Vulkan's vkCmdFillBuffer";
-    same(got_buf.bytes(), &want_buf, what)?;
+    same(got_buf.as_slice(), &want_buf, what)?;
     let what = "CUDA does not see Vulkan's image texels";
-    same(got_img.bytes(), &texels, what)?;
+    same(got_img.as_slice(), &texels, what)?;
     println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
-    let cuda_buf = ManualPageLocked::from(&pattern(BUF_SIZE as usize, 0xC0DA))?;
+    let cuda_buf = kept(PageLocked::with(&pattern(BUF_SIZE as usize, 0xC0DA)))?;
     cu!(cuMemcpyHtoDAsync(
         buf_ptr,
-        cuda_buf.ptr.cast(),
+        cuda_buf.vptr(),
         BUF_SIZE as usize,
         stream
     ))?;
     let cuda_img: Vec<u8> = texels.iter().map(|b| !b.rotate_left(3)).collect();
-    let cuda_img = ManualPageLocked::from(&cuda_img)?;
+    let cuda_img = kept(PageLocked::with(&cuda_img))?;
     let c3 = CUDA_MEMCPY3D {
         srcMemoryType: CU_MEMORYTYPE_HOST,
-        srcHost: cuda_img.ptr.cast(),
+        srcHost: cuda_img.vptr(),
         srcPitch: IMG_W * 4,
         srcHeight: IMG_H,
         dstMemoryType: CU_MEMORYTYPE_ARRAY,
@@ -1470,10 +1450,10 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     v.wait_fence(consume)?;
     let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
     let what = "Vulkan does not see CUDA's buffer bytes";
-    same(vk_buf, cuda_buf.bytes(), what)?;
+    same(vk_buf, cuda_buf.as_slice(), what)?;
     let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
     let what = "Vulkan does not see CUDA's image texels";
-    same(vk_img, cuda_img.bytes(), what)?;
+    same(vk_img, cuda_img.as_slice(), what)?;
     println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
 
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---
@@ -1491,7 +1471,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     let mut word = [0u8; 4];
     cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
     ensure!(
-        word == cuda_buf.bytes()[..4],
+        word == cuda_buf.as_slice()[..4],
         "work behind the unmet wait already ran ({:#x})",
         u32::from_le_bytes(word)
     );
@@ -1537,7 +1517,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
 
     // --- Release everything: CUDA first, then Vulkan (Drop). ---
     for p in [got_buf, got_img, cuda_buf, cuda_img] {
-        p.free()?;
+        ManuallyDrop::into_inner(p).free()?;
     }
     cu!(cuStreamDestroy(stream))?;
     cu!(cuMemFree(buf_ptr))?;

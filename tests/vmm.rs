@@ -104,10 +104,10 @@ fn assert_device_props(
 
 fn granularity_minimum_and_recommended() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 1,
-        "device 0 does not support virtual memory management"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        "device 0 does not support virtual memory management",
+    )?;
     let none = CU_MEM_HANDLE_TYPE_NONE;
     let mut tile_pool = device_prop(gpu.dev, none);
     tile_pool.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
@@ -585,10 +585,10 @@ fn retain_handle_and_reference_counting() -> TestResult {
 
 fn posix_fd_across_two_processes() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
-        "no POSIX file descriptor handles on device 0"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        "no POSIX file descriptor handles on device 0",
+    )?;
     let m = Mapping::shareable(&gpu, 2)?;
     let size = m.size;
     write(m.ptr, &pattern(size, 20))?;
@@ -899,10 +899,10 @@ impl Sparse {
 fn sparse_array_tile_mapping() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::default();
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED)? == 1,
-        "device 0 has no sparse CUDA arrays"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+        "device 0 has no sparse CUDA arrays",
+    )?;
     println!(
         "  sizeof(CUarrayMapInfo) = {} (gcc: 96)",
         core::mem::size_of::<CUarrayMapInfo>()

@@ -138,6 +138,11 @@ impl PageLocked {
     pub fn vptr(&self) -> *mut c_void {
         self.ptr.cast()
     }
+    /// Frees it now (`cudaFreeHost`), checked.
+    pub fn free(self) -> TestResult {
+        let p = std::mem::ManuallyDrop::new(self);
+        rt!(cudaFreeHost(p.vptr()))
+    }
 }
 
 impl Drop for PageLocked {

@@ -48,11 +48,7 @@ pub enum Run {
 
 /// A test needing one GPU.
 pub const fn test(name: &'static str, run: fn() -> TestResult) -> DeviceTest {
-    DeviceTest {
-        name,
-        gpus: 1,
-        run: Run::Body(run),
-    }
+    test_gpus(name, 1, run)
 }
 
 /// A test needing `gpus` GPUs (reported ignored where fewer exist).
@@ -408,6 +404,12 @@ impl Gpu {
         let mut v = 0;
         cu!(cuDeviceGetAttribute(&mut v, attr, self.dev))?;
         Ok(v)
+    }
+
+    /// Fails with `why` unless the device's yes/no attribute `attr` is 1.
+    pub fn require(&self, attr: CUdevice_attribute, why: &str) -> TestResult {
+        ensure!(self.attribute(attr)? == 1, "{why}");
+        Ok(())
     }
 }
 
