@@ -27,7 +27,7 @@ use common::expect_error;
 use common::process_death::message;
 use common::{error_name, Checks, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
-use core::ptr::null_mut;
+use core::ptr::{addr_of_mut, null_mut};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 
@@ -130,37 +130,19 @@ fn load_box(
     };
     let map_ptr: *mut c_void = match map {
         MapArg::Param(m) => (m as *const CUtensorMap).cast_mut().cast(),
-        MapArg::Global(_) => core::ptr::addr_of_mut!(gmap).cast(),
+        MapArg::Global(_) => addr_of_mut!(gmap).cast(),
     };
-    let cp = c.as_mut_ptr();
-    let op = o.as_mut_ptr();
-    let mut params: [*mut c_void; 10] = unsafe {
-        [
-            map_ptr,
-            core::ptr::addr_of_mut!(out_ptr).cast(),
-            core::ptr::addr_of_mut!(n).cast(),
-            cp.cast(),
-            cp.add(1).cast(),
-            cp.add(2).cast(),
-            cp.add(3).cast(),
-            cp.add(4).cast(),
-            op.cast(),
-            op.add(1).cast(),
-        ]
-    };
-    cu!(cuLaunchKernel(
-        f,
-        1,
-        1,
-        1,
-        128,
-        1,
-        1,
-        0,
-        null_mut(),
-        params.as_mut_ptr(),
-        null_mut()
-    ))?;
+    // The map, out, nbytes, the five coordinates, the two offsets.
+    let out_n = [addr_of_mut!(out_ptr).cast(), addr_of_mut!(n).cast()];
+    let mut params: Vec<*mut c_void> = [map_ptr].into_iter().chain(out_n).collect();
+    params.extend(c.iter_mut().map(|c| (c as *mut i32).cast::<c_void>()));
+    params.extend(o.iter_mut().map(|o| (o as *mut u32).cast::<c_void>()));
+    let p = params.as_mut_ptr();
+    let r = unsafe { cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, null_mut(), p, null_mut()) };
+    common::check(
+        r,
+        "cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, null_mut(), p, null_mut())",
+    )?;
     cu!(cuCtxSynchronize())?;
     let back = out.read()?;
     let word = |at: usize| u32::from_le_bytes(back[at..at + 4].try_into().unwrap());
