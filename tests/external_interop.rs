@@ -1137,6 +1137,44 @@ const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
     layer_count: 1,
 };
 
+/// A barrier on an image (and a buffer) from the first to the second of each
+/// pair: queue family (a hand-over where they differ), layout (the image's),
+/// access, pipeline stage.
+struct Barrier {
+    families: [u32; 2],
+    layouts: [vk::ImageLayout; 2],
+    access: [vk::AccessFlags; 2],
+    stages: [vk::PipelineStageFlags; 2],
+}
+
+impl Barrier {
+    /// Records it into `cb` for `image` and, where given, the whole of `buffer`.
+    fn record(&self, d: &ash::Device, cb: vk::CommandBuffer, on: (Option<vk::Buffer>, vk::Image)) {
+        let ([from, to], [src, dst]) = (self.families, self.access);
+        let buffer = on.0.map(|b| {
+            vk::BufferMemoryBarrier::default()
+                .buffer(b)
+                .size(vk::WHOLE_SIZE)
+                .src_access_mask(src)
+                .dst_access_mask(dst)
+                .src_queue_family_index(from)
+                .dst_queue_family_index(to)
+        });
+        let img = vk::ImageMemoryBarrier::default()
+            .old_layout(self.layouts[0])
+            .new_layout(self.layouts[1])
+            .src_access_mask(src)
+            .dst_access_mask(dst)
+            .src_queue_family_index(from)
+            .dst_queue_family_index(to)
+            .image(on.1)
+            .subresource_range(COLOR);
+        let ([first, then], none) = (self.stages, vk::DependencyFlags::empty());
+        let buffers = buffer.as_slice();
+        unsafe { d.cmd_pipeline_barrier(cb, first, then, none, &[], buffers, &[img]) };
+    }
+}
+
 fn image_copy(width: u32, height: u32) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
@@ -1158,6 +1196,7 @@ const IMG_W: usize = 96;
 const IMG_H: usize = 40;
 
 fn vulkan_round_trip() -> Result<Option<String>, Failed> {
+    use vk::{AccessFlags as A, ImageLayout as L, PipelineStageFlags as S};
     let gpu = Gpu::new(0)?;
     let mut uuid: CUuuid = Default::default();
     cu!(cuDeviceGetUuid(&mut uuid, gpu.dev))?;
@@ -1192,23 +1231,13 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
 
     let produce = v.submit(
         |d, cb| unsafe {
-            let to_dst = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::UNDEFINED)
-                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TOP_OF_PIPE,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[to_dst],
-            );
+            let to_dst = Barrier {
+                families: [vk::QUEUE_FAMILY_IGNORED; 2],
+                layouts: [L::UNDEFINED, L::TRANSFER_DST_OPTIMAL],
+                access: [A::empty(), A::TRANSFER_WRITE],
+                stages: [S::TOP_OF_PIPE, S::TRANSFER],
+            };
+            to_dst.record(d, cb, (None, image));
             d.cmd_fill_buffer(cb, vbuf, 0, BUF_SIZE, FILL);
             d.cmd_copy_buffer_to_image(
                 cb,
@@ -1218,30 +1247,13 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
                 &[image_copy(IMG_W as u32, IMG_H as u32)],
             );
             // Release both to the external queue family (CUDA), image in GENERAL layout.
-            let buf_release = vk::BufferMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(family)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .buffer(vbuf)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            let img_release = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(family)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[buf_release],
-                &[img_release],
-            );
+            let release = Barrier {
+                families: [family, vk::QUEUE_FAMILY_EXTERNAL],
+                layouts: [L::TRANSFER_DST_OPTIMAL, L::GENERAL],
+                access: [A::TRANSFER_WRITE, A::empty()],
+                stages: [S::TRANSFER, S::BOTTOM_OF_PIPE],
+            };
+            release.record(d, cb, (Some(vbuf), image));
         },
         &[],
         &[timeline, binary],
@@ -1389,30 +1401,13 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     );
     let consume = v.submit(
         |d, cb| unsafe {
-            let buf_acquire = vk::BufferMemoryBarrier::default()
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(family)
-                .buffer(vbuf)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            let img_acquire = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::GENERAL)
-                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(family)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[buf_acquire],
-                &[img_acquire],
-            );
+            let acquire = Barrier {
+                families: [vk::QUEUE_FAMILY_EXTERNAL, family],
+                layouts: [L::GENERAL, L::TRANSFER_SRC_OPTIMAL],
+                access: [A::empty(), A::TRANSFER_READ],
+                stages: [S::TRANSFER; 2],
+            };
+            acquire.record(d, cb, (Some(vbuf), image));
             d.cmd_copy_buffer(
                 cb,
                 vbuf,
