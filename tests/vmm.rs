@@ -73,11 +73,8 @@ fn assert_props(
     );
     c.that(locs.contains(&loc), msg);
     if let Some(id) = id {
-        c.eq(
-            format!("{what}: location id"),
-            common::cu_loc_id(&p.location),
-            id,
-        );
+        let got = common::cu_loc_id(&p.location);
+        c.eq(format!("{what}: location id"), got, id);
     }
     let msg = format!(
         "{what}: requestedHandleTypes {} (expected one of {handle_ids:?})",
@@ -131,13 +128,11 @@ fn granularity_minimum_and_recommended() -> TestResult {
         let min = granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)?;
         let rec = granularity(prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)?;
         println!("  {what}: minimum {min} B, recommended {rec} B");
+        let (pow2, multiple) = (min.is_power_of_two(), rec >= min && rec % min == 0);
+        ensure!(pow2, "{what}: minimum {min} not a power of two");
         ensure!(
-            min.is_power_of_two(),
-            "{what}: minimum {min} not a power of two"
-        );
-        ensure!(
-            rec >= min && rec % min == 0,
-            "{what}: recommended {rec} not a multiple of the minimum {min}"
+            multiple,
+            "{what}: recommended {rec} not a multiple of {min}"
         );
     }
     // The minimum is what cuMemCreate accepts: a multiple of it works, half of it does not.
@@ -168,10 +163,8 @@ fn device_memory_map_round_trip() -> TestResult {
 
     let ptr = reserve(size, 0, 0)?;
     println!("  reserved {size} B at {ptr:#x}");
-    ensure!(
-        ptr != 0 && ptr % g as u64 == 0,
-        "reservation {ptr:#x} not aligned to {g}"
-    );
+    let aligned = ptr != 0 && ptr % g as u64 == 0;
+    ensure!(aligned, "reservation {ptr:#x} not aligned to {g}");
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     // "all mappings start with no accessibility setup"
     let before = get_access(ptr, device_location(gpu.dev))?;
@@ -287,11 +280,8 @@ fn grown_range_is_contiguous() -> TestResult {
 
     // The second half really is the second allocation: map it alone elsewhere.
     let alone = reserve_map_rw(g, h2, gpu.dev)?;
-    reads(
-        alone,
-        &all[g..],
-        "second allocation seen at its own address",
-    )?;
+    let what = "second allocation seen at its own address";
+    reads(alone, &all[g..], what)?;
     unmap_free(alone, g)?;
 
     drop(scratch_buf);
@@ -316,10 +306,8 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     for _ in 0..4 {
         let p = reserve(g, align, 0)?;
         aligned.push(p);
-        ensure!(
-            p % align as u64 == 0,
-            "reservation {p:#x} not aligned to {align:#x}"
-        );
+        let what = format!("reservation {p:#x} not aligned to {align:#x}");
+        ensure!(p % align as u64 == 0, "{what}");
     }
     println!("  aligned to {align:#x}: {aligned:x?}");
     for p in aligned {
@@ -332,18 +320,12 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     let hint = hole + 3 * gg;
     let got = reserve(2 * g, 0, hint)?;
     println!("  hint {hint:#x} -> {got:#x}");
-    ensure!(
-        got == hint,
-        "reservation with hint {hint:#x} placed at {got:#x}"
-    );
+    ensure!(got == hint, "reserved with hint {hint:#x} at {got:#x}");
     // Hint and alignment together.
     let hint2 = hole + 6 * gg;
     let got2 = reserve(g, g, hint2)?;
     println!("  hint {hint2:#x}, alignment {g:#x} -> {got2:#x}");
-    ensure!(
-        got2 == hint2,
-        "reservation with hint {hint2:#x} placed at {got2:#x}"
-    );
+    ensure!(got2 == hint2, "reserved with hint {hint2:#x} at {got2:#x}");
 
     // The hinted range is a usable reservation.
     let h = create(2 * g, &prop)?;
@@ -375,10 +357,8 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let free1 = pd::free_memory()?;
     let (before, after) = (pd::mib(free0), pd::mib(free1));
     println!("  device free memory {before} before, {after} after creating");
-    c.that(
-        free1 + size / 2 > free0,
-        format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})"),
-    );
+    let msg = format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})");
+    c.that(free1 + size / 2 > free0, msg);
     let p = properties(h)?;
     let (locs, want_id): (&[CUmemLocationType], _) = if loc == CU_MEM_LOCATION_TYPE_HOST {
         // A HOST allocation (no NUMA node asked for) reads back as HOST_NUMA
@@ -408,11 +388,8 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     cu!(cuMemsetD8(dbuf.ptr, 0x3D, size))?;
     cu!(cuMemcpyDtoD(ptr, dbuf.ptr, size))?;
     cu!(cuCtxSynchronize())?;
-    reads(
-        ptr,
-        &vec![0x3D; size],
-        "device memory copied to host memory",
-    )?;
+    let what = "device memory copied to host memory";
+    reads(ptr, &vec![0x3D; size], what)?;
     drop(dbuf);
 
     unmap_release_free(ptr, size, h)?;
@@ -438,10 +415,8 @@ fn host_memory_location_host_numa() -> TestResult {
         "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = {}",
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?
     );
-    println!(
-        "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {}",
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?
-    );
+    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
+    println!("  CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id}");
     let numa = gpu.host_numa_node_or_0()?;
     host_round_trip(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa, "host NUMA")?;
     // The CPU's own access (a child process: a wrong mapping must not take the
@@ -484,10 +459,8 @@ fn host_numa_cpu_access() -> TestResult {
     let host = get_access(ptr, common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
     let dev = get_access(ptr, device_location(gpu.dev))?;
     println!("  child: host-NUMA access {host}, device access {dev}");
-    ensure!(
-        host == RW && dev == RW,
-        "access flags host {host}, device {dev}"
-    );
+    let rw = host == RW && dev == RW;
+    ensure!(rw, "access flags host {host}, device {dev}");
 
     let data = pattern(g, 8);
     write(ptr, &data)?;
@@ -519,10 +492,8 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let m = Mapping::new(&prop, size, gpu.dev)?;
     let (h, ptr) = (m.handle, m.ptr);
     let free_mapped = pd::free_memory()?;
-    c.that(
-        free_mapped + size <= free0,
-        format!("creating {size} B took only {} B", free0 - free_mapped),
-    );
+    let msg = format!("creating {size} B took only {} B", free0 - free_mapped);
+    c.that(free_mapped + size <= free0, msg);
     let data = pattern(size, 10);
     write(ptr, &data)?;
 
@@ -548,10 +519,8 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let free_released = pd::free_memory()?;
     let (mib0, mib1, mib2) = (pd::mib(free0), pd::mib(free_mapped), pd::mib(free_released));
     println!("  free memory: {mib0} at start, {mib1} mapped, {mib2} after both releases");
-    c.that(
-        free_released + size <= free0,
-        format!("memory returned while still mapped ({free_released} free)"),
-    );
+    let msg = format!("memory returned while still mapped ({free_released} free)");
+    c.that(free_released + size <= free0, msg);
 
     // Retained again through the mapping: same handle, same properties.
     let mut rh2: Handle = 0;
@@ -568,14 +537,13 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let free_end = pd::free_memory()?;
     let (mib0, mib1) = (pd::mib(free_unmapped), pd::mib(free_end));
     println!("  free memory: {mib0} after unmap, {mib1} after address free");
+    let held = free0.saturating_sub(free_unmapped);
     c.that(
         free_unmapped + g > free0,
-        format!("{} B still held after the unmap", free0 - free_unmapped),
+        format!("{held} B still held after the unmap"),
     );
-    c.that(
-        free_end + g > free0,
-        format!("{} B leaked", free0.saturating_sub(free_end)),
-    );
+    let leaked = free0.saturating_sub(free_end);
+    c.that(free_end + g > free0, format!("{leaked} B leaked"));
     c.finish()
 }
 
@@ -607,11 +575,8 @@ fn posix_fd_across_two_processes() -> TestResult {
     child.link.send("D")?;
     child.finish()?;
     // The importer's release leaves the exporter's memory alone.
-    reads(
-        m.ptr,
-        &pattern(size, 21),
-        "exporter after the importer left",
-    )?;
+    let what = "exporter after the importer left";
+    reads(m.ptr, &pattern(size, 21), what)?;
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     m.free()
 }
@@ -639,11 +604,8 @@ fn posix_fd_importer() -> TestResult {
     c.finish()?;
 
     let ptr = reserve_map_rw(size, h, gpu.dev)?;
-    reads(
-        ptr,
-        &pattern(size, 20),
-        "importer reading the exporter's bytes",
-    )?;
+    let what = "importer reading the exporter's bytes";
+    reads(ptr, &pattern(size, 20), what)?;
     write(ptr, &pattern(size, 21))?;
     cu!(cuCtxSynchronize())?;
     link.send("W")?;
@@ -758,10 +720,8 @@ fn fabric_handle() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)?,
         core::mem::size_of::<CUmemFabricHandle>()
     );
-    ensure!(
-        core::mem::size_of::<CUmemFabricHandle>() == 64,
-        "CUmemFabricHandle is not 64 bytes"
-    );
+    let size = core::mem::size_of::<CUmemFabricHandle>();
+    ensure!(size == 64, "CUmemFabricHandle is {size} bytes, not 64");
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_FABRIC);
     let mut g = 0usize;
     let r =
@@ -773,10 +733,8 @@ fn fabric_handle() -> TestResult {
     let mut h: Handle = 0;
     let r = unsafe { cuMemCreate(&mut h, g, &prop, 0) };
     if r == CUDA_ERROR_NOT_PERMITTED || r == CUDA_ERROR_NOT_SUPPORTED {
-        println!(
-            "  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC: {} (no IMEX channel)",
-            error_name(r)
-        );
+        let code = error_name(r);
+        println!("  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC: {code} (no IMEX channel)");
         // The process goes on working.
         let plain = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
         let m = Mapping::new(&plain, g, gpu.dev)?;
@@ -903,10 +861,8 @@ fn sparse_array_tile_mapping() -> TestResult {
         CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
         "device 0 has no sparse CUDA arrays",
     )?;
-    println!(
-        "  sizeof(CUarrayMapInfo) = {} (gcc: 96)",
-        core::mem::size_of::<CUarrayMapInfo>()
-    );
+    let size = core::mem::size_of::<CUarrayMapInfo>();
+    println!("  sizeof(CUarrayMapInfo) = {size} (gcc: 96)");
     let mut desc = CUDA_ARRAY3D_DESCRIPTOR::default();
     desc.Width = 1024;
     desc.Height = 1024;
@@ -948,10 +904,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     let mut pool_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     pool_prop.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
     let pool_size = min_granularity(&pool_prop)?;
-    ensure!(
-        pool_size as u64 >= 2 * tile,
-        "pool {pool_size} B smaller than two tiles"
-    );
+    let two = pool_size as u64 >= 2 * tile;
+    ensure!(two, "pool {pool_size} B smaller than two tiles");
     let pool = create(pool_size, &pool_prop)?;
     // cuMemGetAllocationPropertiesFromHandle reads allocFlags.usage back as 0
     // (driver 580.159), so the flag's effect is checked instead: the pool maps
@@ -1338,10 +1292,8 @@ fn no_leak_over_10000_cycles() -> TestResult {
         if i % 1000 == 0 {
             // The cycle is real: memory taken, bytes through the mapping.
             held = pd::free_memory()?;
-            ensure!(
-                held + g <= start,
-                "cycle {i}: {g} B not taken from free memory"
-            );
+            let taken = held + g <= start;
+            ensure!(taken, "cycle {i}: {g} B not taken from free memory");
             let v = (i / 1000) as u8 + 1;
             cu!(cuMemsetD8(m.ptr, v, g))?;
             reads(m.ptr + g as u64 - 64, &[v; 64], &format!("cycle {i}"))?;
@@ -1355,11 +1307,8 @@ fn no_leak_over_10000_cycles() -> TestResult {
         "  {CYCLES} cycles of {g} B in {secs:.2} s ({:.1} us each): free memory {start} B ({}) at start, {held} B while one was held, {end} B ({}) at end",
         secs * 1e6 / CYCLES as f64, mib(start), mib(end)
     );
-    ensure!(
-        end + g > start,
-        "{} B lost over {CYCLES} cycles",
-        start - end
-    );
+    let lost = start.saturating_sub(end);
+    ensure!(end + g > start, "{lost} B lost over {CYCLES} cycles");
     Ok(())
 }
 
