@@ -96,10 +96,7 @@ fn import_raw(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, CUresu
 fn import_memory(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, Failed> {
     let ext = import_raw(fd, size, flags)
         .map_err(|r| format!("cuImportExternalMemory returned {}", common::error_name(r)))?;
-    ensure!(
-        !ext.is_null(),
-        "cuImportExternalMemory succeeded with a null handle"
-    );
+    ensure!(!ext.is_null(), "cuImportExternalMemory: a null handle");
     Ok(ext)
 }
 
@@ -116,10 +113,7 @@ fn import_semaphore(
         let _ = close_fd(fd);
         return common::check(r, "cuImportExternalSemaphore").map(|()| sem);
     }
-    ensure!(
-        !sem.is_null(),
-        "cuImportExternalSemaphore succeeded with a null handle"
-    );
+    ensure!(!sem.is_null(), "cuImportExternalSemaphore: a null handle");
     Ok(sem)
 }
 
@@ -131,10 +125,7 @@ fn mapped_buffer(ext: CUexternalMemory, offset: u64, size: u64) -> Result<CUdevi
     };
     let mut p: CUdeviceptr = 0;
     cu!(cuExternalMemoryGetMappedBuffer(&mut p, ext, &bd))?;
-    ensure!(
-        p != 0,
-        "cuExternalMemoryGetMappedBuffer succeeded with a null pointer"
-    );
+    ensure!(p != 0, "cuExternalMemoryGetMappedBuffer: a null pointer");
     Ok(p)
 }
 
@@ -155,10 +146,8 @@ fn wait_stream(stream: CUstream, what: &str) -> TestResult {
         if r != CUDA_ERROR_NOT_READY {
             return common::check(r, "cuStreamQuery");
         }
-        ensure!(
-            start.elapsed().as_secs() < 30,
-            "{what}: stream still not done after 30 s"
-        );
+        let late = start.elapsed().as_secs() >= 30;
+        ensure!(!late, "{what}: stream still not done after 30 s");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
@@ -185,11 +174,9 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     let len = vmm.size / 2;
     let off = len / 2;
     let mapped = mapped_buffer(ext, off as u64, len as u64)?;
+    let (size, at, end) = (vmm.size, vmm.ptr, off + len);
     println!(
-        "VMM {} bytes at {:#x}; external mapping of [{off:#x}, {:#x}) at {mapped:#x}",
-        vmm.size,
-        vmm.ptr,
-        off + len
+        "VMM {size} bytes at {at:#x}; external mapping of [{off:#x}, {end:#x}) at {mapped:#x}"
     );
 
     // Both views start with the same bytes.
@@ -212,10 +199,8 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     // Outside the window nothing changed.
     let before = read(vmm.ptr, off)?;
     let after = read(vmm.ptr + (off + len) as u64, vmm.size - off - len)?;
-    ensure!(
-        before.iter().chain(&after).all(|&b| b == 0x11),
-        "bytes outside the mapped window changed"
-    );
+    let unchanged = before.iter().chain(&after).all(|&b| b == 0x11);
+    ensure!(unchanged, "bytes outside the mapped window changed");
 
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
@@ -860,8 +845,9 @@ impl Vulkan {
         let features = ext_props
             .external_memory_properties
             .external_memory_features;
+        let exportable = features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE);
         ensure!(
-            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            exportable,
             "buffers are not exportable as OPAQUE_FD ({features:?})"
         );
         let mut ext_info =
@@ -920,8 +906,9 @@ impl Vulkan {
             "vkGetPhysicalDeviceImageFormatProperties2 (exportable image)",
         ))?;
         let features = ext_fmt.external_memory_properties.external_memory_features;
+        let exportable = features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE);
         ensure!(
-            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            exportable,
             "images are not exportable as OPAQUE_FD ({features:?})"
         );
         let mut ext_info = vk::ExternalMemoryImageCreateInfo::default().handle_types(OPAQUE_FD_MEM);
@@ -1010,10 +997,9 @@ impl Vulkan {
                 )
         };
         let features = ext_props.external_semaphore_features;
-        ensure!(
-            features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE),
-            "{ty:?} semaphores are not exportable as OPAQUE_FD ({features:?})"
-        );
+        let exportable = features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE);
+        let what = format!("{ty:?} semaphores are not exportable as OPAQUE_FD ({features:?})");
+        ensure!(exportable, "{what}");
         let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(OPAQUE_FD_SEM);
         let info = vk::SemaphoreCreateInfo::default()
             .push_next(&mut type_info)
@@ -1395,10 +1381,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     .map_err(vk_err("vkWaitSemaphores(timeline >= 2)"))?;
     let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
         .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
-    ensure!(
-        value == 2,
-        "timeline value after CUDA's signal is {value}, expected 2"
-    );
+    ensure!(value == 2, "timeline after CUDA's signal: {value}, not 2");
     let consume = v.submit(
         |d, cb| unsafe {
             let acquire = Barrier {
@@ -1465,11 +1448,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     cu_err!(CUDA_ERROR_NOT_READY, cuStreamQuery(stream))?;
     let mut word = [0u8; 4];
     cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
-    ensure!(
-        word == cuda_buf.as_slice()[..4],
-        "work behind the unmet wait already ran ({:#x})",
-        u32::from_le_bytes(word)
-    );
+    let (ran, w) = (word != cuda_buf.as_slice()[..4], u32::from_le_bytes(word));
+    ensure!(!ran, "work behind the unmet wait already ran ({w:#x})");
     unsafe {
         v.device.signal_semaphore(
             &vk::SemaphoreSignalInfo::default()
@@ -1480,8 +1460,9 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     .map_err(vk_err("vkSignalSemaphore(3)"))?;
     wait_stream(stream, "CUDA waiting for vkSignalSemaphore(3)")?;
     cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
+    let ran = u32::from_le_bytes(word) == MARK;
     ensure!(
-        u32::from_le_bytes(word) == MARK,
+        ran,
         "work behind the wait did not run after Vulkan signaled 3"
     );
     println!("CUDA's wait for timeline 3 held the stream until vkSignalSemaphore(3)");
@@ -1523,10 +1504,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     cu!(cuDestroyExternalSemaphore(cu_binary))?;
     let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
         .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
-    ensure!(
-        value == 3,
-        "timeline value at the end is {value}, expected 3"
-    );
+    ensure!(value == 3, "timeline at the end: {value}, not 3");
     drop(v);
     // The process keeps working.
     let (mut free, mut total) = (0usize, 0usize);
