@@ -113,10 +113,8 @@ fn load_box(
     offsets: [u32; 2],
     nbytes: usize,
 ) -> Result<Load, Failed> {
-    ensure!(
-        nbytes % 16 == 0 && nbytes <= TILE,
-        "a box of {nbytes} bytes does not fit the kernels' tile"
-    );
+    let fits = nbytes % 16 == 0 && nbytes <= TILE;
+    ensure!(fits, "a box of {nbytes} bytes exceeds the kernels' tile");
     let out = DeviceBuf::new(OUT_LEN)?;
     cu!(cuMemsetD8(out.ptr, 0xA5, OUT_LEN))?;
     let mut c = [0i32; 5];
@@ -665,17 +663,12 @@ fn replace_address() -> TestResult {
     let (boxd, estr, coords) = ([32u32, 8u32], [1u32, 1u32], [32i32, 36i32]);
     let want_a = tiled_box(&a, &boxd, &estr, &coords);
     let want_b = tiled_box(&b, &boxd, &estr, &coords);
-    ensure!(
-        want_a.image != want_b.image,
-        "the two buffers' boxes are the same, the test proves nothing"
-    );
+    let differ = want_a.image != want_b.image;
+    ensure!(differ, "the two buffers' boxes are the same");
     let mut map = encode_tiled(&a, &boxd, &estr, SW_NONE, L2_NONE, FILL_NONE)?;
     let gmap = DeviceBuf::new(size_of::<CUtensorMap>())?;
-    ensure!(
-        gmap.ptr % 128 == 0,
-        "cuMemAlloc returned {:#x}, not 128-byte aligned",
-        gmap.ptr
-    );
+    let at = gmap.ptr;
+    ensure!(at % 128 == 0, "cuMemAlloc gave {at:#x}: not 128-aligned");
     let map_bytes = |map: &CUtensorMap| unsafe {
         core::slice::from_raw_parts(
             (map as *const CUtensorMap).cast::<u8>(),
@@ -928,21 +921,16 @@ fn im2col_wide() -> TestResult {
             if map.opaque == filled().opaque { "did not write" } else { "wrote" }
         );
         // Measured on the H200 (driver 580.159, CUDA 13.0): not refused.
-        expect_error(
-            r,
-            CUDA_SUCCESS,
-            "cuTensorMapEncodeIm2colWide below compute capability 10.0",
-        )?;
+        let what = "cuTensorMapEncodeIm2colWide below compute capability 10.0";
+        expect_error(r, CUDA_SUCCESS, what)?;
         // Recorded, not asserted: below 10.0 the documented parameter checks
         // need not all run (measured on driver 580.159: no swizzle is accepted,
         // rank 2 returns CUDA_ERROR_INVALID_VALUE).
         for (what, rank, swizzle) in invalid {
             let mut scratch = filled();
             let r = wide(&mut scratch, rank, swizzle);
-            println!(
-                "  cuTensorMapEncodeIm2colWide {what} on {major}.{minor}: {}",
-                error_name(r)
-            );
+            let code = error_name(r);
+            println!("  cuTensorMapEncodeIm2colWide {what} on {major}.{minor}: {code}");
             common::report_bad_input(
                 None,
                 &format!(
@@ -960,11 +948,8 @@ fn im2col_wide() -> TestResult {
     for (what, rank, swizzle) in invalid {
         let mut scratch = filled();
         let r = wide(&mut scratch, rank, swizzle);
-        expect_error(
-            r,
-            CUDA_ERROR_INVALID_VALUE,
-            &format!("cuTensorMapEncodeIm2colWide {what}"),
-        )?;
+        let what = format!("cuTensorMapEncodeIm2colWide {what}");
+        expect_error(r, CUDA_ERROR_INVALID_VALUE, &what)?;
     }
     common::check(r, "cuTensorMapEncodeIm2colWide")?;
     let m = Module::load(PTX_SM100)?;
