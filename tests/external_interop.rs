@@ -27,7 +27,7 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
-use common::vmm::{close_fd, fd_is_open, Mapping};
+use common::vmm::{close_fd, fd_is_open, opened, Mapping};
 use common::TestResult;
 use common::{pattern, read, reads, same, write, BadInput, Checks, DeviceTest, Gpu, PageLocked};
 use cuda_mem_sys::*;
@@ -572,12 +572,6 @@ const OPAQUE_FD_SEM: vk::ExternalSemaphoreHandleTypeFlags =
 
 fn vk_err(what: &str) -> impl Fn(vk::Result) -> Failed + '_ {
     move |e| format!("{what}: {e:?}").into()
-}
-
-/// `fd` if it is an open descriptor, else a failure naming `what` gave it.
-fn opened(fd: i32, what: &str) -> Result<i32, Failed> {
-    ensure!(fd >= 0 && fd_is_open(fd), "{what} gave descriptor {fd}");
-    Ok(fd)
 }
 
 /// A Vulkan device that is CUDA device 0, with everything it allocated.

@@ -212,17 +212,16 @@ impl Peer {
             .take()
             .ok_or_else(|| format!("{} was already gone", self.role))?;
         let pid = child.id() as libc::pid_t;
-        if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
-            return Err(
-                format!("kill({pid}, SIGKILL): {}", std::io::Error::last_os_error()).into(),
-            );
-        }
+        let sent = unsafe { libc::kill(pid, libc::SIGKILL) } == 0;
+        let e = std::io::Error::last_os_error();
+        ensure!(sent, "kill({pid}, SIGKILL): {e}");
         let status = wait_bounded(&mut child, &self.role)?;
-        if status.signal() != Some(libc::SIGKILL) {
-            return Err(
-                format!("{} (pid {pid}) ended with {status}, not SIGKILL", self.role).into(),
-            );
-        }
+        let role = &self.role;
+        let killed = status.signal() == Some(libc::SIGKILL);
+        ensure!(
+            killed,
+            "{role} (pid {pid}) ended with {status}, not SIGKILL"
+        );
         Ok(format!("SIGKILL(pid{pid})"))
     }
 
@@ -583,10 +582,8 @@ pub fn importer_killed<E: Exporting>(
     pairs.push(("returned_in_ms", ms.to_string()));
     figure(test, &pairs);
     ensure!(first == READ_OK, "the importer: {first}");
-    ensure!(
-        intact == "match",
-        "the exporter's bytes after the importer died: {intact}"
-    );
+    let what = "the exporter's bytes after the importer died";
+    ensure!(intact == "match", "{what}: {intact}");
     went_on.map_err(|e| format!("the exporter after the importer died: {}", message(e)))?;
     release?;
     ensure_returned(free0, free_end, slack(bytes), released)

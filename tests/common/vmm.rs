@@ -112,11 +112,7 @@ impl Mapping {
         let mut fd: i32 = -1;
         let r = export_fd_raw(&mut fd, self.handle, 0);
         super::check(r, "cuMemExportToShareableHandle")?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "exported descriptor {fd} is not open"
-        );
-        Ok(fd)
+        opened(fd, "cuMemExportToShareableHandle")
     }
 
     pub fn free(self) -> TestResult {
@@ -128,12 +124,18 @@ pub fn fd_is_open(fd: i32) -> bool {
     (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
 }
 
+/// `fd` if it is an open descriptor, else a failure naming `what` gave it.
+pub fn opened(fd: i32, what: &str) -> Result<i32, Failed> {
+    ensure!(fd >= 0 && fd_is_open(fd), "{what} gave descriptor {fd}");
+    Ok(fd)
+}
+
 pub fn close_fd(fd: i32) -> TestResult {
-    ensure!(
+    let (closed, e) = (
         unsafe { libc::close(fd) } == 0,
-        "close({fd}): {}",
-        std::io::Error::last_os_error()
+        std::io::Error::last_os_error(),
     );
+    ensure!(closed, "close({fd}): {e}");
     Ok(())
 }
 
