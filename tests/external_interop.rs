@@ -545,13 +545,11 @@ fn unmeasured_bad_input() -> TestResult {
     for (i, (c, call, measured, documented, what)) in calls.into_iter().enumerate() {
         if run(c) {
             let r = call();
-            p.note(
-                what,
-                match measured {
-                    Some(m) => must_return(r, m, documented, what),
-                    None => must_be_an_error(r, documented, what),
-                },
-            );
+            let checked = match measured {
+                Some(m) => must_return(r, m, documented, what),
+                None => must_be_an_error(r, documented, what),
+            };
+            p.note(what, checked);
             p.note(&format!("after {what}"), still_works(&vmm, 21 + i as u32));
         }
     }
@@ -665,14 +663,10 @@ fn vulkan_for(cuda_uuid: [u8; 16]) -> Result<Result<Vulkan, String>, Failed> {
             return Err(e);
         }
     };
-    println!(
-        "Vulkan device {name}, API {}.{}.{} (loader {}.{})",
-        vk::api_version_major(api),
-        vk::api_version_minor(api),
-        vk::api_version_patch(api),
-        vk::api_version_major(version),
-        vk::api_version_minor(version)
-    );
+    let v = |v| (vk::api_version_major(v), vk::api_version_minor(v));
+    let ((major, minor), patch) = (v(api), vk::api_version_patch(api));
+    let (lmajor, lminor) = v(version);
+    println!("Vulkan device {name}, API {major}.{minor}.{patch} (loader {lmajor}.{lminor})");
     match Vulkan::open(entry, instance, pdev, api) {
         Ok(v) => Ok(Ok(v)),
         Err(failed) => {

@@ -261,12 +261,12 @@ impl Tensor {
             if xi < 0 || xi >= self.dims[i] as i64 {
                 return None;
             }
-            off += xi
-                * if i == 0 {
-                    self.ty.size() as i64
-                } else {
-                    self.strides[i - 1] as i64
-                };
+            let stride = if i == 0 {
+                self.ty.size()
+            } else {
+                self.strides[i - 1] as usize
+            };
+            off += xi * stride as i64;
         }
         Some(off as usize)
     }
@@ -353,12 +353,9 @@ fn check_elements(
     nan_fill: bool,
 ) -> Result<Option<u32>, String> {
     let esz = ty.size();
-    if got.len() != want.image.len() {
-        return Err(format!(
-            "{what}: {} bytes back, {} expected",
-            got.len(),
-            want.image.len()
-        ));
+    let (n, expected) = (got.len(), want.image.len());
+    if n != expected {
+        return Err(format!("{what}: {n} bytes back, {expected} expected"));
     }
     let mut nan_bits = None;
     let mut bad = Vec::new();
@@ -374,15 +371,9 @@ fn check_elements(
             g == 0
         };
         if !ok {
-            bad.push(format!(
-                "#{e}{}: {g:#x} (expected {})",
-                if out { " (OOB)" } else { "" },
-                if out && nan_fill {
-                    "NaN".into()
-                } else {
-                    format!("{w:#x}")
-                }
-            ));
+            let (oob, w) = (if out { " (OOB)" } else { "" }, format!("{w:#x}"));
+            let w = if out && nan_fill { "NaN" } else { &w };
+            bad.push(format!("#{e}{oob}: {g:#x} (expected {w})"));
         }
     }
     if bad.is_empty() {
@@ -732,16 +723,9 @@ struct Reading {
 /// `coords[0]` at the pixel moved by the im2col offsets (W, H).
 fn im2col_box(t: &Tensor, p: &Im2col, coords: [i32; 4], offsets: [i32; 2], r: Reading) -> Expected {
     let esz = t.ty.size();
-    let (lower, upper) = if r.corners_hw {
-        ([p.lower[1], p.lower[0]], [p.upper[1], p.upper[0]])
-    } else {
-        (p.lower, p.upper)
-    };
-    let off = if r.offsets_hw {
-        [offsets[1], offsets[0]]
-    } else {
-        offsets
-    };
+    let swap = |a: [i32; 2], yes: bool| if yes { [a[1], a[0]] } else { a };
+    let (lower, upper) = (swap(p.lower, r.corners_hw), swap(p.upper, r.corners_hw));
+    let off = swap(offsets, r.offsets_hw);
     let extra = r.inclusive as i64;
     let bw = t.dims[1] as i64 + upper[0] as i64 - lower[0] as i64 + extra;
     let bh = t.dims[2] as i64 + upper[1] as i64 - lower[1] as i64 + extra;
