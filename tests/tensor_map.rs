@@ -256,16 +256,12 @@ impl Tensor {
 
     /// Byte offset of the element at `x`, or `None` outside the tensor.
     fn offset(&self, x: &[i64]) -> Option<usize> {
+        let strides = std::iter::once(self.ty.size() as u64).chain(self.strides.iter().copied());
         let mut off = 0i64;
-        for (i, &xi) in x.iter().enumerate() {
-            if xi < 0 || xi >= self.dims[i] as i64 {
+        for ((&xi, &dim), stride) in x.iter().zip(&self.dims).zip(strides) {
+            if xi < 0 || xi >= dim as i64 {
                 return None;
             }
-            let stride = if i == 0 {
-                self.ty.size()
-            } else {
-                self.strides[i - 1] as usize
-            };
             off += xi * stride as i64;
         }
         Some(off as usize)

@@ -448,15 +448,9 @@ fn host_numa_cpu_access() -> TestResult {
     let h = create(g, &prop)?;
     let ptr = reserve(g, g, 0)?;
     cu!(cuMemMap(ptr, g, 0, h, 0))?;
-    let descs = [
-        access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-        access_desc(
-            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
-            CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        ),
-    ];
-    cu!(cuMemSetAccess(ptr, g, descs.as_ptr(), 2))?;
-    let host = get_access(ptr, common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
+    let host_numa = common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa);
+    set_rw_for(ptr, g, &[device_location(gpu.dev), host_numa])?;
+    let host = get_access(ptr, host_numa)?;
     let dev = get_access(ptr, device_location(gpu.dev))?;
     println!("  child: host-NUMA access {host}, device access {dev}");
     let rw = host == RW && dev == RW;
@@ -1003,11 +997,11 @@ fn two_gpus_set_access() -> TestResult {
     let data = pattern(size, 50);
     write(ptr, &data)?;
 
-    let descs = [
-        access_desc(device_location(g0.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-        access_desc(device_location(g1.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-    ];
-    cu!(cuMemSetAccess(ptr, size, descs.as_ptr(), 2))?;
+    set_rw_for(
+        ptr,
+        size,
+        &[device_location(g0.dev), device_location(g1.dev)],
+    )?;
     let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with both: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == RW, "access flags {a0}, {a1}");

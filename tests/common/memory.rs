@@ -265,11 +265,10 @@ impl Gpu {
     /// where the device reports none (-1).
     pub fn host_numa_node(&self) -> Result<i32, Failed> {
         let id = self.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-        ensure!(
-            id >= 0,
-            "device {} has no host NUMA node (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id})",
-            self.dev
-        );
+        let dev = self.dev;
+        let why =
+            format!("device {dev} has no host NUMA node (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id})");
+        ensure!(id >= 0, "{why}");
         Ok(id)
     }
 

@@ -225,15 +225,14 @@ pub fn unavailable(gpus: i32) -> Option<String> {
     static PROBE: OnceLock<Result<i32, String>> = OnceLock::new();
     let probe = PROBE.get_or_init(|| {
         let r = unsafe { cuInit(0) };
+        let stub = "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)";
         if r == CUDA_ERROR_STUB_LIBRARY {
-            return Err(
-                "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)".into(),
-            );
+            return Err(stub.into());
         }
         if r != CUDA_SUCCESS {
             return Err(format!(
                 "no usable CUDA driver: cuInit returned {}",
-                error_name(r)
+                r.name()
             ));
         }
         let mut n = 0;
@@ -319,11 +318,8 @@ pub fn report_bad_input(entry: Option<&str>, what: &str, expected: &str, got: &s
     let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
     let entry = entry.unwrap_or_else(|| what.split(['(', ' ']).next().unwrap_or("?"));
     let one_word = |c: &str| c.replace(" (", "(").replace(' ', "_");
-    println!(
-        "bad-input: {entry} expected={} got={} case={what}",
-        one_word(expected),
-        one_word(got)
-    );
+    let (expected, got) = (one_word(expected), one_word(got));
+    println!("bad-input: {entry} expected={expected} got={got} case={what}");
 }
 
 /// `Ok` if a driver or runtime call returned exactly `expected` (a bad call,

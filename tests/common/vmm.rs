@@ -69,8 +69,15 @@ pub fn reserve(size: usize, alignment: usize, hint: CUdeviceptr) -> Result<CUdev
 
 /// Read-write access for device `dev` to `[ptr, ptr + size)`.
 pub fn set_rw(ptr: CUdeviceptr, size: usize, dev: CUdevice) -> TestResult {
-    let d = access_desc(device_location(dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    cu!(cuMemSetAccess(ptr, size, &d, 1))
+    set_rw_for(ptr, size, &[device_location(dev)])
+}
+
+/// Read-write access to `[ptr, ptr + size)` for every one of `locations`,
+/// in one `cuMemSetAccess`.
+pub fn set_rw_for(ptr: CUdeviceptr, size: usize, locations: &[CUmemLocation]) -> TestResult {
+    let rw = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    let d: Vec<_> = locations.iter().map(|&l| access_desc(l, rw)).collect();
+    cu!(cuMemSetAccess(ptr, size, d.as_ptr(), d.len()))
 }
 
 pub fn get_access(ptr: CUdeviceptr, loc: CUmemLocation) -> Result<u64, Failed> {
