@@ -258,16 +258,8 @@ fn ext_importer() -> TestResult {
 /// exporter's bytes are intact, it keeps allocating and freeing, and once it
 /// frees its allocation the memory is back (`cuMemGetInfo`).
 fn process_death_importer_killed_while_mapped() -> TestResult {
-    // The test's own context reference: `kept` releases its own with the
-    // memory, and the free-memory figures after that need a live context.
-    let _gpu = Gpu::new(0)?;
-    pd::importer_killed(
-        "ext_importer_killed_while_mapped",
-        IMPORTER,
-        common::vmm::pd_export,
-        pd::free_memory,
-        "after the exporter freed its allocation",
-    )
+    let released = "after the exporter freed its allocation";
+    common::vmm::pd_importer_killed("ext_importer_killed_while_mapped", IMPORTER, released)
 }
 
 /// The exporter child is SIGKILLed while the importer child reads through

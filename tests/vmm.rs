@@ -675,16 +675,8 @@ fn vmm_importer() -> TestResult {
 /// intact, it keeps creating and releasing allocations, and once it releases
 /// its own handle `cuMemGetInfo` shows the memory back.
 fn process_death_importer_killed_while_mapped() -> TestResult {
-    // The test's own context reference: `kept` releases its own with the
-    // memory, and the free-memory figures after that need a live context.
-    let _gpu = Gpu::new(0)?;
-    pd::importer_killed(
-        "vmm_importer_killed_while_mapped",
-        IMPORTER,
-        common::vmm::pd_export,
-        pd::free_memory,
-        "after the exporter released its handle",
-    )
+    let released = "after the exporter released its handle";
+    common::vmm::pd_importer_killed("vmm_importer_killed_while_mapped", IMPORTER, released)
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory
@@ -738,19 +730,14 @@ fn fabric_handle() -> TestResult {
     common::check(r, "cuMemCreate(CU_MEM_HANDLE_TYPE_FABRIC)")?;
     println!("  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC succeeded");
     let mut fh = CUmemFabricHandle::default();
-    cu!(cuMemExportToShareableHandle(
+    let (fhp, fabric) = (
         (&mut fh as *mut CUmemFabricHandle).cast(),
-        h,
         CU_MEM_HANDLE_TYPE_FABRIC,
-        0
-    ))?;
+    );
+    cu!(cuMemExportToShareableHandle(fhp, h, fabric, 0))?;
     ensure!(fh.data.iter().any(|&b| b != 0), "fabric handle is all zero");
     let mut h2: Handle = 0;
-    cu!(cuMemImportFromShareableHandle(
-        &mut h2,
-        (&mut fh as *mut CUmemFabricHandle).cast(),
-        CU_MEM_HANDLE_TYPE_FABRIC
-    ))?;
+    cu!(cuMemImportFromShareableHandle(&mut h2, fhp, fabric))?;
     // The imported handle is the same memory.
     let a = reserve_map_rw(g, h, gpu.dev)?;
     let b = reserve_map_rw(g, h2, gpu.dev)?;
@@ -868,21 +855,14 @@ fn sparse_array_tile_mapping() -> TestResult {
     cu!(cuArray3DCreate(&mut array, &desc))?;
     let mut sp = CUDA_ARRAY_SPARSE_PROPERTIES::default();
     cu!(cuArrayGetSparseProperties(&mut sp, array))?;
-    println!(
-        "  tile {}x{}x{} texels, mip tail from level {} ({} B), flags {}",
+    let (w, h, d) = (
         sp.tileExtent.width,
         sp.tileExtent.height,
         sp.tileExtent.depth,
-        sp.miptailFirstLevel,
-        sp.miptailSize,
-        sp.flags
     );
-    ensure!(
-        sp.tileExtent.width > 0 && sp.tileExtent.height > 0 && 1024 % sp.tileExtent.width == 0,
-        "tile extent {}x{}",
-        sp.tileExtent.width,
-        sp.tileExtent.height
-    );
+    let (level, size, flags) = (sp.miptailFirstLevel, sp.miptailSize, sp.flags);
+    println!("  tile {w}x{h}x{d} texels, mip tail from level {level} ({size} B), flags {flags}");
+    ensure!(w > 0 && h > 0 && 1024 % w == 0, "tile extent {w}x{h}");
     let stream = common::CuStream::new()?;
     let s = Sparse {
         array,
@@ -942,13 +922,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     cu!(cuStreamSynchronize(s.stream))?;
     if c.failures().iter().any(|f| f.contains("CUDA_SUCCESS")) {
         // A bad request was accepted: tile 2 may be mapped; unmap it.
-        let r = unsafe {
-            cuMemMapArrayAsync(
-                &mut s.info(2, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
-                1,
-                s.stream,
-            )
-        };
+        let mut unmap = s.info(2, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0);
+        let r = unsafe { cuMemMapArrayAsync(&mut unmap, 1, s.stream) };
         println!("    unmapping tile 2: {}", error_name(r));
         cu!(cuStreamSynchronize(s.stream))?;
     }
@@ -1243,11 +1218,8 @@ fn release_of_released_handle() -> TestResult {
         .find_map(|l| l.strip_prefix("second cuMemRelease: "))
         .and_then(|v| v.trim().parse::<u32>().ok())
         .ok_or("child printed no result")?;
-    common::expect_error(
-        CUresult(code as _),
-        CUDA_ERROR_INVALID_VALUE,
-        "second cuMemRelease of one handle",
-    )
+    let what = "second cuMemRelease of one handle";
+    common::expect_error(CUresult(code as _), CUDA_ERROR_INVALID_VALUE, what)
 }
 
 /// Child: releases one handle twice, then shows the process still works.

@@ -174,6 +174,15 @@ pub fn pd_export() -> Result<(i32, pd::Fields, Exported), Failed> {
     Ok((fd, f, Exported { m: Some(m), gpu }))
 }
 
+/// [`pd::importer_killed`] with the exporter in this process ([`pd_export`])
+/// and the test's own context reference on device 0 (the exporter releases
+/// its own with the memory; the free-memory figures after that need a live
+/// context).
+pub fn pd_importer_killed(test: &str, importer: &str, released: &str) -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::importer_killed(test, importer, pd_export, pd::free_memory, released)
+}
+
 /// Child: the exporter of the process-death scenarios.
 pub fn pd_exporter() -> TestResult {
     pd::exporter_main(|| {
