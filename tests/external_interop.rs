@@ -1276,21 +1276,12 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     let sems = [cu_timeline, cu_binary];
     let mut waits: [CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS; 2] = unsafe { core::mem::zeroed() };
     waits[0].params.fence.value = 1;
-    cu!(cuWaitExternalSemaphoresAsync(
-        sems.as_ptr(),
-        waits.as_ptr(),
-        2,
-        stream
-    ))?;
+    let (sp, wp, n) = (sems.as_ptr(), waits.as_ptr(), BUF_SIZE as usize);
+    cu!(cuWaitExternalSemaphoresAsync(sp, wp, 2, stream))?;
     // Page-locked host memory: copies queued behind the wait return at once, and
     // the stream is polled with a time limit instead of blocking forever.
     let got_buf = kept(PageLocked::new(BUF_SIZE as usize))?;
-    cu!(cuMemcpyDtoHAsync(
-        got_buf.vptr(),
-        buf_ptr,
-        BUF_SIZE as usize,
-        stream
-    ))?;
+    cu!(cuMemcpyDtoHAsync(got_buf.vptr(), buf_ptr, n, stream))?;
     let got_img = kept(PageLocked::new(texels.len()))?;
     let c2 = CUDA_MEMCPY2D {
         srcMemoryType: CU_MEMORYTYPE_ARRAY,
@@ -1317,12 +1308,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
     let cuda_buf = kept(PageLocked::with(&pattern(BUF_SIZE as usize, 0xC0DA)))?;
-    cu!(cuMemcpyHtoDAsync(
-        buf_ptr,
-        cuda_buf.vptr(),
-        BUF_SIZE as usize,
-        stream
-    ))?;
+    cu!(cuMemcpyHtoDAsync(buf_ptr, cuda_buf.vptr(), n, stream))?;
     let cuda_img: Vec<u8> = texels.iter().map(|b| !b.rotate_left(3)).collect();
     let cuda_img = kept(PageLocked::with(&cuda_img))?;
     let c3 = CUDA_MEMCPY3D {
@@ -1340,12 +1326,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     cu!(cuMemcpy3DAsync(&c3, stream))?;
     let mut signals: [CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS; 2] = unsafe { core::mem::zeroed() };
     signals[0].params.fence.value = 2;
-    cu!(cuSignalExternalSemaphoresAsync(
-        sems.as_ptr(),
-        signals.as_ptr(),
-        2,
-        stream
-    ))?;
+    let gp = signals.as_ptr();
+    cu!(cuSignalExternalSemaphoresAsync(sp, gp, 2, stream))?;
 
     // --- Vulkan: host wait for 2, then read CUDA's bytes (GPU wait on the binary one). ---
     let tl = [timeline];
@@ -1417,12 +1399,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---
     const MARK: u32 = 0x5EED_F00D;
     waits[0].params.fence.value = 3;
-    cu!(cuWaitExternalSemaphoresAsync(
-        &cu_timeline,
-        &waits[0],
-        1,
-        stream
-    ))?;
+    let (tl, w0) = (&cu_timeline, &waits[0]);
+    cu!(cuWaitExternalSemaphoresAsync(tl, w0, 1, stream))?;
     cu!(cuMemsetD32Async(buf_ptr, MARK, 1, stream))?;
     std::thread::sleep(std::time::Duration::from_millis(200));
     cu_err!(CUDA_ERROR_NOT_READY, cuStreamQuery(stream))?;
