@@ -59,11 +59,12 @@ impl Checks {
     /// prints the code either way and reports a bad call (`want` not success)
     /// for the bad-input table (`common::report_bad_input`).
     pub fn code<C: Code>(&mut self, got: C, want: C, what: &str) {
-        println!("    {} <- {what}", got.name());
+        let (got_name, want_name) = (got.name(), want.name());
+        println!("    {got_name} <- {what}");
         if want != C::SUCCESS {
-            report_bad_input(None, what, &want.name(), &got.name());
+            report_bad_input(None, what, &want_name, &got_name);
         }
-        let msg = format_args!("{what} returned {}, expected {}", got.name(), want.name());
+        let msg = format!("{what} returned {got_name}, expected {want_name}");
         self.that(got == want, msg);
     }
 
