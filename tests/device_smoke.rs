@@ -2,7 +2,7 @@
 //! versions, the device's name, and bytes through device memory.
 mod common;
 
-use common::{Gpu, TestResult};
+use common::{round_trip, DeviceBuf, Gpu, TestResult};
 use cuda_mem_sys::*;
 
 fn driver_and_runtime_versions() -> TestResult {
@@ -31,20 +31,13 @@ fn driver_and_runtime_versions() -> TestResult {
 
 fn device_memory_round_trip() -> TestResult {
     let _gpu = Gpu::new(0)?;
-    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
-    let mut back = vec![0u8; data.len()];
-    let mut dptr: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut dptr, data.len()))?;
-    cu!(cuMemcpyHtoD(dptr, data.as_ptr().cast(), data.len()))?;
-    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), dptr, data.len()))?;
-    cu!(cuMemFree(dptr))?;
-    ensure!(back == data, "bytes changed on the way through the device");
-    Ok(())
+    let buf = DeviceBuf::new(4096)?;
+    round_trip(buf.ptr, 4096, 7, "bytes through the device")
 }
 
 fn main() {
     common::main(
-        device_tests![driver_and_runtime_versions, device_memory_round_trip,],
+        device_tests![driver_and_runtime_versions, device_memory_round_trip],
         &[],
     );
 }

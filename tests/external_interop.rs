@@ -27,13 +27,12 @@ mod common;
 
 use ash::vk;
 use common::process_death as pd;
-use common::vmm::{close_fd, fd_is_open, Mapping};
-use common::{
-    pattern, read, reads, same, test, write, BadInput, Checks, DeviceTest, Gpu, TestResult,
-};
+use common::vmm::{close_fd, fd_is_open, opened, Mapping};
+use common::TestResult;
+use common::{pattern, read, reads, same, write, BadInput, Checks, DeviceTest, Gpu, PageLocked};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
-use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 use std::ptr::null_mut;
 
 /// The child roles of the process-death scenarios.
@@ -45,37 +44,20 @@ const IMPORTER: &str = "ext_importer";
 // ---------------------------------------------------------------------------
 
 fn main() {
+    let mut tests = device_tests![
+        vmm_allocation_imported_as_external_memory,
+        process_death_importer_killed_while_mapped,
+        process_death_exporter_killed,
+        process_death_descriptor_after_sender_died,
+        bad_mipmap_and_semaphore_input_is_an_error,
+        bad_external_memory_input_is_rejected,
+    ];
+    tests.push(DeviceTest::may_ignore(
+        "vulkan_buffer_image_and_semaphores_round_trip",
+        vulkan_round_trip,
+    ));
     common::main(
-        vec![
-            test(
-                "vmm_allocation_imported_as_external_memory",
-                vmm_allocation_imported_as_external_memory,
-            ),
-            test(
-                "process_death_importer_killed_while_mapped",
-                process_death_importer_killed_while_mapped,
-            ),
-            test(
-                "process_death_exporter_killed",
-                process_death_exporter_killed,
-            ),
-            test(
-                "process_death_descriptor_after_sender_died",
-                process_death_descriptor_after_sender_died,
-            ),
-            test(
-                "bad_mipmap_and_semaphore_input_is_an_error",
-                bad_mipmap_and_semaphore_input_is_an_error,
-            ),
-            test(
-                "bad_external_memory_input_is_rejected",
-                bad_external_memory_input_is_rejected,
-            ),
-            DeviceTest::may_ignore(
-                "vulkan_buffer_image_and_semaphores_round_trip",
-                vulkan_round_trip,
-            ),
-        ],
+        tests,
         &[
             (EXPORTER, common::vmm::pd_exporter),
             (IMPORTER, ext_importer),
@@ -97,20 +79,24 @@ fn opaque_fd_desc(fd: i32, size: u64, flags: u32) -> CUDA_EXTERNAL_MEMORY_HANDLE
     d
 }
 
+/// `cuImportExternalMemory` of `fd` as `OPAQUE_FD` memory: the handle, or
+/// the code of a failed import (which leaves the descriptor ours: closed here).
+fn import_raw(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, CUresult> {
+    let mut ext: CUexternalMemory = null_mut();
+    let r = unsafe { cuImportExternalMemory(&mut ext, &opaque_fd_desc(fd, size, flags)) };
+    if r != CUDA_SUCCESS {
+        let _ = close_fd(fd);
+        return Err(r);
+    }
+    Ok(ext)
+}
+
 /// Imports `fd` as `OPAQUE_FD` memory. On success CUDA owns the descriptor (we
 /// never touch it again); on failure it is still ours, and is closed here.
 fn import_memory(fd: i32, size: u64, flags: u32) -> Result<CUexternalMemory, Failed> {
-    let d = opaque_fd_desc(fd, size, flags);
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
-    if r != CUDA_SUCCESS {
-        let _ = close_fd(fd);
-        return common::check(r, "cuImportExternalMemory").map(|()| ext);
-    }
-    ensure!(
-        !ext.is_null(),
-        "cuImportExternalMemory succeeded with a null handle"
-    );
+    let ext = import_raw(fd, size, flags)
+        .map_err(|r| format!("cuImportExternalMemory returned {}", common::error_name(r)))?;
+    ensure!(!ext.is_null(), "cuImportExternalMemory: a null handle");
     Ok(ext)
 }
 
@@ -127,10 +113,7 @@ fn import_semaphore(
         let _ = close_fd(fd);
         return common::check(r, "cuImportExternalSemaphore").map(|()| sem);
     }
-    ensure!(
-        !sem.is_null(),
-        "cuImportExternalSemaphore succeeded with a null handle"
-    );
+    ensure!(!sem.is_null(), "cuImportExternalSemaphore: a null handle");
     Ok(sem)
 }
 
@@ -142,38 +125,14 @@ fn mapped_buffer(ext: CUexternalMemory, offset: u64, size: u64) -> Result<CUdevi
     };
     let mut p: CUdeviceptr = 0;
     cu!(cuExternalMemoryGetMappedBuffer(&mut p, ext, &bd))?;
-    ensure!(
-        p != 0,
-        "cuExternalMemoryGetMappedBuffer succeeded with a null pointer"
-    );
+    ensure!(p != 0, "cuExternalMemoryGetMappedBuffer: a null pointer");
     Ok(p)
 }
 
-/// Page-locked host memory (`cuMemAllocHost`), freed explicitly with [`ManualPageLocked::free`]
-/// (left allocated if a test fails while a stream may still write to it).
-struct ManualPageLocked {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl ManualPageLocked {
-    fn new(len: usize) -> Result<ManualPageLocked, Failed> {
-        let mut p: *mut c_void = null_mut();
-        cu!(cuMemAllocHost(&mut p, len))?;
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, len) };
-        Ok(ManualPageLocked { ptr: p.cast(), len })
-    }
-    fn from(bytes: &[u8]) -> Result<ManualPageLocked, Failed> {
-        let p = ManualPageLocked::new(bytes.len())?;
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.ptr, bytes.len()) };
-        Ok(p)
-    }
-    fn bytes(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn free(self) -> TestResult {
-        cu!(cuMemFreeHost(self.ptr.cast()))
-    }
+/// Page-locked host memory freed explicitly ([`PageLocked::free`]): left
+/// allocated if a test fails while a stream may still write to it.
+fn kept(p: Result<PageLocked, Failed>) -> Result<ManuallyDrop<PageLocked>, Failed> {
+    p.map(ManuallyDrop::new)
 }
 
 /// Polls `stream` until its work is done; fails after 30 s instead of hanging.
@@ -187,10 +146,8 @@ fn wait_stream(stream: CUstream, what: &str) -> TestResult {
         if r != CUDA_ERROR_NOT_READY {
             return common::check(r, "cuStreamQuery");
         }
-        ensure!(
-            start.elapsed().as_secs() < 30,
-            "{what}: stream still not done after 30 s"
-        );
+        let late = start.elapsed().as_secs() >= 30;
+        ensure!(!late, "{what}: stream still not done after 30 s");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
@@ -201,10 +158,10 @@ fn wait_stream(stream: CUstream, what: &str) -> TestResult {
 
 fn vmm_allocation_imported_as_external_memory() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
-        "device 0 does not support POSIX file descriptor handles"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        "device 0 does not support POSIX file descriptor handles",
+    )?;
     let vmm = Mapping::shareable(&gpu, 2)?;
     cu!(cuMemsetD8(vmm.ptr, 0x11, vmm.size))?;
 
@@ -217,11 +174,9 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     let len = vmm.size / 2;
     let off = len / 2;
     let mapped = mapped_buffer(ext, off as u64, len as u64)?;
+    let (size, at, end) = (vmm.size, vmm.ptr, off + len);
     println!(
-        "VMM {} bytes at {:#x}; external mapping of [{off:#x}, {:#x}) at {mapped:#x}",
-        vmm.size,
-        vmm.ptr,
-        off + len
+        "VMM {size} bytes at {at:#x}; external mapping of [{off:#x}, {end:#x}) at {mapped:#x}"
     );
 
     // Both views start with the same bytes.
@@ -244,10 +199,8 @@ fn vmm_allocation_imported_as_external_memory() -> TestResult {
     // Outside the window nothing changed.
     let before = read(vmm.ptr, off)?;
     let after = read(vmm.ptr + (off + len) as u64, vmm.size - off - len)?;
-    ensure!(
-        before.iter().chain(&after).all(|&b| b == 0x11),
-        "bytes outside the mapped window changed"
-    );
+    let unchanged = before.iter().chain(&after).all(|&b| b == 0x11);
+    ensure!(unchanged, "bytes outside the mapped window changed");
 
     cu!(cuMemFree(mapped))?;
     cu!(cuDestroyExternalMemory(ext))?;
@@ -275,17 +228,13 @@ struct ExtHeld {
 
 impl pd::Held for ExtHeld {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let mut v = vec![0u8; n];
-        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.p, n) };
-        if r != CUDA_SUCCESS {
-            return Err(pd::code(r));
-        }
-        Ok(v)
+        pd::read_device(self.p, n)
     }
     /// The documented order: free the mapped buffer, then destroy the object.
     fn release(self: Box<Self>) -> String {
-        let (f, d) = unsafe { (cuMemFree(self.p), cuDestroyExternalMemory(self.ext)) };
-        format!("mem_free:{},destroy:{}", pd::code(f), pd::code(d))
+        let free = unsafe { cuMemFree(self.p) };
+        let destroy = unsafe { cuDestroyExternalMemory(self.ext) };
+        pd::steps(&[("mem_free", free), ("destroy", destroy)])
     }
 }
 
@@ -293,20 +242,11 @@ fn ext_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let gpu = Gpu::new(0).map_err(pd::message)?;
     let size = f.number("bytes").map_err(pd::message)?;
     // CUDA owns the descriptor from a successful import; a failed one closes it.
-    let d = opaque_fd_desc(fd, size, 0);
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &d) };
-    if r != CUDA_SUCCESS {
-        unsafe { libc::close(fd) };
-        return Err(pd::code(r));
-    }
-    let p = match mapped_buffer(ext, 0, size) {
-        Ok(p) => p,
-        Err(e) => {
-            unsafe { cuDestroyExternalMemory(ext) };
-            return Err(format!("mapped_buffer:{}", pd::message(e)));
-        }
-    };
+    let ext = import_raw(fd, size, 0).map_err(pd::code)?;
+    let p = mapped_buffer(ext, 0, size).map_err(|e| {
+        unsafe { cuDestroyExternalMemory(ext) };
+        format!("mapped_buffer:{}", pd::message(e))
+    })?;
     Ok(Box::new(ExtHeld { ext, p, _gpu: gpu }))
 }
 
@@ -318,16 +258,8 @@ fn ext_importer() -> TestResult {
 /// exporter's bytes are intact, it keeps allocating and freeing, and once it
 /// frees its allocation the memory is back (`cuMemGetInfo`).
 fn process_death_importer_killed_while_mapped() -> TestResult {
-    // The test's own context reference: `kept` releases its own with the
-    // memory, and the free-memory figures after that need a live context.
-    let _gpu = Gpu::new(0)?;
-    pd::importer_killed(
-        "ext_importer_killed_while_mapped",
-        IMPORTER,
-        common::vmm::pd_export,
-        pd::free_memory,
-        "after the exporter freed its allocation",
-    )
+    let released = "after the exporter freed its allocation";
+    common::vmm::pd_importer_killed("ext_importer_killed_while_mapped", IMPORTER, released)
 }
 
 /// The exporter child is SIGKILLed while the importer child reads through
@@ -350,53 +282,40 @@ fn process_death_descriptor_after_sender_died() -> TestResult {
     pd::descriptor_after_sender_died(test, EXPORTER, IMPORTER, &[], false, free)
 }
 
-/// Import of `fd` (ours) described by `d` must fail with `expected`; the
-/// descriptor must then still be open (a failed import does not take it), and
-/// is closed here. An import that wrongly succeeds is destroyed.
+/// Import described by `d` must fail with `want`: `p`'s bad case (an import
+/// that wrongly succeeds is destroyed). A descriptor that was ours (`ours`)
+/// must still be open after the failed import (it does not take it), and is
+/// closed here.
 fn import_must_fail(
+    p: &mut BadInput,
+    what: &str,
     d: &CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
-    fd: i32,
-    expected: CUresult,
+    want: CUresult,
+    ours: bool,
 ) -> TestResult {
     let mut ext: CUexternalMemory = null_mut();
     let r = unsafe { cuImportExternalMemory(&mut ext, d) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuDestroyExternalMemory(ext) };
-        return Err(format!(
-            "cuImportExternalMemory succeeded, expected {}",
-            common::error_name(expected)
-        )
-        .into());
+    let fd = unsafe { d.handle.fd };
+    let left_open = ours && r != CUDA_SUCCESS && fd_is_open(fd);
+    if left_open {
+        p.note(what, close_fd(fd));
     }
-    let code = common::expect_error(r, expected, "cuImportExternalMemory");
-    let still_ours = fd_is_open(fd);
-    if still_ours {
-        close_fd(fd)?;
-    }
-    code?;
-    ensure!(still_ours, "descriptor {fd} was closed by a failed import");
-    Ok(())
+    let taken = ours && r != CUDA_SUCCESS && !left_open;
+    p.that(
+        !taken,
+        format!("{what}: descriptor {fd} was closed by a failed import"),
+    );
+    let case = format!("cuImportExternalMemory({what})");
+    p.cu_undo(want, r, &case, || cu!(cuDestroyExternalMemory(ext)))
 }
 
-/// Import of a descriptor that is not ours to own (closed, or -1) must fail with `expected`.
-fn import_must_fail_unowned(fd: i32, size: u64, expected: CUresult) -> TestResult {
-    let mut ext: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext, &opaque_fd_desc(fd, size, 0)) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuDestroyExternalMemory(ext) };
-        return Err(format!("cuImportExternalMemory accepted descriptor {fd}").into());
-    }
-    common::expect_error(r, expected, "cuImportExternalMemory")
-}
-
-/// `cuExternalMemoryGetMappedBuffer` must fail with `expected`; a mapping that
-/// wrongly succeeds is freed without being touched.
+/// `cuExternalMemoryGetMappedBuffer` must fail with `want`: `p`'s bad case (a
+/// mapping that wrongly succeeds is freed without being touched).
 fn map_must_fail(
+    p: &mut BadInput,
     ext: CUexternalMemory,
-    offset: u64,
-    size: u64,
-    flags: u32,
-    expected: CUresult,
+    (offset, size, flags): (u64, u64, u32),
+    want: CUresult,
 ) -> TestResult {
     let bd = CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
         offset,
@@ -406,25 +325,17 @@ fn map_must_fail(
     };
     let mut ptr: CUdeviceptr = 0;
     let r = unsafe { cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &bd) };
-    if r == CUDA_SUCCESS {
-        unsafe { cuMemFree(ptr) };
-    }
     let what = format!(
         "cuExternalMemoryGetMappedBuffer(offset {offset:#x}, size {size:#x}, flags {flags})"
     );
-    common::expect_error(r, expected, &what)
+    p.cu_undo(want, r, &what, || cu!(cuMemFree(ptr)))
 }
 
 /// The process still works: a memset and a read back on the VMM allocation.
 fn still_works(vmm: &Mapping, value: u32) -> TestResult {
     cu!(cuMemsetD32(vmm.ptr, value, 1024))?;
-    let mut back = [0u32; 1024];
-    cu!(cuMemcpyDtoH(back.as_mut_ptr().cast(), vmm.ptr, 4096))?;
-    ensure!(
-        back.iter().all(|&w| w == value),
-        "memset {value:#x} not read back after a bad call"
-    );
-    Ok(())
+    let what = format!("memset {value:#x} read back after a bad call");
+    reads(vmm.ptr, &value.to_le_bytes().repeat(1024), &what)
 }
 
 fn bad_external_memory_input_is_rejected() -> TestResult {
@@ -433,6 +344,7 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let size = vmm.size as u64;
     let granule = size / 2;
     let mut p = BadInput::new(|round| still_works(&vmm, round));
+    const INVALID: CUresult = CUDA_ERROR_INVALID_VALUE;
 
     // Wrong handle type for the descriptor: a handle type that does not exist
     // (0), and a POSIX fd described as OPAQUE_WIN32: measured on driver 580
@@ -443,15 +355,14 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let win32 = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
     #[rustfmt::skip]
     let imports = [
-        ("handle type 0", CUexternalMemoryHandleType(0), 0, CUDA_ERROR_INVALID_VALUE),
+        ("handle type 0", CUexternalMemoryHandleType(0), 0, INVALID),
         ("POSIX fd as OPAQUE_WIN32", win32, 0, CUDA_ERROR_NOT_SUPPORTED),
-        ("import flags 0x2", fd_type, 0x2, CUDA_ERROR_INVALID_VALUE),
+        ("import flags 0x2", fd_type, 0x2, INVALID),
     ];
     for (what, ty, flags, want) in imports {
-        let fd = vmm.export_fd()?;
-        let mut d = opaque_fd_desc(fd, size, flags);
+        let mut d = opaque_fd_desc(vmm.export_fd()?, size, flags);
         d.type_ = ty;
-        p.result(what, import_must_fail(&d, fd, want));
+        import_must_fail(&mut p, what, &d, want, true)?;
     }
 
     // A closed descriptor. Measured on driver 580: CUDA_ERROR_UNKNOWN (not in the
@@ -459,62 +370,37 @@ fn bad_external_memory_input_is_rejected() -> TestResult {
     let fd = vmm.export_fd()?;
     close_fd(fd)?;
     ensure!(!fd_is_open(fd), "descriptor {fd} still open after close");
-    p.result(
-        "closed fd",
-        import_must_fail_unowned(fd, size, CUDA_ERROR_UNKNOWN),
-    );
+    let (closed, none) = (opaque_fd_desc(fd, size, 0), opaque_fd_desc(-1, size, 0));
+    import_must_fail(&mut p, "closed fd", &closed, CUDA_ERROR_UNKNOWN, false)?;
     // No descriptor at all (-1). Measured on driver 580: CUDA_ERROR_UNKNOWN too.
-    p.result(
-        "fd -1",
-        import_must_fail_unowned(-1, size, CUDA_ERROR_UNKNOWN),
-    );
+    import_must_fail(&mut p, "fd -1", &none, CUDA_ERROR_UNKNOWN, false)?;
 
     // Size larger than the exported allocation. Measured on driver 580: the import
     // itself is accepted (the size is not checked against the allocation there);
     // a mapping that reaches past the allocation's real end is refused.
-    let fd = vmm.export_fd()?;
     let big = size + granule;
-    let mut ext_big: CUexternalMemory = null_mut();
-    let r = unsafe { cuImportExternalMemory(&mut ext_big, &opaque_fd_desc(fd, big, 0)) };
-    if r == CUDA_SUCCESS {
-        p.note(
-            "size > allocation: mapping past the real end",
-            map_must_fail(ext_big, 0, big, 0, CUDA_ERROR_INVALID_VALUE),
-        );
-        p.note(
-            "size > allocation: mapping in the declared tail",
-            map_must_fail(ext_big, size, granule, 0, CUDA_ERROR_INVALID_VALUE),
-        );
-        p.note(
-            "size > allocation: destroy",
-            cu!(cuDestroyExternalMemory(ext_big)),
-        );
-    } else {
-        p.note(
-            "size > allocation: import",
-            common::expect_error(r, CUDA_ERROR_INVALID_VALUE, "cuImportExternalMemory"),
-        );
-        if fd_is_open(fd) {
-            close_fd(fd)?;
+    match import_raw(vmm.export_fd()?, big, 0) {
+        Ok(ext_big) => {
+            // Mapping past the real end, and in the declared tail.
+            map_must_fail(&mut p, ext_big, (0, big, 0), INVALID)?;
+            map_must_fail(&mut p, ext_big, (size, granule, 0), INVALID)?;
+            let destroyed = cu!(cuDestroyExternalMemory(ext_big));
+            p.note("size > allocation: destroy", destroyed);
         }
+        Err(r) => p.note(
+            "size > allocation: import",
+            common::expect_error(r, INVALID, "cuImportExternalMemory"),
+        ),
     }
     p.still_works_after("after size > allocation");
 
-    // Mapped buffers on a valid import.
-    let fd = vmm.export_fd()?;
-    let ext = import_memory(fd, size, 0)?;
+    // Mapped buffers on a valid import: offset == size, offset past the end,
+    // a range that runs past the end, buffer flags 1.
+    let ext = import_memory(vmm.export_fd()?, size, 0)?;
     #[rustfmt::skip]
-    let maps = [
-        ("offset == size", size, 65536, 0),
-        ("offset past the end", size + granule, 65536, 0),
-        ("range runs past the end", size - 65536, 2 * 65536, 0),
-        ("buffer flags 1", 0, 65536, 1),
-    ];
-    for (what, offset, len, flags) in maps {
-        p.result(
-            what,
-            map_must_fail(ext, offset, len, flags, CUDA_ERROR_INVALID_VALUE),
-        );
+    let maps = [(size, 65536, 0), (size + granule, 65536, 0), (size - 65536, 2 * 65536, 0), (0, 65536, 1)];
+    for map in maps {
+        map_must_fail(&mut p, ext, map, INVALID)?;
     }
 
     // The import itself is still good: a full mapping sees the VMM bytes.
@@ -651,13 +537,11 @@ fn unmeasured_bad_input() -> TestResult {
     for (i, (c, call, measured, documented, what)) in calls.into_iter().enumerate() {
         if run(c) {
             let r = call();
-            p.note(
-                what,
-                match measured {
-                    Some(m) => must_return(r, m, documented, what),
-                    None => must_be_an_error(r, documented, what),
-                },
-            );
+            let checked = match measured {
+                Some(m) => must_return(r, m, documented, what),
+                None => must_be_an_error(r, documented, what),
+            };
+            p.note(what, checked);
             p.note(&format!("after {what}"), still_works(&vmm, 21 + i as u32));
         }
     }
@@ -771,14 +655,10 @@ fn vulkan_for(cuda_uuid: [u8; 16]) -> Result<Result<Vulkan, String>, Failed> {
             return Err(e);
         }
     };
-    println!(
-        "Vulkan device {name}, API {}.{}.{} (loader {}.{})",
-        vk::api_version_major(api),
-        vk::api_version_minor(api),
-        vk::api_version_patch(api),
-        vk::api_version_major(version),
-        vk::api_version_minor(version)
-    );
+    let v = |v| (vk::api_version_major(v), vk::api_version_minor(v));
+    let ((major, minor), patch) = (v(api), vk::api_version_patch(api));
+    let (lmajor, lminor) = v(version);
+    println!("Vulkan device {name}, API {major}.{minor}.{patch} (loader {lmajor}.{lminor})");
     match Vulkan::open(entry, instance, pdev, api) {
         Ok(v) => Ok(Ok(v)),
         Err(failed) => {
@@ -898,6 +778,33 @@ impl Vulkan {
         Ok(mem)
     }
 
+    /// Device-local memory exported as OPAQUE_FD for `req`, dedicated to `to`
+    /// (a buffer or an image) where `features` or `ded` ask for it (printed
+    /// after `what`): the memory, and whether it is dedicated.
+    fn allocate_exported(
+        &mut self,
+        what: &str,
+        req: vk::MemoryRequirements,
+        ded: &vk::MemoryDedicatedRequirements,
+        features: vk::ExternalMemoryFeatureFlags,
+        to: (vk::Buffer, vk::Image),
+    ) -> Result<(vk::DeviceMemory, bool), Failed> {
+        let (requires, prefers) = (
+            ded.requires_dedicated_allocation,
+            ded.prefers_dedicated_allocation,
+        );
+        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+            || requires != 0
+            || prefers != 0;
+        let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
+        let mem = self.allocate(req, local, true, dedicated.then_some(to))?;
+        println!(
+            "{what}, allocation {} bytes, dedicated {dedicated} (requires {requires}, prefers {prefers}, features {features:?})",
+            req.size
+        );
+        Ok((mem, dedicated))
+    }
+
     /// A buffer whose memory is exported as OPAQUE_FD: (buffer, memory, allocation size, dedicated).
     fn exportable_buffer(
         &mut self,
@@ -918,8 +825,9 @@ impl Vulkan {
         let features = ext_props
             .external_memory_properties
             .external_memory_features;
+        let exportable = features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE);
         ensure!(
-            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            exportable,
             "buffers are not exportable as OPAQUE_FD ({features:?})"
         );
         let mut ext_info =
@@ -940,22 +848,12 @@ impl Vulkan {
                 &mut req2,
             )
         };
+        let what = format!("Vulkan buffer: {size} bytes");
         let req = req2.memory_requirements;
-        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
-            || ded.requires_dedicated_allocation != 0
-            || ded.prefers_dedicated_allocation != 0;
-        let mem = self.allocate(
-            req,
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            true,
-            dedicated.then_some((buffer, vk::Image::null())),
-        )?;
+        let to = (buffer, vk::Image::null());
+        let (mem, dedicated) = self.allocate_exported(&what, req, &ded, features, to)?;
         unsafe { self.device.bind_buffer_memory(buffer, mem, 0) }
             .map_err(vk_err("vkBindBufferMemory"))?;
-        println!(
-            "Vulkan buffer: {size} bytes, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
-            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
-        );
         Ok((buffer, mem, req.size, dedicated))
     }
 
@@ -988,8 +886,9 @@ impl Vulkan {
             "vkGetPhysicalDeviceImageFormatProperties2 (exportable image)",
         ))?;
         let features = ext_fmt.external_memory_properties.external_memory_features;
+        let exportable = features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE);
         ensure!(
-            features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+            exportable,
             "images are not exportable as OPAQUE_FD ({features:?})"
         );
         let mut ext_info = vk::ExternalMemoryImageCreateInfo::default().handle_types(OPAQUE_FD_MEM);
@@ -1020,22 +919,12 @@ impl Vulkan {
                 &mut req2,
             )
         };
+        let what = format!("Vulkan image: {width}x{height} {format:?}");
         let req = req2.memory_requirements;
-        let dedicated = features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
-            || ded.requires_dedicated_allocation != 0
-            || ded.prefers_dedicated_allocation != 0;
-        let mem = self.allocate(
-            req,
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            true,
-            dedicated.then_some((vk::Buffer::null(), image)),
-        )?;
+        let to = (vk::Buffer::null(), image);
+        let (mem, dedicated) = self.allocate_exported(&what, req, &ded, features, to)?;
         unsafe { self.device.bind_image_memory(image, mem, 0) }
             .map_err(vk_err("vkBindImageMemory"))?;
-        println!(
-            "Vulkan image: {width}x{height} {format:?}, allocation {} bytes, dedicated {dedicated} (requires {}, prefers {}, features {features:?})",
-            req.size, ded.requires_dedicated_allocation, ded.prefers_dedicated_allocation
-        );
         Ok((image, mem, req.size, dedicated))
     }
 
@@ -1088,10 +977,9 @@ impl Vulkan {
                 )
         };
         let features = ext_props.external_semaphore_features;
-        ensure!(
-            features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE),
-            "{ty:?} semaphores are not exportable as OPAQUE_FD ({features:?})"
-        );
+        let exportable = features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE);
+        let what = format!("{ty:?} semaphores are not exportable as OPAQUE_FD ({features:?})");
+        ensure!(exportable, "{what}");
         let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(OPAQUE_FD_SEM);
         let info = vk::SemaphoreCreateInfo::default()
             .push_next(&mut type_info)
@@ -1112,11 +1000,7 @@ impl Vulkan {
             )
         }
         .map_err(vk_err("vkGetSemaphoreFdKHR"))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "vkGetSemaphoreFdKHR gave descriptor {fd}"
-        );
-        Ok(fd)
+        opened(fd, "vkGetSemaphoreFdKHR")
     }
 
     fn memory_fd(&self, mem: vk::DeviceMemory) -> Result<i32, Failed> {
@@ -1128,11 +1012,7 @@ impl Vulkan {
             )
         }
         .map_err(vk_err("vkGetMemoryFdKHR"))?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "vkGetMemoryFdKHR gave descriptor {fd}"
-        );
-        Ok(fd)
+        opened(fd, "vkGetMemoryFdKHR")
     }
 
     /// Records a one-time command buffer and submits it with `wait`/`signal`;
@@ -1199,22 +1079,15 @@ impl Vulkan {
 impl Drop for Vulkan {
     fn drop(&mut self) {
         unsafe {
-            let _ = self.device.device_wait_idle();
-            for &f in &self.fences {
-                self.device.destroy_fence(f, None);
-            }
-            for &s in &self.semaphores {
-                self.device.destroy_semaphore(s, None);
-            }
-            for &b in &self.buffers {
-                self.device.destroy_buffer(b, None);
-            }
-            for &i in &self.images {
-                self.device.destroy_image(i, None);
-            }
-            for &m in &self.memories {
-                self.device.free_memory(m, None);
-            }
+            let d = &self.device;
+            let _ = d.device_wait_idle();
+            self.fences.iter().for_each(|&f| d.destroy_fence(f, None));
+            self.semaphores
+                .iter()
+                .for_each(|&s| d.destroy_semaphore(s, None));
+            self.buffers.iter().for_each(|&b| d.destroy_buffer(b, None));
+            self.images.iter().for_each(|&i| d.destroy_image(i, None));
+            self.memories.iter().for_each(|&m| d.free_memory(m, None));
             self.device.destroy_command_pool(self.pool, None);
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
@@ -1229,6 +1102,44 @@ const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
     base_array_layer: 0,
     layer_count: 1,
 };
+
+/// A barrier on an image (and a buffer) from the first to the second of each
+/// pair: queue family (a hand-over where they differ), layout (the image's),
+/// access, pipeline stage.
+struct Barrier {
+    families: [u32; 2],
+    layouts: [vk::ImageLayout; 2],
+    access: [vk::AccessFlags; 2],
+    stages: [vk::PipelineStageFlags; 2],
+}
+
+impl Barrier {
+    /// Records it into `cb` for `image` and, where given, the whole of `buffer`.
+    fn record(&self, d: &ash::Device, cb: vk::CommandBuffer, on: (Option<vk::Buffer>, vk::Image)) {
+        let ([from, to], [src, dst]) = (self.families, self.access);
+        let buffer = on.0.map(|b| {
+            vk::BufferMemoryBarrier::default()
+                .buffer(b)
+                .size(vk::WHOLE_SIZE)
+                .src_access_mask(src)
+                .dst_access_mask(dst)
+                .src_queue_family_index(from)
+                .dst_queue_family_index(to)
+        });
+        let img = vk::ImageMemoryBarrier::default()
+            .old_layout(self.layouts[0])
+            .new_layout(self.layouts[1])
+            .src_access_mask(src)
+            .dst_access_mask(dst)
+            .src_queue_family_index(from)
+            .dst_queue_family_index(to)
+            .image(on.1)
+            .subresource_range(COLOR);
+        let ([first, then], none) = (self.stages, vk::DependencyFlags::empty());
+        let buffers = buffer.as_slice();
+        unsafe { d.cmd_pipeline_barrier(cb, first, then, none, &[], buffers, &[img]) };
+    }
+}
 
 fn image_copy(width: u32, height: u32) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
@@ -1251,6 +1162,7 @@ const IMG_W: usize = 96;
 const IMG_H: usize = 40;
 
 fn vulkan_round_trip() -> Result<Option<String>, Failed> {
+    use vk::{AccessFlags as A, ImageLayout as L, PipelineStageFlags as S};
     let gpu = Gpu::new(0)?;
     let mut uuid: CUuuid = Default::default();
     cu!(cuDeviceGetUuid(&mut uuid, gpu.dev))?;
@@ -1285,23 +1197,13 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
 
     let produce = v.submit(
         |d, cb| unsafe {
-            let to_dst = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::UNDEFINED)
-                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TOP_OF_PIPE,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[to_dst],
-            );
+            let to_dst = Barrier {
+                families: [vk::QUEUE_FAMILY_IGNORED; 2],
+                layouts: [L::UNDEFINED, L::TRANSFER_DST_OPTIMAL],
+                access: [A::empty(), A::TRANSFER_WRITE],
+                stages: [S::TOP_OF_PIPE, S::TRANSFER],
+            };
+            to_dst.record(d, cb, (None, image));
             d.cmd_fill_buffer(cb, vbuf, 0, BUF_SIZE, FILL);
             d.cmd_copy_buffer_to_image(
                 cb,
@@ -1311,30 +1213,13 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
                 &[image_copy(IMG_W as u32, IMG_H as u32)],
             );
             // Release both to the external queue family (CUDA), image in GENERAL layout.
-            let buf_release = vk::BufferMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(family)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .buffer(vbuf)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            let img_release = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(family)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[buf_release],
-                &[img_release],
-            );
+            let release = Barrier {
+                families: [family, vk::QUEUE_FAMILY_EXTERNAL],
+                layouts: [L::TRANSFER_DST_OPTIMAL, L::GENERAL],
+                access: [A::TRANSFER_WRITE, A::empty()],
+                stages: [S::TRANSFER, S::BOTTOM_OF_PIPE],
+            };
+            release.record(d, cb, (Some(vbuf), image));
         },
         &[],
         &[timeline, binary],
@@ -1342,13 +1227,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     )?;
 
     // --- CUDA: import everything. ---
-    let flags_of = |dedicated: bool| {
-        if dedicated {
-            CUDA_EXTERNAL_MEMORY_DEDICATED
-        } else {
-            0
-        }
-    };
+    let flags_of = |dedicated: bool| CUDA_EXTERNAL_MEMORY_DEDICATED * dedicated as u32;
     let cu_buf = import_memory(buf_fd, vbuf_alloc, flags_of(vbuf_dedicated))?;
     let cu_img = import_memory(img_fd, image_alloc, flags_of(image_dedicated))?;
     let cu_timeline = import_semaphore(
@@ -1397,27 +1276,18 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     let sems = [cu_timeline, cu_binary];
     let mut waits: [CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS; 2] = unsafe { core::mem::zeroed() };
     waits[0].params.fence.value = 1;
-    cu!(cuWaitExternalSemaphoresAsync(
-        sems.as_ptr(),
-        waits.as_ptr(),
-        2,
-        stream
-    ))?;
+    let (sp, wp, n) = (sems.as_ptr(), waits.as_ptr(), BUF_SIZE as usize);
+    cu!(cuWaitExternalSemaphoresAsync(sp, wp, 2, stream))?;
     // Page-locked host memory: copies queued behind the wait return at once, and
     // the stream is polled with a time limit instead of blocking forever.
-    let got_buf = ManualPageLocked::new(BUF_SIZE as usize)?;
-    cu!(cuMemcpyDtoHAsync(
-        got_buf.ptr.cast(),
-        buf_ptr,
-        BUF_SIZE as usize,
-        stream
-    ))?;
-    let got_img = ManualPageLocked::new(texels.len())?;
+    let got_buf = kept(PageLocked::new(BUF_SIZE as usize))?;
+    cu!(cuMemcpyDtoHAsync(got_buf.vptr(), buf_ptr, n, stream))?;
+    let got_img = kept(PageLocked::new(texels.len()))?;
     let c2 = CUDA_MEMCPY2D {
         srcMemoryType: CU_MEMORYTYPE_ARRAY,
         srcArray: level,
         dstMemoryType: CU_MEMORYTYPE_HOST,
-        dstHost: got_img.ptr.cast(),
+        dstHost: got_img.vptr(),
         dstPitch: IMG_W * 4,
         WidthInBytes: IMG_W * 4,
         Height: IMG_H,
@@ -1431,24 +1301,19 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     v.wait_fence(produce)?;
     let want_buf = FILL.to_le_bytes().repeat(BUF_SIZE as usize / 4);
     let what = "CUDA does not see Vulkan's vkCmdFillBuffer";
-    same(got_buf.bytes(), &want_buf, what)?;
+    same(got_buf.as_slice(), &want_buf, what)?;
     let what = "CUDA does not see Vulkan's image texels";
-    same(got_img.bytes(), &texels, what)?;
+    same(got_img.as_slice(), &texels, what)?;
     println!("CUDA read Vulkan's buffer ({BUF_SIZE} bytes) and image ({IMG_W}x{IMG_H} RGBA8)");
 
     // --- CUDA: write its own bytes, signal timeline = 2 and the binary semaphore. ---
-    let cuda_buf = ManualPageLocked::from(&pattern(BUF_SIZE as usize, 0xC0DA))?;
-    cu!(cuMemcpyHtoDAsync(
-        buf_ptr,
-        cuda_buf.ptr.cast(),
-        BUF_SIZE as usize,
-        stream
-    ))?;
+    let cuda_buf = kept(PageLocked::with(&pattern(BUF_SIZE as usize, 0xC0DA)))?;
+    cu!(cuMemcpyHtoDAsync(buf_ptr, cuda_buf.vptr(), n, stream))?;
     let cuda_img: Vec<u8> = texels.iter().map(|b| !b.rotate_left(3)).collect();
-    let cuda_img = ManualPageLocked::from(&cuda_img)?;
+    let cuda_img = kept(PageLocked::with(&cuda_img))?;
     let c3 = CUDA_MEMCPY3D {
         srcMemoryType: CU_MEMORYTYPE_HOST,
-        srcHost: cuda_img.ptr.cast(),
+        srcHost: cuda_img.vptr(),
         srcPitch: IMG_W * 4,
         srcHeight: IMG_H,
         dstMemoryType: CU_MEMORYTYPE_ARRAY,
@@ -1461,12 +1326,8 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     cu!(cuMemcpy3DAsync(&c3, stream))?;
     let mut signals: [CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS; 2] = unsafe { core::mem::zeroed() };
     signals[0].params.fence.value = 2;
-    cu!(cuSignalExternalSemaphoresAsync(
-        sems.as_ptr(),
-        signals.as_ptr(),
-        2,
-        stream
-    ))?;
+    let gp = signals.as_ptr();
+    cu!(cuSignalExternalSemaphoresAsync(sp, gp, 2, stream))?;
 
     // --- Vulkan: host wait for 2, then read CUDA's bytes (GPU wait on the binary one). ---
     let tl = [timeline];
@@ -1482,36 +1343,16 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     .map_err(vk_err("vkWaitSemaphores(timeline >= 2)"))?;
     let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
         .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
-    ensure!(
-        value == 2,
-        "timeline value after CUDA's signal is {value}, expected 2"
-    );
+    ensure!(value == 2, "timeline after CUDA's signal: {value}, not 2");
     let consume = v.submit(
         |d, cb| unsafe {
-            let buf_acquire = vk::BufferMemoryBarrier::default()
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(family)
-                .buffer(vbuf)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            let img_acquire = vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::GENERAL)
-                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(family)
-                .image(image)
-                .subresource_range(COLOR);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[buf_acquire],
-                &[img_acquire],
-            );
+            let acquire = Barrier {
+                families: [vk::QUEUE_FAMILY_EXTERNAL, family],
+                layouts: [L::GENERAL, L::TRANSFER_SRC_OPTIMAL],
+                access: [A::empty(), A::TRANSFER_READ],
+                stages: [S::TRANSFER; 2],
+            };
+            acquire.record(d, cb, (Some(vbuf), image));
             d.cmd_copy_buffer(
                 cb,
                 vbuf,
@@ -1549,31 +1390,24 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     v.wait_fence(consume)?;
     let vk_buf = unsafe { std::slice::from_raw_parts(readback_buf_ptr, BUF_SIZE as usize) };
     let what = "Vulkan does not see CUDA's buffer bytes";
-    same(vk_buf, cuda_buf.bytes(), what)?;
+    same(vk_buf, cuda_buf.as_slice(), what)?;
     let vk_img = unsafe { std::slice::from_raw_parts(readback_img_ptr, texels.len()) };
     let what = "Vulkan does not see CUDA's image texels";
-    same(vk_img, cuda_img.bytes(), what)?;
+    same(vk_img, cuda_img.as_slice(), what)?;
     println!("Vulkan read CUDA's buffer and image bytes after vkWaitSemaphores(2)");
 
     // --- CUDA really waits: a wait for 3 holds the stream until Vulkan signals 3 from the host. ---
     const MARK: u32 = 0x5EED_F00D;
     waits[0].params.fence.value = 3;
-    cu!(cuWaitExternalSemaphoresAsync(
-        &cu_timeline,
-        &waits[0],
-        1,
-        stream
-    ))?;
+    let (tl, w0) = (&cu_timeline, &waits[0]);
+    cu!(cuWaitExternalSemaphoresAsync(tl, w0, 1, stream))?;
     cu!(cuMemsetD32Async(buf_ptr, MARK, 1, stream))?;
     std::thread::sleep(std::time::Duration::from_millis(200));
     cu_err!(CUDA_ERROR_NOT_READY, cuStreamQuery(stream))?;
     let mut word = [0u8; 4];
     cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
-    ensure!(
-        word == cuda_buf.bytes()[..4],
-        "work behind the unmet wait already ran ({:#x})",
-        u32::from_le_bytes(word)
-    );
+    let (ran, w) = (word != cuda_buf.as_slice()[..4], u32::from_le_bytes(word));
+    ensure!(!ran, "work behind the unmet wait already ran ({w:#x})");
     unsafe {
         v.device.signal_semaphore(
             &vk::SemaphoreSignalInfo::default()
@@ -1584,8 +1418,9 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     .map_err(vk_err("vkSignalSemaphore(3)"))?;
     wait_stream(stream, "CUDA waiting for vkSignalSemaphore(3)")?;
     cu!(cuMemcpyDtoH(word.as_mut_ptr().cast(), buf_ptr, 4))?;
+    let ran = u32::from_le_bytes(word) == MARK;
     ensure!(
-        u32::from_le_bytes(word) == MARK,
+        ran,
         "work behind the wait did not run after Vulkan signaled 3"
     );
     println!("CUDA's wait for timeline 3 held the stream until vkSignalSemaphore(3)");
@@ -1616,7 +1451,7 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
 
     // --- Release everything: CUDA first, then Vulkan (Drop). ---
     for p in [got_buf, got_img, cuda_buf, cuda_img] {
-        p.free()?;
+        ManuallyDrop::into_inner(p).free()?;
     }
     cu!(cuStreamDestroy(stream))?;
     cu!(cuMemFree(buf_ptr))?;
@@ -1627,18 +1462,12 @@ fn vulkan_round_trip() -> Result<Option<String>, Failed> {
     cu!(cuDestroyExternalSemaphore(cu_binary))?;
     let value = unsafe { v.device.get_semaphore_counter_value(timeline) }
         .map_err(vk_err("vkGetSemaphoreCounterValue"))?;
-    ensure!(
-        value == 3,
-        "timeline value at the end is {value}, expected 3"
-    );
+    ensure!(value == 3, "timeline at the end: {value}, not 3");
     drop(v);
     // The process keeps working.
-    let mut free = 0usize;
-    let mut total = 0usize;
+    let (mut free, mut total) = (0usize, 0usize);
     cu!(cuMemGetInfo(&mut free, &mut total))?;
-    ensure!(
-        free > 0 && free <= total,
-        "cuMemGetInfo: free {free}, total {total}"
-    );
+    let what = format!("cuMemGetInfo: free {free}, total {total}");
+    ensure!(free > 0 && free <= total, "{what}");
     Ok(None)
 }

@@ -12,18 +12,15 @@
 
 mod common;
 
-use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
 use common::process_death as pd;
 use common::vmm::*;
-use common::{error_name, pattern, read, reads, same, write, BadInput, Checks, Gpu, TestResult};
+use common::TestResult;
+use common::{error_name, pattern, read, reads, round_trip, same, write, BadInput, Checks, Gpu};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-/// The socket descriptor a parent hands to its importer child.
-const SOCK_VAR: &str = "CUDA_MEM_SYS_VMM_SOCKET";
 /// The size of the allocation a parent shares with its importer child.
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
@@ -46,8 +43,6 @@ fn properties(h: Handle) -> Result<CUmemAllocationProp, Failed> {
     Ok(p)
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
-
 /// The properties read back from a handle: type PINNED, a location type out of
 /// `locs` (with `id` where given), requested handle types out of `handles`
 /// (first the documented value, then what driver 580.159 was seen to report).
@@ -67,11 +62,8 @@ fn assert_props(
         p.requestedHandleTypes.0,
         p.allocFlags.usage
     );
-    c.eq(
-        format!("{what}: type (PINNED)"),
-        p.type_,
-        CU_MEM_ALLOCATION_TYPE_PINNED,
-    );
+    let pinned = CU_MEM_ALLOCATION_TYPE_PINNED;
+    c.eq(format!("{what}: type (PINNED)"), p.type_, pinned);
     let (loc, handle) = (p.location.type_, p.requestedHandleTypes);
     let loc_ids: Vec<_> = locs.iter().map(|l| l.0).collect();
     let handle_ids: Vec<_> = handles.iter().map(|h| h.0).collect();
@@ -81,11 +73,8 @@ fn assert_props(
     );
     c.that(locs.contains(&loc), msg);
     if let Some(id) = id {
-        c.eq(
-            format!("{what}: location id"),
-            common::cu_loc_id(&p.location),
-            id,
-        );
+        let got = common::cu_loc_id(&p.location);
+        c.eq(format!("{what}: location id"), got, id);
     }
     let msg = format!(
         "{what}: requestedHandleTypes {} (expected one of {handle_ids:?})",
@@ -102,14 +91,8 @@ fn assert_device_props(
     handles: &[CUmemAllocationHandleType],
     what: &str,
 ) {
-    assert_props(
-        c,
-        p,
-        &[CU_MEM_LOCATION_TYPE_DEVICE],
-        Some(dev),
-        handles,
-        what,
-    );
+    let device = [CU_MEM_LOCATION_TYPE_DEVICE];
+    assert_props(c, p, &device, Some(dev), handles, what);
 }
 
 // ---------------------------------------------------------------------------
@@ -118,10 +101,10 @@ fn assert_device_props(
 
 fn granularity_minimum_and_recommended() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 1,
-        "device 0 does not support virtual memory management"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        "device 0 does not support virtual memory management",
+    )?;
     let none = CU_MEM_HANDLE_TYPE_NONE;
     let mut tile_pool = device_prop(gpu.dev, none);
     tile_pool.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
@@ -145,13 +128,11 @@ fn granularity_minimum_and_recommended() -> TestResult {
         let min = granularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)?;
         let rec = granularity(prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)?;
         println!("  {what}: minimum {min} B, recommended {rec} B");
+        let (pow2, multiple) = (min.is_power_of_two(), rec >= min && rec % min == 0);
+        ensure!(pow2, "{what}: minimum {min} not a power of two");
         ensure!(
-            min.is_power_of_two(),
-            "{what}: minimum {min} not a power of two"
-        );
-        ensure!(
-            rec >= min && rec % min == 0,
-            "{what}: recommended {rec} not a multiple of the minimum {min}"
+            multiple,
+            "{what}: recommended {rec} not a multiple of {min}"
         );
     }
     // The minimum is what cuMemCreate accepts: a multiple of it works, half of it does not.
@@ -182,10 +163,8 @@ fn device_memory_map_round_trip() -> TestResult {
 
     let ptr = reserve(size, 0, 0)?;
     println!("  reserved {size} B at {ptr:#x}");
-    ensure!(
-        ptr != 0 && ptr % g as u64 == 0,
-        "reservation {ptr:#x} not aligned to {g}"
-    );
+    let aligned = ptr != 0 && ptr % g as u64 == 0;
+    ensure!(aligned, "reservation {ptr:#x} not aligned to {g}");
     cu!(cuMemMap(ptr, size, 0, h, 0))?;
     // "all mappings start with no accessibility setup"
     let before = get_access(ptr, device_location(gpu.dev))?;
@@ -301,11 +280,8 @@ fn grown_range_is_contiguous() -> TestResult {
 
     // The second half really is the second allocation: map it alone elsewhere.
     let alone = reserve_map_rw(g, h2, gpu.dev)?;
-    reads(
-        alone,
-        &all[g..],
-        "second allocation seen at its own address",
-    )?;
+    let what = "second allocation seen at its own address";
+    reads(alone, &all[g..], what)?;
     unmap_free(alone, g)?;
 
     drop(scratch_buf);
@@ -330,10 +306,8 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     for _ in 0..4 {
         let p = reserve(g, align, 0)?;
         aligned.push(p);
-        ensure!(
-            p % align as u64 == 0,
-            "reservation {p:#x} not aligned to {align:#x}"
-        );
+        let what = format!("reservation {p:#x} not aligned to {align:#x}");
+        ensure!(p % align as u64 == 0, "{what}");
     }
     println!("  aligned to {align:#x}: {aligned:x?}");
     for p in aligned {
@@ -346,26 +320,18 @@ fn reserve_with_hint_and_alignment() -> TestResult {
     let hint = hole + 3 * gg;
     let got = reserve(2 * g, 0, hint)?;
     println!("  hint {hint:#x} -> {got:#x}");
-    ensure!(
-        got == hint,
-        "reservation with hint {hint:#x} placed at {got:#x}"
-    );
+    ensure!(got == hint, "reserved with hint {hint:#x} at {got:#x}");
     // Hint and alignment together.
     let hint2 = hole + 6 * gg;
     let got2 = reserve(g, g, hint2)?;
     println!("  hint {hint2:#x}, alignment {g:#x} -> {got2:#x}");
-    ensure!(
-        got2 == hint2,
-        "reservation with hint {hint2:#x} placed at {got2:#x}"
-    );
+    ensure!(got2 == hint2, "reserved with hint {hint2:#x} at {got2:#x}");
 
     // The hinted range is a usable reservation.
     let h = create(2 * g, &prop)?;
     cu!(cuMemMap(got, 2 * g, 0, h, 0))?;
     set_rw(got, 2 * g, gpu.dev)?;
-    let data = pattern(2 * g, 6);
-    write(got, &data)?;
-    same(&read(got, 2 * g)?, &data, "bytes at the hinted reservation")?;
+    round_trip(got, 2 * g, 6, "bytes at the hinted reservation")?;
     unmap_release_free(got, 2 * g, h)?;
     cu!(cuMemAddressFree(got2, g))?;
     Ok(())
@@ -391,10 +357,8 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     let free1 = pd::free_memory()?;
     let (before, after) = (pd::mib(free0), pd::mib(free1));
     println!("  device free memory {before} before, {after} after creating");
-    c.that(
-        free1 + size / 2 > free0,
-        format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})"),
-    );
+    let msg = format!("{what}: {size} B of host memory took device memory ({free0} -> {free1})");
+    c.that(free1 + size / 2 > free0, msg);
     let p = properties(h)?;
     let (locs, want_id): (&[CUmemLocationType], _) = if loc == CU_MEM_LOCATION_TYPE_HOST {
         // A HOST allocation (no NUMA node asked for) reads back as HOST_NUMA
@@ -424,11 +388,8 @@ fn host_round_trip(loc: CUmemLocationType, id: i32, what: &str) -> TestResult {
     cu!(cuMemsetD8(dbuf.ptr, 0x3D, size))?;
     cu!(cuMemcpyDtoD(ptr, dbuf.ptr, size))?;
     cu!(cuCtxSynchronize())?;
-    reads(
-        ptr,
-        &vec![0x3D; size],
-        "device memory copied to host memory",
-    )?;
+    let what = "device memory copied to host memory";
+    reads(ptr, &vec![0x3D; size], what)?;
     drop(dbuf);
 
     unmap_release_free(ptr, size, h)?;
@@ -454,10 +415,8 @@ fn host_memory_location_host_numa() -> TestResult {
         "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = {}",
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?
     );
-    println!(
-        "  CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {}",
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?
-    );
+    let id = gpu.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
+    println!("  CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id}");
     let numa = gpu.host_numa_node_or_0()?;
     host_round_trip(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa, "host NUMA")?;
     // The CPU's own access (a child process: a wrong mapping must not take the
@@ -489,21 +448,13 @@ fn host_numa_cpu_access() -> TestResult {
     let h = create(g, &prop)?;
     let ptr = reserve(g, g, 0)?;
     cu!(cuMemMap(ptr, g, 0, h, 0))?;
-    let descs = [
-        access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-        access_desc(
-            common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
-            CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        ),
-    ];
-    cu!(cuMemSetAccess(ptr, g, descs.as_ptr(), 2))?;
-    let host = get_access(ptr, common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa))?;
+    let host_numa = common::cu_loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa);
+    set_rw_for(ptr, g, &[device_location(gpu.dev), host_numa])?;
+    let host = get_access(ptr, host_numa)?;
     let dev = get_access(ptr, device_location(gpu.dev))?;
     println!("  child: host-NUMA access {host}, device access {dev}");
-    ensure!(
-        host == RW && dev == RW,
-        "access flags host {host}, device {dev}"
-    );
+    let rw = host == RW && dev == RW;
+    ensure!(rw, "access flags host {host}, device {dev}");
 
     let data = pattern(g, 8);
     write(ptr, &data)?;
@@ -535,10 +486,8 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let m = Mapping::new(&prop, size, gpu.dev)?;
     let (h, ptr) = (m.handle, m.ptr);
     let free_mapped = pd::free_memory()?;
-    c.that(
-        free_mapped + size <= free0,
-        format!("creating {size} B took only {} B", free0 - free_mapped),
-    );
+    let msg = format!("creating {size} B took only {} B", free0 - free_mapped);
+    c.that(free_mapped + size <= free0, msg);
     let data = pattern(size, 10);
     write(ptr, &data)?;
 
@@ -562,16 +511,10 @@ fn retain_handle_and_reference_counting() -> TestResult {
     write(ptr, &data2)?;
     reads(ptr, &data2, "writing after releasing both handles")?;
     let free_released = pd::free_memory()?;
-    println!(
-        "  free memory: {:.1} MiB at start, {:.1} MiB mapped, {:.1} MiB after both releases",
-        free0 as f64 / MIB,
-        free_mapped as f64 / MIB,
-        free_released as f64 / MIB
-    );
-    c.that(
-        free_released + size <= free0,
-        format!("memory returned while still mapped ({free_released} free)"),
-    );
+    let (mib0, mib1, mib2) = (pd::mib(free0), pd::mib(free_mapped), pd::mib(free_released));
+    println!("  free memory: {mib0} at start, {mib1} mapped, {mib2} after both releases");
+    let msg = format!("memory returned while still mapped ({free_released} free)");
+    c.that(free_released + size <= free0, msg);
 
     // Retained again through the mapping: same handle, same properties.
     let mut rh2: Handle = 0;
@@ -586,19 +529,15 @@ fn retain_handle_and_reference_counting() -> TestResult {
     let free_unmapped = pd::free_memory()?;
     cu!(cuMemAddressFree(ptr, size))?;
     let free_end = pd::free_memory()?;
-    println!(
-        "  free memory: {:.1} MiB after unmap, {:.1} MiB after address free",
-        free_unmapped as f64 / MIB,
-        free_end as f64 / MIB
-    );
+    let (mib0, mib1) = (pd::mib(free_unmapped), pd::mib(free_end));
+    println!("  free memory: {mib0} after unmap, {mib1} after address free");
+    let held = free0.saturating_sub(free_unmapped);
     c.that(
         free_unmapped + g > free0,
-        format!("{} B still held after the unmap", free0 - free_unmapped),
+        format!("{held} B still held after the unmap"),
     );
-    c.that(
-        free_end + g > free0,
-        format!("{} B leaked", free0.saturating_sub(free_end)),
-    );
+    let leaked = free0.saturating_sub(free_end);
+    c.that(free_end + g > free0, format!("{leaked} B leaked"));
     c.finish()
 }
 
@@ -608,10 +547,10 @@ fn retain_handle_and_reference_counting() -> TestResult {
 
 fn posix_fd_across_two_processes() -> TestResult {
     let gpu = Gpu::new(0)?;
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? == 1,
-        "no POSIX file descriptor handles on device 0"
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        "no POSIX file descriptor handles on device 0",
+    )?;
     let m = Mapping::shareable(&gpu, 2)?;
     let size = m.size;
     write(m.ptr, &pattern(size, 20))?;
@@ -619,38 +558,19 @@ fn posix_fd_across_two_processes() -> TestResult {
     let fd = m.export_fd()?;
     println!("  exported descriptor {fd}");
 
-    let (mut mine, theirs) = socket_pair()?;
-    mine.set_read_timeout(Some(Duration::from_secs(120)))?;
-    let n = inheritable(&theirs);
-    let child = common::spawn_child(
-        "posix_fd_importer",
-        &[(SOCK_VAR, n.to_string()), (SIZE_VAR, size.to_string())],
-    );
-    drop(theirs);
-    let talk = (|| -> TestResult {
-        send_fd(&mine, fd)?;
-        // The importer checked our bytes and wrote its own.
-        let mut b = [0u8; 1];
-        mine.read_exact(&mut b)
-            .map_err(|e| format!("waiting for the importer: {e}"))?;
-        ensure!(b[0] == b'W', "importer sent {:?}", b[0] as char);
-        reads(
-            m.ptr,
-            &pattern(size, 21),
-            "exporter reading the importer's bytes",
-        )?;
-        mine.write_all(b"D")?;
-        Ok(())
-    })();
-    let waited = common::wait_child(child, "posix_fd_importer");
-    talk?;
-    waited?;
+    let mut child = pd::Peer::spawn("posix_fd_importer", &[(SIZE_VAR, size.to_string())])?;
+    child.link.set_timeout(Duration::from_secs(120))?;
+    child.link.send_fd(fd)?;
+    // The importer checked our bytes and wrote its own.
+    let answer = child.link.expect()?;
+    ensure!(answer == "W", "importer sent {answer:?}");
+    let what = "exporter reading the importer's bytes";
+    reads(m.ptr, &pattern(size, 21), what)?;
+    child.link.send("D")?;
+    child.finish()?;
     // The importer's release leaves the exporter's memory alone.
-    reads(
-        m.ptr,
-        &pattern(size, 21),
-        "exporter after the importer left",
-    )?;
+    let what = "exporter after the importer left";
+    reads(m.ptr, &pattern(size, 21), what)?;
     ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
     m.free()
 }
@@ -660,10 +580,10 @@ fn posix_fd_across_two_processes() -> TestResult {
 fn posix_fd_importer() -> TestResult {
     cu!(cuInit(0))?;
     let gpu = Gpu::new(0)?;
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let mut link = pd::Link::from_parent()?;
+    link.set_timeout(Duration::from_secs(120))?;
     let size: usize = std::env::var(SIZE_VAR)?.parse()?;
-    let fd = recv_fd(&sock)?;
+    let fd = link.recv_fd()?;
     println!("  importer (pid {}): descriptor {fd}", std::process::id());
 
     let mut h: Handle = 0;
@@ -678,17 +598,13 @@ fn posix_fd_importer() -> TestResult {
     c.finish()?;
 
     let ptr = reserve_map_rw(size, h, gpu.dev)?;
-    reads(
-        ptr,
-        &pattern(size, 20),
-        "importer reading the exporter's bytes",
-    )?;
+    let what = "importer reading the exporter's bytes";
+    reads(ptr, &pattern(size, 20), what)?;
     write(ptr, &pattern(size, 21))?;
     cu!(cuCtxSynchronize())?;
-    sock.write_all(b"W")?;
-    let mut b = [0u8; 1];
-    sock.read_exact(&mut b)?;
-    ensure!(b[0] == b'D', "exporter sent {:?}", b[0] as char);
+    link.send("W")?;
+    let answer = link.expect()?;
+    ensure!(answer == "D", "exporter sent {answer:?}");
 
     unmap_release_free(ptr, size, h)?;
     Ok(())
@@ -709,27 +625,16 @@ struct VmmHeld {
 
 impl pd::Held for VmmHeld {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let mut v = vec![0u8; n];
-        let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), self.ptr, n) };
-        if r != CUDA_SUCCESS {
-            return Err(pd::code(r));
-        }
-        Ok(v)
+        pd::read_device(self.ptr, n)
     }
     fn release(self: Box<Self>) -> String {
-        let (u, r, a) = unsafe {
-            (
-                cuMemUnmap(self.ptr, self.size),
-                cuMemRelease(self.h),
-                cuMemAddressFree(self.ptr, self.size),
-            )
-        };
-        format!(
-            "unmap:{},release:{},address_free:{}",
-            pd::code(u),
-            pd::code(r),
-            pd::code(a)
-        )
+        pd::steps(&[
+            ("unmap", unsafe { cuMemUnmap(self.ptr, self.size) }),
+            ("release", unsafe { cuMemRelease(self.h) }),
+            ("address_free", unsafe {
+                cuMemAddressFree(self.ptr, self.size)
+            }),
+        ])
     }
 }
 
@@ -770,16 +675,8 @@ fn vmm_importer() -> TestResult {
 /// intact, it keeps creating and releasing allocations, and once it releases
 /// its own handle `cuMemGetInfo` shows the memory back.
 fn process_death_importer_killed_while_mapped() -> TestResult {
-    // The test's own context reference: `kept` releases its own with the
-    // memory, and the free-memory figures after that need a live context.
-    let _gpu = Gpu::new(0)?;
-    pd::importer_killed(
-        "vmm_importer_killed_while_mapped",
-        IMPORTER,
-        common::vmm::pd_export,
-        pd::free_memory,
-        "after the exporter released its handle",
-    )
+    let released = "after the exporter released its handle";
+    common::vmm::pd_importer_killed("vmm_importer_killed_while_mapped", IMPORTER, released)
 }
 
 /// The exporter child is SIGKILLed while the importer child has the memory
@@ -809,10 +706,8 @@ fn fabric_handle() -> TestResult {
         gpu.attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED)?,
         core::mem::size_of::<CUmemFabricHandle>()
     );
-    ensure!(
-        core::mem::size_of::<CUmemFabricHandle>() == 64,
-        "CUmemFabricHandle is not 64 bytes"
-    );
+    let size = core::mem::size_of::<CUmemFabricHandle>();
+    ensure!(size == 64, "CUmemFabricHandle is {size} bytes, not 64");
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_FABRIC);
     let mut g = 0usize;
     let r =
@@ -824,34 +719,25 @@ fn fabric_handle() -> TestResult {
     let mut h: Handle = 0;
     let r = unsafe { cuMemCreate(&mut h, g, &prop, 0) };
     if r == CUDA_ERROR_NOT_PERMITTED || r == CUDA_ERROR_NOT_SUPPORTED {
-        println!(
-            "  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC: {} (no IMEX channel)",
-            error_name(r)
-        );
+        let code = error_name(r);
+        println!("  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC: {code} (no IMEX channel)");
         // The process goes on working.
         let plain = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
         let m = Mapping::new(&plain, g, gpu.dev)?;
-        let data = pattern(4096, 30);
-        write(m.ptr, &data)?;
-        same(&read(m.ptr, 4096)?, &data, "after the fabric refusal")?;
+        round_trip(m.ptr, 4096, 30, "after the fabric refusal")?;
         return m.free();
     }
     common::check(r, "cuMemCreate(CU_MEM_HANDLE_TYPE_FABRIC)")?;
     println!("  cuMemCreate with CU_MEM_HANDLE_TYPE_FABRIC succeeded");
     let mut fh = CUmemFabricHandle::default();
-    cu!(cuMemExportToShareableHandle(
+    let (fhp, fabric) = (
         (&mut fh as *mut CUmemFabricHandle).cast(),
-        h,
         CU_MEM_HANDLE_TYPE_FABRIC,
-        0
-    ))?;
+    );
+    cu!(cuMemExportToShareableHandle(fhp, h, fabric, 0))?;
     ensure!(fh.data.iter().any(|&b| b != 0), "fabric handle is all zero");
     let mut h2: Handle = 0;
-    cu!(cuMemImportFromShareableHandle(
-        &mut h2,
-        (&mut fh as *mut CUmemFabricHandle).cast(),
-        CU_MEM_HANDLE_TYPE_FABRIC
-    ))?;
+    cu!(cuMemImportFromShareableHandle(&mut h2, fhp, fabric))?;
     // The imported handle is the same memory.
     let a = reserve_map_rw(g, h, gpu.dev)?;
     let b = reserve_map_rw(g, h2, gpu.dev)?;
@@ -952,14 +838,12 @@ impl Sparse {
 fn sparse_array_tile_mapping() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::default();
-    ensure!(
-        gpu.attribute(CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED)? == 1,
-        "device 0 has no sparse CUDA arrays"
-    );
-    println!(
-        "  sizeof(CUarrayMapInfo) = {} (gcc: 96)",
-        core::mem::size_of::<CUarrayMapInfo>()
-    );
+    gpu.require(
+        CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+        "device 0 has no sparse CUDA arrays",
+    )?;
+    let size = core::mem::size_of::<CUarrayMapInfo>();
+    println!("  sizeof(CUarrayMapInfo) = {size} (gcc: 96)");
     let mut desc = CUDA_ARRAY3D_DESCRIPTOR::default();
     desc.Width = 1024;
     desc.Height = 1024;
@@ -971,21 +855,14 @@ fn sparse_array_tile_mapping() -> TestResult {
     cu!(cuArray3DCreate(&mut array, &desc))?;
     let mut sp = CUDA_ARRAY_SPARSE_PROPERTIES::default();
     cu!(cuArrayGetSparseProperties(&mut sp, array))?;
-    println!(
-        "  tile {}x{}x{} texels, mip tail from level {} ({} B), flags {}",
+    let (w, h, d) = (
         sp.tileExtent.width,
         sp.tileExtent.height,
         sp.tileExtent.depth,
-        sp.miptailFirstLevel,
-        sp.miptailSize,
-        sp.flags
     );
-    ensure!(
-        sp.tileExtent.width > 0 && sp.tileExtent.height > 0 && 1024 % sp.tileExtent.width == 0,
-        "tile extent {}x{}",
-        sp.tileExtent.width,
-        sp.tileExtent.height
-    );
+    let (level, size, flags) = (sp.miptailFirstLevel, sp.miptailSize, sp.flags);
+    println!("  tile {w}x{h}x{d} texels, mip tail from level {level} ({size} B), flags {flags}");
+    ensure!(w > 0 && h > 0 && 1024 % w == 0, "tile extent {w}x{h}");
     let stream = common::CuStream::new()?;
     let s = Sparse {
         array,
@@ -1001,10 +878,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     let mut pool_prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     pool_prop.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL as u16;
     let pool_size = min_granularity(&pool_prop)?;
-    ensure!(
-        pool_size as u64 >= 2 * tile,
-        "pool {pool_size} B smaller than two tiles"
-    );
+    let two = pool_size as u64 >= 2 * tile;
+    ensure!(two, "pool {pool_size} B smaller than two tiles");
     let pool = create(pool_size, &pool_prop)?;
     // cuMemGetAllocationPropertiesFromHandle reads allocFlags.usage back as 0
     // (driver 580.159), so the flag's effect is checked instead: the pool maps
@@ -1047,13 +922,8 @@ fn sparse_array_tile_mapping() -> TestResult {
     cu!(cuStreamSynchronize(s.stream))?;
     if c.failures().iter().any(|f| f.contains("CUDA_SUCCESS")) {
         // A bad request was accepted: tile 2 may be mapped; unmap it.
-        let r = unsafe {
-            cuMemMapArrayAsync(
-                &mut s.info(2, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0),
-                1,
-                s.stream,
-            )
-        };
+        let mut unmap = s.info(2, CU_MEM_OPERATION_TYPE_UNMAP, 0, 0);
+        let r = unsafe { cuMemMapArrayAsync(&mut unmap, 1, s.stream) };
         println!("    unmapping tile 2: {}", error_name(r));
         cu!(cuStreamSynchronize(s.stream))?;
     }
@@ -1102,11 +972,11 @@ fn two_gpus_set_access() -> TestResult {
     let data = pattern(size, 50);
     write(ptr, &data)?;
 
-    let descs = [
-        access_desc(device_location(g0.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-        access_desc(device_location(g1.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
-    ];
-    cu!(cuMemSetAccess(ptr, size, descs.as_ptr(), 2))?;
+    set_rw_for(
+        ptr,
+        size,
+        &[device_location(g0.dev), device_location(g1.dev)],
+    )?;
     let (a0, a1) = (access(&g0)?, access(&g1)?);
     println!("  access with both: device 0 {a0}, device 1 {a1}");
     ensure!(a0 == RW && a1 == RW, "access flags {a0}, {a1}");
@@ -1348,11 +1218,8 @@ fn release_of_released_handle() -> TestResult {
         .find_map(|l| l.strip_prefix("second cuMemRelease: "))
         .and_then(|v| v.trim().parse::<u32>().ok())
         .ok_or("child printed no result")?;
-    common::expect_error(
-        CUresult(code as _),
-        CUDA_ERROR_INVALID_VALUE,
-        "second cuMemRelease of one handle",
-    )
+    let what = "second cuMemRelease of one handle";
+    common::expect_error(CUresult(code as _), CUDA_ERROR_INVALID_VALUE, what)
 }
 
 /// Child: releases one handle twice, then shows the process still works.
@@ -1367,9 +1234,7 @@ fn double_release() -> TestResult {
     println!("second cuMemRelease: {}", r.0);
     println!("  ({})", error_name(r));
     let m = Mapping::new(&prop, g, gpu.dev)?;
-    let data = pattern(g, 60);
-    write(m.ptr, &data)?;
-    same(&read(m.ptr, g)?, &data, "after the second release")?;
+    round_trip(m.ptr, g, 60, "after the second release")?;
     m.free()
 }
 
@@ -1393,10 +1258,8 @@ fn no_leak_over_10000_cycles() -> TestResult {
         if i % 1000 == 0 {
             // The cycle is real: memory taken, bytes through the mapping.
             held = pd::free_memory()?;
-            ensure!(
-                held + g <= start,
-                "cycle {i}: {g} B not taken from free memory"
-            );
+            let taken = held + g <= start;
+            ensure!(taken, "cycle {i}: {g} B not taken from free memory");
             let v = (i / 1000) as u8 + 1;
             cu!(cuMemsetD8(m.ptr, v, g))?;
             reads(m.ptr + g as u64 - 64, &[v; 64], &format!("cycle {i}"))?;
@@ -1410,11 +1273,8 @@ fn no_leak_over_10000_cycles() -> TestResult {
         "  {CYCLES} cycles of {g} B in {secs:.2} s ({:.1} us each): free memory {start} B ({}) at start, {held} B while one was held, {end} B ({}) at end",
         secs * 1e6 / CYCLES as f64, mib(start), mib(end)
     );
-    ensure!(
-        end + g > start,
-        "{} B lost over {CYCLES} cycles",
-        start - end
-    );
+    let lost = start.saturating_sub(end);
+    ensure!(end + g > start, "{lost} B lost over {CYCLES} cycles");
     Ok(())
 }
 

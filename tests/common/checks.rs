@@ -1,7 +1,7 @@
 //! The one collector of failed checks ([`Checks`]) and the one "bad input,
 //! then still works" helper ([`BadInput`]) of the device tests.
-use super::memory::{pattern, read, same, write};
-use super::{error_name, report_bad_input, rt_error_name, TestResult};
+use super::memory::round_trip;
+use super::{report_bad_input, Code, TestResult};
 use cuda_mem_sys::*;
 use std::fmt::{Debug, Display};
 
@@ -55,69 +55,31 @@ impl Checks {
         }
     }
 
-    /// A driver call returned `got` where `want` is documented; prints the
-    /// code either way and reports a bad call (`want` not success) for the
-    /// bad-input table (`common::report_bad_input`).
-    pub fn code(&mut self, got: CUresult, want: CUresult, what: &str) {
-        println!("    {} <- {what}", error_name(got));
-        if want != CUDA_SUCCESS {
-            report_bad_input(None, what, &error_name(want), &error_name(got));
+    /// A driver or runtime call returned `got` where `want` is documented;
+    /// prints the code either way and reports a bad call (`want` not success)
+    /// for the bad-input table (`common::report_bad_input`).
+    pub fn code<C: Code>(&mut self, got: C, want: C, what: &str) {
+        let (got_name, want_name) = (got.name(), want.name());
+        println!("    {got_name} <- {what}");
+        if want != C::SUCCESS {
+            report_bad_input(None, what, &want_name, &got_name);
         }
-        self.that(
-            got == want,
-            format_args!(
-                "{what} returned {}, expected {}",
-                error_name(got),
-                error_name(want)
-            ),
-        );
+        let msg = format!("{what} returned {got_name}, expected {want_name}");
+        self.that(got == want, msg);
     }
 
     /// `got` must be `observed`: what the driver was measured to return where
     /// NVIDIA documents (or implies) `documented`.
-    pub fn code_observed(
-        &mut self,
-        got: CUresult,
-        documented: CUresult,
-        observed: CUresult,
-        what: &str,
-    ) {
-        println!(
-            "    {} <- {what} (documented: {})",
-            error_name(got),
-            error_name(documented)
+    pub fn code_observed<C: Code>(&mut self, got: C, documented: C, observed: C, what: &str) {
+        let (got_name, doc) = (got.name(), documented.name());
+        println!("    {got_name} <- {what} (documented: {doc})");
+        let case = format!("{what} [documented: {doc}]");
+        report_bad_input(None, &case, &observed.name(), &got_name);
+        let msg = format!(
+            "{what} returned {got_name}, expected {} (documented: {doc})",
+            observed.name()
         );
-        report_bad_input(
-            None,
-            &format!("{what} [documented: {}]", error_name(documented)),
-            &error_name(observed),
-            &error_name(got),
-        );
-        self.that(
-            got == observed,
-            format_args!(
-                "{what} returned {}, expected {} (documented: {})",
-                error_name(got),
-                error_name(observed),
-                error_name(documented)
-            ),
-        );
-    }
-
-    /// [`Checks::code`] for a runtime call.
-    pub fn rt_code(&mut self, got: cudaError_t, want: cudaError_t, what: &str) {
-        println!("    {} <- {what}", rt_error_name(got));
-        if want != cudaSuccess {
-            report_bad_input(None, what, &rt_error_name(want), &rt_error_name(got));
-        }
-        self.that(
-            got == want,
-            format_args!(
-                "{what} returned {}, expected {}",
-                rt_error_name(got),
-                rt_error_name(want)
-            ),
-        );
+        self.that(got == observed, msg);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -166,11 +128,7 @@ impl<'a> BadInput<'a> {
     /// The usual probe: `n` bytes of device memory at `ptr` (yours, for the
     /// test's length) still take a fresh pattern and give it back.
     pub fn round_trip(ptr: CUdeviceptr, n: usize) -> BadInput<'static> {
-        BadInput::new(move |round| {
-            let data = pattern(n, round);
-            write(ptr, &data)?;
-            same(&read(ptr, n)?, &data, "device round trip")
-        })
+        BadInput::new(move |round| round_trip(ptr, n, round, "device round trip"))
     }
 
     /// Runs the probe after a bad case.
@@ -195,16 +153,16 @@ impl<'a> BadInput<'a> {
         }
     }
 
-    /// A bad driver call: `got` must be `want`, then the process still works.
-    pub fn cu(&mut self, want: CUresult, got: CUresult, what: &str) {
+    /// A bad driver or runtime call: `got` must be `want`, then the process
+    /// still works.
+    pub fn cu<C: Code>(&mut self, want: C, got: C, what: &str) {
         self.checks.code(got, want, what);
         self.still_works_after(what);
     }
 
-    /// A bad runtime call: `got` must be `want`, then the process still works.
+    /// [`BadInput::cu`] of a runtime call.
     pub fn rt(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
-        self.checks.rt_code(got, want, what);
-        self.still_works_after(what);
+        self.cu(want, got, what);
     }
 
     /// A bad case checked by the test itself (`r`, noted under `what`), then
@@ -239,7 +197,7 @@ impl std::ops::DerefMut for BadInput<'_> {
 
 /// A bad driver or runtime call, recorded against the code it must return:
 /// `bad!(b, CUDA_ERROR_INVALID_VALUE, cuMemMap(..))` on a [`BadInput`] (then
-/// the probe runs) or on a [`Checks`] (`Checks::code`/`rt_code`, no probe).
+/// the probe runs) or on a [`Checks`] (`Checks::code`, no probe).
 #[macro_export]
 macro_rules! bad {
     ($b:expr, $want:expr, $call:expr) => {
@@ -258,27 +216,15 @@ pub trait BadCall<Code> {
     fn bad_call(&mut self, want: Code, got: Code, what: &str);
 }
 
-impl BadCall<CUresult> for Checks {
-    fn bad_call(&mut self, want: CUresult, got: CUresult, what: &str) {
+impl<C: Code> BadCall<C> for Checks {
+    fn bad_call(&mut self, want: C, got: C, what: &str) {
         self.code(got, want, what);
     }
 }
 
-impl BadCall<cudaError_t> for Checks {
-    fn bad_call(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
-        self.rt_code(got, want, what);
-    }
-}
-
-impl BadCall<CUresult> for BadInput<'_> {
-    fn bad_call(&mut self, want: CUresult, got: CUresult, what: &str) {
+impl<C: Code> BadCall<C> for BadInput<'_> {
+    fn bad_call(&mut self, want: C, got: C, what: &str) {
         self.cu(want, got, what);
-    }
-}
-
-impl BadCall<cudaError_t> for BadInput<'_> {
-    fn bad_call(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
-        self.rt(want, got, what);
     }
 }
 

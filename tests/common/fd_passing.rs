@@ -5,62 +5,53 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
+/// Runs `f` on a message of one byte and room for one descriptor.
+fn with_msg<R>(f: impl FnOnce(&mut libc::msghdr) -> R) -> R {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    f(&mut msg)
+}
+
 /// Sends `fd` (and one byte) over `sock`.
 pub fn send_fd(sock: &UnixStream, fd: RawFd) -> io::Result<()> {
-    unsafe {
-        let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let mut control = vec![0u8; space];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+    with_msg(|msg| unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
         (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-        if libc::sendmsg(sock.as_raw_fd(), &msg, 0) < 0 {
+        if libc::sendmsg(sock.as_raw_fd(), msg, 0) < 0 {
             return Err(io::Error::last_os_error());
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Receives one descriptor sent by [`send_fd`].
 pub fn recv_fd(sock: &UnixStream) -> io::Result<RawFd> {
-    unsafe {
-        let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let mut control = vec![0u8; space];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        if libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) < 0 {
+    with_msg(|msg| unsafe {
+        if libc::recvmsg(sock.as_raw_fd(), msg, 0) < 0 {
             return Err(io::Error::last_os_error());
         }
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let cmsg = libc::CMSG_FIRSTHDR(msg);
         if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "no descriptor received",
-            ));
+            let e = io::Error::new(io::ErrorKind::InvalidData, "no descriptor received");
+            return Err(e);
         }
         Ok(std::ptr::read_unaligned(
             libc::CMSG_DATA(cmsg).cast::<RawFd>(),
         ))
-    }
+    })
 }
 
 /// A connected pair of sockets: the parent keeps one, the child inherits the

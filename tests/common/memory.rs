@@ -54,6 +54,14 @@ pub fn reads(ptr: CUdeviceptr, want: &[u8], what: &str) -> TestResult {
     same(&read(ptr, want.len())?, want, what)
 }
 
+/// Writes `pattern(n, seed)` to the device memory at `ptr` and reads it back:
+/// `Ok` if the bytes came back, else a failure naming `what`.
+pub fn round_trip(ptr: CUdeviceptr, n: usize, seed: u32, what: &str) -> TestResult {
+    let data = pattern(n, seed);
+    write(ptr, &data)?;
+    reads(ptr, &data, what)
+}
+
 /// Copies `data` to device memory at `ptr` (`cuMemcpyHtoD`).
 pub fn write(ptr: CUdeviceptr, data: &[u8]) -> TestResult {
     cu!(cuMemcpyHtoD(ptr, data.as_ptr().cast(), data.len()))
@@ -130,6 +138,11 @@ impl PageLocked {
     pub fn vptr(&self) -> *mut c_void {
         self.ptr.cast()
     }
+    /// Frees it now (`cudaFreeHost`), checked.
+    pub fn free(self) -> TestResult {
+        let p = std::mem::ManuallyDrop::new(self);
+        rt!(cudaFreeHost(p.vptr()))
+    }
 }
 
 impl Drop for PageLocked {
@@ -138,77 +151,59 @@ impl Drop for PageLocked {
     }
 }
 
-/// A non-blocking driver stream (`cuStreamCreate`); destroyed on drop.
-pub struct CuStream(pub CUstream);
+/// A handle owned by a wrapper `$name(pub $ty)` and destroyed on drop by
+/// `$destroy`; with `new = |h| create`, also `$name::new()`: a null `h`
+/// handed to `create` (a `cu!`/`rt!` call that fills it in).
+#[macro_export]
+macro_rules! owned_handle {
+    ($(#[$m:meta])* $name:ident($ty:ty), $destroy:ident $(, new = |$h:ident| $create:expr)?) => {
+        $(#[$m])*
+        pub struct $name(pub $ty);
+        impl Drop for $name {
+            fn drop(&mut self) {
+                unsafe { $destroy(self.0) };
+            }
+        }
+        $(impl $name {
+            pub fn new() -> Result<$name, libtest_mimic::Failed> {
+                let mut $h: $ty = core::ptr::null_mut();
+                $create?;
+                Ok($name($h))
+            }
+        })?
+    };
+}
+
+owned_handle!(
+    /// A non-blocking driver stream (`cuStreamCreate`); destroyed on drop.
+    CuStream(CUstream), cuStreamDestroy,
+    new = |s| cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))
+);
+owned_handle!(
+    /// A non-blocking runtime stream (`cudaStreamCreateWithFlags`); destroyed on drop.
+    RtStream(cudaStream_t), cudaStreamDestroy,
+    new = |s| rt!(cudaStreamCreateWithFlags(&mut s, cudaStreamNonBlocking))
+);
+owned_handle!(
+    /// A driver event without timing (`cuEventCreate`); destroyed on drop.
+    CuEvent(CUevent), cuEventDestroy,
+    new = |e| cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING.0))
+);
+owned_handle!(
+    /// A runtime event without timing (`cudaEventCreateWithFlags`); destroyed on drop.
+    RtEvent(cudaEvent_t), cudaEventDestroy,
+    new = |e| rt!(cudaEventCreateWithFlags(&mut e, cudaEventDisableTiming))
+);
 
 impl CuStream {
-    pub fn new() -> Result<CuStream, Failed> {
-        let mut s: CUstream = null_mut();
-        cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING.0))?;
-        Ok(CuStream(s))
-    }
     pub fn sync(&self) -> TestResult {
         cu!(cuStreamSynchronize(self.0))
     }
 }
 
-impl Drop for CuStream {
-    fn drop(&mut self) {
-        unsafe { cuStreamDestroy(self.0) };
-    }
-}
-
-/// A non-blocking runtime stream (`cudaStreamCreateWithFlags`); destroyed on drop.
-pub struct RtStream(pub cudaStream_t);
-
 impl RtStream {
-    pub fn new() -> Result<RtStream, Failed> {
-        let mut s: cudaStream_t = null_mut();
-        rt!(cudaStreamCreateWithFlags(&mut s, cudaStreamNonBlocking))?;
-        Ok(RtStream(s))
-    }
     pub fn sync(&self) -> TestResult {
         rt!(cudaStreamSynchronize(self.0))
-    }
-}
-
-impl Drop for RtStream {
-    fn drop(&mut self) {
-        unsafe { cudaStreamDestroy(self.0) };
-    }
-}
-
-/// A driver event without timing (`cuEventCreate`); destroyed on drop.
-pub struct CuEvent(pub CUevent);
-
-impl CuEvent {
-    pub fn new() -> Result<CuEvent, Failed> {
-        let mut e: CUevent = null_mut();
-        cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING.0))?;
-        Ok(CuEvent(e))
-    }
-}
-
-impl Drop for CuEvent {
-    fn drop(&mut self) {
-        unsafe { cuEventDestroy(self.0) };
-    }
-}
-
-/// A runtime event without timing (`cudaEventCreateWithFlags`); destroyed on drop.
-pub struct RtEvent(pub cudaEvent_t);
-
-impl RtEvent {
-    pub fn new() -> Result<RtEvent, Failed> {
-        let mut e: cudaEvent_t = null_mut();
-        rt!(cudaEventCreateWithFlags(&mut e, cudaEventDisableTiming))?;
-        Ok(RtEvent(e))
-    }
-}
-
-impl Drop for RtEvent {
-    fn drop(&mut self) {
-        unsafe { cudaEventDestroy(self.0) };
     }
 }
 
@@ -270,11 +265,10 @@ impl Gpu {
     /// where the device reports none (-1).
     pub fn host_numa_node(&self) -> Result<i32, Failed> {
         let id = self.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-        ensure!(
-            id >= 0,
-            "device {} has no host NUMA node (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id})",
-            self.dev
-        );
+        let dev = self.dev;
+        let why =
+            format!("device {dev} has no host NUMA node (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = {id})");
+        ensure!(id >= 0, "{why}");
         Ok(id)
     }
 

@@ -48,11 +48,7 @@ pub enum Run {
 
 /// A test needing one GPU.
 pub const fn test(name: &'static str, run: fn() -> TestResult) -> DeviceTest {
-    DeviceTest {
-        name,
-        gpus: 1,
-        run: Run::Body(run),
-    }
+    test_gpus(name, 1, run)
 }
 
 /// A test needing `gpus` GPUs (reported ignored where fewer exist).
@@ -229,15 +225,14 @@ pub fn unavailable(gpus: i32) -> Option<String> {
     static PROBE: OnceLock<Result<i32, String>> = OnceLock::new();
     let probe = PROBE.get_or_init(|| {
         let r = unsafe { cuInit(0) };
+        let stub = "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)";
         if r == CUDA_ERROR_STUB_LIBRARY {
-            return Err(
-                "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)".into(),
-            );
+            return Err(stub.into());
         }
         if r != CUDA_SUCCESS {
             return Err(format!(
                 "no usable CUDA driver: cuInit returned {}",
-                error_name(r)
+                r.name()
             ));
         }
         let mut n = 0;
@@ -254,51 +249,63 @@ pub fn unavailable(gpus: i32) -> Option<String> {
     }
 }
 
-/// `CUDA_ERROR_INVALID_VALUE (1)`: the driver's name for a result code.
-pub fn error_name(r: CUresult) -> String {
-    let mut name: *const core::ffi::c_char = core::ptr::null();
-    let known = unsafe { cuGetErrorName(r, &mut name) } == CUDA_SUCCESS && !name.is_null();
-    if known {
-        format!(
-            "{} ({})",
-            unsafe { CStr::from_ptr(name) }.to_string_lossy(),
-            r.0
-        )
-    } else {
-        format!("CUresult {}", r.0)
+/// A result code of the driver (`CUresult`) or of the runtime (`cudaError_t`):
+/// the checks below are one function for both.
+pub trait Code: Copy + PartialEq {
+    const SUCCESS: Self;
+    /// The success code's name, as one word.
+    const SUCCESS_NAME: &'static str;
+    /// `CUDA_ERROR_INVALID_VALUE (1)`, `cudaErrorInvalidValue (1)`: the API's name.
+    fn name(self) -> String;
+}
+
+/// `NAME (n)`, from the name the API gave (`None` where it gave none).
+fn named(name: *const core::ffi::c_char, n: impl std::fmt::Display) -> Option<String> {
+    let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy())?;
+    Some(format!("{name} ({n})"))
+}
+
+impl Code for CUresult {
+    const SUCCESS: CUresult = CUDA_SUCCESS;
+    const SUCCESS_NAME: &'static str = "CUDA_SUCCESS";
+    fn name(self) -> String {
+        let mut name = core::ptr::null();
+        let known = unsafe { cuGetErrorName(self, &mut name) } == CUDA_SUCCESS;
+        let name = if known { named(name, self.0) } else { None };
+        name.unwrap_or_else(|| format!("CUresult {}", self.0))
     }
 }
 
-/// `cudaErrorInvalidValue (1)`: the runtime's name for an error code.
+impl Code for cudaError_t {
+    const SUCCESS: cudaError_t = cudaSuccess;
+    const SUCCESS_NAME: &'static str = "cudaSuccess";
+    fn name(self) -> String {
+        let name = named(unsafe { cudaGetErrorName(self) }, self.0);
+        name.unwrap_or_else(|| format!("cudaError_t {}", self.0))
+    }
+}
+
+/// `CUDA_ERROR_INVALID_VALUE (1)`: the driver's (or the runtime's) name for a code.
+pub fn error_name<C: Code>(r: C) -> String {
+    r.name()
+}
+
+/// `cudaErrorInvalidValue (1)`: [`error_name`] of a runtime code.
 pub fn rt_error_name(r: cudaError_t) -> String {
-    let name = unsafe { cudaGetErrorName(r) };
-    if name.is_null() {
-        format!("cudaError_t {}", r.0)
-    } else {
-        format!(
-            "{} ({})",
-            unsafe { CStr::from_ptr(name) }.to_string_lossy(),
-            r.0
-        )
-    }
+    r.name()
 }
 
-/// `Ok` if a driver call succeeded, else a failure naming the call and the code.
-pub fn check(r: CUresult, what: &str) -> TestResult {
-    if r == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{what} returned {}", error_name(r)).into())
+/// `Ok` if a driver or runtime call succeeded, else a failure naming the call and the code.
+pub fn check<C: Code>(r: C, what: &str) -> TestResult {
+    if r == C::SUCCESS {
+        return Ok(());
     }
+    Err(format!("{what} returned {}", r.name()).into())
 }
 
-/// `Ok` if a runtime call succeeded, else a failure naming the call and the code.
+/// [`check`] of a runtime call.
 pub fn check_rt(r: cudaError_t, what: &str) -> TestResult {
-    if r == cudaSuccess {
-        Ok(())
-    } else {
-        Err(format!("{what} returned {}", rt_error_name(r)).into())
-    }
+    check(r, what)
 }
 
 /// Prints one parseable line for a deliberately bad call, which
@@ -311,45 +318,25 @@ pub fn report_bad_input(entry: Option<&str>, what: &str, expected: &str, got: &s
     let what = what.split_whitespace().collect::<Vec<_>>().join(" ");
     let entry = entry.unwrap_or_else(|| what.split(['(', ' ']).next().unwrap_or("?"));
     let one_word = |c: &str| c.replace(" (", "(").replace(' ', "_");
-    println!(
-        "bad-input: {entry} expected={} got={} case={what}",
-        one_word(expected),
-        one_word(got)
-    );
+    let (expected, got) = (one_word(expected), one_word(got));
+    println!("bad-input: {entry} expected={expected} got={got} case={what}");
 }
 
-/// `Ok` if a driver call returned exactly `expected`.
-pub fn expect_error(r: CUresult, expected: CUresult, what: &str) -> TestResult {
-    if expected != CUDA_SUCCESS {
-        report_bad_input(None, what, &error_name(expected), &error_name(r));
+/// `Ok` if a driver or runtime call returned exactly `expected` (a bad call,
+/// `expected` not success, is reported for the bad-input table).
+pub fn expect_error<C: Code>(r: C, expected: C, what: &str) -> TestResult {
+    if expected != C::SUCCESS {
+        report_bad_input(None, what, &expected.name(), &r.name());
     }
     if r == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} returned {}, expected {}",
-            error_name(r),
-            error_name(expected)
-        )
-        .into())
+        return Ok(());
     }
+    Err(format!("{what} returned {}, expected {}", r.name(), expected.name()).into())
 }
 
-/// `Ok` if a runtime call returned exactly `expected`.
+/// [`expect_error`] of a runtime call.
 pub fn expect_rt_error(r: cudaError_t, expected: cudaError_t, what: &str) -> TestResult {
-    if expected != cudaSuccess {
-        report_bad_input(None, what, &rt_error_name(expected), &rt_error_name(r));
-    }
-    if r == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} returned {}, expected {}",
-            rt_error_name(r),
-            rt_error_name(expected)
-        )
-        .into())
-    }
+    expect_error(r, expected, what)
 }
 
 /// Driver call that must succeed: `cu!(cuMemCreate(&mut h, size, &prop, 0))?`.
@@ -364,7 +351,7 @@ macro_rules! cu {
 #[macro_export]
 macro_rules! rt {
     ($call:expr) => {
-        $crate::common::check_rt(unsafe { $call }, stringify!($call))
+        $crate::common::check(unsafe { $call }, stringify!($call))
     };
 }
 
@@ -380,7 +367,7 @@ macro_rules! cu_err {
 #[macro_export]
 macro_rules! rt_err {
     ($expected:expr, $call:expr) => {
-        $crate::common::expect_rt_error(unsafe { $call }, $expected, stringify!($call))
+        $crate::common::expect_error(unsafe { $call }, $expected, stringify!($call))
     };
 }
 
@@ -402,24 +389,23 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn new(ordinal: i32) -> Result<Gpu, Failed> {
-        let mut dev = 0;
-        check(unsafe { cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
-        let mut ctx = core::ptr::null_mut();
-        check(
-            unsafe { cuDevicePrimaryCtxRetain(&mut ctx, dev) },
-            "cuDevicePrimaryCtxRetain",
-        )?;
-        check(unsafe { cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")?;
+        let (mut dev, mut ctx) = (0, core::ptr::null_mut());
+        cu!(cuDeviceGet(&mut dev, ordinal))?;
+        cu!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        cu!(cuCtxSetCurrent(ctx))?;
         Ok(Gpu { dev, ctx })
     }
 
     pub fn attribute(&self, attr: CUdevice_attribute) -> Result<i32, Failed> {
         let mut v = 0;
-        check(
-            unsafe { cuDeviceGetAttribute(&mut v, attr, self.dev) },
-            "cuDeviceGetAttribute",
-        )?;
+        cu!(cuDeviceGetAttribute(&mut v, attr, self.dev))?;
         Ok(v)
+    }
+
+    /// Fails with `why` unless the device's yes/no attribute `attr` is 1.
+    pub fn require(&self, attr: CUdevice_attribute, why: &str) -> TestResult {
+        ensure!(self.attribute(attr)? == 1, "{why}");
+        Ok(())
     }
 }
 

@@ -25,7 +25,7 @@
 //! that carries the next descriptor.
 
 use super::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
-use super::{check, spawn_child, TestResult};
+use super::{check, spawn_child, Code, TestResult};
 use crate::ensure;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -194,6 +194,13 @@ impl Peer {
         })
     }
 
+    /// Sends `line` and returns the answer; a failure is the answer
+    /// `<key>=failed:<why>` (recorded in a figure, as the child's death is).
+    pub fn ask(&mut self, line: &str, key: &str) -> String {
+        let answer = self.link.send(line).and_then(|()| self.link.expect());
+        answer.unwrap_or_else(|e| format!("{key}=failed:{}", message(e)))
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
@@ -205,17 +212,16 @@ impl Peer {
             .take()
             .ok_or_else(|| format!("{} was already gone", self.role))?;
         let pid = child.id() as libc::pid_t;
-        if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
-            return Err(
-                format!("kill({pid}, SIGKILL): {}", std::io::Error::last_os_error()).into(),
-            );
-        }
+        let sent = unsafe { libc::kill(pid, libc::SIGKILL) } == 0;
+        let e = std::io::Error::last_os_error();
+        ensure!(sent, "kill({pid}, SIGKILL): {e}");
         let status = wait_bounded(&mut child, &self.role)?;
-        if status.signal() != Some(libc::SIGKILL) {
-            return Err(
-                format!("{} (pid {pid}) ended with {status}, not SIGKILL", self.role).into(),
-            );
-        }
+        let role = &self.role;
+        let killed = status.signal() == Some(libc::SIGKILL);
+        ensure!(
+            killed,
+            "{role} (pid {pid}) ended with {status}, not SIGKILL"
+        );
         Ok(format!("SIGKILL(pid{pid})"))
     }
 
@@ -271,20 +277,18 @@ pub fn figure(test: &str, pairs: &[(&str, String)]) {
     println!("{line}");
 }
 
-/// A driver result as one word: `CUDA_SUCCESS`, `CUDA_ERROR_INVALID_VALUE(1)`.
-pub fn code(r: CUresult) -> String {
-    if r == CUDA_SUCCESS {
-        return "CUDA_SUCCESS".into();
+/// A driver or runtime result as one word: `CUDA_SUCCESS`,
+/// `CUDA_ERROR_INVALID_VALUE(1)`, `cudaErrorInvalidValue(1)`.
+pub fn code<C: Code>(r: C) -> String {
+    if r == C::SUCCESS {
+        return C::SUCCESS_NAME.into();
     }
-    super::error_name(r).replace(" (", "(").replace(' ', "_")
+    r.name().replace(" (", "(").replace(' ', "_")
 }
 
-/// A runtime result as one word: `cudaSuccess`, `cudaErrorInvalidValue(1)`.
+/// [`code`] of a runtime result.
 pub fn rt_code(r: cudaError_t) -> String {
-    if r == cudaSuccess {
-        return "cudaSuccess".into();
-    }
-    super::rt_error_name(r).replace(" (", "(").replace(' ', "_")
+    code(r)
 }
 
 /// Free device memory (`cuMemGetInfo`) in the current context.
@@ -296,6 +300,24 @@ pub fn free_memory() -> Result<usize, Failed> {
         "cuMemGetInfo",
     )?;
     Ok(free)
+}
+
+/// `n` bytes of device memory at `ptr`, or the code of the failed copy (what
+/// a [`Held::read`] returns).
+pub fn read_device(ptr: CUdeviceptr, n: usize) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; n];
+    let r = unsafe { cuMemcpyDtoH(v.as_mut_ptr().cast(), ptr, n) };
+    (r == CUDA_SUCCESS).then_some(v).ok_or_else(|| code(r))
+}
+
+/// Release steps and their codes as `step:code,step:code` (what a
+/// [`Held::release`] returns).
+pub fn steps(steps: &[(&str, CUresult)]) -> String {
+    let words: Vec<_> = steps
+        .iter()
+        .map(|(s, r)| format!("{s}:{}", code(*r)))
+        .collect();
+    words.join(",")
 }
 
 /// How a scenario measures free memory: [`free_memory`] on a device (the
@@ -467,16 +489,8 @@ pub fn exporter_killed(
     let killed = e.kill()?;
     // From here on every outcome is recorded in the figure, failures too: an
     // importer that crashes or hangs after the exporter's death is a finding.
-    let after = i
-        .link
-        .send("reread")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("reread=failed:{}", message(e)));
-    let released = i
-        .link
-        .send("quit")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
+    let after = i.ask("reread", "reread");
+    let released = i.ask("quit", "released");
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(
@@ -568,10 +582,8 @@ pub fn importer_killed<E: Exporting>(
     pairs.push(("returned_in_ms", ms.to_string()));
     figure(test, &pairs);
     ensure!(first == READ_OK, "the importer: {first}");
-    ensure!(
-        intact == "match",
-        "the exporter's bytes after the importer died: {intact}"
-    );
+    let what = "the exporter's bytes after the importer died";
+    ensure!(intact == "match", "{what}: {intact}");
     went_on.map_err(|e| format!("the exporter after the importer died: {}", message(e)))?;
     release?;
     ensure_returned(free0, free_end, slack(bytes), released)
@@ -603,11 +615,7 @@ pub fn descriptor_after_sender_died(
         .and_then(|kf| spawn_importer(importer, env, fd, &fields).map(|p| (kf, p)));
     unsafe { libc::close(fd) };
     let ((killed, free_sender_dead), (mut i, first)) = imported?;
-    let released = i
-        .link
-        .send("quit")
-        .and_then(|()| i.link.expect())
-        .unwrap_or_else(|e| format!("released=failed:{}", message(e)));
+    let released = i.ask("quit", "released");
     let exit = i.finish();
     let (free_end, ms) = await_free(probe, free0, slack(bytes))?;
     figure(

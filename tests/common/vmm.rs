@@ -4,7 +4,7 @@
 //! of the process-death scenarios that share such a descriptor
 //! ([`pd_export`], [`pd_exporter`]).
 use super::process_death as pd;
-use super::{cu_loc, pattern, read, same, write, Gpu, TestResult};
+use super::{cu_loc, read, round_trip, write, Gpu, TestResult};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 
@@ -69,8 +69,15 @@ pub fn reserve(size: usize, alignment: usize, hint: CUdeviceptr) -> Result<CUdev
 
 /// Read-write access for device `dev` to `[ptr, ptr + size)`.
 pub fn set_rw(ptr: CUdeviceptr, size: usize, dev: CUdevice) -> TestResult {
-    let d = access_desc(device_location(dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    cu!(cuMemSetAccess(ptr, size, &d, 1))
+    set_rw_for(ptr, size, &[device_location(dev)])
+}
+
+/// Read-write access to `[ptr, ptr + size)` for every one of `locations`,
+/// in one `cuMemSetAccess`.
+pub fn set_rw_for(ptr: CUdeviceptr, size: usize, locations: &[CUmemLocation]) -> TestResult {
+    let rw = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    let d: Vec<_> = locations.iter().map(|&l| access_desc(l, rw)).collect();
+    cu!(cuMemSetAccess(ptr, size, d.as_ptr(), d.len()))
 }
 
 pub fn get_access(ptr: CUdeviceptr, loc: CUmemLocation) -> Result<u64, Failed> {
@@ -97,9 +104,7 @@ pub struct Mapping {
 impl Mapping {
     pub fn new(prop: &CUmemAllocationProp, size: usize, dev: CUdevice) -> Result<Mapping, Failed> {
         let handle = create(size, prop)?;
-        let ptr = reserve(size, 0, 0)?;
-        cu!(cuMemMap(ptr, size, 0, handle, 0))?;
-        set_rw(ptr, size, dev)?;
+        let ptr = reserve_map_rw(size, handle, dev)?;
         Ok(Mapping { handle, ptr, size })
     }
 
@@ -114,11 +119,7 @@ impl Mapping {
         let mut fd: i32 = -1;
         let r = export_fd_raw(&mut fd, self.handle, 0);
         super::check(r, "cuMemExportToShareableHandle")?;
-        ensure!(
-            fd >= 0 && fd_is_open(fd),
-            "exported descriptor {fd} is not open"
-        );
-        Ok(fd)
+        opened(fd, "cuMemExportToShareableHandle")
     }
 
     pub fn free(self) -> TestResult {
@@ -130,12 +131,18 @@ pub fn fd_is_open(fd: i32) -> bool {
     (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
 }
 
+/// `fd` if it is an open descriptor, else a failure naming `what` gave it.
+pub fn opened(fd: i32, what: &str) -> Result<i32, Failed> {
+    ensure!(fd >= 0 && fd_is_open(fd), "{what} gave descriptor {fd}");
+    Ok(fd)
+}
+
 pub fn close_fd(fd: i32) -> TestResult {
-    ensure!(
+    let (closed, e) = (
         unsafe { libc::close(fd) } == 0,
-        "close({fd}): {}",
-        std::io::Error::last_os_error()
+        std::io::Error::last_os_error(),
     );
+    ensure!(closed, "close({fd}): {e}");
     Ok(())
 }
 
@@ -167,6 +174,15 @@ pub fn pd_export() -> Result<(i32, pd::Fields, Exported), Failed> {
     Ok((fd, f, Exported { m: Some(m), gpu }))
 }
 
+/// [`pd::importer_killed`] with the exporter in this process ([`pd_export`])
+/// and the test's own context reference on device 0 (the exporter releases
+/// its own with the memory; the free-memory figures after that need a live
+/// context).
+pub fn pd_importer_killed(test: &str, importer: &str, released: &str) -> TestResult {
+    let _gpu = Gpu::new(0)?;
+    pd::importer_killed(test, importer, pd_export, pd::free_memory, released)
+}
+
 /// Child: the exporter of the process-death scenarios.
 pub fn pd_exporter() -> TestResult {
     pd::exporter_main(|| {
@@ -182,14 +198,12 @@ impl pd::Exporting for Exported {
     }
     fn go_on(&mut self, round: u32) -> TestResult {
         let m = Mapping::shareable(&self.gpu, 2)?;
-        let data = pattern(m.size, round);
-        let checked = write(m.ptr, &data).and_then(|()| {
-            same(
-                &read(m.ptr, m.size)?,
-                &data,
-                "a new allocation after the importer died",
-            )
-        });
+        let checked = round_trip(
+            m.ptr,
+            m.size,
+            round,
+            "a new allocation after the importer died",
+        );
         m.free()?;
         checked
     }
