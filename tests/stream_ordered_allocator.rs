@@ -387,12 +387,7 @@ trait Api: Sized + 'static {
     }
     /// A pinned device-0 pool of at most `max` bytes, no handle types.
     fn props_max(max: usize) -> Self::Props {
-        Self::pool_props(
-            PINNED,
-            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-            NO_HANDLES,
-            max,
-        )
+        Self::pool_props(PINNED, dev0(), NO_HANDLES, max)
     }
     fn pool_create(props: &Self::Props) -> Result<CUmemoryPool, Failed> {
         let mut pool = null_mut();
@@ -405,11 +400,7 @@ trait Api: Sized + 'static {
     }
     /// A pinned pool on device 0 exportable as a POSIX file descriptor.
     fn fd_pool() -> Result<TwinPool<Self>, Failed> {
-        TwinPool::create(&Self::props(
-            PINNED,
-            cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-            FD,
-        ))
+        TwinPool::create(&Self::props(PINNED, dev0(), FD))
     }
     /// Creating a pool with `props` fails with "invalid value" (a pool made
     /// anyway is destroyed).
@@ -539,6 +530,11 @@ trait Api: Sized + 'static {
     }
 }
 
+/// Device 0 as a location.
+fn dev0() -> CUmemLocation {
+    cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0)
+}
+
 const PINNED: CUmemAllocationType = CU_MEM_ALLOCATION_TYPE_PINNED;
 const NO_HANDLES: CUmemAllocationHandleType = CU_MEM_HANDLE_TYPE_NONE;
 const FD: CUmemAllocationHandleType = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -664,8 +660,12 @@ impl<A: Api> TwinPool<A> {
         );
         Ok(TwinPool(pool, PhantomData))
     }
-    fn destroy(mut self) -> TestResult {
-        A::pool_destroy(std::mem::replace(&mut self.0, null_mut()))
+    fn destroy(self) -> TestResult {
+        A::pool_destroy(self.into_raw())
+    }
+    /// The pool, no longer destroyed on drop.
+    fn into_raw(mut self) -> CUmemoryPool {
+        std::mem::replace(&mut self.0, null_mut())
     }
 }
 
@@ -1035,7 +1035,7 @@ impl Api for Drv {
         #[cfg(cuda_13000)]
         {
             let (mut via_loc, mut cur_loc) = (null_mut(), null_mut());
-            let mut loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+            let mut loc = dev0();
             cu!(cuMemGetDefaultMemPool(&mut via_loc, &mut loc, PINNED))?;
             cu!(cuMemGetMemPool(&mut cur_loc, &mut loc, PINNED))?;
             pools.insert(1, ("cuMemGetDefaultMemPool", via_loc));
@@ -1565,12 +1565,8 @@ fn bad_input<A: Api>() -> TestResult {
     let got = A::access_raw(&mut flags, pool.0, 9999);
     A::bad(&mut c, inval, got, "pool, device 9999");
 
-    A::bad(
-        &mut c,
-        inval,
-        A::alloc_raw(null_mut(), 4096, s.raw()),
-        "null result pointer",
-    );
+    let no_result = A::alloc_raw(null_mut(), 4096, s.raw());
+    A::bad(&mut c, inval, no_result, "null result pointer");
     // Zero size: the reference does not say what happens, so only the
     // documented return set is asserted (and a returned pointer is freed).
     for from_pool in [false, true] {
@@ -1595,12 +1591,8 @@ fn bad_input<A: Api>() -> TestResult {
     #[cfg(cuda_12020)]
     {
         let over = A::alloc_from_raw(&mut p, pool.0, 128 * MIB, s.raw());
-        A::bad(
-            &mut c,
-            A::OUT_OF_MEMORY,
-            over,
-            "128 MiB, pool of maxSize 64 MiB",
-        );
+        let case = "128 MiB, pool of maxSize 64 MiB";
+        A::bad(&mut c, A::OUT_OF_MEMORY, over, case);
     }
     #[cfg(not(cuda_12020))]
     println!("  skipped: an allocation over the pool's maxSize: cudaMemPoolProps/CUmemPoolProps::maxSize not in these headers (added in 12.2)");
@@ -1637,12 +1629,8 @@ fn bad_input<A: Api>() -> TestResult {
     let export = A::export_pool_raw(&mut fd, pool.0, 0);
     A::bad(&mut c, inval, export, "pool without handle types");
     let ipc = A::fd_pool()?;
-    A::bad(
-        &mut c,
-        inval,
-        A::export_pool_raw(&mut fd, ipc.0, 1),
-        "flags 1",
-    );
+    let flags_1 = A::export_pool_raw(&mut fd, ipc.0, 1);
+    A::bad(&mut c, inval, flags_1, "flags 1");
     // Export of a pointer from a pool that cannot be shared.
     let q = A::alloc_from(pool.0, 4096, s.raw())?;
     s.sync()?;
@@ -1654,30 +1642,18 @@ fn bad_input<A: Api>() -> TestResult {
     // references list invalid value and out of memory, the driver's also
     // not initialized).
     let mut imported = null_mut();
-    A::bad(
-        &mut c,
-        A::UNKNOWN,
-        A::import_pool(&mut imported, -1),
-        "descriptor -1",
-    );
+    let not_open = A::import_pool(&mut imported, -1);
+    A::bad(&mut c, A::UNKNOWN, not_open, "descriptor -1");
     // Free of memory the allocator does not know (a host stack address).
     let mut local = [0u8; 64];
     let host = local.as_mut_ptr() as usize as CUdeviceptr;
-    A::bad(
-        &mut c,
-        inval,
-        A::free_raw(host, s.raw()),
-        "a host stack address",
-    );
+    let unknown = A::free_raw(host, s.raw());
+    A::bad(&mut c, inval, unknown, "a host stack address");
     // Access for a device that does not exist: "invalid device" as measured
     // through the runtime (its reference lists only invalid value).
     let access = A::set_access_raw(pool.0, 999, RW);
-    A::bad(
-        &mut c,
-        A::INVALID_DEVICE,
-        access,
-        "pool, device 999, read-write",
-    );
+    let case = "pool, device 999, read-write";
+    A::bad(&mut c, A::INVALID_DEVICE, access, case);
     // After all that, the pools still report sane figures.
     let f = A::figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
@@ -1764,11 +1740,7 @@ impl<A: Api> pd::Held for PoolKept<A> {
 /// descriptor, and the pointer's export data as a field.
 fn pool_export<A: Api>() -> Result<(i32, pd::Fields, PoolKept<A>), Failed> {
     let mut kept = PoolKept::<A>::new()?;
-    kept.pool = A::pool_create(&A::props(
-        PINNED,
-        cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-        FD,
-    ))?;
+    kept.pool = A::fd_pool()?.into_raw();
     kept.p = A::alloc_from(kept.pool, IPC_BYTES, kept.s())?;
     A::write(kept.p, &pd::pattern(IPC_BYTES, pd::SEED), kept.s())?;
     A::check(A::sync_raw(kept.s()))?;
@@ -2208,10 +2180,7 @@ fn created_pools_each_location<A: Api>() -> TestResult {
         let managed = CU_MEM_ALLOCATION_TYPE_MANAGED;
         // Managed pools: memory both the CPU and the device use directly.
         for (name, loc) in [
-            (
-                "managed, preferred device 0",
-                cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0),
-            ),
+            ("managed, preferred device 0", dev0()),
             (
                 "managed, no preferred location",
                 cu_loc(CU_MEM_LOCATION_TYPE_NONE, 0),
@@ -2306,7 +2275,7 @@ fn current_pool_get_set<A: Api>() -> TestResult {
         CU_MEM_ALLOCATION_TYPE_PINNED,
         CU_MEM_ALLOCATION_TYPE_MANAGED,
     );
-    let dev = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let dev = dev0();
     let none = null_mut();
 
     let dflt = loc_pool::<A>(Default, dev, pinned, none)?;
