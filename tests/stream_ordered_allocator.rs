@@ -1089,7 +1089,16 @@ impl Api for Drv {
     }
     fn is_device_memory(p: CUdeviceptr) -> TestResult {
         let kind = Drv::memory_kind(p)?;
-        ensure!(kind == "device", "memory type {kind}");
+        let mut ordinal: i32 = -1;
+        cu!(cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            p
+        ))?;
+        ensure!(
+            kind == "device" && ordinal == 0,
+            "memory type {kind}, device {ordinal}"
+        );
         Ok(())
     }
     #[cfg(cuda_13000)]
