@@ -237,7 +237,7 @@ fn mem_advise(p: CUdeviceptr, len: usize, advice: CUmem_advise, at: At) -> Optio
         Said::Location(l) => unsafe { cuMemAdvise(p, len, advice, l) },
         #[cfg(all(cuda_12020, not(cuda_13000)))]
         Said::Location(l) => unsafe { cuMemAdvise_v2(p, len, advice, l) },
-        #[allow(unreachable_patterns, reason = "12.2..12.9 say every location")]
+        #[allow(unreachable_patterns, reason = "from 12.2 every location is said")]
         _ => return None,
     })
 }
@@ -255,7 +255,7 @@ fn mem_prefetch(p: CUdeviceptr, len: usize, at: At, flags: u32, s: CUstream) -> 
         Said::Location(l) => unsafe { cuMemPrefetchAsync(p, len, l, flags, s) },
         #[cfg(all(cuda_12020, not(cuda_13000)))]
         Said::Location(l) => unsafe { cuMemPrefetchAsync_v2(p, len, l, flags, s) },
-        #[allow(unreachable_patterns, reason = "12.2..12.9 say every location")]
+        #[allow(unreachable_patterns, reason = "from 12.2 every location is said")]
         _ => return None,
     })
 }
