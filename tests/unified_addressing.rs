@@ -2145,85 +2145,24 @@ fn bad_advise() -> TestResult {
     };
     // (code, pointer, count, advice, location, case); the cases of a
     // location only the location form says are skipped before 12.2.
-    for (want, ptr, len, advice, at, what) in [
+    #[rustfmt::skip]
+    let cases = [
         (inval, p, n, 0, Dev(0), "cuMemAdvise(advice 0)"),
         (inval, p, n, 7, Dev(0), "cuMemAdvise(advice 7)"),
-        (
-            inval,
-            p,
-            n,
-            0x7FFF_FFFF,
-            Dev(0),
-            "cuMemAdvise(advice 0x7fffffff)",
-        ),
+        (inval, p, n, 0x7FFF_FFFF, Dev(0), "cuMemAdvise(advice 0x7fffffff)"),
         (inval, p, 0, 1, Dev(0), "cuMemAdvise(count 0)"),
         (inval, 0, n, 1, Dev(0), "cuMemAdvise(null pointer)"),
-        (
-            inval,
-            d.ptr,
-            MIB,
-            1,
-            Dev(0),
-            "cuMemAdvise(cuMemAlloc memory)",
-        ),
-        (
-            inval,
-            stack_ptr,
-            4096,
-            3,
-            Dev(0),
-            "cuMemAdvise(stack memory)",
-        ),
-        (
-            inval,
-            p,
-            n + 4 * MIB,
-            1,
-            Dev(0),
-            "cuMemAdvise(range past the allocation)",
-        ),
-        (
-            no_such_device,
-            p,
-            n,
-            3,
-            Dev(64),
-            "cuMemAdvise(PREFERRED, device 64)",
-        ),
+        (inval, d.ptr, MIB, 1, Dev(0), "cuMemAdvise(cuMemAlloc memory)"),
+        (inval, stack_ptr, 4096, 3, Dev(0), "cuMemAdvise(stack memory)"),
+        (inval, p, n + 4 * MIB, 1, Dev(0), "cuMemAdvise(range past the allocation)"),
+        (no_such_device, p, n, 3, Dev(64), "cuMemAdvise(PREFERRED, device 64)"),
         (inval, p, n, 3, Dev(-5), "cuMemAdvise(PREFERRED, device -5)"),
-        (
-            no_such_device,
-            p,
-            n,
-            5,
-            Dev(64),
-            "cuMemAdvise(ACCESSED_BY, device 64)",
-        ),
-        (
-            inval,
-            p,
-            n,
-            3,
-            Kind(99, 0),
-            "cuMemAdvise(PREFERRED, location type 99)",
-        ),
-        (
-            inval,
-            p,
-            n,
-            3,
-            Nowhere,
-            "cuMemAdvise(PREFERRED, location type INVALID)",
-        ),
-        (
-            inval,
-            p,
-            n,
-            3,
-            Numa(100_000),
-            "cuMemAdvise(PREFERRED, host NUMA 100000)",
-        ),
-    ] {
+        (no_such_device, p, n, 5, Dev(64), "cuMemAdvise(ACCESSED_BY, device 64)"),
+        (inval, p, n, 3, Kind(99, 0), "cuMemAdvise(PREFERRED, location type 99)"),
+        (inval, p, n, 3, Nowhere, "cuMemAdvise(PREFERRED, location type INVALID)"),
+        (inval, p, n, 3, Numa(100_000), "cuMemAdvise(PREFERRED, host NUMA 100000)"),
+    ];
+    for (want, ptr, len, advice, at, what) in cases {
         if let Some(r) = said(mem_advise(ptr, len, CUmem_advise_enum(advice), at), what) {
             c.cu(want, r, what);
         }
@@ -2332,59 +2271,19 @@ fn bad_prefetch() -> TestResult {
 
     // (code, pointer, count, location, flags, case); flags and the cases of
     // a location only the location form says are skipped before 12.2.
-    for (want, ptr, len, at, flags, what) in [
-        (
-            inval,
-            d.ptr,
-            MIB,
-            Dev(0),
-            0,
-            "cuMemPrefetchAsync(cuMemAlloc memory)",
-        ),
-        (
-            inval,
-            stack_ptr,
-            4096,
-            Dev(0),
-            0,
-            "cuMemPrefetchAsync(stack memory)",
-        ),
+    #[rustfmt::skip]
+    let cases = [
+        (inval, d.ptr, MIB, Dev(0), 0, "cuMemPrefetchAsync(cuMemAlloc memory)"),
+        (inval, stack_ptr, 4096, Dev(0), 0, "cuMemPrefetchAsync(stack memory)"),
         (inval, 0, n, Dev(0), 0, "cuMemPrefetchAsync(null pointer)"),
         (inval, p, 0, Dev(0), 0, "cuMemPrefetchAsync(count 0)"),
         (inval, p, n, Dev(0), 1, "cuMemPrefetchAsync(flags 1)"),
-        (
-            inval,
-            p,
-            n + 4 * MIB,
-            Dev(0),
-            0,
-            "cuMemPrefetchAsync(range past the allocation)",
-        ),
-        (
-            CUDA_ERROR_INVALID_DEVICE,
-            p,
-            n,
-            Dev(64),
-            0,
-            "cuMemPrefetchAsync(device 64)",
-        ),
-        (
-            inval,
-            p,
-            n,
-            Nowhere,
-            0,
-            "cuMemPrefetchAsync(location type INVALID)",
-        ),
-        (
-            inval,
-            p,
-            n,
-            Kind(99, 0),
-            0,
-            "cuMemPrefetchAsync(location type 99)",
-        ),
-    ] {
+        (inval, p, n + 4 * MIB, Dev(0), 0, "cuMemPrefetchAsync(range past the allocation)"),
+        (CUDA_ERROR_INVALID_DEVICE, p, n, Dev(64), 0, "cuMemPrefetchAsync(device 64)"),
+        (inval, p, n, Nowhere, 0, "cuMemPrefetchAsync(location type INVALID)"),
+        (inval, p, n, Kind(99, 0), 0, "cuMemPrefetchAsync(location type 99)"),
+    ];
+    for (want, ptr, len, at, flags, what) in cases {
         if let Some(r) = said(mem_prefetch(ptr, len, at, flags, s), what) {
             c.cu(want, r, what);
         }
@@ -2410,58 +2309,19 @@ fn bad_prefetch() -> TestResult {
         );
         let legacy = cu_stream_legacy();
         // (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream, case)
+        #[rustfmt::skip]
         let prefetches: [(_, _, _, _, &[usize], _, _, _, _); 13] = [
-            (
-                dpp,
-                szp,
-                2,
-                lp,
-                &[0, 1],
-                2,
-                0,
-                null_mut(),
-                "legacy NULL stream",
-            ),
+            (dpp, szp, 2, lp, &[0, 1], 2, 0, null_mut(), "legacy NULL stream"),
             (dpp, szp, 2, lp, &[0, 1], 2, 0, legacy, "CU_STREAM_LEGACY"),
             (dpp, szp, 2, lp, &[0, 1], 2, 1, s, "flags 1"),
             (dpp, szp, 0, lp, &[0, 1], 2, 0, s, "count 0"),
             (dpp, szp, 2, lp, &[0, 1], 0, 0, s, "numPrefetchLocs 0"),
-            (
-                dpp,
-                szp,
-                2,
-                lp,
-                &[0, 1, 1],
-                3,
-                0,
-                s,
-                "numPrefetchLocs > count",
-            ),
+            (dpp, szp, 2, lp, &[0, 1, 1], 3, 0, s, "numPrefetchLocs > count"),
             (dpp, szp, 2, lp, &[1, 1], 2, 0, s, "prefetchLocIdxs[0] = 1"),
-            (
-                dpp,
-                szp,
-                2,
-                lp,
-                &[0, 2],
-                2,
-                0,
-                s,
-                "prefetchLocIdxs[1] = count",
-            ),
+            (dpp, szp, 2, lp, &[0, 2], 2, 0, s, "prefetchLocIdxs[1] = count"),
             (null_mut(), szp, 2, lp, &[0], 1, 0, s, "null dptrs"),
             (dpp, szp, 2, null_mut(), &[0], 1, 0, s, "null prefetchLocs"),
-            (
-                dm,
-                szp,
-                2,
-                lp,
-                &[0],
-                1,
-                0,
-                s,
-                "cuMemAlloc memory in the batch",
-            ),
+            (dm, szp, 2, lp, &[0], 1, 0, s, "cuMemAlloc memory in the batch"),
             (dpp, zs, 2, lp, &[0], 1, 0, s, "a size 0"),
             (dpp, szp, 2, bl, &[0], 1, 0, s, "device 64"),
         ];
@@ -2474,6 +2334,7 @@ fn bad_prefetch() -> TestResult {
             c.cu(inval, r, &format!("cuMemPrefetchBatchAsync({what})"));
         }
         // (prefetchLocIdxs, numPrefetchLocs, flags, stream, case) of two ranges
+        #[rustfmt::skip]
         let discard_prefetches: [(&[usize], _, _, _, _); 4] = [
             (&[0, 1], 2, 0, null_mut(), "NULL stream"),
             (&[0, 1], 2, 1, s, "flags 1"),
@@ -2486,20 +2347,19 @@ fn bad_prefetch() -> TestResult {
             let r = unsafe {
                 cuMemDiscardAndPrefetchBatchAsync(dpp, szp, 2, lp, i, nlocs, flags, stream)
             };
-            c.cu(
-                inval,
-                r,
-                &format!("cuMemDiscardAndPrefetchBatchAsync({what})"),
-            );
+            let what = format!("cuMemDiscardAndPrefetchBatchAsync({what})");
+            c.cu(inval, r, &what);
         }
         // (dptrs, count, flags, stream, case)
-        for (dptrs, count, flags, stream, what) in [
+        #[rustfmt::skip]
+        let discards = [
             (dpp, 2, 0, null_mut(), "legacy NULL stream"),
             (dpp, 2, 1, s, "flags 1"),
             (dpp, 0, 0, s, "count 0"),
             (dm, 2, 0, s, "cuMemAlloc memory in the batch"),
             (null_mut(), 2, 0, s, "null dptrs"),
-        ] {
+        ];
+        for (dptrs, count, flags, stream, what) in discards {
             let r = unsafe { cuMemDiscardBatchAsync(dptrs, szp, count, flags, stream) };
             c.cu(inval, r, &format!("cuMemDiscardBatchAsync({what})"));
         }
@@ -2520,16 +2380,8 @@ fn bad_prefetch() -> TestResult {
         );
         // And a good batch still works.
         let mut idx = [0usize, 1];
-        c.ok(cu!(cuMemPrefetchBatchAsync(
-            dpp,
-            szp,
-            2,
-            lp,
-            idx.as_mut_ptr(),
-            2,
-            0,
-            s
-        )));
+        let i = idx.as_mut_ptr();
+        c.ok(cu!(cuMemPrefetchBatchAsync(dpp, szp, 2, lp, i, 2, 0, s)));
         c.ok(stream.sync());
         let good = "good batch after bad ones: second half";
         c.range(good, dptrs[1], half)?.last_prefetch(Host(0));
@@ -2538,6 +2390,7 @@ fn bad_prefetch() -> TestResult {
     skipped("bad batches", BATCH_NOT_IN_RELEASE);
     c.finish()
 }
+
 fn bad_pointer() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let probe = DeviceBuf::new(256)?;
@@ -2567,34 +2420,23 @@ fn bad_pointer() -> TestResult {
             );
         }
     }
-    c.cu(
-        inval,
-        get(null_mut(), mt, d.ptr),
-        "cuPointerGetAttribute(null data)",
-    );
-    c.cu(
-        inval,
-        get(op, CUpointer_attribute_enum(0), d.ptr),
-        "cuPointerGetAttribute(attribute 0)",
-    );
-    c.cu(
-        inval,
-        get(op, CUpointer_attribute_enum(99), d.ptr),
-        "cuPointerGetAttribute(attribute 99)",
-    );
-    c.cu(
-        inval,
-        get(op, mt, d.ptr + MIB as u64 + 4096),
-        "cuPointerGetAttribute(past the allocation)",
-    );
-    let freed = DeviceBuf::new(MIB)?;
-    let freed_ptr = freed.ptr;
-    drop(freed);
-    c.cu(
-        inval,
-        get(op, mt, freed_ptr),
-        "cuPointerGetAttribute(freed allocation)",
-    );
+    // (data, attribute, pointer, case)
+    let (a0, a99) = (CUpointer_attribute_enum(0), CUpointer_attribute_enum(99));
+    let past = d.ptr + MIB as u64 + 4096;
+    let freed = DeviceBuf::new(MIB)?.ptr; // freed at the end of the statement
+    for (data, a, ptr, what) in [
+        (null_mut(), mt, d.ptr, "null data"),
+        (op, a0, d.ptr, "attribute 0"),
+        (op, a99, d.ptr, "attribute 99"),
+        (op, mt, past, "past the allocation"),
+        (op, mt, freed, "freed allocation"),
+    ] {
+        c.cu(
+            inval,
+            get(data, a, ptr),
+            &format!("cuPointerGetAttribute({what})"),
+        );
+    }
     c.eq(
         "output after failed cuPointerGetAttribute calls",
         out,
@@ -2628,13 +2470,10 @@ fn bad_pointer() -> TestResult {
                 );
             }
         }
-        Err(e) => c.that(
-            false,
-            format!(
-                "cuPointerGetAttributes(stack pointer) returned {}",
-                common::error_name(e)
-            ),
-        ),
+        Err(e) => c.fail(format!(
+            "cuPointerGetAttributes(stack pointer) returned {}",
+            common::error_name(e)
+        )),
     }
     c.still_works_after("cuPointerGetAttributes(stack pointer)");
     let mut attrs = [mt, CU_POINTER_ATTRIBUTE_IS_MANAGED];
@@ -2642,32 +2481,18 @@ fn bad_pointer() -> TestResult {
     let (mut x, mut y) = (SENT_A, SENT_A);
     let mut data: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
     let dp = data.as_mut_ptr();
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, null_mut(), dp, d.ptr) },
-        "cuPointerGetAttributes(null attributes)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, attrs.as_mut_ptr(), null_mut(), d.ptr) },
-        "cuPointerGetAttributes(null data)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(0, attrs.as_mut_ptr(), dp, d.ptr) },
-        "cuPointerGetAttributes(numAttributes 0)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, bad_attrs.as_mut_ptr(), dp, d.ptr) },
-        "cuPointerGetAttributes(attribute 99)",
-    );
-    c.ok(cu!(cuPointerGetAttributes(
-        2,
-        attrs.as_mut_ptr(),
-        dp,
-        d.ptr
-    )));
+    let (ap, bad_ap) = (attrs.as_mut_ptr(), bad_attrs.as_mut_ptr());
+    // (numAttributes, attributes, data, case)
+    for (k, attrs, data, what) in [
+        (2, null_mut(), dp, "null attributes"),
+        (2, ap, null_mut(), "null data"),
+        (0, ap, dp, "numAttributes 0"),
+        (2, bad_ap, dp, "attribute 99"),
+    ] {
+        let r = unsafe { cuPointerGetAttributes(k, attrs, data, d.ptr) };
+        c.cu(inval, r, &format!("cuPointerGetAttributes({what})"));
+    }
+    c.ok(cu!(cuPointerGetAttributes(2, ap, dp, d.ptr)));
     c.eq(
         "good cuPointerGetAttributes after bad ones",
         (low(x, 4), low(y, 4)),
@@ -2677,38 +2502,19 @@ fn bad_pointer() -> TestResult {
     // cuPointerSetAttribute: only SYNC_MEMOPS can be set.
     let one = 1u32;
     let vp: *const c_void = (&one as *const u32).cast();
-    let set = |v, a, ptr| unsafe { cuPointerSetAttribute(v, a, ptr) };
     let sm = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
-    c.cu(
-        inval,
-        set(vp, CU_POINTER_ATTRIBUTE_IS_MANAGED, d.ptr),
-        "cuPointerSetAttribute(IS_MANAGED)",
-    );
-    c.cu(
-        inval,
-        set(vp, mt, d.ptr),
-        "cuPointerSetAttribute(MEMORY_TYPE)",
-    );
-    c.cu(
-        inval,
-        set(vp, CUpointer_attribute_enum(99), d.ptr),
-        "cuPointerSetAttribute(attribute 99)",
-    );
-    c.cu(
-        inval,
-        set(vp, sm, stack_ptr),
-        "cuPointerSetAttribute(SYNC_MEMOPS, stack pointer)",
-    );
-    c.cu(
-        inval,
-        set(vp, sm, 0),
-        "cuPointerSetAttribute(SYNC_MEMOPS, null pointer)",
-    );
-    c.cu(
-        inval,
-        set(null(), sm, d.ptr),
-        "cuPointerSetAttribute(null value)",
-    );
+    // (value, attribute, pointer, case)
+    for (v, a, ptr, what) in [
+        (vp, CU_POINTER_ATTRIBUTE_IS_MANAGED, d.ptr, "IS_MANAGED"),
+        (vp, mt, d.ptr, "MEMORY_TYPE"),
+        (vp, a99, d.ptr, "attribute 99"),
+        (vp, sm, stack_ptr, "SYNC_MEMOPS, stack pointer"),
+        (vp, sm, 0, "SYNC_MEMOPS, null pointer"),
+        (null(), sm, d.ptr, "null value"),
+    ] {
+        let r = unsafe { cuPointerSetAttribute(v, a, ptr) };
+        c.cu(inval, r, &format!("cuPointerSetAttribute({what})"));
+    }
     c.eq("SYNC_MEMOPS after failed sets", sync_memops(d.ptr)?, 0);
     drop(heap);
     c.finish()
