@@ -20,7 +20,9 @@
 //! `cuMemAdvise_v2` / `cuMemPrefetchAsync_v2` for what a `CUdevice` cannot
 //! say (host NUMA, bad location types, prefetch flags). In 12.0 and 12.1,
 //! which have neither, those cases are skipped inside the test with the
-//! reason printed. Before 13.0 the three batch tests are ignored with the
+//! reason printed (`skipped: ...`; the split prefetch of
+//! `prefetch_round_trip` then goes to the host instead of the calling
+//! thread's NUMA node). Before 13.0 the three batch tests are ignored with the
 //! reason and the batch bad-input cases skipped (printed). Before 12.8,
 //! `IS_HW_DECOMPRESS_CAPABLE` is left out of the pointer-attribute checks (printed).
 mod common;
