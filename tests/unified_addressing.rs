@@ -11,28 +11,29 @@
 //! the first. The bad-input tests run in child processes of this binary.
 //!
 //! Every release 12.0..13.5 builds the same 19 tests; the headers' release
-//! cfgs choose the form. From 13.0: the location forms. 12.2..12.9:
-//! `cuMemAdvise` / `cuMemPrefetchAsync` in their `CUdevice` form for device
-//! and host locations (`CU_DEVICE_CPU`), checked through the same range
-//! attributes, and `cuMemAdvise_v2` / `cuMemPrefetchAsync_v2` for what a
-//! `CUdevice` cannot say (host NUMA, bad types); the three batch tests are
-//! ignored with the reason and the batch bad-input cases skipped (printed).
-//! 12.0..12.1: the tests that need location types or the range attributes'
-//! `_TYPE` / `_ID` are ignored with the reason. Before 12.8,
+//! cfgs choose the form ([`At`], [`mem_advise`], [`mem_prefetch`]). From
+//! 13.0: the location forms. Before 13.0: `cuMemAdvise` /
+//! `cuMemPrefetchAsync` in their `CUdevice` form for device and host
+//! locations (`CU_DEVICE_CPU`), checked through the same range attributes
+//! (`PREFERRED_LOCATION`, `LAST_PREFETCH_LOCATION`: a device id or
+//! `CU_DEVICE_CPU`); from 12.2 also their `_TYPE` / `_ID` attributes, and
+//! `cuMemAdvise_v2` / `cuMemPrefetchAsync_v2` for what a `CUdevice` cannot
+//! say (host NUMA, bad location types, prefetch flags). In 12.0 and 12.1,
+//! which have neither, those cases are skipped inside the test with the
+//! reason printed (`skipped: ...`; the split prefetch of
+//! `prefetch_round_trip` then goes to the host instead of the calling
+//! thread's NUMA node). Before 13.0 the three batch tests are ignored with the
+//! reason and the batch bad-input cases skipped (printed). Before 12.8,
 //! `IS_HW_DECOMPRESS_CAPABLE` is left out of the pointer-attribute checks (printed).
 mod common;
 
-#[cfg(cuda_12020)]
-use common::getcpu;
-use common::{cu_loc as loc, test, BadInput, Checks, CuStream, DeviceBuf, Gpu, TestResult};
+use common::{release_named, BadInput, Checks, CuStream, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
-#[cfg(cuda_12020)]
-use core::fmt::Debug;
-#[cfg(cuda_12020)]
 use core::mem::size_of;
 use core::ptr::{null, null_mut};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
+use At::*;
 
 /// `CU_STREAM_LEGACY` from `cuda.h`: `#define CU_STREAM_LEGACY ((CUstream)0x1)`.
 #[cfg(cuda_13000)]
@@ -40,21 +41,36 @@ fn cu_stream_legacy() -> CUstream {
     null_mut::<u8>().wrapping_add(1).cast()
 }
 
-/// Why the tests of cuMemAdvise and the prefetches are ignored before 12.2.
+/// Why a location a `CUdevice` cannot say is skipped before 12.2.
+const NO_LOCATION_FORM: &str = "the location form (`cuMemAdvise_v2`, `cuMemPrefetchAsync_v2`, \
+     `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)";
+
+/// Why the `_TYPE` / `_ID` range attributes are not read before 12.2.
 #[cfg(not(cuda_12020))]
-const NO_LOCATION_TYPES: &str = "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other \
-     location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)";
+const NO_TYPED_ATTRIBUTES: &str = "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the \
+     other location-typed range attributes): not in this release (added in 12.2)";
 
 /// Why the batch prefetch/discard checks are skipped before 13.0.
-#[cfg(all(cuda_12020, not(cuda_13000)))]
+#[cfg(not(cuda_13000))]
 const BATCH_NOT_IN_RELEASE: &str = "cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync, \
      cuMemDiscardAndPrefetchBatchAsync: not in this release (added in 13.0)";
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
+/// Prints a case a test leaves out, and why (the release named).
+fn skipped(what: &str, why: &str) {
+    println!("    skipped: {what}: {}", release_named(why));
+}
+
+/// Prints, before 12.2, that the range attributes' `_TYPE` / `_ID` are not checked.
+fn typed_attributes_note() {
+    #[cfg(not(cuda_12020))]
+    skipped("the _TYPE / _ID range attributes", NO_TYPED_ATTRIBUTES);
+}
+
 // ---------------------------------------------------------------------------
-// Collected checks and RAII helpers
+// Memory helpers
 // ---------------------------------------------------------------------------
 
 /// Managed memory from `cuMemAllocManaged(.., CU_MEM_ATTACH_GLOBAL)`.
@@ -69,9 +85,15 @@ impl Managed {
         cu!(cuMemAllocManaged(&mut ptr, size, CU_MEM_ATTACH_GLOBAL.0))?;
         Ok(Managed { ptr, size })
     }
+    /// A managed allocation holding `pattern(seed, ..)`, and that pattern.
+    fn with(size: usize, seed: u32) -> Result<(Managed, Vec<u32>), Failed> {
+        let m = Managed::new(size)?;
+        let data = pattern(seed, size / 4);
+        m.words().copy_from_slice(&data);
+        Ok((m, data))
+    }
     /// The allocation seen from the host as 32-bit words (the device has
     /// concurrentManagedAccess, so the host may touch it at any time).
-    #[cfg(cuda_12020)]
     #[allow(clippy::mut_from_ref)]
     fn words(&self) -> &mut [u32] {
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u32, self.size / 4) }
@@ -107,12 +129,7 @@ impl<F: FnMut()> Drop for Defer<F> {
 }
 
 fn dev_loc(ordinal: i32) -> CUmemLocation {
-    loc(CU_MEM_LOCATION_TYPE_DEVICE, ordinal)
-}
-
-#[cfg(cuda_12020)]
-fn host_loc() -> CUmemLocation {
-    loc(CU_MEM_LOCATION_TYPE_HOST, 0)
+    common::cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, ordinal)
 }
 
 fn pattern(seed: u32, words: usize) -> Vec<u32> {
@@ -122,81 +139,136 @@ fn pattern(seed: u32, words: usize) -> Vec<u32> {
 }
 
 // ---------------------------------------------------------------------------
-// The release's forms of cuMemAdvise / cuMemPrefetchAsync (chosen by the
-// headers' release cfgs)
+// Locations, and the release's forms of cuMemAdvise / cuMemPrefetchAsync
+// (chosen by the headers' release cfgs)
 // ---------------------------------------------------------------------------
 
-/// 13.0 and later: `cuMemAdvise` takes a `CUmemLocation`.
-#[cfg(cuda_13000)]
-unsafe fn mem_advise(
-    p: CUdeviceptr,
-    len: usize,
-    advice: CUmem_advise,
-    l: CUmemLocation,
-) -> CUresult {
-    unsafe { cuMemAdvise(p, len, advice, l) }
+/// Where advice or a prefetch points, and what the range attributes read
+/// back for a location: the tests say where, the release's form says it its
+/// way ([`At::said`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum At {
+    /// No location: `CU_DEVICE_INVALID`, type `CU_MEM_LOCATION_TYPE_INVALID`.
+    Nowhere,
+    /// A device ordinal.
+    Dev(i32),
+    /// The host (`CU_DEVICE_CPU`), with the id the location form ignores.
+    Host(i32),
+    /// A host NUMA node (location form only).
+    Numa(i32),
+    /// The calling thread's host NUMA node, with the id it ignores (location form only).
+    NumaCurrent(i32),
+    /// A location type by number (bad input; location form only).
+    Kind(u32, i32),
 }
 
-/// 12.2..12.9: `cuMemAdvise` takes a `CUdevice`. A device (ordinal >= 0) or
-/// host location goes through that form (`CU_DEVICE_CPU` for the host), so
-/// the tests check the CUdevice form's effect through the same range
-/// attributes; what it cannot express (host NUMA, bad types, negative ids)
-/// goes through `cuMemAdvise_v2`, the location form of these releases.
-#[cfg(all(cuda_12020, not(cuda_13000)))]
-unsafe fn mem_advise(
-    p: CUdeviceptr,
-    len: usize,
-    advice: CUmem_advise,
-    l: CUmemLocation,
-) -> CUresult {
-    match legacy_device(&l) {
-        Some(dev) => unsafe { cuMemAdvise(p, len, advice, dev) },
-        None => unsafe { cuMemAdvise_v2(p, len, advice, l) },
+/// How this release says an [`At`] to `cuMemAdvise` / `cuMemPrefetchAsync`.
+enum Said {
+    /// In the `CUdevice` form (before 13.0): an ordinal, or `CU_DEVICE_CPU`.
+    #[cfg(not(cuda_13000))]
+    Device(CUdevice),
+    /// In the location form (`_v2` in 12.2..12.9, the only form from 13.0).
+    #[cfg(cuda_12020)]
+    Location(CUmemLocation),
+    /// Not at all (12.0, 12.1 have no location form).
+    #[cfg(not(cuda_12020))]
+    No,
+}
+
+impl At {
+    /// The `CUdevice` form for a device (ordinal >= 0: -1 and -2 are
+    /// `CU_DEVICE_CPU` and `CU_DEVICE_INVALID` there) or the host, where the
+    /// release has it and `device_form` allows it (no prefetch flags); else
+    /// the location form, where the release has it.
+    #[cfg_attr(cuda_13000, allow(unused_variables))]
+    fn said(self, device_form: bool) -> Said {
+        match self {
+            #[cfg(not(cuda_13000))]
+            Dev(d) if d >= 0 && device_form => Said::Device(d),
+            #[cfg(not(cuda_13000))]
+            Host(_) if device_form => Said::Device(CU_DEVICE_CPU),
+            #[cfg(cuda_12020)]
+            _ => Said::Location(self.loc()),
+            #[cfg(not(cuda_12020))]
+            _ => Said::No,
+        }
+    }
+
+    #[cfg(cuda_12020)]
+    fn loc(self) -> CUmemLocation {
+        let (ty, id) = match self {
+            Nowhere => (CU_MEM_LOCATION_TYPE_INVALID, 0),
+            Dev(d) => (CU_MEM_LOCATION_TYPE_DEVICE, d),
+            Host(id) => (CU_MEM_LOCATION_TYPE_HOST, id),
+            Numa(n) => (CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
+            NumaCurrent(id) => (CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, id),
+            Kind(t, id) => (CUmemLocationType_enum(t), id),
+        };
+        common::cu_loc(ty, id)
+    }
+
+    /// `PREFERRED_LOCATION` / `LAST_PREFETCH_LOCATION` for it: the device
+    /// ordinal, `CU_DEVICE_CPU` for any host location, else `CU_DEVICE_INVALID`.
+    fn legacy(self) -> i32 {
+        match self {
+            Dev(d) => d,
+            Host(_) | Numa(_) | NumaCurrent(_) => CU_DEVICE_CPU,
+            Nowhere | Kind(..) => CU_DEVICE_INVALID,
+        }
+    }
+
+    /// Their `_TYPE` / `_ID` for it (12.2 on): the id only where the type
+    /// makes it meaningful (device, host NUMA).
+    #[cfg(cuda_12020)]
+    fn typed(self) -> (CUmemLocationType, Option<i32>) {
+        let l = self.loc();
+        let id = matches!(self, Dev(_) | Numa(_)).then(|| common::cu_loc_id(&l));
+        (l.type_, id)
     }
 }
 
-/// 13.0 and later: `cuMemPrefetchAsync(ptr, len, location, flags, stream)`.
-#[cfg(cuda_13000)]
-unsafe fn mem_prefetch(
-    p: CUdeviceptr,
-    len: usize,
-    l: CUmemLocation,
-    flags: u32,
-    s: CUstream,
-) -> CUresult {
-    unsafe { cuMemPrefetchAsync(p, len, l, flags, s) }
+/// `cuMemAdvise` in the release's form ([`At::said`]): the `CUdevice` form
+/// before 13.0 for a device or the host, so that its effect is checked
+/// through the same range attributes; the location form for the rest
+/// (`cuMemAdvise_v2` in 12.2..12.9). `None` where the release cannot say `at`.
+fn mem_advise(p: CUdeviceptr, len: usize, advice: CUmem_advise, at: At) -> Option<CUresult> {
+    Some(match at.said(true) {
+        #[cfg(not(cuda_13000))]
+        Said::Device(dev) => unsafe { cuMemAdvise(p, len, advice, dev) },
+        #[cfg(cuda_13000)]
+        Said::Location(l) => unsafe { cuMemAdvise(p, len, advice, l) },
+        #[cfg(all(cuda_12020, not(cuda_13000)))]
+        Said::Location(l) => unsafe { cuMemAdvise_v2(p, len, advice, l) },
+        #[allow(unreachable_patterns, reason = "from 12.2 every location is said")]
+        _ => return None,
+    })
 }
 
-/// 12.2..12.9: `cuMemPrefetchAsync(ptr, len, device, stream)` (no flags) for
-/// a device or host location with flags 0; the rest through
-/// `cuMemPrefetchAsync_v2`, the location form of these releases.
-#[cfg(all(cuda_12020, not(cuda_13000)))]
-unsafe fn mem_prefetch(
-    p: CUdeviceptr,
-    len: usize,
-    l: CUmemLocation,
-    flags: u32,
-    s: CUstream,
-) -> CUresult {
-    match legacy_device(&l) {
-        Some(dev) if flags == 0 => unsafe { cuMemPrefetchAsync(p, len, dev, s) },
-        _ => unsafe { cuMemPrefetchAsync_v2(p, len, l, flags, s) },
-    }
+/// `cuMemPrefetchAsync` in the release's form: before 13.0
+/// `(ptr, len, device, stream)`, which has no flags, for a device or the
+/// host with flags 0; the location form `(ptr, len, location, flags,
+/// stream)` for the rest (`cuMemPrefetchAsync_v2` in 12.2..12.9). `None`
+/// where the release cannot say it.
+fn mem_prefetch(p: CUdeviceptr, len: usize, at: At, flags: u32, s: CUstream) -> Option<CUresult> {
+    Some(match at.said(flags == 0) {
+        #[cfg(not(cuda_13000))]
+        Said::Device(dev) => unsafe { cuMemPrefetchAsync(p, len, dev, s) },
+        #[cfg(cuda_13000)]
+        Said::Location(l) => unsafe { cuMemPrefetchAsync(p, len, l, flags, s) },
+        #[cfg(all(cuda_12020, not(cuda_13000)))]
+        Said::Location(l) => unsafe { cuMemPrefetchAsync_v2(p, len, l, flags, s) },
+        #[allow(unreachable_patterns, reason = "from 12.2 every location is said")]
+        _ => return None,
+    })
 }
 
-/// The `CUdevice` that means the same as `l` in the pre-13.0 forms: the
-/// ordinal of a device location (>= 0: -1 and -2 are CU_DEVICE_CPU and
-/// CU_DEVICE_INVALID there), `CU_DEVICE_CPU` for the host.
-#[cfg(all(cuda_12020, not(cuda_13000)))]
-fn legacy_device(l: &CUmemLocation) -> Option<CUdevice> {
-    let id = common::cu_loc_id(l);
-    if l.type_ == CU_MEM_LOCATION_TYPE_DEVICE && id >= 0 {
-        Some(id)
-    } else if l.type_ == CU_MEM_LOCATION_TYPE_HOST {
-        Some(CU_DEVICE_CPU)
-    } else {
-        None
+/// The result of a call the release can make; where it cannot (`None`),
+/// the skip is printed.
+fn said(r: Option<CUresult>, what: &str) -> Option<CUresult> {
+    if r.is_none() {
+        skipped(what, NO_LOCATION_FORM);
     }
+    r
 }
 
 // ---------------------------------------------------------------------------
@@ -205,14 +277,12 @@ fn legacy_device(l: &CUmemLocation) -> Option<CUdevice> {
 
 /// The calling thread pinned to the CPU it is on (restored on drop), so that
 /// "the host NUMA node closest to the calling thread's CPU" is one known node.
-#[cfg(cuda_12020)]
 struct PinnedThread {
     old: libc::cpu_set_t,
     cpu: u32,
     node: i32,
 }
 
-#[cfg(cuda_12020)]
 impl PinnedThread {
     fn here() -> Result<PinnedThread, Failed> {
         unsafe {
@@ -221,333 +291,274 @@ impl PinnedThread {
                 libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut old) == 0,
                 "sched_getaffinity failed"
             );
-            let (cpu, _) = getcpu();
+            let (cpu, _) = common::getcpu();
             let mut set: libc::cpu_set_t = core::mem::zeroed();
             libc::CPU_SET(cpu as usize, &mut set);
             ensure!(
                 libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) == 0,
                 "sched_setaffinity failed"
             );
-            let (now, node) = getcpu();
+            let (now, node) = common::getcpu();
             ensure!(now == cpu, "pinned to CPU {cpu} but running on {now}");
-            Ok(PinnedThread {
-                old,
-                cpu,
-                node: node as i32,
-            })
+            let node = node as i32;
+            Ok(PinnedThread { old, cpu, node })
         }
     }
 }
 
-#[cfg(cuda_12020)]
 impl Drop for PinnedThread {
     fn drop(&mut self) {
         unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.old) };
     }
 }
 
+/// The host NUMA node of the tests: the device's, or the calling thread's
+/// where it reports none.
+#[cfg(cuda_12020)]
+fn host_numa(gpu: &Gpu) -> Result<i32, Failed> {
+    gpu.host_numa_node_or_thread_node()
+}
+
+/// Before 12.2 (no `CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`): the calling thread's
+/// node, for the printed skips only (the host NUMA cases need 12.2).
+#[cfg(not(cuda_12020))]
+fn host_numa(_gpu: &Gpu) -> Result<i32, Failed> {
+    Ok(common::getcpu().1 as i32)
+}
+
 // ---------------------------------------------------------------------------
 // Range attributes: one at a time and all at once
 // ---------------------------------------------------------------------------
 
-#[cfg(cuda_12020)]
 const SENT_I32: i32 = 0x7777_7777;
-#[cfg(cuda_12020)]
-const SENT_TYPE: CUmemLocationType = CUmemLocationType_enum(0x7777_7777);
 
-/// Every range attribute of a range.
+/// A range's `_TYPE` and `_ID` attributes (12.2 on; nothing before).
 #[cfg(cuda_12020)]
+type Typed = (CUmemLocationType, i32);
+#[cfg(not(cuda_12020))]
+type Typed = ();
+
+/// Every range attribute of a range this release has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RangeState {
     read_mostly: i32,
     preferred: i32,
-    preferred_type: CUmemLocationType,
-    preferred_id: i32,
     accessed_by: [i32; 4],
     last_prefetch: i32,
-    last_prefetch_type: CUmemLocationType,
-    last_prefetch_id: i32,
+    preferred_loc: Typed,
+    last_prefetch_loc: Typed,
 }
 
-#[cfg(cuda_12020)]
+type Slot = (CUmem_range_attribute, *mut c_void, usize);
+
 impl RangeState {
     fn sentinels() -> RangeState {
+        #[cfg(cuda_12020)]
+        let typed = (CUmemLocationType_enum(0x7777_7777), SENT_I32);
+        #[cfg(not(cuda_12020))]
+        let typed = ();
         RangeState {
             read_mostly: SENT_I32,
             preferred: SENT_I32,
-            preferred_type: SENT_TYPE,
-            preferred_id: SENT_I32,
             accessed_by: [SENT_I32; 4],
             last_prefetch: SENT_I32,
-            last_prefetch_type: SENT_TYPE,
-            last_prefetch_id: SENT_I32,
+            preferred_loc: typed,
+            last_prefetch_loc: typed,
         }
+    }
+
+    /// Every attribute with where it goes and its size.
+    fn slots(&mut self) -> Vec<Slot> {
+        fn slot<T>(a: CUmem_range_attribute, v: &mut T) -> Slot {
+            (a, (v as *mut T).cast(), size_of::<T>())
+        }
+        #[allow(unused_mut, reason = "extended from 12.2 only")]
+        let mut v = vec![
+            slot(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, &mut self.read_mostly),
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+                &mut self.preferred,
+            ),
+            slot(CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, &mut self.accessed_by),
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+                &mut self.last_prefetch,
+            ),
+        ];
+        #[cfg(cuda_12020)]
+        v.extend([
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+                &mut self.preferred_loc.0,
+            ),
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+                &mut self.preferred_loc.1,
+            ),
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+                &mut self.last_prefetch_loc.0,
+            ),
+            slot(
+                CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+                &mut self.last_prefetch_loc.1,
+            ),
+        ]);
+        v
+    }
+
+    /// What a host NUMA preference for `node` reads back as: that node, with
+    /// `PREFERRED_LOCATION` `CU_DEVICE_CPU`.
+    ///
+    /// Measured on driver 580.159 (H200 host, one NUMA node): cuMemAdvise
+    /// returns CUDA_SUCCESS for such a location but the range keeps no
+    /// preferred location, even after a context synchronize. That is accepted
+    /// and printed (it is the driver's behaviour, not the bindings'), as is
+    /// plain host memory; any other answer fails.
+    fn host_numa_preference(&self, what: &str, node: i32) -> At {
+        #[cfg(cuda_12020)]
+        if self.preferred_loc.0 == CU_MEM_LOCATION_TYPE_HOST {
+            println!("{what}: host NUMA {node} reads back as plain host memory");
+            return Host(0);
+        } else if self.preferred_loc.0 != CU_MEM_LOCATION_TYPE_HOST_NUMA {
+            println!("{what}: driver kept no preferred location (host NUMA advice without effect)");
+            return Nowhere;
+        }
+        let _ = what;
+        Numa(node)
     }
 }
 
-#[cfg(cuda_12020)]
 fn range_one<T: Copy>(
-    attr: CUmem_range_attribute,
-    ptr: CUdeviceptr,
+    a: CUmem_range_attribute,
+    p: CUdeviceptr,
     len: usize,
     fill: T,
 ) -> Result<T, Failed> {
     let mut v = fill;
+    let data = (&mut v as *mut T).cast();
+    let what = format!("cuMemRangeGetAttribute(attribute {})", a.0);
     common::check(
-        unsafe {
-            cuMemRangeGetAttribute((&mut v as *mut T).cast(), size_of::<T>(), attr, ptr, len)
-        },
-        &format!("cuMemRangeGetAttribute(attribute {})", attr.0),
+        unsafe { cuMemRangeGetAttribute(data, size_of::<T>(), a, p, len) },
+        &what,
     )?;
     Ok(v)
 }
 
-/// All range attributes read one by one with `cuMemRangeGetAttribute`, and
-/// all at once (in another order) with `cuMemRangeGetAttributes`; the two must agree.
-#[cfg(cuda_12020)]
-fn range_state(
-    c: &mut Checks,
-    what: &str,
-    ptr: CUdeviceptr,
-    len: usize,
-) -> Result<RangeState, Failed> {
-    let single = RangeState {
-        read_mostly: range_one(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, ptr, len, SENT_I32)?,
-        preferred: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
-            ptr,
-            len,
-            SENT_I32,
-        )?,
-        preferred_type: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
-            ptr,
-            len,
-            SENT_TYPE,
-        )?,
-        preferred_id: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
-            ptr,
-            len,
-            SENT_I32,
-        )?,
-        accessed_by: range_one(CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, ptr, len, [SENT_I32; 4])?,
-        last_prefetch: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
-            ptr,
-            len,
-            SENT_I32,
-        )?,
-        last_prefetch_type: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
-            ptr,
-            len,
-            SENT_TYPE,
-        )?,
-        last_prefetch_id: range_one(
-            CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
-            ptr,
-            len,
-            SENT_I32,
-        )?,
-    };
-    let mut b = RangeState::sentinels();
-    let mut data: [*mut c_void; 8] = [
-        (&mut b.last_prefetch_id as *mut i32).cast(),
-        (&mut b.accessed_by as *mut [i32; 4]).cast(),
-        (&mut b.preferred_type as *mut CUmemLocationType).cast(),
-        (&mut b.read_mostly as *mut i32).cast(),
-        (&mut b.last_prefetch_type as *mut CUmemLocationType).cast(),
-        (&mut b.preferred as *mut i32).cast(),
-        (&mut b.last_prefetch as *mut i32).cast(),
-        (&mut b.preferred_id as *mut i32).cast(),
-    ];
-    let mut sizes: [usize; 8] = [
-        4,
-        16,
-        size_of::<CUmemLocationType>(),
-        4,
-        size_of::<CUmemLocationType>(),
-        4,
-        4,
-        4,
-    ];
-    let mut attrs = [
-        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
-        CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY,
-        CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
-        CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
-        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
-        CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
-        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
-        CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
-    ];
-    cu!(cuMemRangeGetAttributes(
-        data.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        attrs.as_mut_ptr(),
-        8,
-        ptr,
-        len
-    ))?;
-    c.eq(
-        format!("{what}: cuMemRangeGetAttributes (8 at once) vs one by one"),
-        b,
-        single,
-    );
-    Ok(single)
+/// The range attributes of a range, to be checked one by one against what
+/// the test did, each failure named after `what`.
+struct Range<'c> {
+    c: &'c mut Checks,
+    what: String,
+    s: RangeState,
 }
 
-/// The preferred location the range attributes must show. `legacy` is the
-/// `CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION` value (device ordinal,
-/// `CU_DEVICE_CPU` or `CU_DEVICE_INVALID`); `id` is checked where the type
-/// makes it meaningful (device, host NUMA).
-#[cfg(cuda_12020)]
-fn want_preferred(
-    c: &mut Checks,
-    what: &str,
-    s: &RangeState,
-    legacy: i32,
-    ty: CUmemLocationType,
-    id: i32,
-) {
-    c.eq(format!("{what}: PREFERRED_LOCATION"), s.preferred, legacy);
-    c.eq(
-        format!("{what}: PREFERRED_LOCATION_TYPE"),
-        s.preferred_type,
-        ty,
-    );
-    if ty == CU_MEM_LOCATION_TYPE_DEVICE || ty == CU_MEM_LOCATION_TYPE_HOST_NUMA {
-        c.eq(format!("{what}: PREFERRED_LOCATION_ID"), s.preferred_id, id);
+impl Range<'_> {
+    fn read_mostly(self, want: i32) -> Self {
+        let what = format!("{}: READ_MOSTLY", self.what);
+        self.c.eq(what, self.s.read_mostly, want);
+        self
+    }
+    fn preferred(self, at: At) -> Self {
+        let (legacy, typed) = (self.s.preferred, self.s.preferred_loc);
+        self.located("PREFERRED_LOCATION", legacy, typed, at)
+    }
+    fn last_prefetch(self, at: At) -> Self {
+        let (legacy, typed) = (self.s.last_prefetch, self.s.last_prefetch_loc);
+        self.located("LAST_PREFETCH_LOCATION", legacy, typed, at)
+    }
+    /// ACCESSED_BY lists the devices with the advice, the extra space filled
+    /// with `CU_DEVICE_INVALID`.
+    fn accessed_by(self, ids: &[i32]) -> Self {
+        let mut want = [CU_DEVICE_INVALID; 4];
+        want[..ids.len()].copy_from_slice(ids);
+        let what = format!("{}: ACCESSED_BY", self.what);
+        self.c.eq(what, self.s.accessed_by, want);
+        self
+    }
+    #[cfg_attr(not(cuda_12020), allow(unused_variables))]
+    fn located(self, name: &str, legacy: i32, typed: Typed, at: At) -> Self {
+        let what = &self.what;
+        self.c.eq(format!("{what}: {name}"), legacy, at.legacy());
+        #[cfg(cuda_12020)]
+        {
+            let (ty, id) = at.typed();
+            self.c.eq(format!("{what}: {name}_TYPE"), typed.0, ty);
+            if let Some(id) = id {
+                self.c.eq(format!("{what}: {name}_ID"), typed.1, id);
+            }
+        }
+        self
     }
 }
 
-/// A host NUMA preference (HOST_NUMA, or HOST_NUMA_CURRENT resolved to the
-/// calling thread's node) must read back as `CU_MEM_LOCATION_TYPE_HOST_NUMA`
-/// with that node and the legacy attribute `CU_DEVICE_CPU`.
-///
-/// Measured on driver 580.159 (H200 host, one NUMA node): cuMemAdvise
-/// returns CUDA_SUCCESS for such a location but the range keeps no
-/// preferred location, even after a context synchronize. That is accepted
-/// and printed (it is the driver's behaviour, not the bindings'), as is
-/// plain host memory; any other answer fails.
-#[cfg(cuda_12020)]
-fn want_preferred_host_numa(c: &mut Checks, what: &str, s: &RangeState, node: i32) {
-    if s.preferred_type == CU_MEM_LOCATION_TYPE_HOST_NUMA {
-        want_preferred(
-            c,
+/// The unified-memory calls of these tests on a [`Checks`] (and so on a
+/// [`BadInput`]), their failures recorded there.
+trait Ua {
+    /// `cuMemAdvise` must succeed; false where it failed or the release
+    /// cannot say `at` (the skip printed).
+    fn advise(&mut self, p: CUdeviceptr, len: usize, advice: CUmem_advise, at: At) -> bool;
+    /// `cuMemPrefetchAsync` (flags 0) must succeed, as [`Ua::advise`].
+    fn prefetch(&mut self, p: CUdeviceptr, len: usize, at: At, s: CUstream) -> bool;
+    /// Every range attribute read one by one with `cuMemRangeGetAttribute`,
+    /// and all at once (in another order) with `cuMemRangeGetAttributes`;
+    /// the two must agree.
+    fn range(&mut self, what: &str, p: CUdeviceptr, len: usize) -> Result<Range<'_>, Failed>;
+}
+
+impl Ua for Checks {
+    fn advise(&mut self, p: CUdeviceptr, len: usize, advice: CUmem_advise, at: At) -> bool {
+        let what = format!("cuMemAdvise(advice {}, {at:?})", advice.0);
+        said(mem_advise(p, len, advice, at), &what)
+            .is_some_and(|r| self.ok(common::check(r, &what)))
+    }
+
+    fn prefetch(&mut self, p: CUdeviceptr, len: usize, at: At, s: CUstream) -> bool {
+        let what = format!("cuMemPrefetchAsync({at:?})");
+        said(mem_prefetch(p, len, at, 0, s), &what)
+            .is_some_and(|r| self.ok(common::check(r, &what)))
+    }
+
+    fn range(&mut self, what: &str, p: CUdeviceptr, len: usize) -> Result<Range<'_>, Failed> {
+        let mut one = RangeState::sentinels();
+        for (a, data, size) in one.slots() {
+            let call = format!("cuMemRangeGetAttribute(attribute {})", a.0);
+            common::check(
+                unsafe { cuMemRangeGetAttribute(data, size, a, p, len) },
+                &call,
+            )?;
+        }
+        let mut all = RangeState::sentinels();
+        let slots: Vec<Slot> = all.slots().into_iter().rev().collect();
+        let mut attrs: Vec<_> = slots.iter().map(|s| s.0).collect();
+        let mut data: Vec<_> = slots.iter().map(|s| s.1).collect();
+        let mut sizes: Vec<_> = slots.iter().map(|s| s.2).collect();
+        let n = attrs.len();
+        let (a, d, z) = (attrs.as_mut_ptr(), data.as_mut_ptr(), sizes.as_mut_ptr());
+        cu!(cuMemRangeGetAttributes(d, z, a, n, p, len))?;
+        let at_once = format!("{what}: cuMemRangeGetAttributes ({n} at once) vs one by one");
+        self.eq(at_once, all, one);
+        let what = what.to_string();
+        Ok(Range {
+            c: self,
             what,
-            s,
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST_NUMA,
-            node,
-        );
-    } else if s.preferred_type == CU_MEM_LOCATION_TYPE_HOST {
-        println!("{what}: host NUMA {node} reads back as plain host memory");
-        want_preferred(c, what, s, CU_DEVICE_CPU, CU_MEM_LOCATION_TYPE_HOST, 0);
-    } else {
-        println!("{what}: driver kept no preferred location (host NUMA advice without effect)");
-        want_no_preferred(c, what, s);
+            s: one,
+        })
     }
-}
-
-#[cfg(cuda_12020)]
-fn want_no_preferred(c: &mut Checks, what: &str, s: &RangeState) {
-    want_preferred(
-        c,
-        what,
-        s,
-        CU_DEVICE_INVALID,
-        CU_MEM_LOCATION_TYPE_INVALID,
-        0,
-    );
-}
-
-#[cfg(cuda_12020)]
-fn want_last_prefetch(
-    c: &mut Checks,
-    what: &str,
-    s: &RangeState,
-    legacy: i32,
-    ty: CUmemLocationType,
-    id: i32,
-) {
-    c.eq(
-        format!("{what}: LAST_PREFETCH_LOCATION"),
-        s.last_prefetch,
-        legacy,
-    );
-    c.eq(
-        format!("{what}: LAST_PREFETCH_LOCATION_TYPE"),
-        s.last_prefetch_type,
-        ty,
-    );
-    if ty == CU_MEM_LOCATION_TYPE_DEVICE || ty == CU_MEM_LOCATION_TYPE_HOST_NUMA {
-        c.eq(
-            format!("{what}: LAST_PREFETCH_LOCATION_ID"),
-            s.last_prefetch_id,
-            id,
-        );
-    }
-}
-
-#[cfg(cuda_12020)]
-fn want_no_prefetch(c: &mut Checks, what: &str, s: &RangeState) {
-    want_last_prefetch(
-        c,
-        what,
-        s,
-        CU_DEVICE_INVALID,
-        CU_MEM_LOCATION_TYPE_INVALID,
-        0,
-    );
-}
-
-/// ACCESSED_BY lists the devices with the advice, the extra space filled with
-/// `CU_DEVICE_INVALID`.
-#[cfg(cuda_12020)]
-fn want_accessed_by(c: &mut Checks, what: &str, s: &RangeState, ids: &[i32]) {
-    let mut want = [CU_DEVICE_INVALID; 4];
-    want[..ids.len()].copy_from_slice(ids);
-    c.eq(format!("{what}: ACCESSED_BY"), s.accessed_by, want);
-}
-
-#[cfg(cuda_12020)]
-fn advise(
-    c: &mut Checks,
-    ptr: CUdeviceptr,
-    len: usize,
-    advice: CUmem_advise,
-    l: CUmemLocation,
-) -> bool {
-    c.ok(common::check(
-        unsafe { mem_advise(ptr, len, advice, l) },
-        &format!(
-            "cuMemAdvise(advice {}, location type {} id {})",
-            advice.0,
-            l.type_.0,
-            common::cu_loc_id(&l)
-        ),
-    ))
 }
 
 // ---------------------------------------------------------------------------
 // cuMemAdvise
 // ---------------------------------------------------------------------------
 
-#[cfg(cuda_12020)]
 fn advise_read_mostly() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let m = Managed::new(2 * MIB)?;
-    let data = pattern(0x1234, m.size / 4);
-    m.words().copy_from_slice(&data);
-
-    let s = range_state(&mut c, "fresh", m.ptr, m.size)?;
-    c.eq("fresh: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "fresh", &s);
-    want_accessed_by(&mut c, "fresh", &s, &[]);
-    want_no_prefetch(&mut c, "fresh", &s);
+    typed_attributes_note();
+    let (m, data) = Managed::with(2 * MIB, 0x1234)?;
+    let (p, n, half) = (m.ptr, m.size, m.size / 2);
+    let fresh = c.range("fresh", p, n)?.read_mostly(0).preferred(Nowhere);
+    fresh.accessed_by(&[]).last_prefetch(Nowhere);
 
     // The location is ignored for READ_MOSTLY: a host location with a
     // nonsense id sets it, a device location unsets it.
@@ -556,252 +567,121 @@ fn advise_read_mostly() -> TestResult {
     // cuMemAdvise returns CUDA_SUCCESS and changes nothing, also for
     // SET/UNSET_READ_MOSTLY and UNSET_PREFERRED_LOCATION, whose location the
     // docs say is ignored.
-    let ignored = loc(CU_MEM_LOCATION_TYPE_HOST, 9999);
-    let ignored_unset = dev_loc(0);
-    advise(
-        &mut c,
-        m.ptr,
-        m.size / 2,
-        CU_MEM_ADVISE_SET_READ_MOSTLY,
-        ignored,
-    );
-    let first = range_state(
-        &mut c,
-        "SET_READ_MOSTLY on first half: first half",
-        m.ptr,
-        m.size / 2,
-    )?;
-    c.eq(
-        "SET_READ_MOSTLY on first half: first half READ_MOSTLY",
-        first.read_mostly,
-        1,
-    );
-    let second = range_state(
-        &mut c,
-        "SET_READ_MOSTLY on first half: second half",
-        m.at(m.size / 2),
-        m.size / 2,
-    )?;
-    c.eq(
-        "SET_READ_MOSTLY on first half: second half READ_MOSTLY",
-        second.read_mostly,
-        0,
-    );
-    let whole = range_state(
-        &mut c,
-        "SET_READ_MOSTLY on first half: whole",
-        m.ptr,
-        m.size,
-    )?;
-    c.eq(
-        "SET_READ_MOSTLY on first half: whole READ_MOSTLY (all pages must have it)",
-        whole.read_mostly,
-        0,
-    );
+    c.advise(p, half, CU_MEM_ADVISE_SET_READ_MOSTLY, Host(9999));
+    let first = "SET_READ_MOSTLY on first half";
+    c.range(&format!("{first}: first half"), p, half)?
+        .read_mostly(1);
+    c.range(&format!("{first}: second half"), m.at(half), half)?
+        .read_mostly(0);
+    c.range(&format!("{first}: whole (all pages must have it)"), p, n)?
+        .read_mostly(0);
     // Read-duplicated data reads the same on the device and on the host.
-    let dev = DeviceBuf::new(m.size)?;
+    let dev = DeviceBuf::new(n)?;
     let stream = CuStream::new()?;
-    c.ok(cu!(mem_prefetch(m.ptr, m.size, dev_loc(0), 0, stream.0)));
+    c.prefetch(p, n, Dev(0), stream.0);
     c.ok(stream.sync());
-    c.that(
-        device_view(&dev, m.ptr, m.size / 4)? == data,
-        "read-mostly data differs on the device",
-    );
+    let on_device = device_view(&dev, p, n / 4)?;
+    c.that(on_device == data, "read-mostly data differs on the device");
     c.that(
         m.words()[..] == data[..],
         "read-mostly data differs on the host",
     );
     // A host write invalidates the other copies; the device then sees it.
     m.words()[7] = 0xDEAD_BEEF;
+    let seen = device_view(&dev, p, 8)?[7];
     c.eq(
         "device view after a host write to a read-mostly page",
-        device_view(&dev, m.ptr, 8)?[7],
+        seen,
         0xDEAD_BEEF,
     );
 
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_SET_READ_MOSTLY,
-        dev_loc(0),
-    );
-    let s = range_state(&mut c, "SET_READ_MOSTLY on all", m.ptr, m.size)?;
-    c.eq("SET_READ_MOSTLY on all: READ_MOSTLY", s.read_mostly, 1);
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_READ_MOSTLY,
-        ignored_unset,
-    );
-    let s = range_state(&mut c, "UNSET_READ_MOSTLY", m.ptr, m.size)?;
-    c.eq("UNSET_READ_MOSTLY: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "UNSET_READ_MOSTLY", &s);
-    want_accessed_by(&mut c, "UNSET_READ_MOSTLY", &s, &[]);
+    c.advise(p, n, CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0));
+    c.range("SET_READ_MOSTLY on all", p, n)?.read_mostly(1);
+    c.advise(p, n, CU_MEM_ADVISE_UNSET_READ_MOSTLY, Dev(0));
+    let unset = c.range("UNSET_READ_MOSTLY", p, n)?.read_mostly(0);
+    unset.preferred(Nowhere).accessed_by(&[]);
     c.eq("data after the copies collapse", m.words()[7], 0xDEAD_BEEF);
-    c.that(
-        m.words()[8..] == data[8..],
-        "data changed when read-mostly copies collapsed",
-    );
-    let odd = loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 9999);
-    let r = unsafe { mem_advise(m.ptr, m.size, CU_MEM_ADVISE_SET_READ_MOSTLY, odd) };
-    c.ok(cu!(cuCtxSynchronize()));
-    let rm = range_one(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m.ptr, m.size, SENT_I32)?;
-    println!(
-        "observation: SET_READ_MOSTLY with {{HOST_NUMA, 9999}} -> {}, READ_MOSTLY {rm}",
-        common::error_name(r)
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_READ_MOSTLY,
-        dev_loc(0),
-    );
+    let rest_same = m.words()[8..] == data[8..];
+    c.that(rest_same, "data changed when read-mostly copies collapsed");
+    let odd = "SET_READ_MOSTLY with {HOST_NUMA, 9999}";
+    if let Some(r) = said(
+        mem_advise(p, n, CU_MEM_ADVISE_SET_READ_MOSTLY, Numa(9999)),
+        odd,
+    ) {
+        c.ok(cu!(cuCtxSynchronize()));
+        let rm = range_one(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p, n, SENT_I32)?;
+        println!(
+            "observation: {odd} -> {}, READ_MOSTLY {rm}",
+            common::error_name(r)
+        );
+    }
+    c.advise(p, n, CU_MEM_ADVISE_UNSET_READ_MOSTLY, Dev(0));
     c.finish()
 }
 
-#[cfg(cuda_12020)]
 fn advise_preferred_location_every_location_type() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = gpu.host_numa_node_or_thread_node()?;
+    typed_attributes_note();
+    let numa = host_numa(&gpu)?;
     let pinned = PinnedThread::here()?;
-    println!(
-        "host NUMA id {numa}; thread pinned to CPU {} on node {}",
-        pinned.cpu, pinned.node
-    );
-    let m = Managed::new(2 * MIB)?;
-    let data = pattern(0x5150, m.size / 4);
-    m.words().copy_from_slice(&data);
+    let (cpu, node) = (pinned.cpu, pinned.node);
+    println!("host NUMA id {numa}; thread pinned to CPU {cpu} on node {node}");
+    let (m, data) = Managed::with(2 * MIB, 0x5150)?;
+    let (p, n, half) = (m.ptr, m.size, m.size / 2);
+    let set = CU_MEM_ADVISE_SET_PREFERRED_LOCATION;
+    let unset = CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION;
 
-    let cases: [(&str, CUmemLocation, i32, CUmemLocationType, i32); 4] = [
-        ("device 0", dev_loc(0), 0, CU_MEM_LOCATION_TYPE_DEVICE, 0),
+    // (name, the advice's location, what reads back)
+    let cases = [
+        ("device 0", Dev(0), Dev(0)),
         // id is ignored for HOST.
-        (
-            "host",
-            loc(CU_MEM_LOCATION_TYPE_HOST, 12345),
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST,
-            0,
-        ),
+        ("host", Host(12345), Host(0)),
         // A host NUMA node: reads back as that node, or as plain host
-        // memory (see want_preferred_host_numa).
-        (
-            "host NUMA",
-            loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST_NUMA,
-            numa,
-        ),
+        // memory (RangeState::host_numa_preference).
+        ("host NUMA", Numa(numa), Numa(numa)),
         // id is ignored; the node of the calling thread's CPU is used.
-        (
-            "host NUMA current",
-            loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 12345),
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST_NUMA,
-            pinned.node,
-        ),
+        ("host NUMA current", NumaCurrent(12345), Numa(node)),
     ];
-    for (name, l, legacy, ty, id) in cases {
+    for (name, at, want) in cases {
         let what = format!("SET_PREFERRED_LOCATION {name}");
-        if !advise(
-            &mut c,
-            m.ptr,
-            m.size,
-            CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-            l,
-        ) {
+        if !c.advise(p, n, set, at) {
             continue;
         }
         c.ok(cu!(cuCtxSynchronize()));
-        let s = range_state(&mut c, &what, m.ptr, m.size)?;
-        println!("{what}: {s:?}");
-        if ty == CU_MEM_LOCATION_TYPE_HOST_NUMA {
-            want_preferred_host_numa(&mut c, &what, &s, id);
-        } else {
-            want_preferred(&mut c, &what, &s, legacy, ty, id);
-        }
-        c.eq(format!("{what}: READ_MOSTLY"), s.read_mostly, 0);
-        want_no_prefetch(&mut c, &what, &s);
+        let r = c.range(&what, p, n)?;
+        println!("{what}: {:?}", r.s);
+        let want = match want {
+            Numa(node) => r.s.host_numa_preference(&what, node),
+            _ => want,
+        };
+        r.preferred(want).read_mostly(0).last_prefetch(Nowhere);
         // Setting a preferred location migrates nothing by itself, and data stays intact.
         c.that(m.words()[..] == data[..], format!("{what}: data changed"));
 
         // Unset (location ignored, so give another one than was set): no
         // preferred location at all.
-        let other = if l.type_ == CU_MEM_LOCATION_TYPE_DEVICE {
-            loc(CU_MEM_LOCATION_TYPE_HOST, 777)
-        } else {
-            dev_loc(0)
-        };
-        advise(
-            &mut c,
-            m.ptr,
-            m.size,
-            CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
-            other,
-        );
-        let s = range_state(&mut c, &format!("UNSET after {name}"), m.ptr, m.size)?;
-        want_no_preferred(&mut c, &format!("UNSET after {name}"), &s);
+        let other = if let Dev(_) = at { Host(777) } else { Dev(0) };
+        c.advise(p, n, unset, other);
+        c.range(&format!("UNSET after {name}"), p, n)?
+            .preferred(Nowhere);
     }
 
     // Different preferred locations on the two halves: each half reports its
     // own, the whole range reports none (not all pages agree).
-    let half = m.size / 2;
-    advise(
-        &mut c,
-        m.ptr,
-        half,
-        CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m.at(half),
-        half,
-        CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-        host_loc(),
-    );
-    let s = range_state(&mut c, "split: first half", m.ptr, half)?;
-    want_preferred(
-        &mut c,
-        "split: first half",
-        &s,
-        0,
-        CU_MEM_LOCATION_TYPE_DEVICE,
-        0,
-    );
-    let s = range_state(&mut c, "split: second half", m.at(half), half)?;
-    want_preferred(
-        &mut c,
-        "split: second half",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST,
-        0,
-    );
-    let s = range_state(&mut c, "split: whole", m.ptr, m.size)?;
-    want_no_preferred(&mut c, "split: whole", &s);
+    c.advise(p, half, set, Dev(0));
+    c.advise(m.at(half), half, set, Host(0));
+    c.range("split: first half", p, half)?.preferred(Dev(0));
+    c.range("split: second half", m.at(half), half)?
+        .preferred(Host(0));
+    c.range("split: whole", p, n)?.preferred(Nowhere);
     // Preferred location on only part: the whole range has no common preference.
-    advise(
-        &mut c,
-        m.at(half),
-        half,
-        CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
-        host_loc(),
-    );
-    let s = range_state(&mut c, "first half only: second half", m.at(half), half)?;
-    want_no_preferred(&mut c, "first half only: second half", &s);
-    let s = range_state(&mut c, "first half only: whole", m.ptr, m.size)?;
-    want_no_preferred(&mut c, "first half only: whole", &s);
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
-        host_loc(),
-    );
+    c.advise(m.at(half), half, unset, Host(0));
+    let only = "first half only";
+    c.range(&format!("{only}: second half"), m.at(half), half)?
+        .preferred(Nowhere);
+    c.range(&format!("{only}: whole"), p, n)?.preferred(Nowhere);
+    c.advise(p, n, unset, Host(0));
     c.that(
         m.words()[..] == data[..],
         "data changed by preferred-location advice",
@@ -810,109 +690,65 @@ fn advise_preferred_location_every_location_type() -> TestResult {
     c.finish()
 }
 
-#[cfg(cuda_12020)]
 fn advise_accessed_by() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = gpu.host_numa_node_or_thread_node()?;
-    let m = Managed::new(2 * MIB)?;
-    let data = pattern(0xACCE, m.size / 4);
-    m.words().copy_from_slice(&data);
-
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
+    typed_attributes_note();
+    let numa = host_numa(&gpu)?;
+    let (m, data) = Managed::with(2 * MIB, 0xACCE)?;
+    let (p, n) = (m.ptr, m.size);
+    let (set, unset) = (
         CU_MEM_ADVISE_SET_ACCESSED_BY,
-        dev_loc(0),
+        CU_MEM_ADVISE_UNSET_ACCESSED_BY,
     );
-    let s = range_state(&mut c, "SET_ACCESSED_BY device 0", m.ptr, m.size)?;
-    want_accessed_by(&mut c, "SET_ACCESSED_BY device 0", &s, &[0]);
-    want_no_preferred(&mut c, "SET_ACCESSED_BY device 0", &s);
-    c.eq("SET_ACCESSED_BY device 0: READ_MOSTLY", s.read_mostly, 0);
+
+    c.advise(p, n, set, Dev(0));
+    let r = c.range("SET_ACCESSED_BY device 0", p, n)?.accessed_by(&[0]);
+    r.preferred(Nowhere).read_mostly(0);
     // A one-element buffer holds the one device.
-    c.eq(
-        "ACCESSED_BY into 4 bytes",
-        range_one(CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, m.ptr, m.size, SENT_I32)?,
-        0,
-    );
+    let one = range_one(CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p, n, SENT_I32)?;
+    c.eq("ACCESSED_BY into 4 bytes", one, 0);
     // The device reads the data through its mapping; the host still sees it.
-    let dev = DeviceBuf::new(m.size)?;
-    c.that(
-        device_view(&dev, m.ptr, m.size / 4)? == data,
-        "device view differs with ACCESSED_BY",
-    );
+    let dev = DeviceBuf::new(n)?;
+    let on_device = device_view(&dev, p, n / 4)?;
+    c.that(on_device == data, "device view differs with ACCESSED_BY");
     c.that(
         m.words()[..] == data[..],
         "host view differs with ACCESSED_BY",
     );
 
-    // Host (id ignored): the host is not a device id, so the list does not
-    // change by it; the call is accepted.
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_SET_ACCESSED_BY,
-        loc(CU_MEM_LOCATION_TYPE_HOST, 4242),
-    );
-    let s = range_state(&mut c, "SET_ACCESSED_BY host too", m.ptr, m.size)?;
-    println!("SET_ACCESSED_BY device 0 + host: {:?}", s.accessed_by);
-    want_accessed_by(
-        &mut c,
-        "SET_ACCESSED_BY device 0 + host",
-        &s,
-        &[0, CU_DEVICE_CPU],
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_ACCESSED_BY,
-        host_loc(),
-    );
-    let s = range_state(&mut c, "UNSET_ACCESSED_BY host", m.ptr, m.size)?;
-    want_accessed_by(&mut c, "UNSET_ACCESSED_BY host", &s, &[0]);
+    // Host (id ignored): listed as CU_DEVICE_CPU after the device; the call
+    // is accepted.
+    c.advise(p, n, set, Host(4242));
+    let r = c.range("SET_ACCESSED_BY device 0 + host", p, n)?;
+    println!("SET_ACCESSED_BY device 0 + host: {:?}", r.s.accessed_by);
+    r.accessed_by(&[0, CU_DEVICE_CPU]);
+    c.advise(p, n, unset, Host(0));
+    c.range("UNSET_ACCESSED_BY host", p, n)?.accessed_by(&[0]);
 
     // Only "device" and "host" are valid for ACCESSED_BY.
-    for (name, l) in [
-        ("host NUMA", loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa)),
-        (
-            "host NUMA current",
-            loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
-        ),
+    for (name, at) in [
+        ("host NUMA", Numa(numa)),
+        ("host NUMA current", NumaCurrent(0)),
     ] {
-        c.ok(common::expect_error(
-            unsafe { mem_advise(m.ptr, m.size, CU_MEM_ADVISE_SET_ACCESSED_BY, l) },
-            CUDA_ERROR_INVALID_VALUE,
-            &format!("cuMemAdvise(SET_ACCESSED_BY, {name})"),
-        ));
+        let what = format!("cuMemAdvise(SET_ACCESSED_BY, {name})");
+        if let Some(r) = said(mem_advise(p, n, set, at), &what) {
+            c.ok(common::expect_error(r, CUDA_ERROR_INVALID_VALUE, &what));
+        }
     }
-    let s = range_state(&mut c, "after rejected ACCESSED_BY", m.ptr, m.size)?;
-    want_accessed_by(&mut c, "after rejected ACCESSED_BY", &s, &[0]);
+    c.range("after rejected ACCESSED_BY", p, n)?
+        .accessed_by(&[0]);
 
     // Accessed-by on the first half only: the whole range lists no device.
-    advise(
-        &mut c,
-        m.at(MIB),
-        MIB,
-        CU_MEM_ADVISE_UNSET_ACCESSED_BY,
-        dev_loc(0),
-    );
-    let s = range_state(&mut c, "ACCESSED_BY first half: first half", m.ptr, MIB)?;
-    want_accessed_by(&mut c, "ACCESSED_BY first half: first half", &s, &[0]);
-    let s = range_state(&mut c, "ACCESSED_BY first half: whole", m.ptr, m.size)?;
-    want_accessed_by(&mut c, "ACCESSED_BY first half: whole", &s, &[]);
+    c.advise(m.at(MIB), MIB, unset, Dev(0));
+    let first = "ACCESSED_BY first half";
+    c.range(&format!("{first}: first half"), p, MIB)?
+        .accessed_by(&[0]);
+    c.range(&format!("{first}: whole"), p, n)?.accessed_by(&[]);
 
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_ACCESSED_BY,
-        dev_loc(0),
-    );
-    let s = range_state(&mut c, "UNSET_ACCESSED_BY device 0", m.ptr, m.size)?;
-    want_accessed_by(&mut c, "UNSET_ACCESSED_BY device 0", &s, &[]);
+    c.advise(p, n, unset, Dev(0));
+    c.range("UNSET_ACCESSED_BY device 0", p, n)?
+        .accessed_by(&[]);
     c.that(
         m.words()[..] == data[..],
         "data changed by accessed-by advice",
@@ -922,137 +758,94 @@ fn advise_accessed_by() -> TestResult {
 
 /// The advised range is widened to whole CPU pages: a misaligned 10-byte
 /// range inside page 1 sets the advice on all of page 1 and nothing else.
-#[cfg(cuda_12020)]
 fn advise_rounds_to_cpu_pages() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
+    typed_attributes_note();
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     let m = Managed::new(2 * MIB)?;
-    advise(
-        &mut c,
-        m.at(page + 100),
-        10,
-        CU_MEM_ADVISE_SET_READ_MOSTLY,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
+    c.advise(m.at(page + 100), 10, CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0));
+    c.advise(
         m.at(page + 100),
         10,
         CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-        dev_loc(0),
+        Dev(0),
     );
-    let s = range_state(&mut c, "page 1", m.at(page), page)?;
-    c.eq("page 1: READ_MOSTLY", s.read_mostly, 1);
-    want_preferred(&mut c, "page 1", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let s = range_state(&mut c, "last byte of page 1", m.at(2 * page - 1), 1)?;
-    c.eq("last byte of page 1: READ_MOSTLY", s.read_mostly, 1);
-    let s = range_state(&mut c, "page 0", m.ptr, page)?;
-    c.eq("page 0: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "page 0", &s);
-    let s = range_state(&mut c, "page 2", m.at(2 * page), page)?;
-    c.eq("page 2: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "page 2", &s);
+    c.range("page 1", m.at(page), page)?
+        .read_mostly(1)
+        .preferred(Dev(0));
+    c.range("last byte of page 1", m.at(2 * page - 1), 1)?
+        .read_mostly(1);
+    c.range("page 0", m.ptr, page)?
+        .read_mostly(0)
+        .preferred(Nowhere);
+    c.range("page 2", m.at(2 * page), page)?
+        .read_mostly(0)
+        .preferred(Nowhere);
     c.finish()
 }
 
 /// Every advice set at once on one range, then read back in one
 /// `cuMemRangeGetAttributes` call (and a subset call with odd sizes).
-#[cfg(cuda_12020)]
 fn range_attributes_several_at_once() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
+    typed_attributes_note();
     let m = Managed::new(2 * MIB)?;
+    let (p, n) = (m.ptr, m.size);
     let stream = CuStream::new()?;
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_SET_READ_MOSTLY,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_SET_ACCESSED_BY,
-        dev_loc(0),
-    );
-    c.ok(cu!(mem_prefetch(m.ptr, m.size, dev_loc(0), 0, stream.0)));
+    c.advise(p, n, CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0));
+    c.advise(p, n, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Dev(0));
+    c.advise(p, n, CU_MEM_ADVISE_SET_ACCESSED_BY, Dev(0));
+    c.prefetch(p, n, Dev(0), stream.0);
     c.ok(stream.sync());
-    let s = range_state(&mut c, "all advice + prefetch", m.ptr, m.size)?;
-    c.eq("READ_MOSTLY", s.read_mostly, 1);
-    want_preferred(&mut c, "all advice", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    want_accessed_by(&mut c, "all advice", &s, &[0]);
-    want_last_prefetch(&mut c, "all advice", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    let r = c.range("all advice + prefetch", p, n)?.read_mostly(1);
+    r.preferred(Dev(0)).accessed_by(&[0]).last_prefetch(Dev(0));
 
-    // Three attributes, ACCESSED_BY with room for two ids.
-    let (mut rm, mut by, mut lt) = (SENT_I32, [SENT_I32; 2], SENT_TYPE);
+    // Three attributes, ACCESSED_BY with room for two ids. The last prefetch
+    // location as its type (12.2 on), else as the device id.
+    #[cfg(cuda_12020)]
+    let (last, last_name, last_want) = (
+        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+        "LAST_PREFETCH_LOCATION_TYPE",
+        CU_MEM_LOCATION_TYPE_DEVICE.0 as i32,
+    );
+    #[cfg(not(cuda_12020))]
+    let (last, last_name, last_want) = (
+        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+        "LAST_PREFETCH_LOCATION",
+        0,
+    );
+    let (mut rm, mut by, mut lt) = (SENT_I32, [SENT_I32; 2], SENT_I32);
     let mut data: [*mut c_void; 3] = [
         (&mut by as *mut [i32; 2]).cast(),
-        (&mut lt as *mut CUmemLocationType).cast(),
+        (&mut lt as *mut i32).cast(),
         (&mut rm as *mut i32).cast(),
     ];
     let mut sizes = [8usize, 4, 4];
     let mut attrs = [
         CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY,
-        CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+        last,
         CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
     ];
-    c.ok(cu!(cuMemRangeGetAttributes(
-        data.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        attrs.as_mut_ptr(),
-        3,
-        m.ptr,
-        m.size
-    )));
+    let (d, z, a) = (data.as_mut_ptr(), sizes.as_mut_ptr(), attrs.as_mut_ptr());
+    c.ok(cu!(cuMemRangeGetAttributes(d, z, a, 3, p, n)));
     c.eq("3 at once: ACCESSED_BY[2]", by, [0, CU_DEVICE_INVALID]);
-    c.eq(
-        "3 at once: LAST_PREFETCH_LOCATION_TYPE",
-        lt,
-        CU_MEM_LOCATION_TYPE_DEVICE,
-    );
+    c.eq(format!("3 at once: {last_name}"), lt, last_want);
     c.eq("3 at once: READ_MOSTLY", rm, 1);
 
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_READ_MOSTLY,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m.ptr,
-        m.size,
-        CU_MEM_ADVISE_UNSET_ACCESSED_BY,
-        dev_loc(0),
-    );
-    let s = range_state(&mut c, "all unset", m.ptr, m.size)?;
-    c.eq("all unset: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "all unset", &s);
-    want_accessed_by(&mut c, "all unset", &s, &[]);
+    c.advise(p, n, CU_MEM_ADVISE_UNSET_READ_MOSTLY, Dev(0));
+    c.advise(p, n, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, Dev(0));
+    c.advise(p, n, CU_MEM_ADVISE_UNSET_ACCESSED_BY, Dev(0));
+    let r = c
+        .range("all unset", p, n)?
+        .read_mostly(0)
+        .preferred(Nowhere);
     // Advice does not erase the prefetch record.
-    want_last_prefetch(&mut c, "all unset", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    r.accessed_by(&[]).last_prefetch(Dev(0));
     c.finish()
 }
 
-#[cfg(cuda_12020)]
 static mut STATIC_HOST_ARRAY: [u8; 64 * 1024] = [0x5A; 64 * 1024];
 
 /// System-allocated memory (malloc'd heap, a static array).
@@ -1064,7 +857,6 @@ static mut STATIC_HOST_ARRAY: [u8; 64 * 1024] = [0x5A; 64 * 1024];
 /// such a range is no unified memory at all: advice, range attributes,
 /// prefetches and discards on it fail with CUDA_ERROR_INVALID_VALUE
 /// (measured), and the bytes stay untouched.
-#[cfg(cuda_12020)]
 fn system_allocated_memory() -> TestResult {
     let gpu = Gpu::new(0)?;
     let probe = DeviceBuf::new(256)?;
@@ -1072,33 +864,17 @@ fn system_allocated_memory() -> TestResult {
     let pageable = gpu.attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)?;
     println!("pageableMemoryAccess = {pageable}");
     let heap: Vec<u32> = pattern(0x4EA9, 16 * KIB);
-    let heap_ptr = heap.as_ptr() as CUdeviceptr;
-    let heap_len = heap.len() * 4;
+    let (heap_ptr, heap_len) = (heap.as_ptr() as CUdeviceptr, heap.len() * 4);
     let static_ptr = core::ptr::addr_of!(STATIC_HOST_ARRAY) as CUdeviceptr;
     let static_len = 64 * KIB;
     let stream = CuStream::new()?;
 
     if pageable != 0 {
         // A device with HMM/ATS: the advice is accepted and read back.
-        advise(
-            &mut c,
-            heap_ptr,
-            heap_len,
-            CU_MEM_ADVISE_SET_READ_MOSTLY,
-            dev_loc(0),
-        );
-        c.eq(
-            "pageable heap READ_MOSTLY",
-            range_one(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, heap_ptr, heap_len, 0i32)?,
-            1,
-        );
-        advise(
-            &mut c,
-            heap_ptr,
-            heap_len,
-            CU_MEM_ADVISE_UNSET_READ_MOSTLY,
-            dev_loc(0),
-        );
+        c.advise(heap_ptr, heap_len, CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0));
+        let rm = range_one(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, heap_ptr, heap_len, 0i32)?;
+        c.eq("pageable heap READ_MOSTLY", rm, 1);
+        c.advise(heap_ptr, heap_len, CU_MEM_ADVISE_UNSET_READ_MOSTLY, Dev(0));
         return c.finish();
     }
     let inval = CUDA_ERROR_INVALID_VALUE;
@@ -1106,29 +882,20 @@ fn system_allocated_memory() -> TestResult {
         ("malloc'd heap", heap_ptr, heap_len),
         ("static array", static_ptr, static_len),
     ] {
-        for (advice, l) in [
-            (CU_MEM_ADVISE_SET_READ_MOSTLY, dev_loc(0)),
-            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host_loc()),
-            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev_loc(0)),
-            (CU_MEM_ADVISE_SET_ACCESSED_BY, dev_loc(0)),
+        for (advice, at) in [
+            (CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0)),
+            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Host(0)),
+            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Dev(0)),
+            (CU_MEM_ADVISE_SET_ACCESSED_BY, Dev(0)),
         ] {
-            c.cu(
-                inval,
-                unsafe { mem_advise(ptr, len, advice, l) },
-                &format!("cuMemAdvise({name}, advice {})", advice.0),
-            );
+            let what = format!("cuMemAdvise({name}, advice {})", advice.0);
+            c.cu(inval, mem_advise(ptr, len, advice, at).unwrap(), &what);
         }
         let mut v = SENT_I32;
+        let rm = CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY;
+        let r = unsafe { cuMemRangeGetAttribute((&mut v as *mut i32).cast(), 4, rm, ptr, len) };
         c.ok(common::expect_error(
-            unsafe {
-                cuMemRangeGetAttribute(
-                    (&mut v as *mut i32).cast(),
-                    4,
-                    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
-                    ptr,
-                    len,
-                )
-            },
+            r,
             inval,
             &format!("cuMemRangeGetAttribute({name})"),
         ));
@@ -1138,48 +905,29 @@ fn system_allocated_memory() -> TestResult {
             SENT_I32,
         );
         c.still_works_after("range attribute on system memory");
-        c.cu(
-            inval,
-            unsafe { mem_prefetch(ptr, len, dev_loc(0), 0, stream.0) },
-            &format!("cuMemPrefetchAsync({name} to device)"),
-        );
+        let r = mem_prefetch(ptr, len, Dev(0), 0, stream.0).unwrap();
+        c.cu(inval, r, &format!("cuMemPrefetchAsync({name} to device)"));
         // The batch calls: 13.0 and later (the skip is printed).
         #[cfg(cuda_13000)]
         {
             let (mut p, mut s, mut l, mut i) = ([ptr], [len], [dev_loc(0)], [0usize]);
-            c.cu(
-                inval,
-                unsafe {
-                    cuMemPrefetchBatchAsync(
-                        p.as_mut_ptr(),
-                        s.as_mut_ptr(),
-                        1,
-                        l.as_mut_ptr(),
-                        i.as_mut_ptr(),
-                        1,
-                        0,
-                        stream.0,
-                    )
-                },
-                &format!("cuMemPrefetchBatchAsync({name})"),
+            let (p, s, l, i) = (
+                p.as_mut_ptr(),
+                s.as_mut_ptr(),
+                l.as_mut_ptr(),
+                i.as_mut_ptr(),
             );
-            c.cu(
-                inval,
-                unsafe { cuMemDiscardBatchAsync(p.as_mut_ptr(), s.as_mut_ptr(), 1, 0, stream.0) },
-                &format!("cuMemDiscardBatchAsync({name})"),
-            );
+            let r = unsafe { cuMemPrefetchBatchAsync(p, s, 1, l, i, 1, 0, stream.0) };
+            c.cu(inval, r, &format!("cuMemPrefetchBatchAsync({name})"));
+            let r = unsafe { cuMemDiscardBatchAsync(p, s, 1, 0, stream.0) };
+            c.cu(inval, r, &format!("cuMemDiscardBatchAsync({name})"));
         }
         #[cfg(not(cuda_13000))]
-        println!("{name}: batch checks skipped: {BATCH_NOT_IN_RELEASE}");
+        skipped(&format!("{name}: batch checks"), BATCH_NOT_IN_RELEASE);
     }
     c.ok(stream.sync());
     c.that(heap == pattern(0x4EA9, 16 * KIB), "heap bytes changed");
-    let st = unsafe {
-        std::slice::from_raw_parts(
-            core::ptr::addr_of!(STATIC_HOST_ARRAY).cast::<u8>(),
-            64 * KIB,
-        )
-    };
+    let st = unsafe { &*core::ptr::addr_of!(STATIC_HOST_ARRAY) };
     c.that(st.iter().all(|&b| b == 0x5A), "static array bytes changed");
     c.finish()
 }
@@ -1188,149 +936,95 @@ fn system_allocated_memory() -> TestResult {
 // cuMemPrefetchAsync and the batch prefetch/discard calls
 // ---------------------------------------------------------------------------
 
-#[cfg(cuda_12020)]
 fn prefetch_round_trip() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = gpu.host_numa_node_or_thread_node()?;
+    typed_attributes_note();
+    let numa = host_numa(&gpu)?;
     let pinned = PinnedThread::here()?;
-    let m = Managed::new(4 * MIB)?;
-    let words = m.size / 4;
-    let dev = DeviceBuf::new(m.size)?;
+    let (m, data) = Managed::with(4 * MIB, 0xF00D)?;
+    let (p, n, half, words) = (m.ptr, m.size, m.size / 2, m.size / 4);
+    let dev = DeviceBuf::new(n)?;
     let stream = CuStream::new()?;
-    let data = pattern(0xF00D, words);
-    m.words().copy_from_slice(&data);
 
     // To the device: recorded as device 0; the device reads the host's bytes.
-    c.ok(cu!(mem_prefetch(m.ptr, m.size, dev_loc(0), 0, stream.0)));
+    c.prefetch(p, n, Dev(0), stream.0);
     c.ok(stream.sync());
-    let s = range_state(&mut c, "prefetch to device 0", m.ptr, m.size)?;
-    want_last_prefetch(
-        &mut c,
-        "prefetch to device 0",
-        &s,
-        0,
-        CU_MEM_LOCATION_TYPE_DEVICE,
-        0,
-    );
-    want_no_preferred(&mut c, "prefetch to device 0", &s);
+    let r = c.range("prefetch to device 0", p, n)?;
+    r.last_prefetch(Dev(0)).preferred(Nowhere);
+    let on_device = device_view(&dev, p, words)?;
     c.that(
-        device_view(&dev, m.ptr, words)? == data,
+        on_device == data,
         "device view after prefetch to device differs",
     );
 
     // The device overwrites the first half while the data is on it.
-    c.ok(cu!(cuMemsetD32(m.ptr, 0x00C0_FFEE, words / 2)));
+    c.ok(cu!(cuMemsetD32(p, 0x00C0_FFEE, words / 2)));
     c.ok(cu!(cuCtxSynchronize()));
 
     // To the host (id ignored): recorded as the CPU; the host reads both halves.
-    c.ok(cu!(mem_prefetch(
-        m.ptr,
-        m.size,
-        loc(CU_MEM_LOCATION_TYPE_HOST, 31337),
-        0,
-        stream.0
-    )));
+    c.prefetch(p, n, Host(31337), stream.0);
     c.ok(stream.sync());
-    let s = range_state(&mut c, "prefetch to host", m.ptr, m.size)?;
-    want_last_prefetch(
-        &mut c,
-        "prefetch to host",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST,
-        0,
-    );
+    c.range("prefetch to host", p, n)?.last_prefetch(Host(0));
     let host = m.words();
-    c.that(
-        host[..words / 2].iter().all(|&w| w == 0x00C0_FFEE),
-        "device-written half lost on the way to the host",
-    );
-    c.that(
-        host[words / 2..] == data[words / 2..],
-        "untouched half changed on the round trip",
-    );
+    let written = host[..words / 2].iter().all(|&w| w == 0x00C0_FFEE);
+    c.that(written, "device-written half lost on the way to the host");
+    let rest = host[words / 2..] == data[words / 2..];
+    c.that(rest, "untouched half changed on the round trip");
 
     // Host writes, then to the device again and back through a host NUMA node.
     let data2 = pattern(0xBEEF, words);
     m.words().copy_from_slice(&data2);
-    c.ok(cu!(mem_prefetch(m.ptr, m.size, dev_loc(0), 0, stream.0)));
+    c.prefetch(p, n, Dev(0), stream.0);
     c.ok(stream.sync());
+    let on_device = device_view(&dev, p, words)?;
     c.that(
-        device_view(&dev, m.ptr, words)? == data2,
+        on_device == data2,
         "device view after the second prefetch differs",
     );
-    c.ok(cu!(mem_prefetch(
-        m.ptr,
-        m.size,
-        loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
-        0,
-        stream.0
-    )));
-    c.ok(stream.sync());
-    let s = range_state(&mut c, "prefetch to host NUMA", m.ptr, m.size)?;
-    println!("prefetch to host NUMA {numa}: {s:?}");
-    want_last_prefetch(
-        &mut c,
-        "prefetch to host NUMA",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST_NUMA,
-        numa,
-    );
-    c.that(
-        m.words()[..] == data2[..],
-        "data changed on the way to the host NUMA node",
-    );
+    if c.prefetch(p, n, Numa(numa), stream.0) {
+        c.ok(stream.sync());
+        let r = c.range("prefetch to host NUMA", p, n)?;
+        println!("prefetch to host NUMA {numa}: {:?}", r.s);
+        r.last_prefetch(Numa(numa));
+        let same = m.words()[..] == data2[..];
+        c.that(same, "data changed on the way to the host NUMA node");
+    }
 
-    // Half to the device, half to the current thread's NUMA node.
-    let half = m.size / 2;
-    c.ok(cu!(mem_prefetch(m.ptr, half, dev_loc(0), 0, stream.0)));
-    c.ok(cu!(mem_prefetch(
-        m.at(half),
-        half,
-        loc(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 999),
-        0,
-        stream.0
-    )));
-    c.ok(stream.sync());
-    let s = range_state(&mut c, "split: first half", m.ptr, half)?;
-    want_last_prefetch(
-        &mut c,
-        "split: first half (device)",
-        &s,
-        0,
-        CU_MEM_LOCATION_TYPE_DEVICE,
-        0,
-    );
-    let s = range_state(&mut c, "split: second half", m.at(half), half)?;
-    println!(
-        "prefetch to host NUMA current (node {}): {s:?}",
-        pinned.node
-    );
+    // Half to the device, half to the current thread's NUMA node (12.2 on;
+    // before, to the host: a record of two locations either way).
+    //
     // The record is "the last location the application requested": a
     // request for the current thread's node is kept as that request, type
     // HOST_NUMA_CURRENT with the id as passed (measured on driver 580; the
     // docs list only DEVICE, HOST and HOST_NUMA here, and say to ignore the id
     // of any other type).
-    want_last_prefetch(
-        &mut c,
-        "split: second half (host NUMA current)",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
-        0,
-    );
-    let s = range_state(&mut c, "split: whole", m.ptr, m.size)?;
-    want_no_prefetch(&mut c, "split: whole (two locations)", &s);
+    let (second, name) = if cfg!(cuda_12020) {
+        (NumaCurrent(999), "host NUMA current")
+    } else {
+        skipped(
+            "split: host NUMA current (the host instead)",
+            NO_LOCATION_FORM,
+        );
+        (Host(999), "host")
+    };
+    c.prefetch(p, half, Dev(0), stream.0);
+    c.prefetch(m.at(half), half, second, stream.0);
+    c.ok(stream.sync());
+    c.range("split: first half (device)", p, half)?
+        .last_prefetch(Dev(0));
+    let r = c.range(&format!("split: second half ({name})"), m.at(half), half)?;
+    println!("prefetch to {name} (node {}): {:?}", pinned.node, r.s);
+    r.last_prefetch(second);
+    c.range("split: whole (two locations)", p, n)?
+        .last_prefetch(Nowhere);
+    let on_device = device_view(&dev, p, words)?;
     c.that(
-        device_view(&dev, m.ptr, words)? == data2,
+        on_device == data2,
         "device view after the split prefetch differs",
     );
-    c.that(
-        m.words()[..] == data2[..],
-        "host view after the split prefetch differs",
-    );
+    let on_host = m.words()[..] == data2[..];
+    c.that(on_host, "host view after the split prefetch differs");
     drop(pinned);
     c.finish()
 }
@@ -1339,23 +1033,36 @@ fn prefetch_round_trip() -> TestResult {
 /// distinct patterns.
 #[cfg(cuda_13000)]
 fn batch_ranges(n: usize, seed: u32) -> Result<(Vec<Managed>, Vec<Vec<u32>>), Failed> {
-    let mut ms = Vec::new();
-    let mut pats = Vec::new();
-    for i in 0..n {
-        let m = Managed::new(MIB)?;
-        let p = pattern(seed + i as u32 * 0x1111, MIB / 4);
-        m.words().copy_from_slice(&p);
-        ms.push(m);
-        pats.push(p);
+    (0..n)
+        .map(|i| Managed::with(MIB, seed + i as u32 * 0x1111))
+        .collect()
+}
+
+/// `cuMemPrefetchBatchAsync` / `cuMemDiscardAndPrefetchBatchAsync` of
+/// `dptrs` (with `sizes`), the locations starting at the indices `idxs`.
+#[cfg(cuda_13000)]
+fn batch_call(
+    discard: bool,
+    dptrs: &mut [CUdeviceptr],
+    sizes: &mut [usize],
+    locs: &mut [CUmemLocation],
+    idxs: &mut [usize],
+    s: CUstream,
+) -> TestResult {
+    let (d, z, n) = (dptrs.as_mut_ptr(), sizes.as_mut_ptr(), dptrs.len());
+    let (l, i, nl) = (locs.as_mut_ptr(), idxs.as_mut_ptr(), locs.len());
+    if discard {
+        cu!(cuMemDiscardAndPrefetchBatchAsync(d, z, n, l, i, nl, 0, s))
+    } else {
+        cu!(cuMemPrefetchBatchAsync(d, z, n, l, i, nl, 0, s))
     }
-    Ok((ms, pats))
 }
 
 #[cfg(cuda_13000)]
 fn prefetch_batch() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = gpu.host_numa_node_or_thread_node()?;
+    let numa = host_numa(&gpu)?;
     let stream = CuStream::new()?;
     let dev = DeviceBuf::new(MIB)?;
     let (m, pats) = batch_ranges(4, 0xB000)?;
@@ -1363,93 +1070,55 @@ fn prefetch_batch() -> TestResult {
 
     // A -> device 0; B, C -> host; first half of D -> host NUMA.
     let mut dptrs = [m[0].ptr, m[1].ptr, m[2].ptr, m[3].ptr];
-    let mut sizes = [MIB, MIB, MIB, half];
-    let mut locs = [
-        dev_loc(0),
-        host_loc(),
-        loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa),
-    ];
-    let mut idxs = [0usize, 1, 3];
-    c.ok(cu!(cuMemPrefetchBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        4,
-        locs.as_mut_ptr(),
-        idxs.as_mut_ptr(),
-        3,
-        0,
-        stream.0
-    )));
+    let mut locs = [dev_loc(0), Host(0).loc(), Numa(numa).loc()];
+    let sizes = &mut [MIB, MIB, MIB, half];
+    c.ok(batch_call(
+        false,
+        &mut dptrs,
+        sizes,
+        &mut locs,
+        &mut [0, 1, 3],
+        stream.0,
+    ));
     c.ok(stream.sync());
-    let s = range_state(&mut c, "batch 1: A", m[0].ptr, MIB)?;
-    want_last_prefetch(&mut c, "batch 1: A", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    for (i, name) in [(1, "B"), (2, "C")] {
-        let s = range_state(&mut c, &format!("batch 1: {name}"), m[i].ptr, MIB)?;
-        want_last_prefetch(
-            &mut c,
-            &format!("batch 1: {name}"),
-            &s,
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST,
-            0,
-        );
-    }
-    let s = range_state(&mut c, "batch 1: D first half", m[3].ptr, half)?;
-    want_last_prefetch(
-        &mut c,
-        "batch 1: D first half",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST_NUMA,
-        numa,
-    );
-    let s = range_state(&mut c, "batch 1: D second half", m[3].at(half), half)?;
-    want_no_prefetch(&mut c, "batch 1: D second half (not in the batch)", &s);
-    let s = range_state(&mut c, "batch 1: D whole", m[3].ptr, MIB)?;
-    want_no_prefetch(&mut c, "batch 1: D whole", &s);
+    c.range("batch 1: A", m[0].ptr, MIB)?.last_prefetch(Dev(0));
+    c.range("batch 1: B", m[1].ptr, MIB)?.last_prefetch(Host(0));
+    c.range("batch 1: C", m[2].ptr, MIB)?.last_prefetch(Host(0));
+    c.range("batch 1: D first half", m[3].ptr, half)?
+        .last_prefetch(Numa(numa));
+    let r = c.range(
+        "batch 1: D second half (not in the batch)",
+        m[3].at(half),
+        half,
+    )?;
+    r.last_prefetch(Nowhere);
+    c.range("batch 1: D whole", m[3].ptr, MIB)?
+        .last_prefetch(Nowhere);
+    let on_device = device_view(&dev, m[0].ptr, MIB / 4)?;
     c.that(
-        device_view(&dev, m[0].ptr, MIB / 4)? == pats[0],
+        on_device == pats[0],
         "A differs on the device after batch 1",
     );
 
     // A, B -> host; C, D -> device 0.
-    let mut sizes = [MIB; 4];
-    let mut locs = [host_loc(), dev_loc(0)];
-    let mut idxs = [0usize, 2];
-    c.ok(cu!(cuMemPrefetchBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        4,
-        locs.as_mut_ptr(),
-        idxs.as_mut_ptr(),
-        2,
-        0,
-        stream.0
-    )));
+    let mut locs = [Host(0).loc(), dev_loc(0)];
+    c.ok(batch_call(
+        false,
+        &mut dptrs,
+        &mut [MIB; 4],
+        &mut locs,
+        &mut [0, 2],
+        stream.0,
+    ));
     c.ok(stream.sync());
-    for i in 0..4 {
-        let name = format!("batch 2: {}", ["A", "B", "C", "D"][i]);
-        let s = range_state(&mut c, &name, m[i].ptr, MIB)?;
-        if i < 2 {
-            want_last_prefetch(
-                &mut c,
-                &name,
-                &s,
-                CU_DEVICE_CPU,
-                CU_MEM_LOCATION_TYPE_HOST,
-                0,
-            );
-        } else {
-            want_last_prefetch(&mut c, &name, &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-        }
-        c.that(
-            device_view(&dev, m[i].ptr, MIB / 4)? == pats[i],
-            format!("{name}: device view differs"),
-        );
-        c.that(
-            m[i].words()[..] == pats[i][..],
-            format!("{name}: host view differs"),
-        );
+    for (i, name) in ["A", "B", "C", "D"].into_iter().enumerate() {
+        let name = format!("batch 2: {name}");
+        let want = if i < 2 { Host(0) } else { Dev(0) };
+        c.range(&name, m[i].ptr, MIB)?.last_prefetch(want);
+        let on_device = device_view(&dev, m[i].ptr, MIB / 4)?;
+        c.that(on_device == pats[i], format!("{name}: device view differs"));
+        let on_host = m[i].words()[..] == pats[i][..];
+        c.that(on_host, format!("{name}: host view differs"));
     }
     c.finish()
 }
@@ -1459,82 +1128,45 @@ fn discard_batch() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
     let stream = CuStream::new()?;
+    let s = stream.0;
     let dev = DeviceBuf::new(MIB)?;
     let (m, pats) = batch_ranges(3, 0xD000)?;
-    let half = MIB / 2;
-    let words = MIB / 4;
+    let (half, words) = (MIB / 2, MIB / 4);
 
     // A and C on the device, B on the host.
-    c.ok(cu!(mem_prefetch(m[0].ptr, MIB, dev_loc(0), 0, stream.0)));
-    c.ok(cu!(mem_prefetch(m[1].ptr, MIB, host_loc(), 0, stream.0)));
-    c.ok(cu!(mem_prefetch(m[2].ptr, MIB, dev_loc(0), 0, stream.0)));
+    c.prefetch(m[0].ptr, MIB, Dev(0), s);
+    c.prefetch(m[1].ptr, MIB, Host(0), s);
+    c.prefetch(m[2].ptr, MIB, Dev(0), s);
     c.ok(stream.sync());
     // Policies on A: discarding drops contents, not advice.
-    advise(
-        &mut c,
-        m[0].ptr,
-        MIB,
-        CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-        dev_loc(0),
-    );
-    advise(
-        &mut c,
-        m[0].ptr,
-        MIB,
-        CU_MEM_ADVISE_SET_ACCESSED_BY,
-        dev_loc(0),
-    );
+    c.advise(m[0].ptr, MIB, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Dev(0));
+    c.advise(m[0].ptr, MIB, CU_MEM_ADVISE_SET_ACCESSED_BY, Dev(0));
 
     // Discard all of A and the first half of B; C is not in the batch.
     let mut dptrs = [m[0].ptr, m[1].ptr];
     let mut sizes = [MIB, half];
-    c.ok(cu!(cuMemDiscardBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        2,
-        0,
-        stream.0
-    )));
+    let (d, z) = (dptrs.as_mut_ptr(), sizes.as_mut_ptr());
+    c.ok(cu!(cuMemDiscardBatchAsync(d, z, 2, 0, s)));
     c.ok(stream.sync());
     // The discarded ranges keep their advice, and their prefetch record
     // (the last location the application asked to prefetch them to; a
     // discard is no prefetch).
-    let s = range_state(&mut c, "discarded A", m[0].ptr, MIB)?;
-    want_preferred(&mut c, "discarded A", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    want_accessed_by(&mut c, "discarded A", &s, &[0]);
-    want_last_prefetch(&mut c, "discarded A", &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-    let s = range_state(&mut c, "discarded first half of B", m[1].ptr, half)?;
-    want_no_preferred(&mut c, "discarded first half of B", &s);
-    want_last_prefetch(
-        &mut c,
-        "discarded first half of B",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST,
-        0,
-    );
+    let r = c.range("discarded A", m[0].ptr, MIB)?.preferred(Dev(0));
+    r.accessed_by(&[0]).last_prefetch(Dev(0));
+    let r = c.range("discarded first half of B", m[1].ptr, half)?;
+    r.preferred(Nowhere).last_prefetch(Host(0));
     // What was not discarded keeps its bytes and its record.
-    let s = range_state(&mut c, "C (not discarded)", m[2].ptr, MIB)?;
-    want_last_prefetch(
-        &mut c,
-        "C (not discarded)",
-        &s,
-        0,
-        CU_MEM_LOCATION_TYPE_DEVICE,
-        0,
-    );
+    c.range("C (not discarded)", m[2].ptr, MIB)?
+        .last_prefetch(Dev(0));
+    let on_device = device_view(&dev, m[2].ptr, words)?;
     c.that(
-        device_view(&dev, m[2].ptr, words)? == pats[2],
+        on_device == pats[2],
         "C (not discarded) changed on the device",
     );
-    c.that(
-        m[2].words()[..] == pats[2][..],
-        "C (not discarded) changed on the host",
-    );
-    c.that(
-        m[1].words()[words / 2..] == pats[1][words / 2..],
-        "second half of B (not discarded) changed",
-    );
+    let on_host = m[2].words()[..] == pats[2][..];
+    c.that(on_host, "C (not discarded) changed on the host");
+    let b_rest = m[1].words()[words / 2..] == pats[1][words / 2..];
+    c.that(b_rest, "second half of B (not discarded) changed");
 
     // Discarded memory is written (the host writes A, the device the first
     // half of B) and then reads back exactly.
@@ -1542,51 +1174,32 @@ fn discard_batch() -> TestResult {
     m[0].words().copy_from_slice(&new_a);
     c.ok(cu!(cuMemsetD32(m[1].ptr, 0x0B0B_0B0B, words / 2)));
     c.ok(cu!(cuCtxSynchronize()));
+    let on_device = device_view(&dev, m[0].ptr, words)?;
     c.that(
-        device_view(&dev, m[0].ptr, words)? == new_a,
+        on_device == new_a,
         "A rewritten on the host reads wrong on the device",
     );
-    c.that(
-        m[0].words()[..] == new_a[..],
-        "A rewritten on the host reads wrong on the host",
-    );
+    let on_host = m[0].words()[..] == new_a[..];
+    c.that(on_host, "A rewritten on the host reads wrong on the host");
     let b = m[1].words();
-    c.that(
-        b[..words / 2].iter().all(|&w| w == 0x0B0B_0B0B),
-        "B rewritten on the device reads wrong on the host",
-    );
-    c.that(
-        b[words / 2..] == pats[1][words / 2..],
-        "second half of B changed after the rewrite",
-    );
+    let b_first = b[..words / 2].iter().all(|&w| w == 0x0B0B_0B0B);
+    c.that(b_first, "B rewritten on the device reads wrong on the host");
+    let b_rest = b[words / 2..] == pats[1][words / 2..];
+    c.that(b_rest, "second half of B changed after the rewrite");
     let bd = device_view(&dev, m[1].ptr, words)?;
-    c.that(
-        bd[..words / 2].iter().all(|&w| w == 0x0B0B_0B0B),
-        "B rewritten on the device reads wrong on the device",
-    );
+    let b_dev = bd[..words / 2].iter().all(|&w| w == 0x0B0B_0B0B);
+    c.that(b_dev, "B rewritten on the device reads wrong on the device");
 
     // A prefetch after a discard is recorded as usual.
-    c.ok(cu!(cuMemDiscardBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        1,
-        0,
-        stream.0
-    )));
-    c.ok(cu!(mem_prefetch(m[0].ptr, MIB, host_loc(), 0, stream.0)));
+    c.ok(cu!(cuMemDiscardBatchAsync(d, z, 1, 0, s)));
+    c.prefetch(m[0].ptr, MIB, Host(0), s);
     c.ok(stream.sync());
-    let s = range_state(&mut c, "A discarded then prefetched to host", m[0].ptr, MIB)?;
-    want_last_prefetch(
-        &mut c,
-        "A discarded then prefetched to host",
-        &s,
-        CU_DEVICE_CPU,
-        CU_MEM_LOCATION_TYPE_HOST,
-        0,
-    );
+    let what = "A discarded then prefetched to host";
+    c.range(what, m[0].ptr, MIB)?.last_prefetch(Host(0));
     m[0].words().copy_from_slice(&pats[0]);
+    let on_device = device_view(&dev, m[0].ptr, words)?;
     c.that(
-        device_view(&dev, m[0].ptr, words)? == pats[0],
+        on_device == pats[0],
         "A rewritten after prefetch reads wrong on the device",
     );
     c.finish()
@@ -1596,7 +1209,7 @@ fn discard_batch() -> TestResult {
 fn discard_and_prefetch_batch() -> TestResult {
     let gpu = Gpu::new(0)?;
     let mut c = Checks::new();
-    let numa = gpu.host_numa_node_or_thread_node()?;
+    let numa = host_numa(&gpu)?;
     let stream = CuStream::new()?;
     let dev = DeviceBuf::new(MIB)?;
     let (m, _) = batch_ranges(4, 0xDA00)?;
@@ -1605,35 +1218,20 @@ fn discard_and_prefetch_batch() -> TestResult {
 
     // A, B -> device 0; C, D -> host.
     let mut dptrs = [m[0].ptr, m[1].ptr, m[2].ptr, m[3].ptr];
-    let mut sizes = [MIB; 4];
-    let mut locs = [dev_loc(0), host_loc()];
-    let mut idxs = [0usize, 2];
-    c.ok(cu!(cuMemDiscardAndPrefetchBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        4,
-        locs.as_mut_ptr(),
-        idxs.as_mut_ptr(),
-        2,
-        0,
-        stream.0
-    )));
+    let mut locs = [dev_loc(0), Host(0).loc()];
+    c.ok(batch_call(
+        true,
+        &mut dptrs,
+        &mut [MIB; 4],
+        &mut locs,
+        &mut [0, 2],
+        stream.0,
+    ));
     c.ok(stream.sync());
     for i in 0..4 {
         let name = format!("discard+prefetch 1: {}", names[i]);
-        let s = range_state(&mut c, &name, m[i].ptr, MIB)?;
-        if i < 2 {
-            want_last_prefetch(&mut c, &name, &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-        } else {
-            want_last_prefetch(
-                &mut c,
-                &name,
-                &s,
-                CU_DEVICE_CPU,
-                CU_MEM_LOCATION_TYPE_HOST,
-                0,
-            );
-        }
+        let want = if i < 2 { Dev(0) } else { Host(0) };
+        c.range(&name, m[i].ptr, MIB)?.last_prefetch(want);
     }
     // Written where they now live (A, B by the device; C, D by the host), read back both ways.
     let fresh: Vec<Vec<u32>> = (0..4).map(|i| pattern(0x600D + i, words)).collect();
@@ -1651,54 +1249,42 @@ fn discard_and_prefetch_batch() -> TestResult {
         } else {
             fresh[i].clone()
         };
+        let on_device = device_view(&dev, m[i].ptr, words)?;
         c.that(
-            device_view(&dev, m[i].ptr, words)? == want,
+            on_device == want,
             format!("{}: device view after rewrite differs", names[i]),
         );
+        let on_host = m[i].words()[..] == want[..];
         c.that(
-            m[i].words()[..] == want[..],
+            on_host,
             format!("{}: host view after rewrite differs", names[i]),
         );
     }
 
     // A, B, C -> host NUMA; D -> device 0.
-    let mut locs = [loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa), dev_loc(0)];
-    let mut idxs = [0usize, 3];
-    c.ok(cu!(cuMemDiscardAndPrefetchBatchAsync(
-        dptrs.as_mut_ptr(),
-        sizes.as_mut_ptr(),
-        4,
-        locs.as_mut_ptr(),
-        idxs.as_mut_ptr(),
-        2,
-        0,
-        stream.0
-    )));
+    let mut locs = [Numa(numa).loc(), dev_loc(0)];
+    c.ok(batch_call(
+        true,
+        &mut dptrs,
+        &mut [MIB; 4],
+        &mut locs,
+        &mut [0, 3],
+        stream.0,
+    ));
     c.ok(stream.sync());
     for i in 0..4 {
         let name = format!("discard+prefetch 2: {}", names[i]);
-        let s = range_state(&mut c, &name, m[i].ptr, MIB)?;
-        if i < 3 {
-            want_last_prefetch(
-                &mut c,
-                &name,
-                &s,
-                CU_DEVICE_CPU,
-                CU_MEM_LOCATION_TYPE_HOST_NUMA,
-                numa,
-            );
-        } else {
-            want_last_prefetch(&mut c, &name, &s, 0, CU_MEM_LOCATION_TYPE_DEVICE, 0);
-        }
+        let want = if i < 3 { Numa(numa) } else { Dev(0) };
+        c.range(&name, m[i].ptr, MIB)?.last_prefetch(want);
         m[i].words().copy_from_slice(&fresh[3 - i]);
+        let on_device = device_view(&dev, m[i].ptr, words)?;
         c.that(
-            device_view(&dev, m[i].ptr, words)? == fresh[3 - i],
+            on_device == fresh[3 - i],
             format!("{name}: rewrite reads wrong on the device"),
         );
     }
     c.finish()
 }
-
 // ---------------------------------------------------------------------------
 // Pointer attributes
 // ---------------------------------------------------------------------------
@@ -2534,166 +2120,95 @@ fn pointer_set_attribute_sync_memops() -> TestResult {
 // Bad input
 // ---------------------------------------------------------------------------
 
-#[cfg(cuda_12020)]
-fn bad_input_advise_and_range_attributes() -> TestResult {
+fn bad_advise() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let probe = DeviceBuf::new(256)?;
     let mut c = BadInput::round_trip(probe.ptr, 256);
+    typed_attributes_note();
     let m = Managed::new(2 * MIB)?;
     let d = DeviceBuf::new(MIB)?;
     let stack = [0u8; 4096];
     let stack_ptr = stack.as_ptr() as CUdeviceptr;
     let heap = vec![0u8; 64 * KIB];
     let heap_ptr = heap.as_ptr() as CUdeviceptr;
-    // A device that does not exist is CUDA_ERROR_INVALID_VALUE here (measured;
-    // the docs list it besides CUDA_ERROR_INVALID_DEVICE).
     let inval = CUDA_ERROR_INVALID_VALUE;
     let (p, n) = (m.ptr, m.size);
 
-    let adv = |ptr, len, a: u32, l| unsafe { mem_advise(ptr, len, CUmem_advise_enum(a), l) };
     // A device ordinal past the last device. The location form (13.0 on)
-    // answers CUDA_ERROR_INVALID_VALUE; the CUdevice form, which 12.2..12.9
-    // use for a device, answers CUDA_ERROR_INVALID_DEVICE, another of
-    // cuMemAdvise's documented codes (measured, H100, driver 580.159: run 20
-    // in docs/device-results.md).
-    #[cfg(cuda_13000)]
-    let no_such_device = inval;
-    #[cfg(not(cuda_13000))]
-    let no_such_device = CUDA_ERROR_INVALID_DEVICE;
-    c.cu(inval, adv(p, n, 0, dev_loc(0)), "cuMemAdvise(advice 0)");
-    c.cu(inval, adv(p, n, 7, dev_loc(0)), "cuMemAdvise(advice 7)");
-    c.cu(
-        inval,
-        adv(p, n, 0x7FFF_FFFF, dev_loc(0)),
-        "cuMemAdvise(advice 0x7fffffff)",
-    );
-    c.cu(inval, adv(p, 0, 1, dev_loc(0)), "cuMemAdvise(count 0)");
-    c.cu(inval, adv(0, n, 1, dev_loc(0)), "cuMemAdvise(null pointer)");
-    c.cu(
-        inval,
-        adv(d.ptr, MIB, 1, dev_loc(0)),
-        "cuMemAdvise(cuMemAlloc memory)",
-    );
-    c.cu(
-        inval,
-        adv(stack_ptr, 4096, 3, dev_loc(0)),
-        "cuMemAdvise(stack memory)",
-    );
-    c.cu(
-        inval,
-        adv(p, n + 4 * MIB, 1, dev_loc(0)),
-        "cuMemAdvise(range past the allocation)",
-    );
-    c.cu(
-        no_such_device,
-        adv(p, n, 3, dev_loc(64)),
-        "cuMemAdvise(PREFERRED, device 64)",
-    );
-    c.cu(
-        inval,
-        adv(p, n, 3, dev_loc(-5)),
-        "cuMemAdvise(PREFERRED, device -5)",
-    );
-    c.cu(
-        no_such_device,
-        adv(p, n, 5, dev_loc(64)),
-        "cuMemAdvise(ACCESSED_BY, device 64)",
-    );
-    c.cu(
-        inval,
-        adv(p, n, 3, loc(CUmemLocationType_enum(99), 0)),
-        "cuMemAdvise(PREFERRED, location type 99)",
-    );
-    c.cu(
-        inval,
-        adv(p, n, 3, loc(CU_MEM_LOCATION_TYPE_INVALID, 0)),
-        "cuMemAdvise(PREFERRED, location type INVALID)",
-    );
-    c.cu(
-        inval,
-        adv(p, n, 3, loc(CU_MEM_LOCATION_TYPE_HOST_NUMA, 100_000)),
-        "cuMemAdvise(PREFERRED, host NUMA 100000)",
-    );
+    // answers CUDA_ERROR_INVALID_VALUE (measured; the docs list it besides
+    // CUDA_ERROR_INVALID_DEVICE); the CUdevice form, which the releases
+    // before 13.0 use for a device, answers CUDA_ERROR_INVALID_DEVICE,
+    // another of cuMemAdvise's documented codes (measured, H100, driver
+    // 580.159: runs 20 and 21 in docs/device-results.md, 12.2..12.9).
+    let no_such_device = if cfg!(cuda_13000) {
+        inval
+    } else {
+        CUDA_ERROR_INVALID_DEVICE
+    };
+    // (code, pointer, count, advice, location, case); the cases of a
+    // location only the location form says are skipped before 12.2.
+    #[rustfmt::skip]
+    let cases = [
+        (inval, p, n, 0, Dev(0), "cuMemAdvise(advice 0)"),
+        (inval, p, n, 7, Dev(0), "cuMemAdvise(advice 7)"),
+        (inval, p, n, 0x7FFF_FFFF, Dev(0), "cuMemAdvise(advice 0x7fffffff)"),
+        (inval, p, 0, 1, Dev(0), "cuMemAdvise(count 0)"),
+        (inval, 0, n, 1, Dev(0), "cuMemAdvise(null pointer)"),
+        (inval, d.ptr, MIB, 1, Dev(0), "cuMemAdvise(cuMemAlloc memory)"),
+        (inval, stack_ptr, 4096, 3, Dev(0), "cuMemAdvise(stack memory)"),
+        (inval, p, n + 4 * MIB, 1, Dev(0), "cuMemAdvise(range past the allocation)"),
+        (no_such_device, p, n, 3, Dev(64), "cuMemAdvise(PREFERRED, device 64)"),
+        (inval, p, n, 3, Dev(-5), "cuMemAdvise(PREFERRED, device -5)"),
+        (no_such_device, p, n, 5, Dev(64), "cuMemAdvise(ACCESSED_BY, device 64)"),
+        (inval, p, n, 3, Kind(99, 0), "cuMemAdvise(PREFERRED, location type 99)"),
+        (inval, p, n, 3, Nowhere, "cuMemAdvise(PREFERRED, location type INVALID)"),
+        (inval, p, n, 3, Numa(100_000), "cuMemAdvise(PREFERRED, host NUMA 100000)"),
+    ];
+    for (want, ptr, len, advice, at, what) in cases {
+        if let Some(r) = said(mem_advise(ptr, len, CUmem_advise_enum(advice), at), what) {
+            c.cu(want, r, what);
+        }
+    }
     // None of the failed calls left any advice behind.
-    let s = range_state(&mut c, "after bad advice", p, n)?;
-    c.eq("after bad advice: READ_MOSTLY", s.read_mostly, 0);
-    want_no_preferred(&mut c, "after bad advice", &s);
-    want_accessed_by(&mut c, "after bad advice", &s, &[]);
+    let after = c.range("after bad advice", p, n)?.read_mostly(0);
+    after.preferred(Nowhere).accessed_by(&[]);
 
     // cuMemRangeGetAttribute
     let mut v = [SENT_I32; 4];
     let vp: *mut c_void = v.as_mut_ptr().cast();
-    let get = |data, size, a: u32, ptr, len| unsafe {
-        cuMemRangeGetAttribute(data, size, CUmem_range_attribute_enum(a), ptr, len)
-    };
     let rm = CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY.0;
     let by = CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY.0;
-    let pt = CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE.0;
-    c.cu(
-        inval,
-        get(vp, 8, rm, p, n),
-        "cuMemRangeGetAttribute(READ_MOSTLY, dataSize 8)",
-    );
-    c.cu(
-        inval,
-        get(vp, 2, rm, p, n),
-        "cuMemRangeGetAttribute(READ_MOSTLY, dataSize 2)",
-    );
-    c.cu(
-        inval,
-        get(vp, 0, rm, p, n),
-        "cuMemRangeGetAttribute(dataSize 0)",
-    );
-    c.cu(
-        inval,
-        get(vp, 6, by, p, n),
-        "cuMemRangeGetAttribute(ACCESSED_BY, dataSize 6)",
-    );
-    c.cu(
-        inval,
-        get(vp, 8, pt, p, n),
-        "cuMemRangeGetAttribute(PREFERRED_LOCATION_TYPE, dataSize 8)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, 0, p, n),
-        "cuMemRangeGetAttribute(attribute 0)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, 99, p, n),
-        "cuMemRangeGetAttribute(attribute 99)",
-    );
-    c.cu(
-        inval,
-        get(null_mut(), 4, rm, p, n),
-        "cuMemRangeGetAttribute(null data)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, rm, p, 0),
-        "cuMemRangeGetAttribute(count 0)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, rm, 0, n),
-        "cuMemRangeGetAttribute(null pointer)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, rm, d.ptr, MIB),
-        "cuMemRangeGetAttribute(cuMemAlloc memory)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, rm, heap_ptr, 4096),
-        "cuMemRangeGetAttribute(heap memory)",
-    );
-    c.cu(
-        inval,
-        get(vp, 4, rm, p, n + 4 * MIB),
-        "cuMemRangeGetAttribute(range past the allocation)",
-    );
+    // (data, dataSize, attribute, pointer, count, case)
+    for (data, size, a, ptr, len, what) in [
+        (vp, 8, rm, p, n, "READ_MOSTLY, dataSize 8"),
+        (vp, 2, rm, p, n, "READ_MOSTLY, dataSize 2"),
+        (vp, 0, rm, p, n, "dataSize 0"),
+        (vp, 6, by, p, n, "ACCESSED_BY, dataSize 6"),
+        (vp, 4, 0, p, n, "attribute 0"),
+        (vp, 4, 99, p, n, "attribute 99"),
+        (null_mut(), 4, rm, p, n, "null data"),
+        (vp, 4, rm, p, 0, "count 0"),
+        (vp, 4, rm, 0, n, "null pointer"),
+        (vp, 4, rm, d.ptr, MIB, "cuMemAlloc memory"),
+        (vp, 4, rm, heap_ptr, 4096, "heap memory"),
+        (vp, 4, rm, p, n + 4 * MIB, "range past the allocation"),
+    ] {
+        let a = CUmem_range_attribute_enum(a);
+        let r = unsafe { cuMemRangeGetAttribute(data, size, a, ptr, len) };
+        c.cu(inval, r, &format!("cuMemRangeGetAttribute({what})"));
+    }
+    let what = "cuMemRangeGetAttribute(PREFERRED_LOCATION_TYPE, dataSize 8)";
+    #[cfg(cuda_12020)]
+    {
+        let pt = CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE;
+        c.cu(
+            inval,
+            unsafe { cuMemRangeGetAttribute(vp, 8, pt, p, n) },
+            what,
+        );
+    }
+    #[cfg(not(cuda_12020))]
+    skipped(what, NO_TYPED_ATTRIBUTES);
     c.eq(
         "range attribute output after failed calls",
         v,
@@ -2701,78 +2216,45 @@ fn bad_input_advise_and_range_attributes() -> TestResult {
     );
 
     // cuMemRangeGetAttributes
-    let (mut a, mut b2) = (SENT_I32, SENT_I32);
-    let mut data: [*mut c_void; 2] = [(&mut a as *mut i32).cast(), (&mut b2 as *mut i32).cast()];
+    let (mut a, mut b) = (SENT_I32, SENT_I32);
+    let mut data: [*mut c_void; 2] = [(&mut a as *mut i32).cast(), (&mut b as *mut i32).cast()];
     let mut attrs = [
         CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
         CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
     ];
-    let mut good_sizes = [4usize, 4];
-    let mut bad_sizes = [4usize, 8];
     let mut bad_attrs = [
         CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
         CUmem_range_attribute_enum(99),
     ];
-    let dp = data.as_mut_ptr();
-    let gs = good_sizes.as_mut_ptr();
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, bad_sizes.as_mut_ptr(), attrs.as_mut_ptr(), 2, p, n) },
-        "cuMemRangeGetAttributes(one dataSize wrong)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, gs, bad_attrs.as_mut_ptr(), 2, p, n) },
-        "cuMemRangeGetAttributes(one attribute 99)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(null_mut(), gs, attrs.as_mut_ptr(), 2, p, n) },
-        "cuMemRangeGetAttributes(null data)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, null_mut(), attrs.as_mut_ptr(), 2, p, n) },
-        "cuMemRangeGetAttributes(null dataSizes)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, gs, null_mut(), 2, p, n) },
-        "cuMemRangeGetAttributes(null attributes)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, gs, attrs.as_mut_ptr(), 0, p, n) },
-        "cuMemRangeGetAttributes(numAttributes 0)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuMemRangeGetAttributes(dp, gs, attrs.as_mut_ptr(), 2, d.ptr, MIB) },
-        "cuMemRangeGetAttributes(cuMemAlloc memory)",
-    );
+    let (mut sizes, mut bad_sizes) = ([4usize, 4], [4usize, 8]);
+    let (dp, zs, ats) = (data.as_mut_ptr(), sizes.as_mut_ptr(), attrs.as_mut_ptr());
+    let (bad_z, bad_a) = (bad_sizes.as_mut_ptr(), bad_attrs.as_mut_ptr());
+    // (data, dataSizes, attributes, numAttributes, pointer, count, case)
+    for (data, sizes, attrs, k, ptr, len, what) in [
+        (dp, bad_z, ats, 2, p, n, "one dataSize wrong"),
+        (dp, zs, bad_a, 2, p, n, "one attribute 99"),
+        (null_mut(), zs, ats, 2, p, n, "null data"),
+        (dp, null_mut(), ats, 2, p, n, "null dataSizes"),
+        (dp, zs, null_mut(), 2, p, n, "null attributes"),
+        (dp, zs, ats, 0, p, n, "numAttributes 0"),
+        (dp, zs, ats, 2, d.ptr, MIB, "cuMemAlloc memory"),
+    ] {
+        let r = unsafe { cuMemRangeGetAttributes(data, sizes, attrs, k, ptr, len) };
+        c.cu(inval, r, &format!("cuMemRangeGetAttributes({what})"));
+    }
     // And the good call still answers.
-    c.ok(cu!(cuMemRangeGetAttributes(
-        dp,
-        gs,
-        attrs.as_mut_ptr(),
-        2,
-        p,
-        n
-    )));
-    c.eq(
-        "good cuMemRangeGetAttributes after bad ones",
-        (a, b2),
-        (0, CU_DEVICE_INVALID),
-    );
+    c.ok(cu!(cuMemRangeGetAttributes(dp, zs, ats, 2, p, n)));
+    let good = "good cuMemRangeGetAttributes after bad ones";
+    c.eq(good, (a, b), (0, CU_DEVICE_INVALID));
     drop(heap);
     c.finish()
 }
 
-#[cfg(cuda_12020)]
-fn bad_input_prefetch_and_batches() -> TestResult {
+fn bad_prefetch() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let probe = DeviceBuf::new(256)?;
     let mut c = BadInput::round_trip(probe.ptr, 256);
+    typed_attributes_note();
     let m = Managed::new(2 * MIB)?;
     let d = DeviceBuf::new(MIB)?;
     let stream = CuStream::new()?;
@@ -2780,8 +2262,8 @@ fn bad_input_prefetch_and_batches() -> TestResult {
     let stack = [0u8; 4096];
     let stack_ptr = stack.as_ptr() as CUdeviceptr;
     // A device that does not exist: cuMemPrefetchAsync answers
-    // CUDA_ERROR_INVALID_DEVICE, cuMemPrefetchBatchAsync CUDA_ERROR_INVALID_VALUE
-    // (both documented codes of these calls; measured).
+    // CUDA_ERROR_INVALID_DEVICE (in both forms), cuMemPrefetchBatchAsync
+    // CUDA_ERROR_INVALID_VALUE (both documented codes of these calls; measured).
     //
     // Not tested: prefetchLocIdxs that do not increase ({0, 0}), which the
     // docs forbid, are accepted by driver 580.159 (CUDA_SUCCESS, and the
@@ -2789,274 +2271,129 @@ fn bad_input_prefetch_and_batches() -> TestResult {
     let inval = CUDA_ERROR_INVALID_VALUE;
     let (p, n) = (m.ptr, m.size);
 
-    let pf = |ptr, len, l, flags| unsafe { mem_prefetch(ptr, len, l, flags, s) };
-    c.cu(
-        inval,
-        pf(d.ptr, MIB, dev_loc(0), 0),
-        "cuMemPrefetchAsync(cuMemAlloc memory)",
-    );
-    c.cu(
-        inval,
-        pf(stack_ptr, 4096, dev_loc(0), 0),
-        "cuMemPrefetchAsync(stack memory)",
-    );
-    c.cu(
-        inval,
-        pf(0, n, dev_loc(0), 0),
-        "cuMemPrefetchAsync(null pointer)",
-    );
-    c.cu(
-        inval,
-        pf(p, 0, dev_loc(0), 0),
-        "cuMemPrefetchAsync(count 0)",
-    );
-    c.cu(
-        inval,
-        pf(p, n, dev_loc(0), 1),
-        "cuMemPrefetchAsync(flags 1)",
-    );
-    c.cu(
-        inval,
-        pf(p, n + 4 * MIB, dev_loc(0), 0),
-        "cuMemPrefetchAsync(range past the allocation)",
-    );
-    c.cu(
-        CUDA_ERROR_INVALID_DEVICE,
-        pf(p, n, dev_loc(64), 0),
-        "cuMemPrefetchAsync(device 64)",
-    );
-    c.cu(
-        inval,
-        pf(p, n, loc(CU_MEM_LOCATION_TYPE_INVALID, 0), 0),
-        "cuMemPrefetchAsync(location type INVALID)",
-    );
-    c.cu(
-        inval,
-        pf(p, n, loc(CUmemLocationType_enum(99), 0), 0),
-        "cuMemPrefetchAsync(location type 99)",
-    );
+    // (code, pointer, count, location, flags, case); flags and the cases of
+    // a location only the location form says are skipped before 12.2.
+    #[rustfmt::skip]
+    let cases = [
+        (inval, d.ptr, MIB, Dev(0), 0, "cuMemPrefetchAsync(cuMemAlloc memory)"),
+        (inval, stack_ptr, 4096, Dev(0), 0, "cuMemPrefetchAsync(stack memory)"),
+        (inval, 0, n, Dev(0), 0, "cuMemPrefetchAsync(null pointer)"),
+        (inval, p, 0, Dev(0), 0, "cuMemPrefetchAsync(count 0)"),
+        (inval, p, n, Dev(0), 1, "cuMemPrefetchAsync(flags 1)"),
+        (inval, p, n + 4 * MIB, Dev(0), 0, "cuMemPrefetchAsync(range past the allocation)"),
+        (CUDA_ERROR_INVALID_DEVICE, p, n, Dev(64), 0, "cuMemPrefetchAsync(device 64)"),
+        (inval, p, n, Nowhere, 0, "cuMemPrefetchAsync(location type INVALID)"),
+        (inval, p, n, Kind(99, 0), 0, "cuMemPrefetchAsync(location type 99)"),
+    ];
+    for (want, ptr, len, at, flags, what) in cases {
+        if let Some(r) = said(mem_prefetch(ptr, len, at, flags, s), what) {
+            c.cu(want, r, what);
+        }
+    }
     c.ok(stream.sync());
-    let st = range_state(&mut c, "after bad prefetches", p, n)?;
-    want_no_prefetch(&mut c, "after bad prefetches (nothing recorded)", &st);
+    let after = "after bad prefetches (nothing recorded)";
+    c.range(after, p, n)?.last_prefetch(Nowhere);
 
-    // Batches (13.0 and later; the skip is printed).
+    // Batches (13.0 and later; the skip is printed): two ranges (the two halves).
     #[cfg(cuda_13000)]
     {
-        // Batches: two ranges (the two halves).
         let half = n / 2;
         let mut dptrs = [p, p + half as u64];
         let mut sizes = [half, half];
-        let mut locs = [dev_loc(0), host_loc()];
+        let mut locs = [dev_loc(0), Host(0).loc()];
+        let (mut with_device_mem, mut zero_size, mut bad_loc) =
+            ([p, d.ptr], [half, 0], [dev_loc(64)]);
         let (dpp, szp, lp) = (dptrs.as_mut_ptr(), sizes.as_mut_ptr(), locs.as_mut_ptr());
-        let batch = |idx: &mut [usize], count, nlocs, flags, stream| unsafe {
-            cuMemPrefetchBatchAsync(dpp, szp, count, lp, idx.as_mut_ptr(), nlocs, flags, stream)
-        };
-        c.cu(
-            inval,
-            batch(&mut [0, 1], 2, 2, 0, null_mut()),
-            "cuMemPrefetchBatchAsync(legacy NULL stream)",
+        let (dm, zs, bl) = (
+            with_device_mem.as_mut_ptr(),
+            zero_size.as_mut_ptr(),
+            bad_loc.as_mut_ptr(),
         );
-        c.cu(
-            inval,
-            batch(&mut [0, 1], 2, 2, 0, cu_stream_legacy()),
-            "cuMemPrefetchBatchAsync(CU_STREAM_LEGACY)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [0, 1], 2, 2, 1, s),
-            "cuMemPrefetchBatchAsync(flags 1)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [0, 1], 0, 2, 0, s),
-            "cuMemPrefetchBatchAsync(count 0)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [0, 1], 2, 0, 0, s),
-            "cuMemPrefetchBatchAsync(numPrefetchLocs 0)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [0, 1, 1], 2, 3, 0, s),
-            "cuMemPrefetchBatchAsync(numPrefetchLocs > count)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [1, 1], 2, 2, 0, s),
-            "cuMemPrefetchBatchAsync(prefetchLocIdxs[0] = 1)",
-        );
-        c.cu(
-            inval,
-            batch(&mut [0, 2], 2, 2, 0, s),
-            "cuMemPrefetchBatchAsync(prefetchLocIdxs[1] = count)",
-        );
-        let mut idx = [0usize];
-        c.cu(
-            inval,
-            unsafe { cuMemPrefetchBatchAsync(null_mut(), szp, 2, lp, idx.as_mut_ptr(), 1, 0, s) },
-            "cuMemPrefetchBatchAsync(null dptrs)",
-        );
-        c.cu(
-            inval,
-            unsafe { cuMemPrefetchBatchAsync(dpp, szp, 2, null_mut(), idx.as_mut_ptr(), 1, 0, s) },
-            "cuMemPrefetchBatchAsync(null prefetchLocs)",
-        );
-        let mut with_device_mem = [p, d.ptr];
-        c.cu(
-            inval,
-            unsafe {
-                cuMemPrefetchBatchAsync(
-                    with_device_mem.as_mut_ptr(),
-                    szp,
-                    2,
-                    lp,
-                    idx.as_mut_ptr(),
-                    1,
-                    0,
-                    s,
-                )
-            },
-            "cuMemPrefetchBatchAsync(cuMemAlloc memory in the batch)",
-        );
-        let mut zero_size = [half, 0];
-        c.cu(
-            inval,
-            unsafe {
-                cuMemPrefetchBatchAsync(
-                    dpp,
-                    zero_size.as_mut_ptr(),
-                    2,
-                    lp,
-                    idx.as_mut_ptr(),
-                    1,
-                    0,
-                    s,
-                )
-            },
-            "cuMemPrefetchBatchAsync(a size 0)",
-        );
-        let mut bad_loc = [dev_loc(64)];
-        c.cu(
-            inval,
-            unsafe {
-                cuMemPrefetchBatchAsync(
-                    dpp,
-                    szp,
-                    2,
-                    bad_loc.as_mut_ptr(),
-                    idx.as_mut_ptr(),
-                    1,
-                    0,
-                    s,
-                )
-            },
-            "cuMemPrefetchBatchAsync(device 64)",
-        );
-        let dab = |idx: &mut [usize], count, nlocs, flags, stream| unsafe {
-            cuMemDiscardAndPrefetchBatchAsync(
-                dpp,
-                szp,
-                count,
-                lp,
-                idx.as_mut_ptr(),
-                nlocs,
-                flags,
-                stream,
-            )
-        };
-        c.cu(
-            inval,
-            dab(&mut [0, 1], 2, 2, 0, null_mut()),
-            "cuMemDiscardAndPrefetchBatchAsync(NULL stream)",
-        );
-        c.cu(
-            inval,
-            dab(&mut [0, 1], 2, 2, 1, s),
-            "cuMemDiscardAndPrefetchBatchAsync(flags 1)",
-        );
-        c.cu(
-            inval,
-            dab(&mut [1, 1], 2, 2, 0, s),
-            "cuMemDiscardAndPrefetchBatchAsync(idxs[0] = 1)",
-        );
-        c.cu(
-            inval,
-            dab(&mut [0, 1, 1], 2, 3, 0, s),
-            "cuMemDiscardAndPrefetchBatchAsync(numPrefetchLocs > count)",
-        );
-        let discard = |count, flags, stream| unsafe {
-            cuMemDiscardBatchAsync(dpp, szp, count, flags, stream)
-        };
-        c.cu(
-            inval,
-            discard(2, 0, null_mut()),
-            "cuMemDiscardBatchAsync(legacy NULL stream)",
-        );
-        c.cu(inval, discard(2, 1, s), "cuMemDiscardBatchAsync(flags 1)");
-        c.cu(inval, discard(0, 0, s), "cuMemDiscardBatchAsync(count 0)");
-        c.cu(
-            inval,
-            unsafe { cuMemDiscardBatchAsync(with_device_mem.as_mut_ptr(), szp, 2, 0, s) },
-            "cuMemDiscardBatchAsync(cuMemAlloc memory in the batch)",
-        );
-        c.cu(
-            inval,
-            unsafe { cuMemDiscardBatchAsync(null_mut(), szp, 2, 0, s) },
-            "cuMemDiscardBatchAsync(null dptrs)",
-        );
+        let legacy = cu_stream_legacy();
+        // (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream, case)
+        #[rustfmt::skip]
+        let prefetches: [(_, _, _, _, &[usize], _, _, _, _); 13] = [
+            (dpp, szp, 2, lp, &[0, 1], 2, 0, null_mut(), "legacy NULL stream"),
+            (dpp, szp, 2, lp, &[0, 1], 2, 0, legacy, "CU_STREAM_LEGACY"),
+            (dpp, szp, 2, lp, &[0, 1], 2, 1, s, "flags 1"),
+            (dpp, szp, 0, lp, &[0, 1], 2, 0, s, "count 0"),
+            (dpp, szp, 2, lp, &[0, 1], 0, 0, s, "numPrefetchLocs 0"),
+            (dpp, szp, 2, lp, &[0, 1, 1], 3, 0, s, "numPrefetchLocs > count"),
+            (dpp, szp, 2, lp, &[1, 1], 2, 0, s, "prefetchLocIdxs[0] = 1"),
+            (dpp, szp, 2, lp, &[0, 2], 2, 0, s, "prefetchLocIdxs[1] = count"),
+            (null_mut(), szp, 2, lp, &[0], 1, 0, s, "null dptrs"),
+            (dpp, szp, 2, null_mut(), &[0], 1, 0, s, "null prefetchLocs"),
+            (dm, szp, 2, lp, &[0], 1, 0, s, "cuMemAlloc memory in the batch"),
+            (dpp, zs, 2, lp, &[0], 1, 0, s, "a size 0"),
+            (dpp, szp, 2, bl, &[0], 1, 0, s, "device 64"),
+        ];
+        for (dptrs, sizes, count, locs, idxs, nlocs, flags, stream, what) in prefetches {
+            let mut idxs = idxs.to_vec();
+            let i = idxs.as_mut_ptr();
+            let r = unsafe {
+                cuMemPrefetchBatchAsync(dptrs, sizes, count, locs, i, nlocs, flags, stream)
+            };
+            c.cu(inval, r, &format!("cuMemPrefetchBatchAsync({what})"));
+        }
+        // (prefetchLocIdxs, numPrefetchLocs, flags, stream, case) of two ranges
+        #[rustfmt::skip]
+        let discard_prefetches: [(&[usize], _, _, _, _); 4] = [
+            (&[0, 1], 2, 0, null_mut(), "NULL stream"),
+            (&[0, 1], 2, 1, s, "flags 1"),
+            (&[1, 1], 2, 0, s, "idxs[0] = 1"),
+            (&[0, 1, 1], 3, 0, s, "numPrefetchLocs > count"),
+        ];
+        for (idxs, nlocs, flags, stream, what) in discard_prefetches {
+            let mut idxs = idxs.to_vec();
+            let i = idxs.as_mut_ptr();
+            let r = unsafe {
+                cuMemDiscardAndPrefetchBatchAsync(dpp, szp, 2, lp, i, nlocs, flags, stream)
+            };
+            let what = format!("cuMemDiscardAndPrefetchBatchAsync({what})");
+            c.cu(inval, r, &what);
+        }
+        // (dptrs, count, flags, stream, case)
+        #[rustfmt::skip]
+        let discards = [
+            (dpp, 2, 0, null_mut(), "legacy NULL stream"),
+            (dpp, 2, 1, s, "flags 1"),
+            (dpp, 0, 0, s, "count 0"),
+            (dm, 2, 0, s, "cuMemAlloc memory in the batch"),
+            (null_mut(), 2, 0, s, "null dptrs"),
+        ];
+        for (dptrs, count, flags, stream, what) in discards {
+            let r = unsafe { cuMemDiscardBatchAsync(dptrs, szp, count, flags, stream) };
+            c.cu(inval, r, &format!("cuMemDiscardBatchAsync({what})"));
+        }
         c.ok(stream.sync());
         // No rejected batch got as far as the second half: nothing is recorded
         // for it.
-        let st = range_state(&mut c, "after bad batches: second half", dptrs[1], half)?;
-        want_no_prefetch(
-            &mut c,
-            "after bad batches: second half (nothing recorded)",
-            &st,
-        );
+        let second = "after bad batches: second half (nothing recorded)";
+        c.range(second, dptrs[1], half)?.last_prefetch(Nowhere);
         // Not asserted: a batch rejected because of a later range (a size 0, a
         // cuMemAlloc pointer) may already have prefetched the earlier ranges; on
         // driver 580.159 the first half reads back as prefetched to device 0
         // (the docs say nothing about partial batches).
-        let st = range_state(&mut c, "after bad batches: first half", dptrs[0], half)?;
+        let first = c.range("after bad batches: first half", dptrs[0], half)?.s;
+        let (ty, id) = first.last_prefetch_loc;
         println!(
-            "after bad batches, first half: LAST_PREFETCH_LOCATION_TYPE {} id {}",
-            st.last_prefetch_type.0, st.last_prefetch_id
+            "after bad batches, first half: LAST_PREFETCH_LOCATION_TYPE {} id {id}",
+            ty.0
         );
         // And a good batch still works.
         let mut idx = [0usize, 1];
-        c.ok(cu!(cuMemPrefetchBatchAsync(
-            dpp,
-            szp,
-            2,
-            lp,
-            idx.as_mut_ptr(),
-            2,
-            0,
-            s
-        )));
+        let i = idx.as_mut_ptr();
+        c.ok(cu!(cuMemPrefetchBatchAsync(dpp, szp, 2, lp, i, 2, 0, s)));
         c.ok(stream.sync());
-        let st = range_state(
-            &mut c,
-            "good batch after bad ones: second half",
-            dptrs[1],
-            half,
-        )?;
-        want_last_prefetch(
-            &mut c,
-            "good batch after bad ones: second half",
-            &st,
-            CU_DEVICE_CPU,
-            CU_MEM_LOCATION_TYPE_HOST,
-            0,
-        );
+        let good = "good batch after bad ones: second half";
+        c.range(good, dptrs[1], half)?.last_prefetch(Host(0));
     }
     #[cfg(not(cuda_13000))]
-    println!("bad batches: skipped: {BATCH_NOT_IN_RELEASE}");
+    skipped("bad batches", BATCH_NOT_IN_RELEASE);
     c.finish()
 }
 
-fn bad_input_pointer_attributes() -> TestResult {
+fn bad_pointer() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let probe = DeviceBuf::new(256)?;
     let mut c = BadInput::round_trip(probe.ptr, 256);
@@ -3085,34 +2422,23 @@ fn bad_input_pointer_attributes() -> TestResult {
             );
         }
     }
-    c.cu(
-        inval,
-        get(null_mut(), mt, d.ptr),
-        "cuPointerGetAttribute(null data)",
-    );
-    c.cu(
-        inval,
-        get(op, CUpointer_attribute_enum(0), d.ptr),
-        "cuPointerGetAttribute(attribute 0)",
-    );
-    c.cu(
-        inval,
-        get(op, CUpointer_attribute_enum(99), d.ptr),
-        "cuPointerGetAttribute(attribute 99)",
-    );
-    c.cu(
-        inval,
-        get(op, mt, d.ptr + MIB as u64 + 4096),
-        "cuPointerGetAttribute(past the allocation)",
-    );
-    let freed = DeviceBuf::new(MIB)?;
-    let freed_ptr = freed.ptr;
-    drop(freed);
-    c.cu(
-        inval,
-        get(op, mt, freed_ptr),
-        "cuPointerGetAttribute(freed allocation)",
-    );
+    // (data, attribute, pointer, case)
+    let (a0, a99) = (CUpointer_attribute_enum(0), CUpointer_attribute_enum(99));
+    let past = d.ptr + MIB as u64 + 4096;
+    let freed = DeviceBuf::new(MIB)?.ptr; // freed at the end of the statement
+    for (data, a, ptr, what) in [
+        (null_mut(), mt, d.ptr, "null data"),
+        (op, a0, d.ptr, "attribute 0"),
+        (op, a99, d.ptr, "attribute 99"),
+        (op, mt, past, "past the allocation"),
+        (op, mt, freed, "freed allocation"),
+    ] {
+        c.cu(
+            inval,
+            get(data, a, ptr),
+            &format!("cuPointerGetAttribute({what})"),
+        );
+    }
     c.eq(
         "output after failed cuPointerGetAttribute calls",
         out,
@@ -3146,13 +2472,10 @@ fn bad_input_pointer_attributes() -> TestResult {
                 );
             }
         }
-        Err(e) => c.that(
-            false,
-            format!(
-                "cuPointerGetAttributes(stack pointer) returned {}",
-                common::error_name(e)
-            ),
-        ),
+        Err(e) => c.fail(format!(
+            "cuPointerGetAttributes(stack pointer) returned {}",
+            common::error_name(e)
+        )),
     }
     c.still_works_after("cuPointerGetAttributes(stack pointer)");
     let mut attrs = [mt, CU_POINTER_ATTRIBUTE_IS_MANAGED];
@@ -3160,32 +2483,18 @@ fn bad_input_pointer_attributes() -> TestResult {
     let (mut x, mut y) = (SENT_A, SENT_A);
     let mut data: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut y as *mut u64).cast()];
     let dp = data.as_mut_ptr();
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, null_mut(), dp, d.ptr) },
-        "cuPointerGetAttributes(null attributes)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, attrs.as_mut_ptr(), null_mut(), d.ptr) },
-        "cuPointerGetAttributes(null data)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(0, attrs.as_mut_ptr(), dp, d.ptr) },
-        "cuPointerGetAttributes(numAttributes 0)",
-    );
-    c.cu(
-        inval,
-        unsafe { cuPointerGetAttributes(2, bad_attrs.as_mut_ptr(), dp, d.ptr) },
-        "cuPointerGetAttributes(attribute 99)",
-    );
-    c.ok(cu!(cuPointerGetAttributes(
-        2,
-        attrs.as_mut_ptr(),
-        dp,
-        d.ptr
-    )));
+    let (ap, bad_ap) = (attrs.as_mut_ptr(), bad_attrs.as_mut_ptr());
+    // (numAttributes, attributes, data, case)
+    for (k, attrs, data, what) in [
+        (2, null_mut(), dp, "null attributes"),
+        (2, ap, null_mut(), "null data"),
+        (0, ap, dp, "numAttributes 0"),
+        (2, bad_ap, dp, "attribute 99"),
+    ] {
+        let r = unsafe { cuPointerGetAttributes(k, attrs, data, d.ptr) };
+        c.cu(inval, r, &format!("cuPointerGetAttributes({what})"));
+    }
+    c.ok(cu!(cuPointerGetAttributes(2, ap, dp, d.ptr)));
     c.eq(
         "good cuPointerGetAttributes after bad ones",
         (low(x, 4), low(y, 4)),
@@ -3195,38 +2504,19 @@ fn bad_input_pointer_attributes() -> TestResult {
     // cuPointerSetAttribute: only SYNC_MEMOPS can be set.
     let one = 1u32;
     let vp: *const c_void = (&one as *const u32).cast();
-    let set = |v, a, ptr| unsafe { cuPointerSetAttribute(v, a, ptr) };
     let sm = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
-    c.cu(
-        inval,
-        set(vp, CU_POINTER_ATTRIBUTE_IS_MANAGED, d.ptr),
-        "cuPointerSetAttribute(IS_MANAGED)",
-    );
-    c.cu(
-        inval,
-        set(vp, mt, d.ptr),
-        "cuPointerSetAttribute(MEMORY_TYPE)",
-    );
-    c.cu(
-        inval,
-        set(vp, CUpointer_attribute_enum(99), d.ptr),
-        "cuPointerSetAttribute(attribute 99)",
-    );
-    c.cu(
-        inval,
-        set(vp, sm, stack_ptr),
-        "cuPointerSetAttribute(SYNC_MEMOPS, stack pointer)",
-    );
-    c.cu(
-        inval,
-        set(vp, sm, 0),
-        "cuPointerSetAttribute(SYNC_MEMOPS, null pointer)",
-    );
-    c.cu(
-        inval,
-        set(null(), sm, d.ptr),
-        "cuPointerSetAttribute(null value)",
-    );
+    // (value, attribute, pointer, case)
+    for (v, a, ptr, what) in [
+        (vp, CU_POINTER_ATTRIBUTE_IS_MANAGED, d.ptr, "IS_MANAGED"),
+        (vp, mt, d.ptr, "MEMORY_TYPE"),
+        (vp, a99, d.ptr, "attribute 99"),
+        (vp, sm, stack_ptr, "SYNC_MEMOPS, stack pointer"),
+        (vp, sm, 0, "SYNC_MEMOPS, null pointer"),
+        (null(), sm, d.ptr, "null value"),
+    ] {
+        let r = unsafe { cuPointerSetAttribute(v, a, ptr) };
+        c.cu(inval, r, &format!("cuPointerSetAttribute({what})"));
+    }
     c.eq("SYNC_MEMOPS after failed sets", sync_memops(d.ptr)?, 0);
     drop(heap);
     c.finish()
@@ -3245,15 +2535,27 @@ fn child(body: fn() -> TestResult) -> TestResult {
     body()
 }
 
+fn bad_input_advise_and_range_attributes() -> TestResult {
+    in_child("bad_advise")
+}
+
+fn bad_input_prefetch_and_batches() -> TestResult {
+    in_child("bad_prefetch")
+}
+
+fn bad_input_pointer_attributes() -> TestResult {
+    in_child("bad_pointer")
+}
+
 fn main() {
-    let mut tests = device_tests![
-        advise_read_mostly if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        advise_preferred_location_every_location_type if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        advise_accessed_by if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        advise_rounds_to_cpu_pages if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        range_attributes_several_at_once if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        system_allocated_memory if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
-        prefetch_round_trip if cfg(cuda_12020) else "`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE` (and the other location-typed range attributes, `CU_MEM_LOCATION_TYPE_HOST*`): not in this release (added in 12.2)",
+    let tests = device_tests![
+        advise_read_mostly,
+        advise_preferred_location_every_location_type,
+        advise_accessed_by,
+        advise_rounds_to_cpu_pages,
+        range_attributes_several_at_once,
+        system_allocated_memory,
+        prefetch_round_trip,
         prefetch_batch if cfg(cuda_13000) else "`cuMemPrefetchBatchAsync`: not in this release (added in 13.0)",
         discard_batch if cfg(cuda_13000) else "`cuMemDiscardBatchAsync`: not in this release (added in 13.0)",
         discard_and_prefetch_batch if cfg(cuda_13000) else "`cuMemDiscardAndPrefetchBatchAsync`: not in this release (added in 13.0)",
@@ -3263,35 +2565,14 @@ fn main() {
         pointer_attributes_vmm,
         pointer_attributes_pool,
         pointer_set_attribute_sync_memops,
+        bad_input_advise_and_range_attributes,
+        bad_input_prefetch_and_batches,
+        bad_input_pointer_attributes,
     ];
-    // The bad-input tests of cuMemAdvise / prefetches check location types
-    // and the location-typed range attributes (12.2 and later).
-    #[cfg(cuda_12020)]
-    tests.extend([
-        test("bad_input_advise_and_range_attributes", || {
-            in_child("bad_advise")
-        }),
-        test("bad_input_prefetch_and_batches", || {
-            in_child("bad_prefetch")
-        }),
-    ]);
-    #[cfg(not(cuda_12020))]
-    tests.extend([
-        common::DeviceTest::ignored("bad_input_advise_and_range_attributes", NO_LOCATION_TYPES),
-        common::DeviceTest::ignored("bad_input_prefetch_and_batches", NO_LOCATION_TYPES),
-    ]);
-    tests.push(test("bad_input_pointer_attributes", || {
-        in_child("bad_pointer")
-    }));
-    #[cfg(cuda_12020)]
     let roles: &[common::ChildRole] = &[
-        ("bad_advise", || {
-            child(bad_input_advise_and_range_attributes)
-        }),
-        ("bad_prefetch", || child(bad_input_prefetch_and_batches)),
-        ("bad_pointer", || child(bad_input_pointer_attributes)),
+        ("bad_advise", || child(bad_advise)),
+        ("bad_prefetch", || child(bad_prefetch)),
+        ("bad_pointer", || child(bad_pointer)),
     ];
-    #[cfg(not(cuda_12020))]
-    let roles: &[common::ChildRole] = &[("bad_pointer", || child(bad_input_pointer_attributes))];
     common::main(tests, roles);
 }
