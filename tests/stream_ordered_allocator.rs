@@ -253,7 +253,7 @@ trait Api: Sized + 'static {
     const PREFIX: &'static str;
     /// Which of each [`ATTRS`] entry's two names is this API's.
     const RUNTIME: bool;
-    type Code: Copy + PartialEq;
+    type Code: common::Code;
     type Stream: TwinStream + 'static;
     type Event: TwinEvent;
     /// A pool's properties (`cudaMemPoolProps`, `CUmemPoolProps`).
@@ -265,14 +265,6 @@ trait Api: Sized + 'static {
     const NOT_SUPPORTED: Self::Code;
     const INVALID_DEVICE: Self::Code;
     const UNKNOWN: Self::Code;
-    /// The code's name (`common::error_name`, `rt_error_name`).
-    fn name(code: Self::Code) -> String;
-    /// The code as one word (`pd::code`, `pd::rt_code`), for figures.
-    fn word(code: Self::Code) -> String;
-    /// `got` must be `want` (`common::expect_error` or `expect_rt_error`).
-    fn expect(got: Self::Code, want: Self::Code, what: &str) -> TestResult;
-    /// A bad call's `got` against `want`, then the probe ([`BadInput`]).
-    fn bad_code(c: &mut BadInput, want: Self::Code, got: Self::Code, what: &str);
 
     /// Device 0 current (for the runtime, `cudaSetDevice` too), memory pools supported.
     fn init() -> Result<Gpu, Failed>;
@@ -365,7 +357,7 @@ trait Api: Sized + 'static {
         ensure!(
             code == Self::SUCCESS,
             "{what} returned {}",
-            Self::name(code)
+            common::error_name(code)
         );
         Ok(())
     }
@@ -376,7 +368,7 @@ trait Api: Sized + 'static {
     /// A bad call ([`Call`]) that must return `want`, recorded as
     /// `<entry point>(<case>)`; then the probe.
     fn bad(c: &mut BadInput, want: Self::Code, (got, name): Call<Self::Code>, case: &str) {
-        Self::bad_code(c, want, got, &format!("{name}({case})"));
+        c.cu(want, got, &format!("{name}({case})"));
     }
     fn props(
         alloc: CUmemAllocationType,
@@ -410,7 +402,7 @@ trait Api: Sized + 'static {
         if r == Self::SUCCESS {
             Self::pool_destroy(pool)?;
         }
-        Self::expect(r, Self::INVALID_VALUE, &format!("{name}({what})"))
+        common::expect_error(r, Self::INVALID_VALUE, &format!("{name}({what})"))
     }
     fn pool_destroy(pool: CUmemoryPool) -> TestResult {
         Self::check(Self::pool_destroy_raw(pool))
@@ -479,7 +471,7 @@ trait Api: Sized + 'static {
     fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
         let (r, name) = Self::set_access_raw(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READ);
         let what = format!("{name}(pool, device {dev}, read-only)");
-        Self::expect(r, Self::NOT_SUPPORTED, &what)
+        common::expect_error(r, Self::NOT_SUPPORTED, &what)
     }
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
         let mut p = 0;
@@ -704,18 +696,6 @@ impl Api for Rt {
     const NOT_SUPPORTED: cudaError_t = cudaErrorNotSupported;
     const INVALID_DEVICE: cudaError_t = cudaErrorInvalidDevice;
     const UNKNOWN: cudaError_t = cudaErrorUnknown;
-    fn name(code: cudaError_t) -> String {
-        common::rt_error_name(code)
-    }
-    fn word(code: cudaError_t) -> String {
-        pd::rt_code(code)
-    }
-    fn expect(got: cudaError_t, want: cudaError_t, what: &str) -> TestResult {
-        common::expect_rt_error(got, want, what)
-    }
-    fn bad_code(c: &mut BadInput, want: cudaError_t, got: cudaError_t, what: &str) {
-        c.rt(want, got, what);
-    }
     fn init() -> Result<Gpu, Failed> {
         let gpu = Gpu::new(0)?;
         rt!(cudaSetDevice(0))?;
@@ -997,18 +977,6 @@ impl Api for Drv {
     const NOT_SUPPORTED: CUresult = CUDA_ERROR_NOT_SUPPORTED;
     const INVALID_DEVICE: CUresult = CUDA_ERROR_INVALID_DEVICE;
     const UNKNOWN: CUresult = CUDA_ERROR_UNKNOWN;
-    fn name(code: CUresult) -> String {
-        common::error_name(code)
-    }
-    fn word(code: CUresult) -> String {
-        pd::code(code)
-    }
-    fn expect(got: CUresult, want: CUresult, what: &str) -> TestResult {
-        common::expect_error(got, want, what)
-    }
-    fn bad_code(c: &mut BadInput, want: CUresult, got: CUresult, what: &str) {
-        c.cu(want, got, what);
-    }
     fn init() -> Result<Gpu, Failed> {
         let gpu = Gpu::new(0)?;
         ensure!(
@@ -1441,7 +1409,7 @@ fn pool_attributes_every_attribute<A: Api>() -> TestResult {
     for (attr, mut v) in illegal.chain(currents.map(|a| (a, 0))) {
         let (r, name) = A::attr_raw(pl, attr, true, (&mut v as *mut u64).cast());
         let what = format!("{name}(pool, {}, {v})", attr_name::<A>(attr));
-        A::expect(r, A::INVALID_VALUE, &what)?;
+        common::expect_error(r, A::INVALID_VALUE, &what)?;
         A::alive(&s)?;
     }
     A::set(pl, threshold, 0u64)?;
@@ -1585,12 +1553,15 @@ fn bad_input<A: Api>() -> TestResult {
         } else {
             A::alloc_raw(&mut z, 0, s.raw())
         };
-        println!("{name}(size 0) returned {}, pointer {z:#x}", A::name(r));
+        println!(
+            "{name}(size 0) returned {}, pointer {z:#x}",
+            common::error_name(r)
+        );
         if r == A::SUCCESS && z != 0 {
             c.ok(A::free(z, s.raw()));
         }
         if r != A::SUCCESS && r != inval {
-            c.ok(A::expect(r, inval, &format!("{name}(size 0)")));
+            c.ok(common::expect_error(r, inval, &format!("{name}(size 0)")));
         }
         c.still_works();
     }
@@ -1708,9 +1679,9 @@ impl<A: Api> PoolKept<A> {
         if self.pool.is_null() {
             return "nothing".into();
         }
-        let f = A::word(A::free_raw(self.p, self.s()).0);
-        let y = A::word(A::sync_raw(self.s()).0);
-        let d = A::word(A::pool_destroy_raw(self.pool).0);
+        let f = pd::code(A::free_raw(self.p, self.s()).0);
+        let y = pd::code(A::sync_raw(self.s()).0);
+        let d = pd::code(A::pool_destroy_raw(self.pool).0);
         (self.pool, self.s) = (null_mut(), None);
         format!("free:{f},sync:{y},destroy:{d}")
     }
@@ -1724,7 +1695,7 @@ impl<A: Api> PoolKept<A> {
         }
         if r != A::SUCCESS {
             A::clear_error();
-            return Err(A::word(r));
+            return Err(pd::code(r));
         }
         Ok(v)
     }
@@ -1788,7 +1759,7 @@ fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, Str
     unsafe { libc::close(fd) };
     if r != A::SUCCESS {
         k.pool = null_mut();
-        return Err(format!("import_pool:{}", A::word(r)));
+        return Err(format!("import_pool:{}", pd::code(r)));
     }
     let mut flags = CUmemAccess_flags(0xdead);
     let (mut r, _) = A::access_raw(&mut flags, k.pool, 0);
@@ -1796,7 +1767,7 @@ fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, Str
         r = A::set_access_raw(k.pool, 0, RW).0;
     }
     if r != A::SUCCESS {
-        return Err(format!("access:{}", A::word(r)));
+        return Err(format!("access:{}", pd::code(r)));
     }
     let mut export = [0u8; 64];
     export.copy_from_slice(&pd::unhex(f.get("pointer").map_err(pd::message)?)?);
@@ -1804,7 +1775,7 @@ fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, Str
     if r != A::SUCCESS {
         A::pool_destroy_raw(k.pool);
         k.pool = null_mut();
-        return Err(format!("import_pointer:{}", A::word(r)));
+        return Err(format!("import_pointer:{}", pd::code(r)));
     }
     Ok(Box::new(k))
 }
@@ -1846,8 +1817,8 @@ fn pool_release_after_death<A: Api>(
     kept: &mut PoolKept<A>,
     figures: &mut Vec<(&'static str, String)>,
 ) -> TestResult {
-    let success = A::word(A::SUCCESS);
-    let freed = A::word(A::free_raw(kept.p, kept.s()).0);
+    let success = pd::code(A::SUCCESS);
+    let freed = pd::code(A::free_raw(kept.p, kept.s()).0);
     figures.push(("exporter_free", freed.clone()));
     A::check(A::sync_raw(kept.s()))?;
     let start = Instant::now();
@@ -1862,7 +1833,7 @@ fn pool_release_after_death<A: Api>(
     figures.push(("reserved_after_trim", reserved_trimmed.to_string()));
     figures.push(("trimmed_in_ms", start.elapsed().as_millis().to_string()));
     let (destroyed, name) = A::pool_destroy_raw(kept.pool);
-    let destroyed = A::word(destroyed);
+    let destroyed = pd::code(destroyed);
     (kept.pool, kept.s) = (null_mut(), None);
     figures.push(("pool_destroy", destroyed.clone()));
     ensure!(
@@ -2417,7 +2388,7 @@ fn current_pool_get_set<A: Api>() -> TestResult {
         (Current, nowhere, pinned, none, "(location type NONE)"),
     ] {
         let (r, _, name) = A::loc_pool(op, loc, kind, pool);
-        A::expect(r, A::INVALID_VALUE, &format!("{name}{case}"))?;
+        common::expect_error(r, A::INVALID_VALUE, &format!("{name}{case}"))?;
         A::alive(&s)?;
     }
     let got = loc_pool::<A>(Current, dev, pinned, none)?;
@@ -2518,7 +2489,7 @@ fn two_streams_event_ordered_reuse<A: Api>() -> TestResult {
     ensure!(
         a_held == A::NOT_READY,
         "stream A was not held by the event on B's free: stream query = {}",
-        A::name(a_held)
+        common::error_name(a_held)
     );
     same(seen_b.as_slice(), &first, "B read")?;
     same(seen_a.as_slice(), &second, "A read")?;
@@ -2549,7 +2520,7 @@ fn one_block_pool_reuse<A: Api>(a: &A::Stream, b: &A::Stream) -> TestResult {
     ensure!(
         r == A::OUT_OF_MEMORY,
         "a second {M}-byte allocation from a pool of maxSize {M} returned {}",
-        A::name(r)
+        common::error_name(r)
     );
 
     // Follow event dependencies (alone): A waits on an event after B's pending free → reuse.
@@ -2574,7 +2545,7 @@ fn one_block_pool_reuse<A: Api>(a: &A::Stream, b: &A::Stream) -> TestResult {
     ensure!(
         r == A::OUT_OF_MEMORY,
         "no reuse policy: {} {q:#x} (freed {p:#x}) after {took:?}, gate timed out: {}",
-        A::name(r),
+        common::error_name(r),
         GATE_TIMED_OUT.load(SeqCst)
     );
     // Once the host has synchronized with the free, the block is free again.
@@ -2600,7 +2571,7 @@ fn one_block_pool_reuse<A: Api>(a: &A::Stream, b: &A::Stream) -> TestResult {
     ensure!(
         a_held == A::NOT_READY,
         "internal dependencies: A was not made to wait for B's free (stream query = {})",
-        A::name(a_held)
+        common::error_name(a_held)
     );
 
     // Opportunistic (alone): a free already done on the GPU, with no dependency
