@@ -205,6 +205,28 @@ fn budget(a: &Figures, a2: &Figures, linked: &Figures, run: &Figures) -> String 
     )
 }
 
+/// Where (a)'s clean build cannot meet its budget on `cores` cores whatever
+/// the schedule (its CPU time over the cores is above the allowed wall
+/// time), the line that says so: only less CPU can meet it there.
+fn cpu_bound(a: &Figures, linked: &Figures, cores: usize) -> Option<String> {
+    let allowed = CLEAN_BUDGET * linked.clean_wall;
+    let least = a.clean_cpu / cores as f64;
+    (least > allowed).then(|| {
+        format!(
+            "- Why (a) cannot pass here: its clean build needs {:.1} s of CPU, so on this \
+             machine's {cores} cores no schedule takes less than {least:.1} s of wall time, above \
+             the {allowed:.1} s allowed. Only less CPU can meet the budget here: the crate's own \
+             share, {:.1} s of CPU above the linked floor's {:.1} s (its build script compiled, \
+             `cc` and `pkg-config`, the bindings compiled). And the bindings compile only after \
+             the build script has run, which runs only after bindgen is compiled: their compile \
+             comes after the floor's whole critical path.\n",
+            a.clean_cpu,
+            a.clean_cpu - linked.clean_cpu,
+            linked.clean_cpu,
+        )
+    })
+}
+
 /// The build script's steps in (a) and (a'), side by side, and bindgen's
 /// own run beside them.
 fn steps_table(a: &Figures, a2: &Figures, run: &Figures) -> String {
@@ -451,6 +473,11 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
         steps_table(&cases[0].1, &cases[1].1, &cases[6].1),
         budget(&cases[0].1, &cases[1].1, &cases[5].1, &cases[6].1),
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let report = match cpu_bound(&cases[0].1, &cases[5].1, cores) {
+        Some(why) => format!("{report}{why}"),
+        None => report,
+    };
     write(&workspace.join("docs/build-times.md"), &report)?;
     println!("{report}");
     Ok(())
@@ -493,6 +520,26 @@ mod tests {
         // A missing duration is a failure, never a pass.
         let missing = budget(&figures(22.0, None), &figures(30.0, None), &linked, &run);
         assert!(missing.starts_with("- **FAIL**"), "{missing}");
+    }
+
+    #[test]
+    fn cpu_bound_is_said_only_where_no_schedule_can_pass() {
+        let mut a = figures(10.7, None);
+        a.clean_cpu = 18.0;
+        let mut linked = figures(7.6, None);
+        linked.clean_cpu = 12.8;
+        // 18.0 / 2 = 9.0 s > 1.10 x 7.6 = 8.4 s: said, with the figures.
+        let why = cpu_bound(&a, &linked, 2).expect("2 cores cannot pass");
+        for figure in [
+            "18.0 s of CPU",
+            "than 9.0 s",
+            "the 8.4 s allowed",
+            "5.2 s of CPU above",
+        ] {
+            assert!(why.contains(figure), "{figure}: {why}");
+        }
+        // 18.0 / 4 = 4.5 s: a schedule could pass, nothing is said.
+        assert_eq!(cpu_bound(&a, &linked, 4), None);
     }
 
     #[test]
