@@ -107,7 +107,7 @@ impl Checks {
 }
 
 /// "Bad input, then still works": a [`Checks`] (reached through `Deref`)
-/// whose every bad call ([`BadInput::cu`], [`BadInput::rt`], the `bad!`
+/// whose every bad call ([`BadInput::cu`], for either API's code, and the `bad!`
 /// macro) is followed by a probe that shows the process still works. The
 /// probe gets the round (1, 2, ...) to vary what it writes.
 pub struct BadInput<'a> {
@@ -158,11 +158,6 @@ impl<'a> BadInput<'a> {
     pub fn cu<C: Code>(&mut self, want: C, got: C, what: &str) {
         self.checks.code(got, want, what);
         self.still_works_after(what);
-    }
-
-    /// [`BadInput::cu`] of a runtime call.
-    pub fn rt(&mut self, want: cudaError_t, got: cudaError_t, what: &str) {
-        self.cu(want, got, what);
     }
 
     /// A bad case checked by the test itself (`r`, noted under `what`), then

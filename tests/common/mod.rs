@@ -290,22 +290,12 @@ pub fn error_name<C: Code>(r: C) -> String {
     r.name()
 }
 
-/// `cudaErrorInvalidValue (1)`: [`error_name`] of a runtime code.
-pub fn rt_error_name(r: cudaError_t) -> String {
-    r.name()
-}
-
 /// `Ok` if a driver or runtime call succeeded, else a failure naming the call and the code.
 pub fn check<C: Code>(r: C, what: &str) -> TestResult {
     if r == C::SUCCESS {
         return Ok(());
     }
     Err(format!("{what} returned {}", r.name()).into())
-}
-
-/// [`check`] of a runtime call.
-pub fn check_rt(r: cudaError_t, what: &str) -> TestResult {
-    check(r, what)
 }
 
 /// Prints one parseable line for a deliberately bad call, which
@@ -332,11 +322,6 @@ pub fn expect_error<C: Code>(r: C, expected: C, what: &str) -> TestResult {
         return Ok(());
     }
     Err(format!("{what} returned {}, expected {}", r.name(), expected.name()).into())
-}
-
-/// [`expect_error`] of a runtime call.
-pub fn expect_rt_error(r: cudaError_t, expected: cudaError_t, what: &str) -> TestResult {
-    expect_error(r, expected, what)
 }
 
 /// Driver call that must succeed: `cu!(cuMemCreate(&mut h, size, &prop, 0))?`.

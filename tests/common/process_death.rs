@@ -286,11 +286,6 @@ pub fn code<C: Code>(r: C) -> String {
     r.name().replace(" (", "(").replace(' ', "_")
 }
 
-/// [`code`] of a runtime result.
-pub fn rt_code(r: cudaError_t) -> String {
-    code(r)
-}
-
 /// Free device memory (`cuMemGetInfo`) in the current context.
 pub fn free_memory() -> Result<usize, Failed> {
     let (mut free, mut total) = (0usize, 0usize);
