@@ -132,10 +132,11 @@ fn dev_loc(ordinal: i32) -> CUmemLocation {
     common::cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, ordinal)
 }
 
+/// The kit's byte [`common::pattern`], as `words` native-endian words.
 fn pattern(seed: u32, words: usize) -> Vec<u32> {
-    (0..words as u32)
-        .map(|i| i.wrapping_mul(0x0101_0101) ^ seed.rotate_left(i % 32))
-        .collect()
+    let bytes = common::pattern(words * 4, seed);
+    let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+    bytes.chunks_exact(4).map(word).collect()
 }
 
 // ---------------------------------------------------------------------------
