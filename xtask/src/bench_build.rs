@@ -51,24 +51,129 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The duration of the run of `package`'s build script in a `--timings` report.
-fn build_script_run(target: &Path, package: &str) -> Option<f64> {
-    let html = std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html")).ok()?;
-    let data = html.split("const UNIT_DATA = ").nth(1)?;
+/// One unit of a `--timings` report: a crate's compile, or a build script's
+/// compile or run.
+#[derive(Clone, Debug, PartialEq)]
+struct Unit {
+    name: String,
+    /// `""` (the library), `"build-script"` or `"build-script (run)"`.
+    target: String,
+    /// Seconds from the build's start.
+    start: f64,
+    duration: f64,
+}
+
+impl Unit {
+    /// What it is, in words: `bindgen compiled`, `cc's build script run`.
+    fn label(&self) -> String {
+        match self.target.as_str() {
+            "build-script" => format!("{}'s build script compiled", self.name),
+            "build-script (run)" => format!("{}'s build script run", self.name),
+            "" => format!("{} compiled", self.name),
+            other => format!("{} {other}", self.name),
+        }
+    }
+}
+
+/// The units of a `--timings` report (`cargo-timing.html`'s `UNIT_DATA`).
+fn units(html: &str) -> Vec<Unit> {
+    let Some(data) = html.split("const UNIT_DATA = ").nth(1) else {
+        return vec![];
+    };
+    let data = data.split(";\n").next().unwrap_or(data);
     // One object per unit: {"i":..,"name":"..","version":"..","mode":"..","target":"..",..,"duration":..}
-    data.split('{').find_map(|unit| {
-        let field = |k: &str| {
-            let v = unit.split(&format!("\"{k}\":")).nth(1)?;
-            Some(
-                v.split([',', '}'])
-                    .next()?
-                    .trim()
-                    .trim_matches('"')
-                    .to_string(),
-            )
-        };
-        (field("name")? == package && field("target")?.contains("build-script (run)"))
-            .then(|| field("duration")?.parse().ok())?
+    data.split('{')
+        .filter_map(|unit| {
+            let field = |k: &str| {
+                let v = unit.split(&format!("\"{k}\":")).nth(1)?;
+                Some(
+                    v.split([',', '}'])
+                        .next()?
+                        .trim()
+                        .trim_matches('"')
+                        .to_string(),
+                )
+            };
+            Some(Unit {
+                name: field("name")?,
+                target: field("target")?.trim().to_string(),
+                start: field("start")?.parse().ok()?,
+                duration: field("duration")?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// The units of the `--timings` report in `target`.
+fn report_units(target: &Path) -> Vec<Unit> {
+    std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html"))
+        .map(|html| units(&html))
+        .unwrap_or_default()
+}
+
+/// The duration of the run of `package`'s build script.
+fn build_script_run(units: &[Unit], package: &str) -> Option<f64> {
+    units
+        .iter()
+        .find(|u| u.name == package && u.target == "build-script (run)")
+        .map(|u| u.duration)
+}
+
+/// What a clean build did once bindgen had compiled: every unit then is on
+/// its critical path, whatever the schedule (a build script that needs
+/// bindgen links it; the crate compiles after its build script has run).
+#[derive(Clone, Debug, PartialEq)]
+struct AfterBindgen {
+    /// Seconds from the build's start to the end of bindgen's compile.
+    bindgen_end: f64,
+    /// Seconds from then to the build's end.
+    after: f64,
+    /// (label, seconds) of each unit that started once bindgen had compiled.
+    units: Vec<(String, f64)>,
+}
+
+fn after_bindgen(units: &[Unit]) -> Option<AfterBindgen> {
+    let bindgen = units
+        .iter()
+        .find(|u| u.name == "bindgen" && u.target.is_empty())?;
+    let bindgen_end = bindgen.start + bindgen.duration;
+    let end = units
+        .iter()
+        .map(|u| u.start + u.duration)
+        .fold(bindgen_end, f64::max);
+    // The report's times are rounded to 10 ms: a unit started "at" the end.
+    let mut then: Vec<&Unit> = units
+        .iter()
+        .filter(|u| u.start >= bindgen_end - 0.015)
+        .collect();
+    then.sort_by(|a, b| a.start.total_cmp(&b.start));
+    Some(AfterBindgen {
+        bindgen_end,
+        after: end - bindgen_end,
+        units: then.iter().map(|u| (u.label(), u.duration)).collect(),
+    })
+}
+
+/// The median of each figure over the runs (the units of the first run, in
+/// its order).
+fn median_after(runs: &[AfterBindgen]) -> Option<AfterBindgen> {
+    let first = runs.first()?;
+    let of = |f: fn(&AfterBindgen) -> f64| median(runs.iter().map(f).collect());
+    Some(AfterBindgen {
+        bindgen_end: of(|r| r.bindgen_end),
+        after: of(|r| r.after),
+        units: first
+            .units
+            .iter()
+            .map(|(label, _)| {
+                let d: Vec<f64> = runs
+                    .iter()
+                    .flat_map(|r| r.units.iter().filter(|(l, _)| l == label))
+                    .map(|(_, d)| *d)
+                    .collect();
+                (label.clone(), median(d))
+            })
+            .collect(),
     })
 }
 
@@ -96,6 +201,8 @@ struct Figures {
     noop_wall: f64,
     /// The build script's own run in the clean build (`--timings`).
     script: Option<f64>,
+    /// What the clean build did once bindgen had compiled (`--timings`).
+    after_bindgen: Option<AfterBindgen>,
     /// Its steps (`CUDA_MEM_SYS_BUILD_TIMINGS`), each the median of the runs:
     /// (step, CPU s, wall s).
     steps: Vec<(String, Option<f64>, f64)>,
@@ -112,6 +219,7 @@ fn measure(
     runs: usize,
 ) -> Result<Figures, String> {
     let (mut clean, mut cpu, mut noop, mut script) = (vec![], vec![], vec![], vec![]);
+    let mut after = vec![];
     let mut steps: Vec<Vec<(String, Option<f64>, f64)>> = vec![];
     let mut noop_fresh = true;
     for _ in 0..runs {
@@ -138,9 +246,11 @@ fn measure(
         let (wall, c, _) = timed(&mut build("--timings"))?;
         clean.push(wall);
         cpu.push(c);
-        if let Some(s) = build_script_run(target, package) {
+        let units = report_units(target);
+        if let Some(s) = build_script_run(&units, package) {
             script.push(s);
         }
+        after.extend(after_bindgen(&units));
         steps.push(script_steps(target, package));
         let (wall, _, stderr) = timed(&mut build("--verbose"))?;
         noop.push(wall);
@@ -151,6 +261,7 @@ fn measure(
         clean_cpu: median(cpu),
         noop_wall: median(noop),
         script: (!script.is_empty()).then(|| median(script)),
+        after_bindgen: median_after(&after),
         steps: median_steps(&steps),
         noop_fresh,
     })
@@ -225,6 +336,50 @@ fn cpu_bound(a: &Figures, linked: &Figures, cores: usize) -> Option<String> {
             linked.clean_cpu,
         )
     })
+}
+
+/// Where (a)'s clean build is over its budget, the line that says where its
+/// time over the linked floor's goes: bindgen compiled later than in the
+/// floor (what compiles beside it), and what follows bindgen's compile,
+/// which no schedule can move before it.
+fn over_budget(a: &Figures, linked: &Figures) -> Option<String> {
+    let allowed = CLEAN_BUDGET * linked.clean_wall;
+    if a.clean_wall <= allowed {
+        return None;
+    }
+    let (Some(ours), Some(floor)) = (&a.after_bindgen, &linked.after_bindgen) else {
+        return Some(
+            "- Where (a) is over: unknown (no bindgen unit in a `--timings` report of (a) \
+             or of the linked floor).\n"
+                .to_string(),
+        );
+    };
+    let list = |after: &AfterBindgen| {
+        after
+            .units
+            .iter()
+            .map(|(label, d)| format!("{label} {d:.2} s"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "- Where (a) is over (`--timings`, medians): bindgen had compiled {:.1} s into (a)'s \
+         build and {:.1} s into the floor's ({:+.1} s: what compiles beside it); after that \
+         (a) went on {:.2} s ({}), the floor {:.2} s ({}): {:+.2} s. What follows bindgen's \
+         compile follows it in any schedule (the build script links bindgen; the crate \
+         compiles after its build script has run), and the budget leaves {:.2} s above the \
+         floor's {:.1} s for the whole of (a)'s own share.\n",
+        ours.bindgen_end,
+        floor.bindgen_end,
+        ours.bindgen_end - floor.bindgen_end,
+        ours.after,
+        list(ours),
+        floor.after,
+        list(floor),
+        ours.after - floor.after,
+        allowed - linked.clean_wall,
+        linked.clean_wall,
+    ))
 }
 
 /// The build script's steps in (a) and (a'), side by side, and bindgen's
@@ -474,10 +629,13 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
         budget(&cases[0].1, &cases[1].1, &cases[5].1, &cases[6].1),
     );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let report = match cpu_bound(&cases[0].1, &cases[5].1, cores) {
-        Some(why) => format!("{report}{why}"),
-        None => report,
-    };
+    let report = [
+        over_budget(&cases[0].1, &cases[5].1),
+        cpu_bound(&cases[0].1, &cases[5].1, cores),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(report, |report, why| report + &why);
     write(&workspace.join("docs/build-times.md"), &report)?;
     println!("{report}");
     Ok(())
@@ -493,6 +651,7 @@ mod tests {
             clean_cpu: 0.0,
             noop_wall: 0.0,
             script,
+            after_bindgen: None,
             steps: vec![],
             noop_fresh: true,
         }
@@ -590,5 +749,121 @@ mod tests {
         let steps = median_steps(&[run(1.0, 9.0), run(3.0, 2.0), run(2.0, 1.0)]);
         assert_eq!(steps, vec![("bindgen".to_string(), Some(2.0), 2.0)]);
         assert!(median_steps(&[]).is_empty());
+    }
+
+    /// A `--timings` report's text holding these units (name, target, start, duration).
+    fn report(units: &[(&str, &str, f64, f64)]) -> String {
+        let objects: Vec<String> = units
+            .iter()
+            .enumerate()
+            .map(|(i, (name, target, start, duration))| {
+                format!(
+                    "{{\"i\":{i},\"name\":\"{name}\",\"version\":\"1.0.0\",\"mode\":\"todo\",\
+                     \"target\":\"{target}\",\"start\":{start},\"duration\":{duration},\
+                     \"rmeta_time\":null,\"unlocked_units\":[],\"unlocked_rmeta_units\":[],\
+                     \"sections\":null}}"
+                )
+            })
+            .collect();
+        format!(
+            "<script>\nconst UNIT_DATA = [{}];\nconst CONCURRENCY_DATA = [];\n",
+            objects.join(",")
+        )
+    }
+
+    #[test]
+    fn what_follows_bindgen_is_read_from_the_timings_report() {
+        let html = report(&[
+            ("syn", "", 0.5, 2.5),
+            ("bindgen", "", 3.0, 2.0),
+            // Ended before bindgen did: beside it, not after it.
+            ("cc", "", 3.5, 1.0),
+            ("cuda-mem-sys", " build-script", 5.0, 1.0),
+            ("cuda-mem-sys", " build-script (run)", 6.0, 0.1),
+            ("cuda-mem-sys", "", 6.1, 0.5),
+            ("user", "", 6.6, 0.02),
+        ]);
+        let units = units(&html);
+        assert_eq!(units.len(), 7);
+        assert_eq!(build_script_run(&units, "cuda-mem-sys"), Some(0.1));
+        assert_eq!(build_script_run(&units, "cc"), None);
+        let after = after_bindgen(&units).expect("bindgen is in the report");
+        assert_eq!(after.bindgen_end, 5.0);
+        assert!((after.after - 1.62).abs() < 1e-9, "{after:?}");
+        assert_eq!(
+            after
+                .units
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "cuda-mem-sys's build script compiled",
+                "cuda-mem-sys's build script run",
+                "cuda-mem-sys compiled",
+                "user compiled"
+            ]
+        );
+        // bindgen's build script is not bindgen: without its library's
+        // unit nothing is said.
+        let no_bindgen = units
+            .iter()
+            .filter(|u| u.name != "bindgen")
+            .cloned()
+            .chain([Unit {
+                name: "bindgen".into(),
+                target: "build-script".into(),
+                start: 0.0,
+                duration: 0.2,
+            }])
+            .collect::<Vec<_>>();
+        assert_eq!(after_bindgen(&no_bindgen), None);
+        assert!(super::units("no report").is_empty());
+    }
+
+    #[test]
+    fn what_follows_bindgen_is_the_median_of_the_runs() {
+        let run = |end: f64, after: f64, script: f64| AfterBindgen {
+            bindgen_end: end,
+            after,
+            units: vec![("x's build script compiled".into(), script)],
+        };
+        let m = median_after(&[run(5.0, 2.0, 1.0), run(9.0, 1.0, 3.0), run(6.0, 3.0, 2.0)]);
+        assert_eq!(m, Some(run(6.0, 2.0, 2.0)));
+        assert_eq!(median_after(&[]), None);
+    }
+
+    #[test]
+    fn over_budget_is_said_only_beyond_the_budget_with_its_figures() {
+        let after = |end: f64, units: &[(&str, f64)]| AfterBindgen {
+            bindgen_end: end,
+            after: units.iter().map(|(_, d)| d).sum(),
+            units: units.iter().map(|(l, d)| (l.to_string(), *d)).collect(),
+        };
+        let mut linked = figures(7.6, None);
+        linked.after_bindgen = Some(after(7.4, &[("floor's build script compiled", 0.2)]));
+        let mut a = figures(9.4, None);
+        a.after_bindgen = Some(after(
+            7.7,
+            &[
+                ("cuda-mem-sys's build script compiled", 1.0),
+                ("cuda-mem-sys compiled", 0.6),
+            ],
+        ));
+        let why = over_budget(&a, &linked).expect("9.4 s > 1.10 x 7.6 s");
+        for figure in [
+            "7.7 s into (a)'s build and 7.4 s into the floor's (+0.3 s",
+            "(a) went on 1.60 s (cuda-mem-sys's build script compiled 1.00 s, cuda-mem-sys compiled 0.60 s)",
+            "the floor 0.20 s (floor's build script compiled 0.20 s): +1.40 s",
+            "leaves 0.76 s above the floor's 7.6 s",
+        ] {
+            assert!(why.contains(figure), "{figure}: {why}");
+        }
+        // Within the budget: nothing to explain.
+        a.clean_wall = 8.3;
+        assert_eq!(over_budget(&a, &linked), None);
+        // Over it without the reports: said, never silently skipped.
+        a.clean_wall = 9.4;
+        a.after_bindgen = None;
+        assert!(over_budget(&a, &linked).unwrap().contains("unknown"));
     }
 }
