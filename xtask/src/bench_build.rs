@@ -119,9 +119,10 @@ fn build_script_run(units: &[Unit], package: &str) -> Option<f64> {
         .map(|u| u.duration)
 }
 
-/// What a clean build did once bindgen had compiled: every unit then is on
-/// its critical path, whatever the schedule (a build script that needs
-/// bindgen links it; the crate compiles after its build script has run).
+/// What a clean build did once bindgen had compiled. In the builds measured
+/// here every unit then waits for bindgen, whatever the schedule (a build
+/// script that needs bindgen links it; the crate compiles after its build
+/// script has run, the user's library after the crate).
 #[derive(Clone, Debug, PartialEq)]
 struct AfterBindgen {
     /// Seconds from the build's start to the end of bindgen's compile.
