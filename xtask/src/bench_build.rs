@@ -646,6 +646,13 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// `why` holds each of `figures`.
+    fn says(why: &str, figures: &[&str]) {
+        for figure in figures {
+            assert!(why.contains(figure), "{figure}: {why}");
+        }
+    }
+
     fn figures(clean_wall: f64, script: Option<f64>) -> Figures {
         Figures {
             clean_wall,
@@ -690,14 +697,15 @@ mod tests {
         linked.clean_cpu = 12.8;
         // 18.0 / 2 = 9.0 s > 1.10 x 7.6 = 8.4 s: said, with the figures.
         let why = cpu_bound(&a, &linked, 2).expect("2 cores cannot pass");
-        for figure in [
-            "18.0 s of CPU",
-            "than 9.0 s",
-            "the 8.4 s allowed",
-            "5.2 s of CPU above",
-        ] {
-            assert!(why.contains(figure), "{figure}: {why}");
-        }
+        says(
+            &why,
+            &[
+                "18.0 s of CPU",
+                "than 9.0 s",
+                "the 8.4 s allowed",
+                "5.2 s of CPU above",
+            ],
+        );
         // 18.0 / 4 = 4.5 s: a schedule could pass, nothing is said.
         assert_eq!(cpu_bound(&a, &linked, 4), None);
     }
@@ -851,14 +859,15 @@ mod tests {
             ],
         ));
         let why = over_budget(&a, &linked).expect("9.4 s > 1.10 x 7.6 s");
-        for figure in [
+        says(
+            &why,
+            &[
             "7.7 s into (a)'s build and 7.4 s into the floor's (+0.3 s",
             "(a) went on 1.60 s (cuda-mem-sys's build script compiled 1.00 s, cuda-mem-sys compiled 0.60 s)",
             "the floor 0.20 s (floor's build script compiled 0.20 s): +1.40 s",
             "leaves 0.76 s above the floor's 7.6 s",
-        ] {
-            assert!(why.contains(figure), "{figure}: {why}");
-        }
+        ],
+        );
         // Within the budget: nothing to explain.
         a.clean_wall = 8.3;
         assert_eq!(over_budget(&a, &linked), None);
