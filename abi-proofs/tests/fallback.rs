@@ -81,11 +81,13 @@ fn committed_bindings_match_the_pinned_headers() -> Result<Completion, Failed> {
         ));
     }
     let dirs = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS").unwrap_or_default();
-    // x86_64's or aarch64's 13.0 wheels (`cargo xtask headers 13.0 [--target ...]`):
-    // the committed file must hold for both Linux targets.
+    // The 13.0 wheels of each target (`cargo xtask headers 13.0 [--target ...]`):
+    // the committed file must hold for Linux and Windows alike.
     let pinned = [
         "cuda-headers/13.0/",
         "cuda-headers/aarch64-unknown-linux-gnu/13.0/",
+        "cuda-headers/x86_64-pc-windows-gnu/13.0/",
+        "cuda-headers/x86_64-pc-windows-msvc/13.0/",
     ];
     if !pinned.iter().any(|p| dirs.contains(p)) {
         return Ok(Completion::ignored_with(format!(
@@ -156,8 +158,114 @@ fn the_token_comparison_catches_a_changed_token() -> Result<Completion, Failed> 
     Ok(Completion::Completed)
 }
 
+/// The enum newtypes of `text` whose inner type is not the one the Itanium C
+/// ABI gives their C enum (`c_uint`, or `c_int` where a constant is negative).
+fn enums_of_another_type(text: &str) -> Result<Vec<String>, String> {
+    let file = syn::parse_file(text).map_err(|e| e.to_string())?;
+    let mut negative = std::collections::BTreeSet::new();
+    for item in &file.items {
+        if let syn::Item::Const(c) = item {
+            if let (syn::Type::Path(t), syn::Expr::Call(call)) = (&*c.ty, &*c.expr) {
+                if matches!(call.args.first(), Some(syn::Expr::Unary(u)) if matches!(u.op, syn::UnOp::Neg(_)))
+                {
+                    negative.insert(t.path.segments.last().unwrap().ident.to_string());
+                }
+            }
+        }
+    }
+    let mut wrong = vec![];
+    let mut enums = 0;
+    for item in &file.items {
+        let syn::Item::Struct(s) = item else { continue };
+        let transparent = s.attrs.iter().any(|a| {
+            a.path().is_ident("repr")
+                && a.meta
+                    .require_list()
+                    .is_ok_and(|l| l.tokens.to_string() == "transparent")
+        });
+        let (true, syn::Fields::Unnamed(fields)) = (transparent, &s.fields) else {
+            continue;
+        };
+        let Some(syn::Type::Path(t)) = fields.unnamed.first().map(|f| &f.ty) else {
+            continue;
+        };
+        enums += 1;
+        let inner = t.path.segments.last().unwrap().ident.to_string();
+        let name = s.ident.to_string();
+        let itanium = if negative.contains(&name) {
+            "c_int"
+        } else {
+            "c_uint"
+        };
+        if inner != itanium {
+            wrong.push(format!("{name}({inner}), not {itanium}"));
+        }
+    }
+    if enums < 100 {
+        return Err(format!("only {enums} enum newtypes found"));
+    }
+    Ok(wrong)
+}
+
+/// One API on every target: each C enum's newtype has the type the Itanium
+/// C ABI gives the enum, on msvc too (where C makes every enum `int`), as in
+/// the committed fallback. Its size and alignment are abi_layout's to check.
+fn every_enum_newtype_has_one_type_on_every_target() -> Result<Completion, Failed> {
+    let wrong = enums_of_another_type(GENERATED)?;
+    if !wrong.is_empty() {
+        return Err(format!(
+            "{} enum newtypes ({}) have a type of their own on {}: {}",
+            wrong.len(),
+            env!("CUDA_MEM_SYS_TARGET"),
+            if cfg!(cuda_mem_sys_fallback) {
+                "the committed fallback"
+            } else {
+                "the generated bindings"
+            },
+            wrong.join(", ")
+        )
+        .into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// The check catches `CUresult` left `c_int` (what bindgen writes for msvc)
+/// and a newtype with a negative constant made `c_uint`.
+fn an_enum_newtype_of_msvc_type_is_caught() -> Result<Completion, Failed> {
+    let committed = committed();
+    for (right, wrong, name) in [
+        (
+            "pub struct cudaError_enum(pub ::core::ffi::c_uint);",
+            "pub struct cudaError_enum(pub ::core::ffi::c_int);",
+            "cudaError_enum(c_int), not c_uint",
+        ),
+        (
+            "pub struct CUshared_carveout_enum(pub ::core::ffi::c_int);",
+            "pub struct CUshared_carveout_enum(pub ::core::ffi::c_uint);",
+            "CUshared_carveout_enum(c_uint), not c_int",
+        ),
+    ] {
+        if !committed.contains(right) {
+            return Err(format!("src/generated has no `{right}`").into());
+        }
+        let found = enums_of_another_type(&committed.replace(right, wrong))?;
+        if found != [name] {
+            return Err(format!("`{wrong}` was not caught alone: {found:?}").into());
+        }
+    }
+    Ok(Completion::Completed)
+}
+
 fn main() {
     abi_support::main(vec![
+        (
+            "every_enum_newtype_has_one_type_on_every_target",
+            every_enum_newtype_has_one_type_on_every_target,
+        ),
+        (
+            "an_enum_newtype_of_msvc_type_is_caught",
+            an_enum_newtype_of_msvc_type_is_caught,
+        ),
         (
             "the_token_comparison_catches_a_changed_token",
             the_token_comparison_catches_a_changed_token,

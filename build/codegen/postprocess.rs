@@ -28,6 +28,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
     let mut file = syn::parse_file(bindings).map_err(|e| format!("parsing bindgen output: {e}"))?;
     (cx.lap)("parse bindgen's text");
     merge_extern_blocks(&mut file);
+    itanium_enum_types(&mut file);
     let aliases = function_aliases(cx, &file);
     let mut known = item_names(&file);
     known.extend(aliases.keys().cloned());
@@ -638,6 +639,59 @@ fn type_name(ty: &syn::Type) -> Option<String> {
         syn::Type::Path(p) => Some(p.path.segments.last()?.ident.to_string()),
         syn::Type::Array(a) => type_name(&a.elem),
         _ => None,
+    }
+}
+
+/// Each C enum's newtype takes the type the Itanium C ABI (Linux, MinGW)
+/// gives the enum: `c_uint`, or `c_int` where one of its constants is
+/// negative. MSVC makes every C enum `int`, so for `*-windows-msvc` bindgen
+/// writes `c_int` (176 newtypes in 13.0, `cudaError_enum` among them); with
+/// this one Rust API holds on every target and in the committed fallback.
+/// ABI-neutral: `int` and `unsigned int` have one size and alignment (the
+/// layout check compares both with C's on each target) and are passed alike
+/// (a 4-byte integer in a register's low half or a stack slot, on Win64 and
+/// System V). A constant keeps its value: one that MSVC makes negative
+/// (an enumerator above `INT_MAX`; none in 12.0 to 13.5) keeps `c_int`, and
+/// the layout check compares it with C's.
+fn itanium_enum_types(file: &mut syn::File) {
+    let negative: BTreeSet<String> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Const(c) => match (&*c.ty, &*c.expr) {
+                (syn::Type::Path(t), syn::Expr::Call(call))
+                    if matches!(
+                        call.args.first(),
+                        Some(syn::Expr::Unary(syn::ExprUnary {
+                            op: syn::UnOp::Neg(_),
+                            ..
+                        }))
+                    ) =>
+                {
+                    Some(t.path.segments.last()?.ident.to_string())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    for item in &mut file.items {
+        let syn::Item::Struct(s) = item else { continue };
+        if !s.attrs.iter().any(is_repr_transparent) || negative.contains(&s.ident.to_string()) {
+            continue;
+        }
+        let syn::Fields::Unnamed(fields) = &mut s.fields else {
+            continue;
+        };
+        for f in &mut fields.unnamed {
+            if let syn::Type::Path(t) = &mut f.ty {
+                if let Some(last) = t.path.segments.last_mut() {
+                    if last.ident == "c_int" {
+                        last.ident = syn::Ident::new("c_uint", last.ident.span());
+                    }
+                }
+            }
+        }
     }
 }
 
