@@ -29,6 +29,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
     (cx.lap)("parse bindgen's text");
     merge_extern_blocks(&mut file);
     itanium_enum_types(&mut file);
+    fixed_width_aliases(&mut file);
     let aliases = function_aliases(cx, &file);
     let mut known = item_names(&file);
     known.extend(aliases.keys().cloned());
@@ -692,6 +693,31 @@ fn itanium_enum_types(file: &mut syn::File) {
                 }
             }
         }
+    }
+}
+
+/// `cuuint32_t` and `cuuint64_t` are `u32` and `u64` on every target:
+/// `cuda.h` declares them with `<stdint.h>`'s types (bindgen: `u32`, `u64`),
+/// or, under `_MSC_VER`, with `unsigned __int32` and `unsigned __int64`
+/// (bindgen: `c_uint`, `c_ulonglong`). The same Rust types either way; one
+/// spelling keeps the generated text, and its docs, one on every target.
+fn fixed_width_aliases(file: &mut syn::File) {
+    for item in &mut file.items {
+        let syn::Item::Type(t) = item else { continue };
+        let syn::Type::Path(p) = &*t.ty else { continue };
+        let Some(last) = p.path.segments.last() else {
+            continue;
+        };
+        let name = t.ident.to_string();
+        let fixed = match (last.ident.to_string().as_str(), &name) {
+            ("c_uint", n) if n.ends_with("uint32_t") => "u32",
+            ("c_ulonglong", n) if n.ends_with("uint64_t") => "u64",
+            ("c_int", n) if n.ends_with("int32_t") && !n.ends_with("uint32_t") => "i32",
+            ("c_longlong", n) if n.ends_with("int64_t") && !n.ends_with("uint64_t") => "i64",
+            _ => continue,
+        };
+        let ident = syn::Ident::new(fixed, last.ident.span());
+        *t.ty = syn::parse_quote!(#ident);
     }
 }
 
