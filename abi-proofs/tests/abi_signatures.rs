@@ -20,19 +20,27 @@ fn failing_signatures(file: &Path) -> Result<Result<Vec<String>, String>, Failed
     let compiler = abi_support::c_compiler(&dirs)
         .try_get_compiler()
         .map_err(|e| e.to_string())?;
+    // No error limit: gcc's flag, or clang's (it stops at 20 by default).
+    let no_limit = if compiler.is_like_clang() {
+        "-ferror-limit=0"
+    } else {
+        "-fmax-errors=0"
+    };
     let out = abi_support::host_output(
         compiler
             .to_command()
-            .args(["-fsyntax-only", "-fmax-errors=0"])
+            .args(["-fsyntax-only", no_limit])
             .arg(file),
     )
     .map_err(|e| format!("running the C compiler: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // gcc: `static assertion failed: "signature of f"`; clang: `static
+    // assertion failed due to requirement '...': signature of f`.
     let failed: Vec<String> = stderr
         .lines()
         .filter(|l| l.contains("static assertion failed"))
-        .filter_map(|l| l.split("\"signature of ").nth(1))
-        .map(|s| s.trim_end_matches('"').to_string())
+        .filter_map(|l| l.rsplit_once("signature of ").map(|(_, f)| f))
+        .map(|s| s.trim().trim_end_matches('"').to_string())
         .collect();
     if !out.status.success() && failed.is_empty() {
         return Err(format!("the C compiler failed on {}:\n{stderr}", file.display()).into());
