@@ -128,7 +128,8 @@ pub enum Unavailable {
 pub enum Resolved {
     /// Loaded at run time, at this address.
     Loaded(*const c_void),
-    /// Part of the executable (the static runtime, `libcudart_static.a`).
+    /// Part of the executable (the static runtime, `libcudart_static.a`;
+    /// `cudart_static.lib` for MSVC).
     Linked,
 }
 
@@ -157,7 +158,8 @@ pub struct LoadError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loaded {
     /// The file name it was opened by: one of the usual names, the path the
-    /// variable gave (where it is UTF-8), or `libcudart_static.a` where linked.
+    /// variable gave (where it is UTF-8), or `libcudart_static.a`
+    /// (`cudart_static.lib` for MSVC) where linked.
     pub file: &'static str,
     /// The driver exports `cuGetProcAddress_v2`, whose status tells a missing
     /// function from [`Unavailable::VersionBelowIntroduction`].
@@ -176,15 +178,19 @@ pub fn driver() -> Result<Loaded, LoadError> {
     DRIVER_LIB.get()
 }
 
-/// The same for the runtime: [`Loaded::file`] is `libcudart_static.a` where
-/// the runtime is linked statically (it then loads the driver itself). A
+/// The same for the runtime: [`Loaded::file`] is `libcudart_static.a`
+/// (`cudart_static.lib` for MSVC) where the runtime is linked statically (it then loads the driver itself). A
 /// loaded runtime is asked `cudaRuntimeGetVersion` only.
 pub fn runtime() -> Result<Loaded, LoadError> {
     if cfg!(cuda_mem_sys_load_runtime) {
         RUNTIME_LIB.get()
     } else {
         Ok(Loaded {
-            file: "libcudart_static.a",
+            file: if cfg!(target_env = "msvc") {
+                "cudart_static.lib"
+            } else {
+                "libcudart_static.a"
+            },
             proc_address_v2: false,
             version: None,
             variable: match environment() {

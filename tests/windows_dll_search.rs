@@ -2,15 +2,16 @@
 //! A `nvcuda.dll` planted in the working folder or beside the program is not
 //! loaded (the driver comes from `System32` only); the runtime
 //! (`cudart64_<major>.dll`) is taken from beside the program, never from the
-//! working folder; a `CUDA_MEM_SYS_LIBCUDA` naming a path outside the ANSI
+//! working folder (for MSVC without `dynamic-cudart` NVIDIA's
+//! `cudart_static.lib` is linked instead, and no runtime DLL loads); a `CUDA_MEM_SYS_LIBCUDA` naming a path outside the ANSI
 //! code page loads that file. The planted DLLs are the fake driver of
 //! `abi-proofs/tests/fixtures/fake_libcuda.c`, built with the target's C compiler.
 //!
 //! Each case runs in a child process (a process loads its driver once), with
 //! a deliberately wrong control: a plain `LoadLibraryW("nvcuda.dll")` in the
 //! same place must load the planted file, or the plant proves nothing.
-//! CI runs this under Wine (`cargo xtask ci --cross`); elsewhere it reports
-//! ignored.
+//! CI runs this under Wine (`cargo xtask ci --cross` for MinGW, `cargo xtask
+//! msvc` for MSVC); elsewhere it reports ignored.
 mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
@@ -158,14 +159,27 @@ fn a_planted_nvcuda_dll_beside_the_program_is_not_loaded_the_runtime_there_is(
     )?;
     let out = child(&copy, "search", elsewhere.path(), &[])?;
     print!("{out}");
+    // MSVC links NVIDIA's cudart_static.lib (unless dynamic-cudart): no
+    // runtime DLL is loaded then, not even a planted one beside the program.
+    let static_runtime = cfg!(target_env = "msvc") && !cfg!(feature = "dynamic-cudart");
     expect_lines(
         "the loader, beside the program",
         &out,
-        &[
-            "planted nvcuda.dll loaded: false",
-            // The application's folder is where a program ships the runtime.
-            "planted runtime loaded: true",
-        ],
+        &if static_runtime {
+            [
+                "planted nvcuda.dll loaded: false",
+                "runtime Ok cudart_static.lib",
+                "planted runtime loaded: false",
+            ]
+            .as_slice()
+        } else {
+            [
+                "planted nvcuda.dll loaded: false",
+                // The application's folder is where a program ships the runtime.
+                "planted runtime loaded: true",
+            ]
+            .as_slice()
+        },
     )?;
     Ok(Completion::Completed)
 }
