@@ -302,7 +302,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The aarch64 Linux and Windows x86_64 part of CI (`cargo xtask ci --cross` alone).
+/// The aarch64 Linux and Windows x86_64 (MinGW, MSVC) part of CI (`cargo xtask ci --cross` alone).
 pub fn cross(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_target(AARCH64)?;
@@ -334,7 +334,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
     step(&format!("{WINDOWS}: cross-build of the crate and its ABI tests against the win_amd64 13.0 headers; run under wine"));
     windows(workspace)?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
-    Ok(())
+    crate::msvc::run(workspace, &[])
 }
 
 /// Windows x86_64 (MinGW): the crate and its ABI tests built against the

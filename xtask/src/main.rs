@@ -17,6 +17,7 @@ mod headers;
 #[allow(dead_code)]
 #[path = "../../build/locate.rs"]
 mod locate;
+mod msvc;
 // The generator's syn-free helpers, beside it (it reads them as `super::`).
 #[allow(dead_code)]
 #[path = "../../build/preprocess.rs"]
@@ -77,6 +78,11 @@ const USAGE: &str = "usage: cargo xtask <command>
                          the same built for aarch64-unknown-linux-gnu (run under qemu-aarch64) or
                          x86_64-pc-windows-gnu (under wine); writes that target's section of
                          docs/abi-report.md (the releases run)
+  msvc [<version>... | --all]
+                         x86_64-pc-windows-msvc with no file from Microsoft: clang in MSVC mode,
+                         lld-link against import libraries of Wine's DLLs, run under wine; the
+                         layout, signature, bad-input, stable-name and fallback checks, the
+                         loader's DLL search, the examples compiled (13.0 unless told; a step of `ci`)
   changes                docs/release-changes.md: what changed between releases in the five groups
                          (from the bindings `abi --all` leaves in target/abi/)";
 
@@ -108,6 +114,7 @@ fn main() -> ExitCode {
         ["device-compile", rest @ ..] => device_compile::run(&workspace(), rest),
         ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),
+        ["msvc", rest @ ..] => msvc::run(&workspace(), rest),
         ["changes"] => changes::run(&workspace()),
         _ => Err(USAGE.to_string()),
     };
