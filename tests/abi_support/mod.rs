@@ -25,7 +25,21 @@ pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
         return Ok(std::env::split_paths(&dirs).collect());
     }
     match option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") {
-        Some(dirs) => Ok(std::env::split_paths(dirs).collect()),
+        // Joined on the build's host, as its PATH is (`:` on Linux): a test
+        // for Windows running under Wine would split at `;` and find one
+        // folder named `a:b` where the headers have two (the 12.x wheels).
+        Some(dirs) => {
+            let host_separator = if env!("CUDA_MEM_SYS_HOST").contains("windows") {
+                ';'
+            } else {
+                ':'
+            };
+            Ok(dirs
+                .split(host_separator)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect())
+        }
         None => Err(
             "built without CUDA headers (the committed fallback bindings): set \
                      CUDA_MEM_SYS_INCLUDE_DIR, e.g. to the output of `cargo xtask headers 13.0`"
