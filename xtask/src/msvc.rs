@@ -377,6 +377,7 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
 fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(), String> {
     let include = headers::fetch_for(workspace, release, MSVC)?;
     let dir = crate::abi::target_dir_for(workspace, release, MSVC);
+    let lib_dir = cuda_libraries(workspace, tc, release, &include)?;
     let cargo_in = |args: &[&str], features: &str| {
         let mut cmd = cargo(workspace);
         cmd.args(args);
@@ -387,6 +388,9 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
         cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
             .env("CARGO_TARGET_DIR", &dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0");
+        if let Some(lib_dir) = &lib_dir {
+            cmd.env("CUDA_MEM_SYS_LIB_DIR", lib_dir);
+        }
         cmd
     };
     let timed = |title: &str, mut cmd: Command| -> Result<(), String> {
@@ -406,15 +410,40 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
     ] {
         abi.extend(["--test", t]);
     }
-    timed(
-        "layouts and constants, signatures, bad input, stable names, one enum type on every target, the committed bindings (under wine)",
-        cargo_in(&abi, ""),
-    )?;
+    step(&format!(
+        "{MSVC}, CUDA {release}: layouts and constants, signatures, bad input, stable names, \
+         one enum type on every target, the committed bindings (under wine)"
+    ));
+    let t = std::time::Instant::now();
+    let out = cargo_in(&abi, "")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cargo test: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    if !out.status.success() {
+        return Err(format!(
+            "{MSVC}, CUDA {release}: the ABI checks failed ({})",
+            out.status
+        ));
+    }
+    let ignored = unexpected_ignores(&stdout, release);
+    if !ignored.is_empty() {
+        return Err(format!(
+            "{MSVC}, CUDA {release}: checks reported ignored, which must run here:\n{}",
+            ignored.join("\n")
+        ));
+    }
+    println!("({:.0} s)", t.elapsed().as_secs_f64());
     let search = ["test", "--test", "windows_dll_search"];
-    timed(
-        "the loader's DLL search, the static runtime linked (under wine)",
-        cargo_in(&search, "dynamic-loading"),
-    )?;
+    if lib_dir.is_none() {
+        timed(
+            "the loader's DLL search, the static runtime linked (under wine)",
+            cargo_in(&search, "dynamic-loading"),
+        )?;
+    } else {
+        println!("(no cudart_static.lib in the {release} wheels: the DLL search with the static runtime is not run)");
+    }
     timed(
         "the loader's DLL search, the runtime DLL loaded (under wine)",
         cargo_in(&search, "dynamic-loading,dynamic-cudart"),
@@ -438,6 +467,82 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
         cargo_in(&check, "dynamic-loading"),
     )?;
     Ok(())
+}
+
+/// The tests of the ABI step that said `ignored` where they must run: all
+/// but the fallback build's own test and, for another release than the
+/// pinned one, the committed bindings' comparison (the headers it needs
+/// are 13.0's). A check that cannot find its headers under Wine reports
+/// ignored, and would otherwise pass the step.
+fn unexpected_ignores(stdout: &str, release: &str) -> Vec<String> {
+    let mut allowed = vec!["a_build_without_cuda_uses_the_fallback"];
+    if release != crate::abi::PINNED_RELEASE {
+        allowed.push("committed_bindings_match_the_pinned_headers");
+    }
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("test ")?.split_once(" ... ")?;
+            (rest.starts_with("ignored") && !allowed.contains(&name.trim())).then(|| l.to_string())
+        })
+        .collect()
+}
+
+/// Where the release's win_amd64 wheels hold no import libraries (the 12.x
+/// ones ship `cudart64_12.dll` alone), a folder with `cudart.lib` made by
+/// llvm-dlltool from that DLL's exports and the pinned release's `cuda.lib`
+/// (`nvcuda.dll` keeps its name and its older exports in every driver; the
+/// checks call no driver function); `None` where the wheels have their own.
+fn cuda_libraries(
+    workspace: &Path,
+    tc: &Toolchain,
+    release: &str,
+    include: &Path,
+) -> Result<Option<PathBuf>, String> {
+    let root = include.parent().unwrap();
+    if root.join("lib/x64/cuda.lib").is_file() {
+        return Ok(None);
+    }
+    let dir = tc.libs.join(format!("cuda-{release}"));
+    if dir.join("cuda.lib").is_file() && dir.join("cudart.lib").is_file() {
+        return Ok(Some(dir));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let pinned = headers::fetch_for(workspace, crate::abi::PINNED_RELEASE, MSVC)?;
+    let cuda = pinned.parent().unwrap().join("lib/x64/cuda.lib");
+    std::fs::copy(&cuda, dir.join("cuda.lib")).map_err(|e| format!("{}: {e}", cuda.display()))?;
+    let dll = find_cudart(&root.join("bin"))
+        .ok_or_else(|| format!("no cudart64_*.dll under {}", root.join("bin").display()))?;
+    let name = dll.file_stem().unwrap().to_string_lossy().into_owned();
+    let out = Command::new(llvm("llvm-readobj"))
+        .arg("--coff-exports")
+        .arg(&dll)
+        .output()
+        .map_err(|e| format!("llvm-readobj: {e}"))?;
+    let mut def = format!("LIBRARY {name}.dll\nEXPORTS\n");
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(n) = line.trim().strip_prefix("Name: ").filter(|n| !n.is_empty()) {
+            def.push_str(&format!("  {n}\n"));
+        }
+    }
+    write(&dir.join("cudart.def"), &def)?;
+    dlltool(&dir, "cudart", "cudart")?;
+    Ok(Some(dir))
+}
+
+fn find_cudart(dir: &Path) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        let name = p.file_name()?.to_string_lossy().into_owned();
+        if p.is_dir() {
+            if let Some(f) = find_cudart(&p) {
+                return Some(f);
+            }
+        } else if name.starts_with("cudart64_") && name.ends_with(".dll") {
+            return Some(p);
+        }
+    }
+    None
 }
 
 /// Every example of `examples/` but the POSIX ones.
@@ -475,6 +580,20 @@ mod tests {
             );
             assert!(!examples.iter().any(|e| e == p));
         }
+    }
+
+    #[test]
+    fn an_ignored_check_fails_the_step_but_the_fallback_builds_own() {
+        let out = "test types     ... ignored (the headers ... are not on this machine)\n\
+                   test fields    ... ok\n\
+                   test a_build_without_cuda_uses_the_fallback          ... ignored (this build found CUDA headers)\n\
+                   test committed_bindings_match_the_pinned_headers     ... ignored (built against 12.0)\n";
+        assert_eq!(
+            unexpected_ignores(out, "12.0"),
+            ["test types     ... ignored (the headers ... are not on this machine)"]
+        );
+        assert_eq!(unexpected_ignores(out, "13.0").len(), 2);
+        assert!(unexpected_ignores("test fields ... ok\n", "13.0").is_empty());
     }
 
     #[test]
