@@ -132,13 +132,13 @@ pub fn add(file: &mut syn::File, groups: &[Group], aliases: &BTreeMap<String, St
             .or_else(|| aliases.get(name).and_then(|s| group_of.get(s.as_str())))
             .copied()
     };
-    // After the item's own docs (the generator's notes), before its other attributes.
+    // First (the summary rustdoc lists, and the paragraph a loaded build's
+    // function keeps), a paragraph of its own before the generator's notes.
     let push = |attrs: &mut Vec<syn::Attribute>, doc: String| {
-        let at = attrs
-            .iter()
-            .rposition(|a| a.path().is_ident("doc"))
-            .map_or(0, |i| i + 1);
-        attrs.insert(at, syn::parse_quote!(#[doc = #doc]));
+        if attrs.iter().any(|a| a.path().is_ident("doc")) {
+            attrs.insert(0, syn::parse_quote!(#[doc = ""]));
+        }
+        attrs.insert(0, syn::parse_quote!(#[doc = #doc]));
     };
     for item in &mut file.items {
         match item {
@@ -166,10 +166,10 @@ pub fn add(file: &mut syn::File, groups: &[Group], aliases: &BTreeMap<String, St
             }
             syn::Item::Mod(m) if ["driver", "runtime"].contains(&m.ident.to_string().as_str()) => {
                 let (folder, api) = reference(&m.ident.to_string());
-                push(
-                    &mut m.attrs,
-                    format!("\n NVIDIA's reference: [{api}]({REFERENCE}{folder}/index.html)."),
-                );
+                // After the module's own summary.
+                let doc = format!(" NVIDIA's reference: [{api}]({REFERENCE}{folder}/index.html).");
+                m.attrs.push(syn::parse_quote!(#[doc = ""]));
+                m.attrs.push(syn::parse_quote!(#[doc = #doc]));
             }
             _ => {}
         }
