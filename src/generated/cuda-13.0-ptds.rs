@@ -14949,50 +14949,55 @@ extern "C" {
     ) -> cudaError_t;
 }
 extern "C" {
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArray3DCreate` as NVIDIA documents it: links `cuArray3DCreate_v2`, the symbol C resolves `cuArray3DCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArray3DCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArray3DGetDescriptor` as NVIDIA documents it: links `cuArray3DGetDescriptor_v2`, the symbol C resolves `cuArray3DGetDescriptor` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArray3DGetDescriptor_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
         hArray: CUarray,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArrayCreate` as NVIDIA documents it: links `cuArrayCreate_v2`, the symbol C resolves `cuArrayCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArrayCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArrayGetDescriptor` as NVIDIA documents it: links `cuArrayGetDescriptor_v2`, the symbol C resolves `cuArrayGetDescriptor` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArrayGetDescriptor_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
         hArray: CUarray,
     ) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxCreate` as NVIDIA documents it: links `cuCtxCreate_v4`, the symbol C resolves `cuCtxCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxCreate_v4"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxCreate(
@@ -15001,76 +15006,86 @@ extern "C" {
         flags: ::core::ffi::c_uint,
         dev: CUdevice,
     ) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxDestroy` as NVIDIA documents it: links `cuCtxDestroy_v2`, the symbol C resolves `cuCtxDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDestroy(ctx: CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxPopCurrent_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPopCurrent(pctx: *mut CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxPushCurrent_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPushCurrent(ctx: CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
+    ///
     /** `cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers.
 
 */
-    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
     #[link_name = "cuDeviceGetUuid_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxRelease_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxReset_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxReset(dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxSetFlags_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxSetFlags(
         dev: CUdevice,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
+    ///
     /** `cuDeviceTotalMem` as NVIDIA documents it: links `cuDeviceTotalMem_v2`, the symbol C resolves `cuDeviceTotalMem` to with these headers.
 
 */
-    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
     #[link_name = "cuDeviceTotalMem_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventDestroy(hEvent: CUevent) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventElapsedTime_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventElapsedTime(
@@ -15078,17 +15093,19 @@ extern "C" {
         hStart: CUevent,
         hEnd: CUevent,
     ) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventRecord` as NVIDIA documents it: links `cuEventRecord_ptsz`, the symbol C resolves `cuEventRecord` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventRecord_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventRecordWithFlags` as NVIDIA documents it: links `cuEventRecordWithFlags_ptsz`, the symbol C resolves `cuEventRecordWithFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventRecordWithFlags_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventRecordWithFlags(
@@ -15096,10 +15113,11 @@ extern "C" {
         hStream: CUstream,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
+    ///
     /** `cuGetProcAddress` as NVIDIA documents it: links `cuGetProcAddress_v2_ptsz`, the symbol C resolves `cuGetProcAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
     #[link_name = "cuGetProcAddress_v2_ptsz__extern"]
     pub fn cuGetProcAddress(
         symbol: *const ::core::ffi::c_char,
@@ -15108,10 +15126,11 @@ extern "C" {
         flags: cuuint64_t,
         symbolStatus: *mut CUdriverProcAddressQueryResult,
     ) -> CUresult;
+    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html) (CUDA Driver API).
+    ///
     /** `cuGetProcAddress_v2` as NVIDIA documents it: links `cuGetProcAddress_v2_ptsz`, the symbol C resolves `cuGetProcAddress_v2` to with these headers.
 
 */
-    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html) (CUDA Driver API).
     #[link_name = "cuGetProcAddress_v2_ptsz__extern"]
     pub fn cuGetProcAddress_v2(
         symbol: *const ::core::ffi::c_char,
@@ -15120,10 +15139,11 @@ extern "C" {
         flags: cuuint64_t,
         symbolStatus: *mut CUdriverProcAddressQueryResult,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddDependencies(
@@ -15133,10 +15153,11 @@ extern "C" {
         edgeData: *const CUgraphEdgeData,
         numDependencies: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddKernelNode` as NVIDIA documents it: links `cuGraphAddKernelNode_v2`, the symbol C resolves `cuGraphAddKernelNode` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddKernelNode_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddKernelNode(
@@ -15146,10 +15167,11 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddNode` as NVIDIA documents it: links `cuGraphAddNode_v2`, the symbol C resolves `cuGraphAddNode` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddNode_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddNode(
@@ -15160,10 +15182,11 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *mut CUgraphNodeParams,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphExecKernelNodeSetParams` as NVIDIA documents it: links `cuGraphExecKernelNodeSetParams_v2`, the symbol C resolves `cuGraphExecKernelNodeSetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphExecKernelNodeSetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecKernelNodeSetParams(
@@ -15171,10 +15194,11 @@ extern "C" {
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphExecUpdate` as NVIDIA documents it: links `cuGraphExecUpdate_v2`, the symbol C resolves `cuGraphExecUpdate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphExecUpdate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecUpdate(
@@ -15182,10 +15206,11 @@ extern "C" {
         hGraph: CUgraph,
         resultInfo: *mut CUgraphExecUpdateResultInfo,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphGetEdges` as NVIDIA documents it: links `cuGraphGetEdges_v2`, the symbol C resolves `cuGraphGetEdges` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphGetEdges_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetEdges(
@@ -15195,10 +15220,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numEdges: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphInstantiate` as NVIDIA documents it: links `cuGraphInstantiateWithFlags`, the symbol C resolves `cuGraphInstantiate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphInstantiateWithFlags"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiate(
@@ -15206,10 +15232,11 @@ extern "C" {
         hGraph: CUgraph,
         flags: ::core::ffi::c_ulonglong,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphInstantiateWithParams` as NVIDIA documents it: links `cuGraphInstantiateWithParams_ptsz`, the symbol C resolves `cuGraphInstantiateWithParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphInstantiateWithParams_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiateWithParams(
@@ -15217,37 +15244,41 @@ extern "C" {
         hGraph: CUgraph,
         instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphKernelNodeGetParams` as NVIDIA documents it: links `cuGraphKernelNodeGetParams_v2`, the symbol C resolves `cuGraphKernelNodeGetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphKernelNodeGetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphKernelNodeSetParams` as NVIDIA documents it: links `cuGraphKernelNodeSetParams_v2`, the symbol C resolves `cuGraphKernelNodeSetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphKernelNodeSetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphLaunch` as NVIDIA documents it: links `cuGraphLaunch_ptsz`, the symbol C resolves `cuGraphLaunch` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphLaunch_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphNodeGetDependencies` as NVIDIA documents it: links `cuGraphNodeGetDependencies_v2`, the symbol C resolves `cuGraphNodeGetDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphNodeGetDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependencies(
@@ -15256,10 +15287,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numDependencies: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphNodeGetDependentNodes` as NVIDIA documents it: links `cuGraphNodeGetDependentNodes_v2`, the symbol C resolves `cuGraphNodeGetDependentNodes` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphNodeGetDependentNodes_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependentNodes(
@@ -15268,10 +15300,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numDependentNodes: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphRemoveDependencies` as NVIDIA documents it: links `cuGraphRemoveDependencies_v2`, the symbol C resolves `cuGraphRemoveDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphRemoveDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphRemoveDependencies(
@@ -15281,17 +15314,19 @@ extern "C" {
         edgeData: *const CUgraphEdgeData,
         numDependencies: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphUpload` as NVIDIA documents it: links `cuGraphUpload_ptsz`, the symbol C resolves `cuGraphUpload` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphUpload_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsMapResources` as NVIDIA documents it: links `cuGraphicsMapResources_ptsz`, the symbol C resolves `cuGraphicsMapResources` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsMapResources_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsMapResources(
@@ -15299,10 +15334,11 @@ extern "C" {
         resources: *mut CUgraphicsResource,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsResourceGetMappedPointer` as NVIDIA documents it: links `cuGraphicsResourceGetMappedPointer_v2`, the symbol C resolves `cuGraphicsResourceGetMappedPointer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsResourceGetMappedPointer_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceGetMappedPointer(
@@ -15310,20 +15346,22 @@ extern "C" {
         pSize: *mut usize,
         resource: CUgraphicsResource,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsResourceSetMapFlags` as NVIDIA documents it: links `cuGraphicsResourceSetMapFlags_v2`, the symbol C resolves `cuGraphicsResourceSetMapFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsResourceSetMapFlags_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceSetMapFlags(
         resource: CUgraphicsResource,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsUnmapResources` as NVIDIA documents it: links `cuGraphicsUnmapResources_ptsz`, the symbol C resolves `cuGraphicsUnmapResources` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsUnmapResources_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsUnmapResources(
@@ -15331,10 +15369,11 @@ extern "C" {
         resources: *mut CUgraphicsResource,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuIpcOpenMemHandle` as NVIDIA documents it: links `cuIpcOpenMemHandle_v2`, the symbol C resolves `cuIpcOpenMemHandle` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuIpcOpenMemHandle_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcOpenMemHandle(
@@ -15342,10 +15381,11 @@ extern "C" {
         handle: CUipcMemHandle,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
+    ///
     /** `cuLaunchCooperativeKernel` as NVIDIA documents it: links `cuLaunchCooperativeKernel_ptsz`, the symbol C resolves `cuLaunchCooperativeKernel` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
     #[link_name = "cuLaunchCooperativeKernel_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchCooperativeKernel(
@@ -15360,10 +15400,11 @@ extern "C" {
         hStream: CUstream,
         kernelParams: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
+    ///
     /** `cuLaunchHostFunc` as NVIDIA documents it: links `cuLaunchHostFunc_ptsz`, the symbol C resolves `cuLaunchHostFunc` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
     #[link_name = "cuLaunchHostFunc_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchHostFunc(
@@ -15371,10 +15412,11 @@ extern "C" {
         fn_: CUhostFn,
         userData: *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
+    ///
     /** `cuLaunchKernel` as NVIDIA documents it: links `cuLaunchKernel_ptsz`, the symbol C resolves `cuLaunchKernel` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
     #[link_name = "cuLaunchKernel_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchKernel(
@@ -15390,10 +15432,11 @@ extern "C" {
         kernelParams: *mut *mut ::core::ffi::c_void,
         extra: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
+    ///
     /** `cuLaunchKernelEx` as NVIDIA documents it: links `cuLaunchKernelEx_ptsz`, the symbol C resolves `cuLaunchKernelEx` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API).
     #[link_name = "cuLaunchKernelEx_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLaunchKernelEx(
@@ -15402,10 +15445,11 @@ extern "C" {
         kernelParams: *mut *mut ::core::ffi::c_void,
         extra: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkAddData` as NVIDIA documents it: links `cuLinkAddData_v2`, the symbol C resolves `cuLinkAddData` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkAddData_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddData(
@@ -15418,10 +15462,11 @@ extern "C" {
         options: *mut CUjit_option,
         optionValues: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkAddFile` as NVIDIA documents it: links `cuLinkAddFile_v2`, the symbol C resolves `cuLinkAddFile` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkAddFile_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddFile(
@@ -15432,10 +15477,11 @@ extern "C" {
         options: *mut CUjit_option,
         optionValues: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkCreate` as NVIDIA documents it: links `cuLinkCreate_v2`, the symbol C resolves `cuLinkCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkCreate(
@@ -15444,10 +15490,11 @@ extern "C" {
         optionValues: *mut *mut ::core::ffi::c_void,
         stateOut: *mut CUlinkState,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemAdvise` as NVIDIA documents it: links `cuMemAdvise_v2`, the symbol C resolves `cuMemAdvise` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemAdvise_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAdvise(
@@ -15456,17 +15503,19 @@ extern "C" {
         advice: CUmem_advise,
         location: CUmemLocation,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAlloc` as NVIDIA documents it: links `cuMemAlloc_v2`, the symbol C resolves `cuMemAlloc` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAlloc_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocAsync` as NVIDIA documents it: links `cuMemAllocAsync_ptsz`, the symbol C resolves `cuMemAllocAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
     #[link_name = "cuMemAllocAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocAsync(
@@ -15474,10 +15523,11 @@ extern "C" {
         bytesize: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocFromPoolAsync` as NVIDIA documents it: links `cuMemAllocFromPoolAsync_ptsz`, the symbol C resolves `cuMemAllocFromPoolAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
     #[link_name = "cuMemAllocFromPoolAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocFromPoolAsync(
@@ -15486,20 +15536,22 @@ extern "C" {
         pool: CUmemoryPool,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAllocHost_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocHost(
         pp: *mut *mut ::core::ffi::c_void,
         bytesize: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocPitch` as NVIDIA documents it: links `cuMemAllocPitch_v2`, the symbol C resolves `cuMemAllocPitch` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAllocPitch_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocPitch(
@@ -15509,10 +15561,11 @@ extern "C" {
         Height: usize,
         ElementSizeBytes: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemBatchDecompressAsync` as NVIDIA documents it: links `cuMemBatchDecompressAsync_ptsz`, the symbol C resolves `cuMemBatchDecompressAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemBatchDecompressAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemBatchDecompressAsync(
@@ -15522,10 +15575,11 @@ extern "C" {
         errorIndex: *mut usize,
         stream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemDiscardAndPrefetchBatchAsync` as NVIDIA documents it: links `cuMemDiscardAndPrefetchBatchAsync_ptsz`, the symbol C resolves `cuMemDiscardAndPrefetchBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemDiscardAndPrefetchBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemDiscardAndPrefetchBatchAsync(
@@ -15538,10 +15592,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemDiscardBatchAsync` as NVIDIA documents it: links `cuMemDiscardBatchAsync_ptsz`, the symbol C resolves `cuMemDiscardBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemDiscardBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemDiscardBatchAsync(
@@ -15551,24 +15606,27 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemFree` as NVIDIA documents it: links `cuMemFree_v2`, the symbol C resolves `cuMemFree` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemFree_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFree(dptr: CUdeviceptr) -> CUresult;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
+    ///
     /** `cuMemFreeAsync` as NVIDIA documents it: links `cuMemFreeAsync_ptsz`, the symbol C resolves `cuMemFreeAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API).
     #[link_name = "cuMemFreeAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemGetAddressRange_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAddressRange(
@@ -15576,17 +15634,19 @@ extern "C" {
         psize: *mut usize,
         dptr: CUdeviceptr,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemGetInfo` as NVIDIA documents it: links `cuMemGetInfo_v2`, the symbol C resolves `cuMemGetInfo` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemGetInfo_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemHostGetDevicePointer_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostGetDevicePointer(
@@ -15594,10 +15654,11 @@ extern "C" {
         p: *mut ::core::ffi::c_void,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemHostRegister` as NVIDIA documents it: links `cuMemHostRegister_v2`, the symbol C resolves `cuMemHostRegister` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemHostRegister_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostRegister(
@@ -15605,10 +15666,11 @@ extern "C" {
         bytesize: usize,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Virtual Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VA.html) (CUDA Driver API).
+    ///
     /** `cuMemMapArrayAsync` as NVIDIA documents it: links `cuMemMapArrayAsync_ptsz`, the symbol C resolves `cuMemMapArrayAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Virtual Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VA.html) (CUDA Driver API).
     #[link_name = "cuMemMapArrayAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemMapArrayAsync(
@@ -15616,10 +15678,11 @@ extern "C" {
         count: ::core::ffi::c_uint,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemPrefetchAsync` as NVIDIA documents it: links `cuMemPrefetchAsync_v2_ptsz`, the symbol C resolves `cuMemPrefetchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemPrefetchAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchAsync(
@@ -15629,10 +15692,11 @@ extern "C" {
         flags: ::core::ffi::c_uint,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemPrefetchBatchAsync` as NVIDIA documents it: links `cuMemPrefetchBatchAsync_ptsz`, the symbol C resolves `cuMemPrefetchBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemPrefetchBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchBatchAsync(
@@ -15645,52 +15709,59 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy` as NVIDIA documents it: links `cuMemcpy_ptds`, the symbol C resolves `cuMemcpy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2D` as NVIDIA documents it: links `cuMemcpy2D_v2_ptds`, the symbol C resolves `cuMemcpy2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2D_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2D(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2_ptsz`, the symbol C resolves `cuMemcpy2DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2DAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DAsync(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2_ptds`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2DUnaligned_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DUnaligned(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2_ptds`, the symbol C resolves `cuMemcpy3D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3D_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3D(pCopy: *const CUDA_MEMCPY3D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2_ptsz`, the symbol C resolves `cuMemcpy3DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DAsync(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2_ptsz`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DBatchAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DBatchAsync(
@@ -15699,27 +15770,30 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DPeer` as NVIDIA documents it: links `cuMemcpy3DPeer_ptds`, the symbol C resolves `cuMemcpy3DPeer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DPeer_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DPeerAsync` as NVIDIA documents it: links `cuMemcpy3DPeerAsync_ptsz`, the symbol C resolves `cuMemcpy3DPeerAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DPeerAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DPeerAsync(
         pCopy: *const CUDA_MEMCPY3D_PEER,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAsync` as NVIDIA documents it: links `cuMemcpyAsync_ptsz`, the symbol C resolves `cuMemcpyAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAsync(
@@ -15728,10 +15802,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoA` as NVIDIA documents it: links `cuMemcpyAtoA_v2_ptds`, the symbol C resolves `cuMemcpyAtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoA_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoA(
@@ -15741,10 +15816,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoD` as NVIDIA documents it: links `cuMemcpyAtoD_v2_ptds`, the symbol C resolves `cuMemcpyAtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoD_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoD(
@@ -15753,10 +15829,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoH` as NVIDIA documents it: links `cuMemcpyAtoH_v2_ptds`, the symbol C resolves `cuMemcpyAtoH` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoH_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoH(
@@ -15765,10 +15842,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoHAsync` as NVIDIA documents it: links `cuMemcpyAtoHAsync_v2_ptsz`, the symbol C resolves `cuMemcpyAtoHAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoHAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoHAsync(
@@ -15778,10 +15856,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyBatchAsync` as NVIDIA documents it: links `cuMemcpyBatchAsync_v2_ptsz`, the symbol C resolves `cuMemcpyBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyBatchAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyBatchAsync(
@@ -15794,10 +15873,11 @@ extern "C" {
         numAttrs: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoA` as NVIDIA documents it: links `cuMemcpyDtoA_v2_ptds`, the symbol C resolves `cuMemcpyDtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoA_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoA(
@@ -15806,10 +15886,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoD` as NVIDIA documents it: links `cuMemcpyDtoD_v2_ptds`, the symbol C resolves `cuMemcpyDtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoD_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoD(
@@ -15817,10 +15898,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoDAsync` as NVIDIA documents it: links `cuMemcpyDtoDAsync_v2_ptsz`, the symbol C resolves `cuMemcpyDtoDAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoDAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoDAsync(
@@ -15829,10 +15911,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoH` as NVIDIA documents it: links `cuMemcpyDtoH_v2_ptds`, the symbol C resolves `cuMemcpyDtoH` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoH_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoH(
@@ -15840,10 +15923,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoHAsync` as NVIDIA documents it: links `cuMemcpyDtoHAsync_v2_ptsz`, the symbol C resolves `cuMemcpyDtoHAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoHAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoHAsync(
@@ -15852,10 +15936,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoA` as NVIDIA documents it: links `cuMemcpyHtoA_v2_ptds`, the symbol C resolves `cuMemcpyHtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoA_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoA(
@@ -15864,10 +15949,11 @@ extern "C" {
         srcHost: *const ::core::ffi::c_void,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoAAsync` as NVIDIA documents it: links `cuMemcpyHtoAAsync_v2_ptsz`, the symbol C resolves `cuMemcpyHtoAAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoAAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoAAsync(
@@ -15877,10 +15963,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoD` as NVIDIA documents it: links `cuMemcpyHtoD_v2_ptds`, the symbol C resolves `cuMemcpyHtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoD_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoD(
@@ -15888,10 +15975,11 @@ extern "C" {
         srcHost: *const ::core::ffi::c_void,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoDAsync` as NVIDIA documents it: links `cuMemcpyHtoDAsync_v2_ptsz`, the symbol C resolves `cuMemcpyHtoDAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoDAsync_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoDAsync(
@@ -15900,10 +15988,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyPeer` as NVIDIA documents it: links `cuMemcpyPeer_ptds`, the symbol C resolves `cuMemcpyPeer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyPeer_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyPeer(
@@ -15913,10 +16002,11 @@ extern "C" {
         srcContext: CUcontext,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyPeerAsync` as NVIDIA documents it: links `cuMemcpyPeerAsync_ptsz`, the symbol C resolves `cuMemcpyPeerAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyPeerAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyPeerAsync(
@@ -15927,10 +16017,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD16` as NVIDIA documents it: links `cuMemsetD16_v2_ptds`, the symbol C resolves `cuMemsetD16` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD16_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16(
@@ -15938,10 +16029,11 @@ extern "C" {
         us: ::core::ffi::c_ushort,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD16Async` as NVIDIA documents it: links `cuMemsetD16Async_ptsz`, the symbol C resolves `cuMemsetD16Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD16Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16Async(
@@ -15950,10 +16042,11 @@ extern "C" {
         N: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D16` as NVIDIA documents it: links `cuMemsetD2D16_v2_ptds`, the symbol C resolves `cuMemsetD2D16` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D16_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16(
@@ -15963,10 +16056,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D16Async` as NVIDIA documents it: links `cuMemsetD2D16Async_ptsz`, the symbol C resolves `cuMemsetD2D16Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D16Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16Async(
@@ -15977,10 +16071,11 @@ extern "C" {
         Height: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D32` as NVIDIA documents it: links `cuMemsetD2D32_v2_ptds`, the symbol C resolves `cuMemsetD2D32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D32_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32(
@@ -15990,10 +16085,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D32Async` as NVIDIA documents it: links `cuMemsetD2D32Async_ptsz`, the symbol C resolves `cuMemsetD2D32Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D32Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32Async(
@@ -16004,10 +16100,11 @@ extern "C" {
         Height: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D8` as NVIDIA documents it: links `cuMemsetD2D8_v2_ptds`, the symbol C resolves `cuMemsetD2D8` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D8_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8(
@@ -16017,10 +16114,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D8Async` as NVIDIA documents it: links `cuMemsetD2D8Async_ptsz`, the symbol C resolves `cuMemsetD2D8Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D8Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8Async(
@@ -16031,10 +16129,11 @@ extern "C" {
         Height: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD32` as NVIDIA documents it: links `cuMemsetD32_v2_ptds`, the symbol C resolves `cuMemsetD32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD32_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32(
@@ -16042,10 +16141,11 @@ extern "C" {
         ui: ::core::ffi::c_uint,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD32Async` as NVIDIA documents it: links `cuMemsetD32Async_ptsz`, the symbol C resolves `cuMemsetD32Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD32Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32Async(
@@ -16054,10 +16154,11 @@ extern "C" {
         N: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD8` as NVIDIA documents it: links `cuMemsetD8_v2_ptds`, the symbol C resolves `cuMemsetD8` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD8_v2_ptds"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8(
@@ -16065,10 +16166,11 @@ extern "C" {
         uc: ::core::ffi::c_uchar,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD8Async` as NVIDIA documents it: links `cuMemsetD8Async_ptsz`, the symbol C resolves `cuMemsetD8Async` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD8Async_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8Async(
@@ -16077,10 +16179,11 @@ extern "C" {
         N: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuModuleGetGlobal` as NVIDIA documents it: links `cuModuleGetGlobal_v2`, the symbol C resolves `cuModuleGetGlobal` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuModuleGetGlobal_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetGlobal(
@@ -16089,10 +16192,11 @@ extern "C" {
         hmod: CUmodule,
         name: *const ::core::ffi::c_char,
     ) -> CUresult;
+    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API).
+    ///
     /** `cuSignalExternalSemaphoresAsync` as NVIDIA documents it: links `cuSignalExternalSemaphoresAsync_ptsz`, the symbol C resolves `cuSignalExternalSemaphoresAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API).
     #[link_name = "cuSignalExternalSemaphoresAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuSignalExternalSemaphoresAsync(
@@ -16101,10 +16205,11 @@ extern "C" {
         numExtSems: ::core::ffi::c_uint,
         stream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamAddCallback` as NVIDIA documents it: links `cuStreamAddCallback_ptsz`, the symbol C resolves `cuStreamAddCallback` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamAddCallback_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamAddCallback(
@@ -16113,10 +16218,11 @@ extern "C" {
         userData: *mut ::core::ffi::c_void,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamAttachMemAsync` as NVIDIA documents it: links `cuStreamAttachMemAsync_ptsz`, the symbol C resolves `cuStreamAttachMemAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamAttachMemAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamAttachMemAsync(
@@ -16125,10 +16231,11 @@ extern "C" {
         length: usize,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamBatchMemOp` as NVIDIA documents it: links `cuStreamBatchMemOp_v2_ptsz`, the symbol C resolves `cuStreamBatchMemOp` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamBatchMemOp_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBatchMemOp(
@@ -16137,20 +16244,22 @@ extern "C" {
         paramArray: *mut CUstreamBatchMemOpParams,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamBeginCapture` as NVIDIA documents it: links `cuStreamBeginCapture_v2_ptsz`, the symbol C resolves `cuStreamBeginCapture` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamBeginCapture_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCapture(
         hStream: CUstream,
         mode: CUstreamCaptureMode,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamBeginCaptureToGraph` as NVIDIA documents it: links `cuStreamBeginCaptureToGraph_ptsz`, the symbol C resolves `cuStreamBeginCaptureToGraph` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamBeginCaptureToGraph_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCaptureToGraph(
@@ -16161,31 +16270,35 @@ extern "C" {
         numDependencies: usize,
         mode: CUstreamCaptureMode,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamCopyAttributes` as NVIDIA documents it: links `cuStreamCopyAttributes_ptsz`, the symbol C resolves `cuStreamCopyAttributes` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamCopyAttributes_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamCopyAttributes(dst: CUstream, src: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamDestroy` as NVIDIA documents it: links `cuStreamDestroy_v2`, the symbol C resolves `cuStreamDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamDestroy(hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamEndCapture` as NVIDIA documents it: links `cuStreamEndCapture_ptsz`, the symbol C resolves `cuStreamEndCapture` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamEndCapture_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetAttribute` as NVIDIA documents it: links `cuStreamGetAttribute_ptsz`, the symbol C resolves `cuStreamGetAttribute` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetAttribute_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetAttribute(
@@ -16193,10 +16306,11 @@ extern "C" {
         attr: CUstreamAttrID,
         value_out: *mut CUstreamAttrValue,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3_ptsz`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetCaptureInfo_v3_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCaptureInfo(
@@ -16208,17 +16322,19 @@ extern "C" {
         edgeData_out: *mut *const CUgraphEdgeData,
         numDependencies_out: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetCtx` as NVIDIA documents it: links `cuStreamGetCtx_ptsz`, the symbol C resolves `cuStreamGetCtx` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetCtx_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetCtx_v2` as NVIDIA documents it: links `cuStreamGetCtx_v2_ptsz`, the symbol C resolves `cuStreamGetCtx_v2` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetCtx_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCtx_v2(
@@ -16226,64 +16342,71 @@ extern "C" {
         pCtx: *mut CUcontext,
         pGreenCtx: *mut CUgreenCtx,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetDevice` as NVIDIA documents it: links `cuStreamGetDevice_ptsz`, the symbol C resolves `cuStreamGetDevice` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetDevice_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetFlags` as NVIDIA documents it: links `cuStreamGetFlags_ptsz`, the symbol C resolves `cuStreamGetFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetFlags_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetFlags(
         hStream: CUstream,
         flags: *mut ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetId` as NVIDIA documents it: links `cuStreamGetId_ptsz`, the symbol C resolves `cuStreamGetId` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetId_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetId(
         hStream: CUstream,
         streamId: *mut ::core::ffi::c_ulonglong,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetPriority` as NVIDIA documents it: links `cuStreamGetPriority_ptsz`, the symbol C resolves `cuStreamGetPriority` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetPriority_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetPriority(
         hStream: CUstream,
         priority: *mut ::core::ffi::c_int,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamIsCapturing` as NVIDIA documents it: links `cuStreamIsCapturing_ptsz`, the symbol C resolves `cuStreamIsCapturing` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamIsCapturing_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamIsCapturing(
         hStream: CUstream,
         captureStatus: *mut CUstreamCaptureStatus,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamQuery` as NVIDIA documents it: links `cuStreamQuery_ptsz`, the symbol C resolves `cuStreamQuery` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamQuery_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamQuery(hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamSetAttribute` as NVIDIA documents it: links `cuStreamSetAttribute_ptsz`, the symbol C resolves `cuStreamSetAttribute` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamSetAttribute_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamSetAttribute(
@@ -16291,17 +16414,19 @@ extern "C" {
         attr: CUstreamAttrID,
         value: *const CUstreamAttrValue,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamSynchronize` as NVIDIA documents it: links `cuStreamSynchronize_ptsz`, the symbol C resolves `cuStreamSynchronize` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamSynchronize_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamSynchronize(hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cuStreamUpdateCaptureDependencies_v2_ptsz`, the symbol C resolves `cuStreamUpdateCaptureDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamUpdateCaptureDependencies_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamUpdateCaptureDependencies(
@@ -16311,10 +16436,11 @@ extern "C" {
         numDependencies: usize,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamWaitEvent` as NVIDIA documents it: links `cuStreamWaitEvent_ptsz`, the symbol C resolves `cuStreamWaitEvent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamWaitEvent_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitEvent(
@@ -16322,10 +16448,11 @@ extern "C" {
         hEvent: CUevent,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWaitValue32` as NVIDIA documents it: links `cuStreamWaitValue32_v2_ptsz`, the symbol C resolves `cuStreamWaitValue32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWaitValue32_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue32(
@@ -16334,10 +16461,11 @@ extern "C" {
         value: cuuint32_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWaitValue64` as NVIDIA documents it: links `cuStreamWaitValue64_v2_ptsz`, the symbol C resolves `cuStreamWaitValue64` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWaitValue64_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue64(
@@ -16346,10 +16474,11 @@ extern "C" {
         value: cuuint64_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWriteValue32` as NVIDIA documents it: links `cuStreamWriteValue32_v2_ptsz`, the symbol C resolves `cuStreamWriteValue32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWriteValue32_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue32(
@@ -16358,10 +16487,11 @@ extern "C" {
         value: cuuint32_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWriteValue64` as NVIDIA documents it: links `cuStreamWriteValue64_v2_ptsz`, the symbol C resolves `cuStreamWriteValue64` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWriteValue64_v2_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue64(
@@ -16370,17 +16500,19 @@ extern "C" {
         value: cuuint64_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefGetAddress` as NVIDIA documents it: links `cuTexRefGetAddress_v2`, the symbol C resolves `cuTexRefGetAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefGetAddress_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetAddress(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefSetAddress_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress(
@@ -16389,10 +16521,11 @@ extern "C" {
         dptr: CUdeviceptr,
         bytes: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefSetAddress2D` as NVIDIA documents it: links `cuTexRefSetAddress2D_v3`, the symbol C resolves `cuTexRefSetAddress2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefSetAddress2D_v3"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress2D(
@@ -16401,10 +16534,11 @@ extern "C" {
         dptr: CUdeviceptr,
         Pitch: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API).
+    ///
     /** `cuWaitExternalSemaphoresAsync` as NVIDIA documents it: links `cuWaitExternalSemaphoresAsync_ptsz`, the symbol C resolves `cuWaitExternalSemaphoresAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API).
     #[link_name = "cuWaitExternalSemaphoresAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuWaitExternalSemaphoresAsync(
@@ -16413,17 +16547,19 @@ extern "C" {
         numExtSems: ::core::ffi::c_uint,
         stream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API).
+    ///
     /** `cudaEventRecord` as NVIDIA documents it: links `cudaEventRecord_ptsz`, the symbol C resolves `cudaEventRecord` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API).
     #[link_name = "cudaEventRecord_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventRecord(event: cudaEvent_t, stream: cudaStream_t) -> cudaError_t;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API).
+    ///
     /** `cudaEventRecordWithFlags` as NVIDIA documents it: links `cudaEventRecordWithFlags_ptsz`, the symbol C resolves `cudaEventRecordWithFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API).
     #[link_name = "cudaEventRecordWithFlags_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaEventRecordWithFlags(
@@ -16431,20 +16567,22 @@ extern "C" {
         stream: cudaStream_t,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
+    ///
     /** `cudaFreeAsync` as NVIDIA documents it: links `cudaFreeAsync_ptsz`, the symbol C resolves `cudaFreeAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
     #[link_name = "cudaFreeAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaFreeAsync(
         devPtr: *mut ::core::ffi::c_void,
         hStream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API).
+    ///
     /** `cudaGetDriverEntryPoint` as NVIDIA documents it: links `cudaGetDriverEntryPoint_ptsz`, the symbol C resolves `cudaGetDriverEntryPoint` to with these headers.
 
 */
-    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API).
     #[link_name = "cudaGetDriverEntryPoint_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDriverEntryPoint(
@@ -16453,10 +16591,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         driverStatus: *mut cudaDriverEntryPointQueryResult,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API).
+    ///
     /** `cudaGetDriverEntryPointByVersion` as NVIDIA documents it: links `cudaGetDriverEntryPointByVersion_ptsz`, the symbol C resolves `cudaGetDriverEntryPointByVersion` to with these headers.
 
 */
-    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API).
     #[link_name = "cudaGetDriverEntryPointByVersion_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGetDriverEntryPointByVersion(
@@ -16466,10 +16605,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         driverStatus: *mut cudaDriverEntryPointQueryResult,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
+    ///
     /** `cudaGraphInstantiateWithParams` as NVIDIA documents it: links `cudaGraphInstantiateWithParams_ptsz`, the symbol C resolves `cudaGraphInstantiateWithParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
     #[link_name = "cudaGraphInstantiateWithParams_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphInstantiateWithParams(
@@ -16477,30 +16617,33 @@ extern "C" {
         graph: cudaGraph_t,
         instantiateParams: *mut cudaGraphInstantiateParams,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
+    ///
     /** `cudaGraphLaunch` as NVIDIA documents it: links `cudaGraphLaunch_ptsz`, the symbol C resolves `cudaGraphLaunch` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
     #[link_name = "cudaGraphLaunch_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphLaunch(
         graphExec: cudaGraphExec_t,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
+    ///
     /** `cudaGraphUpload` as NVIDIA documents it: links `cudaGraphUpload_ptsz`, the symbol C resolves `cudaGraphUpload` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API).
     #[link_name = "cudaGraphUpload_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaGraphUpload(
         graphExec: cudaGraphExec_t,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
+    ///
     /** `cudaLaunchCooperativeKernel` as NVIDIA documents it: links `cudaLaunchCooperativeKernel_ptsz`, the symbol C resolves `cudaLaunchCooperativeKernel` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
     #[link_name = "cudaLaunchCooperativeKernel_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchCooperativeKernel(
@@ -16511,10 +16654,11 @@ extern "C" {
         sharedMem: usize,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
+    ///
     /** `cudaLaunchHostFunc` as NVIDIA documents it: links `cudaLaunchHostFunc_ptsz`, the symbol C resolves `cudaLaunchHostFunc` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
     #[link_name = "cudaLaunchHostFunc_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchHostFunc(
@@ -16522,10 +16666,11 @@ extern "C" {
         fn_: cudaHostFn_t,
         userData: *mut ::core::ffi::c_void,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
+    ///
     /** `cudaLaunchKernel` as NVIDIA documents it: links `cudaLaunchKernel_ptsz`, the symbol C resolves `cudaLaunchKernel` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
     #[link_name = "cudaLaunchKernel_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchKernel(
@@ -16536,10 +16681,11 @@ extern "C" {
         sharedMem: usize,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
+    ///
     /** `cudaLaunchKernelExC` as NVIDIA documents it: links `cudaLaunchKernelExC_ptsz`, the symbol C resolves `cudaLaunchKernelExC` to with these headers.
 
 */
-    /// NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API).
     #[link_name = "cudaLaunchKernelExC_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaLaunchKernelExC(
@@ -16547,10 +16693,11 @@ extern "C" {
         func: *const ::core::ffi::c_void,
         args: *mut *mut ::core::ffi::c_void,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
+    ///
     /** `cudaMallocAsync` as NVIDIA documents it: links `cudaMallocAsync_ptsz`, the symbol C resolves `cudaMallocAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
     #[link_name = "cudaMallocAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocAsync(
@@ -16558,10 +16705,11 @@ extern "C" {
         size: usize,
         hStream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
+    ///
     /** `cudaMallocFromPoolAsync` as NVIDIA documents it: links `cudaMallocFromPoolAsync_ptsz`, the symbol C resolves `cudaMallocFromPoolAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API).
     #[link_name = "cudaMallocFromPoolAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMallocFromPoolAsync(
@@ -16570,10 +16718,11 @@ extern "C" {
         memPool: cudaMemPool_t,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemDiscardAndPrefetchBatchAsync` as NVIDIA documents it: links `cudaMemDiscardAndPrefetchBatchAsync_ptsz`, the symbol C resolves `cudaMemDiscardAndPrefetchBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemDiscardAndPrefetchBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemDiscardAndPrefetchBatchAsync(
@@ -16586,10 +16735,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemDiscardBatchAsync` as NVIDIA documents it: links `cudaMemDiscardBatchAsync_ptsz`, the symbol C resolves `cudaMemDiscardBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemDiscardBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemDiscardBatchAsync(
@@ -16599,10 +16749,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemPrefetchAsync` as NVIDIA documents it: links `cudaMemPrefetchAsync_ptsz`, the symbol C resolves `cudaMemPrefetchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemPrefetchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPrefetchAsync(
@@ -16612,10 +16763,11 @@ extern "C" {
         flags: ::core::ffi::c_uint,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemPrefetchBatchAsync` as NVIDIA documents it: links `cudaMemPrefetchBatchAsync_ptsz`, the symbol C resolves `cudaMemPrefetchBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemPrefetchBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemPrefetchBatchAsync(
@@ -16628,10 +16780,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy` as NVIDIA documents it: links `cudaMemcpy_ptds`, the symbol C resolves `cudaMemcpy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy(
@@ -16640,10 +16793,11 @@ extern "C" {
         count: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2D` as NVIDIA documents it: links `cudaMemcpy2D_ptds`, the symbol C resolves `cudaMemcpy2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2D_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2D(
@@ -16655,10 +16809,11 @@ extern "C" {
         height: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DArrayToArray` as NVIDIA documents it: links `cudaMemcpy2DArrayToArray_ptds`, the symbol C resolves `cudaMemcpy2DArrayToArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DArrayToArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DArrayToArray(
@@ -16672,10 +16827,11 @@ extern "C" {
         height: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DAsync` as NVIDIA documents it: links `cudaMemcpy2DAsync_ptsz`, the symbol C resolves `cudaMemcpy2DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DAsync(
@@ -16688,10 +16844,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DFromArray` as NVIDIA documents it: links `cudaMemcpy2DFromArray_ptds`, the symbol C resolves `cudaMemcpy2DFromArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DFromArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DFromArray(
@@ -16704,10 +16861,11 @@ extern "C" {
         height: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DFromArrayAsync` as NVIDIA documents it: links `cudaMemcpy2DFromArrayAsync_ptsz`, the symbol C resolves `cudaMemcpy2DFromArrayAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DFromArrayAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DFromArrayAsync(
@@ -16721,10 +16879,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DToArray` as NVIDIA documents it: links `cudaMemcpy2DToArray_ptds`, the symbol C resolves `cudaMemcpy2DToArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DToArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DToArray(
@@ -16737,10 +16896,11 @@ extern "C" {
         height: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy2DToArrayAsync` as NVIDIA documents it: links `cudaMemcpy2DToArrayAsync_ptsz`, the symbol C resolves `cudaMemcpy2DToArrayAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy2DToArrayAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy2DToArrayAsync(
@@ -16754,27 +16914,30 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy3D` as NVIDIA documents it: links `cudaMemcpy3D_ptds`, the symbol C resolves `cudaMemcpy3D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy3D_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3D(p: *const cudaMemcpy3DParms) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy3DAsync` as NVIDIA documents it: links `cudaMemcpy3DAsync_ptsz`, the symbol C resolves `cudaMemcpy3DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy3DAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DAsync(
         p: *const cudaMemcpy3DParms,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy3DBatchAsync` as NVIDIA documents it: links `cudaMemcpy3DBatchAsync_ptsz`, the symbol C resolves `cudaMemcpy3DBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy3DBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DBatchAsync(
@@ -16783,27 +16946,30 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy3DPeer` as NVIDIA documents it: links `cudaMemcpy3DPeer_ptds`, the symbol C resolves `cudaMemcpy3DPeer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy3DPeer_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DPeer(p: *const cudaMemcpy3DPeerParms) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpy3DPeerAsync` as NVIDIA documents it: links `cudaMemcpy3DPeerAsync_ptsz`, the symbol C resolves `cudaMemcpy3DPeerAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpy3DPeerAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpy3DPeerAsync(
         p: *const cudaMemcpy3DPeerParms,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyArrayToArray` as NVIDIA documents it: links `cudaMemcpyArrayToArray_ptds`, the symbol C resolves `cudaMemcpyArrayToArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyArrayToArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyArrayToArray(
@@ -16816,10 +16982,11 @@ extern "C" {
         count: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyAsync` as NVIDIA documents it: links `cudaMemcpyAsync_ptsz`, the symbol C resolves `cudaMemcpyAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyAsync(
@@ -16829,10 +16996,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyBatchAsync` as NVIDIA documents it: links `cudaMemcpyBatchAsync_ptsz`, the symbol C resolves `cudaMemcpyBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyBatchAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyBatchAsync(
@@ -16845,10 +17013,11 @@ extern "C" {
         numAttrs: usize,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyFromArray` as NVIDIA documents it: links `cudaMemcpyFromArray_ptds`, the symbol C resolves `cudaMemcpyFromArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyFromArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromArray(
@@ -16859,10 +17028,11 @@ extern "C" {
         count: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyFromArrayAsync` as NVIDIA documents it: links `cudaMemcpyFromArrayAsync_ptsz`, the symbol C resolves `cudaMemcpyFromArrayAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyFromArrayAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromArrayAsync(
@@ -16874,10 +17044,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyFromSymbol` as NVIDIA documents it: links `cudaMemcpyFromSymbol_ptds`, the symbol C resolves `cudaMemcpyFromSymbol` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyFromSymbol_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromSymbol(
@@ -16887,10 +17058,11 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyFromSymbolAsync` as NVIDIA documents it: links `cudaMemcpyFromSymbolAsync_ptsz`, the symbol C resolves `cudaMemcpyFromSymbolAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyFromSymbolAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyFromSymbolAsync(
@@ -16901,10 +17073,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyToArray` as NVIDIA documents it: links `cudaMemcpyToArray_ptds`, the symbol C resolves `cudaMemcpyToArray` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyToArray_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToArray(
@@ -16915,10 +17088,11 @@ extern "C" {
         count: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyToArrayAsync` as NVIDIA documents it: links `cudaMemcpyToArrayAsync_ptsz`, the symbol C resolves `cudaMemcpyToArrayAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyToArrayAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToArrayAsync(
@@ -16930,10 +17104,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyToSymbol` as NVIDIA documents it: links `cudaMemcpyToSymbol_ptds`, the symbol C resolves `cudaMemcpyToSymbol` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyToSymbol_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToSymbol(
@@ -16943,10 +17118,11 @@ extern "C" {
         offset: usize,
         kind: cudaMemcpyKind,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemcpyToSymbolAsync` as NVIDIA documents it: links `cudaMemcpyToSymbolAsync_ptsz`, the symbol C resolves `cudaMemcpyToSymbolAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemcpyToSymbolAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemcpyToSymbolAsync(
@@ -16957,10 +17133,11 @@ extern "C" {
         kind: cudaMemcpyKind,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemset` as NVIDIA documents it: links `cudaMemset_ptds`, the symbol C resolves `cudaMemset` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemset_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset(
@@ -16968,10 +17145,11 @@ extern "C" {
         value: ::core::ffi::c_int,
         count: usize,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemset2D` as NVIDIA documents it: links `cudaMemset2D_ptds`, the symbol C resolves `cudaMemset2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemset2D_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset2D(
@@ -16981,10 +17159,11 @@ extern "C" {
         width: usize,
         height: usize,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemset2DAsync` as NVIDIA documents it: links `cudaMemset2DAsync_ptsz`, the symbol C resolves `cudaMemset2DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemset2DAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset2DAsync(
@@ -16995,10 +17174,11 @@ extern "C" {
         height: usize,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemset3D` as NVIDIA documents it: links `cudaMemset3D_ptds`, the symbol C resolves `cudaMemset3D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemset3D_ptds"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset3D(
@@ -17006,10 +17186,11 @@ extern "C" {
         value: ::core::ffi::c_int,
         extent: cudaExtent,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemset3DAsync` as NVIDIA documents it: links `cudaMemset3DAsync_ptsz`, the symbol C resolves `cudaMemset3DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemset3DAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemset3DAsync(
@@ -17018,10 +17199,11 @@ extern "C" {
         extent: cudaExtent,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
+    ///
     /** `cudaMemsetAsync` as NVIDIA documents it: links `cudaMemsetAsync_ptsz`, the symbol C resolves `cudaMemsetAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API).
     #[link_name = "cudaMemsetAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaMemsetAsync(
@@ -17030,10 +17212,11 @@ extern "C" {
         count: usize,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API).
+    ///
     /** `cudaSignalExternalSemaphoresAsync` as NVIDIA documents it: links `cudaSignalExternalSemaphoresAsync_ptsz`, the symbol C resolves `cudaSignalExternalSemaphoresAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API).
     #[link_name = "cudaSignalExternalSemaphoresAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaSignalExternalSemaphoresAsync(
@@ -17042,10 +17225,11 @@ extern "C" {
         numExtSems: ::core::ffi::c_uint,
         stream: cudaStream_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamAddCallback` as NVIDIA documents it: links `cudaStreamAddCallback_ptsz`, the symbol C resolves `cudaStreamAddCallback` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamAddCallback_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamAddCallback(
@@ -17054,10 +17238,11 @@ extern "C" {
         userData: *mut ::core::ffi::c_void,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamAttachMemAsync` as NVIDIA documents it: links `cudaStreamAttachMemAsync_ptsz`, the symbol C resolves `cudaStreamAttachMemAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamAttachMemAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamAttachMemAsync(
@@ -17066,20 +17251,22 @@ extern "C" {
         length: usize,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamBeginCapture` as NVIDIA documents it: links `cudaStreamBeginCapture_ptsz`, the symbol C resolves `cudaStreamBeginCapture` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamBeginCapture_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamBeginCapture(
         stream: cudaStream_t,
         mode: cudaStreamCaptureMode,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamBeginCaptureToGraph` as NVIDIA documents it: links `cudaStreamBeginCaptureToGraph_ptsz`, the symbol C resolves `cudaStreamBeginCaptureToGraph` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamBeginCaptureToGraph_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamBeginCaptureToGraph(
@@ -17090,27 +17277,30 @@ extern "C" {
         numDependencies: usize,
         mode: cudaStreamCaptureMode,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamCopyAttributes` as NVIDIA documents it: links `cudaStreamCopyAttributes_ptsz`, the symbol C resolves `cudaStreamCopyAttributes` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamCopyAttributes_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamEndCapture` as NVIDIA documents it: links `cudaStreamEndCapture_ptsz`, the symbol C resolves `cudaStreamEndCapture` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamEndCapture_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamEndCapture(
         stream: cudaStream_t,
         pGraph: *mut cudaGraph_t,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetAttribute` as NVIDIA documents it: links `cudaStreamGetAttribute_ptsz`, the symbol C resolves `cudaStreamGetAttribute` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetAttribute_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetAttribute(
@@ -17118,10 +17308,11 @@ extern "C" {
         attr: cudaLaunchAttributeID,
         value_out: *mut cudaLaunchAttributeValue,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetCaptureInfo` as NVIDIA documents it: links `cudaStreamGetCaptureInfo_ptsz`, the symbol C resolves `cudaStreamGetCaptureInfo` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetCaptureInfo_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetCaptureInfo(
@@ -17133,67 +17324,74 @@ extern "C" {
         edgeData_out: *mut *const cudaGraphEdgeData,
         numDependencies_out: *mut usize,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetDevice` as NVIDIA documents it: links `cudaStreamGetDevice_ptsz`, the symbol C resolves `cudaStreamGetDevice` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetDevice_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetDevice(
         hStream: cudaStream_t,
         device: *mut ::core::ffi::c_int,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetFlags` as NVIDIA documents it: links `cudaStreamGetFlags_ptsz`, the symbol C resolves `cudaStreamGetFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetFlags_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetFlags(
         hStream: cudaStream_t,
         flags: *mut ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetId` as NVIDIA documents it: links `cudaStreamGetId_ptsz`, the symbol C resolves `cudaStreamGetId` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetId_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetId(
         hStream: cudaStream_t,
         streamId: *mut ::core::ffi::c_ulonglong,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamGetPriority` as NVIDIA documents it: links `cudaStreamGetPriority_ptsz`, the symbol C resolves `cudaStreamGetPriority` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamGetPriority_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamGetPriority(
         hStream: cudaStream_t,
         priority: *mut ::core::ffi::c_int,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamIsCapturing` as NVIDIA documents it: links `cudaStreamIsCapturing_ptsz`, the symbol C resolves `cudaStreamIsCapturing` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamIsCapturing_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamIsCapturing(
         stream: cudaStream_t,
         pCaptureStatus: *mut cudaStreamCaptureStatus,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamQuery` as NVIDIA documents it: links `cudaStreamQuery_ptsz`, the symbol C resolves `cudaStreamQuery` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamQuery_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamQuery(stream: cudaStream_t) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamSetAttribute` as NVIDIA documents it: links `cudaStreamSetAttribute_ptsz`, the symbol C resolves `cudaStreamSetAttribute` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamSetAttribute_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamSetAttribute(
@@ -17201,17 +17399,19 @@ extern "C" {
         attr: cudaLaunchAttributeID,
         value: *const cudaLaunchAttributeValue,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamSynchronize` as NVIDIA documents it: links `cudaStreamSynchronize_ptsz`, the symbol C resolves `cudaStreamSynchronize` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamSynchronize_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamSynchronize(stream: cudaStream_t) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cudaStreamUpdateCaptureDependencies_ptsz`, the symbol C resolves `cudaStreamUpdateCaptureDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamUpdateCaptureDependencies_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamUpdateCaptureDependencies(
@@ -17221,10 +17421,11 @@ extern "C" {
         numDependencies: usize,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
+    ///
     /** `cudaStreamWaitEvent` as NVIDIA documents it: links `cudaStreamWaitEvent_ptsz`, the symbol C resolves `cudaStreamWaitEvent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API).
     #[link_name = "cudaStreamWaitEvent_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaStreamWaitEvent(
@@ -17232,10 +17433,11 @@ extern "C" {
         event: cudaEvent_t,
         flags: ::core::ffi::c_uint,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API).
+    ///
     /** `cudaWaitExternalSemaphoresAsync` as NVIDIA documents it: links `cudaWaitExternalSemaphoresAsync_ptsz`, the symbol C resolves `cudaWaitExternalSemaphoresAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API).
     #[link_name = "cudaWaitExternalSemaphoresAsync_ptsz"]
     #[cfg(not(cuda_mem_sys_load_runtime))]
     pub fn cudaWaitExternalSemaphoresAsync(
@@ -17336,156 +17538,204 @@ crate::flag_operators!(
     cudaMemcpyFlags, cudaGraphConditionalHandleFlags, cudaGetDriverEntryPointFlags,
     cudaGraphDebugDotFlags, cudaGraphInstantiateFlags
 );
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_LEGACY ((CUstream)0x1)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_LEGACY: CUstream = (1) as CUstream;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_PER_THREAD ((CUstream)0x2)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_PER_THREAD: CUstream = (2) as CUstream;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE CU_LAUNCH_ATTRIBUTE_COOPERATIVE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_DIMENSION CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_DIMENSION: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PRIORITY CU_LAUNCH_ATTRIBUTE_PRIORITY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PRIORITY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_PRIORITY CU_LAUNCH_ATTRIBUTE_PRIORITY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_PRIORITY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
-/// `#define CU_LAUNCH_PARAM_END ((void*)CU_LAUNCH_PARAM_END_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_END ((void*)CU_LAUNCH_PARAM_END_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_END: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_END_AS_INT)
     as *mut ::core::ffi::c_void;
-/// `#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void*)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void*)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)
     as *mut ::core::ffi::c_void;
-/// `#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void*)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void*)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)
     as *mut ::core::ffi::c_void;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_DEVICE_CPU ((CUdevice)-1)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEVICE_CPU: CUdevice = (-1) as CUdevice;
-/// `#define CU_DEVICE_INVALID ((CUdevice)-2)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_DEVICE_INVALID ((CUdevice)-2)` (cuda.h)
 pub const CU_DEVICE_INVALID: CUdevice = (-2) as CUdevice;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define RESOURCE_ABI_VERSION 1` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const RESOURCE_ABI_VERSION: u32 = 1;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define RESOURCE_ABI_EXTERNAL_BYTES 48` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const RESOURCE_ABI_EXTERNAL_BYTES: u32 = 48;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define __CUDART_API_VERSION CUDART_VERSION` (cuda_runtime_api.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const __CUDART_API_VERSION: u32 = CUDART_VERSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamLegacy ((cudaStream_t)0x1)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamLegacy: cudaStream_t = (1) as cudaStream_t;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamPerThread ((cudaStream_t)0x2)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamPerThread: cudaStream_t = (2) as cudaStream_t;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaCpuDeviceId ((int)-1)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaCpuDeviceId: ::core::ffi::c_int = (-1) as ::core::ffi::c_int;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaInvalidDeviceId ((int)-2)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaInvalidDeviceId: ::core::ffi::c_int = (-2) as ::core::ffi::c_int;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttrID cudaLaunchAttributeID` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaStreamAttrID = cudaLaunchAttributeID;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeAccessPolicyWindow: cudaLaunchAttributeID = cudaLaunchAttributeAccessPolicyWindow;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeSynchronizationPolicy: cudaLaunchAttributeID = cudaLaunchAttributeSynchronizationPolicy;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeMemSyncDomainMap cudaLaunchAttributeMemSyncDomainMap` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeMemSyncDomainMap: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomainMap;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeMemSyncDomain cudaLaunchAttributeMemSyncDomain` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeMemSyncDomain: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomain;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributePriority cudaLaunchAttributePriority` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributePriority: cudaLaunchAttributeID = cudaLaunchAttributePriority;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttrValue cudaLaunchAttributeValue` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaStreamAttrValue = cudaLaunchAttributeValue;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttrID cudaLaunchAttributeID` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaKernelNodeAttrID = cudaLaunchAttributeID;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeAccessPolicyWindow: cudaLaunchAttributeID = cudaLaunchAttributeAccessPolicyWindow;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeCooperative cudaLaunchAttributeCooperative` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeCooperative: cudaLaunchAttributeID = cudaLaunchAttributeCooperative;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributePriority cudaLaunchAttributePriority` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributePriority: cudaLaunchAttributeID = cudaLaunchAttributePriority;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeClusterDimension cudaLaunchAttributeClusterDimension` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeClusterDimension: cudaLaunchAttributeID = cudaLaunchAttributeClusterDimension;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeClusterSchedulingPolicyPreference cudaLaunchAttributeClusterSchedulingPolicyPreference` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeClusterSchedulingPolicyPreference: cudaLaunchAttributeID = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeMemSyncDomainMap cudaLaunchAttributeMemSyncDomainMap` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeMemSyncDomainMap: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomainMap;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeMemSyncDomain cudaLaunchAttributeMemSyncDomain` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeMemSyncDomain: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomain;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributePreferredSharedMemoryCarveout cudaLaunchAttributePreferredSharedMemoryCarveout` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributePreferredSharedMemoryCarveout: cudaLaunchAttributeID = cudaLaunchAttributePreferredSharedMemoryCarveout;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeDeviceUpdatableKernelNode cudaLaunchAttributeDeviceUpdatableKernelNode` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeDeviceUpdatableKernelNode: cudaLaunchAttributeID = cudaLaunchAttributeDeviceUpdatableKernelNode;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeNvlinkUtilCentricScheduling cudaLaunchAttributeNvlinkUtilCentricScheduling` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeNvlinkUtilCentricScheduling: cudaLaunchAttributeID = cudaLaunchAttributeNvlinkUtilCentricScheduling;
-/// `#define cudaKernelNodeAttrValue cudaLaunchAttributeValue` (driver_types.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
+/// `#define cudaKernelNodeAttrValue cudaLaunchAttributeValue` (driver_types.h)
 pub type cudaKernelNodeAttrValue = cudaLaunchAttributeValue;
 /// The driver API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
-/**
- NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).*/
+///
+/// NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
 pub mod driver {
     /** Error Handling
 
@@ -18558,8 +18808,8 @@ pub mod driver {
     }
 }
 /// The runtime API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
-/**
- NVIDIA's reference: [CUDA Runtime API](https://docs.nvidia.com/cuda/cuda-runtime-api/index.html).*/
+///
+/// NVIDIA's reference: [CUDA Runtime API](https://docs.nvidia.com/cuda/cuda-runtime-api/index.html).
 pub mod runtime {
     /** Device Management
 
@@ -29728,119 +29978,119 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 0
-    "`cuArray3DCreate` as NVIDIA documents it: links `cuArray3DCreate_v2`, the symbol C resolves `cuArray3DCreate` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArray3DCreate(pHandle : * mut CUarray, pAllocateArray : * const
     CUDA_ARRAY3D_DESCRIPTOR) -> CUresult => cuArray3DCreate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 1
-    "`cuArray3DGetDescriptor` as NVIDIA documents it: links `cuArray3DGetDescriptor_v2`, the symbol C resolves `cuArray3DGetDescriptor` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArray3DGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY3D_DESCRIPTOR, hArray :
     CUarray) -> CUresult => cuArray3DGetDescriptor_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 2
-    "`cuArrayCreate` as NVIDIA documents it: links `cuArrayCreate_v2`, the symbol C resolves `cuArrayCreate` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArrayCreate(pHandle : * mut CUarray, pAllocateArray : * const
     CUDA_ARRAY_DESCRIPTOR) -> CUresult => cuArrayCreate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 4
-    "`cuArrayGetDescriptor` as NVIDIA documents it: links `cuArrayGetDescriptor_v2`, the symbol C resolves `cuArrayGetDescriptor` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArrayGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY_DESCRIPTOR, hArray :
     CUarray) -> CUresult => cuArrayGetDescriptor_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 19
-    "`cuCtxCreate` as NVIDIA documents it: links `cuCtxCreate_v4`, the symbol C resolves `cuCtxCreate` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxCreate(pctx : * mut CUcontext, ctxCreateParams : * mut CUctxCreateParams, flags
     : ::core::ffi::c_uint, dev : CUdevice) -> CUresult => cuCtxCreate_v4
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 20
-    "`cuCtxDestroy` as NVIDIA documents it: links `cuCtxDestroy_v2`, the symbol C resolves `cuCtxDestroy` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxDestroy(ctx : CUcontext) -> CUresult => cuCtxDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 37
-    "`cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxPopCurrent(pctx : * mut CUcontext) -> CUresult => cuCtxPopCurrent_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 38
-    "`cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxPushCurrent(ctx : CUcontext) -> CUresult => cuCtxPushCurrent_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 73
-    "`cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers."
+    "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API)."
     cuDeviceGetUuid(uuid : * mut CUuuid, dev : CUdevice) -> CUresult =>
     cuDeviceGetUuid_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 76
-    "`cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxRelease(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxRelease_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 77
-    "`cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxReset(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxReset_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 79
-    "`cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxSetFlags(dev : CUdevice, flags : ::core::ffi::c_uint) -> CUresult
     => cuDevicePrimaryCtxSetFlags_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 83
-    "`cuDeviceTotalMem` as NVIDIA documents it: links `cuDeviceTotalMem_v2`, the symbol C resolves `cuDeviceTotalMem` to with these headers."
+    "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API)."
     cuDeviceTotalMem(bytes : * mut usize, dev : CUdevice) -> CUresult =>
     cuDeviceTotalMem_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 87
-    "`cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventDestroy(hEvent : CUevent) -> CUresult => cuEventDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 88
-    "`cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventElapsedTime(pMilliseconds : * mut f32, hStart : CUevent, hEnd : CUevent) ->
     CUresult => cuEventElapsedTime_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 91
-    "`cuEventRecord` as NVIDIA documents it: links `cuEventRecord_ptsz`, the symbol C resolves `cuEventRecord` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventRecord(hEvent : CUevent, hStream : CUstream) -> CUresult => cuEventRecord_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 90
-    "`cuEventRecordWithFlags` as NVIDIA documents it: links `cuEventRecordWithFlags_ptsz`, the symbol C resolves `cuEventRecordWithFlags` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventRecordWithFlags(hEvent : CUevent, hStream : CUstream, flags :
     ::core::ffi::c_uint) -> CUresult => cuEventRecordWithFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 113
-    "`cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
     CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
     => cuGraphAddDependencies_v2
@@ -29848,7 +30098,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 120
-    "`cuGraphAddKernelNode` as NVIDIA documents it: links `cuGraphAddKernelNode_v2`, the symbol C resolves `cuGraphAddKernelNode` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddKernelNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
     : * const CUgraphNode, numDependencies : usize, nodeParams : * const
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphAddKernelNode_v2
@@ -29856,7 +30106,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 125
-    "`cuGraphAddNode` as NVIDIA documents it: links `cuGraphAddNode_v2`, the symbol C resolves `cuGraphAddNode` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies : *
     const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
     nodeParams : * mut CUgraphNodeParams) -> CUresult => cuGraphAddNode_v2
@@ -29864,7 +30114,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 148
-    "`cuGraphExecKernelNodeSetParams` as NVIDIA documents it: links `cuGraphExecKernelNodeSetParams_v2`, the symbol C resolves `cuGraphExecKernelNodeSetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphExecKernelNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
     nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
     cuGraphExecKernelNodeSetParams_v2
@@ -29872,14 +30122,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 152
-    "`cuGraphExecUpdate` as NVIDIA documents it: links `cuGraphExecUpdate_v2`, the symbol C resolves `cuGraphExecUpdate` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphExecUpdate(hGraphExec : CUgraphExec, hGraph : CUgraph, resultInfo : * mut
     CUgraphExecUpdateResultInfo) -> CUresult => cuGraphExecUpdate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 157
-    "`cuGraphGetEdges` as NVIDIA documents it: links `cuGraphGetEdges_v2`, the symbol C resolves `cuGraphGetEdges` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphGetEdges(hGraph : CUgraph, from : * mut CUgraphNode, to : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numEdges : * mut usize) -> CUresult =>
     cuGraphGetEdges_v2
@@ -29887,14 +30137,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 162
-    "`cuGraphInstantiate` as NVIDIA documents it: links `cuGraphInstantiateWithFlags`, the symbol C resolves `cuGraphInstantiate` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphInstantiate(phGraphExec : * mut CUgraphExec, hGraph : CUgraph, flags :
     ::core::ffi::c_ulonglong) -> CUresult => cuGraphInstantiateWithFlags
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 163
-    "`cuGraphInstantiateWithParams` as NVIDIA documents it: links `cuGraphInstantiateWithParams_ptsz`, the symbol C resolves `cuGraphInstantiateWithParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphInstantiateWithParams(phGraphExec : * mut CUgraphExec, hGraph : CUgraph,
     instantiateParams : * mut CUDA_GRAPH_INSTANTIATE_PARAMS) -> CUresult =>
     cuGraphInstantiateWithParams_ptsz
@@ -29902,28 +30152,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 166
-    "`cuGraphKernelNodeGetParams` as NVIDIA documents it: links `cuGraphKernelNodeGetParams_v2`, the symbol C resolves `cuGraphKernelNodeGetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphKernelNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeGetParams_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 168
-    "`cuGraphKernelNodeSetParams` as NVIDIA documents it: links `cuGraphKernelNodeSetParams_v2`, the symbol C resolves `cuGraphKernelNodeSetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphKernelNodeSetParams(hNode : CUgraphNode, nodeParams : * const
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeSetParams_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 169
-    "`cuGraphLaunch` as NVIDIA documents it: links `cuGraphLaunch_ptsz`, the symbol C resolves `cuGraphLaunch` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphLaunch(hGraphExec : CUgraphExec, hStream : CUstream) -> CUresult =>
     cuGraphLaunch_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 177
-    "`cuGraphNodeGetDependencies` as NVIDIA documents it: links `cuGraphNodeGetDependencies_v2`, the symbol C resolves `cuGraphNodeGetDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphNodeGetDependencies(hNode : CUgraphNode, dependencies : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numDependencies : * mut usize) -> CUresult =>
     cuGraphNodeGetDependencies_v2
@@ -29931,7 +30181,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 178
-    "`cuGraphNodeGetDependentNodes` as NVIDIA documents it: links `cuGraphNodeGetDependentNodes_v2`, the symbol C resolves `cuGraphNodeGetDependentNodes` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphNodeGetDependentNodes(hNode : CUgraphNode, dependentNodes : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numDependentNodes : * mut usize) -> CUresult =>
     cuGraphNodeGetDependentNodes_v2
@@ -29939,7 +30189,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 184
-    "`cuGraphRemoveDependencies` as NVIDIA documents it: links `cuGraphRemoveDependencies_v2`, the symbol C resolves `cuGraphRemoveDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphRemoveDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
     CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
     => cuGraphRemoveDependencies_v2
@@ -29947,49 +30197,49 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 186
-    "`cuGraphUpload` as NVIDIA documents it: links `cuGraphUpload_ptsz`, the symbol C resolves `cuGraphUpload` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphUpload(hGraphExec : CUgraphExec, hStream : CUstream) -> CUresult =>
     cuGraphUpload_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 187
-    "`cuGraphicsMapResources` as NVIDIA documents it: links `cuGraphicsMapResources_ptsz`, the symbol C resolves `cuGraphicsMapResources` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsMapResources(count : ::core::ffi::c_uint, resources : * mut
     CUgraphicsResource, hStream : CUstream) -> CUresult => cuGraphicsMapResources_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 189
-    "`cuGraphicsResourceGetMappedPointer` as NVIDIA documents it: links `cuGraphicsResourceGetMappedPointer_v2`, the symbol C resolves `cuGraphicsResourceGetMappedPointer` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsResourceGetMappedPointer(pDevPtr : * mut CUdeviceptr, pSize : * mut usize,
     resource : CUgraphicsResource) -> CUresult => cuGraphicsResourceGetMappedPointer_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 190
-    "`cuGraphicsResourceSetMapFlags` as NVIDIA documents it: links `cuGraphicsResourceSetMapFlags_v2`, the symbol C resolves `cuGraphicsResourceSetMapFlags` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsResourceSetMapFlags(resource : CUgraphicsResource, flags :
     ::core::ffi::c_uint) -> CUresult => cuGraphicsResourceSetMapFlags_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 192
-    "`cuGraphicsUnmapResources` as NVIDIA documents it: links `cuGraphicsUnmapResources_ptsz`, the symbol C resolves `cuGraphicsUnmapResources` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsUnmapResources(count : ::core::ffi::c_uint, resources : * mut
     CUgraphicsResource, hStream : CUstream) -> CUresult => cuGraphicsUnmapResources_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 208
-    "`cuIpcOpenMemHandle` as NVIDIA documents it: links `cuIpcOpenMemHandle_v2`, the symbol C resolves `cuIpcOpenMemHandle` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuIpcOpenMemHandle(pdptr : * mut CUdeviceptr, handle : CUipcMemHandle, Flags :
     ::core::ffi::c_uint) -> CUresult => cuIpcOpenMemHandle_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 218
-    "`cuLaunchCooperativeKernel` as NVIDIA documents it: links `cuLaunchCooperativeKernel_ptsz`, the symbol C resolves `cuLaunchCooperativeKernel` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API)."
     cuLaunchCooperativeKernel(f : CUfunction, gridDimX : ::core::ffi::c_uint, gridDimY :
     ::core::ffi::c_uint, gridDimZ : ::core::ffi::c_uint, blockDimX : ::core::ffi::c_uint,
     blockDimY : ::core::ffi::c_uint, blockDimZ : ::core::ffi::c_uint, sharedMemBytes :
@@ -29999,14 +30249,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 221
-    "`cuLaunchHostFunc` as NVIDIA documents it: links `cuLaunchHostFunc_ptsz`, the symbol C resolves `cuLaunchHostFunc` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API)."
     cuLaunchHostFunc(hStream : CUstream, fn_ : CUhostFn, userData : * mut
     ::core::ffi::c_void) -> CUresult => cuLaunchHostFunc_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 223
-    "`cuLaunchKernel` as NVIDIA documents it: links `cuLaunchKernel_ptsz`, the symbol C resolves `cuLaunchKernel` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API)."
     cuLaunchKernel(f : CUfunction, gridDimX : ::core::ffi::c_uint, gridDimY :
     ::core::ffi::c_uint, gridDimZ : ::core::ffi::c_uint, blockDimX : ::core::ffi::c_uint,
     blockDimY : ::core::ffi::c_uint, blockDimZ : ::core::ffi::c_uint, sharedMemBytes :
@@ -30017,7 +30267,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 222
-    "`cuLaunchKernelEx` as NVIDIA documents it: links `cuLaunchKernelEx_ptsz`, the symbol C resolves `cuLaunchKernelEx` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) (CUDA Driver API)."
     cuLaunchKernelEx(config : * const CUlaunchConfig, f : CUfunction, kernelParams : *
     mut * mut ::core::ffi::c_void, extra : * mut * mut ::core::ffi::c_void) -> CUresult
     => cuLaunchKernelEx_ptsz
@@ -30025,7 +30275,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 234
-    "`cuLinkAddData` as NVIDIA documents it: links `cuLinkAddData_v2`, the symbol C resolves `cuLinkAddData` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkAddData(state : CUlinkState, type_ : CUjitInputType, data : * mut
     ::core::ffi::c_void, size : usize, name : * const ::core::ffi::c_char, numOptions :
     ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : * mut * mut
@@ -30034,7 +30284,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 235
-    "`cuLinkAddFile` as NVIDIA documents it: links `cuLinkAddFile_v2`, the symbol C resolves `cuLinkAddFile` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkAddFile(state : CUlinkState, type_ : CUjitInputType, path : * const
     ::core::ffi::c_char, numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
     optionValues : * mut * mut ::core::ffi::c_void) -> CUresult => cuLinkAddFile_v2
@@ -30042,7 +30292,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 237
-    "`cuLinkCreate` as NVIDIA documents it: links `cuLinkCreate_v2`, the symbol C resolves `cuLinkCreate` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkCreate(numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
     optionValues : * mut * mut ::core::ffi::c_void, stateOut : * mut CUlinkState) ->
     CUresult => cuLinkCreate_v2
@@ -30050,41 +30300,41 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 246
-    "`cuMemAdvise` as NVIDIA documents it: links `cuMemAdvise_v2`, the symbol C resolves `cuMemAdvise` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemAdvise(devPtr : CUdeviceptr, count : usize, advice : CUmem_advise, location :
     CUmemLocation) -> CUresult => cuMemAdvise_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 252
-    "`cuMemAlloc` as NVIDIA documents it: links `cuMemAlloc_v2`, the symbol C resolves `cuMemAlloc` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAlloc(dptr : * mut CUdeviceptr, bytesize : usize) -> CUresult => cuMemAlloc_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 247
-    "`cuMemAllocAsync` as NVIDIA documents it: links `cuMemAllocAsync_ptsz`, the symbol C resolves `cuMemAllocAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API)."
     cuMemAllocAsync(dptr : * mut CUdeviceptr, bytesize : usize, hStream : CUstream) ->
     CUresult => cuMemAllocAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 248
-    "`cuMemAllocFromPoolAsync` as NVIDIA documents it: links `cuMemAllocFromPoolAsync_ptsz`, the symbol C resolves `cuMemAllocFromPoolAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API)."
     cuMemAllocFromPoolAsync(dptr : * mut CUdeviceptr, bytesize : usize, pool :
     CUmemoryPool, hStream : CUstream) -> CUresult => cuMemAllocFromPoolAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 249
-    "`cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAllocHost(pp : * mut * mut ::core::ffi::c_void, bytesize : usize) -> CUresult =>
     cuMemAllocHost_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 251
-    "`cuMemAllocPitch` as NVIDIA documents it: links `cuMemAllocPitch_v2`, the symbol C resolves `cuMemAllocPitch` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAllocPitch(dptr : * mut CUdeviceptr, pPitch : * mut usize, WidthInBytes : usize,
     Height : usize, ElementSizeBytes : ::core::ffi::c_uint) -> CUresult =>
     cuMemAllocPitch_v2
@@ -30092,7 +30342,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 253
-    "`cuMemBatchDecompressAsync` as NVIDIA documents it: links `cuMemBatchDecompressAsync_ptsz`, the symbol C resolves `cuMemBatchDecompressAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemBatchDecompressAsync(paramsArray : * mut CUmemDecompressParams, count : usize,
     flags : ::core::ffi::c_uint, errorIndex : * mut usize, stream : CUstream) -> CUresult
     => cuMemBatchDecompressAsync_ptsz
@@ -30100,7 +30350,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 255
-    "`cuMemDiscardAndPrefetchBatchAsync` as NVIDIA documents it: links `cuMemDiscardAndPrefetchBatchAsync_ptsz`, the symbol C resolves `cuMemDiscardAndPrefetchBatchAsync` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemDiscardAndPrefetchBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize,
     count : usize, prefetchLocs : * mut CUmemLocation, prefetchLocIdxs : * mut usize,
     numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
@@ -30109,7 +30359,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 256
-    "`cuMemDiscardBatchAsync` as NVIDIA documents it: links `cuMemDiscardBatchAsync_ptsz`, the symbol C resolves `cuMemDiscardBatchAsync` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemDiscardBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize, count : usize,
     flags : ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult =>
     cuMemDiscardBatchAsync_ptsz
@@ -30117,54 +30367,54 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 260
-    "`cuMemFree` as NVIDIA documents it: links `cuMemFree_v2`, the symbol C resolves `cuMemFree` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemFree(dptr : CUdeviceptr) -> CUresult => cuMemFree_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 258
-    "`cuMemFreeAsync` as NVIDIA documents it: links `cuMemFreeAsync_ptsz`, the symbol C resolves `cuMemFreeAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html) (CUDA Driver API)."
     cuMemFreeAsync(dptr : CUdeviceptr, hStream : CUstream) -> CUresult =>
     cuMemFreeAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 262
-    "`cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemGetAddressRange(pbase : * mut CUdeviceptr, psize : * mut usize, dptr :
     CUdeviceptr) -> CUresult => cuMemGetAddressRange_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 267
-    "`cuMemGetInfo` as NVIDIA documents it: links `cuMemGetInfo_v2`, the symbol C resolves `cuMemGetInfo` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemGetInfo(free : * mut usize, total : * mut usize) -> CUresult => cuMemGetInfo_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 270
-    "`cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemHostGetDevicePointer(pdptr : * mut CUdeviceptr, p : * mut ::core::ffi::c_void,
     Flags : ::core::ffi::c_uint) -> CUresult => cuMemHostGetDevicePointer_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 272
-    "`cuMemHostRegister` as NVIDIA documents it: links `cuMemHostRegister_v2`, the symbol C resolves `cuMemHostRegister` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemHostRegister(p : * mut ::core::ffi::c_void, bytesize : usize, Flags :
     ::core::ffi::c_uint) -> CUresult => cuMemHostRegister_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 276
-    "`cuMemMapArrayAsync` as NVIDIA documents it: links `cuMemMapArrayAsync_ptsz`, the symbol C resolves `cuMemMapArrayAsync` to with these headers."
+    "NVIDIA's reference: [Virtual Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VA.html) (CUDA Driver API)."
     cuMemMapArrayAsync(mapInfoList : * mut CUarrayMapInfo, count : ::core::ffi::c_uint,
     hStream : CUstream) -> CUresult => cuMemMapArrayAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 288
-    "`cuMemPrefetchAsync` as NVIDIA documents it: links `cuMemPrefetchAsync_v2_ptsz`, the symbol C resolves `cuMemPrefetchAsync` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemPrefetchAsync(devPtr : CUdeviceptr, count : usize, location : CUmemLocation,
     flags : ::core::ffi::c_uint, hStream : CUstream) -> CUresult =>
     cuMemPrefetchAsync_v2_ptsz
@@ -30172,7 +30422,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 289
-    "`cuMemPrefetchBatchAsync` as NVIDIA documents it: links `cuMemPrefetchBatchAsync_ptsz`, the symbol C resolves `cuMemPrefetchBatchAsync` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemPrefetchBatchAsync(dptrs : * mut CUdeviceptr, sizes : * mut usize, count :
     usize, prefetchLocs : * mut CUmemLocation, prefetchLocIdxs : * mut usize,
     numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, hStream : CUstream) ->
@@ -30181,47 +30431,47 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 322
-    "`cuMemcpy` as NVIDIA documents it: links `cuMemcpy_ptds`, the symbol C resolves `cuMemcpy` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy(dst : CUdeviceptr, src : CUdeviceptr, ByteCount : usize) -> CUresult =>
     cuMemcpy_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 299
-    "`cuMemcpy2D` as NVIDIA documents it: links `cuMemcpy2D_v2_ptds`, the symbol C resolves `cuMemcpy2D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2D(pCopy : * const CUDA_MEMCPY2D) -> CUresult => cuMemcpy2D_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 297
-    "`cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2_ptsz`, the symbol C resolves `cuMemcpy2DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2DAsync(pCopy : * const CUDA_MEMCPY2D, hStream : CUstream) -> CUresult =>
     cuMemcpy2DAsync_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 298
-    "`cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2_ptds`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2DUnaligned(pCopy : * const CUDA_MEMCPY2D) -> CUresult =>
     cuMemcpy2DUnaligned_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 304
-    "`cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2_ptds`, the symbol C resolves `cuMemcpy3D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3D(pCopy : * const CUDA_MEMCPY3D) -> CUresult => cuMemcpy3D_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 300
-    "`cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2_ptsz`, the symbol C resolves `cuMemcpy3DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DAsync(pCopy : * const CUDA_MEMCPY3D, hStream : CUstream) -> CUresult =>
     cuMemcpy3DAsync_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 301
-    "`cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2_ptsz`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DBatchAsync(numOps : usize, opList : * mut CUDA_MEMCPY3D_BATCH_OP, flags :
     ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult =>
     cuMemcpy3DBatchAsync_v2_ptsz
@@ -30229,48 +30479,48 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 303
-    "`cuMemcpy3DPeer` as NVIDIA documents it: links `cuMemcpy3DPeer_ptds`, the symbol C resolves `cuMemcpy3DPeer` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DPeer(pCopy : * const CUDA_MEMCPY3D_PEER) -> CUresult => cuMemcpy3DPeer_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 302
-    "`cuMemcpy3DPeerAsync` as NVIDIA documents it: links `cuMemcpy3DPeerAsync_ptsz`, the symbol C resolves `cuMemcpy3DPeerAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DPeerAsync(pCopy : * const CUDA_MEMCPY3D_PEER, hStream : CUstream) ->
     CUresult => cuMemcpy3DPeerAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 305
-    "`cuMemcpyAsync` as NVIDIA documents it: links `cuMemcpyAsync_ptsz`, the symbol C resolves `cuMemcpyAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAsync(dst : CUdeviceptr, src : CUdeviceptr, ByteCount : usize, hStream :
     CUstream) -> CUresult => cuMemcpyAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 306
-    "`cuMemcpyAtoA` as NVIDIA documents it: links `cuMemcpyAtoA_v2_ptds`, the symbol C resolves `cuMemcpyAtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoA(dstArray : CUarray, dstOffset : usize, srcArray : CUarray, srcOffset :
     usize, ByteCount : usize) -> CUresult => cuMemcpyAtoA_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 307
-    "`cuMemcpyAtoD` as NVIDIA documents it: links `cuMemcpyAtoD_v2_ptds`, the symbol C resolves `cuMemcpyAtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoD(dstDevice : CUdeviceptr, srcArray : CUarray, srcOffset : usize,
     ByteCount : usize) -> CUresult => cuMemcpyAtoD_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 309
-    "`cuMemcpyAtoH` as NVIDIA documents it: links `cuMemcpyAtoH_v2_ptds`, the symbol C resolves `cuMemcpyAtoH` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoH(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset :
     usize, ByteCount : usize) -> CUresult => cuMemcpyAtoH_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 308
-    "`cuMemcpyAtoHAsync` as NVIDIA documents it: links `cuMemcpyAtoHAsync_v2_ptsz`, the symbol C resolves `cuMemcpyAtoHAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoHAsync(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset
     : usize, ByteCount : usize, hStream : CUstream) -> CUresult =>
     cuMemcpyAtoHAsync_v2_ptsz
@@ -30278,7 +30528,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 310
-    "`cuMemcpyBatchAsync` as NVIDIA documents it: links `cuMemcpyBatchAsync_v2_ptsz`, the symbol C resolves `cuMemcpyBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyBatchAsync(dsts : * mut CUdeviceptr, srcs : * mut CUdeviceptr, sizes : * mut
     usize, count : usize, attrs : * mut CUmemcpyAttributes, attrsIdxs : * mut usize,
     numAttrs : usize, hStream : CUstream) -> CUresult => cuMemcpyBatchAsync_v2_ptsz
@@ -30286,49 +30536,49 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 311
-    "`cuMemcpyDtoA` as NVIDIA documents it: links `cuMemcpyDtoA_v2_ptds`, the symbol C resolves `cuMemcpyDtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoA(dstArray : CUarray, dstOffset : usize, srcDevice : CUdeviceptr,
     ByteCount : usize) -> CUresult => cuMemcpyDtoA_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 313
-    "`cuMemcpyDtoD` as NVIDIA documents it: links `cuMemcpyDtoD_v2_ptds`, the symbol C resolves `cuMemcpyDtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoD(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount : usize) ->
     CUresult => cuMemcpyDtoD_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 312
-    "`cuMemcpyDtoDAsync` as NVIDIA documents it: links `cuMemcpyDtoDAsync_v2_ptsz`, the symbol C resolves `cuMemcpyDtoDAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoDAsync(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount :
     usize, hStream : CUstream) -> CUresult => cuMemcpyDtoDAsync_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 315
-    "`cuMemcpyDtoH` as NVIDIA documents it: links `cuMemcpyDtoH_v2_ptds`, the symbol C resolves `cuMemcpyDtoH` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoH(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr, ByteCount
     : usize) -> CUresult => cuMemcpyDtoH_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 314
-    "`cuMemcpyDtoHAsync` as NVIDIA documents it: links `cuMemcpyDtoHAsync_v2_ptsz`, the symbol C resolves `cuMemcpyDtoHAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoHAsync(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr,
     ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyDtoHAsync_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 317
-    "`cuMemcpyHtoA` as NVIDIA documents it: links `cuMemcpyHtoA_v2_ptds`, the symbol C resolves `cuMemcpyHtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoA(dstArray : CUarray, dstOffset : usize, srcHost : * const
     ::core::ffi::c_void, ByteCount : usize) -> CUresult => cuMemcpyHtoA_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 316
-    "`cuMemcpyHtoAAsync` as NVIDIA documents it: links `cuMemcpyHtoAAsync_v2_ptsz`, the symbol C resolves `cuMemcpyHtoAAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoAAsync(dstArray : CUarray, dstOffset : usize, srcHost : * const
     ::core::ffi::c_void, ByteCount : usize, hStream : CUstream) -> CUresult =>
     cuMemcpyHtoAAsync_v2_ptsz
@@ -30336,21 +30586,21 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 319
-    "`cuMemcpyHtoD` as NVIDIA documents it: links `cuMemcpyHtoD_v2_ptds`, the symbol C resolves `cuMemcpyHtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoD(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
     ByteCount : usize) -> CUresult => cuMemcpyHtoD_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 318
-    "`cuMemcpyHtoDAsync` as NVIDIA documents it: links `cuMemcpyHtoDAsync_v2_ptsz`, the symbol C resolves `cuMemcpyHtoDAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoDAsync(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
     ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyHtoDAsync_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 321
-    "`cuMemcpyPeer` as NVIDIA documents it: links `cuMemcpyPeer_ptds`, the symbol C resolves `cuMemcpyPeer` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyPeer(dstDevice : CUdeviceptr, dstContext : CUcontext, srcDevice :
     CUdeviceptr, srcContext : CUcontext, ByteCount : usize) -> CUresult =>
     cuMemcpyPeer_ptds
@@ -30358,7 +30608,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 320
-    "`cuMemcpyPeerAsync` as NVIDIA documents it: links `cuMemcpyPeerAsync_ptsz`, the symbol C resolves `cuMemcpyPeerAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyPeerAsync(dstDevice : CUdeviceptr, dstContext : CUcontext, srcDevice :
     CUdeviceptr, srcContext : CUcontext, ByteCount : usize, hStream : CUstream) ->
     CUresult => cuMemcpyPeerAsync_ptsz
@@ -30366,28 +30616,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 324
-    "`cuMemsetD16` as NVIDIA documents it: links `cuMemsetD16_v2_ptds`, the symbol C resolves `cuMemsetD16` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD16(dstDevice : CUdeviceptr, us : ::core::ffi::c_ushort, N : usize) ->
     CUresult => cuMemsetD16_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 323
-    "`cuMemsetD16Async` as NVIDIA documents it: links `cuMemsetD16Async_ptsz`, the symbol C resolves `cuMemsetD16Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD16Async(dstDevice : CUdeviceptr, us : ::core::ffi::c_ushort, N : usize,
     hStream : CUstream) -> CUresult => cuMemsetD16Async_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 326
-    "`cuMemsetD2D16` as NVIDIA documents it: links `cuMemsetD2D16_v2_ptds`, the symbol C resolves `cuMemsetD2D16` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D16(dstDevice : CUdeviceptr, dstPitch : usize, us : ::core::ffi::c_ushort,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D16_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 325
-    "`cuMemsetD2D16Async` as NVIDIA documents it: links `cuMemsetD2D16Async_ptsz`, the symbol C resolves `cuMemsetD2D16Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D16Async(dstDevice : CUdeviceptr, dstPitch : usize, us :
     ::core::ffi::c_ushort, Width : usize, Height : usize, hStream : CUstream) -> CUresult
     => cuMemsetD2D16Async_ptsz
@@ -30395,14 +30645,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 328
-    "`cuMemsetD2D32` as NVIDIA documents it: links `cuMemsetD2D32_v2_ptds`, the symbol C resolves `cuMemsetD2D32` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D32(dstDevice : CUdeviceptr, dstPitch : usize, ui : ::core::ffi::c_uint,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D32_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 327
-    "`cuMemsetD2D32Async` as NVIDIA documents it: links `cuMemsetD2D32Async_ptsz`, the symbol C resolves `cuMemsetD2D32Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D32Async(dstDevice : CUdeviceptr, dstPitch : usize, ui :
     ::core::ffi::c_uint, Width : usize, Height : usize, hStream : CUstream) -> CUresult
     => cuMemsetD2D32Async_ptsz
@@ -30410,14 +30660,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 330
-    "`cuMemsetD2D8` as NVIDIA documents it: links `cuMemsetD2D8_v2_ptds`, the symbol C resolves `cuMemsetD2D8` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D8(dstDevice : CUdeviceptr, dstPitch : usize, uc : ::core::ffi::c_uchar,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D8_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 329
-    "`cuMemsetD2D8Async` as NVIDIA documents it: links `cuMemsetD2D8Async_ptsz`, the symbol C resolves `cuMemsetD2D8Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D8Async(dstDevice : CUdeviceptr, dstPitch : usize, uc :
     ::core::ffi::c_uchar, Width : usize, Height : usize, hStream : CUstream) -> CUresult
     => cuMemsetD2D8Async_ptsz
@@ -30425,42 +30675,42 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 332
-    "`cuMemsetD32` as NVIDIA documents it: links `cuMemsetD32_v2_ptds`, the symbol C resolves `cuMemsetD32` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD32(dstDevice : CUdeviceptr, ui : ::core::ffi::c_uint, N : usize) -> CUresult
     => cuMemsetD32_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 331
-    "`cuMemsetD32Async` as NVIDIA documents it: links `cuMemsetD32Async_ptsz`, the symbol C resolves `cuMemsetD32Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD32Async(dstDevice : CUdeviceptr, ui : ::core::ffi::c_uint, N : usize,
     hStream : CUstream) -> CUresult => cuMemsetD32Async_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 334
-    "`cuMemsetD8` as NVIDIA documents it: links `cuMemsetD8_v2_ptds`, the symbol C resolves `cuMemsetD8` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD8(dstDevice : CUdeviceptr, uc : ::core::ffi::c_uchar, N : usize) -> CUresult
     => cuMemsetD8_v2_ptds
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 333
-    "`cuMemsetD8Async` as NVIDIA documents it: links `cuMemsetD8Async_ptsz`, the symbol C resolves `cuMemsetD8Async` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD8Async(dstDevice : CUdeviceptr, uc : ::core::ffi::c_uchar, N : usize,
     hStream : CUstream) -> CUresult => cuMemsetD8Async_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 343
-    "`cuModuleGetGlobal` as NVIDIA documents it: links `cuModuleGetGlobal_v2`, the symbol C resolves `cuModuleGetGlobal` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuModuleGetGlobal(dptr : * mut CUdeviceptr, bytes : * mut usize, hmod : CUmodule,
     name : * const ::core::ffi::c_char) -> CUresult => cuModuleGetGlobal_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 373
-    "`cuSignalExternalSemaphoresAsync` as NVIDIA documents it: links `cuSignalExternalSemaphoresAsync_ptsz`, the symbol C resolves `cuSignalExternalSemaphoresAsync` to with these headers."
+    "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuSignalExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore,
     paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems :
     ::core::ffi::c_uint, stream : CUstream) -> CUresult =>
@@ -30469,7 +30719,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 374
-    "`cuStreamAddCallback` as NVIDIA documents it: links `cuStreamAddCallback_ptsz`, the symbol C resolves `cuStreamAddCallback` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAddCallback(hStream : CUstream, callback : CUstreamCallback, userData : * mut
     ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> CUresult =>
     cuStreamAddCallback_ptsz
@@ -30477,14 +30727,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 375
-    "`cuStreamAttachMemAsync` as NVIDIA documents it: links `cuStreamAttachMemAsync_ptsz`, the symbol C resolves `cuStreamAttachMemAsync` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAttachMemAsync(hStream : CUstream, dptr : CUdeviceptr, length : usize, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamAttachMemAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 376
-    "`cuStreamBatchMemOp` as NVIDIA documents it: links `cuStreamBatchMemOp_v2_ptsz`, the symbol C resolves `cuStreamBatchMemOp` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamBatchMemOp(stream : CUstream, count : ::core::ffi::c_uint, paramArray : * mut
     CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
     cuStreamBatchMemOp_v2_ptsz
@@ -30492,14 +30742,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 378
-    "`cuStreamBeginCapture` as NVIDIA documents it: links `cuStreamBeginCapture_v2_ptsz`, the symbol C resolves `cuStreamBeginCapture` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCapture(hStream : CUstream, mode : CUstreamCaptureMode) -> CUresult =>
     cuStreamBeginCapture_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 377
-    "`cuStreamBeginCaptureToGraph` as NVIDIA documents it: links `cuStreamBeginCaptureToGraph_ptsz`, the symbol C resolves `cuStreamBeginCaptureToGraph` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCaptureToGraph(hStream : CUstream, hGraph : CUgraph, dependencies : *
     const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
     mode : CUstreamCaptureMode) -> CUresult => cuStreamBeginCaptureToGraph_ptsz
@@ -30507,34 +30757,34 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 379
-    "`cuStreamCopyAttributes` as NVIDIA documents it: links `cuStreamCopyAttributes_ptsz`, the symbol C resolves `cuStreamCopyAttributes` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamCopyAttributes(dst : CUstream, src : CUstream) -> CUresult =>
     cuStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 382
-    "`cuStreamDestroy` as NVIDIA documents it: links `cuStreamDestroy_v2`, the symbol C resolves `cuStreamDestroy` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamDestroy(hStream : CUstream) -> CUresult => cuStreamDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 383
-    "`cuStreamEndCapture` as NVIDIA documents it: links `cuStreamEndCapture_ptsz`, the symbol C resolves `cuStreamEndCapture` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamEndCapture(hStream : CUstream, phGraph : * mut CUgraph) -> CUresult =>
     cuStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 384
-    "`cuStreamGetAttribute` as NVIDIA documents it: links `cuStreamGetAttribute_ptsz`, the symbol C resolves `cuStreamGetAttribute` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetAttribute(hStream : CUstream, attr : CUstreamAttrID, value_out : * mut
     CUstreamAttrValue) -> CUresult => cuStreamGetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 385
-    "`cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3_ptsz`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCaptureInfo(hStream : CUstream, captureStatus_out : * mut
     CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut CUgraph,
     dependencies_out : * mut * const CUgraphNode, edgeData_out : * mut * const
@@ -30544,75 +30794,75 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 386
-    "`cuStreamGetCtx` as NVIDIA documents it: links `cuStreamGetCtx_ptsz`, the symbol C resolves `cuStreamGetCtx` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx(hStream : CUstream, pctx : * mut CUcontext) -> CUresult =>
     cuStreamGetCtx_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 387
-    "`cuStreamGetCtx_v2` as NVIDIA documents it: links `cuStreamGetCtx_v2_ptsz`, the symbol C resolves `cuStreamGetCtx_v2` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx_v2(hStream : CUstream, pCtx : * mut CUcontext, pGreenCtx : * mut
     CUgreenCtx) -> CUresult => cuStreamGetCtx_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 388
-    "`cuStreamGetDevice` as NVIDIA documents it: links `cuStreamGetDevice_ptsz`, the symbol C resolves `cuStreamGetDevice` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetDevice(hStream : CUstream, device : * mut CUdevice) -> CUresult =>
     cuStreamGetDevice_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 389
-    "`cuStreamGetFlags` as NVIDIA documents it: links `cuStreamGetFlags_ptsz`, the symbol C resolves `cuStreamGetFlags` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetFlags(hStream : CUstream, flags : * mut ::core::ffi::c_uint) -> CUresult
     => cuStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 391
-    "`cuStreamGetId` as NVIDIA documents it: links `cuStreamGetId_ptsz`, the symbol C resolves `cuStreamGetId` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetId(hStream : CUstream, streamId : * mut ::core::ffi::c_ulonglong) ->
     CUresult => cuStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 392
-    "`cuStreamGetPriority` as NVIDIA documents it: links `cuStreamGetPriority_ptsz`, the symbol C resolves `cuStreamGetPriority` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetPriority(hStream : CUstream, priority : * mut ::core::ffi::c_int) ->
     CUresult => cuStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 393
-    "`cuStreamIsCapturing` as NVIDIA documents it: links `cuStreamIsCapturing_ptsz`, the symbol C resolves `cuStreamIsCapturing` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamIsCapturing(hStream : CUstream, captureStatus : * mut CUstreamCaptureStatus)
     -> CUresult => cuStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 394
-    "`cuStreamQuery` as NVIDIA documents it: links `cuStreamQuery_ptsz`, the symbol C resolves `cuStreamQuery` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamQuery(hStream : CUstream) -> CUresult => cuStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 395
-    "`cuStreamSetAttribute` as NVIDIA documents it: links `cuStreamSetAttribute_ptsz`, the symbol C resolves `cuStreamSetAttribute` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSetAttribute(hStream : CUstream, attr : CUstreamAttrID, value : * const
     CUstreamAttrValue) -> CUresult => cuStreamSetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 396
-    "`cuStreamSynchronize` as NVIDIA documents it: links `cuStreamSynchronize_ptsz`, the symbol C resolves `cuStreamSynchronize` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSynchronize(hStream : CUstream) -> CUresult => cuStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 397
-    "`cuStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cuStreamUpdateCaptureDependencies_v2_ptsz`, the symbol C resolves `cuStreamUpdateCaptureDependencies` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamUpdateCaptureDependencies(hStream : CUstream, dependencies : * mut
     CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamUpdateCaptureDependencies_v2_ptsz
@@ -30620,63 +30870,63 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 398
-    "`cuStreamWaitEvent` as NVIDIA documents it: links `cuStreamWaitEvent_ptsz`, the symbol C resolves `cuStreamWaitEvent` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamWaitEvent(hStream : CUstream, hEvent : CUevent, Flags : ::core::ffi::c_uint)
     -> CUresult => cuStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 399
-    "`cuStreamWaitValue32` as NVIDIA documents it: links `cuStreamWaitValue32_v2_ptsz`, the symbol C resolves `cuStreamWaitValue32` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 400
-    "`cuStreamWaitValue64` as NVIDIA documents it: links `cuStreamWaitValue64_v2_ptsz`, the symbol C resolves `cuStreamWaitValue64` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 401
-    "`cuStreamWriteValue32` as NVIDIA documents it: links `cuStreamWriteValue32_v2_ptsz`, the symbol C resolves `cuStreamWriteValue32` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 402
-    "`cuStreamWriteValue64` as NVIDIA documents it: links `cuStreamWriteValue64_v2_ptsz`, the symbol C resolves `cuStreamWriteValue64` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 420
-    "`cuTexRefGetAddress` as NVIDIA documents it: links `cuTexRefGetAddress_v2`, the symbol C resolves `cuTexRefGetAddress` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetAddress(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 433
-    "`cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress(ByteOffset : * mut usize, hTexRef : CUtexref, dptr : CUdeviceptr,
     bytes : usize) -> CUresult => cuTexRefSetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 431
-    "`cuTexRefSetAddress2D` as NVIDIA documents it: links `cuTexRefSetAddress2D_v3`, the symbol C resolves `cuTexRefSetAddress2D` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress2D(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR, dptr :
     CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 448
-    "`cuWaitExternalSemaphoresAsync` as NVIDIA documents it: links `cuWaitExternalSemaphoresAsync_ptsz`, the symbol C resolves `cuWaitExternalSemaphoresAsync` to with these headers."
+    "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuWaitExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore, paramsArray
     : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems : ::core::ffi::c_uint,
     stream : CUstream) -> CUresult => cuWaitExternalSemaphoresAsync_ptsz
@@ -30684,28 +30934,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 49
-    "`cudaEventRecord` as NVIDIA documents it: links `cudaEventRecord_ptsz`, the symbol C resolves `cudaEventRecord` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API)."
     cudaEventRecord(event : cudaEvent_t, stream : cudaStream_t) -> cudaError_t =>
     cudaEventRecord_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 48
-    "`cudaEventRecordWithFlags` as NVIDIA documents it: links `cudaEventRecordWithFlags_ptsz`, the symbol C resolves `cudaEventRecordWithFlags` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EVENT.html) (CUDA Runtime API)."
     cudaEventRecordWithFlags(event : cudaEvent_t, stream : cudaStream_t, flags :
     ::core::ffi::c_uint) -> cudaError_t => cudaEventRecordWithFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 55
-    "`cudaFreeAsync` as NVIDIA documents it: links `cudaFreeAsync_ptsz`, the symbol C resolves `cudaFreeAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API)."
     cudaFreeAsync(devPtr : * mut ::core::ffi::c_void, hStream : cudaStream_t) ->
     cudaError_t => cudaFreeAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 70
-    "`cudaGetDriverEntryPoint` as NVIDIA documents it: links `cudaGetDriverEntryPoint_ptsz`, the symbol C resolves `cudaGetDriverEntryPoint` to with these headers."
+    "NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API)."
     cudaGetDriverEntryPoint(symbol : * const ::core::ffi::c_char, funcPtr : * mut * mut
     ::core::ffi::c_void, flags : ::core::ffi::c_ulonglong, driverStatus : * mut
     cudaDriverEntryPointQueryResult) -> cudaError_t => cudaGetDriverEntryPoint_ptsz
@@ -30713,7 +30963,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 69
-    "`cudaGetDriverEntryPointByVersion` as NVIDIA documents it: links `cudaGetDriverEntryPointByVersion_ptsz`, the symbol C resolves `cudaGetDriverEntryPointByVersion` to with these headers."
+    "NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html) (CUDA Runtime API)."
     cudaGetDriverEntryPointByVersion(symbol : * const ::core::ffi::c_char, funcPtr : *
     mut * mut ::core::ffi::c_void, cudaVersion : ::core::ffi::c_uint, flags :
     ::core::ffi::c_ulonglong, driverStatus : * mut cudaDriverEntryPointQueryResult) ->
@@ -30722,7 +30972,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 139
-    "`cudaGraphInstantiateWithParams` as NVIDIA documents it: links `cudaGraphInstantiateWithParams_ptsz`, the symbol C resolves `cudaGraphInstantiateWithParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaGraphInstantiateWithParams(pGraphExec : * mut cudaGraphExec_t, graph :
     cudaGraph_t, instantiateParams : * mut cudaGraphInstantiateParams) -> cudaError_t =>
     cudaGraphInstantiateWithParams_ptsz
@@ -30730,21 +30980,21 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 145
-    "`cudaGraphLaunch` as NVIDIA documents it: links `cudaGraphLaunch_ptsz`, the symbol C resolves `cudaGraphLaunch` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaGraphLaunch(graphExec : cudaGraphExec_t, stream : cudaStream_t) -> cudaError_t =>
     cudaGraphLaunch_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 165
-    "`cudaGraphUpload` as NVIDIA documents it: links `cudaGraphUpload_ptsz`, the symbol C resolves `cudaGraphUpload` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaGraphUpload(graphExec : cudaGraphExec_t, stream : cudaStream_t) -> cudaError_t =>
     cudaGraphUpload_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 187
-    "`cudaLaunchCooperativeKernel` as NVIDIA documents it: links `cudaLaunchCooperativeKernel_ptsz`, the symbol C resolves `cudaLaunchCooperativeKernel` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API)."
     cudaLaunchCooperativeKernel(func : * const ::core::ffi::c_void, gridDim : dim3,
     blockDim : dim3, args : * mut * mut ::core::ffi::c_void, sharedMem : usize, stream :
     cudaStream_t) -> cudaError_t => cudaLaunchCooperativeKernel_ptsz
@@ -30752,14 +31002,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 188
-    "`cudaLaunchHostFunc` as NVIDIA documents it: links `cudaLaunchHostFunc_ptsz`, the symbol C resolves `cudaLaunchHostFunc` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API)."
     cudaLaunchHostFunc(stream : cudaStream_t, fn_ : cudaHostFn_t, userData : * mut
     ::core::ffi::c_void) -> cudaError_t => cudaLaunchHostFunc_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 190
-    "`cudaLaunchKernel` as NVIDIA documents it: links `cudaLaunchKernel_ptsz`, the symbol C resolves `cudaLaunchKernel` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API)."
     cudaLaunchKernel(func : * const ::core::ffi::c_void, gridDim : dim3, blockDim : dim3,
     args : * mut * mut ::core::ffi::c_void, sharedMem : usize, stream : cudaStream_t) ->
     cudaError_t => cudaLaunchKernel_ptsz
@@ -30767,7 +31017,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 189
-    "`cudaLaunchKernelExC` as NVIDIA documents it: links `cudaLaunchKernelExC_ptsz`, the symbol C resolves `cudaLaunchKernelExC` to with these headers."
+    "NVIDIA's reference: [Execution Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXECUTION.html) (CUDA Runtime API)."
     cudaLaunchKernelExC(config : * const cudaLaunchConfig_t, func : * const
     ::core::ffi::c_void, args : * mut * mut ::core::ffi::c_void) -> cudaError_t =>
     cudaLaunchKernelExC_ptsz
@@ -30775,14 +31025,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 209
-    "`cudaMallocAsync` as NVIDIA documents it: links `cudaMallocAsync_ptsz`, the symbol C resolves `cudaMallocAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API)."
     cudaMallocAsync(devPtr : * mut * mut ::core::ffi::c_void, size : usize, hStream :
     cudaStream_t) -> cudaError_t => cudaMallocAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 210
-    "`cudaMallocFromPoolAsync` as NVIDIA documents it: links `cudaMallocFromPoolAsync_ptsz`, the symbol C resolves `cudaMallocFromPoolAsync` to with these headers."
+    "NVIDIA's reference: [Stream Ordered Memory Allocator](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__POOLS.html) (CUDA Runtime API)."
     cudaMallocFromPoolAsync(ptr : * mut * mut ::core::ffi::c_void, size : usize, memPool
     : cudaMemPool_t, stream : cudaStream_t) -> cudaError_t =>
     cudaMallocFromPoolAsync_ptsz
@@ -30790,7 +31040,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 216
-    "`cudaMemDiscardAndPrefetchBatchAsync` as NVIDIA documents it: links `cudaMemDiscardAndPrefetchBatchAsync_ptsz`, the symbol C resolves `cudaMemDiscardAndPrefetchBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemDiscardAndPrefetchBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes :
     * mut usize, count : usize, prefetchLocs : * mut cudaMemLocation, prefetchLocIdxs : *
     mut usize, numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, stream :
@@ -30799,7 +31049,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 217
-    "`cudaMemDiscardBatchAsync` as NVIDIA documents it: links `cudaMemDiscardBatchAsync_ptsz`, the symbol C resolves `cudaMemDiscardBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemDiscardBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes : * mut
     usize, count : usize, flags : ::core::ffi::c_ulonglong, stream : cudaStream_t) ->
     cudaError_t => cudaMemDiscardBatchAsync_ptsz
@@ -30807,7 +31057,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 232
-    "`cudaMemPrefetchAsync` as NVIDIA documents it: links `cudaMemPrefetchAsync_ptsz`, the symbol C resolves `cudaMemPrefetchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemPrefetchAsync(devPtr : * const ::core::ffi::c_void, count : usize, location :
     cudaMemLocation, flags : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
     => cudaMemPrefetchAsync_ptsz
@@ -30815,7 +31065,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 233
-    "`cudaMemPrefetchBatchAsync` as NVIDIA documents it: links `cudaMemPrefetchBatchAsync_ptsz`, the symbol C resolves `cudaMemPrefetchBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemPrefetchBatchAsync(dptrs : * mut * mut ::core::ffi::c_void, sizes : * mut
     usize, count : usize, prefetchLocs : * mut cudaMemLocation, prefetchLocIdxs : * mut
     usize, numPrefetchLocs : usize, flags : ::core::ffi::c_ulonglong, stream :
@@ -30824,14 +31074,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 262
-    "`cudaMemcpy` as NVIDIA documents it: links `cudaMemcpy_ptds`, the symbol C resolves `cudaMemcpy` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy(dst : * mut ::core::ffi::c_void, src : * const ::core::ffi::c_void, count
     : usize, kind : cudaMemcpyKind) -> cudaError_t => cudaMemcpy_ptds
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 243
-    "`cudaMemcpy2D` as NVIDIA documents it: links `cudaMemcpy2D_ptds`, the symbol C resolves `cudaMemcpy2D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2D(dst : * mut ::core::ffi::c_void, dpitch : usize, src : * const
     ::core::ffi::c_void, spitch : usize, width : usize, height : usize, kind :
     cudaMemcpyKind) -> cudaError_t => cudaMemcpy2D_ptds
@@ -30839,7 +31089,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 237
-    "`cudaMemcpy2DArrayToArray` as NVIDIA documents it: links `cudaMemcpy2DArrayToArray_ptds`, the symbol C resolves `cudaMemcpy2DArrayToArray` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DArrayToArray(dst : cudaArray_t, wOffsetDst : usize, hOffsetDst : usize,
     src : cudaArray_const_t, wOffsetSrc : usize, hOffsetSrc : usize, width : usize,
     height : usize, kind : cudaMemcpyKind) -> cudaError_t =>
@@ -30848,7 +31098,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 238
-    "`cudaMemcpy2DAsync` as NVIDIA documents it: links `cudaMemcpy2DAsync_ptsz`, the symbol C resolves `cudaMemcpy2DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DAsync(dst : * mut ::core::ffi::c_void, dpitch : usize, src : * const
     ::core::ffi::c_void, spitch : usize, width : usize, height : usize, kind :
     cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t => cudaMemcpy2DAsync_ptsz
@@ -30856,7 +31106,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 240
-    "`cudaMemcpy2DFromArray` as NVIDIA documents it: links `cudaMemcpy2DFromArray_ptds`, the symbol C resolves `cudaMemcpy2DFromArray` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DFromArray(dst : * mut ::core::ffi::c_void, dpitch : usize, src :
     cudaArray_const_t, wOffset : usize, hOffset : usize, width : usize, height : usize,
     kind : cudaMemcpyKind) -> cudaError_t => cudaMemcpy2DFromArray_ptds
@@ -30864,7 +31114,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 239
-    "`cudaMemcpy2DFromArrayAsync` as NVIDIA documents it: links `cudaMemcpy2DFromArrayAsync_ptsz`, the symbol C resolves `cudaMemcpy2DFromArrayAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DFromArrayAsync(dst : * mut ::core::ffi::c_void, dpitch : usize, src :
     cudaArray_const_t, wOffset : usize, hOffset : usize, width : usize, height : usize,
     kind : cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t =>
@@ -30873,7 +31123,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 242
-    "`cudaMemcpy2DToArray` as NVIDIA documents it: links `cudaMemcpy2DToArray_ptds`, the symbol C resolves `cudaMemcpy2DToArray` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DToArray(dst : cudaArray_t, wOffset : usize, hOffset : usize, src : *
     const ::core::ffi::c_void, spitch : usize, width : usize, height : usize, kind :
     cudaMemcpyKind) -> cudaError_t => cudaMemcpy2DToArray_ptds
@@ -30881,7 +31131,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 241
-    "`cudaMemcpy2DToArrayAsync` as NVIDIA documents it: links `cudaMemcpy2DToArrayAsync_ptsz`, the symbol C resolves `cudaMemcpy2DToArrayAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy2DToArrayAsync(dst : cudaArray_t, wOffset : usize, hOffset : usize, src : *
     const ::core::ffi::c_void, spitch : usize, width : usize, height : usize, kind :
     cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t =>
@@ -30890,20 +31140,20 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 248
-    "`cudaMemcpy3D` as NVIDIA documents it: links `cudaMemcpy3D_ptds`, the symbol C resolves `cudaMemcpy3D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy3D(p : * const cudaMemcpy3DParms) -> cudaError_t => cudaMemcpy3D_ptds
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 244
-    "`cudaMemcpy3DAsync` as NVIDIA documents it: links `cudaMemcpy3DAsync_ptsz`, the symbol C resolves `cudaMemcpy3DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy3DAsync(p : * const cudaMemcpy3DParms, stream : cudaStream_t) ->
     cudaError_t => cudaMemcpy3DAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 245
-    "`cudaMemcpy3DBatchAsync` as NVIDIA documents it: links `cudaMemcpy3DBatchAsync_ptsz`, the symbol C resolves `cudaMemcpy3DBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy3DBatchAsync(numOps : usize, opList : * mut cudaMemcpy3DBatchOp, flags :
     ::core::ffi::c_ulonglong, stream : cudaStream_t) -> cudaError_t =>
     cudaMemcpy3DBatchAsync_ptsz
@@ -30911,21 +31161,21 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 247
-    "`cudaMemcpy3DPeer` as NVIDIA documents it: links `cudaMemcpy3DPeer_ptds`, the symbol C resolves `cudaMemcpy3DPeer` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy3DPeer(p : * const cudaMemcpy3DPeerParms) -> cudaError_t =>
     cudaMemcpy3DPeer_ptds
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 246
-    "`cudaMemcpy3DPeerAsync` as NVIDIA documents it: links `cudaMemcpy3DPeerAsync_ptsz`, the symbol C resolves `cudaMemcpy3DPeerAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpy3DPeerAsync(p : * const cudaMemcpy3DPeerParms, stream : cudaStream_t) ->
     cudaError_t => cudaMemcpy3DPeerAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 249
-    "`cudaMemcpyArrayToArray` as NVIDIA documents it: links `cudaMemcpyArrayToArray_ptds`, the symbol C resolves `cudaMemcpyArrayToArray` to with these headers."
+    "NVIDIA's reference: [Memory Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API)."
     cudaMemcpyArrayToArray(dst : cudaArray_t, wOffsetDst : usize, hOffsetDst : usize, src
     : cudaArray_const_t, wOffsetSrc : usize, hOffsetSrc : usize, count : usize, kind :
     cudaMemcpyKind) -> cudaError_t => cudaMemcpyArrayToArray_ptds
@@ -30933,7 +31183,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 250
-    "`cudaMemcpyAsync` as NVIDIA documents it: links `cudaMemcpyAsync_ptsz`, the symbol C resolves `cudaMemcpyAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyAsync(dst : * mut ::core::ffi::c_void, src : * const ::core::ffi::c_void,
     count : usize, kind : cudaMemcpyKind, stream : cudaStream_t) -> cudaError_t =>
     cudaMemcpyAsync_ptsz
@@ -30941,7 +31191,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 251
-    "`cudaMemcpyBatchAsync` as NVIDIA documents it: links `cudaMemcpyBatchAsync_ptsz`, the symbol C resolves `cudaMemcpyBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyBatchAsync(dsts : * const * mut ::core::ffi::c_void, srcs : * const * const
     ::core::ffi::c_void, sizes : * const usize, count : usize, attrs : * mut
     cudaMemcpyAttributes, attrsIdxs : * mut usize, numAttrs : usize, stream :
@@ -30950,7 +31200,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 253
-    "`cudaMemcpyFromArray` as NVIDIA documents it: links `cudaMemcpyFromArray_ptds`, the symbol C resolves `cudaMemcpyFromArray` to with these headers."
+    "NVIDIA's reference: [Memory Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API)."
     cudaMemcpyFromArray(dst : * mut ::core::ffi::c_void, src : cudaArray_const_t, wOffset
     : usize, hOffset : usize, count : usize, kind : cudaMemcpyKind) -> cudaError_t =>
     cudaMemcpyFromArray_ptds
@@ -30958,7 +31208,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 252
-    "`cudaMemcpyFromArrayAsync` as NVIDIA documents it: links `cudaMemcpyFromArrayAsync_ptsz`, the symbol C resolves `cudaMemcpyFromArrayAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API)."
     cudaMemcpyFromArrayAsync(dst : * mut ::core::ffi::c_void, src : cudaArray_const_t,
     wOffset : usize, hOffset : usize, count : usize, kind : cudaMemcpyKind, stream :
     cudaStream_t) -> cudaError_t => cudaMemcpyFromArrayAsync_ptsz
@@ -30966,7 +31216,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 255
-    "`cudaMemcpyFromSymbol` as NVIDIA documents it: links `cudaMemcpyFromSymbol_ptds`, the symbol C resolves `cudaMemcpyFromSymbol` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyFromSymbol(dst : * mut ::core::ffi::c_void, symbol : * const
     ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
     cudaError_t => cudaMemcpyFromSymbol_ptds
@@ -30974,7 +31224,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 254
-    "`cudaMemcpyFromSymbolAsync` as NVIDIA documents it: links `cudaMemcpyFromSymbolAsync_ptsz`, the symbol C resolves `cudaMemcpyFromSymbolAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyFromSymbolAsync(dst : * mut ::core::ffi::c_void, symbol : * const
     ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind, stream :
     cudaStream_t) -> cudaError_t => cudaMemcpyFromSymbolAsync_ptsz
@@ -30982,7 +31232,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 259
-    "`cudaMemcpyToArray` as NVIDIA documents it: links `cudaMemcpyToArray_ptds`, the symbol C resolves `cudaMemcpyToArray` to with these headers."
+    "NVIDIA's reference: [Memory Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API)."
     cudaMemcpyToArray(dst : cudaArray_t, wOffset : usize, hOffset : usize, src : * const
     ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind) -> cudaError_t =>
     cudaMemcpyToArray_ptds
@@ -30990,7 +31240,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 258
-    "`cudaMemcpyToArrayAsync` as NVIDIA documents it: links `cudaMemcpyToArrayAsync_ptsz`, the symbol C resolves `cudaMemcpyToArrayAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY__DEPRECATED.html) (CUDA Runtime API)."
     cudaMemcpyToArrayAsync(dst : cudaArray_t, wOffset : usize, hOffset : usize, src : *
     const ::core::ffi::c_void, count : usize, kind : cudaMemcpyKind, stream :
     cudaStream_t) -> cudaError_t => cudaMemcpyToArrayAsync_ptsz
@@ -30998,7 +31248,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 261
-    "`cudaMemcpyToSymbol` as NVIDIA documents it: links `cudaMemcpyToSymbol_ptds`, the symbol C resolves `cudaMemcpyToSymbol` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyToSymbol(symbol : * const ::core::ffi::c_void, src : * const
     ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind) ->
     cudaError_t => cudaMemcpyToSymbol_ptds
@@ -31006,7 +31256,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 260
-    "`cudaMemcpyToSymbolAsync` as NVIDIA documents it: links `cudaMemcpyToSymbolAsync_ptsz`, the symbol C resolves `cudaMemcpyToSymbolAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemcpyToSymbolAsync(symbol : * const ::core::ffi::c_void, src : * const
     ::core::ffi::c_void, count : usize, offset : usize, kind : cudaMemcpyKind, stream :
     cudaStream_t) -> cudaError_t => cudaMemcpyToSymbolAsync_ptsz
@@ -31014,14 +31264,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 268
-    "`cudaMemset` as NVIDIA documents it: links `cudaMemset_ptds`, the symbol C resolves `cudaMemset` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemset(devPtr : * mut ::core::ffi::c_void, value : ::core::ffi::c_int, count :
     usize) -> cudaError_t => cudaMemset_ptds
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 264
-    "`cudaMemset2D` as NVIDIA documents it: links `cudaMemset2D_ptds`, the symbol C resolves `cudaMemset2D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemset2D(devPtr : * mut ::core::ffi::c_void, pitch : usize, value :
     ::core::ffi::c_int, width : usize, height : usize) -> cudaError_t =>
     cudaMemset2D_ptds
@@ -31029,7 +31279,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 263
-    "`cudaMemset2DAsync` as NVIDIA documents it: links `cudaMemset2DAsync_ptsz`, the symbol C resolves `cudaMemset2DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemset2DAsync(devPtr : * mut ::core::ffi::c_void, pitch : usize, value :
     ::core::ffi::c_int, width : usize, height : usize, stream : cudaStream_t) ->
     cudaError_t => cudaMemset2DAsync_ptsz
@@ -31037,28 +31287,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 266
-    "`cudaMemset3D` as NVIDIA documents it: links `cudaMemset3D_ptds`, the symbol C resolves `cudaMemset3D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemset3D(pitchedDevPtr : cudaPitchedPtr, value : ::core::ffi::c_int, extent :
     cudaExtent) -> cudaError_t => cudaMemset3D_ptds
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 265
-    "`cudaMemset3DAsync` as NVIDIA documents it: links `cudaMemset3DAsync_ptsz`, the symbol C resolves `cudaMemset3DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemset3DAsync(pitchedDevPtr : cudaPitchedPtr, value : ::core::ffi::c_int, extent
     : cudaExtent, stream : cudaStream_t) -> cudaError_t => cudaMemset3DAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 267
-    "`cudaMemsetAsync` as NVIDIA documents it: links `cudaMemsetAsync_ptsz`, the symbol C resolves `cudaMemsetAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html) (CUDA Runtime API)."
     cudaMemsetAsync(devPtr : * mut ::core::ffi::c_void, value : ::core::ffi::c_int, count
     : usize, stream : cudaStream_t) -> cudaError_t => cudaMemsetAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 282
-    "`cudaSignalExternalSemaphoresAsync` as NVIDIA documents it: links `cudaSignalExternalSemaphoresAsync_ptsz`, the symbol C resolves `cudaSignalExternalSemaphoresAsync` to with these headers."
+    "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaSignalExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreSignalParams, numExtSems :
     ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t =>
@@ -31067,7 +31317,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 283
-    "`cudaStreamAddCallback` as NVIDIA documents it: links `cudaStreamAddCallback_ptsz`, the symbol C resolves `cudaStreamAddCallback` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAddCallback(stream : cudaStream_t, callback : cudaStreamCallback_t,
     userData : * mut ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> cudaError_t =>
     cudaStreamAddCallback_ptsz
@@ -31075,7 +31325,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 284
-    "`cudaStreamAttachMemAsync` as NVIDIA documents it: links `cudaStreamAttachMemAsync_ptsz`, the symbol C resolves `cudaStreamAttachMemAsync` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAttachMemAsync(stream : cudaStream_t, devPtr : * mut ::core::ffi::c_void,
     length : usize, flags : ::core::ffi::c_uint) -> cudaError_t =>
     cudaStreamAttachMemAsync_ptsz
@@ -31083,14 +31333,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 286
-    "`cudaStreamBeginCapture` as NVIDIA documents it: links `cudaStreamBeginCapture_ptsz`, the symbol C resolves `cudaStreamBeginCapture` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCapture(stream : cudaStream_t, mode : cudaStreamCaptureMode) ->
     cudaError_t => cudaStreamBeginCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 285
-    "`cudaStreamBeginCaptureToGraph` as NVIDIA documents it: links `cudaStreamBeginCaptureToGraph_ptsz`, the symbol C resolves `cudaStreamBeginCaptureToGraph` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCaptureToGraph(stream : cudaStream_t, graph : cudaGraph_t,
     dependencies : * const cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
     numDependencies : usize, mode : cudaStreamCaptureMode) -> cudaError_t =>
@@ -31099,21 +31349,21 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 287
-    "`cudaStreamCopyAttributes` as NVIDIA documents it: links `cudaStreamCopyAttributes_ptsz`, the symbol C resolves `cudaStreamCopyAttributes` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCopyAttributes(dst : cudaStream_t, src : cudaStream_t) -> cudaError_t =>
     cudaStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 292
-    "`cudaStreamEndCapture` as NVIDIA documents it: links `cudaStreamEndCapture_ptsz`, the symbol C resolves `cudaStreamEndCapture` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamEndCapture(stream : cudaStream_t, pGraph : * mut cudaGraph_t) ->
     cudaError_t => cudaStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 293
-    "`cudaStreamGetAttribute` as NVIDIA documents it: links `cudaStreamGetAttribute_ptsz`, the symbol C resolves `cudaStreamGetAttribute` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetAttribute(hStream : cudaStream_t, attr : cudaLaunchAttributeID,
     value_out : * mut cudaLaunchAttributeValue) -> cudaError_t =>
     cudaStreamGetAttribute_ptsz
@@ -31121,7 +31371,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 294
-    "`cudaStreamGetCaptureInfo` as NVIDIA documents it: links `cudaStreamGetCaptureInfo_ptsz`, the symbol C resolves `cudaStreamGetCaptureInfo` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetCaptureInfo(stream : cudaStream_t, captureStatus_out : * mut
     cudaStreamCaptureStatus, id_out : * mut ::core::ffi::c_ulonglong, graph_out : * mut
     cudaGraph_t, dependencies_out : * mut * const cudaGraphNode_t, edgeData_out : * mut *
@@ -31131,62 +31381,62 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 295
-    "`cudaStreamGetDevice` as NVIDIA documents it: links `cudaStreamGetDevice_ptsz`, the symbol C resolves `cudaStreamGetDevice` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetDevice(hStream : cudaStream_t, device : * mut ::core::ffi::c_int) ->
     cudaError_t => cudaStreamGetDevice_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 296
-    "`cudaStreamGetFlags` as NVIDIA documents it: links `cudaStreamGetFlags_ptsz`, the symbol C resolves `cudaStreamGetFlags` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetFlags(hStream : cudaStream_t, flags : * mut ::core::ffi::c_uint) ->
     cudaError_t => cudaStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 297
-    "`cudaStreamGetId` as NVIDIA documents it: links `cudaStreamGetId_ptsz`, the symbol C resolves `cudaStreamGetId` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetId(hStream : cudaStream_t, streamId : * mut ::core::ffi::c_ulonglong) ->
     cudaError_t => cudaStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 298
-    "`cudaStreamGetPriority` as NVIDIA documents it: links `cudaStreamGetPriority_ptsz`, the symbol C resolves `cudaStreamGetPriority` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetPriority(hStream : cudaStream_t, priority : * mut ::core::ffi::c_int) ->
     cudaError_t => cudaStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 299
-    "`cudaStreamIsCapturing` as NVIDIA documents it: links `cudaStreamIsCapturing_ptsz`, the symbol C resolves `cudaStreamIsCapturing` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamIsCapturing(stream : cudaStream_t, pCaptureStatus : * mut
     cudaStreamCaptureStatus) -> cudaError_t => cudaStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 300
-    "`cudaStreamQuery` as NVIDIA documents it: links `cudaStreamQuery_ptsz`, the symbol C resolves `cudaStreamQuery` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamQuery(stream : cudaStream_t) -> cudaError_t => cudaStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 301
-    "`cudaStreamSetAttribute` as NVIDIA documents it: links `cudaStreamSetAttribute_ptsz`, the symbol C resolves `cudaStreamSetAttribute` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSetAttribute(hStream : cudaStream_t, attr : cudaLaunchAttributeID, value :
     * const cudaLaunchAttributeValue) -> cudaError_t => cudaStreamSetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 302
-    "`cudaStreamSynchronize` as NVIDIA documents it: links `cudaStreamSynchronize_ptsz`, the symbol C resolves `cudaStreamSynchronize` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSynchronize(stream : cudaStream_t) -> cudaError_t =>
     cudaStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 303
-    "`cudaStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cudaStreamUpdateCaptureDependencies_ptsz`, the symbol C resolves `cudaStreamUpdateCaptureDependencies` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamUpdateCaptureDependencies(stream : cudaStream_t, dependencies : * mut
     cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData, numDependencies : usize,
     flags : ::core::ffi::c_uint) -> cudaError_t =>
@@ -31195,14 +31445,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 304
-    "`cudaStreamWaitEvent` as NVIDIA documents it: links `cudaStreamWaitEvent_ptsz`, the symbol C resolves `cudaStreamWaitEvent` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamWaitEvent(stream : cudaStream_t, event : cudaEvent_t, flags :
     ::core::ffi::c_uint) -> cudaError_t => cudaStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
     runtime 309
-    "`cudaWaitExternalSemaphoresAsync` as NVIDIA documents it: links `cudaWaitExternalSemaphoresAsync_ptsz`, the symbol C resolves `cudaWaitExternalSemaphoresAsync` to with these headers."
+    "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaWaitExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreWaitParams, numExtSems :
     ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t =>

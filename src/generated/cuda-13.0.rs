@@ -14941,50 +14941,55 @@ extern "C" {
     ) -> cudaError_t;
 }
 extern "C" {
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArray3DCreate` as NVIDIA documents it: links `cuArray3DCreate_v2`, the symbol C resolves `cuArray3DCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArray3DCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArray3DGetDescriptor` as NVIDIA documents it: links `cuArray3DGetDescriptor_v2`, the symbol C resolves `cuArray3DGetDescriptor` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArray3DGetDescriptor_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArray3DGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
         hArray: CUarray,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArrayCreate` as NVIDIA documents it: links `cuArrayCreate_v2`, the symbol C resolves `cuArrayCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArrayCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayCreate(
         pHandle: *mut CUarray,
         pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuArrayGetDescriptor` as NVIDIA documents it: links `cuArrayGetDescriptor_v2`, the symbol C resolves `cuArrayGetDescriptor` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuArrayGetDescriptor_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuArrayGetDescriptor(
         pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
         hArray: CUarray,
     ) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxCreate` as NVIDIA documents it: links `cuCtxCreate_v4`, the symbol C resolves `cuCtxCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxCreate_v4"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxCreate(
@@ -14993,76 +14998,86 @@ extern "C" {
         flags: ::core::ffi::c_uint,
         dev: CUdevice,
     ) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxDestroy` as NVIDIA documents it: links `cuCtxDestroy_v2`, the symbol C resolves `cuCtxDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxDestroy(ctx: CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxPopCurrent_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPopCurrent(pctx: *mut CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
+    ///
     /** `cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers.
 
 */
-    /// NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API).
     #[link_name = "cuCtxPushCurrent_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuCtxPushCurrent(ctx: CUcontext) -> CUresult;
+    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
+    ///
     /** `cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers.
 
 */
-    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
     #[link_name = "cuDeviceGetUuid_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxRelease_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxRelease(dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxReset_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxReset(dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
+    ///
     /** `cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API).
     #[link_name = "cuDevicePrimaryCtxSetFlags_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDevicePrimaryCtxSetFlags(
         dev: CUdevice,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
+    ///
     /** `cuDeviceTotalMem` as NVIDIA documents it: links `cuDeviceTotalMem_v2`, the symbol C resolves `cuDeviceTotalMem` to with these headers.
 
 */
-    /// NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API).
     #[link_name = "cuDeviceTotalMem_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuDeviceTotalMem(bytes: *mut usize, dev: CUdevice) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventDestroy(hEvent: CUevent) -> CUresult;
+    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
+    ///
     /** `cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers.
 
 */
-    /// NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API).
     #[link_name = "cuEventElapsedTime_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuEventElapsedTime(
@@ -15070,10 +15085,11 @@ extern "C" {
         hStart: CUevent,
         hEnd: CUevent,
     ) -> CUresult;
+    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html) (CUDA Driver API).
+    ///
     /** `cuGetProcAddress` as NVIDIA documents it: links `cuGetProcAddress_v2`, the symbol C resolves `cuGetProcAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html) (CUDA Driver API).
     #[link_name = "cuGetProcAddress_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGetProcAddress(
@@ -15083,10 +15099,11 @@ extern "C" {
         flags: cuuint64_t,
         symbolStatus: *mut CUdriverProcAddressQueryResult,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddDependencies(
@@ -15096,10 +15113,11 @@ extern "C" {
         edgeData: *const CUgraphEdgeData,
         numDependencies: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddKernelNode` as NVIDIA documents it: links `cuGraphAddKernelNode_v2`, the symbol C resolves `cuGraphAddKernelNode` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddKernelNode_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddKernelNode(
@@ -15109,10 +15127,11 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphAddNode` as NVIDIA documents it: links `cuGraphAddNode_v2`, the symbol C resolves `cuGraphAddNode` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphAddNode_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphAddNode(
@@ -15123,10 +15142,11 @@ extern "C" {
         numDependencies: usize,
         nodeParams: *mut CUgraphNodeParams,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphExecKernelNodeSetParams` as NVIDIA documents it: links `cuGraphExecKernelNodeSetParams_v2`, the symbol C resolves `cuGraphExecKernelNodeSetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphExecKernelNodeSetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecKernelNodeSetParams(
@@ -15134,10 +15154,11 @@ extern "C" {
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphExecUpdate` as NVIDIA documents it: links `cuGraphExecUpdate_v2`, the symbol C resolves `cuGraphExecUpdate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphExecUpdate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphExecUpdate(
@@ -15145,10 +15166,11 @@ extern "C" {
         hGraph: CUgraph,
         resultInfo: *mut CUgraphExecUpdateResultInfo,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphGetEdges` as NVIDIA documents it: links `cuGraphGetEdges_v2`, the symbol C resolves `cuGraphGetEdges` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphGetEdges_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphGetEdges(
@@ -15158,10 +15180,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numEdges: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphInstantiate` as NVIDIA documents it: links `cuGraphInstantiateWithFlags`, the symbol C resolves `cuGraphInstantiate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphInstantiateWithFlags"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphInstantiate(
@@ -15169,30 +15192,33 @@ extern "C" {
         hGraph: CUgraph,
         flags: ::core::ffi::c_ulonglong,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphKernelNodeGetParams` as NVIDIA documents it: links `cuGraphKernelNodeGetParams_v2`, the symbol C resolves `cuGraphKernelNodeGetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphKernelNodeGetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeGetParams(
         hNode: CUgraphNode,
         nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphKernelNodeSetParams` as NVIDIA documents it: links `cuGraphKernelNodeSetParams_v2`, the symbol C resolves `cuGraphKernelNodeSetParams` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphKernelNodeSetParams_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphKernelNodeSetParams(
         hNode: CUgraphNode,
         nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphNodeGetDependencies` as NVIDIA documents it: links `cuGraphNodeGetDependencies_v2`, the symbol C resolves `cuGraphNodeGetDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphNodeGetDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependencies(
@@ -15201,10 +15227,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numDependencies: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphNodeGetDependentNodes` as NVIDIA documents it: links `cuGraphNodeGetDependentNodes_v2`, the symbol C resolves `cuGraphNodeGetDependentNodes` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphNodeGetDependentNodes_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphNodeGetDependentNodes(
@@ -15213,10 +15240,11 @@ extern "C" {
         edgeData: *mut CUgraphEdgeData,
         numDependentNodes: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
+    ///
     /** `cuGraphRemoveDependencies` as NVIDIA documents it: links `cuGraphRemoveDependencies_v2`, the symbol C resolves `cuGraphRemoveDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API).
     #[link_name = "cuGraphRemoveDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphRemoveDependencies(
@@ -15226,10 +15254,11 @@ extern "C" {
         edgeData: *const CUgraphEdgeData,
         numDependencies: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsResourceGetMappedPointer` as NVIDIA documents it: links `cuGraphicsResourceGetMappedPointer_v2`, the symbol C resolves `cuGraphicsResourceGetMappedPointer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsResourceGetMappedPointer_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceGetMappedPointer(
@@ -15237,20 +15266,22 @@ extern "C" {
         pSize: *mut usize,
         resource: CUgraphicsResource,
     ) -> CUresult;
+    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
+    ///
     /** `cuGraphicsResourceSetMapFlags` as NVIDIA documents it: links `cuGraphicsResourceSetMapFlags_v2`, the symbol C resolves `cuGraphicsResourceSetMapFlags` to with these headers.
 
 */
-    /// NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API).
     #[link_name = "cuGraphicsResourceSetMapFlags_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuGraphicsResourceSetMapFlags(
         resource: CUgraphicsResource,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuIpcOpenMemHandle` as NVIDIA documents it: links `cuIpcOpenMemHandle_v2`, the symbol C resolves `cuIpcOpenMemHandle` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuIpcOpenMemHandle_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuIpcOpenMemHandle(
@@ -15258,10 +15289,11 @@ extern "C" {
         handle: CUipcMemHandle,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkAddData` as NVIDIA documents it: links `cuLinkAddData_v2`, the symbol C resolves `cuLinkAddData` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkAddData_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddData(
@@ -15274,10 +15306,11 @@ extern "C" {
         options: *mut CUjit_option,
         optionValues: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkAddFile` as NVIDIA documents it: links `cuLinkAddFile_v2`, the symbol C resolves `cuLinkAddFile` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkAddFile_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkAddFile(
@@ -15288,10 +15321,11 @@ extern "C" {
         options: *mut CUjit_option,
         optionValues: *mut *mut ::core::ffi::c_void,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuLinkCreate` as NVIDIA documents it: links `cuLinkCreate_v2`, the symbol C resolves `cuLinkCreate` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuLinkCreate_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuLinkCreate(
@@ -15300,10 +15334,11 @@ extern "C" {
         optionValues: *mut *mut ::core::ffi::c_void,
         stateOut: *mut CUlinkState,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemAdvise` as NVIDIA documents it: links `cuMemAdvise_v2`, the symbol C resolves `cuMemAdvise` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemAdvise_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAdvise(
@@ -15312,27 +15347,30 @@ extern "C" {
         advice: CUmem_advise,
         location: CUmemLocation,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAlloc` as NVIDIA documents it: links `cuMemAlloc_v2`, the symbol C resolves `cuMemAlloc` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAlloc_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAlloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAllocHost_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocHost(
         pp: *mut *mut ::core::ffi::c_void,
         bytesize: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemAllocPitch` as NVIDIA documents it: links `cuMemAllocPitch_v2`, the symbol C resolves `cuMemAllocPitch` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemAllocPitch_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemAllocPitch(
@@ -15342,17 +15380,19 @@ extern "C" {
         Height: usize,
         ElementSizeBytes: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemFree` as NVIDIA documents it: links `cuMemFree_v2`, the symbol C resolves `cuMemFree` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemFree_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemFree(dptr: CUdeviceptr) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemGetAddressRange_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetAddressRange(
@@ -15360,17 +15400,19 @@ extern "C" {
         psize: *mut usize,
         dptr: CUdeviceptr,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemGetInfo` as NVIDIA documents it: links `cuMemGetInfo_v2`, the symbol C resolves `cuMemGetInfo` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemGetInfo_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemHostGetDevicePointer_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostGetDevicePointer(
@@ -15378,10 +15420,11 @@ extern "C" {
         p: *mut ::core::ffi::c_void,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemHostRegister` as NVIDIA documents it: links `cuMemHostRegister_v2`, the symbol C resolves `cuMemHostRegister` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemHostRegister_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemHostRegister(
@@ -15389,10 +15432,11 @@ extern "C" {
         bytesize: usize,
         Flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
+    ///
     /** `cuMemPrefetchAsync` as NVIDIA documents it: links `cuMemPrefetchAsync_v2`, the symbol C resolves `cuMemPrefetchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API).
     #[link_name = "cuMemPrefetchAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemPrefetchAsync(
@@ -15402,45 +15446,51 @@ extern "C" {
         flags: ::core::ffi::c_uint,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2D` as NVIDIA documents it: links `cuMemcpy2D_v2`, the symbol C resolves `cuMemcpy2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2D_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2D(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2`, the symbol C resolves `cuMemcpy2DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2DAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DAsync(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy2DUnaligned_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy2DUnaligned(pCopy: *const CUDA_MEMCPY2D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2`, the symbol C resolves `cuMemcpy3D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3D_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3D(pCopy: *const CUDA_MEMCPY3D) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2`, the symbol C resolves `cuMemcpy3DAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DAsync(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpy3DBatchAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpy3DBatchAsync(
@@ -15449,10 +15499,11 @@ extern "C" {
         flags: ::core::ffi::c_ulonglong,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoA` as NVIDIA documents it: links `cuMemcpyAtoA_v2`, the symbol C resolves `cuMemcpyAtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoA_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoA(
@@ -15462,10 +15513,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoD` as NVIDIA documents it: links `cuMemcpyAtoD_v2`, the symbol C resolves `cuMemcpyAtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoD_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoD(
@@ -15474,10 +15526,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoH` as NVIDIA documents it: links `cuMemcpyAtoH_v2`, the symbol C resolves `cuMemcpyAtoH` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoH_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoH(
@@ -15486,10 +15539,11 @@ extern "C" {
         srcOffset: usize,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyAtoHAsync` as NVIDIA documents it: links `cuMemcpyAtoHAsync_v2`, the symbol C resolves `cuMemcpyAtoHAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyAtoHAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyAtoHAsync(
@@ -15499,10 +15553,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyBatchAsync` as NVIDIA documents it: links `cuMemcpyBatchAsync_v2`, the symbol C resolves `cuMemcpyBatchAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyBatchAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyBatchAsync(
@@ -15515,10 +15570,11 @@ extern "C" {
         numAttrs: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoA` as NVIDIA documents it: links `cuMemcpyDtoA_v2`, the symbol C resolves `cuMemcpyDtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoA_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoA(
@@ -15527,10 +15583,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoD` as NVIDIA documents it: links `cuMemcpyDtoD_v2`, the symbol C resolves `cuMemcpyDtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoD_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoD(
@@ -15538,10 +15595,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoDAsync` as NVIDIA documents it: links `cuMemcpyDtoDAsync_v2`, the symbol C resolves `cuMemcpyDtoDAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoDAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoDAsync(
@@ -15550,10 +15608,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoH` as NVIDIA documents it: links `cuMemcpyDtoH_v2`, the symbol C resolves `cuMemcpyDtoH` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoH_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoH(
@@ -15561,10 +15620,11 @@ extern "C" {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyDtoHAsync` as NVIDIA documents it: links `cuMemcpyDtoHAsync_v2`, the symbol C resolves `cuMemcpyDtoHAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyDtoHAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyDtoHAsync(
@@ -15573,10 +15633,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoA` as NVIDIA documents it: links `cuMemcpyHtoA_v2`, the symbol C resolves `cuMemcpyHtoA` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoA_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoA(
@@ -15585,10 +15646,11 @@ extern "C" {
         srcHost: *const ::core::ffi::c_void,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoAAsync` as NVIDIA documents it: links `cuMemcpyHtoAAsync_v2`, the symbol C resolves `cuMemcpyHtoAAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoAAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoAAsync(
@@ -15598,10 +15660,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoD` as NVIDIA documents it: links `cuMemcpyHtoD_v2`, the symbol C resolves `cuMemcpyHtoD` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoD_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoD(
@@ -15609,10 +15672,11 @@ extern "C" {
         srcHost: *const ::core::ffi::c_void,
         ByteCount: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemcpyHtoDAsync` as NVIDIA documents it: links `cuMemcpyHtoDAsync_v2`, the symbol C resolves `cuMemcpyHtoDAsync` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemcpyHtoDAsync_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemcpyHtoDAsync(
@@ -15621,10 +15685,11 @@ extern "C" {
         ByteCount: usize,
         hStream: CUstream,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD16` as NVIDIA documents it: links `cuMemsetD16_v2`, the symbol C resolves `cuMemsetD16` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD16_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD16(
@@ -15632,10 +15697,11 @@ extern "C" {
         us: ::core::ffi::c_ushort,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D16` as NVIDIA documents it: links `cuMemsetD2D16_v2`, the symbol C resolves `cuMemsetD2D16` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D16_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D16(
@@ -15645,10 +15711,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D32` as NVIDIA documents it: links `cuMemsetD2D32_v2`, the symbol C resolves `cuMemsetD2D32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D32_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D32(
@@ -15658,10 +15725,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD2D8` as NVIDIA documents it: links `cuMemsetD2D8_v2`, the symbol C resolves `cuMemsetD2D8` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD2D8_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD2D8(
@@ -15671,10 +15739,11 @@ extern "C" {
         Width: usize,
         Height: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD32` as NVIDIA documents it: links `cuMemsetD32_v2`, the symbol C resolves `cuMemsetD32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD32_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD32(
@@ -15682,10 +15751,11 @@ extern "C" {
         ui: ::core::ffi::c_uint,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
+    ///
     /** `cuMemsetD8` as NVIDIA documents it: links `cuMemsetD8_v2`, the symbol C resolves `cuMemsetD8` to with these headers.
 
 */
-    /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
     #[link_name = "cuMemsetD8_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuMemsetD8(
@@ -15693,10 +15763,11 @@ extern "C" {
         uc: ::core::ffi::c_uchar,
         N: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
+    ///
     /** `cuModuleGetGlobal` as NVIDIA documents it: links `cuModuleGetGlobal_v2`, the symbol C resolves `cuModuleGetGlobal` to with these headers.
 
 */
-    /// NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API).
     #[link_name = "cuModuleGetGlobal_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuModuleGetGlobal(
@@ -15705,10 +15776,11 @@ extern "C" {
         hmod: CUmodule,
         name: *const ::core::ffi::c_char,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamBatchMemOp` as NVIDIA documents it: links `cuStreamBatchMemOp_v2`, the symbol C resolves `cuStreamBatchMemOp` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamBatchMemOp_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBatchMemOp(
@@ -15717,27 +15789,30 @@ extern "C" {
         paramArray: *mut CUstreamBatchMemOpParams,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamBeginCapture` as NVIDIA documents it: links `cuStreamBeginCapture_v2`, the symbol C resolves `cuStreamBeginCapture` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamBeginCapture_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamBeginCapture(
         hStream: CUstream,
         mode: CUstreamCaptureMode,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamDestroy` as NVIDIA documents it: links `cuStreamDestroy_v2`, the symbol C resolves `cuStreamDestroy` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamDestroy_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamDestroy(hStream: CUstream) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamGetCaptureInfo_v3"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamGetCaptureInfo(
@@ -15749,10 +15824,11 @@ extern "C" {
         edgeData_out: *mut *const CUgraphEdgeData,
         numDependencies_out: *mut usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
+    ///
     /** `cuStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cuStreamUpdateCaptureDependencies_v2`, the symbol C resolves `cuStreamUpdateCaptureDependencies` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API).
     #[link_name = "cuStreamUpdateCaptureDependencies_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamUpdateCaptureDependencies(
@@ -15762,10 +15838,11 @@ extern "C" {
         numDependencies: usize,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWaitValue32` as NVIDIA documents it: links `cuStreamWaitValue32_v2`, the symbol C resolves `cuStreamWaitValue32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWaitValue32_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue32(
@@ -15774,10 +15851,11 @@ extern "C" {
         value: cuuint32_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWaitValue64` as NVIDIA documents it: links `cuStreamWaitValue64_v2`, the symbol C resolves `cuStreamWaitValue64` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWaitValue64_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWaitValue64(
@@ -15786,10 +15864,11 @@ extern "C" {
         value: cuuint64_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWriteValue32` as NVIDIA documents it: links `cuStreamWriteValue32_v2`, the symbol C resolves `cuStreamWriteValue32` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWriteValue32_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue32(
@@ -15798,10 +15877,11 @@ extern "C" {
         value: cuuint32_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
+    ///
     /** `cuStreamWriteValue64` as NVIDIA documents it: links `cuStreamWriteValue64_v2`, the symbol C resolves `cuStreamWriteValue64` to with these headers.
 
 */
-    /// NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API).
     #[link_name = "cuStreamWriteValue64_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuStreamWriteValue64(
@@ -15810,17 +15890,19 @@ extern "C" {
         value: cuuint64_t,
         flags: ::core::ffi::c_uint,
     ) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefGetAddress` as NVIDIA documents it: links `cuTexRefGetAddress_v2`, the symbol C resolves `cuTexRefGetAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefGetAddress_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefGetAddress(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefSetAddress_v2"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress(
@@ -15829,10 +15911,11 @@ extern "C" {
         dptr: CUdeviceptr,
         bytes: usize,
     ) -> CUresult;
+    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
+    ///
     /** `cuTexRefSetAddress2D` as NVIDIA documents it: links `cuTexRefSetAddress2D_v3`, the symbol C resolves `cuTexRefSetAddress2D` to with these headers.
 
 */
-    /// NVIDIA's reference: [Texture Reference Management \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API).
     #[link_name = "cuTexRefSetAddress2D_v3"]
     #[cfg(not(cuda_mem_sys_load_driver))]
     pub fn cuTexRefSetAddress2D(
@@ -15933,156 +16016,204 @@ crate::flag_operators!(
     cudaMemcpyFlags, cudaGraphConditionalHandleFlags, cudaGetDriverEntryPointFlags,
     cudaGraphDebugDotFlags, cudaGraphInstantiateFlags
 );
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_LEGACY ((CUstream)0x1)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_LEGACY: CUstream = (1) as CUstream;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_PER_THREAD ((CUstream)0x2)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_PER_THREAD: CUstream = (2) as CUstream;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE CU_LAUNCH_ATTRIBUTE_COOPERATIVE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_DIMENSION CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_DIMENSION: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PRIORITY CU_LAUNCH_ATTRIBUTE_PRIORITY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PRIORITY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_MEM_SYNC_DOMAIN: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_KERNEL_NODE_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_PRIORITY CU_LAUNCH_ATTRIBUTE_PRIORITY` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_PRIORITY: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_STREAM_ATTRIBUTE_MEM_SYNC_DOMAIN: CUlaunchAttributeID_enum = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
-/// `#define CU_LAUNCH_PARAM_END ((void*)CU_LAUNCH_PARAM_END_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_END ((void*)CU_LAUNCH_PARAM_END_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_END: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_END_AS_INT)
     as *mut ::core::ffi::c_void;
-/// `#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void*)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void*)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)
     as *mut ::core::ffi::c_void;
-/// `#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void*)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void*)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)` (cuda.h)
 pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut ::core::ffi::c_void = (CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)
     as *mut ::core::ffi::c_void;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
 /// `#define CU_DEVICE_CPU ((CUdevice)-1)` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEVICE_CPU: CUdevice = (-1) as CUdevice;
-/// `#define CU_DEVICE_INVALID ((CUdevice)-2)` (cuda.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+///
+/// `#define CU_DEVICE_INVALID ((CUdevice)-2)` (cuda.h)
 pub const CU_DEVICE_INVALID: CUdevice = (-2) as CUdevice;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define RESOURCE_ABI_VERSION 1` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const RESOURCE_ABI_VERSION: u32 = 1;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define RESOURCE_ABI_EXTERNAL_BYTES 48` (cuda.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const RESOURCE_ABI_EXTERNAL_BYTES: u32 = 48;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define __CUDART_API_VERSION CUDART_VERSION` (cuda_runtime_api.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const __CUDART_API_VERSION: u32 = CUDART_VERSION;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamLegacy ((cudaStream_t)0x1)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamLegacy: cudaStream_t = (1) as cudaStream_t;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamPerThread ((cudaStream_t)0x2)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamPerThread: cudaStream_t = (2) as cudaStream_t;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaCpuDeviceId ((int)-1)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaCpuDeviceId: ::core::ffi::c_int = (-1) as ::core::ffi::c_int;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaInvalidDeviceId ((int)-2)` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaInvalidDeviceId: ::core::ffi::c_int = (-2) as ::core::ffi::c_int;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttrID cudaLaunchAttributeID` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaStreamAttrID = cudaLaunchAttributeID;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeAccessPolicyWindow: cudaLaunchAttributeID = cudaLaunchAttributeAccessPolicyWindow;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeSynchronizationPolicy: cudaLaunchAttributeID = cudaLaunchAttributeSynchronizationPolicy;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeMemSyncDomainMap cudaLaunchAttributeMemSyncDomainMap` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeMemSyncDomainMap: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomainMap;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributeMemSyncDomain cudaLaunchAttributeMemSyncDomain` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributeMemSyncDomain: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomain;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttributePriority cudaLaunchAttributePriority` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAttributePriority: cudaLaunchAttributeID = cudaLaunchAttributePriority;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaStreamAttrValue cudaLaunchAttributeValue` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaStreamAttrValue = cudaLaunchAttributeValue;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttrID cudaLaunchAttributeID` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaKernelNodeAttrID = cudaLaunchAttributeID;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeAccessPolicyWindow: cudaLaunchAttributeID = cudaLaunchAttributeAccessPolicyWindow;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeCooperative cudaLaunchAttributeCooperative` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeCooperative: cudaLaunchAttributeID = cudaLaunchAttributeCooperative;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributePriority cudaLaunchAttributePriority` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributePriority: cudaLaunchAttributeID = cudaLaunchAttributePriority;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeClusterDimension cudaLaunchAttributeClusterDimension` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeClusterDimension: cudaLaunchAttributeID = cudaLaunchAttributeClusterDimension;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeClusterSchedulingPolicyPreference cudaLaunchAttributeClusterSchedulingPolicyPreference` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeClusterSchedulingPolicyPreference: cudaLaunchAttributeID = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeMemSyncDomainMap cudaLaunchAttributeMemSyncDomainMap` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeMemSyncDomainMap: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomainMap;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeMemSyncDomain cudaLaunchAttributeMemSyncDomain` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeMemSyncDomain: cudaLaunchAttributeID = cudaLaunchAttributeMemSyncDomain;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributePreferredSharedMemoryCarveout cudaLaunchAttributePreferredSharedMemoryCarveout` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributePreferredSharedMemoryCarveout: cudaLaunchAttributeID = cudaLaunchAttributePreferredSharedMemoryCarveout;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeDeviceUpdatableKernelNode cudaLaunchAttributeDeviceUpdatableKernelNode` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeDeviceUpdatableKernelNode: cudaLaunchAttributeID = cudaLaunchAttributeDeviceUpdatableKernelNode;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
 /// `#define cudaKernelNodeAttributeNvlinkUtilCentricScheduling cudaLaunchAttributeNvlinkUtilCentricScheduling` (driver_types.h)
-/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaKernelNodeAttributeNvlinkUtilCentricScheduling: cudaLaunchAttributeID = cudaLaunchAttributeNvlinkUtilCentricScheduling;
-/// `#define cudaKernelNodeAttrValue cudaLaunchAttributeValue` (driver_types.h)
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+///
+/// `#define cudaKernelNodeAttrValue cudaLaunchAttributeValue` (driver_types.h)
 pub type cudaKernelNodeAttrValue = cudaLaunchAttributeValue;
 /// The driver API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
-/**
- NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).*/
+///
+/// NVIDIA's reference: [CUDA Driver API](https://docs.nvidia.com/cuda/cuda-driver-api/index.html).
 pub mod driver {
     /** Error Handling
 
@@ -17135,8 +17266,8 @@ pub mod driver {
     }
 }
 /// The runtime API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
-/**
- NVIDIA's reference: [CUDA Runtime API](https://docs.nvidia.com/cuda/cuda-runtime-api/index.html).*/
+///
+/// NVIDIA's reference: [CUDA Runtime API](https://docs.nvidia.com/cuda/cuda-runtime-api/index.html).
 pub mod runtime {
     /** Device Management
 
@@ -28126,106 +28257,106 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 0
-    "`cuArray3DCreate` as NVIDIA documents it: links `cuArray3DCreate_v2`, the symbol C resolves `cuArray3DCreate` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArray3DCreate(pHandle : * mut CUarray, pAllocateArray : * const
     CUDA_ARRAY3D_DESCRIPTOR) -> CUresult => cuArray3DCreate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 1
-    "`cuArray3DGetDescriptor` as NVIDIA documents it: links `cuArray3DGetDescriptor_v2`, the symbol C resolves `cuArray3DGetDescriptor` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArray3DGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY3D_DESCRIPTOR, hArray :
     CUarray) -> CUresult => cuArray3DGetDescriptor_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 2
-    "`cuArrayCreate` as NVIDIA documents it: links `cuArrayCreate_v2`, the symbol C resolves `cuArrayCreate` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArrayCreate(pHandle : * mut CUarray, pAllocateArray : * const
     CUDA_ARRAY_DESCRIPTOR) -> CUresult => cuArrayCreate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 4
-    "`cuArrayGetDescriptor` as NVIDIA documents it: links `cuArrayGetDescriptor_v2`, the symbol C resolves `cuArrayGetDescriptor` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuArrayGetDescriptor(pArrayDescriptor : * mut CUDA_ARRAY_DESCRIPTOR, hArray :
     CUarray) -> CUresult => cuArrayGetDescriptor_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 19
-    "`cuCtxCreate` as NVIDIA documents it: links `cuCtxCreate_v4`, the symbol C resolves `cuCtxCreate` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxCreate(pctx : * mut CUcontext, ctxCreateParams : * mut CUctxCreateParams, flags
     : ::core::ffi::c_uint, dev : CUdevice) -> CUresult => cuCtxCreate_v4
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 20
-    "`cuCtxDestroy` as NVIDIA documents it: links `cuCtxDestroy_v2`, the symbol C resolves `cuCtxDestroy` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxDestroy(ctx : CUcontext) -> CUresult => cuCtxDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 37
-    "`cuCtxPopCurrent` as NVIDIA documents it: links `cuCtxPopCurrent_v2`, the symbol C resolves `cuCtxPopCurrent` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxPopCurrent(pctx : * mut CUcontext) -> CUresult => cuCtxPopCurrent_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 38
-    "`cuCtxPushCurrent` as NVIDIA documents it: links `cuCtxPushCurrent_v2`, the symbol C resolves `cuCtxPushCurrent` to with these headers."
+    "NVIDIA's reference: [Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html) (CUDA Driver API)."
     cuCtxPushCurrent(ctx : CUcontext) -> CUresult => cuCtxPushCurrent_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 73
-    "`cuDeviceGetUuid` as NVIDIA documents it: links `cuDeviceGetUuid_v2`, the symbol C resolves `cuDeviceGetUuid` to with these headers."
+    "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API)."
     cuDeviceGetUuid(uuid : * mut CUuuid, dev : CUdevice) -> CUresult =>
     cuDeviceGetUuid_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 76
-    "`cuDevicePrimaryCtxRelease` as NVIDIA documents it: links `cuDevicePrimaryCtxRelease_v2`, the symbol C resolves `cuDevicePrimaryCtxRelease` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxRelease(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxRelease_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 77
-    "`cuDevicePrimaryCtxReset` as NVIDIA documents it: links `cuDevicePrimaryCtxReset_v2`, the symbol C resolves `cuDevicePrimaryCtxReset` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxReset(dev : CUdevice) -> CUresult => cuDevicePrimaryCtxReset_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 79
-    "`cuDevicePrimaryCtxSetFlags` as NVIDIA documents it: links `cuDevicePrimaryCtxSetFlags_v2`, the symbol C resolves `cuDevicePrimaryCtxSetFlags` to with these headers."
+    "NVIDIA's reference: [Primary Context Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html) (CUDA Driver API)."
     cuDevicePrimaryCtxSetFlags(dev : CUdevice, flags : ::core::ffi::c_uint) -> CUresult
     => cuDevicePrimaryCtxSetFlags_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 83
-    "`cuDeviceTotalMem` as NVIDIA documents it: links `cuDeviceTotalMem_v2`, the symbol C resolves `cuDeviceTotalMem` to with these headers."
+    "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html) (CUDA Driver API)."
     cuDeviceTotalMem(bytes : * mut usize, dev : CUdevice) -> CUresult =>
     cuDeviceTotalMem_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 87
-    "`cuEventDestroy` as NVIDIA documents it: links `cuEventDestroy_v2`, the symbol C resolves `cuEventDestroy` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventDestroy(hEvent : CUevent) -> CUresult => cuEventDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 88
-    "`cuEventElapsedTime` as NVIDIA documents it: links `cuEventElapsedTime_v2`, the symbol C resolves `cuEventElapsedTime` to with these headers."
+    "NVIDIA's reference: [Event Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html) (CUDA Driver API)."
     cuEventElapsedTime(pMilliseconds : * mut f32, hStart : CUevent, hEnd : CUevent) ->
     CUresult => cuEventElapsedTime_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 110
-    "`cuGetProcAddress` as NVIDIA documents it: links `cuGetProcAddress_v2`, the symbol C resolves `cuGetProcAddress` to with these headers."
+    "NVIDIA's reference: [Driver Entry Point Access](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html) (CUDA Driver API)."
     cuGetProcAddress(symbol : * const ::core::ffi::c_char, pfn : * mut * mut
     ::core::ffi::c_void, cudaVersion : ::core::ffi::c_int, flags : cuuint64_t,
     symbolStatus : * mut CUdriverProcAddressQueryResult) -> CUresult =>
@@ -28234,7 +28365,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 113
-    "`cuGraphAddDependencies` as NVIDIA documents it: links `cuGraphAddDependencies_v2`, the symbol C resolves `cuGraphAddDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
     CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
     => cuGraphAddDependencies_v2
@@ -28242,7 +28373,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 120
-    "`cuGraphAddKernelNode` as NVIDIA documents it: links `cuGraphAddKernelNode_v2`, the symbol C resolves `cuGraphAddKernelNode` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddKernelNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies
     : * const CUgraphNode, numDependencies : usize, nodeParams : * const
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphAddKernelNode_v2
@@ -28250,7 +28381,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 125
-    "`cuGraphAddNode` as NVIDIA documents it: links `cuGraphAddNode_v2`, the symbol C resolves `cuGraphAddNode` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphAddNode(phGraphNode : * mut CUgraphNode, hGraph : CUgraph, dependencies : *
     const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
     nodeParams : * mut CUgraphNodeParams) -> CUresult => cuGraphAddNode_v2
@@ -28258,7 +28389,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 148
-    "`cuGraphExecKernelNodeSetParams` as NVIDIA documents it: links `cuGraphExecKernelNodeSetParams_v2`, the symbol C resolves `cuGraphExecKernelNodeSetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphExecKernelNodeSetParams(hGraphExec : CUgraphExec, hNode : CUgraphNode,
     nodeParams : * const CUDA_KERNEL_NODE_PARAMS) -> CUresult =>
     cuGraphExecKernelNodeSetParams_v2
@@ -28266,14 +28397,14 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 152
-    "`cuGraphExecUpdate` as NVIDIA documents it: links `cuGraphExecUpdate_v2`, the symbol C resolves `cuGraphExecUpdate` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphExecUpdate(hGraphExec : CUgraphExec, hGraph : CUgraph, resultInfo : * mut
     CUgraphExecUpdateResultInfo) -> CUresult => cuGraphExecUpdate_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 157
-    "`cuGraphGetEdges` as NVIDIA documents it: links `cuGraphGetEdges_v2`, the symbol C resolves `cuGraphGetEdges` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphGetEdges(hGraph : CUgraph, from : * mut CUgraphNode, to : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numEdges : * mut usize) -> CUresult =>
     cuGraphGetEdges_v2
@@ -28281,28 +28412,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 162
-    "`cuGraphInstantiate` as NVIDIA documents it: links `cuGraphInstantiateWithFlags`, the symbol C resolves `cuGraphInstantiate` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphInstantiate(phGraphExec : * mut CUgraphExec, hGraph : CUgraph, flags :
     ::core::ffi::c_ulonglong) -> CUresult => cuGraphInstantiateWithFlags
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 166
-    "`cuGraphKernelNodeGetParams` as NVIDIA documents it: links `cuGraphKernelNodeGetParams_v2`, the symbol C resolves `cuGraphKernelNodeGetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphKernelNodeGetParams(hNode : CUgraphNode, nodeParams : * mut
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeGetParams_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 168
-    "`cuGraphKernelNodeSetParams` as NVIDIA documents it: links `cuGraphKernelNodeSetParams_v2`, the symbol C resolves `cuGraphKernelNodeSetParams` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphKernelNodeSetParams(hNode : CUgraphNode, nodeParams : * const
     CUDA_KERNEL_NODE_PARAMS) -> CUresult => cuGraphKernelNodeSetParams_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 177
-    "`cuGraphNodeGetDependencies` as NVIDIA documents it: links `cuGraphNodeGetDependencies_v2`, the symbol C resolves `cuGraphNodeGetDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphNodeGetDependencies(hNode : CUgraphNode, dependencies : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numDependencies : * mut usize) -> CUresult =>
     cuGraphNodeGetDependencies_v2
@@ -28310,7 +28441,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 178
-    "`cuGraphNodeGetDependentNodes` as NVIDIA documents it: links `cuGraphNodeGetDependentNodes_v2`, the symbol C resolves `cuGraphNodeGetDependentNodes` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphNodeGetDependentNodes(hNode : CUgraphNode, dependentNodes : * mut CUgraphNode,
     edgeData : * mut CUgraphEdgeData, numDependentNodes : * mut usize) -> CUresult =>
     cuGraphNodeGetDependentNodes_v2
@@ -28318,7 +28449,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 184
-    "`cuGraphRemoveDependencies` as NVIDIA documents it: links `cuGraphRemoveDependencies_v2`, the symbol C resolves `cuGraphRemoveDependencies` to with these headers."
+    "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuGraphRemoveDependencies(hGraph : CUgraph, from : * const CUgraphNode, to : * const
     CUgraphNode, edgeData : * const CUgraphEdgeData, numDependencies : usize) -> CUresult
     => cuGraphRemoveDependencies_v2
@@ -28326,28 +28457,28 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 189
-    "`cuGraphicsResourceGetMappedPointer` as NVIDIA documents it: links `cuGraphicsResourceGetMappedPointer_v2`, the symbol C resolves `cuGraphicsResourceGetMappedPointer` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsResourceGetMappedPointer(pDevPtr : * mut CUdeviceptr, pSize : * mut usize,
     resource : CUgraphicsResource) -> CUresult => cuGraphicsResourceGetMappedPointer_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 190
-    "`cuGraphicsResourceSetMapFlags` as NVIDIA documents it: links `cuGraphicsResourceSetMapFlags_v2`, the symbol C resolves `cuGraphicsResourceSetMapFlags` to with these headers."
+    "NVIDIA's reference: [Graphics Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPHICS.html) (CUDA Driver API)."
     cuGraphicsResourceSetMapFlags(resource : CUgraphicsResource, flags :
     ::core::ffi::c_uint) -> CUresult => cuGraphicsResourceSetMapFlags_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 208
-    "`cuIpcOpenMemHandle` as NVIDIA documents it: links `cuIpcOpenMemHandle_v2`, the symbol C resolves `cuIpcOpenMemHandle` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuIpcOpenMemHandle(pdptr : * mut CUdeviceptr, handle : CUipcMemHandle, Flags :
     ::core::ffi::c_uint) -> CUresult => cuIpcOpenMemHandle_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 234
-    "`cuLinkAddData` as NVIDIA documents it: links `cuLinkAddData_v2`, the symbol C resolves `cuLinkAddData` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkAddData(state : CUlinkState, type_ : CUjitInputType, data : * mut
     ::core::ffi::c_void, size : usize, name : * const ::core::ffi::c_char, numOptions :
     ::core::ffi::c_uint, options : * mut CUjit_option, optionValues : * mut * mut
@@ -28356,7 +28487,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 235
-    "`cuLinkAddFile` as NVIDIA documents it: links `cuLinkAddFile_v2`, the symbol C resolves `cuLinkAddFile` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkAddFile(state : CUlinkState, type_ : CUjitInputType, path : * const
     ::core::ffi::c_char, numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
     optionValues : * mut * mut ::core::ffi::c_void) -> CUresult => cuLinkAddFile_v2
@@ -28364,7 +28495,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 237
-    "`cuLinkCreate` as NVIDIA documents it: links `cuLinkCreate_v2`, the symbol C resolves `cuLinkCreate` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuLinkCreate(numOptions : ::core::ffi::c_uint, options : * mut CUjit_option,
     optionValues : * mut * mut ::core::ffi::c_void, stateOut : * mut CUlinkState) ->
     CUresult => cuLinkCreate_v2
@@ -28372,27 +28503,27 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 246
-    "`cuMemAdvise` as NVIDIA documents it: links `cuMemAdvise_v2`, the symbol C resolves `cuMemAdvise` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemAdvise(devPtr : CUdeviceptr, count : usize, advice : CUmem_advise, location :
     CUmemLocation) -> CUresult => cuMemAdvise_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 252
-    "`cuMemAlloc` as NVIDIA documents it: links `cuMemAlloc_v2`, the symbol C resolves `cuMemAlloc` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAlloc(dptr : * mut CUdeviceptr, bytesize : usize) -> CUresult => cuMemAlloc_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 249
-    "`cuMemAllocHost` as NVIDIA documents it: links `cuMemAllocHost_v2`, the symbol C resolves `cuMemAllocHost` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAllocHost(pp : * mut * mut ::core::ffi::c_void, bytesize : usize) -> CUresult =>
     cuMemAllocHost_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 251
-    "`cuMemAllocPitch` as NVIDIA documents it: links `cuMemAllocPitch_v2`, the symbol C resolves `cuMemAllocPitch` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemAllocPitch(dptr : * mut CUdeviceptr, pPitch : * mut usize, WidthInBytes : usize,
     Height : usize, ElementSizeBytes : ::core::ffi::c_uint) -> CUresult =>
     cuMemAllocPitch_v2
@@ -28400,115 +28531,115 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 260
-    "`cuMemFree` as NVIDIA documents it: links `cuMemFree_v2`, the symbol C resolves `cuMemFree` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemFree(dptr : CUdeviceptr) -> CUresult => cuMemFree_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 262
-    "`cuMemGetAddressRange` as NVIDIA documents it: links `cuMemGetAddressRange_v2`, the symbol C resolves `cuMemGetAddressRange` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemGetAddressRange(pbase : * mut CUdeviceptr, psize : * mut usize, dptr :
     CUdeviceptr) -> CUresult => cuMemGetAddressRange_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 267
-    "`cuMemGetInfo` as NVIDIA documents it: links `cuMemGetInfo_v2`, the symbol C resolves `cuMemGetInfo` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemGetInfo(free : * mut usize, total : * mut usize) -> CUresult => cuMemGetInfo_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 270
-    "`cuMemHostGetDevicePointer` as NVIDIA documents it: links `cuMemHostGetDevicePointer_v2`, the symbol C resolves `cuMemHostGetDevicePointer` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemHostGetDevicePointer(pdptr : * mut CUdeviceptr, p : * mut ::core::ffi::c_void,
     Flags : ::core::ffi::c_uint) -> CUresult => cuMemHostGetDevicePointer_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 272
-    "`cuMemHostRegister` as NVIDIA documents it: links `cuMemHostRegister_v2`, the symbol C resolves `cuMemHostRegister` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemHostRegister(p : * mut ::core::ffi::c_void, bytesize : usize, Flags :
     ::core::ffi::c_uint) -> CUresult => cuMemHostRegister_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 288
-    "`cuMemPrefetchAsync` as NVIDIA documents it: links `cuMemPrefetchAsync_v2`, the symbol C resolves `cuMemPrefetchAsync` to with these headers."
+    "NVIDIA's reference: [Unified Addressing](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html) (CUDA Driver API)."
     cuMemPrefetchAsync(devPtr : CUdeviceptr, count : usize, location : CUmemLocation,
     flags : ::core::ffi::c_uint, hStream : CUstream) -> CUresult => cuMemPrefetchAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 300
-    "`cuMemcpy2D` as NVIDIA documents it: links `cuMemcpy2D_v2`, the symbol C resolves `cuMemcpy2D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2D(pCopy : * const CUDA_MEMCPY2D) -> CUresult => cuMemcpy2D_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 298
-    "`cuMemcpy2DAsync` as NVIDIA documents it: links `cuMemcpy2DAsync_v2`, the symbol C resolves `cuMemcpy2DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2DAsync(pCopy : * const CUDA_MEMCPY2D, hStream : CUstream) -> CUresult =>
     cuMemcpy2DAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 299
-    "`cuMemcpy2DUnaligned` as NVIDIA documents it: links `cuMemcpy2DUnaligned_v2`, the symbol C resolves `cuMemcpy2DUnaligned` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy2DUnaligned(pCopy : * const CUDA_MEMCPY2D) -> CUresult =>
     cuMemcpy2DUnaligned_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 305
-    "`cuMemcpy3D` as NVIDIA documents it: links `cuMemcpy3D_v2`, the symbol C resolves `cuMemcpy3D` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3D(pCopy : * const CUDA_MEMCPY3D) -> CUresult => cuMemcpy3D_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 301
-    "`cuMemcpy3DAsync` as NVIDIA documents it: links `cuMemcpy3DAsync_v2`, the symbol C resolves `cuMemcpy3DAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DAsync(pCopy : * const CUDA_MEMCPY3D, hStream : CUstream) -> CUresult =>
     cuMemcpy3DAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 302
-    "`cuMemcpy3DBatchAsync` as NVIDIA documents it: links `cuMemcpy3DBatchAsync_v2`, the symbol C resolves `cuMemcpy3DBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpy3DBatchAsync(numOps : usize, opList : * mut CUDA_MEMCPY3D_BATCH_OP, flags :
     ::core::ffi::c_ulonglong, hStream : CUstream) -> CUresult => cuMemcpy3DBatchAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 307
-    "`cuMemcpyAtoA` as NVIDIA documents it: links `cuMemcpyAtoA_v2`, the symbol C resolves `cuMemcpyAtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoA(dstArray : CUarray, dstOffset : usize, srcArray : CUarray, srcOffset :
     usize, ByteCount : usize) -> CUresult => cuMemcpyAtoA_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 308
-    "`cuMemcpyAtoD` as NVIDIA documents it: links `cuMemcpyAtoD_v2`, the symbol C resolves `cuMemcpyAtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoD(dstDevice : CUdeviceptr, srcArray : CUarray, srcOffset : usize,
     ByteCount : usize) -> CUresult => cuMemcpyAtoD_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 310
-    "`cuMemcpyAtoH` as NVIDIA documents it: links `cuMemcpyAtoH_v2`, the symbol C resolves `cuMemcpyAtoH` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoH(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset :
     usize, ByteCount : usize) -> CUresult => cuMemcpyAtoH_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 309
-    "`cuMemcpyAtoHAsync` as NVIDIA documents it: links `cuMemcpyAtoHAsync_v2`, the symbol C resolves `cuMemcpyAtoHAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyAtoHAsync(dstHost : * mut ::core::ffi::c_void, srcArray : CUarray, srcOffset
     : usize, ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyAtoHAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 311
-    "`cuMemcpyBatchAsync` as NVIDIA documents it: links `cuMemcpyBatchAsync_v2`, the symbol C resolves `cuMemcpyBatchAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyBatchAsync(dsts : * mut CUdeviceptr, srcs : * mut CUdeviceptr, sizes : * mut
     usize, count : usize, attrs : * mut CUmemcpyAttributes, attrsIdxs : * mut usize,
     numAttrs : usize, hStream : CUstream) -> CUresult => cuMemcpyBatchAsync_v2
@@ -28516,49 +28647,49 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 312
-    "`cuMemcpyDtoA` as NVIDIA documents it: links `cuMemcpyDtoA_v2`, the symbol C resolves `cuMemcpyDtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoA(dstArray : CUarray, dstOffset : usize, srcDevice : CUdeviceptr,
     ByteCount : usize) -> CUresult => cuMemcpyDtoA_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 314
-    "`cuMemcpyDtoD` as NVIDIA documents it: links `cuMemcpyDtoD_v2`, the symbol C resolves `cuMemcpyDtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoD(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount : usize) ->
     CUresult => cuMemcpyDtoD_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 313
-    "`cuMemcpyDtoDAsync` as NVIDIA documents it: links `cuMemcpyDtoDAsync_v2`, the symbol C resolves `cuMemcpyDtoDAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoDAsync(dstDevice : CUdeviceptr, srcDevice : CUdeviceptr, ByteCount :
     usize, hStream : CUstream) -> CUresult => cuMemcpyDtoDAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 316
-    "`cuMemcpyDtoH` as NVIDIA documents it: links `cuMemcpyDtoH_v2`, the symbol C resolves `cuMemcpyDtoH` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoH(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr, ByteCount
     : usize) -> CUresult => cuMemcpyDtoH_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 315
-    "`cuMemcpyDtoHAsync` as NVIDIA documents it: links `cuMemcpyDtoHAsync_v2`, the symbol C resolves `cuMemcpyDtoHAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyDtoHAsync(dstHost : * mut ::core::ffi::c_void, srcDevice : CUdeviceptr,
     ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyDtoHAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 318
-    "`cuMemcpyHtoA` as NVIDIA documents it: links `cuMemcpyHtoA_v2`, the symbol C resolves `cuMemcpyHtoA` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoA(dstArray : CUarray, dstOffset : usize, srcHost : * const
     ::core::ffi::c_void, ByteCount : usize) -> CUresult => cuMemcpyHtoA_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 317
-    "`cuMemcpyHtoAAsync` as NVIDIA documents it: links `cuMemcpyHtoAAsync_v2`, the symbol C resolves `cuMemcpyHtoAAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoAAsync(dstArray : CUarray, dstOffset : usize, srcHost : * const
     ::core::ffi::c_void, ByteCount : usize, hStream : CUstream) -> CUresult =>
     cuMemcpyHtoAAsync_v2
@@ -28566,70 +28697,70 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 320
-    "`cuMemcpyHtoD` as NVIDIA documents it: links `cuMemcpyHtoD_v2`, the symbol C resolves `cuMemcpyHtoD` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoD(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
     ByteCount : usize) -> CUresult => cuMemcpyHtoD_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 319
-    "`cuMemcpyHtoDAsync` as NVIDIA documents it: links `cuMemcpyHtoDAsync_v2`, the symbol C resolves `cuMemcpyHtoDAsync` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemcpyHtoDAsync(dstDevice : CUdeviceptr, srcHost : * const ::core::ffi::c_void,
     ByteCount : usize, hStream : CUstream) -> CUresult => cuMemcpyHtoDAsync_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 324
-    "`cuMemsetD16` as NVIDIA documents it: links `cuMemsetD16_v2`, the symbol C resolves `cuMemsetD16` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD16(dstDevice : CUdeviceptr, us : ::core::ffi::c_ushort, N : usize) ->
     CUresult => cuMemsetD16_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 326
-    "`cuMemsetD2D16` as NVIDIA documents it: links `cuMemsetD2D16_v2`, the symbol C resolves `cuMemsetD2D16` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D16(dstDevice : CUdeviceptr, dstPitch : usize, us : ::core::ffi::c_ushort,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D16_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 328
-    "`cuMemsetD2D32` as NVIDIA documents it: links `cuMemsetD2D32_v2`, the symbol C resolves `cuMemsetD2D32` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D32(dstDevice : CUdeviceptr, dstPitch : usize, ui : ::core::ffi::c_uint,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D32_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 330
-    "`cuMemsetD2D8` as NVIDIA documents it: links `cuMemsetD2D8_v2`, the symbol C resolves `cuMemsetD2D8` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD2D8(dstDevice : CUdeviceptr, dstPitch : usize, uc : ::core::ffi::c_uchar,
     Width : usize, Height : usize) -> CUresult => cuMemsetD2D8_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 332
-    "`cuMemsetD32` as NVIDIA documents it: links `cuMemsetD32_v2`, the symbol C resolves `cuMemsetD32` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD32(dstDevice : CUdeviceptr, ui : ::core::ffi::c_uint, N : usize) -> CUresult
     => cuMemsetD32_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 334
-    "`cuMemsetD8` as NVIDIA documents it: links `cuMemsetD8_v2`, the symbol C resolves `cuMemsetD8` to with these headers."
+    "NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API)."
     cuMemsetD8(dstDevice : CUdeviceptr, uc : ::core::ffi::c_uchar, N : usize) -> CUresult
     => cuMemsetD8_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 343
-    "`cuModuleGetGlobal` as NVIDIA documents it: links `cuModuleGetGlobal_v2`, the symbol C resolves `cuModuleGetGlobal` to with these headers."
+    "NVIDIA's reference: [Module Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html) (CUDA Driver API)."
     cuModuleGetGlobal(dptr : * mut CUdeviceptr, bytes : * mut usize, hmod : CUmodule,
     name : * const ::core::ffi::c_char) -> CUresult => cuModuleGetGlobal_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 376
-    "`cuStreamBatchMemOp` as NVIDIA documents it: links `cuStreamBatchMemOp_v2`, the symbol C resolves `cuStreamBatchMemOp` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamBatchMemOp(stream : CUstream, count : ::core::ffi::c_uint, paramArray : * mut
     CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
     cuStreamBatchMemOp_v2
@@ -28637,20 +28768,20 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 378
-    "`cuStreamBeginCapture` as NVIDIA documents it: links `cuStreamBeginCapture_v2`, the symbol C resolves `cuStreamBeginCapture` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCapture(hStream : CUstream, mode : CUstreamCaptureMode) -> CUresult =>
     cuStreamBeginCapture_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 382
-    "`cuStreamDestroy` as NVIDIA documents it: links `cuStreamDestroy_v2`, the symbol C resolves `cuStreamDestroy` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamDestroy(hStream : CUstream) -> CUresult => cuStreamDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 385
-    "`cuStreamGetCaptureInfo` as NVIDIA documents it: links `cuStreamGetCaptureInfo_v3`, the symbol C resolves `cuStreamGetCaptureInfo` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCaptureInfo(hStream : CUstream, captureStatus_out : * mut
     CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut CUgraph,
     dependencies_out : * mut * const CUgraphNode, edgeData_out : * mut * const
@@ -28660,7 +28791,7 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 397
-    "`cuStreamUpdateCaptureDependencies` as NVIDIA documents it: links `cuStreamUpdateCaptureDependencies_v2`, the symbol C resolves `cuStreamUpdateCaptureDependencies` to with these headers."
+    "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamUpdateCaptureDependencies(hStream : CUstream, dependencies : * mut
     CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamUpdateCaptureDependencies_v2
@@ -28668,49 +28799,49 @@ crate::loader::call!(
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 399
-    "`cuStreamWaitValue32` as NVIDIA documents it: links `cuStreamWaitValue32_v2`, the symbol C resolves `cuStreamWaitValue32` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue32_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 400
-    "`cuStreamWaitValue64` as NVIDIA documents it: links `cuStreamWaitValue64_v2`, the symbol C resolves `cuStreamWaitValue64` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue64_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 401
-    "`cuStreamWriteValue32` as NVIDIA documents it: links `cuStreamWriteValue32_v2`, the symbol C resolves `cuStreamWriteValue32` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue32_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 402
-    "`cuStreamWriteValue64` as NVIDIA documents it: links `cuStreamWriteValue64_v2`, the symbol C resolves `cuStreamWriteValue64` to with these headers."
+    "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue64_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 420
-    "`cuTexRefGetAddress` as NVIDIA documents it: links `cuTexRefGetAddress_v2`, the symbol C resolves `cuTexRefGetAddress` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetAddress(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 433
-    "`cuTexRefSetAddress` as NVIDIA documents it: links `cuTexRefSetAddress_v2`, the symbol C resolves `cuTexRefSetAddress` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress(ByteOffset : * mut usize, hTexRef : CUtexref, dptr : CUdeviceptr,
     bytes : usize) -> CUresult => cuTexRefSetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
     driver 431
-    "`cuTexRefSetAddress2D` as NVIDIA documents it: links `cuTexRefSetAddress2D_v3`, the symbol C resolves `cuTexRefSetAddress2D` to with these headers."
+    "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress2D(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR, dptr :
     CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
 );
