@@ -21,7 +21,7 @@
 //! Freeing twice is impossible by construction: each resource is released
 //! by its `Drop`, or by a method that takes it by value.
 //!
-//! ```compile_fail
+//! ```compile_fail,E0382
 //! # use cuda_mem_wrap::*;
 //! # fn f() -> Result<(), Error> {
 //! let ctx = Context::primary(0)?;
@@ -31,7 +31,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The same, released once, compiles:
+//! (rustdoc checks that it fails with E0382, "use of moved value", and
+//! nothing else.) The same, released once, compiles:
 //!
 //! ```no_run
 //! # use cuda_mem_wrap::*;
@@ -81,8 +82,9 @@ impl Error {
     }
 
     /// The code's name as the driver or the runtime gives it
-    /// (`CUDA_ERROR_INVALID_VALUE`), or `None` where it gives none (an
-    /// unknown code, or a driver that could not be loaded).
+    /// (`CUDA_ERROR_INVALID_VALUE`). Where there is no driver to ask (the
+    /// link-time stub, or a driver that could not be loaded) the codes that
+    /// situation returns are named here; `None` for any other.
     pub fn name(&self) -> Option<&'static str> {
         let name: *const c_char = match *self {
             Error::Driver { code, .. } => {
@@ -91,7 +93,7 @@ impl Error {
                 // pointer to a static string or nothing.
                 let r = unsafe { sys::cuGetErrorName(code, &mut name) };
                 if r != sys::CUDA_SUCCESS {
-                    return None;
+                    return unnamed(code);
                 }
                 name
             }
@@ -126,6 +128,18 @@ impl Error {
             Err(Error::Runtime { call, code })
         }
     }
+}
+
+/// The names of the codes a driver cannot name because it is not there: the
+/// link-time stub's, and those cuda-mem-sys's loader returns.
+fn unnamed(code: sys::CUresult) -> Option<&'static str> {
+    Some(match code {
+        sys::CUDA_ERROR_STUB_LIBRARY => "CUDA_ERROR_STUB_LIBRARY",
+        sys::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
+        sys::CUDA_ERROR_NOT_FOUND => "CUDA_ERROR_NOT_FOUND",
+        sys::CUDA_ERROR_NOT_SUPPORTED => "CUDA_ERROR_NOT_SUPPORTED",
+        _ => return None,
+    })
 }
 
 impl core::fmt::Display for Error {

@@ -12,6 +12,9 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 type TestResult = Result<(), Failed>;
 
+/// A test's body, or why this build cannot run it.
+type Body = Result<fn() -> TestResult, String>;
+
 /// Fails with `message` unless `cond` holds.
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -254,7 +257,7 @@ fn unavailable() -> Option<String> {
 fn main() {
     let args = Arguments::from_args();
     let why = unavailable();
-    let mut tests: Vec<(&str, Result<fn() -> TestResult, String>)> = vec![
+    let mut tests: Vec<(&str, Body)> = vec![
         (
             "vmm_range_holds_what_was_written",
             Ok(vmm_range_holds_what_was_written),
