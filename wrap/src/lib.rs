@@ -220,3 +220,42 @@ impl Drop for Context {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where no driver can name a code (here: the link-time stub, or no
+    /// driver loaded), the codes of that situation still read by name; any
+    /// other code reads as its number, never as a wrong name.
+    #[test]
+    fn an_error_names_its_call_and_code() {
+        let stub = Error::Driver {
+            call: "cuInit",
+            code: sys::CUDA_ERROR_STUB_LIBRARY,
+        };
+        assert_eq!(stub.code(), 34);
+        assert_eq!(stub.name(), Some("CUDA_ERROR_STUB_LIBRARY"));
+        assert_eq!(
+            stub.to_string(),
+            "cuInit returned CUDA_ERROR_STUB_LIBRARY (34)"
+        );
+        let unknown = Error::Driver {
+            call: "cuMemMap",
+            code: sys::CUresult(123_456),
+        };
+        assert_eq!(unknown.name(), None);
+        assert_eq!(unknown.to_string(), "cuMemMap returned CUresult 123456");
+        // `Result` plumbing: success is `Ok` with the value, anything else the error.
+        assert_eq!(Error::driver("cuInit", sys::CUDA_SUCCESS, 7), Ok(7));
+        assert_eq!(
+            Error::driver("cuInit", sys::CUDA_ERROR_STUB_LIBRARY, 7),
+            Err(stub)
+        );
+        let rt = Error::runtime("cudaFreeAsync", sys::cudaErrorInvalidValue, ());
+        assert_eq!(
+            rt.map_err(|e| (e.call(), e.code())),
+            Err(("cudaFreeAsync", 1))
+        );
+    }
+}
