@@ -280,8 +280,9 @@ fn main() {
     tests.push((
         "pool_refuses_what_does_not_fit",
         Err(format!(
-            "cudaMemPoolProps::maxSize: not in CUDA {} (added in 12.2)",
-            sys::CUDA_VERSION
+            "cudaMemPoolProps::maxSize: not in CUDA {}.{} (added in 12.2)",
+            sys::CUDA_VERSION / 1000,
+            sys::CUDA_VERSION % 1000 / 10
         )),
     ));
     let trials = tests
