@@ -17,7 +17,8 @@
 //! bad-input, stable-name and fallback checks, the loader's DLL search (the
 //! static runtime, and the runtime DLL with `dynamic-cudart`), and a compile
 //! (`cargo check`: NVIDIA's `cudart_static.lib` needs Microsoft's static CRT
-//! to link) of the examples, linked and with `dynamic-loading`.
+//! to link) of the examples and of the wrapper crate (`wrap/`), linked and
+//! with `dynamic-loading`; the wrapper's tests run with the runtime DLL.
 //!
 //! The tools, headers, import libraries and start-up code are made once into
 //! `target/msvc-toolchain/` (remade when their sources change).
@@ -465,6 +466,25 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
     timed(
         "the examples compile, dynamic-loading",
         cargo_in(&check, "dynamic-loading"),
+    )?;
+    let wrap = ["check", "-p", "cuda-mem-wrap", "--all-targets"];
+    timed(
+        "the wrapper crate (wrap/) compiles, linked",
+        cargo_in(&wrap, ""),
+    )?;
+    timed(
+        "the wrapper crate compiles, dynamic-loading",
+        cargo_in(&wrap, "dynamic-loading"),
+    )?;
+    // Its tests link with the runtime DLL's import library (the static
+    // runtime needs Microsoft's CRT): its host test runs, its device tests
+    // report ignored for want of nvcuda.dll.
+    timed(
+        "the wrapper crate's tests, dynamic-loading with the runtime DLL (under wine)",
+        cargo_in(
+            &["test", "-p", "cuda-mem-wrap", "--tests"],
+            "dynamic-loading,cuda-mem-sys/dynamic-cudart",
+        ),
     )?;
     Ok(())
 }
