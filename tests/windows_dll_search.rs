@@ -162,25 +162,20 @@ fn a_planted_nvcuda_dll_beside_the_program_is_not_loaded_the_runtime_there_is(
     // MSVC links NVIDIA's cudart_static.lib (unless dynamic-cudart): no
     // runtime DLL is loaded then, not even a planted one beside the program.
     let static_runtime = cfg!(target_env = "msvc") && !cfg!(feature = "dynamic-cudart");
-    expect_lines(
-        "the loader, beside the program",
-        &out,
-        &if static_runtime {
-            [
-                "planted nvcuda.dll loaded: false",
-                "runtime Ok cudart_static.lib",
-                "planted runtime loaded: false",
-            ]
-            .as_slice()
-        } else {
-            [
-                "planted nvcuda.dll loaded: false",
-                // The application's folder is where a program ships the runtime.
-                "planted runtime loaded: true",
-            ]
-            .as_slice()
-        },
-    )?;
+    let expected: &[&str] = if static_runtime {
+        &[
+            "planted nvcuda.dll loaded: false",
+            "runtime Ok cudart_static.lib",
+            "planted runtime loaded: false",
+        ]
+    } else {
+        &[
+            "planted nvcuda.dll loaded: false",
+            // The application's folder is where a program ships the runtime.
+            "planted runtime loaded: true",
+        ]
+    };
+    expect_lines("the loader, beside the program", &out, expected)?;
     Ok(Completion::Completed)
 }
 
