@@ -41,7 +41,10 @@ fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
     cmd.current_dir(manifest)
         .args(["build", "-p", "cuda-mem-sys", "--lib"])
         .args(args)
-        .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"));
+        .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"))
+        // A temporary folder of these builds' own: nothing another program
+        // left in the system's is seen.
+        .env("TMPDIR", own_tmpdir());
     for var in [
         "CUDA_MEM_SYS_INCLUDE_DIR",
         "CUDA_PATH",
@@ -59,6 +62,28 @@ fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
     )
+}
+
+/// `target/build-errors/tmp`: the `TMPDIR` of the builds these tests run.
+fn own_tmpdir() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// [`include_dir`], the folder laid out as NVIDIA's wheels lay theirs
+/// (`<scratch>/nvidia/cuda_runtime/include`): where a sibling package is
+/// searched for `crt/`, only this test's own folder is.
+fn wheel_include_dir(name: &str, files: &[(&str, &str)]) -> (Scratch, std::path::PathBuf) {
+    let nested: Vec<(String, &str)> = files
+        .iter()
+        .map(|(f, t)| (format!("nvidia/cuda_runtime/include/{f}"), *t))
+        .collect();
+    let nested: Vec<(&str, &str)> = nested.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+    let d = include_dir(name, &nested);
+    let include = d.path().join("nvidia/cuda_runtime/include");
+    std::fs::create_dir_all(&include).unwrap();
+    (d, include)
 }
 
 fn assert_clean_error(stderr: &str, expected: &[&str]) {
@@ -84,9 +109,10 @@ fn an_include_dir_without_cuda_h_is_named() {
         &[
             "CUDA_MEM_SYS_INCLUDE_DIR=",
             "holds no cuda.h",
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
+    assert!(!stderr.contains("xtask"), "a command users lack:\n{stderr}");
 }
 
 #[test]
@@ -247,15 +273,16 @@ fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
 
 #[test]
 fn an_include_dir_without_cuda_runtime_api_h_is_named() {
-    let dir = include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    // A stray tree's runtime header beside it is not taken either.
+    let (_d, dir) = wheel_include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &dir)]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
         &[
             "holds cuda.h but not cuda_runtime_api.h",
             "the header set is incomplete",
-            "cargo xtask headers",
+            "…/site-packages/nvidia/cu13/include",
         ],
     );
     assert!(
@@ -266,26 +293,65 @@ fn an_include_dir_without_cuda_runtime_api_h_is_named() {
 
 #[test]
 fn an_include_dir_without_crt_host_defines_h_is_named() {
-    let dir = include_dir(
+    let (_d, dir) = wheel_include_dir(
         "no-crt",
         &[
             ("cuda.h", "#define CUDA_VERSION 13000\n"),
             ("cuda_runtime_api.h", "#include \"crt/host_defines.h\"\n"),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &dir)]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
         &[
             "no crt/host_defines.h",
             "nvidia-cuda-crt",
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
     assert!(
         !stderr.contains("ToolExecError"),
         "the raw preprocessor failure leaked out:\n{stderr}"
+    );
+}
+
+/// A stray CUDA tree two levels above the include folder (not NVIDIA's
+/// wheel layout), with its own `cuda_runtime_api.h` and `crt/`, is named by
+/// the build, not mixed into it (`tests/finding_cuda.rs` has each case).
+/// The deliberately right case: without the stray tree, the same folder is
+/// refused only as incomplete.
+#[test]
+fn a_stray_cuda_tree_two_levels_up_is_named_by_the_build() {
+    let root = include_dir(
+        "stray",
+        &[
+            ("mine/include/cuda.h", "#define CUDA_VERSION 13000\n"),
+            (
+                "mine/include/cuda_runtime_api.h",
+                "#include \"crt/host_defines.h\"\n",
+            ),
+            ("stray/include/cuda.h", "#define CUDA_VERSION 12090\n"),
+            ("stray/include/cuda_runtime_api.h", ""),
+            ("stray/include/crt/host_defines.h", ""),
+        ],
+    );
+    let mine = root.path().join("mine/include");
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &mine)]);
+    assert!(!ok, "the build took the stray tree:\n{stderr}");
+    assert_clean_error(
+        &stderr,
+        &[
+            "is not in the layout of NVIDIA's wheels",
+            "(a stray CUDA tree)",
+        ],
+    );
+    std::fs::remove_dir_all(root.path().join("stray")).unwrap();
+    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", &mine)]);
+    assert!(!ok);
+    assert!(
+        !stderr.contains("a stray CUDA tree") && stderr.contains("no crt/host_defines.h"),
+        "{stderr}"
     );
 }
 
@@ -306,7 +372,7 @@ fn a_cuda_h_that_does_not_preprocess_is_named() {
         &stderr,
         &[
             &format!("{} does not preprocess", cuda_h.display()),
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
 }

@@ -184,8 +184,9 @@ fn ask_preprocessor(
                         "{} does not preprocess: the C preprocessor stopped on `#include \
                          <cuda.h>` (its messages are above). The headers are damaged or \
                          incomplete: point CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include \
-                         folder (`cargo xtask headers <version>` fetches one). ({e})",
-                        headers[0].join("cuda.h").display()
+                         folder. {}. ({e})",
+                        headers[0].join("cuda.h").display(),
+                        super::locate::GET_HEADERS
                     )
                 })
                 .and_then(|v| check_release(&headers[0], v))

@@ -7,7 +7,7 @@ use std::path::Path;
 pub fn run(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch(workspace, codegen::PINNED_RELEASE)?;
     let cuda = locate::at_root(&include, std::env::consts::ARCH, "pinned headers".into())
-        .ok_or("the pinned headers hold no cuda.h")?;
+        .ok_or("the pinned headers hold no cuda.h")??;
     let work_dir = workspace.join("target/xtask-regen");
     std::fs::create_dir_all(&work_dir).map_err(|e| e.to_string())?;
     for ptds in [false, true] {
