@@ -60,6 +60,10 @@ fn run() -> Result<(), String> {
     } else {
         locate::find(&config.target_arch)
     };
+    // PATH and pkg-config's variables where the search reached them.
+    for line in locate::rerun_lines(&search, &config.target, &config.host) {
+        println!("{line}");
+    }
     lap("locate CUDA");
 
     // 3. Which bindings: generated, or the committed ones (the one decision).

@@ -66,6 +66,9 @@ fn run() -> Result<(), String> {
     config.declare("../wrapper.h", &locate::env_vars_read());
 
     let search = locate::find(&config.target_arch);
+    for line in locate::rerun_lines(&search, &config.target, &config.host) {
+        println!("{line}");
+    }
     let source = bindings::choose(&config, &search)?;
     let found = matches!(search, locate::Search::Found(_));
     agree_with_cuda_mem_sys(&config, source, found)?;

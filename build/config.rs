@@ -61,7 +61,13 @@ pub struct Config {
 impl Config {
     pub fn from_env() -> Result<Config, String> {
         let mut cc = cc::Build::new();
-        cc.cargo_metadata(false).warnings(false);
+        // Its metadata on: where the C compiler runs (the preprocessor, the
+        // stubs, the static inline copies), cc prints `rerun-if-env-changed`
+        // for each variable it reads (`CC`, `CFLAGS`, their `_<target>` and
+        // `TARGET_` forms, the compiler's own such as `CPATH`); it prints link
+        // lines only where it compiles a library, which only the static
+        // inline copies do (and link).
+        cc.cargo_metadata(true).warnings(false);
         Ok(Config {
             crate_dir: path_var("CARGO_MANIFEST_DIR")?,
             out_dir: path_var("OUT_DIR")?,
