@@ -23,6 +23,8 @@ mod config;
 mod link;
 #[path = "build/locate.rs"]
 mod locate;
+#[path = "build/metadata.rs"]
+mod metadata;
 #[path = "build/preprocess.rs"]
 // Without the generator only `cuda_version` is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
@@ -80,9 +82,25 @@ fn run() -> Result<(), String> {
     config.tell_tests_the_compiler();
     lap("find the C compiler");
 
-    // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
-    describe(&made, cuda.as_ref(), config.dynamic_loading)?;
+    // 5. What the bindings declare: the `cuda_NNNNN` cfgs.
+    describe(&made, config.dynamic_loading);
+    let include_dirs = match &cuda {
+        Some(c) if bindings::headers_match(source, &config, c)? => Some(&c.include_dirs[..]),
+        _ => None,
+    };
+    let cuda_version = made.cuda_version;
+    let built = |runtime_loaded| metadata::Built {
+        cuda_version,
+        source,
+        include_dirs,
+        found_by: cuda.as_ref().map(|c| c.found_by.as_str()),
+        driver_loaded: config.dynamic_loading,
+        runtime_loaded,
+        ptds: config.ptds,
+    };
     if config.docs_rs {
+        // Nothing linked: what is loaded, is loaded whole.
+        built(config.dynamic_loading).say(&config.out_dir)?;
         made.write(&config, &lap)?;
         timings.total();
         return Ok(());
@@ -111,39 +129,23 @@ fn run() -> Result<(), String> {
     stubs.wait()?;
     lap("the stubs compiled");
 
-    // 8. How it is linked.
+    // 8. How it is linked, and what was built: the DEP_CUDA_MEM_SYS_*
+    // metadata and `cuda_mem_sys::BUILD`, from one description.
     if linked.runtime_loaded {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_runtime");
     }
-    let mode = match (config.dynamic_loading, linked.runtime_loaded) {
-        (false, _) => "linked",
-        (true, false) => "loaded-driver,static-runtime",
-        (true, true) => "loaded",
-    };
-    println!("cargo:mode={mode}");
+    built(linked.runtime_loaded).say(&config.out_dir)?;
     timings.total();
     Ok(())
 }
 
-/// The `cuda_NNNNN` cfgs of the release the bindings declare, the
-/// `DEP_CUDA_MEM_SYS_*` metadata of the headers found, and whether the
-/// driver is loaded at run time.
-fn describe(
-    made: &bindings::Made,
-    cuda: Option<&locate::Cuda>,
-    dynamic_loading: bool,
-) -> Result<(), String> {
+/// The `cuda_NNNNN` cfgs of the release the bindings declare, and whether
+/// the driver is loaded at run time.
+fn describe(made: &bindings::Made, dynamic_loading: bool) {
     for r in config::RELEASES.iter().filter(|&&r| r <= made.cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
-    }
-    println!("cargo:version_number={}", made.cuda_version);
-    if let Some(cuda) = cuda {
-        let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
-        println!("cargo:include={}", dirs.to_string_lossy());
-        println!("cargo:found_by={}", cuda.found_by);
     }
     if dynamic_loading {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_driver");
     }
-    Ok(())
 }

@@ -128,7 +128,7 @@ fn agree_with_cuda_mem_sys(config: &Config, source: Source, found: bool) -> Resu
     let theirs = (
         dep("MODE").is_some_and(|m| m != "linked"),
         dep("BINDINGS").as_deref() == Some("committed-same-headers"),
-        dep("FALLBACK").is_some(),
+        dep("FOUND_BY").as_deref() == Some("none"),
     );
     let ours = (
         config.dynamic_loading,

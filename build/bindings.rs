@@ -53,7 +53,6 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
                     release::PINNED_RELEASE
                 ));
             }
-            println!("cargo:fallback=1");
             return Ok(Source::Fallback);
         }
         Search::Found(cuda) => cuda,
@@ -61,7 +60,6 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
     #[cfg(feature = "bindgen")]
     {
         if same_headers(config, cuda) {
-            println!("cargo:bindings=committed-same-headers");
             return Ok(Source::SameHeaders);
         }
         match libclang(config) {
@@ -147,6 +145,22 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
         release::pinned_cuda_version() / 1000
     ));
     Ok(Source::OtherRelease)
+}
+
+/// Whether the headers found are of the release the bindings of `source`
+/// declare (`DEP_CUDA_MEM_SYS_INCLUDE` names them only then): generated
+/// from them, or the committed bindings for their very headers, or standing
+/// in for headers of their release (checked by [`without_generator`]); never
+/// for another release's headers.
+pub fn headers_match(source: Source, config: &Config, cuda: &Cuda) -> Result<bool, String> {
+    Ok(match source {
+        Source::OtherRelease => false,
+        // The ABI check's fallback takes any headers: ask their release.
+        Source::Fallback if config.abi_fallback => {
+            headers_version(config, cuda)? == release::pinned_cuda_version()
+        }
+        _ => true,
+    })
 }
 
 /// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).
@@ -242,7 +256,7 @@ pub fn make(
         (Source::Generate, Some(cuda)) => generate(config, cuda, lap),
         _ => {
             tell_tests_the_headers(cuda)?;
-            let made = committed(config, source);
+            let made = committed(config);
             lap("committed bindings");
             made
         }
@@ -301,14 +315,11 @@ pub fn run_generator(
 
 /// The committed bindings of [`release::PINNED_RELEASE`] and the symbols
 /// they link, read from the list beside them (no Rust parsed).
-fn committed(config: &Config, source: Source) -> Result<Made, String> {
+fn committed(config: &Config) -> Result<Made, String> {
     let rust = release::fallback_path(&config.crate_dir, config.ptds);
     let symbols = release::symbols_path(&config.crate_dir, config.ptds);
     println!("cargo:rerun-if-changed={}", rust.display());
     println!("cargo:rerun-if-changed={}", symbols.display());
-    if source != Source::SameHeaders {
-        println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
-    }
     let text =
         std::fs::read_to_string(&rust).map_err(|e| format!("reading {}: {e}", rust.display()))?;
     write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;

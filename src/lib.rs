@@ -38,5 +38,8 @@ mod generated {
 }
 pub use generated::*;
 
+mod build_info;
+pub use build_info::{Bindings, Build, Reach, BUILD};
+
 #[cfg(feature = "dynamic-loading")]
 pub mod loader;
