@@ -33,7 +33,7 @@ pub struct Plan<'a> {
     pub dynamic_loading: bool,
 }
 
-/// What the build links, for the cfgs `build.rs` sets.
+/// What the build links, for the cfgs `build/main.rs` sets.
 pub struct Linked {
     /// The runtime is loaded at run time (`cuda_mem_sys_load_runtime`).
     pub runtime_loaded: bool,

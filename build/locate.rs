@@ -1,6 +1,6 @@
 //! Where CUDA is: the one place that knows how to find the headers and libraries.
 //!
-//! Shared by `build.rs` and `xtask` (included with `#[path]`).
+//! Shared by `build/main.rs` and `xtask` (included with `#[path]`).
 
 use std::env;
 use std::path::{Path, PathBuf};

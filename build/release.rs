@@ -102,7 +102,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 
 /// The text of an inputs file for `headers` (absolute paths, each below one
 /// of `include_dirs`).
-#[allow(dead_code)] // `cargo xtask regen` writes the file; `build.rs` only reads it
+#[allow(dead_code)] // `cargo xtask regen` writes the file; `build/main.rs` only reads it
 pub fn inputs_text(include_dirs: &[PathBuf], headers: &[PathBuf]) -> Result<String, String> {
     let mut lines = vec![];
     for h in headers {

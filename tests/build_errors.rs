@@ -609,7 +609,7 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
     let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
     let script = std::fs::read_dir(&build)
         .unwrap()
-        .filter_map(|d| Some(d.ok()?.path().join("build-script-build")))
+        .filter_map(|d| Some(d.ok()?.path().join("build-script-main")))
         .find(|p| p.is_file() && p.to_string_lossy().contains("cuda-mem-sys-"))
         .unwrap_or_else(|| panic!("no cuda-mem-sys build script in {}", build.display()));
     let out_dir = scratch("build-script-by-hand");

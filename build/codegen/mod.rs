@@ -1,9 +1,9 @@
 //! The generator: headers in, one self-contained Rust file out.
 //!
-//! Shared by `build.rs` (bindings for the headers found at build time),
+//! Shared by `build/main.rs` (bindings for the headers found at build time),
 //! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
 //! bindings the ABI proofs are made from), so all produce the same tokens
-//! (`build.rs` writes them compactly, `regen` pretty-printed).
+//! (`build/main.rs` writes them compactly, `regen` pretty-printed).
 
 mod bindgen_config;
 mod docs;

@@ -24,7 +24,7 @@ pub const CI_RELEASES: [&str; 6] = ["12.0", "12.2", "12.8", "13.0", "13.2", "13.
 pub const UNSEEN: &str = "unseen";
 
 /// `CUDA_VERSION` of the unseen-release fixture: newer than every release the
-/// crate lists (build.rs's cfgs go to 13060) and than every wheel.
+/// crate lists (build/main.rs's cfgs go to 13060) and than every wheel.
 pub const UNSEEN_VERSION: u32 = 13070;
 
 /// The builds: (name, cargo features).

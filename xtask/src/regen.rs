@@ -1,5 +1,5 @@
 //! `cargo xtask regen`: the committed fallback bindings, generated from the
-//! pinned release's headers by the same code `build.rs` runs.
+//! pinned release's headers by the same code `build/main.rs` runs.
 
 use crate::{codegen, headers, locate};
 use std::path::Path;
@@ -40,7 +40,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 }
 
 /// The committed form of the bindings: the build script's tree, pretty-printed
-/// (`build.rs` writes the same tree as compact tokens).
+/// (`build/main.rs` writes the same tree as compact tokens).
 pub fn pretty(out: &codegen::Output) -> String {
     out.header.clone() + &prettyplease::unparse(&out.file)
 }

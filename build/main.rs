@@ -2,38 +2,29 @@
 //! choose the bindings, generate them or take the committed ones, link (the
 //! generated text written while the stub libraries compile), and
 //! say what was built (cfgs and `DEP_CUDA_MEM_SYS_*` metadata). Each step
-//! lives in its own file under `build/`.
+//! lives in its own module beside this file (`build/`).
 //!
 //! It runs unoptimised in every dependent's build, so it does little: the
 //! generated text is parsed once and every later step reads that tree; it is
-//! written to `OUT_DIR` as compact tokens, not pretty-printed. The ABI
+//! written to `OUT_DIR` one item a line, not pretty-printed. The ABI
 //! proofs' generators are not here: `abi-proofs/`'s build script runs them.
 //! Without the `bindgen` feature nothing here needs syn, bindgen or libclang.
 
-#[path = "build/bindings.rs"]
 mod bindings;
 #[cfg(feature = "bindgen")]
-#[path = "build/codegen/mod.rs"]
 // What serves only `cargo xtask regen` and abi-proofs goes unused here.
 #[allow(dead_code)]
 mod codegen;
-#[path = "build/config.rs"]
 mod config;
-#[path = "build/link.rs"]
 mod link;
-#[path = "build/locate.rs"]
 mod locate;
-#[path = "build/metadata.rs"]
 mod metadata;
-#[path = "build/preprocess.rs"]
 // Without the generator only `cuda_version` is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 mod preprocess;
-#[path = "build/release.rs"]
 // Without the generator only what finds and reads the committed bindings is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 mod release;
-#[path = "build/timings.rs"]
 mod timings;
 
 use bindings::Source;
