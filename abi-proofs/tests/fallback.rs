@@ -2,7 +2,7 @@
 //! generator makes from the pinned release's headers, and a build without
 //! CUDA uses them.
 //!
-//! The build script writes its bindings as compact tokens; `cargo xtask regen`
+//! The build script writes its bindings as tokens, one item a line; `cargo xtask regen`
 //! pretty-prints the same tree. So the two are compared as tokens: both are
 //! parsed, string literals (doc comments included) taken by value, and printed
 //! by one pretty-printer, which also settles what only layout decides (the

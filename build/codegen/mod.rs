@@ -3,7 +3,7 @@
 //! Shared by `build/main.rs` (bindings for the headers found at build time),
 //! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
 //! bindings the ABI proofs are made from), so all produce the same tokens
-//! (`build/main.rs` writes them compactly, `regen` pretty-printed).
+//! (`build/main.rs` writes them one item a line, `regen` pretty-printed).
 
 mod bindgen_config;
 mod docs;

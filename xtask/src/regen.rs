@@ -40,7 +40,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 }
 
 /// The committed form of the bindings: the build script's tree, pretty-printed
-/// (`build/main.rs` writes the same tree as compact tokens).
+/// (`build/main.rs` writes the same tree as tokens, one item a line).
 pub fn pretty(out: &codegen::Output) -> String {
     out.header.clone() + &prettyplease::unparse(&out.file)
 }
