@@ -58,6 +58,9 @@ fn main() {
         Trial::test("generated_bindings_come_one_item_a_line", || {
             line_check_catches_one_line().map_err(Failed::from)
         }),
+        Trial::test("build_says_what_it_is_in_one_line", || {
+            build_line().map_err(Failed::from)
+        }),
         Trial::ignorable_test("every_mode_tells_one_story_in_metadata_and_build", || {
             guarded(every_mode)
         }),
@@ -470,6 +473,40 @@ fn every_mode(h: &Headers) -> Result<(), String> {
     Ok(())
 }
 
+/// `cuda_mem_sys::BUILD`'s `Display`: one line naming the release, the
+/// bindings, how CUDA was found (or that it was not) and how each library is
+/// reached, each as the fields say.
+fn build_line() -> Result<(), String> {
+    let b = cuda_mem_sys::BUILD;
+    let line = b.to_string();
+    let (major, minor) = b.release();
+    let found = match b.found_by {
+        Some(by) => format!("found by {by}"),
+        None => "no CUDA found when built".into(),
+    };
+    let wanted = [
+        format!("CUDA {major}.{minor} ({})", b.version_number),
+        format!("bindings {}", b.bindings.as_str()),
+        found,
+        format!("driver {}", b.driver.as_str()),
+        format!("runtime {}", b.runtime.as_str()),
+    ];
+    if line.contains('\n') || wanted.iter().any(|w| !line.contains(w.as_str())) {
+        return Err(format!(
+            "BUILD says {line:?}; wanted one line with {wanted:?}"
+        ));
+    }
+    if b.version_number != cuda_mem_sys::CUDA_VERSION {
+        return Err(format!(
+            "BUILD.version_number {} but the bindings' CUDA_VERSION {}",
+            b.version_number,
+            cuda_mem_sys::CUDA_VERSION
+        ));
+    }
+    eprintln!("BUILD: {line}");
+    Ok(())
+}
+
 /// `Ok` where every line of `text` but a doc attribute is at most
 /// [`LONGEST_LINE`] long, and a doc attribute's line holds that attribute alone.
 fn long_lines(text: &str) -> Result<(), String> {
@@ -608,22 +645,27 @@ fn wrong_keys_with(h: &Headers) -> Result<(), String> {
 }
 
 /// Whether cuda-mem-sys's build script ran in a `cargo -v` build (its
-/// `Running` line), or was fresh (`Fresh cuda-mem-sys v`).
+/// `Running` line), or was fresh (no such line, and `Fresh cuda-mem-sys v`);
+/// `None` where cargo said neither.
 fn script_ran(out: &str) -> Option<bool> {
     let ran = out.lines().any(|l| {
         l.contains("Running `")
             && l.split("/build/cuda-mem-sys-").skip(1).any(|rest| {
                 rest.split('/').next().is_some_and(|hash| {
                     hash.chars().all(|c| c.is_ascii_hexdigit())
-                        && rest[hash.len()..].starts_with("/build-script-build")
+                        && ["/build-script-build", "/build-script-main"]
+                            .iter()
+                            .any(|b| rest[hash.len()..].starts_with(b))
                 })
             })
     });
+    // The script's own compile may be fresh while its run is not: `Fresh`
+    // counts only where no run was seen.
     let fresh = out.contains("Fresh cuda-mem-sys v");
     match (ran, fresh) {
-        (true, false) => Some(true),
+        (true, _) => Some(true),
         (false, true) => Some(false),
-        _ => None,
+        (false, false) => None,
     }
 }
 
