@@ -86,7 +86,10 @@ fn run() -> Result<(), String> {
         .as_ref()
         .filter(|_| bindings::libclang(&config).is_ok())
     {
-        let out = bindings::run_generator(&config, cuda, &|_| {})?;
+        // The committed bindings' documentation (links, none of NVIDIA's text),
+        // so that tests/fallback.rs compares like with like; the proofs read
+        // only declarations, which the documentation mode does not change.
+        let out = bindings::run_generator(&config, cuda, codegen::Docs::Links, &|_| {})?;
         signature_inputs(&dir, &out.file, &abi_checks::c_tags(&out.preprocessed))?;
         // `cargo xtask abi fallback` (CUDA_MEM_SYS_ABI_FALLBACK) proves the
         // committed bindings whatever the headers.

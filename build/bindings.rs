@@ -14,7 +14,10 @@ pub enum Source {
     #[cfg(feature = "bindgen")]
     Generate,
     /// The committed bindings, for the very headers they were generated from
-    /// ([`release::same_inputs`]): what the generator would write.
+    /// ([`release::same_inputs`]): the declarations the generator would
+    /// write, documented as the committed copies are, by links to NVIDIA's
+    /// online reference instead of the headers' comments
+    /// (`codegen::Docs::Links`; the headers are on this machine to read).
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
@@ -79,7 +82,9 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 /// bindings may stand for generated ones: for a target they are proven on
 /// (abi-proofs generates afresh and compares), not with the per-thread
 /// default stream (its `static inline` copies are compiled from the
-/// generator's C).
+/// generator's C). Their docs are the committed copies' links, not these
+/// headers' comments: regenerating for the comments alone would cost the
+/// bindgen run (seconds) this reuse saves.
 #[cfg(feature = "bindgen")]
 fn same_headers(config: &Config, cuda: &Cuda) -> bool {
     let inputs = release::inputs_path(&config.crate_dir, false);
@@ -277,7 +282,8 @@ pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
 
 #[cfg(feature = "bindgen")]
 fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, String> {
-    let out = run_generator(config, cuda, lap)?;
+    // The user's own headers: their comments are the docs.
+    let out = run_generator(config, cuda, crate::codegen::Docs::Headers, lap)?;
     tell_tests_the_headers(Some(cuda))?;
     if let Some(c) = &out.static_wrappers_c {
         compile_static_wrappers(config, c, cuda)?;
@@ -297,6 +303,7 @@ fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, St
 pub fn run_generator(
     config: &Config,
     cuda: &Cuda,
+    docs: crate::codegen::Docs,
     lap: &dyn Fn(&str),
 ) -> Result<crate::codegen::Output, String> {
     let out = crate::codegen::generate(&crate::codegen::Input {
@@ -305,6 +312,7 @@ pub fn run_generator(
         work_dir: &config.work_dir()?,
         cc: config.cc.clone(),
         per_thread_default_stream: config.ptds,
+        docs,
         lap,
     })?;
     for h in &out.headers_read {

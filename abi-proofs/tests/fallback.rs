@@ -1,6 +1,8 @@
 //! The committed fallback bindings (`src/generated/`) are exactly what the
 //! generator makes from the pinned release's headers, and a build without
-//! CUDA uses them.
+//! CUDA uses them. Both sides are documented alike: by links to NVIDIA's
+//! reference, none of the headers' comments (`Docs::Links`: `cargo xtask
+//! regen` writes the committed copies so, and abi-proofs/build.rs generates so).
 //!
 //! The build script writes its bindings as tokens, one item a line; `cargo xtask regen`
 //! pretty-prints the same tree. So the two are compared as tokens: both are
@@ -133,7 +135,7 @@ fn a_build_without_cuda_uses_the_fallback() -> Result<Completion, Failed> {
 
 /// The comparison catches a change of one token, and only of tokens: a
 /// pretty-printed file equals its compact form, and one changed literal, type
-/// or attribute is found.
+/// or attribute is found, as is one changed doc of the committed file.
 fn the_token_comparison_catches_a_changed_token() -> Result<Completion, Failed> {
     let pretty = "// @generated x\n\n/// A doc\n/// comment.\n#[repr(C)]\npub struct S {\n    pub a: u32,\n}\n";
     let compact =
@@ -152,6 +154,21 @@ fn the_token_comparison_catches_a_changed_token() -> Result<Completion, Failed> 
         if first_difference(&w.1, &p.1).is_none() {
             return Err(format!("a changed token went unnoticed: {wrong}").into());
         }
+    }
+    // The committed file itself, one item's doc given a sentence of NVIDIA's
+    // (its documentation is links alone, as abi-proofs generates it).
+    let link = "/// NVIDIA's reference: [data types]";
+    let planted = committed().replacen(
+        link,
+        "/// This handle can be used safely from only one CPU thread at a time. [data types]",
+        1,
+    );
+    if planted == committed() {
+        return Err(format!("the committed file has no `{link}`").into());
+    }
+    let (c, w) = (canonical(committed())?, canonical(&planted)?);
+    if first_difference(&c.1, &w.1).is_none() {
+        return Err("a doc changed in the committed file went unnoticed".into());
     }
     Ok(Completion::Completed)
 }

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 
 /// `static_wrappers` is where bindgen writes C wrappers for `static inline`
 /// functions (with the per-thread default stream, `cuGetProcAddress` is one).
+/// `comments`: whether NVIDIA's doc comments are kept ([`super::Docs`]).
 pub fn builder(
     wrapper: &Path,
     include_dirs: &[PathBuf],
     defines: &[&str],
     static_wrappers: &Path,
+    comments: bool,
 ) -> bindgen::Builder {
     let mut b = bindgen::Builder::default()
         .header(wrapper.to_string_lossy())
@@ -35,7 +37,7 @@ pub fn builder(
         .derive_default(true)
         .derive_debug(true)
         .impl_debug(false)
-        .generate_comments(true)
+        .generate_comments(comments)
         // Both would make bindgen parse its whole output with syn and print it
         // again (seconds, unoptimised); postprocess merges the blocks on the
         // tree it parses anyway.

@@ -3,17 +3,18 @@
 
 use std::collections::BTreeSet;
 
-/// Text of NVIDIA's Doxygen aliases (`\notefnerr` and friends).
+/// What NVIDIA's Doxygen aliases (`\notefnerr` and friends) stand for, in
+/// our words: their text is in NVIDIA's documentation build, not the headers.
 const NOTE_ALIASES: [(&str, &str); 9] = [
-    ("\\notefnerr", "Note that this function may also return error codes from previous, asynchronous launches."),
-    ("\\note_async", "This function exhibits asynchronous behavior for most use cases."),
-    ("\\note_sync", "This function exhibits synchronous behavior for most use cases."),
-    ("\\note_null_stream", "This function uses standard default stream semantics."),
-    ("\\note_memset", "See also memset synchronization details."),
-    ("\\note_init_rt", "Note that this function may also return `cudaErrorInitializationError`, `cudaErrorInsufficientDriver` or `cudaErrorNoDevice` if this call tries to initialize internal CUDA RT state."),
-    ("\\note_callback", "Note that this function may also return `cudaErrorNotPermitted` if called from a stream callback."),
-    ("\\note_graph_thread_safety", "Graph objects are not internally synchronized."),
-    ("\\note_string_api_deprecation", "The string-symbol form of this API is deprecated."),
+    ("\\notefnerr", "May also return an error code of an earlier asynchronous launch."),
+    ("\\note_async", "Asynchronous in most cases."),
+    ("\\note_sync", "Synchronous in most cases."),
+    ("\\note_null_stream", "The default stream has its usual semantics here."),
+    ("\\note_memset", "See NVIDIA's reference on how memset synchronises."),
+    ("\\note_init_rt", "Where it initialises the runtime, may also return `cudaErrorInitializationError`, `cudaErrorInsufficientDriver` or `cudaErrorNoDevice`."),
+    ("\\note_callback", "May also return `cudaErrorNotPermitted` when called from a stream callback."),
+    ("\\note_graph_thread_safety", "Graph objects are not synchronised internally."),
+    ("\\note_string_api_deprecation", "The form naming a symbol by a string is deprecated."),
 ];
 
 /// Converts one doc comment. `known` holds the crate's item names, which

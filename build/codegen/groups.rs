@@ -11,6 +11,12 @@ pub struct Group {
     pub description: String,
     /// Symbols declared inside the group, in header order.
     pub functions: Vec<String>,
+    /// Symbols the group's page also documents, which are not among
+    /// `functions` (the group module re-exports those): declared in a region
+    /// that `\addtogroup <id> @{` reopens (the runtime's `cudaGetDeviceCount`,
+    /// after a first declaration in the device runtime's header outside every
+    /// group). `links.rs` links their docs to this group's page.
+    pub also_documented: Vec<String>,
 }
 
 impl Group {
@@ -49,6 +55,9 @@ pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
     let mut groups: Vec<Group> = vec![];
     let mut open: Vec<usize> = vec![];
     let mut seen = BTreeSet::new();
+    let mut grouped = BTreeSet::new();
+    // The group an `\addtogroup` reopens, up to its `@}`: for `also_documented` only.
+    let mut reopened: Option<usize> = None;
     let bytes = preprocessed.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -64,6 +73,9 @@ pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
                 }
             } else if comment.contains("@}") {
                 open.pop();
+                reopened = None;
+            } else if let Some(id) = addtogroup(comment).filter(|_| comment.contains("@{")) {
+                reopened = groups.iter().position(|g| g.id == id);
             }
             i = end;
         } else if preprocessed[i..].starts_with("//") {
@@ -81,9 +93,17 @@ pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
             }
             let ident = &preprocessed[start..i];
             let next = preprocessed[i..].trim_start().starts_with('(');
-            if next && declared.contains(ident) && seen.insert(ident.to_string()) {
-                if let Some(&g) = open.last() {
-                    groups[g].functions.push(ident.to_string());
+            if next && declared.contains(ident) {
+                let first = seen.insert(ident.to_string());
+                match (open.last(), reopened) {
+                    (Some(&g), _) if first => groups[g].functions.push(ident.to_string()),
+                    (Some(&g), _) | (None, Some(g)) if !grouped.contains(ident) => {
+                        groups[g].also_documented.push(ident.to_string())
+                    }
+                    _ => {}
+                }
+                if open.last().or(reopened.as_ref()).is_some() {
+                    grouped.insert(ident.to_string());
                 }
             }
         } else {
@@ -92,6 +112,14 @@ pub fn find(preprocessed: &str, declared: &BTreeSet<String>) -> Vec<Group> {
     }
     groups.retain(|g| !g.functions.is_empty());
     groups
+}
+
+/// The id of `\addtogroup <id>`.
+fn addtogroup(comment: &str) -> Option<&str> {
+    let at = comment.find("\\addtogroup")?;
+    comment[at + "\\addtogroup".len()..]
+        .split_whitespace()
+        .next()
 }
 
 fn defgroup(comment: &str) -> Option<Group> {
@@ -112,5 +140,6 @@ fn defgroup(comment: &str) -> Option<Group> {
         title,
         description,
         functions: vec![],
+        also_documented: vec![],
     })
 }

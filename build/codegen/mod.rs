@@ -8,6 +8,7 @@
 mod bindgen_config;
 mod docs;
 mod groups;
+mod links;
 pub mod loader;
 mod postprocess;
 #[allow(unused_imports)] // abi-proofs's generators read it; cuda-mem-sys's build does not
@@ -22,6 +23,20 @@ use std::path::{Path, PathBuf};
 
 pub const WRAPPER: &str = "#include \"wrapper.h\"\n";
 
+/// What the generated items' documentation says.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Docs {
+    /// NVIDIA's comments, from the headers the bindings are generated from
+    /// (a build from the user's own headers shows their own copy's comments).
+    Headers,
+    /// None of NVIDIA's text: each item gets a line of ours linking NVIDIA's
+    /// online reference (its group's page, or its API's data types), each
+    /// group module its group's title and page. The committed bindings, which
+    /// the published package carries, are made so (`cargo xtask regen`);
+    /// see `links.rs`.
+    Links,
+}
+
 pub struct Input<'a> {
     pub include_dirs: &'a [PathBuf],
     /// The folder holding `wrapper.h`.
@@ -31,6 +46,7 @@ pub struct Input<'a> {
     /// A `cc::Build` set up for the target (the caller knows its context).
     pub cc: cc::Build,
     pub per_thread_default_stream: bool,
+    pub docs: Docs,
     /// Called as each step ends, with its name (the build script's
     /// `CUDA_MEM_SYS_BUILD_TIMINGS`; `&|_| {}` elsewhere).
     pub lap: &'a dyn Fn(&str),
@@ -80,6 +96,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
                 &include_dirs,
                 &defines,
                 &static_wrappers,
+                input.docs == Docs::Headers,
             )
             .generate()
             .map_err(|e| format!("bindgen could not parse the CUDA headers: {e}"))
@@ -124,6 +141,7 @@ pub fn generate(input: &Input) -> Result<Output, String> {
             comments: &comments,
             cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
+            docs: input.docs,
             typedefs: &typedefs,
             lap: input.lap,
         },

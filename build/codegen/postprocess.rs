@@ -3,7 +3,7 @@
 //! bindgen drops, flag operators, Markdown docs, and one module per API group.
 
 use super::preprocess::{MacroDef, Preprocessor};
-use super::{docs, groups, loader};
+use super::{docs, groups, links, loader, Docs};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub struct Context<'a> {
@@ -16,6 +16,8 @@ pub struct Context<'a> {
     pub comments: &'a str,
     pub cuda_version: u32,
     pub per_thread_default_stream: bool,
+    /// NVIDIA's comments, or links to NVIDIA's reference in their place.
+    pub docs: Docs,
     /// [`loader::typedef_names`].
     pub typedefs: &'a BTreeSet<String>,
     /// Called as each step ends ([`super::Input::lap`]).
@@ -32,7 +34,10 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
     let mut known = item_names(&file);
     known.extend(aliases.keys().cloned());
     // Only NVIDIA's comments are Doxygen; the notes added below are Markdown.
-    convert_docs(&mut file, &known);
+    // (With `Docs::Links`, bindgen kept none: nothing to convert.)
+    if cx.docs == Docs::Headers {
+        convert_docs(&mut file, &known);
+    }
     (cx.lap)("docs to Markdown");
     add_aliases(&mut file, &aliases);
     name_anonymous_members(&mut file);
@@ -52,7 +57,11 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
             .map(|f| f.sig.ident.to_string())
             .collect();
         let groups = groups::find(cx.comments, &declared);
-        add_group_modules(&mut file, &groups, &aliases, &known);
+        add_group_modules(&mut file, &groups, &aliases, &known, cx.docs);
+        // Before the loader's calls, which take their functions' first paragraph.
+        if cx.docs == Docs::Links {
+            links::add(&mut file, &groups, &aliases);
+        }
         let panicked = "a C compiler thread panicked";
         (
             unsigned.join().unwrap_or_else(|_| Err(panicked.into())),
@@ -457,6 +466,7 @@ fn add_group_modules(
     groups: &[groups::Group],
     aliases: &BTreeMap<String, String>,
     known: &BTreeSet<String>,
+    mode: Docs,
 ) {
     let mut by_symbol: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, symbol) in aliases {
@@ -498,12 +508,16 @@ fn add_group_modules(
                 }
             }
             let m = syn::Ident::new(&name, proc_macro2::Span::call_site());
-            let doc = format!(
-                "{}\n\n NVIDIA's group `{}`.\n\n{}",
-                docs::convert(&g.title, known),
-                g.id,
-                docs::convert(&g.description, known)
-            );
+            let doc = match mode {
+                Docs::Headers => format!(
+                    "{}\n\n NVIDIA's group `{}`.\n\n{}",
+                    docs::convert(&g.title, known),
+                    g.id,
+                    docs::convert(&g.description, known)
+                ),
+                // The title is a name; the description is NVIDIA's text.
+                Docs::Links => links::group_module_doc(g, &docs::convert(&g.title, known)),
+            };
             modules.push(syn::parse_quote! {
                 #[doc = #doc]
                 pub mod #m {

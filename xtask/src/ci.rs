@@ -217,6 +217,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     println!("the packaged crate took the committed bindings for their very headers");
     discard(&workspace.join("target/package"));
 
+    crate::wrap::run(workspace)?;
+
     msrv(workspace, &pinned)?;
 
     step("documentation");

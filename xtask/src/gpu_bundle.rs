@@ -571,7 +571,7 @@ PY
 "#;
 
 /// The string value of `"key":"..."` in one line of cargo's JSON output.
-fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
     let len = line[start..].find('"')?;
     Some(&line[start..start + len])

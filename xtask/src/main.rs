@@ -29,6 +29,7 @@ mod release;
 #[allow(dead_code)] // what writes them serves the build script
 #[path = "../../build/timings.rs"]
 mod timings;
+mod wrap;
 
 use cmd::workspace;
 use std::process::ExitCode;
@@ -77,6 +78,10 @@ const USAGE: &str = "usage: cargo xtask <command>
                          the same built for aarch64-unknown-linux-gnu (run under qemu-aarch64) or
                          x86_64-pc-windows-gnu (under wine); writes that target's section of
                          docs/abi-report.md (the releases run)
+  wrap-check             the wrapper crate (wrap/) checked against 12.0 12.9 13.0 13.5 and an
+                         unseen release, linked and loaded, default features and none (the
+                         named refusal asserted where designed); its build script's cfgs; and
+                         built from the unpacked `cargo package` of cuda-mem-sys (a step of `ci`)
   changes                docs/release-changes.md: what changed between releases in the five groups
                          (from the bindings `abi --all` leaves in target/abi/)";
 
@@ -103,12 +108,13 @@ fn main() -> ExitCode {
             _ => Err(format!("--runs takes a number of runs above 0, not {n:?}")),
         },
         ["build-cost"] => build_cost::check(&workspace()),
-        ["gpu-bundle"] => gpu_bundle::run(&workspace()),
+        ["gpu-bundle"] => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
         ["gpu-bundle", "--matrix", rest @ ..] => gpu_bundle::matrix(&workspace(), rest),
         ["device-compile", rest @ ..] => device_compile::run(&workspace(), rest),
         ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
         ["abi", rest @ ..] => abi::run(&workspace(), rest),
         ["changes"] => changes::run(&workspace()),
+        ["wrap-check"] => wrap::run(&workspace()),
         _ => Err(USAGE.to_string()),
     };
     match result {

@@ -1,5 +1,7 @@
 //! `cargo xtask regen`: the committed fallback bindings, generated from the
-//! pinned release's headers by the same code `build/main.rs` runs.
+//! pinned release's headers by the same code `build/main.rs` runs, their
+//! documentation links to NVIDIA's online reference in place of the headers'
+//! comments ([`codegen::Docs::Links`]).
 
 use crate::{codegen, headers, locate};
 use std::path::Path;
@@ -17,6 +19,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             work_dir: &work_dir,
             cc: host_cc(),
             per_thread_default_stream: ptds,
+            // The published package carries none of NVIDIA's text (build/codegen/links.rs).
+            docs: codegen::Docs::Links,
             lap: &|_| {},
         })?;
         let path = codegen::fallback_path(workspace, ptds);

@@ -1,0 +1,299 @@
+//! The wrapper's safe API on a GPU: each test checks what reached the device
+//! (bytes written and read back), and a wrong case each returns its
+//! documented code as an `Err`. Without a usable driver or device every test
+//! reports itself ignored with the reason (`cuInit`'s or
+//! `cuDeviceGetCount`'s code), never passes empty.
+
+use cuda_mem_sys as sys;
+use cuda_mem_wrap::pool::{Pool, Stream};
+use cuda_mem_wrap::vmm::{self, Access, PhysicalMemory, Reservation};
+use cuda_mem_wrap::{device_count, location, Context, Error};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+type TestResult = Result<(), Failed>;
+
+/// A test's body, or why this build cannot run it.
+type Body = Result<fn() -> TestResult, String>;
+
+/// Fails with `message` unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+).into());
+        }
+    };
+}
+
+/// `n` bytes that differ along the buffer and from one seed to the next.
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8 ^ seed as u8)
+        .collect()
+}
+
+fn same(got: &[u8], want: &[u8], what: &str) -> TestResult {
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        None if got.len() == want.len() => Ok(()),
+        None => Err(format!("{what}: {} bytes, expected {}", got.len(), want.len()).into()),
+        Some(i) => Err(format!(
+            "{what}: byte {i} is {:#04x}, expected {:#04x}",
+            got[i], want[i]
+        )
+        .into()),
+    }
+}
+
+/// `Ok` if `result` is exactly the error `want` (its call and code).
+fn expect_err<T: std::fmt::Debug>(result: Result<T, Error>, want: Error, what: &str) -> TestResult {
+    match result {
+        Err(e) if e == want => {
+            println!("  {what}: {e}");
+            Ok(())
+        }
+        Err(e) => Err(format!("{what}: {e}, expected {want:?}").into()),
+        Ok(v) => Err(format!("{what}: succeeded ({v:?}), expected {want:?}").into()),
+    }
+}
+
+fn drv(call: &'static str, code: sys::CUresult) -> Error {
+    Error::Driver { call, code }
+}
+
+fn rt(call: &'static str, code: sys::cudaError_t) -> Error {
+    Error::Runtime { call, code }
+}
+
+/// A VMM range end to end: reserve two granules, create as much memory, map
+/// it, set read-write access (the driver reports none before, read-write
+/// after), write a pattern with cuMemcpyHtoD and read it back with
+/// cuMemcpyDtoH; then unmap, release and free, each returning success.
+fn vmm_range_holds_what_was_written() -> TestResult {
+    let ctx = Context::primary(0)?;
+    let g = vmm::granularity(&ctx)?;
+    let range = Reservation::new(&ctx, 2 * g)?;
+    let mem = PhysicalMemory::new(&ctx, 2 * g)?;
+    let mut map = range.map(0, &mem)?;
+    ensure!(
+        map.ptr() == range.ptr(),
+        "mapped at {:#x}, not the range's start",
+        map.ptr()
+    );
+    let before = map.access(&ctx)?;
+    ensure!(
+        before == Access::None,
+        "access before cuMemSetAccess: {before:?}"
+    );
+    map.set_access(&ctx, Access::ReadWrite)?;
+    let after = map.access(&ctx)?;
+    ensure!(
+        after == Access::ReadWrite,
+        "access after cuMemSetAccess: {after:?}"
+    );
+    let data = pattern(2 * g, 1);
+    map.write(0, &data)?;
+    let mut back = vec![0u8; 2 * g];
+    map.read(0, &mut back)?;
+    same(&back, &data, "the range read back")?;
+    // A part of it, at an offset.
+    let part = pattern(4096, 2);
+    map.write(g + 512, &part)?;
+    let mut back = vec![0u8; 4096];
+    map.read(g + 512, &mut back)?;
+    same(&back, &part, "4 KiB at granule 1 + 512")?;
+    map.unmap()?;
+    mem.release()?;
+    range.free()?;
+    Ok(())
+}
+
+/// The wrong cases of the VMM range: memory mapped past the reservation's
+/// end (bigger than the reservation, or at an offset that leaves it), a copy
+/// before access is set, a copy past the mapping's end, and a size off the
+/// granularity (the driver's own refusal), each an `Err` with
+/// CUDA_ERROR_INVALID_VALUE; then a mapping still works.
+fn vmm_range_refuses_what_does_not_fit() -> TestResult {
+    let ctx = Context::primary(0)?;
+    let g = vmm::granularity(&ctx)?;
+    let invalid = sys::CUDA_ERROR_INVALID_VALUE;
+    let small = Reservation::new(&ctx, g)?;
+    let big = PhysicalMemory::new(&ctx, 2 * g)?;
+    expect_err(
+        small.map(0, &big),
+        drv("cuMemMap", invalid),
+        "2 granules into a 1-granule reservation",
+    )?;
+    let range = Reservation::new(&ctx, 2 * g)?;
+    expect_err(
+        range.map(g, &big),
+        drv("cuMemMap", invalid),
+        "2 granules at granule 1 of 2",
+    )?;
+    expect_err(
+        range.map(usize::MAX, &big),
+        drv("cuMemMap", invalid),
+        "at offset usize::MAX",
+    )?;
+    // The driver's refusal, named by the driver.
+    let odd = PhysicalMemory::new(&ctx, g + g / 2);
+    let e = odd.as_ref().err().copied();
+    expect_err(
+        odd,
+        drv("cuMemCreate", invalid),
+        "cuMemCreate of 1.5 granules",
+    )?;
+    let shown = e.map(|e| e.to_string()).unwrap_or_default();
+    ensure!(
+        shown == "cuMemCreate returned CUDA_ERROR_INVALID_VALUE (1)",
+        "the error reads {shown:?}"
+    );
+    // Mapped, no access yet: copies are refused, not sent to the device.
+    let mut map = range.map(0, &big)?;
+    expect_err(
+        map.write(0, &[1, 2, 3]),
+        drv("cuMemcpyHtoD", invalid),
+        "a write before cuMemSetAccess",
+    )?;
+    expect_err(
+        map.read(0, &mut [0; 3]),
+        drv("cuMemcpyDtoH", invalid),
+        "a read before cuMemSetAccess",
+    )?;
+    map.set_access(&ctx, Access::ReadWrite)?;
+    let past = map.write(2 * g - 2, &[1, 2, 3]);
+    expect_err(
+        past,
+        drv("cuMemcpyHtoD", invalid),
+        "3 bytes at 2 before the end",
+    )?;
+    // Read-only: reads work, writes are refused.
+    map.set_access(&ctx, Access::Read)?;
+    expect_err(
+        map.write(0, &[1]),
+        drv("cuMemcpyHtoD", invalid),
+        "a write to a read-only mapping",
+    )?;
+    map.set_access(&ctx, Access::ReadWrite)?;
+    // And the range still works.
+    let data = pattern(2 * g, 3);
+    map.write(0, &data)?;
+    let mut back = vec![0u8; 2 * g];
+    map.read(0, &mut back)?;
+    same(&back, &data, "the range after the refusals")
+}
+
+/// A stream-ordered pool end to end: allocate 1 MiB from a new pool in a
+/// stream's order, set it to 0xa5 with cudaMemsetAsync and read it back,
+/// copy a pattern in and read it back; the pool's location is device 0.
+fn pool_allocation_holds_what_was_written() -> TestResult {
+    let ctx = Context::primary(0)?;
+    let pool = Pool::new(0)?;
+    let stream = Stream::new()?;
+    let n = 1 << 20;
+    let mut buf = pool.alloc_async(n, &stream)?;
+    buf.memset_async(0xa5)?;
+    let mut back = vec![0u8; n];
+    buf.copy_to_host(0, &mut back)?;
+    same(
+        &back,
+        &vec![0xa5; n],
+        "the pool buffer after cudaMemsetAsync(0xa5)",
+    )?;
+    let data = pattern(n, 4);
+    buf.copy_from_host(0, &data)?;
+    buf.copy_to_host(0, &mut back)?;
+    same(&back, &data, "the pool buffer read back")?;
+    buf.free()?;
+    stream.synchronize()?;
+    // The location written in the release's form reads back as device 0.
+    let loc = location::device(ctx.device());
+    ensure!(
+        location::device_id(&loc) == ctx.device(),
+        "location id {}",
+        location::device_id(&loc)
+    );
+    Ok(())
+}
+
+/// The wrong cases of the pool: an allocation over the pool's maximum size
+/// (cudaErrorMemoryAllocation), a copy past the buffer's end
+/// (cudaErrorInvalidValue); then the pool still allocates.
+#[cfg(cuda_12020)]
+fn pool_refuses_what_does_not_fit() -> TestResult {
+    let _ctx = Context::primary(0)?;
+    let mib = 1 << 20;
+    let pool = Pool::with_max_size(0, 64 * mib)?;
+    let stream = Stream::new()?;
+    let over = pool.alloc_async(128 * mib, &stream).map(|b| b.size());
+    let oom = sys::cudaErrorMemoryAllocation;
+    expect_err(
+        over,
+        rt("cudaMallocFromPoolAsync", oom),
+        "128 MiB from a pool of at most 64",
+    )?;
+    let mut buf = pool.alloc_async(mib, &stream)?;
+    let inval = sys::cudaErrorInvalidValue;
+    let past = buf.copy_from_host(mib - 1, &[1, 2]);
+    expect_err(
+        past,
+        rt("cudaMemcpyAsync", inval),
+        "2 bytes at 1 before the end",
+    )?;
+    let data = pattern(mib, 5);
+    buf.copy_from_host(0, &data)?;
+    let mut back = vec![0u8; mib];
+    buf.copy_to_host(0, &mut back)?;
+    same(&back, &data, "the pool buffer after the refusals")
+}
+
+/// Why the device tests cannot run here, if they cannot.
+fn unavailable() -> Option<String> {
+    match device_count() {
+        Ok(0) => Some("no CUDA device".into()),
+        Ok(_) => None,
+        Err(e) => Some(format!("no usable CUDA driver: {e}")),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let why = unavailable();
+    let mut tests: Vec<(&str, Body)> = vec![
+        (
+            "vmm_range_holds_what_was_written",
+            Ok(vmm_range_holds_what_was_written),
+        ),
+        (
+            "vmm_range_refuses_what_does_not_fit",
+            Ok(vmm_range_refuses_what_does_not_fit),
+        ),
+        (
+            "pool_allocation_holds_what_was_written",
+            Ok(pool_allocation_holds_what_was_written),
+        ),
+    ];
+    #[cfg(cuda_12020)]
+    tests.push((
+        "pool_refuses_what_does_not_fit",
+        Ok(pool_refuses_what_does_not_fit),
+    ));
+    #[cfg(not(cuda_12020))]
+    tests.push((
+        "pool_refuses_what_does_not_fit",
+        Err(format!(
+            "cudaMemPoolProps::maxSize: not in CUDA {}.{} (added in 12.2)",
+            sys::CUDA_VERSION / 1000,
+            sys::CUDA_VERSION % 1000 / 10
+        )),
+    ));
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| {
+            let why = why.clone();
+            Trial::ignorable_test(name, move || match (test, why) {
+                (Err(reason), _) | (_, Some(reason)) => Ok(Completion::ignored_with(reason)),
+                (Ok(f), None) => f().map(|()| Completion::Completed),
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
