@@ -3,9 +3,9 @@
 //! then generating them or taking the committed ones ([`make`]) into
 //! `OUT_DIR/cuda_mem_sys.rs`.
 
-use crate::config::{write_if_changed, Config};
-use crate::locate::{Cuda, Search};
-use crate::{preprocess, release};
+use super::config::{write_if_changed, Config};
+use super::locate::{Cuda, Search};
+use super::{preprocess, release};
 
 /// Where the bindings come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -18,8 +18,7 @@ pub enum Source {
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
-    /// release without the `bindgen` feature or without libclang; or
-    /// [`crate::config::ABI_FALLBACK`] (their ABI check).
+    /// release without the `bindgen` feature or without libclang.
     Fallback,
     /// Headers of another release, which cannot be generated from here, under
     /// `dynamic-loading`: the committed bindings (also `cuda_mem_sys_fallback`),
@@ -53,7 +52,6 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
                     release::PINNED_RELEASE
                 ));
             }
-            println!("cargo:fallback=1");
             return Ok(Source::Fallback);
         }
         Search::Found(cuda) => cuda,
@@ -61,13 +59,9 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
     #[cfg(feature = "bindgen")]
     {
         if same_headers(config, cuda) {
-            println!("cargo:bindings=committed-same-headers");
             return Ok(Source::SameHeaders);
         }
         match libclang(config) {
-            // `cargo xtask abi fallback`: the committed bindings, checked
-            // against the headers found.
-            Ok(()) if config.abi_fallback => Ok(Source::Fallback),
             Ok(()) => Ok(Source::Generate),
             Err(why) => without_generator(config, cuda, NoGenerator::Libclang(why)),
         }
@@ -77,7 +71,7 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 }
 
 /// Whether the headers found are the very ones the committed bindings were
-/// generated from (the `cuda_mem_sys_same_headers` cfg) and the committed
+/// generated from and the committed
 /// bindings may stand for generated ones: for a target they are proven on
 /// (abi-proofs generates afresh and compares), not with the per-thread
 /// default stream (its `static inline` copies are compiled from the
@@ -92,8 +86,6 @@ fn same_headers(config: &Config, cuda: &Cuda) -> bool {
     else {
         return false;
     };
-    // tests/build_errors.rs checks the reuse only with these headers.
-    println!("cargo:rustc-cfg=cuda_mem_sys_same_headers");
     let reuse = !config.ptds
         && config.target_os == "linux"
         && ["x86_64", "aarch64"].contains(&config.target_arch.as_str());
@@ -175,7 +167,7 @@ fn headers_version(config: &Config, cuda: &Cuda) -> Result<u32, String> {
 
 /// bindgen loads libclang at run time; say what to install instead of panicking.
 #[cfg(feature = "bindgen")]
-pub fn libclang(config: &Config) -> Result<(), String> {
+fn libclang(config: &Config) -> Result<(), String> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let version = std::panic::catch_unwind(bindgen::clang_version);
@@ -205,7 +197,7 @@ pub struct Made {
     pub symbols: (Vec<String>, Vec<String>),
     /// Generated bindings whose text is not written yet ([`Made::write`]).
     #[cfg(feature = "bindgen")]
-    unwritten: Option<crate::codegen::Output>,
+    unwritten: Option<super::codegen::Output>,
 }
 
 impl Made {
@@ -241,7 +233,6 @@ pub fn make(
         #[cfg(feature = "bindgen")]
         (Source::Generate, Some(cuda)) => generate(config, cuda, lap),
         _ => {
-            tell_tests_the_headers(cuda)?;
             let made = committed(config, source);
             lap("committed bindings");
             made
@@ -249,27 +240,14 @@ pub fn make(
     }
 }
 
-/// The crate's tests compile C against the headers the bindings stand for.
-pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
-    if let Some(cuda) = cuda {
-        let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
-        println!(
-            "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
-            dirs.to_string_lossy()
-        );
-    }
-    Ok(())
-}
-
 #[cfg(feature = "bindgen")]
 fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, String> {
     let out = run_generator(config, cuda, lap)?;
-    tell_tests_the_headers(Some(cuda))?;
     if let Some(c) = &out.static_wrappers_c {
         compile_static_wrappers(config, c, cuda)?;
         lap("C compiler: static inline copies");
     }
-    let symbols = crate::codegen::linked_symbols(&out.file);
+    let symbols = super::codegen::linked_symbols(&out.file);
     lap("linked symbols");
     Ok(Made {
         cuda_version: out.cuda_version,
@@ -280,12 +258,12 @@ fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, St
 
 /// The generator, run on the headers found (which rerun the script when they change).
 #[cfg(feature = "bindgen")]
-pub fn run_generator(
+fn run_generator(
     config: &Config,
     cuda: &Cuda,
     lap: &dyn Fn(&str),
-) -> Result<crate::codegen::Output, String> {
-    let out = crate::codegen::generate(&crate::codegen::Input {
+) -> Result<super::codegen::Output, String> {
+    let out = super::codegen::generate(&super::codegen::Input {
         include_dirs: &cuda.include_dirs,
         crate_dir: &config.crate_dir,
         work_dir: &config.work_dir()?,
@@ -338,7 +316,7 @@ fn compile_static_wrappers(config: &Config, c: &str, cuda: &Cuda) -> Result<(), 
     }
     // Loaded without `export-c-names`: the copies call the private names.
     if config.dynamic_loading && !config.export_c_names {
-        b.define(crate::codegen::loader::PRIVATE_DEFINE, None);
+        b.define(super::codegen::loader::PRIVATE_DEFINE, None);
     }
     b.try_compile("cuda_mem_sys_static_wrappers")
         .map_err(|e| format!("compiling the static inline wrappers: {e}"))

@@ -65,11 +65,12 @@ fn run() -> Result<(), String> {
     // 4. Generate them (their text written at step 7) or take the committed
     // ones, into OUT_DIR.
     let mut made = bindings::make(&config, source, cuda.as_ref(), &lap)?;
-    config.tell_tests_the_compiler();
+    // The link step compiles its stubs with it; its clones share this detection.
+    let _ = config.cc.try_get_compiler();
     lap("find the C compiler");
 
     // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
-    describe(&made, cuda.as_ref(), config.dynamic_loading)?;
+    describe(&made, source, cuda.as_ref(), &config)?;
     if config.docs_rs {
         made.write(&config, &lap)?;
         timings.total();
@@ -114,23 +115,37 @@ fn run() -> Result<(), String> {
 }
 
 /// The `cuda_NNNNN` cfgs of the release the bindings declare, the
-/// `DEP_CUDA_MEM_SYS_*` metadata of the headers found, and whether the
-/// driver is loaded at run time.
+/// `DEP_CUDA_MEM_SYS_*` metadata (which bindings, the headers of their
+/// release, the features that change them), and whether the driver is
+/// loaded at run time.
 fn describe(
     made: &bindings::Made,
+    source: Source,
     cuda: Option<&locate::Cuda>,
-    dynamic_loading: bool,
+    config: &Config,
 ) -> Result<(), String> {
     for r in config::RELEASES.iter().filter(|&&r| r <= made.cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
     }
     println!("cargo:version_number={}", made.cuda_version);
+    let (bindings, fallback) = match source {
+        #[cfg(feature = "bindgen")]
+        Source::Generate => ("generated", 0),
+        Source::SameHeaders => ("committed-same-headers", 0),
+        Source::Fallback | Source::OtherRelease => ("committed", 1),
+    };
+    println!("cargo:bindings={bindings}");
+    println!("cargo:fallback={fallback}");
+    println!("cargo:per_thread_default_stream={}", u8::from(config.ptds));
     if let Some(cuda) = cuda {
-        let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
-        println!("cargo:include={}", dirs.to_string_lossy());
+        // Only headers of the bindings' own release: never another's.
+        if source != Source::OtherRelease {
+            let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
+            println!("cargo:include={}", dirs.to_string_lossy());
+        }
         println!("cargo:found_by={}", cuda.found_by);
     }
-    if dynamic_loading {
+    if config.dynamic_loading {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_driver");
     }
     Ok(())

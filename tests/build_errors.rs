@@ -2,11 +2,9 @@
 //! bindgen panic: the build script is run (through cargo, in a target folder
 //! of its own) against deliberately broken setups.
 
-mod abi_support;
-
-use abi_support::{scratch, Scratch};
 use std::path::Path;
 use std::process::Command;
+use test_support::{scratch, Scratch};
 
 /// A scratch include folder holding `files` (path, contents); removed on drop.
 fn include_dir(name: &str, files: &[(&str, &str)]) -> Scratch {
@@ -42,13 +40,7 @@ fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
         .args(["build", "-p", "cuda-mem-sys", "--lib"])
         .args(args)
         .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"));
-    for var in [
-        "CUDA_MEM_SYS_INCLUDE_DIR",
-        "CUDA_PATH",
-        "CUDA_HOME",
-        "CUDA_ROOT",
-        "CUDA_TOOLKIT_ROOT_DIR",
-    ] {
+    for var in test_support::ROOT_VARS {
         cmd.env_remove(var);
     }
     for (k, v) in env {
@@ -74,10 +66,9 @@ fn assert_clean_error(stderr: &str, expected: &[&str]) {
     }
 }
 
-#[test]
 fn an_include_dir_without_cuda_h_is_named() {
     let empty = include_dir("empty", &[]);
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", empty.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, empty.path())]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
@@ -89,14 +80,12 @@ fn an_include_dir_without_cuda_h_is_named() {
     );
 }
 
-#[test]
 fn a_cuda_path_that_points_nowhere_is_named() {
     let (ok, stderr) = build_with(&[("CUDA_PATH", Path::new("/nonexistent/cuda"))]);
     assert!(!ok);
     assert_clean_error(&stderr, &["CUDA_PATH=/nonexistent/cuda points nowhere"]);
 }
 
-#[test]
 fn headers_older_than_12_0_are_refused() {
     let old = include_dir(
         "old",
@@ -106,7 +95,7 @@ fn headers_older_than_12_0_are_refused() {
             ("crt/host_defines.h", ""),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", old.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, old.path())]);
     assert!(!ok);
     assert_clean_error(&stderr, &["release 11.8", "needs 12.0 or newer"]);
 }
@@ -124,26 +113,24 @@ fn fake_headers(version: u32) -> Scratch {
     )
 }
 
-#[test]
 fn missing_libclang_is_named_with_the_package_to_install() {
     // Headers of a release other than the committed bindings' (13.0): only
     // bindgen could serve them.
     let include = fake_headers(12090);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        (test_support::INCLUDE_DIR_VAR, include.path()),
         ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(!ok);
     assert_clean_error(&stderr, &["libclang was not found", "libclang-19-dev"]);
 }
 
-#[test]
 fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings() {
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        (test_support::INCLUDE_DIR_VAR, include.path()),
         ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(ok, "the build failed:\n{stderr}");
@@ -166,12 +153,11 @@ fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bin
     );
 }
 
-#[test]
 fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     let include = fake_headers(12090);
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
-        &[("CUDA_MEM_SYS_INCLUDE_DIR", include.path())],
+        &[(test_support::INCLUDE_DIR_VAR, include.path())],
     );
     assert!(!ok);
     assert_clean_error(
@@ -185,7 +171,6 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     );
 }
 
-#[test]
 fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it() {
     // The fix the refusal above names: with `dynamic-loading` the committed
     // bindings serve, and that release's libraries (here a static runtime
@@ -201,7 +186,7 @@ fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_no
                 "dynamic-loading",
             ],
             &[
-                ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+                (test_support::INCLUDE_DIR_VAR, include.path()),
                 ("CUDA_MEM_SYS_LIB_DIR", libs.path()),
             ],
         )
@@ -231,24 +216,22 @@ fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_no
     );
 }
 
-#[test]
 fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+            (test_support::INCLUDE_DIR_VAR, include.path()),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
     assert!(ok, "the build failed:\n{stderr}");
 }
 
-#[test]
 fn an_include_dir_without_cuda_runtime_api_h_is_named() {
     let dir = include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, dir.path())]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
@@ -264,7 +247,6 @@ fn an_include_dir_without_cuda_runtime_api_h_is_named() {
     );
 }
 
-#[test]
 fn an_include_dir_without_crt_host_defines_h_is_named() {
     let dir = include_dir(
         "no-crt",
@@ -273,7 +255,7 @@ fn an_include_dir_without_crt_host_defines_h_is_named() {
             ("cuda_runtime_api.h", "#include \"crt/host_defines.h\"\n"),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, dir.path())]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
@@ -289,7 +271,6 @@ fn an_include_dir_without_crt_host_defines_h_is_named() {
     );
 }
 
-#[test]
 fn a_cuda_h_that_does_not_preprocess_is_named() {
     let dir = include_dir(
         "broken",
@@ -299,7 +280,7 @@ fn a_cuda_h_that_does_not_preprocess_is_named() {
             ("crt/host_defines.h", ""),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, dir.path())]);
     assert!(!ok);
     let cuda_h = dir.path().join("cuda.h");
     assert_clean_error(
@@ -313,7 +294,6 @@ fn a_cuda_h_that_does_not_preprocess_is_named() {
 
 /// The scratch folders these tests make are gone once the guard is dropped,
 /// also when the test panics while holding it.
-#[test]
 fn scratch_folders_are_removed_even_when_a_test_panics() {
     let mut seen = None;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -341,14 +321,14 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The include folder of the headers the crate was built with: under
-/// `cuda_mem_sys_same_headers`, those of the committed bindings.
-fn committed_headers() -> std::path::PathBuf {
-    // Set wherever `cuda_mem_sys_same_headers` is (headers were found).
-    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-        panic!("the crate was built with the committed headers but no include folder");
-    };
-    std::env::split_paths(dirs).next().unwrap()
+/// The include folder of the headers the crate was built with, where they
+/// are those of the committed bindings (its `DEP_CUDA_MEM_SYS_BINDINGS` is
+/// `committed-same-headers`); `None` elsewhere.
+fn committed_headers() -> Option<std::path::PathBuf> {
+    if test_support::BINDINGS != "committed-same-headers" {
+        return None;
+    }
+    test_support::include_dirs().ok()?.into_iter().next()
 }
 
 /// A copy of `include` with one byte more in `cuda.h`: other headers of the
@@ -367,18 +347,13 @@ fn changed_headers(include: &Path, name: &str) -> Scratch {
 /// bindgen run (the build needs no libclang and says so in its metadata);
 /// the same headers with one byte changed do not (the build looks for
 /// libclang, and without it falls back with its warning).
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
-)]
 fn the_committed_bindings_stand_in_for_their_very_headers_only() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_command(
         &["-vv"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            (test_support::INCLUDE_DIR_VAR, &include),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
@@ -398,7 +373,7 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
     let (ok, stderr) = build_command(
         &["-vv"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", changed.path()),
+            (test_support::INCLUDE_DIR_VAR, changed.path()),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
@@ -417,19 +392,14 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
 /// `CUDA_MEM_SYS_BUILD_TIMINGS=1` makes the build script say each step's
 /// cost, one `cargo:warning` each and the total last, in the form `cargo xtask
 /// bench-build` reads; unset or `0` (the wrong case), it says none.
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
-)]
 fn build_timings_are_said_only_when_asked() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     let timings = |value: &str| -> Vec<String> {
         let value = Path::new(value);
         let (ok, out) = build_command(
             &["-vv"],
             &[
-                ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+                (test_support::INCLUDE_DIR_VAR, &include),
                 ("CUDA_MEM_SYS_BUILD_TIMINGS", value),
             ],
         );
@@ -492,16 +462,11 @@ fn out_dir_of(output: &str, package: &str) -> std::path::PathBuf {
 /// bindings' own) makes none of the ABI proofs' inputs: their generators run
 /// in abi-proofs' build script, which makes them all (the deliberately wrong
 /// case: were the check blind, it would count none there either).
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
-)]
 fn only_the_abi_proofs_build_makes_the_abi_test_inputs() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     // Headers other than the committed ones': bindgen runs.
     let changed = changed_headers(&include, "abi-inputs-headers");
-    let env = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.path())];
+    let env = [(test_support::INCLUDE_DIR_VAR, changed.path())];
     let (ok, output) = build_command(&["--message-format=json", "-p", "abi-proofs"], &env);
     assert!(ok, "the build failed:\n{output}");
     assert!(
@@ -536,7 +501,6 @@ fn only_the_abi_proofs_build_makes_the_abi_test_inputs() {
 /// little) names the variable it misses, or the one that is not text, and
 /// exits with an error: no panic. The deliberately right case: with the four
 /// variables it reads set, the same binary runs to its end.
-#[test]
 fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
     let (ok, out) = build_with_args(&["--no-default-features"], &[]);
     assert!(ok, "the build failed:\n{out}");
@@ -552,8 +516,8 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
         cmd.env_clear()
             .env("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"))
             .env("OUT_DIR", out_dir.path())
-            .env("TARGET", env!("CUDA_MEM_SYS_TARGET"))
-            .env("HOST", env!("CUDA_MEM_SYS_HOST"))
+            .env("TARGET", test_support::TARGET)
+            .env("HOST", test_support::HOST)
             // Nothing searched, nothing linked: the run ends after the bindings.
             .env("DOCS_RS", "1")
             .env_remove(unset);
@@ -591,7 +555,6 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
 /// cuda-mem-sys got (here `dynamic-loading`, asked for cuda-mem-sys alone),
 /// it refuses, naming both; the deliberately right case, the feature given to
 /// abi-proofs (which forwards it), builds.
-#[test]
 fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
     let (ok, out) = build_with_args(
         &[
@@ -628,13 +591,12 @@ fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
 /// A CUDA variable that is set but not valid UTF-8 is named as such; it is
 /// not taken as unset (which would build against something else, or the
 /// fallback, without a word).
-#[test]
 #[cfg(unix)]
 fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
     use std::os::unix::ffi::OsStrExt;
     let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/cuda-\xff-not-utf8"));
     for var in [
-        "CUDA_MEM_SYS_INCLUDE_DIR",
+        test_support::INCLUDE_DIR_VAR,
         "CUDA_PATH",
         "CUDA_MEM_SYS_LIB_DIR",
     ] {
@@ -655,4 +617,62 @@ fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
             )],
         );
     }
+}
+
+fn main() {
+    use libtest_mimic::{Arguments, Completion, Trial};
+    let test = |name: &'static str, f: fn()| {
+        Trial::test(name, move || {
+            f();
+            Ok(())
+        })
+    };
+    // Needs the headers of the committed bindings: ignored, with the reason, elsewhere.
+    let with_committed_headers = |name: &'static str, f: fn(), why: &'static str| {
+        Trial::ignorable_test(name, move || {
+            if committed_headers().is_none() {
+                return Ok(Completion::ignored_with(why));
+            }
+            f();
+            Ok(Completion::Completed)
+        })
+    };
+    #[allow(unused_mut)]
+    let mut trials = vec![
+        test("an_include_dir_without_cuda_h_is_named", an_include_dir_without_cuda_h_is_named),
+        test("a_cuda_path_that_points_nowhere_is_named", a_cuda_path_that_points_nowhere_is_named),
+        test("headers_older_than_12_0_are_refused", headers_older_than_12_0_are_refused),
+        test("missing_libclang_is_named_with_the_package_to_install", missing_libclang_is_named_with_the_package_to_install),
+        test("missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings", missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings),
+        test("without_bindgen_headers_of_another_release_are_refused_naming_the_fixes", without_bindgen_headers_of_another_release_are_refused_naming_the_fixes),
+        test("without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it", without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it),
+        test("without_bindgen_headers_of_the_committed_release_build_without_libclang", without_bindgen_headers_of_the_committed_release_build_without_libclang),
+        test("an_include_dir_without_cuda_runtime_api_h_is_named", an_include_dir_without_cuda_runtime_api_h_is_named),
+        test("an_include_dir_without_crt_host_defines_h_is_named", an_include_dir_without_crt_host_defines_h_is_named),
+        test("a_cuda_h_that_does_not_preprocess_is_named", a_cuda_h_that_does_not_preprocess_is_named),
+        test("scratch_folders_are_removed_even_when_a_test_panics", scratch_folders_are_removed_even_when_a_test_panics),
+        with_committed_headers(
+            "the_committed_bindings_stand_in_for_their_very_headers_only",
+            the_committed_bindings_stand_in_for_their_very_headers_only,
+            "needs the headers of the committed bindings: `cargo xtask headers 13.0`",
+        ),
+        with_committed_headers(
+            "build_timings_are_said_only_when_asked",
+            build_timings_are_said_only_when_asked,
+            "needs the headers of the committed bindings: `cargo xtask headers 13.0`",
+        ),
+        with_committed_headers(
+            "only_the_abi_proofs_build_makes_the_abi_test_inputs",
+            only_the_abi_proofs_build_makes_the_abi_test_inputs,
+            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`",
+        ),
+        test("a_build_script_run_without_cargos_variables_names_the_missing_one", a_build_script_run_without_cargos_variables_names_the_missing_one),
+        test("abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused", abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused),
+    ];
+    #[cfg(unix)]
+    trials.extend([test(
+        "a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset",
+        a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset,
+    )]);
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
 }
