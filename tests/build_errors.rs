@@ -588,6 +588,149 @@ fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
     assert!(ok, "abi-proofs with the feature forwarded failed:\n{out}");
 }
 
+/// abi-proofs' build script, built by a cargo build of abi-proofs (no CUDA):
+/// the binary, to be run by hand with metadata of the test's choosing.
+fn abi_proofs_build_script() -> std::path::PathBuf {
+    let (ok, out) = build_with_args(&["-p", "abi-proofs"], &[]);
+    assert!(ok, "the build of abi-proofs failed:\n{out}");
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
+    // The one just built: other builds (other features) left theirs beside it.
+    std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|d| Some(d.ok()?.path().join("build-script-main")))
+        .filter(|p| p.is_file() && p.to_string_lossy().contains("abi-proofs-"))
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("no abi-proofs build script in {}", build.display()))
+}
+
+/// abi-proofs' build script run by hand with cuda-mem-sys's metadata
+/// `keys` (`DEP_CUDA_MEM_SYS_<key>`) and no feature: (exit code, output).
+fn run_abi_proofs_build_script(
+    script: &Path,
+    keys: &[(&str, &std::ffi::OsStr)],
+) -> (Option<i32>, String) {
+    let out_dir = scratch("abi-proofs-by-hand");
+    let mut cmd = Command::new(script);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("DEP_") || k.starts_with("CARGO_FEATURE_") {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd.env(
+        "CARGO_MANIFEST_DIR",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("abi-proofs"),
+    )
+    .env("OUT_DIR", out_dir.path())
+    .env("TARGET", test_support::TARGET)
+    .env("HOST", test_support::HOST)
+    .env("OPT_LEVEL", "0")
+    .env("DEBUG", "false");
+    for (k, v) in keys {
+        cmd.env(format!("DEP_CUDA_MEM_SYS_{k}"), v);
+    }
+    let out = cmd.output().expect("running abi-proofs' build script");
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    (out.status.code(), text)
+}
+
+/// abi-proofs takes cuda-mem-sys's decisions from its metadata and refuses
+/// metadata that disagrees with itself (`FALLBACK` against `BINDINGS`), a key
+/// cuda-mem-sys always prints that is missing, and a per-thread default
+/// stream abi-proofs was not built for, each named; the deliberately right
+/// case, the committed bindings' keys in agreement, runs to its end.
+fn abi_proofs_refuse_metadata_that_disagrees_with_itself_or_their_features() {
+    use std::ffi::OsStr;
+    let script = abi_proofs_build_script();
+    let right = [
+        ("VERSION_NUMBER", OsStr::new("13000")),
+        ("BINDINGS", OsStr::new("committed")),
+        ("FALLBACK", OsStr::new("1")),
+        ("MODE", OsStr::new("linked")),
+        ("PER_THREAD_DEFAULT_STREAM", OsStr::new("0")),
+    ];
+    let with = |key: &str, value: Option<&'static str>| {
+        let mut keys: Vec<(&str, &OsStr)> =
+            right.iter().filter(|(k, _)| *k != key).copied().collect();
+        if let Some(v) = value {
+            keys.push((key, OsStr::new(v)));
+        }
+        run_abi_proofs_build_script(&script, &keys)
+    };
+    let (code, text) = with("FALLBACK", Some("0"));
+    assert_eq!(code, Some(1), "FALLBACK=0 with BINDINGS=committed:\n{text}");
+    assert_clean_error(
+        &text,
+        &[
+            "abi-proofs: cuda-mem-sys's metadata disagrees with itself: \
+           DEP_CUDA_MEM_SYS_FALLBACK=0 but DEP_CUDA_MEM_SYS_BINDINGS=committed",
+        ],
+    );
+    let (code, text) = with("BINDINGS", None);
+    assert_eq!(code, Some(1), "without BINDINGS:\n{text}");
+    assert_clean_error(&text, &["abi-proofs: DEP_CUDA_MEM_SYS_BINDINGS is not set"]);
+    let (code, text) = with("PER_THREAD_DEFAULT_STREAM", Some("1"));
+    assert_eq!(code, Some(1), "a per-thread default stream:\n{text}");
+    assert_clean_error(
+        &text,
+        &[
+            "cuda-mem-sys was built otherwise than these proofs assume: per-thread default \
+           stream on there, off here",
+        ],
+    );
+    let (code, text) = run_abi_proofs_build_script(&script, &right);
+    assert_eq!(code, Some(0), "with agreeing keys:\n{text}");
+    assert!(
+        text.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "the committed bindings' keys did not give the fallback cfg:\n{text}"
+    );
+}
+
+/// `INCLUDE` and `VERSION_NUMBER` must describe one release: abi-proofs,
+/// generating from `INCLUDE` (the committed bindings' 13.0 headers), refuses
+/// a `VERSION_NUMBER` of 12.9, naming both; the deliberately right case,
+/// 13000, generates and runs to its end.
+fn abi_proofs_refuse_headers_of_another_release_than_version_number() {
+    use std::ffi::OsStr;
+    let include = committed_headers().expect("the committed bindings' headers");
+    let script = abi_proofs_build_script();
+    let keys = |version: &'static str| {
+        [
+            ("VERSION_NUMBER", OsStr::new(version)),
+            ("BINDINGS", OsStr::new("generated")),
+            ("FALLBACK", OsStr::new("0")),
+            ("MODE", OsStr::new("linked")),
+            ("PER_THREAD_DEFAULT_STREAM", OsStr::new("0")),
+            ("INCLUDE", include.as_os_str()),
+        ]
+    };
+    let (code, text) = run_abi_proofs_build_script(&script, &keys("12090"));
+    assert_eq!(
+        code,
+        Some(1),
+        "13.0 headers with VERSION_NUMBER=12090:\n{text}"
+    );
+    assert_clean_error(
+        &text,
+        &[
+            "abi-proofs: cuda-mem-sys's metadata disagrees with itself: \
+           DEP_CUDA_MEM_SYS_INCLUDE holds headers of CUDA_VERSION 13000, \
+           DEP_CUDA_MEM_SYS_VERSION_NUMBER says 12090",
+        ],
+    );
+    let (code, text) = run_abi_proofs_build_script(&script, &keys("13000"));
+    assert_eq!(
+        code,
+        Some(0),
+        "13.0 headers with VERSION_NUMBER=13000:\n{text}"
+    );
+    assert!(
+        !text.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "generated bindings gave the fallback cfg:\n{text}"
+    );
+}
+
 /// A CUDA variable that is set but not valid UTF-8 is named as such; it is
 /// not taken as unset (which would build against something else, or the
 /// fallback, without a word).
@@ -619,60 +762,63 @@ fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
     }
 }
 
+/// The tests by name (a macro: each test is named once); those that need
+/// the committed bindings' headers report themselves ignored, with the
+/// reason, where the crate was built with others.
 fn main() {
     use libtest_mimic::{Arguments, Completion, Trial};
-    let test = |name: &'static str, f: fn()| {
-        Trial::test(name, move || {
-            f();
-            Ok(())
-        })
-    };
-    // Needs the headers of the committed bindings: ignored, with the reason, elsewhere.
-    let with_committed_headers = |name: &'static str, f: fn(), why: &'static str| {
-        Trial::ignorable_test(name, move || {
-            if committed_headers().is_none() {
-                return Ok(Completion::ignored_with(why));
-            }
-            f();
-            Ok(Completion::Completed)
-        })
-    };
+    macro_rules! test {
+        ($f:ident) => {
+            Trial::test(stringify!($f), || {
+                $f();
+                Ok(())
+            })
+        };
+    }
+    macro_rules! with_committed_headers {
+        ($f:ident, $why:expr) => {
+            Trial::ignorable_test(stringify!($f), || {
+                if committed_headers().is_none() {
+                    return Ok(Completion::ignored_with($why));
+                }
+                $f();
+                Ok(Completion::Completed)
+            })
+        };
+    }
+    const COMMITTED: &str =
+        "needs the headers of the committed bindings: `cargo xtask headers 13.0`";
     #[allow(unused_mut)]
     let mut trials = vec![
-        test("an_include_dir_without_cuda_h_is_named", an_include_dir_without_cuda_h_is_named),
-        test("a_cuda_path_that_points_nowhere_is_named", a_cuda_path_that_points_nowhere_is_named),
-        test("headers_older_than_12_0_are_refused", headers_older_than_12_0_are_refused),
-        test("missing_libclang_is_named_with_the_package_to_install", missing_libclang_is_named_with_the_package_to_install),
-        test("missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings", missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings),
-        test("without_bindgen_headers_of_another_release_are_refused_naming_the_fixes", without_bindgen_headers_of_another_release_are_refused_naming_the_fixes),
-        test("without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it", without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it),
-        test("without_bindgen_headers_of_the_committed_release_build_without_libclang", without_bindgen_headers_of_the_committed_release_build_without_libclang),
-        test("an_include_dir_without_cuda_runtime_api_h_is_named", an_include_dir_without_cuda_runtime_api_h_is_named),
-        test("an_include_dir_without_crt_host_defines_h_is_named", an_include_dir_without_crt_host_defines_h_is_named),
-        test("a_cuda_h_that_does_not_preprocess_is_named", a_cuda_h_that_does_not_preprocess_is_named),
-        test("scratch_folders_are_removed_even_when_a_test_panics", scratch_folders_are_removed_even_when_a_test_panics),
-        with_committed_headers(
-            "the_committed_bindings_stand_in_for_their_very_headers_only",
-            the_committed_bindings_stand_in_for_their_very_headers_only,
-            "needs the headers of the committed bindings: `cargo xtask headers 13.0`",
-        ),
-        with_committed_headers(
-            "build_timings_are_said_only_when_asked",
-            build_timings_are_said_only_when_asked,
-            "needs the headers of the committed bindings: `cargo xtask headers 13.0`",
-        ),
-        with_committed_headers(
-            "only_the_abi_proofs_build_makes_the_abi_test_inputs",
+        test!(an_include_dir_without_cuda_h_is_named),
+        test!(a_cuda_path_that_points_nowhere_is_named),
+        test!(headers_older_than_12_0_are_refused),
+        test!(missing_libclang_is_named_with_the_package_to_install),
+        test!(missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings),
+        test!(without_bindgen_headers_of_another_release_are_refused_naming_the_fixes),
+        test!(without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it),
+        test!(without_bindgen_headers_of_the_committed_release_build_without_libclang),
+        test!(an_include_dir_without_cuda_runtime_api_h_is_named),
+        test!(an_include_dir_without_crt_host_defines_h_is_named),
+        test!(a_cuda_h_that_does_not_preprocess_is_named),
+        test!(scratch_folders_are_removed_even_when_a_test_panics),
+        with_committed_headers!(the_committed_bindings_stand_in_for_their_very_headers_only, COMMITTED),
+        with_committed_headers!(build_timings_are_said_only_when_asked, COMMITTED),
+        with_committed_headers!(
             only_the_abi_proofs_build_makes_the_abi_test_inputs,
-            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`",
+            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
         ),
-        test("a_build_script_run_without_cargos_variables_names_the_missing_one", a_build_script_run_without_cargos_variables_names_the_missing_one),
-        test("abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused", abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused),
+        test!(a_build_script_run_without_cargos_variables_names_the_missing_one),
+        test!(abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused),
+        test!(abi_proofs_refuse_metadata_that_disagrees_with_itself_or_their_features),
+        with_committed_headers!(
+            abi_proofs_refuse_headers_of_another_release_than_version_number,
+            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
+        ),
     ];
     #[cfg(unix)]
-    trials.extend([test(
-        "a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset",
-        a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset,
-    )]);
+    trials.push(test!(
+        a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset
+    ));
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
 }

@@ -343,7 +343,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
 /// Windows x86_64 (MinGW): the crate and its ABI tests built against the
 /// win_amd64 wheels' 13.0 headers and import libraries, linked, and run under
 /// wine: layouts, constants and signatures (the C compiler they start is the
-/// Linux MinGW one, see `tests/abi_support`'s `host_output`), the bad-input
+/// Linux MinGW one, see `test-support`'s `host_output`), the bad-input
 /// fixture, stable names and the committed bindings' comparison.
 fn windows(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch_for(workspace, "13.0", WINDOWS)?;
