@@ -1,14 +1,17 @@
 //! Where CUDA is: the one place that knows how to find the headers and libraries.
 //!
-//! Shared by `build/main.rs` and `xtask` (included with `#[path]`).
+//! Shared by the build script and, through `shared.rs` (one `#[path]` mount
+//! each), by xtask and abi-proofs.
 
 use std::env;
 use std::path::{Path, PathBuf};
 
+/// The variable naming the CUDA include directory (searched first).
+pub const INCLUDE_DIR_VAR: &str = "CUDA_MEM_SYS_INCLUDE_DIR";
 /// Environment variables read, in search order, each naming a CUDA root
 /// (or, for the first, an include directory).
 pub const ROOT_VARS: [&str; 5] = [
-    "CUDA_MEM_SYS_INCLUDE_DIR",
+    INCLUDE_DIR_VAR,
     "CUDA_PATH",
     "CUDA_HOME",
     "CUDA_ROOT",

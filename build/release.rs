@@ -74,7 +74,7 @@ pub fn check_release(include_dir: &Path, cuda_version: u32) -> Result<(), String
             include_dir.display(),
             cuda_version / 1000,
             cuda_version % 1000 / 10,
-            crate::locate::GET_HEADERS
+            super::locate::GET_HEADERS
         ));
     }
     Ok(())

@@ -5,7 +5,7 @@
 //! never mixed in, and gets a named error instead. Each case is a fixture
 //! tree of its own, in a scratch folder of this test.
 
-mod abi_support;
+use test_support as abi_support;
 
 #[path = "../build/locate.rs"]
 #[allow(dead_code)] // `find` and the library search serve the build script

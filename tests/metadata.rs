@@ -14,7 +14,7 @@
 //! `CUDA_MEM_SYS_TEST_HEADERS` naming that folder; without them the tests
 //! report themselves ignored.
 
-mod abi_support;
+use test_support as abi_support;
 
 use abi_support::{scratch, Scratch};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};

@@ -11,9 +11,6 @@
 //! no hang on re-entrancy or fork, the runtime's major. Each case runs in a
 //! child process (bounded by a timeout), since a process loads its driver
 //! once.
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::ffi::OsStr;
@@ -54,7 +51,7 @@ fn cuda_needed(list: &[String]) -> Vec<&String> {
 
 /// The C compiler for the test's target.
 fn cc() -> Command {
-    let target = env!("CUDA_MEM_SYS_TARGET");
+    let target = test_support::TARGET;
     let compiler = cc::Build::new()
         .target(target)
         .host(target)
@@ -70,7 +67,7 @@ fn shared_library(
     name: &str,
     source: &Path,
     defines: &[&str],
-) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+) -> Result<(test_support::Scratch, PathBuf), Failed> {
     shared_library_named(name, source, defines, "libcuda.so.1")
 }
 
@@ -80,8 +77,8 @@ fn shared_library_named(
     source: &Path,
     defines: &[&str],
     soname: &str,
-) -> Result<(abi_support::Scratch, PathBuf), Failed> {
-    let dir = abi_support::scratch(name);
+) -> Result<(test_support::Scratch, PathBuf), Failed> {
+    let dir = test_support::scratch(name);
     let lib = dir.path().join(soname);
     let status = cc()
         .args(["-shared", "-fPIC", "-w"])
@@ -105,12 +102,12 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A fake `libcudart.so.<major>` (`tests/fixtures/fake_libcudart.c`).
-fn fake_runtime() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn fake_runtime() -> Result<(test_support::Scratch, PathBuf), Failed> {
     let soname = format!("libcudart.so.{}", cuda_mem_sys::CUDA_VERSION / 1000);
     shared_library_named("fake-runtime", &fixture("fake_libcudart.c"), &[], &soname)
 }
 
-fn fake_driver(defines: &[&str]) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn fake_driver(defines: &[&str]) -> Result<(test_support::Scratch, PathBuf), Failed> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_libcuda.c");
     shared_library("fake-driver", &src, defines)
 }
@@ -278,10 +275,10 @@ fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
 
 /// The `PFN_*` typedefs of the headers' `cudaTypedefs.h`.
 fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>, Failed> {
-    let dir = abi_support::scratch("loading-typedef-names");
+    let dir = test_support::scratch("loading-typedef-names");
     let tu = dir.path().join("typedefs.c");
     std::fs::write(&tu, "#include <cuda.h>\n#include <cudaTypedefs.h>\n").unwrap();
-    let text = abi_support::c_compiler(dirs)
+    let text = test_support::c_compiler(dirs)
         .file(&tu)
         .try_expand()
         .map_err(|e| format!("preprocessing cudaTypedefs.h: {e}"))?;
@@ -295,7 +292,7 @@ fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>,
 /// Each driver function's introduction, as the driver knows it: the oldest
 /// `PFN_<base>_v<version>` (plain, `_ptds`, `_ptsz`) of `cudaTypedefs.h`.
 fn introductions() -> Result<Result<std::collections::BTreeMap<String, u32>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
@@ -334,11 +331,11 @@ fn introduced_file(
 /// typedef (plain, `_ptds` or `_ptsz`) have the type C gives `&name`?
 /// Returns the names for which none does.
 fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
-    let dir = abi_support::scratch("loading-typedefs");
+    let dir = test_support::scratch("loading-typedefs");
     let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
     let typedefs = typedef_names(&dirs)?;
     let mut disagree = vec![];
@@ -361,7 +358,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
     }
     let file = dir.path().join("check.c");
     std::fs::write(&file, src).unwrap();
-    let out = abi_support::c_compiler(&dirs)
+    let out = test_support::c_compiler(&dirs)
         .get_compiler()
         .to_command()
         .args(["-fsyntax-only", "-fmax-errors=0"])
@@ -784,7 +781,7 @@ fn bad_library_files_return_shared_object_init_failed() -> Result<Completion, Fa
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let dir = abi_support::scratch("bad-drivers");
+    let dir = test_support::scratch("bad-drivers");
     let text = dir.path().join("not-a-library.so");
     std::fs::write(&text, "this is not an ELF file\n").unwrap();
     let plain_c = dir.path().join("plain.c");
@@ -867,7 +864,7 @@ fn the_static_runtime_uses_the_named_driver() -> Result<Completion, Failed> {
 
 /// A scratch folder with a fake `libcuda.so.1`, for `LD_LIBRARY_PATH`: what
 /// a fall-back to the usual names would load.
-fn default_driver_folder() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn default_driver_folder() -> Result<(test_support::Scratch, PathBuf), Failed> {
     fake_driver(&[])
 }
 
@@ -1143,7 +1140,7 @@ fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
         return Ok(Completion::ignored_with("needs setpriv (util-linux)"));
     }
     use std::os::unix::fs::PermissionsExt;
-    let scratch = abi_support::scratch("secure");
+    let scratch = test_support::scratch("secure");
     let dir = scratch.path();
     let set_mode = |p: &Path, mode: u32| {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
@@ -1657,7 +1654,7 @@ fn main() {
         roles::run(&role);
         return;
     }
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "a_loaded_binary_needs_no_cuda_library",
             a_loaded_binary_needs_no_cuda_library,

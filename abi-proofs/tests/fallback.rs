@@ -9,9 +9,6 @@
 //! parsed, string literals (doc comments included) taken by value, and printed
 //! by one pretty-printer, which also settles what only layout decides (the
 //! trailing comma of a call broken over lines).
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 
@@ -82,7 +79,7 @@ fn committed_bindings_match_the_pinned_headers() -> Result<Completion, Failed> {
             "this build used the committed bindings themselves",
         ));
     }
-    let dirs = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS").unwrap_or_default();
+    let dirs = test_support::INCLUDE_DIRS.unwrap_or_default();
     // x86_64's or aarch64's 13.0 wheels (`cargo xtask headers 13.0 [--target ...]`):
     // the committed file must hold for both Linux targets.
     let pinned = [
@@ -174,7 +171,7 @@ fn the_token_comparison_catches_a_changed_token() -> Result<Completion, Failed> 
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "the_token_comparison_catches_a_changed_token",
             the_token_comparison_catches_a_changed_token,
