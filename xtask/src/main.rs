@@ -354,7 +354,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 16] = [
+        let examples: [&[&str]; 17] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -371,6 +371,7 @@ mod tests {
             &["abi", "13.0"],
             &["abi", "--target", "aarch64-unknown-linux-gnu", "--all"],
             &["changes"],
+            &["wrap-check"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
