@@ -40,7 +40,16 @@
 //!   a time, until it is loaded; a call back into the crate from the library's
 //!   own code while it is being loaded (on the loading thread), or a call in
 //!   a child forked while another thread was loading, returns the
-//!   library-not-loaded code at once.
+//!   library-not-loaded code at once. A fork is told by a generation that
+//!   every child gets anew (a `pthread_atfork` handler), not by the process
+//!   id, which a child can share (PID 1 forking into a new PID namespace).
+//!   The two loads have one order: a runtime call waits for a named driver's
+//!   load before it claims the runtime's, so the driver's own code may call
+//!   the runtime while another thread waits for both (it gets 303 at once:
+//!   the driver it needs is being loaded by that very thread); in a child
+//!   forked during the driver's load, runtime calls return 303 as driver
+//!   calls do. [`driver`] and [`runtime`] still say what the load tries and
+//!   how the variable was taken.
 //!
 //! On Windows a bare name is never looked for in the working directory or on
 //! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded
@@ -157,7 +166,8 @@ pub struct LoadError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loaded {
     /// The file name it was opened by: one of the usual names, the path the
-    /// variable gave (where it is UTF-8), or `libcudart_static.a` where linked.
+    /// variable gave (each byte that is not UTF-8 shown as U+FFFD), or
+    /// `libcudart_static.a` where linked.
     pub file: &'static str,
     /// The driver exports `cuGetProcAddress_v2`, whose status tells a missing
     /// function from [`Unavailable::VersionBelowIntroduction`].
@@ -503,6 +513,12 @@ enum Stuck {
     Reentrant,
     /// In a child forked while another thread of the parent ran it.
     Forked,
+    /// The runtime, while the named driver (loaded first) is being loaded
+    /// by this very thread.
+    DriverReentrant,
+    /// The runtime, in a child forked while another thread of the parent
+    /// loaded the named driver.
+    DriverForked,
 }
 
 impl Stuck {
@@ -516,14 +532,34 @@ impl Stuck {
                 "the process was forked while another thread was loading the library; \
                  that load cannot finish in this process"
             }
+            Stuck::DriverReentrant => {
+                "not loaded: the driver CUDA_MEM_SYS_LIBCUDA names, loaded before the runtime, \
+                 is being loaded by this very thread (its own code called the runtime)"
+            }
+            Stuck::DriverForked => {
+                "not loaded: the process was forked while another thread was loading the \
+                 driver CUDA_MEM_SYS_LIBCUDA names, which the runtime needs first; that load \
+                 cannot finish in this process"
+            }
+        }
+    }
+
+    /// The same, said of the driver the runtime waits for.
+    fn of_driver(self) -> Stuck {
+        match self {
+            Stuck::Reentrant | Stuck::DriverReentrant => Stuck::DriverReentrant,
+            Stuck::Forked | Stuck::DriverForked => Stuck::DriverForked,
         }
     }
 }
 
 /// A one-time initialisation that never hangs: the word is 0 (not run), the
-/// running thread's `(process id << 32) | thread id`, or `DONE`. One
-/// compare-and-swap claims it with both ids, so no fork can leave it claimed
-/// by an unknown owner.
+/// running thread's `(fork generation << 32) | thread id`, or `DONE`. One
+/// compare-and-swap claims it with both, so no fork can leave it claimed by
+/// an owner the child cannot tell from a thread of its own. The fork
+/// generation ([`sys::fork_generation`]) changes in every forked child, even
+/// where the child has its parent's process id (PID 1 forking into a new PID
+/// namespace).
 struct Once(AtomicU64);
 
 const ONCE_NEW: u64 = 0;
@@ -534,14 +570,18 @@ impl Once {
         Once(AtomicU64::new(ONCE_NEW))
     }
 
+    fn done(&self) -> bool {
+        self.0.load(Ordering::Acquire) == ONCE_DONE
+    }
+
     /// Runs `init` unless it has run; waits (yielding) while another thread
     /// of this process runs it.
     fn call(&self, init: impl FnOnce()) -> Result<(), Stuck> {
-        if self.0.load(Ordering::Acquire) == ONCE_DONE {
+        if self.done() {
             return Ok(());
         }
-        let process = sys::process_id();
-        let me = (u64::from(process) << 32) | u64::from(sys::thread_id());
+        let generation = sys::fork_generation();
+        let me = (u64::from(generation) << 32) | u64::from(sys::thread_id());
         let mut spins = 0u32;
         loop {
             match self
@@ -555,7 +595,7 @@ impl Once {
                 }
                 Err(ONCE_DONE) => return Ok(()),
                 Err(owner) if owner == me => return Err(Stuck::Reentrant),
-                Err(owner) if (owner >> 32) as u32 != process => return Err(Stuck::Forked),
+                Err(owner) if (owner >> 32) as u32 != generation => return Err(Stuck::Forked),
                 // Spin briefly, then yield, then sleep: a load can take
                 // long (a driver's initialisation), and waiters should not
                 // burn the cores it needs.
@@ -580,6 +620,9 @@ const PATH_BUFFER: usize = 4096;
 struct Setting {
     bytes: [u8; PATH_BUFFER],
     state: SettingState,
+    /// What a load tries: the value (lossy where it is not UTF-8, whole), the
+    /// variable's name where the value is too long, or the usual names.
+    tried: Text,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -598,6 +641,7 @@ impl Setting {
         Setting {
             bytes: [0; PATH_BUFFER],
             state: SettingState::Unset,
+            tried: Text::new(),
         }
     }
 
@@ -609,7 +653,8 @@ impl Setting {
         }
     }
 
-    fn read(&mut self, name: &[u8], secure: bool) {
+    /// Reads `name` (NUL-terminated); `names`: the usual file names.
+    fn read(&mut self, name: &[u8], secure: bool, names: &[&str]) {
         self.state = match sys::getenv(name, &mut self.bytes) {
             Ok(None) => SettingState::Unset,
             _ if secure => {
@@ -619,6 +664,18 @@ impl Setting {
             Ok(Some(len)) => SettingState::Path(len),
             Err(len) => SettingState::TooLong(len),
         };
+        match self.state {
+            SettingState::Path(len) => self.tried.push_lossy(&self.bytes[..len]),
+            SettingState::TooLong(_) => self.tried.push(&name[..name.len() - 1]),
+            SettingState::Unset | SettingState::Ignored => {
+                for (i, n) in names.iter().enumerate() {
+                    if i > 0 {
+                        self.tried.push(b", ");
+                    }
+                    self.tried.push(n.as_bytes());
+                }
+            }
+        }
     }
 }
 
@@ -627,6 +684,15 @@ struct EnvironmentState {
     secure: bool,
     driver: Setting,
     runtime: Setting,
+}
+
+impl EnvironmentState {
+    fn setting(&self, api: Api) -> &Setting {
+        match api {
+            Api::Driver => &self.driver,
+            Api::Runtime => &self.runtime,
+        }
+    }
 }
 
 struct Environment {
@@ -653,8 +719,10 @@ fn environment() -> Result<&'static EnvironmentState, Stuck> {
         // SAFETY: inside `once`: this thread alone writes.
         let e = unsafe { &mut *ENVIRONMENT.inner.get() };
         e.secure = sys::secure();
-        e.driver.read(b"CUDA_MEM_SYS_LIBCUDA\0", e.secure);
-        e.runtime.read(b"CUDA_MEM_SYS_LIBCUDART\0", e.secure);
+        e.driver
+            .read(b"CUDA_MEM_SYS_LIBCUDA\0", e.secure, sys::DRIVER_NAMES);
+        e.runtime
+            .read(b"CUDA_MEM_SYS_LIBCUDART\0", e.secure, sys::runtime_names());
     })?;
     // SAFETY: completed: written once, never again.
     Ok(unsafe { &*ENVIRONMENT.inner.get() })
@@ -675,20 +743,25 @@ struct LibraryState {
     version: u32,
     file: &'static str,
     variable: Variable,
-    tried: Text,
+    /// The file(s) tried ([`Setting::tried`]); empty where none was.
+    tried: &'static str,
     message: Text,
 }
 
-/// A fixed buffer for a message (the crate is `no_std`, without allocation).
+/// A fixed buffer for a message (the crate is `no_std`, without allocation):
+/// room for a path of `PATH_BUFFER` bytes written lossily (an invalid byte
+/// becomes the three of U+FFFD) and the system's text around it.
 struct Text {
-    bytes: [u8; 512],
+    bytes: [u8; TEXT_BUFFER],
     len: usize,
 }
+
+const TEXT_BUFFER: usize = 3 * PATH_BUFFER + 512;
 
 impl Text {
     const fn new() -> Text {
         Text {
-            bytes: [0; 512],
+            bytes: [0; TEXT_BUFFER],
             len: 0,
         }
     }
@@ -697,6 +770,25 @@ impl Text {
             if self.len < self.bytes.len() {
                 self.bytes[self.len] = b;
                 self.len += 1;
+            }
+        }
+    }
+    /// `s`, each byte that is not part of valid UTF-8 written as U+FFFD (as
+    /// `String::from_utf8_lossy` does): a path or a system message that is
+    /// not UTF-8 is kept whole.
+    fn push_lossy(&mut self, mut s: &[u8]) {
+        loop {
+            match core::str::from_utf8(s) {
+                Ok(v) => return self.push(v.as_bytes()),
+                Err(e) => {
+                    let (valid, rest) = s.split_at(e.valid_up_to());
+                    self.push(valid);
+                    self.push("\u{FFFD}".as_bytes());
+                    match e.error_len() {
+                        Some(n) => s = &rest[n..],
+                        None => return,
+                    }
+                }
             }
         }
     }
@@ -719,9 +811,9 @@ impl Text {
         self.push(b".");
         self.push_number(u64::from(version % 1000 / 10));
     }
-    fn as_str(&'static self) -> &'static str {
-        // The longest valid UTF-8 prefix (a cut sequence or bytes of a path
-        // that are not UTF-8 end it).
+    fn as_str(&self) -> &str {
+        // Valid UTF-8 (everything is pushed lossily or is ASCII), unless
+        // the buffer cut a sequence: then the valid prefix.
         let bytes = &self.bytes[..self.len];
         match core::str::from_utf8(bytes) {
             Ok(s) => s,
@@ -749,13 +841,27 @@ impl Library {
                 version: 0,
                 file: "",
                 variable: Variable::Unset,
-                tried: Text::new(),
+                tried: "",
                 message: Text::new(),
             }),
         }
     }
 
     fn state(&'static self) -> Result<&'static LibraryState, Stuck> {
+        if self.api == Api::Runtime && !self.once.done() {
+            // One driver per process, and one order for the two loads: a
+            // named driver is loaded before the runtime (whose own
+            // dlopen("libcuda.so.1") must find it), and before this thread
+            // claims the runtime's load, never while holding it. Otherwise a
+            // thread loading the runtime would wait for the driver while the
+            // driver's own code, loading on another thread, waits for the
+            // runtime. Where that driver cannot be waited for (its load is
+            // on this very thread, or was cut by a fork), neither can the
+            // runtime: the call returns at once, nothing stored.
+            if environment()?.driver.state != SettingState::Unset {
+                DRIVER_LIB.state().map_err(Stuck::of_driver)?;
+            }
+        }
         // SAFETY: inside `once`: this thread alone writes.
         self.once
             .call(|| unsafe { self.open(&mut *self.inner.get()) })?;
@@ -764,14 +870,26 @@ impl Library {
     }
 
     fn get(&'static self) -> Result<Loaded, LoadError> {
-        let s = self.state().map_err(|why| LoadError {
-            tried: "",
-            message: why.message(),
-            variable: Variable::Unset,
+        let s = self.state().map_err(|why| {
+            // The environment was read (it is read first, and never waits
+            // on a library): what the load tries and how the variable was
+            // taken are known even where the load cannot be waited for.
+            let (tried, variable) = match environment() {
+                Ok(e) => (
+                    e.setting(self.api).tried.as_str(),
+                    e.setting(self.api).variable(),
+                ),
+                Err(_) => ("", Variable::Unset),
+            };
+            LoadError {
+                tried,
+                message: why.message(),
+                variable,
+            }
         })?;
         if s.handle == 0 {
             return Err(LoadError {
-                tried: s.tried.as_str(),
+                tried: s.tried,
                 message: s.message.as_str(),
                 variable: s.variable,
             });
@@ -799,39 +917,33 @@ impl Library {
             Api::Runtime => (LIBCUDART_VAR, &env.runtime, sys::runtime_names()),
         };
         s.variable = setting.variable();
-        if self.api == Api::Runtime && env.driver.state != SettingState::Unset {
-            // One driver per process: the runtime's own dlopen("libcuda.so.1")
-            // must find the named one (by its SONAME), so it is loaded first.
-            // On this thread already loading it: it is on its way.
-            if let Ok(d) = DRIVER_LIB.state() {
-                if d.handle == 0 && env.driver.state != SettingState::Ignored {
-                    s.message.push(
-                        b"not loaded: CUDA_MEM_SYS_LIBCUDA names a driver that did not load \
-                          (see loader::driver()), and the runtime would open another one",
-                    );
-                    return;
-                }
+        if self.api == Api::Runtime
+            && env.driver.state != SettingState::Unset
+            && env.driver.state != SettingState::Ignored
+        {
+            // Loaded before this load was claimed (`state`): done.
+            if !matches!(DRIVER_LIB.state(), Ok(d) if d.handle != 0) {
+                s.message.push(
+                    b"not loaded: CUDA_MEM_SYS_LIBCUDA names a driver that did not load \
+                      (see loader::driver()), and the runtime would open another one",
+                );
+                return;
             }
         }
+        s.tried = setting.tried.as_str();
         match setting.state {
-            SettingState::Path(len) => {
-                let path = &setting.bytes[..len];
-                s.tried.push(path);
-                match sys::open(&setting.bytes[..=len]) {
-                    Ok(h) => {
-                        s.handle = h;
-                        s.file = core::str::from_utf8(path)
-                            .unwrap_or("the file named by the environment variable");
-                    }
-                    Err(()) => {
-                        s.message.push(var.as_bytes());
-                        s.message.push(b" names no loadable library: ");
-                        sys::last_error(&mut s.message);
-                    }
+            SettingState::Path(len) => match sys::open(&setting.bytes[..=len]) {
+                Ok(h) => {
+                    s.handle = h;
+                    s.file = setting.tried.as_str();
                 }
-            }
+                Err(()) => {
+                    s.message.push(var.as_bytes());
+                    s.message.push(b" names no loadable library: ");
+                    sys::last_error(&mut s.message);
+                }
+            },
             SettingState::TooLong(len) => {
-                s.tried.push(var.as_bytes());
                 s.message.push(var.as_bytes());
                 s.message.push(b" is ");
                 s.message.push_number(len as u64);
@@ -847,10 +959,6 @@ impl Library {
                 }
                 let prefix = s.message.len;
                 for name in names {
-                    if s.tried.len > 0 {
-                        s.tried.push(b", ");
-                    }
-                    s.tried.push(name.as_bytes());
                     let mut z = [0u8; 64];
                     z[..name.len()].copy_from_slice(name.as_bytes());
                     match sys::open(&z[..=name.len()]) {
@@ -1000,6 +1108,7 @@ const RUNTIME_MAJOR: u32 = CUDA_VERSION / 1000;
 mod sys {
     use super::Text;
     use core::ffi::CStr;
+    use core::sync::atomic::{AtomicU32, Ordering};
 
     pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
@@ -1051,6 +1160,50 @@ mod sys {
     pub fn process_id() -> u32 {
         // SAFETY: no preconditions.
         unsafe { libc::getpid() as u32 }
+    }
+
+    /// Bumped in the child of every `fork` (a `pthread_atfork` handler).
+    static GENERATION: AtomicU32 = AtomicU32::new(0);
+    /// The handler: 0 not registered, 1 being registered, 2 registered, 3
+    /// refused (`pthread_atfork` failed: out of memory).
+    static ATFORK: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn forked() {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Registers the fork handler (at program start on Linux, from the
+    /// crate's `.init_array` entry: before any other thread can call the
+    /// crate; elsewhere at the first use).
+    pub fn watch_forks() {
+        if ATFORK
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: `forked` is an `extern "C" fn()` that lives as long as
+            // the process (the crate is never unloaded while its code runs;
+            // a dlclose'd library's handlers are removed by glibc).
+            let r = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+            ATFORK.store(if r == 0 { 2 } else { 3 }, Ordering::Release);
+        }
+    }
+
+    /// What tells this process from a child it forks: the fork generation,
+    /// which is new in every child, even one with its parent's process id
+    /// (PID 1 forking into a new PID namespace). Where the handler could not
+    /// be registered, the process id.
+    pub fn fork_generation() -> u32 {
+        watch_forks();
+        // A second thread while the first registers: a moment (bounded: a
+        // child forked in that moment never sees it end).
+        for _ in 0..1000 {
+            match ATFORK.load(Ordering::Acquire) {
+                1 => sleep_briefly(),
+                2 => return GENERATION.load(Ordering::Acquire),
+                _ => break,
+            }
+        }
+        process_id()
     }
 
     pub fn thread_id() -> u32 {
@@ -1108,7 +1261,8 @@ mod sys {
         if e.is_null() {
             out.push(b"unknown dlopen error");
         } else {
-            out.push(unsafe { CStr::from_ptr(e) }.to_bytes());
+            // SAFETY: dlerror's text is NUL-terminated.
+            out.push_lossy(unsafe { CStr::from_ptr(e) }.to_bytes());
         }
     }
 }
@@ -1142,7 +1296,6 @@ mod sys {
         fn FreeLibrary(module: *mut c_void) -> i32;
         fn GetLastError() -> u32;
         fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
-        fn GetCurrentProcessId() -> u32;
         fn GetCurrentThreadId() -> u32;
         fn SwitchToThread() -> i32;
         fn Sleep(milliseconds: u32);
@@ -1153,9 +1306,9 @@ mod sys {
         false
     }
 
-    pub fn process_id() -> u32 {
-        // SAFETY: no arguments.
-        unsafe { GetCurrentProcessId() }
+    /// No `fork` on Windows: one generation.
+    pub fn fork_generation() -> u32 {
+        0
     }
 
     pub fn thread_id() -> u32 {
@@ -1360,6 +1513,7 @@ mod sys {
 #[link_section = ".init_array"]
 static READ_ENVIRONMENT_AT_START: extern "C" fn() = {
     extern "C" fn at_start() {
+        sys::watch_forks();
         if let Ok(e) = environment() {
             if !cfg!(cuda_mem_sys_load_runtime) && matches!(e.driver.state, SettingState::Path(_)) {
                 let _ = driver();
