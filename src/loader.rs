@@ -26,7 +26,16 @@
 //! - **One driver per process**: where `CUDA_MEM_SYS_LIBCUDA` names a driver,
 //!   it is loaded before the runtime (at program start with the static
 //!   runtime), so the runtime's own `dlopen("libcuda.so.1")` finds it by its
-//!   `SONAME`.
+//!   `SONAME`. A driver loaded by any other name than `libcuda.so.1` (the
+//!   variable's file, the `libcuda.so` fall-back) whose `SONAME` is not
+//!   `libcuda.so.1` is refused (303; [`driver`] names the `SONAME` it has):
+//!   the runtime would load a second driver beside it.
+//! - **NVIDIA's stub library** (the toolkit's `stubs/libcuda.so`, for linking
+//!   only), found for instance by the `libcuda.so` fall-back where only the
+//!   toolkit is on the library path, is told by its answer
+//!   `CUDA_ERROR_STUB_LIBRARY` and reported as a linked build reports it:
+//!   every driver call returns `CUDA_ERROR_STUB_LIBRARY` (34), and [`driver`]
+//!   says so.
 //! - **The environment** is read once, for both variables together: at program
 //!   start on Linux (before `main`, from the crate's `.init_array` entry, or
 //!   when a library containing the crate is opened); elsewhere at the first
@@ -51,6 +60,14 @@
 //!   calls do. [`driver`] and [`runtime`] still say what the load tries and
 //!   how the variable was taken.
 //!
+//! **A lazy load inside a library constructor** can deadlock, as any lazy
+//! `dlopen` can: a constructor (of a library being opened, holding the
+//! dynamic loader's lock) that makes the process's first CUDA call waits for
+//! a thread already loading the driver, and that thread's `dlopen` waits for
+//! the lock. Load before any such library is opened: call [`load_all`] (or
+//! [`driver`]) early in `main`, or name the driver in `CUDA_MEM_SYS_LIBCUDA`
+//! with the static runtime, which loads it at program start.
+//!
 //! On Windows a bare name is never looked for in the working directory or on
 //! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded
 //! from `System32` only (`LoadLibraryExW` with `LOAD_LIBRARY_SEARCH_SYSTEM32`),
@@ -64,9 +81,10 @@
 //!
 //! | situation | driver function | runtime function |
 //! |---|---|---|
-//! | the library could not be loaded, or is being loaded by this very thread | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included), or is being loaded by this very thread, or was being loaded by another thread when the process forked (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
 //! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
-//! | the library has no such function | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//! | the library has no such function, or answers with an address below 4096 | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//! | the driver found is NVIDIA's stub library | `CUDA_ERROR_STUB_LIBRARY` (34) | (not a case: the runtime loads the driver itself) |
 //! | the driver says the table asked below the function's introduction: a bug of this crate | `CUDA_ERROR_UNKNOWN` (999) | (not a case) |
 //!
 //! (`cudaGetErrorName`/`cudaGetErrorString` return a message string instead,
@@ -76,9 +94,10 @@
 use crate::generated::loader_table::{DRIVER, NAMES, N_DRIVER, N_RUNTIME, RUNTIME};
 use crate::generated::{
     cudaChannelFormatDesc, cudaErrorCallRequiresNewerDriver, cudaErrorSharedObjectInitFailed,
-    cudaErrorSymbolNotFound, cudaErrorUnknown, cudaError_t, CUresult, CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
-    CUDA_ERROR_UNKNOWN, CUDA_SUCCESS, CUDA_VERSION,
+    cudaErrorStubLibrary, cudaErrorSymbolNotFound, cudaErrorUnknown, cudaError_t, CUresult,
+    CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_UNKNOWN,
+    CUDA_SUCCESS, CUDA_VERSION,
 };
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_void};
@@ -122,7 +141,8 @@ pub enum Unavailable {
     /// for a version above the driver's).
     DriverTooOld,
     /// The library has no such function (for the driver: at an ABI version
-    /// not above its own).
+    /// not above its own), or answered with an address below 4096, where no
+    /// function can be (the first page is never mapped).
     NotFound,
     /// The driver has the function but says the ABI version asked is below
     /// the one it was introduced in (`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`):
@@ -130,6 +150,10 @@ pub enum Unavailable {
     VersionBelowIntroduction,
     /// Not a function of these bindings.
     UnknownName,
+    /// The driver found is NVIDIA's stub library (the toolkit's
+    /// `stubs/libcuda.so`, for linking only): its functions answer
+    /// `CUDA_ERROR_STUB_LIBRARY` (34), as they do in a linked build.
+    StubLibrary,
 }
 
 /// Where a function is.
@@ -245,6 +269,7 @@ impl Missing for CUresult {
             Unavailable::DriverTooOld => CUDA_ERROR_NOT_SUPPORTED,
             Unavailable::VersionBelowIntroduction => CUDA_ERROR_UNKNOWN,
             Unavailable::NotFound | Unavailable::UnknownName => CUDA_ERROR_NOT_FOUND,
+            Unavailable::StubLibrary => CUDA_ERROR_STUB_LIBRARY,
         }
     }
 }
@@ -256,6 +281,7 @@ impl Missing for cudaError_t {
             Unavailable::DriverTooOld => cudaErrorCallRequiresNewerDriver,
             Unavailable::VersionBelowIntroduction => cudaErrorUnknown,
             Unavailable::NotFound | Unavailable::UnknownName => cudaErrorSymbolNotFound,
+            Unavailable::StubLibrary => cudaErrorStubLibrary,
         }
     }
 }
@@ -276,6 +302,9 @@ impl Missing for *const c_char {
             Unavailable::NotFound | Unavailable::UnknownName => {
                 c"cuda-mem-sys: the CUDA runtime library lacks this function".as_ptr()
             }
+            Unavailable::StubLibrary => {
+                c"cuda-mem-sys: the CUDA driver found is the toolkit's stub library".as_ptr()
+            }
         }
     }
 }
@@ -292,6 +321,8 @@ impl Missing for () {
 }
 
 // Slot states up to LAST_STATE; anything above is the function's address.
+// An address is stored only where it is at least LOWEST_ADDRESS, so no
+// library's answer can be read as a state.
 const UNRESOLVED: usize = 0;
 const NO_LIBRARY: usize = 1;
 const TOO_OLD: usize = 2;
@@ -303,8 +334,17 @@ static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOL
 static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
     [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
 
-fn decode(v: usize) -> Result<*const c_void, Unavailable> {
+/// The lowest address taken for a function: none is in the first page, which
+/// is never mapped (Linux's `vm.mmap_min_addr`, Windows' and macOS' null
+/// page); a library answering success with a lower "address" (a state's
+/// value, or garbage) gets [`Unavailable::NotFound`], never a call.
+const LOWEST_ADDRESS: usize = 4096;
+
+/// What a slot's value says; `stub`: the library is NVIDIA's stub (a
+/// `NO_LIBRARY` then says so).
+fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
     match v {
+        NO_LIBRARY if stub => Err(Unavailable::StubLibrary),
         NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
         TOO_OLD => Err(Unavailable::DriverTooOld),
         NOT_FOUND => Err(Unavailable::NotFound),
@@ -475,18 +515,23 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
         Api::Runtime => (&RUNTIME_SLOTS[..], &RUNTIME[slot], &RUNTIME_LIB),
     };
     let v = slots[slot].load(Ordering::Acquire);
-    if v != UNRESOLVED {
-        return decode(v);
-    }
-    let v = match lib.state() {
+    let s = match lib.state() {
         // Being loaded by this thread, or by one a fork left behind: not
         // stored, a later call resolves normally.
-        Err(_) => return Err(Unavailable::LibraryNotLoaded),
-        Ok(s) if s.handle == 0 => NO_LIBRARY,
-        Ok(s) => s.lookup(entry),
+        Err(_) if v == UNRESOLVED => return Err(Unavailable::LibraryNotLoaded),
+        Err(_) => return decode(v, false),
+        Ok(s) => s,
+    };
+    if v != UNRESOLVED {
+        return decode(v, s.stub);
+    }
+    let v = if s.handle == 0 {
+        NO_LIBRARY
+    } else {
+        s.lookup(entry)
     };
     slots[slot].store(v, Ordering::Release);
-    decode(v)
+    decode(v, s.stub)
 }
 
 /// `CU_GET_PROC_ADDRESS_DEFAULT` or `..._PER_THREAD_DEFAULT_STREAM`.
@@ -746,6 +791,8 @@ struct LibraryState {
     /// The file(s) tried ([`Setting::tried`]); empty where none was.
     tried: &'static str,
     message: Text,
+    /// The driver found is NVIDIA's stub library (`handle` is then 0).
+    stub: bool,
 }
 
 /// A fixed buffer for a message (the crate is `no_std`, without allocation):
@@ -843,6 +890,7 @@ impl Library {
                 variable: Variable::Unset,
                 tried: "",
                 message: Text::new(),
+                stub: false,
             }),
         }
     }
@@ -978,13 +1026,40 @@ impl Library {
         if s.handle == 0 {
             return;
         }
+        let by_soname = s.file == "libcuda.so.1";
         match self.api {
-            Api::Driver => Self::open_driver(s),
+            Api::Driver => Self::open_driver(s, by_soname),
             Api::Runtime => Self::open_runtime(s),
         }
     }
 
-    fn open_driver(s: &mut LibraryState) {
+    /// `by_soname`: opened as `libcuda.so.1` itself.
+    fn open_driver(s: &mut LibraryState, by_soname: bool) {
+        if !by_soname {
+            // One driver per process: the runtime's own
+            // dlopen("libcuda.so.1") finds this one only by its SONAME.
+            match sys::soname(s.handle) {
+                Some(Some(b"libcuda.so.1")) | None => {}
+                Some(other) => {
+                    s.message.len = 0;
+                    match other {
+                        Some(name) => {
+                            s.message.push(b"the library's SONAME is ");
+                            s.message.push_lossy(name);
+                        }
+                        None => s.message.push(b"the library has no SONAME"),
+                    }
+                    s.message.push(
+                        b", not libcuda.so.1: the runtime's own dlopen(\"libcuda.so.1\") would \
+                          load a second driver, so it is not used (name NVIDIA's \
+                          libcuda.so.<version>, whose SONAME is libcuda.so.1)",
+                    );
+                    // Left open (its code has run), but unused.
+                    s.handle = 0;
+                    return;
+                }
+            }
+        }
         if let Some(p) = sys::symbol(s.handle, b"cuGetProcAddress_v2\0") {
             s.get_proc = p;
             s.get_proc_v2 = true;
@@ -1005,14 +1080,38 @@ impl Library {
             base: b"cuDriverGetVersion\0",
             version: 2020,
         };
-        let f = s.lookup(&entry);
+        let (asked, f) = s.ask(&entry);
+        let mut stub = asked == CUDA_ERROR_STUB_LIBRARY;
+        let mut v: c_int = 0;
         if f > LAST_STATE {
-            let mut v: c_int = 0;
             // SAFETY: PFN_cuDriverGetVersion_v2020, asked as such.
             let r = unsafe { core::mem::transmute::<usize, GetVersion>(f)(&mut v) };
+            stub |= r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
             if r == CUDA_SUCCESS.0 as c_int && v > 0 {
                 s.version = v as u32;
             }
+        } else if !stub {
+            // Not found by cuGetProcAddress: the exported symbol tells a
+            // stub whose cuGetProcAddress answers otherwise.
+            if let Some(g) = sys::symbol(s.handle, b"cuDriverGetVersion\0") {
+                // SAFETY: cuDriverGetVersion(int *), as cuda.h declares it.
+                let r = unsafe { core::mem::transmute::<usize, GetVersion>(g)(&mut v) };
+                stub = r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
+            }
+        }
+        if stub {
+            // NVIDIA's stub libcuda (the toolkit's stubs/ folder) answers
+            // every call CUDA_ERROR_STUB_LIBRARY: reported as a linked
+            // build reports it, every driver call 34.
+            s.message.len = 0;
+            s.message.push(
+                b"the library is NVIDIA's stub libcuda (the toolkit's stubs/ folder, for \
+                  linking only): every driver call returns CUDA_ERROR_STUB_LIBRARY (34); \
+                  install the NVIDIA driver, or take the stubs folder off the library path",
+            );
+            s.stub = true;
+            // Left open (its code has run), but unused.
+            s.handle = 0;
         }
     }
 
@@ -1055,13 +1154,20 @@ impl Library {
 impl LibraryState {
     /// The slot value for `entry`: its address, or why there is none.
     fn lookup(&self, entry: &Entry) -> usize {
+        self.ask(entry).1
+    }
+
+    /// The slot value for `entry`, and `cuGetProcAddress`'s result
+    /// (`CUDA_SUCCESS` where it was not asked).
+    fn ask(&self, entry: &Entry) -> (CUresult, usize) {
         if entry.version == 0 || self.get_proc == 0 {
-            return sys::symbol(self.handle, entry.symbol).unwrap_or(NOT_FOUND);
+            let v = sys::symbol(self.handle, entry.symbol).unwrap_or(NOT_FOUND);
+            return (CUDA_SUCCESS, v);
         }
         // cuda.h (Driver Entry Point Access): a version above the driver's
         // is answered CUDA_ERROR_INVALID_VALUE; not asked.
         if self.version != 0 && entry.version > self.version {
-            return TOO_OLD;
+            return (CUDA_SUCCESS, TOO_OLD);
         }
         let mut p: *mut c_void = core::ptr::null_mut();
         let name = entry.base.as_ptr().cast::<c_char>();
@@ -1087,9 +1193,9 @@ impl LibraryState {
                 )
             }
         };
-        if r == CUDA_SUCCESS && !p.is_null() {
+        let v = if r == CUDA_SUCCESS && p as usize >= LOWEST_ADDRESS {
             p as usize
-        } else if r == CUDA_SUCCESS && status == VERSION_NOT_SUFFICIENT {
+        } else if r == CUDA_SUCCESS && p.is_null() && status == VERSION_NOT_SUFFICIENT {
             BELOW_INTRODUCTION
         } else if r == CUDA_ERROR_INVALID_VALUE && self.version == 0 {
             // The driver's version is unknown: this is its answer for a
@@ -1097,7 +1203,8 @@ impl LibraryState {
             TOO_OLD
         } else {
             NOT_FOUND
-        }
+        };
+        (r, v)
     }
 }
 
@@ -1252,7 +1359,82 @@ mod sys {
     pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
         // SAFETY: a live handle and a NUL-terminated name.
         let p = unsafe { libc::dlsym(handle as *mut _, name.as_ptr().cast()) };
-        (!p.is_null()).then_some(p as usize)
+        (p as usize >= super::LOWEST_ADDRESS).then_some(p as usize)
+    }
+
+    /// The `SONAME` of the library `handle` (`Some(None)`: it has none);
+    /// `None` where that cannot be asked. Read from the dynamic section the
+    /// dynamic loader mapped (`dlinfo(RTLD_DI_LINKMAP)`), not from the file,
+    /// which may have changed since it was opened.
+    #[cfg(target_os = "linux")]
+    pub fn soname(handle: usize) -> Option<Option<&'static [u8]>> {
+        use core::ffi::{c_char, c_int, c_void};
+        /// The head of glibc's and musl's `struct link_map` (`<link.h>`).
+        #[repr(C)]
+        struct LinkMap {
+            l_addr: usize,
+            l_name: *const c_char,
+            l_ld: *const Dyn,
+        }
+        /// `ElfW(Dyn)`.
+        #[repr(C)]
+        struct Dyn {
+            d_tag: isize,
+            d_val: usize,
+        }
+        const RTLD_DI_LINKMAP: c_int = 2;
+        const DT_NULL: isize = 0;
+        const DT_STRTAB: isize = 5;
+        const DT_SONAME: isize = 14;
+        extern "C" {
+            fn dlinfo(handle: *mut c_void, request: c_int, info: *mut c_void) -> c_int;
+        }
+        let mut map: *const LinkMap = core::ptr::null();
+        // SAFETY: a live handle; RTLD_DI_LINKMAP writes one pointer.
+        let r = unsafe {
+            dlinfo(
+                handle as *mut c_void,
+                RTLD_DI_LINKMAP,
+                (&mut map as *mut *const LinkMap).cast(),
+            )
+        };
+        if r != 0 || map.is_null() {
+            return None;
+        }
+        // SAFETY: the loader's link map of a library that stays loaded.
+        let (base, mut d) = unsafe { ((*map).l_addr, (*map).l_ld) };
+        if d.is_null() {
+            return None;
+        }
+        let (mut strtab, mut soname) = (None, None);
+        loop {
+            // SAFETY: the dynamic section, an array that DT_NULL ends.
+            let e = unsafe { &*d };
+            match e.d_tag {
+                DT_NULL => break,
+                DT_STRTAB => strtab = Some(e.d_val),
+                DT_SONAME => soname = Some(e.d_val),
+                _ => {}
+            }
+            // SAFETY: not past DT_NULL.
+            d = unsafe { d.add(1) };
+        }
+        let (Some(strtab), Some(offset)) = (strtab, soname) else {
+            return Some(None);
+        };
+        // glibc relocates the section's addresses in place where it is
+        // writable; musl and read-only sections keep them relative.
+        let strtab = if strtab < base { strtab + base } else { strtab };
+        // SAFETY: DT_SONAME is an offset into the mapped string table, of a
+        // NUL-terminated string; the library is never unloaded.
+        Some(Some(
+            unsafe { CStr::from_ptr((strtab + offset) as *const c_char) }.to_bytes(),
+        ))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn soname(_: usize) -> Option<Option<&'static [u8]>> {
+        None
     }
 
     pub fn last_error(out: &mut Text) {
@@ -1481,7 +1663,12 @@ mod sys {
     pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
         // SAFETY: a live module and a NUL-terminated name.
         let p = unsafe { GetProcAddress(handle as *mut _, name.as_ptr().cast()) };
-        (!p.is_null()).then_some(p as usize)
+        (p as usize >= super::LOWEST_ADDRESS).then_some(p as usize)
+    }
+
+    /// No `SONAME` on Windows.
+    pub fn soname(_: usize) -> Option<Option<&'static [u8]>> {
+        None
     }
 
     pub fn last_error(out: &mut Text) {

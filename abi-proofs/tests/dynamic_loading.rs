@@ -81,11 +81,22 @@ fn shared_library_named(
     defines: &[&str],
     soname: &str,
 ) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+    shared_library_with(name, source, defines, soname, Some(soname))
+}
+
+/// The same, as the file `file`, with the `SONAME` `soname` (or none).
+fn shared_library_with(
+    name: &str,
+    source: &Path,
+    defines: &[&str],
+    file: &str,
+    soname: Option<&str>,
+) -> Result<(abi_support::Scratch, PathBuf), Failed> {
     let dir = abi_support::scratch(name);
-    let lib = dir.path().join(soname);
+    let lib = dir.path().join(file);
     let status = cc()
         .args(["-shared", "-fPIC", "-w"])
-        .arg(format!("-Wl,-soname,{soname}"))
+        .args(soname.map(|s| format!("-Wl,-soname,{s}")))
         .arg("-o")
         .arg(&lib)
         .args(defines)
@@ -1270,6 +1281,149 @@ fn a_missing_path_that_is_not_utf8_keeps_its_reason() -> Result<Completion, Fail
     Ok(Completion::ignored_with("a path of bytes is Unix's"))
 }
 
+/// Item 6 of issue 30: a slot holds a state (1 to 4) or an address, so a
+/// driver answering success with a "function" at 1 to 4 was read as a state
+/// (303, 801, ... while `driver()` said `Ok`), and one at 5 to 4095 was
+/// called. Any address below 4096 (the first page, never mapped) is now
+/// `NotFound` (500). The twin: the same fake answering a real address is
+/// called.
+fn a_function_address_below_4096_is_not_found() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let run = |low: Option<&str>| {
+        let mut env: Vec<(&str, &OsStr)> = vec![("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())];
+        if let Some(l) = low {
+            env.push(("FAKE_LOW_POINTER", OsStr::new(l)));
+        }
+        child_with("low-pointer", &env)
+    };
+    for low in ["1", "2", "3", "4", "5", "4095"] {
+        let out = run(Some(low))?;
+        print!("address {low}:\n{out}");
+        expect_lines(
+            &out,
+            &[
+                "cuCtxGetDevice 500",
+                "function cuCtxGetDevice Err(NotFound)",
+                "driver Ok",
+            ],
+        )?;
+    }
+    let out = run(None)?;
+    print!("a real address:\n{out}");
+    expect_lines(&out, &["cuCtxGetDevice 0", "function cuCtxGetDevice Ok"])?;
+    Ok(Completion::Completed)
+}
+
+/// Item 7 of issue 30: NVIDIA's stub library (the toolkit's `stubs/`, whose
+/// every function answers `CUDA_ERROR_STUB_LIBRARY`) is told, and reported
+/// as a linked build reports it: every driver call returns 34 and
+/// `driver()` says why. It is told by `cuGetProcAddress`'s answer, or (a stub
+/// whose lookup says "not found") by its exported `cuDriverGetVersion`; named
+/// by the variable, and found as `libcuda.so` by the fall-back where no
+/// `libcuda.so.1` is installed. The twin: the fake driver in the same places
+/// is taken (`cuInit(0)` answers its 1).
+fn the_toolkits_stub_library_is_told_and_every_call_returns_34() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let stub_c = fixture("fake_stub_libcuda.c");
+    let expect_stub = |out: &str| -> Result<(), Failed> {
+        expect_lines(
+            out,
+            &[
+                "cuInit 34 34",
+                "cuMemAdvise 34",
+                "function cuInit Err(StubLibrary)",
+            ],
+        )?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("driver() is not an error:\n{out}"))?;
+        if !why.contains("NVIDIA's stub libcuda") || !why.contains("CUDA_ERROR_STUB_LIBRARY (34)") {
+            return Err(format!("driver() does not say it is the stub: {why}").into());
+        }
+        Ok(())
+    };
+    for defines in [&[][..], &["-DSTUB_NOT_FOUND"][..]] {
+        let (_s, stub) = shared_library("stub-driver", &stub_c, defines)?;
+        let out = child("bad-driver", Some(&stub))?;
+        print!("the stub {defines:?}, named:\n{out}");
+        expect_stub(&out)?;
+    }
+    let (_d, driver) = fake_driver(&[])?;
+    let out = child("bad-driver", Some(&driver))?;
+    expect_lines(&out, &["cuInit 1 1", "function cuInit Ok"])?;
+    // The fall-back: only a libcuda.so (SONAME libcuda.so.1) on the path.
+    let fall_back = |source: &Path| -> Result<Option<String>, Failed> {
+        let (s, _) = shared_library_named("stub-fall-back", source, &[], "libcuda.so.1")?;
+        let dir = s.path().join("stubs");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::rename(s.path().join("libcuda.so.1"), dir.join("libcuda.so"))
+            .map_err(|e| e.to_string())?;
+        let out = child_with("bad-driver", &[("LD_LIBRARY_PATH", dir.as_os_str())])?;
+        Ok((!out.lines().any(|l| l == "driver Ok libcuda.so.1")).then_some(out))
+    };
+    match fall_back(&stub_c)? {
+        None => println!("a libcuda.so.1 is installed: the fall-back to libcuda.so is not reached"),
+        Some(out) => {
+            print!("the stub as libcuda.so:\n{out}");
+            expect_stub(&out)?;
+            let out = fall_back(&fixture("fake_libcuda.c"))?.unwrap_or_default();
+            expect_lines(&out, &["cuInit 1 1", "driver Ok libcuda.so"])?;
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+/// Item 8 of issue 30: a driver loaded by any name but `libcuda.so.1` must
+/// have the `SONAME` `libcuda.so.1`, or the runtime's own
+/// dlopen("libcuda.so.1") loads a second driver; one without it is refused
+/// (303, `driver()` says its `SONAME`). The twin: the same fake with
+/// `SONAME libcuda.so.1` is taken.
+fn a_driver_without_soname_libcuda_so_1_is_refused() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with("read with dlinfo on Linux"));
+    }
+    let src = fixture("fake_libcuda.c");
+    for (case, soname, says) in [
+        (
+            "another SONAME",
+            Some("libcuda-other.so.1"),
+            "the library's SONAME is libcuda-other.so.1, not libcuda.so.1",
+        ),
+        (
+            "no SONAME",
+            None,
+            "the library has no SONAME, not libcuda.so.1",
+        ),
+    ] {
+        let (_s, lib) = shared_library_with("soname", &src, &[], "libcuda.so.1", soname)?;
+        let out = child("bad-driver", Some(&lib))?;
+        print!("{case}:\n{out}");
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("{case}: not refused:\n{out}"))?;
+        if !why.contains(says) {
+            return Err(format!("{case}: expected {says:?} in {why:?}").into());
+        }
+    }
+    let (_s, lib) = shared_library_with("soname", &src, &[], "libcuda-x.so", Some("libcuda.so.1"))?;
+    let out = child("bad-driver", Some(&lib))?;
+    print!("SONAME libcuda.so.1:\n{out}");
+    let taken = format!("driver Ok {}", lib.display());
+    expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
 /// Whether the runtime is loaded, asked of a child without any library (the
 /// roles that hold a load must not load the runtime to ask it).
 fn runtime_is_linked() -> Result<Option<Completion>, Failed> {
@@ -1933,6 +2087,15 @@ mod roles {
                 runtime_linked();
             }
             "lock-order" => lock_order(),
+            "low-pointer" => unsafe {
+                let mut d = 0;
+                println!("cuCtxGetDevice {}", cuCtxGetDevice(&mut d).0);
+                let f = loader::function("cuCtxGetDevice");
+                println!("function cuCtxGetDevice {}", class(f));
+                if loader::driver().is_ok() {
+                    println!("driver Ok");
+                }
+            },
             "fork-runtime" => fork_runtime(),
             "pid-namespace" => pid_namespace(),
             "reentrant-driver" => {
@@ -1990,6 +2153,7 @@ mod roles {
                 let a = cuInit(0);
                 let b = cuInit(0);
                 println!("cuInit {} {}", a.0, b.0);
+                println!("function cuInit {}", class(loader::function("cuInit")));
                 let loc: CUmemLocation = std::mem::zeroed();
                 println!(
                     "cuMemAdvise {}",
@@ -2155,6 +2319,18 @@ fn main() {
         (
             "a_missing_path_that_is_not_utf8_keeps_its_reason",
             a_missing_path_that_is_not_utf8_keeps_its_reason,
+        ),
+        (
+            "a_function_address_below_4096_is_not_found",
+            a_function_address_below_4096_is_not_found,
+        ),
+        (
+            "the_toolkits_stub_library_is_told_and_every_call_returns_34",
+            the_toolkits_stub_library_is_told_and_every_call_returns_34,
+        ),
+        (
+            "a_driver_without_soname_libcuda_so_1_is_refused",
+            a_driver_without_soname_libcuda_so_1_is_refused,
         ),
         (
             "the_loaded_runtime_uses_the_named_driver",
