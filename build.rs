@@ -77,7 +77,13 @@ fn run() -> Result<(), String> {
     lap("find the C compiler");
 
     // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
-    describe(&made, cuda.as_ref(), config.dynamic_loading)?;
+    // docs.rs documents the linked declarations (NVIDIA's full text) and
+    // the `loader` module beside them: no loading cfg there.
+    describe(
+        &made,
+        cuda.as_ref(),
+        config.dynamic_loading && !config.docs_rs,
+    )?;
     if config.docs_rs {
         made.write(&config, &lap)?;
         timings.total();

@@ -110,7 +110,6 @@ use unix as sys;
 #[cfg(windows)]
 use windows as sys;
 
-use crate::generated::loader_table::{NAMES, N_DRIVER, N_RUNTIME};
 use crate::generated::{
     cudaChannelFormatDesc, cudaErrorCallRequiresNewerDriver, cudaErrorSharedObjectInitFailed,
     cudaErrorStubLibrary, cudaErrorSymbolNotFound, cudaErrorUnknown, cudaError_t, CUresult,
@@ -121,18 +120,38 @@ use core::ffi::{c_char, c_void};
 use environment::environment;
 use library::{DRIVER_LIB, RUNTIME_LIB};
 use slots::{driver_fn, runtime_fn};
+use table::{NAMES, N_DRIVER, N_RUNTIME};
+
+/// The generated table (`build/codegen/loader.rs`).
+#[cfg(cuda_mem_sys_load_driver)]
+use crate::generated::loader_table as table;
+/// docs.rs's build (`DOCS_RS`: the build script sets no loading cfg, so the
+/// linked declarations are documented, NVIDIA's full text, beside this
+/// module): no table, and never a program.
+#[cfg(not(cuda_mem_sys_load_driver))]
+mod table {
+    pub const N_DRIVER: usize = 0;
+    pub const N_RUNTIME: usize = 0;
+    pub static DRIVER: [super::Entry; 0] = [];
+    pub static RUNTIME: [super::Entry; 0] = [];
+    pub static NAMES: &[(&str, super::Api, usize)] = &[];
+}
 
 // The generated trampolines and loaded calls name these as
 // `crate::loader::...`: the macros, and what they expand to call.
+#[cfg_attr(not(cuda_mem_sys_load_driver), allow(unused_imports))]
 pub(crate) use slots::{call, trampoline};
 #[doc(hidden)]
 pub use slots::{driver_ready, driver_resolve, runtime_ready, runtime_resolve};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// The environment variable naming the driver library file to load.
 pub const LIBCUDA_VAR: &str = "CUDA_MEM_SYS_LIBCUDA";
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// The environment variable naming the runtime library file to load.
 pub const LIBCUDART_VAR: &str = "CUDA_MEM_SYS_LIBCUDART";
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// How the loader finds one symbol (generated: `loader_table`).
 #[doc(hidden)]
 pub struct Entry {
@@ -144,6 +163,7 @@ pub struct Entry {
     pub version: u32,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Which library a function comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
@@ -153,6 +173,7 @@ pub enum Api {
     Runtime,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Why a function cannot be called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unavailable {
@@ -181,6 +202,7 @@ pub enum Unavailable {
     StubLibrary,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Where a function is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved {
@@ -190,6 +212,7 @@ pub enum Resolved {
     Linked,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// How a library's environment variable was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variable {
@@ -202,15 +225,22 @@ pub enum Variable {
     IgnoredInSecureProcess,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Why a library did not load: the file(s) tried and the loader's message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadError {
+    /// The file(s) tried: the variable's path (each byte that is not UTF-8
+    /// shown as U+FFFD), the variable's name where its value is too long,
+    /// or the usual names, comma-separated; empty where nothing was tried.
     pub tried: &'static str,
+    /// Why not: the system's message (`dlerror`, Windows' error code), or
+    /// the loader's own.
     pub message: &'static str,
     /// How the library's environment variable was taken.
     pub variable: Variable,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// A library that loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loaded {
@@ -228,6 +258,7 @@ pub struct Loaded {
     pub variable: Variable,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Loads the driver if not yet loaded (no CUDA call is made but
 /// `cuDriverGetVersion`) and says which file it is, or why it could not be
 /// loaded.
@@ -235,6 +266,7 @@ pub fn driver() -> Result<Loaded, LoadError> {
     DRIVER_LIB.get()
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// The same for the runtime: [`Loaded::file`] is `libcudart_static.a` where
 /// the runtime is linked statically (it then loads the driver itself). A
 /// loaded runtime is asked `cudaRuntimeGetVersion` only.
@@ -254,6 +286,7 @@ pub fn runtime() -> Result<Loaded, LoadError> {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Whether `name` (a documented name such as `"cuMemAdvise"`, or the symbol
 /// it links, `"cuMemAdvise_v2"`) can be called here, resolving it if needed
 /// (loads its library; calls no CUDA function but the driver's lookup).
@@ -269,6 +302,7 @@ pub fn function(name: &str) -> Result<Resolved, Unavailable> {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// Resolves every function now (instead of on first call); returns how many
 /// driver and runtime functions are available.
 pub fn load_all() -> (usize, usize) {
@@ -281,6 +315,7 @@ pub fn load_all() -> (usize, usize) {
     (d, r)
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// The value a function returns when it cannot be called.
 #[doc(hidden)]
 pub trait Missing {

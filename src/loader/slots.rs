@@ -4,8 +4,8 @@
 //! loaded calls.
 
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
+use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
-use crate::generated::loader_table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
 

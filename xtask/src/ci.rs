@@ -226,6 +226,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    step("documentation as docs.rs builds it: the loader module, the functions' full text");
+    crate::docs_rs::check(workspace)?;
 
     for release in CI_RELEASES {
         step(&format!("CUDA {release}: ABI checks"));

@@ -11,6 +11,7 @@ mod cmd;
 mod codegen;
 mod device_compile;
 mod device_report;
+mod docs_rs;
 mod examples;
 mod gpu_bundle;
 mod headers;
