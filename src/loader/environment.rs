@@ -74,7 +74,7 @@ impl Setting {
 
 /// `CUDA_MEM_SYS_LIBCUDA` and `CUDA_MEM_SYS_LIBCUDART`, read once.
 pub(super) struct EnvironmentState {
-    pub(super) secure: bool,
+    secure: bool,
     pub(super) driver: Setting,
     pub(super) runtime: Setting,
 }
@@ -88,16 +88,16 @@ impl EnvironmentState {
     }
 }
 
-pub(super) struct Environment {
-    pub(super) once: Once,
-    pub(super) inner: UnsafeCell<EnvironmentState>,
+struct Environment {
+    once: Once,
+    inner: UnsafeCell<EnvironmentState>,
 }
 
 // SAFETY: `inner` is written only inside `once` (by one thread), read only
 // after it completed (release/acquire).
 unsafe impl Sync for Environment {}
 
-pub(super) static ENVIRONMENT: Environment = Environment {
+static ENVIRONMENT: Environment = Environment {
     once: Once::new(),
     inner: UnsafeCell::new(EnvironmentState {
         secure: false,
@@ -130,7 +130,7 @@ pub(super) fn environment() -> Result<&'static EnvironmentState, Stuck> {
 #[cfg(target_os = "linux")]
 #[used]
 #[link_section = ".init_array"]
-pub(super) static READ_ENVIRONMENT_AT_START: extern "C" fn() = {
+static READ_ENVIRONMENT_AT_START: extern "C" fn() = {
     extern "C" fn at_start() {
         sys::watch_forks();
         if let Ok(e) = environment() {

@@ -13,27 +13,27 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_void};
 
 /// `CU_GET_PROC_ADDRESS_DEFAULT` or `..._PER_THREAD_DEFAULT_STREAM`.
-pub(super) const PROC_FLAGS: u64 = if cfg!(feature = "per-thread-default-stream") {
+const PROC_FLAGS: u64 = if cfg!(feature = "per-thread-default-stream") {
     2
 } else {
     0
 };
 
 /// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`.
-pub(super) const VERSION_NOT_SUFFICIENT: c_int = 2;
+const VERSION_NOT_SUFFICIENT: c_int = 2;
 
-pub(super) type GetProcAddressV2 =
+type GetProcAddressV2 =
     unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult;
-pub(super) type GetProcAddressV1 =
+type GetProcAddressV1 =
     unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
 /// `cuDriverGetVersion` (`PFN_cuDriverGetVersion_v2020`) and `cudaRuntimeGetVersion`.
-pub(super) type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
+type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
 
 /// One library, loaded once.
 pub(super) struct Library {
-    pub(super) once: Once,
-    pub(super) api: Api,
-    pub(super) inner: UnsafeCell<LibraryState>,
+    once: Once,
+    api: Api,
+    inner: UnsafeCell<LibraryState>,
 }
 
 pub(super) struct LibraryState {

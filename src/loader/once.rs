@@ -60,8 +60,8 @@ impl Stuck {
 /// namespace).
 pub(super) struct Once(AtomicU64);
 
-pub(super) const ONCE_NEW: u64 = 0;
-pub(super) const ONCE_DONE: u64 = u64::MAX;
+const ONCE_NEW: u64 = 0;
+const ONCE_DONE: u64 = u64::MAX;
 
 impl Once {
     pub(super) const fn new() -> Once {

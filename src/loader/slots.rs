@@ -12,16 +12,15 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 // Slot states up to LAST_STATE; anything above is the function's address.
 // An address is stored only where it is at least LOWEST_ADDRESS, so no
 // library's answer can be read as a state.
-pub(super) const UNRESOLVED: usize = 0;
-pub(super) const NO_LIBRARY: usize = 1;
+const UNRESOLVED: usize = 0;
+const NO_LIBRARY: usize = 1;
 pub(super) const TOO_OLD: usize = 2;
 pub(super) const NOT_FOUND: usize = 3;
 pub(super) const BELOW_INTRODUCTION: usize = 4;
 pub(super) const LAST_STATE: usize = BELOW_INTRODUCTION;
 
-pub(super) static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] =
-    [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
-pub(super) static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
+static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
+static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
     [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
 
 /// The lowest address taken for a function: none is in the first page, which
@@ -32,7 +31,7 @@ pub(super) const LOWEST_ADDRESS: usize = 4096;
 
 /// What a slot's value says; `stub`: the library is NVIDIA's stub (a
 /// `NO_LIBRARY` then says so).
-pub(super) fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
+fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
     match v {
         NO_LIBRARY if stub => Err(Unavailable::StubLibrary),
         NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
@@ -216,7 +215,7 @@ pub fn runtime_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
 
 #[cold]
 #[inline(never)]
-pub(super) fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
+fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
     let (slots, entry, lib) = match api {
         Api::Driver => (&DRIVER_SLOTS[..], &DRIVER[slot], &DRIVER_LIB),
         Api::Runtime => (&RUNTIME_SLOTS[..], &RUNTIME[slot], &RUNTIME_LIB),
