@@ -84,7 +84,8 @@ pub(super) fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 /// function. The first call (and a missing function) goes to a cold inner
 /// function of the same signature, also by tail jump, so the trampoline needs
 /// no stack frame. The loader's slot array stays the one authority (what
-/// [`function`] and [`load_all`] read); the static only caches a success.
+/// [`function`](super::function) and [`load_all`](super::load_all) read); the static
+/// only caches a success.
 macro_rules! trampoline {
     (driver $($rest:tt)*) => {
         $crate::loader::trampoline!(@ driver_resolve $($rest)*);
