@@ -74,8 +74,10 @@ fn run() -> Result<(), String> {
     let _ = config.cc.try_get_compiler();
     lap("find the C compiler");
 
-    // 5. What the bindings declare: the `cuda_NNNNN` cfgs.
-    describe(&made, config.dynamic_loading);
+    // 5. What the bindings declare: the `cuda_NNNNN` cfgs. docs.rs documents
+    // the linked declarations and the `loader` module beside them: no
+    // loading cfg there.
+    describe(&made, config.dynamic_loading && !config.docs_rs);
     let include_dirs = match &cuda {
         Some(c) if bindings::headers_match(source) => Some(&c.include_dirs[..]),
         _ => None,

@@ -231,6 +231,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    step("documentation as docs.rs builds it: the loader module, the functions' full text");
+    crate::docs_rs::check(workspace)?;
 
     for release in ABI_CHECKED_RELEASES {
         step(&format!("CUDA {release}: ABI checks"));

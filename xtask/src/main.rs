@@ -8,6 +8,7 @@ mod ci;
 mod cmd;
 mod device_compile;
 mod device_report;
+mod docs_rs;
 mod examples;
 mod gpu_bundle;
 mod headers;
