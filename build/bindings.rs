@@ -3,9 +3,9 @@
 //! then generating them or taking the committed ones ([`make`]) into
 //! `OUT_DIR/cuda_mem_sys.rs`.
 
-use crate::config::{write_if_changed, Config};
-use crate::locate::{Cuda, Search};
-use crate::{preprocess, release};
+use super::config::{write_if_changed, Config};
+use super::locate::{Cuda, Search};
+use super::{preprocess, release};
 
 /// Where the bindings come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,8 +21,7 @@ pub enum Source {
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
-    /// release without the `bindgen` feature or without libclang; or
-    /// [`crate::config::ABI_FALLBACK`] (their ABI check).
+    /// release without the `bindgen` feature or without libclang.
     Fallback,
     /// Headers of another release, which cannot be generated from here, under
     /// `dynamic-loading`: the committed bindings (also `cuda_mem_sys_fallback`),
@@ -56,7 +55,6 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
                     release::PINNED_RELEASE
                 ));
             }
-            println!("cargo:fallback=1");
             return Ok(Source::Fallback);
         }
         Search::Found(cuda) => cuda,
@@ -64,13 +62,9 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
     #[cfg(feature = "bindgen")]
     {
         if same_headers(config, cuda) {
-            println!("cargo:bindings=committed-same-headers");
             return Ok(Source::SameHeaders);
         }
         match libclang(config) {
-            // `cargo xtask abi fallback`: the committed bindings, checked
-            // against the headers found.
-            Ok(()) if config.abi_fallback => Ok(Source::Fallback),
             Ok(()) => Ok(Source::Generate),
             Err(why) => without_generator(config, cuda, NoGenerator::Libclang(why)),
         }
@@ -80,7 +74,7 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 }
 
 /// Whether the headers found are the very ones the committed bindings were
-/// generated from (the `cuda_mem_sys_same_headers` cfg) and the committed
+/// generated from and the committed
 /// bindings may stand for generated ones: for a target they are proven on
 /// (abi-proofs generates afresh and compares), not with the per-thread
 /// default stream (its `static inline` copies are compiled from the
@@ -97,8 +91,6 @@ fn same_headers(config: &Config, cuda: &Cuda) -> bool {
     else {
         return false;
     };
-    // tests/build_errors.rs checks the reuse only with these headers.
-    println!("cargo:rustc-cfg=cuda_mem_sys_same_headers");
     let reuse = !config.ptds
         && config.target_os == "linux"
         && ["x86_64", "aarch64"].contains(&config.target_arch.as_str());
@@ -154,6 +146,15 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
     Ok(Source::OtherRelease)
 }
 
+/// Whether the headers found are of the release the bindings of `source`
+/// declare (`DEP_CUDA_MEM_SYS_INCLUDE` names them only then): generated
+/// from them, or the committed bindings for their very headers, or standing
+/// in for headers of their release (checked by [`without_generator`]); never
+/// for another release's headers.
+pub fn headers_match(source: Source) -> bool {
+    source != Source::OtherRelease
+}
+
 /// `CUDA_VERSION` of the headers found, from the C preprocessor (one run over `cuda.h`).
 fn headers_version(config: &Config, cuda: &Cuda) -> Result<u32, String> {
     // Headers replaced in place (a toolkit upgrade) must be checked again.
@@ -180,7 +181,7 @@ fn headers_version(config: &Config, cuda: &Cuda) -> Result<u32, String> {
 
 /// bindgen loads libclang at run time; say what to install instead of panicking.
 #[cfg(feature = "bindgen")]
-pub fn libclang(config: &Config) -> Result<(), String> {
+fn libclang(config: &Config) -> Result<(), String> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let version = std::panic::catch_unwind(bindgen::clang_version);
@@ -210,7 +211,7 @@ pub struct Made {
     pub symbols: (Vec<String>, Vec<String>),
     /// Generated bindings whose text is not written yet ([`Made::write`]).
     #[cfg(feature = "bindgen")]
-    unwritten: Option<crate::codegen::Output>,
+    unwritten: Option<super::codegen::Output>,
 }
 
 impl Made {
@@ -246,36 +247,22 @@ pub fn make(
         #[cfg(feature = "bindgen")]
         (Source::Generate, Some(cuda)) => generate(config, cuda, lap),
         _ => {
-            tell_tests_the_headers(cuda)?;
-            let made = committed(config, source);
+            let made = committed(config);
             lap("committed bindings");
             made
         }
     }
 }
 
-/// The crate's tests compile C against the headers the bindings stand for.
-pub fn tell_tests_the_headers(cuda: Option<&Cuda>) -> Result<(), String> {
-    if let Some(cuda) = cuda {
-        let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
-        println!(
-            "cargo:rustc-env=CUDA_MEM_SYS_INCLUDE_DIRS={}",
-            dirs.to_string_lossy()
-        );
-    }
-    Ok(())
-}
-
 #[cfg(feature = "bindgen")]
 fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, String> {
     // The user's own headers: their comments are the docs.
-    let out = run_generator(config, cuda, crate::codegen::Docs::Headers, lap)?;
-    tell_tests_the_headers(Some(cuda))?;
+    let out = run_generator(config, cuda, super::codegen::Docs::Headers, lap)?;
     if let Some(c) = &out.static_wrappers_c {
         compile_static_wrappers(config, c, cuda)?;
         lap("C compiler: static inline copies");
     }
-    let symbols = crate::codegen::linked_symbols(&out.file);
+    let symbols = super::codegen::linked_symbols(&out.file);
     lap("linked symbols");
     Ok(Made {
         cuda_version: out.cuda_version,
@@ -286,13 +273,13 @@ fn generate(config: &Config, cuda: &Cuda, lap: &dyn Fn(&str)) -> Result<Made, St
 
 /// The generator, run on the headers found (which rerun the script when they change).
 #[cfg(feature = "bindgen")]
-pub fn run_generator(
+fn run_generator(
     config: &Config,
     cuda: &Cuda,
-    docs: crate::codegen::Docs,
+    docs: super::codegen::Docs,
     lap: &dyn Fn(&str),
-) -> Result<crate::codegen::Output, String> {
-    let out = crate::codegen::generate(&crate::codegen::Input {
+) -> Result<super::codegen::Output, String> {
+    let out = super::codegen::generate(&super::codegen::Input {
         include_dirs: &cuda.include_dirs,
         crate_dir: &config.crate_dir,
         work_dir: &config.work_dir()?,
@@ -309,14 +296,11 @@ pub fn run_generator(
 
 /// The committed bindings of [`release::PINNED_RELEASE`] and the symbols
 /// they link, read from the list beside them (no Rust parsed).
-fn committed(config: &Config, source: Source) -> Result<Made, String> {
+fn committed(config: &Config) -> Result<Made, String> {
     let rust = release::fallback_path(&config.crate_dir, config.ptds);
     let symbols = release::symbols_path(&config.crate_dir, config.ptds);
     println!("cargo:rerun-if-changed={}", rust.display());
     println!("cargo:rerun-if-changed={}", symbols.display());
-    if source != Source::SameHeaders {
-        println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
-    }
     let text =
         std::fs::read_to_string(&rust).map_err(|e| format!("reading {}: {e}", rust.display()))?;
     write_if_changed(&config.out_dir.join("cuda_mem_sys.rs"), &text)?;
@@ -346,7 +330,7 @@ fn compile_static_wrappers(config: &Config, c: &str, cuda: &Cuda) -> Result<(), 
     }
     // Loaded without `export-c-names`: the copies call the private names.
     if config.dynamic_loading && !config.export_c_names {
-        b.define(crate::codegen::loader::PRIVATE_DEFINE, None);
+        b.define(super::codegen::loader::PRIVATE_DEFINE, None);
     }
     b.try_compile("cuda_mem_sys_static_wrappers")
         .map_err(|e| format!("compiling the static inline wrappers: {e}"))

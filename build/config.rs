@@ -5,11 +5,8 @@
 use std::env::{self, VarError};
 use std::path::{Path, PathBuf};
 
-/// Set: use the committed bindings even where headers are found (their ABI check).
-pub const ABI_FALLBACK: &str = "CUDA_MEM_SYS_ABI_FALLBACK";
-
 /// Set: the build script says what each of its steps cost.
-pub const BUILD_TIMINGS: &str = crate::timings::VAR;
+pub const BUILD_TIMINGS: &str = super::timings::VAR;
 
 /// `CUDA_VERSION` of every release this crate knows, for the `cuda_NNNNN` cfgs.
 pub const RELEASES: [u32; 16] = [
@@ -18,20 +15,20 @@ pub const RELEASES: [u32; 16] = [
 ];
 
 /// The cfgs this script may set (besides `cuda_NNNNN`).
-const CFGS: [&str; 4] = [
+const CFGS: [&str; 3] = [
     "cuda_mem_sys_fallback",
-    "cuda_mem_sys_same_headers",
     "cuda_mem_sys_load_driver",
     "cuda_mem_sys_load_runtime",
 ];
 
-// Without the generator the settings of its choice (target OS, ABI_FALLBACK)
-// go unread.
+// Without the generator the settings of its choice (target OS) go unread.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 pub struct Config {
     /// The crate's folder (`wrapper.h`, `src/generated/`).
     pub crate_dir: PathBuf,
     pub out_dir: PathBuf,
+    /// The target and host triples (pkg-config's and cc's variables are read
+    /// in their `_<target>` forms).
     pub target: String,
     pub host: String,
     pub target_arch: String,
@@ -46,11 +43,6 @@ pub struct Config {
     pub export_c_names: bool,
     /// docs.rs: no CUDA is searched for, nothing linked.
     pub docs_rs: bool,
-    /// [`ABI_FALLBACK`] is set.
-    pub abi_fallback: bool,
-    /// Whether this script's `cargo:warning`s are shown (abi-proofs, which
-    /// makes cuda-mem-sys's choice again, leaves them to cuda-mem-sys's build).
-    pub warnings: bool,
     /// [`BUILD_TIMINGS`] is set (not empty, not `0`).
     pub timings: bool,
     /// The target's C compiler, set up once: its clones share one detection
@@ -60,13 +52,24 @@ pub struct Config {
 
 impl Config {
     pub fn from_env() -> Result<Config, String> {
+        let crate_dir = path_var("CARGO_MANIFEST_DIR")?;
+        let out_dir = path_var("OUT_DIR")?;
+        // The C compiler reads them (the cc crate); checked here, named when missing.
+        let target = text_var("TARGET")?;
+        let host = text_var("HOST")?;
         let mut cc = cc::Build::new();
-        cc.cargo_metadata(false).warnings(false);
+        // Its metadata on: where the C compiler runs (the preprocessor, the
+        // stubs, the static inline copies), cc prints `rerun-if-env-changed`
+        // for each variable it reads (`CC`, `CFLAGS`, their `_<target>` and
+        // `TARGET_` forms, the compiler's own such as `CPATH`); it prints link
+        // lines only where it compiles a library, which only the static
+        // inline copies do (and link).
+        cc.cargo_metadata(true).warnings(false);
         Ok(Config {
-            crate_dir: path_var("CARGO_MANIFEST_DIR")?,
-            out_dir: path_var("OUT_DIR")?,
-            target: text_var("TARGET")?,
-            host: text_var("HOST")?,
+            crate_dir,
+            out_dir,
+            target,
+            host,
             target_arch: env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(),
             target_os: env::var("CARGO_CFG_TARGET_OS").unwrap_or_default(),
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
@@ -74,8 +77,6 @@ impl Config {
             dynamic_loading: feature("DYNAMIC_LOADING"),
             export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
-            abi_fallback: env::var_os(ABI_FALLBACK).is_some(),
-            warnings: true,
             timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),
             cc,
         })
@@ -85,10 +86,9 @@ impl Config {
     /// running it spells it), and the cfgs it may set.
     pub fn declare(&self, wrapper: &str, vars_read: &[&str]) {
         println!("cargo:rerun-if-changed={wrapper}");
-        for var in
-            vars_read
-                .iter()
-                .chain(&["DOCS_RS", "LIBCLANG_PATH", ABI_FALLBACK, BUILD_TIMINGS])
+        for var in vars_read
+            .iter()
+            .chain(&["DOCS_RS", "LIBCLANG_PATH", BUILD_TIMINGS])
         {
             println!("cargo:rerun-if-env-changed={var}");
         }
@@ -100,25 +100,9 @@ impl Config {
         }
     }
 
-    /// A `cargo:warning` line (unless [`Config::warnings`] is off).
+    /// A `cargo:warning` line.
     pub fn warn(&self, text: std::fmt::Arguments) {
-        if self.warnings {
-            println!("cargo:warning={text}");
-        }
-    }
-
-    /// What the tests compile C with: the ABI tests compile C for the target
-    /// with the host's cross compiler, the target's C compiler as found here
-    /// (a test running under Wine would otherwise look for a Windows `gcc.exe`).
-    pub fn tell_tests_the_compiler(&self) {
-        println!("cargo:rustc-env=CUDA_MEM_SYS_TARGET={}", self.target);
-        println!("cargo:rustc-env=CUDA_MEM_SYS_HOST={}", self.host);
-        if let Ok(tool) = self.cc.try_get_compiler() {
-            println!(
-                "cargo:rustc-env=CUDA_MEM_SYS_TARGET_CC={}",
-                tool.path().display()
-            );
-        }
+        println!("cargo:warning={text}");
     }
 
     /// Scratch space for the C preprocessor's files.

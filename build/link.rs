@@ -139,8 +139,9 @@ fn emit_linux(plan: &Plan, stubs: &mut Vec<Stub>) -> Result<Linked, String> {
             let dir = stubs[stubs.len() - 1].dir.clone();
             println!(
                 "cargo:warning=no libcudart_static.a or {soname} in {}: linked against a stub made \
-                 in {} whose entry points return cudaErrorStubLibrary. Set CUDA_MEM_SYS_LIB_DIR, or \
-                 use `cargo xtask headers <version>`, which brings libcudart too.",
+                 in {} whose entry points return cudaErrorStubLibrary. Set CUDA_MEM_SYS_LIB_DIR to \
+                 the folder holding libcudart (a toolkit's lib64/, or the runtime wheel's lib/ \
+                 beside its include/, e.g. …/site-packages/nvidia/cu13/lib).",
                 describe(plan.lib_dirs),
                 dir.display()
             );

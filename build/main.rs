@@ -6,7 +6,7 @@
 //!
 //! It runs unoptimised in every dependent's build, so it does little: the
 //! generated text is parsed once and every later step reads that tree; it is
-//! written to `OUT_DIR` as compact tokens, not pretty-printed. The ABI
+//! written to `OUT_DIR` one item a line, not pretty-printed. The ABI
 //! proofs' generators are not here: `abi-proofs/`'s build script runs them.
 //! Without the `bindgen` feature nothing here needs syn, bindgen or libclang.
 
@@ -18,6 +18,7 @@ mod codegen;
 mod config;
 mod link;
 mod locate;
+mod metadata;
 // Without the generator only `cuda_version` is asked.
 #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 mod preprocess;
@@ -52,6 +53,10 @@ fn run() -> Result<(), String> {
     } else {
         locate::find(&config.target_arch)
     };
+    // PATH and pkg-config's variables where the search reached them.
+    for line in locate::rerun_lines(&search, &config.target, &config.host) {
+        println!("{line}");
+    }
     lap("locate CUDA");
 
     // 3. Which bindings: generated, or the committed ones (the one decision).
@@ -65,12 +70,31 @@ fn run() -> Result<(), String> {
     // 4. Generate them (their text written at step 7) or take the committed
     // ones, into OUT_DIR.
     let mut made = bindings::make(&config, source, cuda.as_ref(), &lap)?;
-    config.tell_tests_the_compiler();
+    // The link step compiles its stubs with it; its clones share this detection.
+    let _ = config.cc.try_get_compiler();
     lap("find the C compiler");
 
-    // 5. What the bindings declare: cfgs and DEP_CUDA_MEM_SYS_* metadata.
-    describe(&made, cuda.as_ref(), config.dynamic_loading)?;
+    // 5. What the bindings declare: the `cuda_NNNNN` cfgs. docs.rs documents
+    // the linked declarations and the `loader` module beside them: no
+    // loading cfg there.
+    describe(&made, config.dynamic_loading && !config.docs_rs);
+    let include_dirs = match &cuda {
+        Some(c) if bindings::headers_match(source) => Some(&c.include_dirs[..]),
+        _ => None,
+    };
+    let cuda_version = made.cuda_version;
+    let built = |runtime_loaded| metadata::Built {
+        cuda_version,
+        source,
+        include_dirs,
+        found_by: cuda.as_ref().map(|c| c.found_by.as_str()),
+        driver_loaded: config.dynamic_loading,
+        runtime_loaded,
+        ptds: config.ptds,
+    };
     if config.docs_rs {
+        // Nothing linked: what is loaded, is loaded whole.
+        built(config.dynamic_loading).say(&config.out_dir)?;
         made.write(&config, &lap)?;
         timings.total();
         return Ok(());
@@ -99,39 +123,23 @@ fn run() -> Result<(), String> {
     stubs.wait()?;
     lap("the stubs compiled");
 
-    // 8. How it is linked.
+    // 8. How it is linked, and what was built: the DEP_CUDA_MEM_SYS_*
+    // metadata and `cuda_mem_sys::BUILD`, from one description.
     if linked.runtime_loaded {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_runtime");
     }
-    let mode = match (config.dynamic_loading, linked.runtime_loaded) {
-        (false, _) => "linked",
-        (true, false) => "loaded-driver,static-runtime",
-        (true, true) => "loaded",
-    };
-    println!("cargo:mode={mode}");
+    built(linked.runtime_loaded).say(&config.out_dir)?;
     timings.total();
     Ok(())
 }
 
-/// The `cuda_NNNNN` cfgs of the release the bindings declare, the
-/// `DEP_CUDA_MEM_SYS_*` metadata of the headers found, and whether the
-/// driver is loaded at run time.
-fn describe(
-    made: &bindings::Made,
-    cuda: Option<&locate::Cuda>,
-    dynamic_loading: bool,
-) -> Result<(), String> {
+/// The `cuda_NNNNN` cfgs of the release the bindings declare, and whether
+/// the driver is loaded at run time.
+fn describe(made: &bindings::Made, dynamic_loading: bool) {
     for r in config::RELEASES.iter().filter(|&&r| r <= made.cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
-    }
-    println!("cargo:version_number={}", made.cuda_version);
-    if let Some(cuda) = cuda {
-        let dirs = std::env::join_paths(&cuda.include_dirs).map_err(|e| e.to_string())?;
-        println!("cargo:include={}", dirs.to_string_lossy());
-        println!("cargo:found_by={}", cuda.found_by);
     }
     if dynamic_loading {
         println!("cargo:rustc-cfg=cuda_mem_sys_load_driver");
     }
-    Ok(())
 }

@@ -69,11 +69,12 @@ pub fn check_release(include_dir: &Path, cuda_version: u32) -> Result<(), String
     if cuda_version < 12000 {
         return Err(format!(
             "the CUDA headers in {} are release {}.{} (CUDA_VERSION {cuda_version}); \
-             cuda-mem-sys needs 12.0 or newer. Point CUDA_MEM_SYS_INCLUDE_DIR at newer headers \
-             (`cargo xtask headers 13.0` fetches them).",
+             cuda-mem-sys needs 12.0 or newer. Point CUDA_MEM_SYS_INCLUDE_DIR at newer headers. \
+             {}.",
             include_dir.display(),
             cuda_version / 1000,
-            cuda_version % 1000 / 10
+            cuda_version % 1000 / 10,
+            super::locate::GET_HEADERS
         ));
     }
     Ok(())

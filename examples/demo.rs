@@ -103,6 +103,8 @@ fn shared_runtime_mapped() -> bool {
 }
 
 fn main() {
+    // What this build is, first: cargo hides a registry dependency's build warnings.
+    println!("{BUILD}");
     println!(
         "cuda-mem-sys bindings for CUDA {}.{} (CUDA_VERSION {CUDA_VERSION})",
         CUDA_VERSION / 1000,

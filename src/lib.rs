@@ -1,5 +1,8 @@
 #![no_std]
 #![doc = include_str!("../README.md")]
+// docs.rs (nightly, `--cfg docsrs`): each loader item says it needs
+// `dynamic-loading` (Cargo.toml, `[package.metadata.docs.rs]`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// `|`, `&`, `|=`, `&=` for the flag newtypes of the generated bindings.
 #[doc(hidden)]
@@ -38,5 +41,9 @@ mod generated {
 }
 pub use generated::*;
 
+mod build_info;
+pub use build_info::{Bindings, Build, Reach, BUILD};
+
 #[cfg(feature = "dynamic-loading")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 pub mod loader;

@@ -2,11 +2,9 @@
 //! bindgen panic: the build script is run (through cargo, in a target folder
 //! of its own) against deliberately broken setups.
 
-mod abi_support;
-
-use abi_support::{scratch, Scratch};
 use std::path::Path;
 use std::process::Command;
+use test_support::{scratch, Scratch};
 
 /// A scratch include folder holding `files` (path, contents); removed on drop.
 fn include_dir(name: &str, files: &[(&str, &str)]) -> Scratch {
@@ -41,14 +39,11 @@ fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
     cmd.current_dir(manifest)
         .args(["build", "-p", "cuda-mem-sys", "--lib"])
         .args(args)
-        .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"));
-    for var in [
-        "CUDA_MEM_SYS_INCLUDE_DIR",
-        "CUDA_PATH",
-        "CUDA_HOME",
-        "CUDA_ROOT",
-        "CUDA_TOOLKIT_ROOT_DIR",
-    ] {
+        .env("CARGO_TARGET_DIR", manifest.join("target/build-errors"))
+        // A temporary folder of these builds' own: nothing another program
+        // left in the system's is seen.
+        .env("TMPDIR", own_tmpdir());
+    for var in test_support::ROOT_VARS {
         cmd.env_remove(var);
     }
     for (k, v) in env {
@@ -59,6 +54,28 @@ fn build_command(args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
     )
+}
+
+/// `target/build-errors/tmp`: the `TMPDIR` of the builds these tests run.
+fn own_tmpdir() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// [`include_dir`], the folder laid out as NVIDIA's wheels lay theirs
+/// (`<scratch>/nvidia/cuda_runtime/include`): where a sibling package is
+/// searched for `crt/`, only this test's own folder is.
+fn wheel_include_dir(name: &str, files: &[(&str, &str)]) -> (Scratch, std::path::PathBuf) {
+    let nested: Vec<(String, &str)> = files
+        .iter()
+        .map(|(f, t)| (format!("nvidia/cuda_runtime/include/{f}"), *t))
+        .collect();
+    let nested: Vec<(&str, &str)> = nested.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+    let d = include_dir(name, &nested);
+    let include = d.path().join("nvidia/cuda_runtime/include");
+    std::fs::create_dir_all(&include).unwrap();
+    (d, include)
 }
 
 fn assert_clean_error(stderr: &str, expected: &[&str]) {
@@ -74,29 +91,27 @@ fn assert_clean_error(stderr: &str, expected: &[&str]) {
     }
 }
 
-#[test]
 fn an_include_dir_without_cuda_h_is_named() {
     let empty = include_dir("empty", &[]);
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", empty.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, empty.path())]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
         &[
             "CUDA_MEM_SYS_INCLUDE_DIR=",
             "holds no cuda.h",
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
+    assert!(!stderr.contains("xtask"), "a command users lack:\n{stderr}");
 }
 
-#[test]
 fn a_cuda_path_that_points_nowhere_is_named() {
     let (ok, stderr) = build_with(&[("CUDA_PATH", Path::new("/nonexistent/cuda"))]);
     assert!(!ok);
     assert_clean_error(&stderr, &["CUDA_PATH=/nonexistent/cuda points nowhere"]);
 }
 
-#[test]
 fn headers_older_than_12_0_are_refused() {
     let old = include_dir(
         "old",
@@ -106,7 +121,7 @@ fn headers_older_than_12_0_are_refused() {
             ("crt/host_defines.h", ""),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", old.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, old.path())]);
     assert!(!ok);
     assert_clean_error(&stderr, &["release 11.8", "needs 12.0 or newer"]);
 }
@@ -124,26 +139,24 @@ fn fake_headers(version: u32) -> Scratch {
     )
 }
 
-#[test]
 fn missing_libclang_is_named_with_the_package_to_install() {
     // Headers of a release other than the committed bindings' (13.0): only
     // bindgen could serve them.
     let include = fake_headers(12090);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        (test_support::INCLUDE_DIR_VAR, include.path()),
         ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(!ok);
     assert_clean_error(&stderr, &["libclang was not found", "libclang-19-dev"]);
 }
 
-#[test]
 fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings() {
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
-        ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+        (test_support::INCLUDE_DIR_VAR, include.path()),
         ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(ok, "the build failed:\n{stderr}");
@@ -166,12 +179,11 @@ fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bin
     );
 }
 
-#[test]
 fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     let include = fake_headers(12090);
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
-        &[("CUDA_MEM_SYS_INCLUDE_DIR", include.path())],
+        &[(test_support::INCLUDE_DIR_VAR, include.path())],
     );
     assert!(!ok);
     assert_clean_error(
@@ -185,7 +197,6 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     );
 }
 
-#[test]
 fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it() {
     // The fix the refusal above names: with `dynamic-loading` the committed
     // bindings serve, and that release's libraries (here a static runtime
@@ -201,7 +212,7 @@ fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_no
                 "dynamic-loading",
             ],
             &[
-                ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+                (test_support::INCLUDE_DIR_VAR, include.path()),
                 ("CUDA_MEM_SYS_LIB_DIR", libs.path()),
             ],
         )
@@ -231,31 +242,30 @@ fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_no
     );
 }
 
-#[test]
 fn without_bindgen_headers_of_the_committed_release_build_without_libclang() {
     let include = fake_headers(13000);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", include.path()),
+            (test_support::INCLUDE_DIR_VAR, include.path()),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
     assert!(ok, "the build failed:\n{stderr}");
 }
 
-#[test]
 fn an_include_dir_without_cuda_runtime_api_h_is_named() {
-    let dir = include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    // A stray tree's runtime header beside it is not taken either.
+    let (_d, dir) = wheel_include_dir("no-runtime", &[("cuda.h", "#define CUDA_VERSION 13000\n")]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, &dir)]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
         &[
             "holds cuda.h but not cuda_runtime_api.h",
             "the header set is incomplete",
-            "cargo xtask headers",
+            "…/site-packages/nvidia/cu13/include",
         ],
     );
     assert!(
@@ -264,23 +274,22 @@ fn an_include_dir_without_cuda_runtime_api_h_is_named() {
     );
 }
 
-#[test]
 fn an_include_dir_without_crt_host_defines_h_is_named() {
-    let dir = include_dir(
+    let (_d, dir) = wheel_include_dir(
         "no-crt",
         &[
             ("cuda.h", "#define CUDA_VERSION 13000\n"),
             ("cuda_runtime_api.h", "#include \"crt/host_defines.h\"\n"),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, &dir)]);
     assert!(!ok);
     assert_clean_error(
         &stderr,
         &[
             "no crt/host_defines.h",
             "nvidia-cuda-crt",
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
     assert!(
@@ -289,7 +298,44 @@ fn an_include_dir_without_crt_host_defines_h_is_named() {
     );
 }
 
-#[test]
+/// A stray CUDA tree two levels above the include folder (not NVIDIA's
+/// wheel layout), with its own `cuda_runtime_api.h` and `crt/`, is named by
+/// the build, not mixed into it (`tests/finding_cuda.rs` has each case).
+/// The deliberately right case: without the stray tree, the same folder is
+/// refused only as incomplete.
+fn a_stray_cuda_tree_two_levels_up_is_named_by_the_build() {
+    let root = include_dir(
+        "stray",
+        &[
+            ("mine/include/cuda.h", "#define CUDA_VERSION 13000\n"),
+            (
+                "mine/include/cuda_runtime_api.h",
+                "#include \"crt/host_defines.h\"\n",
+            ),
+            ("stray/include/cuda.h", "#define CUDA_VERSION 12090\n"),
+            ("stray/include/cuda_runtime_api.h", ""),
+            ("stray/include/crt/host_defines.h", ""),
+        ],
+    );
+    let mine = root.path().join("mine/include");
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, &mine)]);
+    assert!(!ok, "the build took the stray tree:\n{stderr}");
+    assert_clean_error(
+        &stderr,
+        &[
+            "is not in the layout of NVIDIA's wheels",
+            "(a stray CUDA tree)",
+        ],
+    );
+    std::fs::remove_dir_all(root.path().join("stray")).unwrap();
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, &mine)]);
+    assert!(!ok);
+    assert!(
+        !stderr.contains("a stray CUDA tree") && stderr.contains("no crt/host_defines.h"),
+        "{stderr}"
+    );
+}
+
 fn a_cuda_h_that_does_not_preprocess_is_named() {
     let dir = include_dir(
         "broken",
@@ -299,21 +345,20 @@ fn a_cuda_h_that_does_not_preprocess_is_named() {
             ("crt/host_defines.h", ""),
         ],
     );
-    let (ok, stderr) = build_with(&[("CUDA_MEM_SYS_INCLUDE_DIR", dir.path())]);
+    let (ok, stderr) = build_with(&[(test_support::INCLUDE_DIR_VAR, dir.path())]);
     assert!(!ok);
     let cuda_h = dir.path().join("cuda.h");
     assert_clean_error(
         &stderr,
         &[
             &format!("{} does not preprocess", cuda_h.display()),
-            "cargo xtask headers",
+            "pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*",
         ],
     );
 }
 
 /// The scratch folders these tests make are gone once the guard is dropped,
 /// also when the test panics while holding it.
-#[test]
 fn scratch_folders_are_removed_even_when_a_test_panics() {
     let mut seen = None;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -341,14 +386,14 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The include folder of the headers the crate was built with: under
-/// `cuda_mem_sys_same_headers`, those of the committed bindings.
-fn committed_headers() -> std::path::PathBuf {
-    // Set wherever `cuda_mem_sys_same_headers` is (headers were found).
-    let Some(dirs) = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") else {
-        panic!("the crate was built with the committed headers but no include folder");
-    };
-    std::env::split_paths(dirs).next().unwrap()
+/// The include folder of the headers the crate was built with, where they
+/// are those of the committed bindings (its `DEP_CUDA_MEM_SYS_BINDINGS` is
+/// `committed-same-headers`); `None` elsewhere.
+fn committed_headers() -> Option<std::path::PathBuf> {
+    if test_support::BINDINGS != "committed-same-headers" {
+        return None;
+    }
+    test_support::include_dirs().ok()?.into_iter().next()
 }
 
 /// A copy of `include` with one byte more in `cuda.h`: other headers of the
@@ -367,18 +412,13 @@ fn changed_headers(include: &Path, name: &str) -> Scratch {
 /// bindgen run (the build needs no libclang and says so in its metadata);
 /// the same headers with one byte changed do not (the build looks for
 /// libclang, and without it falls back with its warning).
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
-)]
 fn the_committed_bindings_stand_in_for_their_very_headers_only() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_command(
         &["-vv"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            (test_support::INCLUDE_DIR_VAR, &include),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
@@ -398,7 +438,7 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
     let (ok, stderr) = build_command(
         &["-vv"],
         &[
-            ("CUDA_MEM_SYS_INCLUDE_DIR", changed.path()),
+            (test_support::INCLUDE_DIR_VAR, changed.path()),
             ("LIBCLANG_PATH", no_libclang.path()),
         ],
     );
@@ -417,19 +457,14 @@ fn the_committed_bindings_stand_in_for_their_very_headers_only() {
 /// `CUDA_MEM_SYS_BUILD_TIMINGS=1` makes the build script say each step's
 /// cost, one `cargo:warning` each and the total last, in the form `cargo xtask
 /// bench-build` reads; unset or `0` (the wrong case), it says none.
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs the headers of the committed bindings: `cargo xtask headers 13.0`"
-)]
 fn build_timings_are_said_only_when_asked() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     let timings = |value: &str| -> Vec<String> {
         let value = Path::new(value);
         let (ok, out) = build_command(
             &["-vv"],
             &[
-                ("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+                (test_support::INCLUDE_DIR_VAR, &include),
                 ("CUDA_MEM_SYS_BUILD_TIMINGS", value),
             ],
         );
@@ -492,16 +527,11 @@ fn out_dir_of(output: &str, package: &str) -> std::path::PathBuf {
 /// bindings' own) makes none of the ABI proofs' inputs: their generators run
 /// in abi-proofs' build script, which makes them all (the deliberately wrong
 /// case: were the check blind, it would count none there either).
-#[test]
-#[cfg_attr(
-    not(cuda_mem_sys_same_headers),
-    ignore = "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
-)]
 fn only_the_abi_proofs_build_makes_the_abi_test_inputs() {
-    let include = committed_headers();
+    let include = committed_headers().expect("the committed bindings' headers");
     // Headers other than the committed ones': bindgen runs.
     let changed = changed_headers(&include, "abi-inputs-headers");
-    let env = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.path())];
+    let env = [(test_support::INCLUDE_DIR_VAR, changed.path())];
     let (ok, output) = build_command(&["--message-format=json", "-p", "abi-proofs"], &env);
     assert!(ok, "the build failed:\n{output}");
     assert!(
@@ -536,7 +566,6 @@ fn only_the_abi_proofs_build_makes_the_abi_test_inputs() {
 /// little) names the variable it misses, or the one that is not text, and
 /// exits with an error: no panic. The deliberately right case: with the four
 /// variables it reads set, the same binary runs to its end.
-#[test]
 fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
     let (ok, out) = build_with_args(&["--no-default-features"], &[]);
     assert!(ok, "the build failed:\n{out}");
@@ -552,8 +581,8 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
         cmd.env_clear()
             .env("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"))
             .env("OUT_DIR", out_dir.path())
-            .env("TARGET", env!("CUDA_MEM_SYS_TARGET"))
-            .env("HOST", env!("CUDA_MEM_SYS_HOST"))
+            .env("TARGET", test_support::TARGET)
+            .env("HOST", test_support::HOST)
             // Nothing searched, nothing linked: the run ends after the bindings.
             .env("DOCS_RS", "1")
             .env_remove(unset);
@@ -591,7 +620,6 @@ fn a_build_script_run_without_cargos_variables_names_the_missing_one() {
 /// cuda-mem-sys got (here `dynamic-loading`, asked for cuda-mem-sys alone),
 /// it refuses, naming both; the deliberately right case, the feature given to
 /// abi-proofs (which forwards it), builds.
-#[test]
 fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
     let (ok, out) = build_with_args(
         &[
@@ -625,16 +653,158 @@ fn abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused() {
     assert!(ok, "abi-proofs with the feature forwarded failed:\n{out}");
 }
 
+/// abi-proofs' build script, built by a cargo build of abi-proofs (no CUDA):
+/// the binary, to be run by hand with metadata of the test's choosing.
+fn abi_proofs_build_script() -> std::path::PathBuf {
+    let (ok, out) = build_with_args(&["-p", "abi-proofs"], &[]);
+    assert!(ok, "the build of abi-proofs failed:\n{out}");
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
+    // The one just built: other builds (other features) left theirs beside it.
+    std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|d| Some(d.ok()?.path().join("build-script-main")))
+        .filter(|p| p.is_file() && p.to_string_lossy().contains("abi-proofs-"))
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("no abi-proofs build script in {}", build.display()))
+}
+
+/// abi-proofs' build script run by hand with cuda-mem-sys's metadata
+/// `keys` (`DEP_CUDA_MEM_SYS_<key>`) and no feature: (exit code, output).
+fn run_abi_proofs_build_script(
+    script: &Path,
+    keys: &[(&str, &std::ffi::OsStr)],
+) -> (Option<i32>, String) {
+    let out_dir = scratch("abi-proofs-by-hand");
+    let mut cmd = Command::new(script);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("DEP_") || k.starts_with("CARGO_FEATURE_") {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd.env(
+        "CARGO_MANIFEST_DIR",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("abi-proofs"),
+    )
+    .env("OUT_DIR", out_dir.path())
+    .env("TARGET", test_support::TARGET)
+    .env("HOST", test_support::HOST)
+    .env("OPT_LEVEL", "0")
+    .env("DEBUG", "false");
+    for (k, v) in keys {
+        cmd.env(format!("DEP_CUDA_MEM_SYS_{k}"), v);
+    }
+    let out = cmd.output().expect("running abi-proofs' build script");
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    (out.status.code(), text)
+}
+
+/// abi-proofs takes cuda-mem-sys's decisions from its metadata and refuses
+/// metadata that disagrees with itself (`FALLBACK` against `BINDINGS`), a key
+/// cuda-mem-sys always prints that is missing, and a per-thread default
+/// stream abi-proofs was not built for, each named; the deliberately right
+/// case, the committed bindings' keys in agreement, runs to its end.
+fn abi_proofs_refuse_metadata_that_disagrees_with_itself_or_their_features() {
+    use std::ffi::OsStr;
+    let script = abi_proofs_build_script();
+    let right = [
+        ("VERSION_NUMBER", OsStr::new("13000")),
+        ("BINDINGS", OsStr::new("committed")),
+        ("FALLBACK", OsStr::new("1")),
+        ("MODE", OsStr::new("linked")),
+        ("PER_THREAD_DEFAULT_STREAM", OsStr::new("0")),
+    ];
+    let with = |key: &str, value: Option<&'static str>| {
+        let mut keys: Vec<(&str, &OsStr)> =
+            right.iter().filter(|(k, _)| *k != key).copied().collect();
+        if let Some(v) = value {
+            keys.push((key, OsStr::new(v)));
+        }
+        run_abi_proofs_build_script(&script, &keys)
+    };
+    let (code, text) = with("FALLBACK", Some("0"));
+    assert_eq!(code, Some(1), "FALLBACK=0 with BINDINGS=committed:\n{text}");
+    assert_clean_error(
+        &text,
+        &[
+            "abi-proofs: cuda-mem-sys's metadata disagrees with itself: \
+           DEP_CUDA_MEM_SYS_FALLBACK=0 but DEP_CUDA_MEM_SYS_BINDINGS=committed",
+        ],
+    );
+    let (code, text) = with("BINDINGS", None);
+    assert_eq!(code, Some(1), "without BINDINGS:\n{text}");
+    assert_clean_error(&text, &["abi-proofs: DEP_CUDA_MEM_SYS_BINDINGS is not set"]);
+    let (code, text) = with("PER_THREAD_DEFAULT_STREAM", Some("1"));
+    assert_eq!(code, Some(1), "a per-thread default stream:\n{text}");
+    assert_clean_error(
+        &text,
+        &[
+            "cuda-mem-sys was built otherwise than these proofs assume: per-thread default \
+           stream on there, off here",
+        ],
+    );
+    let (code, text) = run_abi_proofs_build_script(&script, &right);
+    assert_eq!(code, Some(0), "with agreeing keys:\n{text}");
+    assert!(
+        text.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "the committed bindings' keys did not give the fallback cfg:\n{text}"
+    );
+}
+
+/// `INCLUDE` and `VERSION_NUMBER` must describe one release: abi-proofs,
+/// generating from `INCLUDE` (the committed bindings' 13.0 headers), refuses
+/// a `VERSION_NUMBER` of 12.9, naming both; the deliberately right case,
+/// 13000, generates and runs to its end.
+fn abi_proofs_refuse_headers_of_another_release_than_version_number() {
+    use std::ffi::OsStr;
+    let include = committed_headers().expect("the committed bindings' headers");
+    let script = abi_proofs_build_script();
+    let keys = |version: &'static str| {
+        [
+            ("VERSION_NUMBER", OsStr::new(version)),
+            ("BINDINGS", OsStr::new("generated")),
+            ("FALLBACK", OsStr::new("0")),
+            ("MODE", OsStr::new("linked")),
+            ("PER_THREAD_DEFAULT_STREAM", OsStr::new("0")),
+            ("INCLUDE", include.as_os_str()),
+        ]
+    };
+    let (code, text) = run_abi_proofs_build_script(&script, &keys("12090"));
+    assert_eq!(
+        code,
+        Some(1),
+        "13.0 headers with VERSION_NUMBER=12090:\n{text}"
+    );
+    assert_clean_error(
+        &text,
+        &[
+            "abi-proofs: cuda-mem-sys's metadata disagrees with itself: \
+           DEP_CUDA_MEM_SYS_INCLUDE holds headers of CUDA_VERSION 13000, \
+           DEP_CUDA_MEM_SYS_VERSION_NUMBER says 12090",
+        ],
+    );
+    let (code, text) = run_abi_proofs_build_script(&script, &keys("13000"));
+    assert_eq!(
+        code,
+        Some(0),
+        "13.0 headers with VERSION_NUMBER=13000:\n{text}"
+    );
+    assert!(
+        !text.contains("cargo:rustc-cfg=cuda_mem_sys_fallback"),
+        "generated bindings gave the fallback cfg:\n{text}"
+    );
+}
+
 /// A CUDA variable that is set but not valid UTF-8 is named as such; it is
 /// not taken as unset (which would build against something else, or the
 /// fallback, without a word).
-#[test]
 #[cfg(unix)]
 fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
     use std::os::unix::ffi::OsStrExt;
     let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/cuda-\xff-not-utf8"));
     for var in [
-        "CUDA_MEM_SYS_INCLUDE_DIR",
+        test_support::INCLUDE_DIR_VAR,
         "CUDA_PATH",
         "CUDA_MEM_SYS_LIB_DIR",
     ] {
@@ -655,4 +825,66 @@ fn a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset() {
             )],
         );
     }
+}
+
+/// The tests by name (a macro: each test is named once); those that need
+/// the committed bindings' headers report themselves ignored, with the
+/// reason, where the crate was built with others.
+fn main() {
+    use libtest_mimic::{Arguments, Completion, Trial};
+    macro_rules! test {
+        ($f:ident) => {
+            Trial::test(stringify!($f), || {
+                $f();
+                Ok(())
+            })
+        };
+    }
+    macro_rules! with_committed_headers {
+        ($f:ident, $why:expr) => {
+            Trial::ignorable_test(stringify!($f), || {
+                if committed_headers().is_none() {
+                    return Ok(Completion::ignored_with($why));
+                }
+                $f();
+                Ok(Completion::Completed)
+            })
+        };
+    }
+    const COMMITTED: &str =
+        "needs the headers of the committed bindings: `cargo xtask headers 13.0`";
+    #[allow(unused_mut)]
+    let mut trials = vec![
+        test!(an_include_dir_without_cuda_h_is_named),
+        test!(a_cuda_path_that_points_nowhere_is_named),
+        test!(headers_older_than_12_0_are_refused),
+        test!(missing_libclang_is_named_with_the_package_to_install),
+        test!(missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings),
+        test!(without_bindgen_headers_of_another_release_are_refused_naming_the_fixes),
+        test!(without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it),
+        test!(without_bindgen_headers_of_the_committed_release_build_without_libclang),
+        test!(an_include_dir_without_cuda_runtime_api_h_is_named),
+        test!(an_include_dir_without_crt_host_defines_h_is_named),
+        test!(a_stray_cuda_tree_two_levels_up_is_named_by_the_build),
+        test!(a_cuda_h_that_does_not_preprocess_is_named),
+        test!(scratch_folders_are_removed_even_when_a_test_panics),
+        with_committed_headers!(the_committed_bindings_stand_in_for_their_very_headers_only, COMMITTED),
+        with_committed_headers!(build_timings_are_said_only_when_asked, COMMITTED),
+        with_committed_headers!(
+            only_the_abi_proofs_build_makes_the_abi_test_inputs,
+            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
+        ),
+        test!(a_build_script_run_without_cargos_variables_names_the_missing_one),
+        test!(abi_proofs_built_otherwise_than_cuda_mem_sys_are_refused),
+        test!(abi_proofs_refuse_metadata_that_disagrees_with_itself_or_their_features),
+        with_committed_headers!(
+            abi_proofs_refuse_headers_of_another_release_than_version_number,
+            "needs CUDA 13.0 headers and libclang: `cargo xtask headers 13.0`"
+        ),
+    ];
+    #[cfg(unix)]
+    trials.push(test!(
+        a_cuda_variable_that_is_not_utf8_is_named_not_taken_as_unset
+    ));
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
 }

@@ -20,7 +20,6 @@
 //!   program using a Rust library).
 //!
 //! Linux (ELF) only.
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::path::{Path, PathBuf};
@@ -32,7 +31,7 @@ fn cannot_run() -> Option<Completion> {
             "ELF symbol binding: Linux only (the crate exports names likewise on other targets)",
         ));
     }
-    let (target, host) = (env!("CUDA_MEM_SYS_TARGET"), env!("CUDA_MEM_SYS_HOST"));
+    let (target, host) = (test_support::TARGET, test_support::HOST);
     if target != host {
         return Some(Completion::ignored_with(
             "builds a cdylib with cargo for the host: not a cross build",
@@ -124,14 +123,10 @@ fn cdylib(features: &str) -> Result<PathBuf, Failed> {
     cmd.current_dir(&project)
         .args(["build", "--quiet", "--offline"])
         .env("CARGO_TARGET_DIR", base.join("target"));
-    for var in [
-        "CUDA_MEM_SYS_INCLUDE_DIR",
-        "CUDA_PATH",
-        "CUDA_HOME",
-        "CUDA_ROOT",
-        "CUDA_TOOLKIT_ROOT_DIR",
-        "CUDA_MEM_SYS_LIB_DIR",
-    ] {
+    for var in test_support::ROOT_VARS
+        .iter()
+        .chain(&["CUDA_MEM_SYS_LIB_DIR"])
+    {
         cmd.env_remove(var);
     }
     let out = cmd.output().map_err(|e| format!("cargo: {e}"))?;
@@ -167,7 +162,7 @@ fn exported_cuda_names(lib: &Path) -> Result<Vec<String>, Failed> {
 /// programs; their output, and the cdylib's exported `cu*` names.
 fn run_programs(features: &str, env: &[(&str, &str)]) -> Result<(String, Vec<String>), Failed> {
     let probe = cdylib(features)?;
-    let scratch = abi_support::scratch("exported-c-names");
+    let scratch = test_support::scratch("exported-c-names");
     let dir = scratch.path();
     let d = |f: &str| dir.join(f).display().to_string();
     let fake =
@@ -342,7 +337,7 @@ fn with_export_c_names_a_cdylib_takes_over_other_libraries_cuda_calls() -> Resul
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "by_default_a_cdylib_exports_no_cuda_name_and_other_libraries_reach_libcuda",
             by_default_a_cdylib_exports_no_cuda_name_and_other_libraries_reach_libcuda,

@@ -8,8 +8,6 @@
 //! Runs the build machine's compilers over the CUDA headers the crate was
 //! built with: the same code the build script runs.
 
-mod abi_support;
-
 #[path = "../build/preprocess.rs"]
 #[allow(dead_code)] // the build script's other questions are not asked here
 mod preprocess;
@@ -64,7 +62,7 @@ fn source() -> (String, Vec<String>) {
 
 /// The C compiler `which` ("gcc" or "clang") for the host, or why it is not here.
 fn compiler(which: &str) -> Result<cc::Build, String> {
-    let (target, host) = (env!("CUDA_MEM_SYS_TARGET"), env!("CUDA_MEM_SYS_HOST"));
+    let (target, host) = (test_support::TARGET, test_support::HOST);
     if target != host {
         return Err(format!(
             "the check runs the build machine's compilers ({host}); this test is built for {target}"
@@ -106,9 +104,9 @@ fn on_path(p: &std::path::Path) -> bool {
 
 /// `failing_asserts` of `source` under compiler `which`, or why it cannot run here.
 fn failing(which: &str, source: &str) -> Result<Result<Vec<String>, String>, String> {
-    let dirs = abi_support::include_dirs()?;
+    let dirs = test_support::include_dirs()?;
     let cc = compiler(which)?;
-    let scratch = abi_support::scratch(&format!("type-check-{which}"));
+    let scratch = test_support::scratch(&format!("type-check-{which}"));
     let pp = preprocess::Preprocessor {
         cc,
         include_dirs: &dirs,
@@ -171,7 +169,7 @@ fn a_check_that_does_not_compile_is_an_error(which: &str) -> Result<Completion, 
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         ("gcc_reports_every_wrong_version", || {
             wrong_versions_are_caught("gcc")
         }),

@@ -1,7 +1,6 @@
 //! Every object-like macro of the CUDA headers is either provided by the
 //! crate (as a constant, type, or function of the same name) or listed here
 //! with the reason it has no Rust counterpart.
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,14 +74,14 @@ fn reason(name: &str, body: &str, unprovided: &BTreeMap<String, String>) -> Opti
 }
 
 fn every_macro_is_provided_or_explained() -> Result<Completion, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Completion::ignored_with(reason)),
     };
-    let dir = abi_support::scratch("macros");
+    let dir = test_support::scratch("macros");
     let file = dir.path().join("macros.c");
     std::fs::write(&file, "#include <cuda.h>\n#include <cuda_runtime_api.h>\n").unwrap();
-    let out = abi_support::c_compiler(&dirs)
+    let out = test_support::c_compiler(&dirs)
         .file(&file)
         .flag("-dD")
         .try_expand()
@@ -174,7 +173,7 @@ fn cast_macros_have_their_c_values() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "every_macro_is_provided_or_explained",
             every_macro_is_provided_or_explained,

@@ -9,7 +9,7 @@
 //! as lowercase words (so Doxygen's `::name` found as rustdoc's
 //! ``[`name`](crate::name)`` still matches), where most of the 8 are
 //! lowercase words (prose, not a list of identifiers that declarations share).
-mod abi_support;
+use test_support as abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -12,7 +12,6 @@
 //! same place must load the planted file, or the plant proves nothing.
 //! CI runs this under Wine (`cargo xtask ci --cross` for MinGW, `cargo xtask
 //! msvc` for MSVC); elsewhere it reports ignored.
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 #[cfg(windows)]
@@ -56,10 +55,10 @@ fn windows_path(p: &Path) -> PathBuf {
 fn fake_dll(dll: &Path) -> Result<(), Failed> {
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("abi-proofs/tests/fixtures/fake_libcuda.c");
-    let compiler = option_env!("CUDA_MEM_SYS_TARGET_CC").unwrap_or("x86_64-w64-mingw32-gcc");
+    let compiler = test_support::TARGET_CC.unwrap_or("x86_64-w64-mingw32-gcc");
     let mut cmd = std::process::Command::new(compiler);
     cmd.args(["-shared", "-w", "-o"]).arg(dll).arg(&src);
-    let out = abi_support::host_output(&mut cmd).map_err(|e| format!("{compiler}: {e}"))?;
+    let out = test_support::host_output(&mut cmd).map_err(|e| format!("{compiler}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "building the fake nvcuda.dll failed ({}):\n{}",
@@ -109,7 +108,7 @@ fn expect_lines(what: &str, out: &str, lines: &[&str]) -> Result<(), Failed> {
 
 #[cfg(windows)]
 fn a_planted_nvcuda_dll_in_the_working_folder_is_not_loaded() -> Result<Completion, Failed> {
-    let dir = abi_support::scratch_under_target("planted-cwd");
+    let dir = test_support::scratch_under_target("planted-cwd");
     fake_dll(&dir.path().join("nvcuda.dll"))?;
     std::fs::copy(
         dir.path().join("nvcuda.dll"),
@@ -140,8 +139,8 @@ fn a_planted_nvcuda_dll_in_the_working_folder_is_not_loaded() -> Result<Completi
 #[cfg(windows)]
 fn a_planted_nvcuda_dll_beside_the_program_is_not_loaded_the_runtime_there_is(
 ) -> Result<Completion, Failed> {
-    let app = abi_support::scratch_under_target("planted-app");
-    let elsewhere = abi_support::scratch_under_target("planted-app-cwd");
+    let app = test_support::scratch_under_target("planted-app");
+    let elsewhere = test_support::scratch_under_target("planted-app-cwd");
     fake_dll(&app.path().join("nvcuda.dll"))?;
     std::fs::copy(
         app.path().join("nvcuda.dll"),
@@ -181,7 +180,7 @@ fn a_planted_nvcuda_dll_beside_the_program_is_not_loaded_the_runtime_there_is(
 
 #[cfg(windows)]
 fn a_variable_holding_a_non_ascii_path_loads_that_file() -> Result<Completion, Failed> {
-    let base = abi_support::scratch_under_target("non-ascii");
+    let base = test_support::scratch_under_target("non-ascii");
     // Greek and CJK: outside every single-byte ANSI code page.
     let dir = base.path().join("λ-漢字-ü");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -315,7 +314,7 @@ fn main() {
         roles::run(&role);
         return;
     }
-    abi_support::main(vec![
+    test_support::main(vec![
         check!(a_planted_nvcuda_dll_in_the_working_folder_is_not_loaded),
         check!(a_planted_nvcuda_dll_beside_the_program_is_not_loaded_the_runtime_there_is),
         check!(a_variable_holding_a_non_ascii_path_loads_that_file),

@@ -4,7 +4,7 @@
 //! offset, size and alignment; for every bitfield the bytes it occupies; for
 //! every constant its value. The Rust side is `size_of`, `align_of`,
 //! `offset_of!` and the constants themselves (a table generated from the
-//! bindings' text by `abi-proofs/generators/layout_check.rs`); the C side is `sizeof`,
+//! bindings' text by `abi-proofs/build/layout_check.rs`); the C side is `sizeof`,
 //! `_Alignof`, `offsetof` and the headers' own constants, compiled with the C
 //! compiler against the headers the bindings were generated from. Every
 //! difference is listed by name.
@@ -16,9 +16,6 @@
 //! `CUDA_MEM_SYS_ABI_DUMP=<file>` writes the summary and the Rust table there
 //! (`cargo xtask abi` uses it for docs/abi-report.md and docs/release-changes.md).
 
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 mod layout_support;
 
 use layout_support::{Comparison, Mismatch};
@@ -50,7 +47,7 @@ fn run() -> &'static Result<Result<Run, String>, String> {
     RUN.get_or_init(|| {
         // The headers the bindings were generated from (CUDA_MEM_SYS_TEST_INCLUDE_DIRS
         // overrides them on another machine).
-        let include_dirs = abi_support::include_dirs().map_err(|e| {
+        let include_dirs = test_support::include_dirs().map_err(|e| {
             format!("{e}; `cargo xtask abi fallback` checks the committed bindings")
         })?;
         if let Some(missing) = include_dirs.iter().find(|d| !d.is_dir()) {
@@ -62,9 +59,9 @@ fn run() -> &'static Result<Result<Run, String>, String> {
         // The one header bindgen read, as text (the tests may run elsewhere).
         let prelude = include_str!("../../wrapper.h");
         // Under the target folder: a Linux path, also for a test under Wine.
-        let work = abi_support::scratch_under_target("abi_layout");
+        let work = test_support::scratch_under_target("abi_layout");
         let work_dir = work.path().to_path_buf();
-        if let Err(e) = abi_support::host_output(
+        if let Err(e) = test_support::host_output(
             std::process::Command::new(layout_support::compiler().path()).arg("--version"),
         ) {
             return Err(format!(

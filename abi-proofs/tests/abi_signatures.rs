@@ -2,9 +2,6 @@
 //! documented name: the build script spells each Rust signature in C and
 //! asserts `__builtin_types_compatible_p(__typeof__(&name), R (*)(A...))`;
 //! the C compiler, with the headers the crate was generated from, judges.
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::path::Path;
@@ -13,11 +10,11 @@ const ABI_DIR: &str = concat!(env!("OUT_DIR"), "/abi");
 
 /// Compiles `file`, returning the functions whose assertion failed.
 fn failing_signatures(file: &Path) -> Result<Result<Vec<String>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
-    let compiler = abi_support::c_compiler(&dirs)
+    let compiler = test_support::c_compiler(&dirs)
         .try_get_compiler()
         .map_err(|e| e.to_string())?;
     // No error limit: gcc's flag, or clang's (it stops at 20 by default).
@@ -26,7 +23,7 @@ fn failing_signatures(file: &Path) -> Result<Result<Vec<String>, String>, Failed
     } else {
         "-fmax-errors=0"
     };
-    let out = abi_support::host_output(
+    let out = test_support::host_output(
         compiler
             .to_command()
             .args(["-fsyntax-only", no_limit])
@@ -96,7 +93,7 @@ fn a_wrong_parameter_type_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "every_declaration_matches_its_c_prototype",
             every_declaration_matches_its_c_prototype,

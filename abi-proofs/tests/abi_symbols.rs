@@ -14,9 +14,6 @@
 //! generated (base name, ABI version) for the driver, `dlsym` for a loaded
 //! runtime; it must be the very function C calls. Without a driver to load
 //! (CI) that check reports itself ignored.
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::collections::{BTreeMap, HashMap};
@@ -104,7 +101,7 @@ fn loaded_handles() -> Vec<*mut libc::c_void> {
 
 /// Documented name → the symbol C resolves it to.
 fn c_symbols(names: &[&str]) -> Result<Result<HashMap<String, String>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
@@ -115,10 +112,10 @@ fn c_symbols(names: &[&str]) -> Result<Result<HashMap<String, String>, String>, 
     for n in names {
         src.push_str(&format!("\"{n}\" CMS_STR({n})\n"));
     }
-    let dir = abi_support::scratch("symbols");
+    let dir = test_support::scratch("symbols");
     let file = dir.path().join("names.c");
     std::fs::write(&file, src).unwrap();
-    let out = abi_support::c_compiler(&dirs)
+    let out = test_support::c_compiler(&dirs)
         .file(&file)
         .try_expand()
         .map_err(|e| format!("preprocessing: {e}"))?;
@@ -300,7 +297,7 @@ fn stripped_verdict(exe: &ExeSymbols, mismatches: &[String]) -> Option<String> {
 /// A stripped copy of this executable has no symbol table, and the check
 /// then says so plainly instead of listing every static-runtime function.
 fn a_stripped_executable_is_named() -> Result<Completion, Failed> {
-    let dir = abi_support::scratch("stripped");
+    let dir = test_support::scratch("stripped");
     let copy = dir.path().join("stripped");
     std::fs::copy("/proc/self/exe", &copy)?;
     // The target's own binutils first: under qemu-user this test is an
@@ -498,7 +495,7 @@ fn a_wrong_mapping_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "every_function_links_the_symbol_c_calls",
             every_function_links_the_symbol_c_calls,

@@ -11,9 +11,6 @@
 //! no hang on re-entrancy or fork, the runtime's major. Each case runs in a
 //! child process (bounded by a timeout), since a process loads its driver
 //! once.
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 use std::ffi::OsStr;
@@ -54,7 +51,7 @@ fn cuda_needed(list: &[String]) -> Vec<&String> {
 
 /// The C compiler for the test's target.
 fn cc() -> Command {
-    let target = env!("CUDA_MEM_SYS_TARGET");
+    let target = test_support::TARGET;
     let compiler = cc::Build::new()
         .target(target)
         .host(target)
@@ -70,7 +67,7 @@ fn shared_library(
     name: &str,
     source: &Path,
     defines: &[&str],
-) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+) -> Result<(test_support::Scratch, PathBuf), Failed> {
     shared_library_named(name, source, defines, "libcuda.so.1")
 }
 
@@ -80,12 +77,23 @@ fn shared_library_named(
     source: &Path,
     defines: &[&str],
     soname: &str,
-) -> Result<(abi_support::Scratch, PathBuf), Failed> {
-    let dir = abi_support::scratch(name);
-    let lib = dir.path().join(soname);
+) -> Result<(test_support::Scratch, PathBuf), Failed> {
+    shared_library_with(name, source, defines, soname, Some(soname))
+}
+
+/// The same, as the file `file`, with the `SONAME` `soname` (or none).
+fn shared_library_with(
+    name: &str,
+    source: &Path,
+    defines: &[&str],
+    file: &str,
+    soname: Option<&str>,
+) -> Result<(test_support::Scratch, PathBuf), Failed> {
+    let dir = test_support::scratch(name);
+    let lib = dir.path().join(file);
     let status = cc()
         .args(["-shared", "-fPIC", "-w"])
-        .arg(format!("-Wl,-soname,{soname}"))
+        .args(soname.map(|s| format!("-Wl,-soname,{s}")))
         .arg("-o")
         .arg(&lib)
         .args(defines)
@@ -105,12 +113,12 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A fake `libcudart.so.<major>` (`tests/fixtures/fake_libcudart.c`).
-fn fake_runtime() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn fake_runtime() -> Result<(test_support::Scratch, PathBuf), Failed> {
     let soname = format!("libcudart.so.{}", cuda_mem_sys::CUDA_VERSION / 1000);
     shared_library_named("fake-runtime", &fixture("fake_libcudart.c"), &[], &soname)
 }
 
-fn fake_driver(defines: &[&str]) -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn fake_driver(defines: &[&str]) -> Result<(test_support::Scratch, PathBuf), Failed> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_libcuda.c");
     shared_library("fake-driver", &src, defines)
 }
@@ -278,10 +286,10 @@ fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
 
 /// The `PFN_*` typedefs of the headers' `cudaTypedefs.h`.
 fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>, Failed> {
-    let dir = abi_support::scratch("loading-typedef-names");
+    let dir = test_support::scratch("loading-typedef-names");
     let tu = dir.path().join("typedefs.c");
     std::fs::write(&tu, "#include <cuda.h>\n#include <cudaTypedefs.h>\n").unwrap();
-    let text = abi_support::c_compiler(dirs)
+    let text = test_support::c_compiler(dirs)
         .file(&tu)
         .try_expand()
         .map_err(|e| format!("preprocessing cudaTypedefs.h: {e}"))?;
@@ -295,7 +303,7 @@ fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>,
 /// Each driver function's introduction, as the driver knows it: the oldest
 /// `PFN_<base>_v<version>` (plain, `_ptds`, `_ptsz`) of `cudaTypedefs.h`.
 fn introductions() -> Result<Result<std::collections::BTreeMap<String, u32>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
@@ -334,11 +342,11 @@ fn introduced_file(
 /// typedef (plain, `_ptds` or `_ptsz`) have the type C gives `&name`?
 /// Returns the names for which none does.
 fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, String>, Failed> {
-    let dirs = match abi_support::include_dirs() {
+    let dirs = match test_support::include_dirs() {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
-    let dir = abi_support::scratch("loading-typedefs");
+    let dir = test_support::scratch("loading-typedefs");
     let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
     let typedefs = typedef_names(&dirs)?;
     let mut disagree = vec![];
@@ -361,7 +369,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
     }
     let file = dir.path().join("check.c");
     std::fs::write(&file, src).unwrap();
-    let out = abi_support::c_compiler(&dirs)
+    let out = test_support::c_compiler(&dirs)
         .get_compiler()
         .to_command()
         .args(["-fsyntax-only", "-fmax-errors=0"])
@@ -784,7 +792,7 @@ fn bad_library_files_return_shared_object_init_failed() -> Result<Completion, Fa
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let dir = abi_support::scratch("bad-drivers");
+    let dir = test_support::scratch("bad-drivers");
     let text = dir.path().join("not-a-library.so");
     std::fs::write(&text, "this is not an ELF file\n").unwrap();
     let plain_c = dir.path().join("plain.c");
@@ -867,7 +875,7 @@ fn the_static_runtime_uses_the_named_driver() -> Result<Completion, Failed> {
 
 /// A scratch folder with a fake `libcuda.so.1`, for `LD_LIBRARY_PATH`: what
 /// a fall-back to the usual names would load.
-fn default_driver_folder() -> Result<(abi_support::Scratch, PathBuf), Failed> {
+fn default_driver_folder() -> Result<(test_support::Scratch, PathBuf), Failed> {
     fake_driver(&[])
 }
 
@@ -1011,7 +1019,16 @@ fn a_child_forked_while_another_thread_loads_does_not_hang() -> Result<Completio
         ],
     )?;
     print!("{out}");
-    expect_lines(&out, &["child cuInit(0) 303", "parent cuInit(7) 0"])?;
+    // Fix 4 of issue 30: the child's driver() says what the load tries
+    // (it said nothing).
+    expect_lines(
+        &out,
+        &[
+            "child cuInit(0) 303",
+            "child driver tried libcuda.so.1, libcuda.so",
+            "parent cuInit(7) 0",
+        ],
+    )?;
     Ok(Completion::Completed)
 }
 
@@ -1044,6 +1061,370 @@ fn threads_waiting_for_a_load_do_not_burn_the_cpu() -> Result<Completion, Failed
         return Err(format!("4 waiting threads used {cpu} ms of CPU in 1000 ms").into());
     }
     Ok(Completion::Completed)
+}
+
+/// Fix 1 of issue 30: a named driver is loaded before the runtime's load is
+/// claimed, so the two loads never wait on each other. Thread A loads the
+/// driver, which holds in its first lookup; thread B makes the first runtime
+/// call and waits for the driver; then the driver's own code (on A) calls
+/// the runtime. That call must return 303 at once (the driver it needs is
+/// being loaded by this very thread), and B must still get its answer once
+/// the driver is loaded: the twin that an over-eager fix (303 for any wait)
+/// fails. Before the fix B held the runtime's load while it waited and A
+/// waited for it: a deadlock, which the role reports after 10 s.
+fn the_driver_and_runtime_loads_never_wait_on_each_other() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if let Some(c) = runtime_is_linked()? {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let (_r, runtime) = fake_runtime()?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let out = child_with(
+        "lock-order",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+            ("FAKE_HOLD_AT", OsStr::new("lookup")),
+            ("FAKE_CALLBACK_AT", OsStr::new("lookup")),
+        ],
+    )?;
+    print!("{out}");
+    // Fix 4 too: driver(), asked from inside the driver's load, says what
+    // that load tries and that the variable was used.
+    let tried = format!("callback driver tried {}", driver.display());
+    expect_lines(
+        &out,
+        &[
+            "B waited for the driver: true",
+            "callback cudaGetDeviceCount 303",
+            "B cudaGetDeviceCount 0",
+            "loader cuInit(7) 0",
+            "callback driver variable Used",
+            tried.as_str(),
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Fix 2 of issue 30: in a child forked while another thread loaded the named
+/// driver, a runtime call returns 303 too (before the fix it loaded the
+/// runtime and returned 0, the runtime binding a driver whose constructor
+/// never finished in the child). The twin: the parent's same call, once the
+/// driver is loaded, returns 0. The child's `driver()` says what was tried
+/// and that the variable was used (fix 4; it said `Unset` with nothing tried).
+fn a_child_forked_while_the_driver_loads_gets_303_from_the_runtime() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if let Some(c) = runtime_is_linked()? {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let (_r, runtime) = fake_runtime()?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let out = child_with(
+        "fork-runtime",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+        ],
+    )?;
+    print!("{out}");
+    let tried = format!("child driver tried {}", driver.display());
+    expect_lines(
+        &out,
+        &[
+            "child cudaGetDeviceCount 303",
+            "child cuInit(0) 303",
+            "child driver variable Used",
+            tried.as_str(),
+            "parent cuInit(7) 0",
+            "parent cudaGetDeviceCount 0",
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Fix 3 of issue 30: a program running as PID 1 (a container without an
+/// init) forks into a new PID namespace while another thread loads the
+/// driver: the child is PID 1 too, on thread 1, and took the loading thread
+/// for a sibling of its own, waiting forever. It must get 303 at once. The
+/// twin: a real sibling thread of the loading one, calling meanwhile, waits
+/// and gets the driver's answer (a fix that gives up on every wait fails
+/// it). Needs root (`unshare(CLONE_NEWPID)`).
+fn a_pid_1_child_in_a_new_pid_namespace_does_not_hang() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with("PID namespaces are Linux's"));
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(Completion::ignored_with(
+            "needs root: unshare(CLONE_NEWPID) makes the PID-1 processes",
+        ));
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let out = child_with(
+        "pid-namespace",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+        ],
+    )?;
+    print!("{out}");
+    if let Some(why) = out
+        .lines()
+        .find_map(|l| l.strip_prefix("unshare refused: "))
+    {
+        return Ok(Completion::ignored_with(format!(
+            "unshare(CLONE_NEWPID) refused here ({why})"
+        )));
+    }
+    expect_lines(
+        &out,
+        &[
+            "pid 1 forks while its thread loads",
+            "grandchild pid 1 cuInit(0) 303",
+            "sibling waited: true",
+            "sibling cuInit(7) 0",
+            "loader cuInit(7) 0",
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Fix 4 of issue 30: `driver()` asked while the load cannot be waited for
+/// (from the driver's own code while it loads) says what the load tries, not
+/// nothing. The twin: the same question once loaded is answered `Ok`.
+fn driver_says_what_it_tries_while_it_cannot_be_waited_for() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let folder = driver.parent().unwrap().as_os_str();
+    let out = child_with(
+        "reentrant-driver",
+        &[
+            ("LD_LIBRARY_PATH", folder),
+            ("FAKE_CALLBACK_AT", OsStr::new("lookup")),
+        ],
+    )?;
+    print!("{out}");
+    expect_lines(
+        &out,
+        &[
+            "callback driver Err",
+            "callback driver tried libcuda.so.1, libcuda.so",
+            "callback driver variable Unset",
+            "after driver Ok libcuda.so.1",
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Fix 5 of issue 30: a missing path that is not UTF-8 keeps the system's
+/// reason ("No such file or directory") and the path whole (each invalid
+/// byte as U+FFFD) in `tried` and the message; both were cut at the first
+/// invalid byte. The twin: the same bytes naming a real driver load it (the
+/// path is opened as given, not as the text shown).
+fn a_missing_path_that_is_not_utf8_keeps_its_reason() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (s, driver) = fake_driver(&[])?;
+        let dir = s.path().join(OsStr::from_bytes(b"caf\xe9-\xff"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let shown = format!("{}/caf\u{FFFD}-\u{FFFD}", s.path().display());
+        let missing = dir.join("libcuda.so.1");
+        let out = child("bad-driver", Some(&missing))?;
+        print!("{out}");
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("no load error reported:\n{out}"))?;
+        let tried = format!("{shown}/libcuda.so.1: ");
+        if !why.starts_with(&tried) {
+            return Err(format!("`tried` is not the whole path {shown:?}: {why}").into());
+        }
+        if !why.ends_with("No such file or directory") {
+            return Err(format!("the system's reason is lost: {why}").into());
+        }
+        if why.matches(&format!("{shown}/libcuda.so.1")).count() != 2 {
+            return Err(format!("the message does not name the whole path: {why}").into());
+        }
+        let present = dir.join("libcuda.so.1");
+        std::fs::copy(&driver, &present).map_err(|e| e.to_string())?;
+        let out = child("bad-driver", Some(&present))?;
+        print!("{out}");
+        let loaded = format!("driver Ok {shown}/libcuda.so.1");
+        expect_lines(&out, &["cuInit 1 1", loaded.as_str()])?;
+        Ok(Completion::Completed)
+    }
+    #[cfg(not(unix))]
+    Ok(Completion::ignored_with("a path of bytes is Unix's"))
+}
+
+/// Item 6 of issue 30: a slot holds a state (1 to 4) or an address, so a
+/// driver answering success with a "function" at 1 to 4 was read as a state
+/// (303, 801, ... while `driver()` said `Ok`), and one at 5 to 4095 was
+/// called. Any address below 4096 (the first page, never mapped) is now
+/// `NotFound` (500). The twin: the same fake answering a real address is
+/// called.
+fn a_function_address_below_4096_is_not_found() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let run = |low: Option<&str>| {
+        let mut env: Vec<(&str, &OsStr)> = vec![("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())];
+        if let Some(l) = low {
+            env.push(("FAKE_LOW_POINTER", OsStr::new(l)));
+        }
+        child_with("low-pointer", &env)
+    };
+    for low in ["1", "2", "3", "4", "5", "4095"] {
+        let out = run(Some(low))?;
+        print!("address {low}:\n{out}");
+        expect_lines(
+            &out,
+            &[
+                "cuCtxGetDevice 500",
+                "function cuCtxGetDevice Err(NotFound)",
+                "driver Ok",
+            ],
+        )?;
+    }
+    let out = run(None)?;
+    print!("a real address:\n{out}");
+    expect_lines(&out, &["cuCtxGetDevice 0", "function cuCtxGetDevice Ok"])?;
+    Ok(Completion::Completed)
+}
+
+/// Item 7 of issue 30: NVIDIA's stub library (the toolkit's `stubs/`, whose
+/// every function answers `CUDA_ERROR_STUB_LIBRARY`) is told, and reported
+/// as a linked build reports it: every driver call returns 34 and
+/// `driver()` says why. It is told by `cuGetProcAddress`'s answer, or (a stub
+/// whose lookup says "not found") by its exported `cuDriverGetVersion`; named
+/// by the variable, and found as `libcuda.so` by the fall-back where no
+/// `libcuda.so.1` is installed. The twin: the fake driver in the same places
+/// is taken (`cuInit(0)` answers its 1).
+fn the_toolkits_stub_library_is_told_and_every_call_returns_34() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let stub_c = fixture("fake_stub_libcuda.c");
+    let expect_stub = |out: &str| -> Result<(), Failed> {
+        expect_lines(
+            out,
+            &[
+                "cuInit 34 34",
+                "cuMemAdvise 34",
+                "function cuInit Err(StubLibrary)",
+            ],
+        )?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("driver() is not an error:\n{out}"))?;
+        if !why.contains("NVIDIA's stub libcuda") || !why.contains("CUDA_ERROR_STUB_LIBRARY (34)") {
+            return Err(format!("driver() does not say it is the stub: {why}").into());
+        }
+        Ok(())
+    };
+    for defines in [&[][..], &["-DSTUB_NOT_FOUND"][..]] {
+        let (_s, stub) = shared_library("stub-driver", &stub_c, defines)?;
+        let out = child("bad-driver", Some(&stub))?;
+        print!("the stub {defines:?}, named:\n{out}");
+        expect_stub(&out)?;
+    }
+    let (_d, driver) = fake_driver(&[])?;
+    let out = child("bad-driver", Some(&driver))?;
+    expect_lines(&out, &["cuInit 1 1", "function cuInit Ok"])?;
+    // The fall-back: only a libcuda.so (SONAME libcuda.so.1) on the path.
+    let fall_back = |source: &Path| -> Result<Option<String>, Failed> {
+        let (s, _) = shared_library_named("stub-fall-back", source, &[], "libcuda.so.1")?;
+        let dir = s.path().join("stubs");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::rename(s.path().join("libcuda.so.1"), dir.join("libcuda.so"))
+            .map_err(|e| e.to_string())?;
+        let out = child_with("bad-driver", &[("LD_LIBRARY_PATH", dir.as_os_str())])?;
+        Ok((!out.lines().any(|l| l == "driver Ok libcuda.so.1")).then_some(out))
+    };
+    match fall_back(&stub_c)? {
+        None => println!("a libcuda.so.1 is installed: the fall-back to libcuda.so is not reached"),
+        Some(out) => {
+            print!("the stub as libcuda.so:\n{out}");
+            expect_stub(&out)?;
+            let out = fall_back(&fixture("fake_libcuda.c"))?.unwrap_or_default();
+            expect_lines(&out, &["cuInit 1 1", "driver Ok libcuda.so"])?;
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+/// Item 8 of issue 30: a driver loaded by any name but `libcuda.so.1` must
+/// have the `SONAME` `libcuda.so.1`, or the runtime's own
+/// dlopen("libcuda.so.1") loads a second driver; one without it is refused
+/// (303, `driver()` says its `SONAME`). The twin: the same fake with
+/// `SONAME libcuda.so.1` is taken.
+fn a_driver_without_soname_libcuda_so_1_is_refused() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with("read with dlinfo on Linux"));
+    }
+    let src = fixture("fake_libcuda.c");
+    for (case, soname, says) in [
+        (
+            "another SONAME",
+            Some("libcuda-other.so.1"),
+            "the library's SONAME is libcuda-other.so.1, not libcuda.so.1",
+        ),
+        (
+            "no SONAME",
+            None,
+            "the library has no SONAME, not libcuda.so.1",
+        ),
+    ] {
+        let (_s, lib) = shared_library_with("soname", &src, &[], "libcuda.so.1", soname)?;
+        let out = child("bad-driver", Some(&lib))?;
+        print!("{case}:\n{out}");
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("{case}: not refused:\n{out}"))?;
+        if !why.contains(says) {
+            return Err(format!("{case}: expected {says:?} in {why:?}").into());
+        }
+    }
+    let (_s, lib) = shared_library_with("soname", &src, &[], "libcuda-x.so", Some("libcuda.so.1"))?;
+    let out = child("bad-driver", Some(&lib))?;
+    print!("SONAME libcuda.so.1:\n{out}");
+    let taken = format!("driver Ok {}", lib.display());
+    expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
+/// Whether the runtime is loaded, asked of a child without any library (the
+/// roles that hold a load must not load the runtime to ask it).
+fn runtime_is_linked() -> Result<Option<Completion>, Failed> {
+    Ok(needs_loaded_runtime(&child_with("runtime-mode", &[])?))
 }
 
 fn needs_loaded_runtime(out: &str) -> Option<Completion> {
@@ -1143,7 +1524,7 @@ fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
         return Ok(Completion::ignored_with("needs setpriv (util-linux)"));
     }
     use std::os::unix::fs::PermissionsExt;
-    let scratch = abi_support::scratch("secure");
+    let scratch = test_support::scratch("secure");
     let dir = scratch.path();
     let set_mode = |p: &Path, mode: u32| {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
@@ -1401,7 +1782,10 @@ mod roles {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             let r = unsafe { cuInit(0).0 };
-            let line = format!("child cuInit(0) {r}\n");
+            let mut line = format!("child cuInit(0) {r}\n");
+            if let Err(e) = loader::driver() {
+                line += &format!("child driver tried {}\n", e.tried);
+            }
             unsafe {
                 libc::write(1, line.as_ptr().cast(), line.len());
                 libc::_exit(0);
@@ -1425,6 +1809,173 @@ mod roles {
         }
         std::fs::write(hold.join("release"), "").unwrap();
         println!("parent cuInit(7) {}", loader_thread.join().unwrap());
+    }
+
+    fn report(label: &str, r: Result<loader::Loaded, loader::LoadError>) {
+        match r {
+            Ok(l) => println!("{label} Ok {}", l.file),
+            Err(e) => {
+                println!("{label} Err");
+                println!("{label} tried {}", e.tried);
+                println!("{label} message {}", e.message);
+                println!("{label} variable {:?}", e.variable);
+            }
+        }
+    }
+
+    /// Called back from the driver's first lookup: a runtime call, and
+    /// `driver()`, from inside the driver's load.
+    extern "C" fn runtime_callback() -> c_int {
+        report("callback driver", loader::driver());
+        let mut n = 0;
+        unsafe { cudaGetDeviceCount(&mut n).0 as c_int }
+    }
+
+    /// Called back from the driver's first lookup: `driver()` from inside
+    /// the driver's load.
+    extern "C" fn driver_callback() -> c_int {
+        report("callback driver", loader::driver());
+        0
+    }
+
+    /// Joins `h`, or exits (a deadlock) after 10 s.
+    fn join_within<T: Send + 'static>(what: &str, h: std::thread::JoinHandle<T>) -> T {
+        let start = Instant::now();
+        while !h.is_finished() {
+            if start.elapsed() > Duration::from_secs(10) {
+                println!("{what} still waits after 10 s: a deadlock");
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        h.join().unwrap()
+    }
+
+    /// Issue 30, fix 1: see `the_driver_and_runtime_loads_never_wait_on_each_other`.
+    fn lock_order() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        std::env::set_var(
+            "FAKE_CALLBACK",
+            format!("{:x}", runtime_callback as *const () as usize),
+        );
+        let a = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        let b = std::thread::spawn(|| {
+            let mut n = 0;
+            unsafe { cudaGetDeviceCount(&mut n).0 }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        println!("B waited for the driver: {}", !b.is_finished());
+        std::fs::write(hold.join("release"), "").unwrap();
+        let a = join_within("A (the driver's load)", a);
+        let b = join_within("B (the first runtime call)", b);
+        let result: Count = fake("fake_callback_result");
+        println!("callback cudaGetDeviceCount {}", unsafe { result() });
+        println!("B cudaGetDeviceCount {b}");
+        println!("loader cuInit(7) {a}");
+    }
+
+    /// Waits (`secs` at most) for the child `pid`, killing it after.
+    fn wait_child(pid: libc::pid_t, what: &str, secs: u64) {
+        let mut status = 0;
+        let start = Instant::now();
+        loop {
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(secs) {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                println!("{what} hung: killed");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Writes `text` to stdout with write(2) (a forked child).
+    fn write_out(text: &str) {
+        unsafe { libc::write(1, text.as_ptr().cast(), text.len()) };
+    }
+
+    /// Issue 30, fix 2: see `a_child_forked_while_the_driver_loads_gets_303_from_the_runtime`.
+    fn fork_runtime() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let mut n = 0;
+            let r = unsafe { cudaGetDeviceCount(&mut n).0 };
+            let d = unsafe { cuInit(0).0 };
+            let mut text = format!("child cudaGetDeviceCount {r}\nchild cuInit(0) {d}\n");
+            match loader::driver() {
+                Ok(l) => text += &format!("child driver Ok {}\n", l.file),
+                Err(e) => {
+                    text += &format!("child driver tried {}\n", e.tried);
+                    text += &format!("child driver variable {:?}\n", e.variable);
+                }
+            }
+            write_out(&text);
+            unsafe { libc::_exit(0) };
+        }
+        wait_child(pid, "child", 10);
+        std::fs::write(hold.join("release"), "").unwrap();
+        println!("parent cuInit(7) {}", loader_thread.join().unwrap());
+        let mut n = 0;
+        println!("parent cudaGetDeviceCount {}", unsafe {
+            cudaGetDeviceCount(&mut n).0
+        });
+    }
+
+    /// Issue 30, fix 3: see `a_pid_1_child_in_a_new_pid_namespace_does_not_hang`.
+    fn pid_namespace() {
+        // This process is single-threaded here; its child in a new PID
+        // namespace is that namespace's PID 1.
+        if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+            println!("unshare refused: {}", std::io::Error::last_os_error());
+            return;
+        }
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            pid_1();
+            unsafe { libc::_exit(0) };
+        }
+        wait_child(pid, "pid 1", 40);
+    }
+
+    /// PID 1: a thread loads the fake driver (held in its constructor), a
+    /// sibling thread calls meanwhile, and PID 1 forks into a new PID
+    /// namespace: the grandchild is PID 1 too, on thread 1.
+    fn pid_1() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        let sibling = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        if unsafe { libc::getpid() } == 1 {
+            println!("pid 1 forks while its thread loads");
+        }
+        if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+            println!("unshare refused: {}", std::io::Error::last_os_error());
+        } else {
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let me = unsafe { libc::getpid() };
+                let r = unsafe { cuInit(0).0 };
+                write_out(&format!("grandchild pid {me} cuInit(0) {r}\n"));
+                unsafe { libc::_exit(0) };
+            }
+            wait_child(pid, "grandchild", 10);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        println!("sibling waited: {}", !sibling.is_finished());
+        std::fs::write(hold.join("release"), "").unwrap();
+        println!("sibling cuInit(7) {}", join_within("the sibling", sibling));
+        println!(
+            "loader cuInit(7) {}",
+            join_within("the loader", loader_thread)
+        );
     }
 
     pub fn run(role: &str) {
@@ -1529,6 +2080,29 @@ mod roles {
                 println!("function cuInit {}", class(loader::function("cuInit")));
             },
             "fork" => fork_while_loading(),
+            "runtime-mode" => {
+                runtime_linked();
+            }
+            "lock-order" => lock_order(),
+            "low-pointer" => unsafe {
+                let mut d = 0;
+                println!("cuCtxGetDevice {}", cuCtxGetDevice(&mut d).0);
+                let f = loader::function("cuCtxGetDevice");
+                println!("function cuCtxGetDevice {}", class(f));
+                if loader::driver().is_ok() {
+                    println!("driver Ok");
+                }
+            },
+            "fork-runtime" => fork_runtime(),
+            "pid-namespace" => pid_namespace(),
+            "reentrant-driver" => {
+                std::env::set_var(
+                    "FAKE_CALLBACK",
+                    format!("{:x}", driver_callback as *const () as usize),
+                );
+                report("first", loader::driver());
+                report("after driver", loader::driver());
+            }
             "waiters" => wait_while_loading(),
             "runtime-driver" => unsafe {
                 if runtime_linked() {
@@ -1576,6 +2150,7 @@ mod roles {
                 let a = cuInit(0);
                 let b = cuInit(0);
                 println!("cuInit {} {}", a.0, b.0);
+                println!("function cuInit {}", class(loader::function("cuInit")));
                 let loc: CUmemLocation = std::mem::zeroed();
                 println!(
                     "cuMemAdvise {}",
@@ -1657,7 +2232,7 @@ fn main() {
         roles::run(&role);
         return;
     }
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "a_loaded_binary_needs_no_cuda_library",
             a_loaded_binary_needs_no_cuda_library,
@@ -1721,6 +2296,38 @@ fn main() {
         (
             "threads_waiting_for_a_load_do_not_burn_the_cpu",
             threads_waiting_for_a_load_do_not_burn_the_cpu,
+        ),
+        (
+            "the_driver_and_runtime_loads_never_wait_on_each_other",
+            the_driver_and_runtime_loads_never_wait_on_each_other,
+        ),
+        (
+            "a_child_forked_while_the_driver_loads_gets_303_from_the_runtime",
+            a_child_forked_while_the_driver_loads_gets_303_from_the_runtime,
+        ),
+        (
+            "a_pid_1_child_in_a_new_pid_namespace_does_not_hang",
+            a_pid_1_child_in_a_new_pid_namespace_does_not_hang,
+        ),
+        (
+            "driver_says_what_it_tries_while_it_cannot_be_waited_for",
+            driver_says_what_it_tries_while_it_cannot_be_waited_for,
+        ),
+        (
+            "a_missing_path_that_is_not_utf8_keeps_its_reason",
+            a_missing_path_that_is_not_utf8_keeps_its_reason,
+        ),
+        (
+            "a_function_address_below_4096_is_not_found",
+            a_function_address_below_4096_is_not_found,
+        ),
+        (
+            "the_toolkits_stub_library_is_told_and_every_call_returns_34",
+            the_toolkits_stub_library_is_told_and_every_call_returns_34,
+        ),
+        (
+            "a_driver_without_soname_libcuda_so_1_is_refused",
+            a_driver_without_soname_libcuda_so_1_is_refused,
         ),
         (
             "the_loaded_runtime_uses_the_named_driver",

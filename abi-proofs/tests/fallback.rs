@@ -4,14 +4,11 @@
 //! reference, none of the headers' comments (`Docs::Links`: `cargo xtask
 //! regen` writes the committed copies so, and abi-proofs/build.rs generates so).
 //!
-//! The build script writes its bindings as compact tokens; `cargo xtask regen`
+//! The build script writes its bindings as tokens, one item a line; `cargo xtask regen`
 //! pretty-prints the same tree. So the two are compared as tokens: both are
 //! parsed, string literals (doc comments included) taken by value, and printed
 //! by one pretty-printer, which also settles what only layout decides (the
 //! trailing comma of a call broken over lines).
-// The ABI tests' C harness, shared with the crate's tests/build_errors.rs.
-#[path = "../../tests/abi_support/mod.rs"]
-mod abi_support;
 
 use libtest_mimic::{Completion, Failed};
 
@@ -82,7 +79,7 @@ fn committed_bindings_match_the_pinned_headers() -> Result<Completion, Failed> {
             "this build used the committed bindings themselves",
         ));
     }
-    let dirs = option_env!("CUDA_MEM_SYS_INCLUDE_DIRS").unwrap_or_default();
+    let dirs = test_support::INCLUDE_DIRS.unwrap_or_default();
     // The 13.0 wheels of each target (`cargo xtask headers 13.0 [--target ...]`):
     // the committed file must hold for Linux and Windows alike.
     let pinned = [
@@ -233,7 +230,7 @@ fn every_enum_newtype_has_one_type_on_every_target() -> Result<Completion, Faile
         return Err(format!(
             "{} enum newtypes ({}) have a type of their own on {}: {}",
             wrong.len(),
-            env!("CUDA_MEM_SYS_TARGET"),
+            test_support::TARGET,
             if cfg!(cuda_mem_sys_fallback) {
                 "the committed fallback"
             } else {
@@ -274,7 +271,7 @@ fn an_enum_newtype_of_msvc_type_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    abi_support::main(vec![
+    test_support::main(vec![
         (
             "every_enum_newtype_has_one_type_on_every_target",
             every_enum_newtype_has_one_type_on_every_target,

@@ -5,7 +5,7 @@
 //! The declarations stay `extern "C"` items with their `link_name`s; under
 //! `cfg(cuda_mem_sys_load_driver)` (and `cuda_mem_sys_load_runtime`) the crate
 //! itself defines those symbols (`cuMemAdvise_v2`, ...), each a trampoline
-//! that calls through a slot filled on first use by `src/loader.rs`. So a
+//! that calls through a slot filled on first use by `src/loader/`. So a
 //! documented name keeps its exact item, signature and docs in both modes, C
 //! compiled into the crate (the `static inline` copies) resolves the same way,
 //! and nothing links `libcuda` or `libcudart`.
@@ -422,7 +422,7 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
 }
 
 /// `crate::loader::trampoline!(api slot ["c name"] symbol(params) -> R)`: the
-/// macro in `src/loader.rs` expands it to `unsafe extern "C" fn
+/// macro in `src/loader/slots.rs` expands it to `unsafe extern "C" fn
 /// <symbol>(<params>) -> R` (exported as `<symbol>` with `export-c-names`;
 /// else, where the crate's own C calls it, as the private `c name`), which
 /// calls the function in `slot` of `api`'s library or returns the documented

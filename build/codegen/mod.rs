@@ -3,7 +3,7 @@
 //! Shared by `build/main.rs` (bindings for the headers found at build time),
 //! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
 //! bindings the ABI proofs are made from), so all produce the same tokens
-//! (`build/main.rs` writes them compactly, `regen` pretty-printed).
+//! (`build/main.rs` writes them one item a line, `regen` pretty-printed).
 
 mod bindgen_config;
 mod docs;
@@ -202,8 +202,9 @@ fn ask_preprocessor(
                         "{} does not preprocess: the C preprocessor stopped on `#include \
                          <cuda.h>` (its messages are above). The headers are damaged or \
                          incomplete: point CUDA_MEM_SYS_INCLUDE_DIR at a complete CUDA include \
-                         folder (`cargo xtask headers <version>` fetches one). ({e})",
-                        headers[0].join("cuda.h").display()
+                         folder. {}. ({e})",
+                        headers[0].join("cuda.h").display(),
+                        super::locate::GET_HEADERS
                     )
                 })
                 .and_then(|v| check_release(&headers[0], v))
@@ -272,14 +273,94 @@ pub fn linked_symbols(file: &syn::File) -> (Vec<String>, Vec<String>) {
 }
 
 impl Output {
-    /// The bindings as compact tokens, for `OUT_DIR`: nobody reads them there,
-    /// and pretty-printing 3 MB in an unoptimised build script costs seconds.
-    /// `cargo xtask regen` pretty-prints the same tree for the committed copy;
+    /// The bindings as tokens for `OUT_DIR`, one item, attribute, field or
+    /// statement a line (`lines`): a compiler note then points at a line of
+    /// its own, not at a column of one 3 MB line. Not pretty-printed:
+    /// that costs seconds in an unoptimised build script. `cargo xtask regen`
+    /// pretty-prints the same tree for the committed copy;
     /// `abi-proofs/tests/fallback.rs` compares the two as tokens.
     pub fn tokens(&self) -> String {
         let mut text = self.header.clone();
-        text.push_str(&quote::ToTokens::to_token_stream(&self.file).to_string());
+        lines(
+            quote::ToTokens::to_token_stream(&self.file),
+            Breaks::Block,
+            &mut text,
+        );
         text.push('\n');
         text
+    }
+}
+
+/// Where [`lines`] breaks lines in a token stream.
+#[derive(Clone, Copy, PartialEq)]
+enum Breaks {
+    /// The file, or a brace group: after each `;`, `,`, attribute and brace group.
+    Block,
+    /// An array or slice (a bracket group but an attribute's): after each `,`.
+    List,
+    /// Nowhere (parentheses, attributes).
+    None,
+}
+
+/// Writes `stream` as text, as `TokenStream`'s `Display` spaces it (a space
+/// between tokens but after a joint punctuation mark), with line breaks as
+/// [`Breaks`] says: only whitespace differs, the tokens read back are the
+/// same. What is left long is a doc attribute: one string literal.
+fn lines(stream: proc_macro2::TokenStream, breaks: Breaks, out: &mut String) {
+    use proc_macro2::{Delimiter, Spacing, TokenTree};
+    use std::fmt::Write;
+    let block = breaks == Breaks::Block;
+    let (mut joint, mut first, mut hash) = (false, true, false);
+    for tt in stream {
+        if !first && !joint && !out.ends_with('\n') {
+            out.push(' ');
+        }
+        first = false;
+        joint = false;
+        let mut ends_line = false;
+        let after_hash = std::mem::take(&mut hash);
+        match tt {
+            TokenTree::Group(g) => {
+                let (open, close, inner) = match g.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")", Breaks::None),
+                    Delimiter::Brace => ("{", "}", Breaks::Block),
+                    Delimiter::Bracket if after_hash => ("[", "]", Breaks::None),
+                    Delimiter::Bracket => ("[", "]", Breaks::List),
+                    Delimiter::None => ("", "", breaks),
+                };
+                let brace = g.delimiter() == Delimiter::Brace;
+                out.push_str(open);
+                if brace && !g.stream().is_empty() {
+                    out.push('\n');
+                }
+                lines(g.stream(), inner, out);
+                if brace && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(close);
+                ends_line = block && (brace || after_hash);
+            }
+            TokenTree::Punct(p) => {
+                out.push(p.as_char());
+                joint = p.spacing() == Spacing::Joint;
+                // `#` or `#!` opening an attribute.
+                hash = p.as_char() == '#' || (after_hash && p.as_char() == '!');
+                ends_line = !joint
+                    && match breaks {
+                        Breaks::Block => matches!(p.as_char(), ';' | ','),
+                        Breaks::List => p.as_char() == ',',
+                        Breaks::None => false,
+                    };
+            }
+            TokenTree::Ident(i) => {
+                let _ = write!(out, "{i}");
+            }
+            TokenTree::Literal(l) => {
+                let _ = write!(out, "{l}");
+            }
+        }
+        if ends_line {
+            out.push('\n');
+        }
     }
 }

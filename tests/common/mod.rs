@@ -299,7 +299,7 @@ pub fn check<C: Code>(r: C, what: &str) -> TestResult {
 }
 
 /// Prints one parseable line for a deliberately bad call, which
-/// `cargo xtask bad-input-table` turns into the table of
+/// `cargo xtask device-report <dir>` turns into the bad-input table of
 /// `docs/device-results.md`:
 /// `bad-input: <entry point> expected=<code> got=<code> case=<the call>`.
 /// The entry point is the name before the first `(` of `what`; `entry`

@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The release of the committed fallback bindings (build/codegen/mod.rs).
-pub const PINNED_RELEASE: &str = "13.0";
+// The release of the committed fallback bindings (`build/release.rs`).
+use crate::release::PINNED_RELEASE;
 const FALLBACK: &str = "fallback";
 
 /// One release's result.
@@ -124,7 +124,7 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     }
     for_target(&mut cmd, workspace, target)?;
     cmd.env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        .env(crate::locate::INCLUDE_DIR_VAR, &include)
         // The 12.x wheels hold only libcudart.so.12, linked dynamically.
         .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
         .env(
@@ -134,12 +134,18 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     crate::cmd::run_cmd(&mut cmd)
 }
 
-pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
+/// `abi`'s arguments, checked: `[--target <triple>] (<release>... | --all)`,
+/// each release known (or `fallback`) and the target one `for_target` runs.
+pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), String> {
     let (target, args): (&str, Vec<&str>) = match args {
         ["--target", t, rest @ ..] => (t, rest.to_vec()),
         _ => (HOST, args.to_vec()),
     };
-    let args = args.as_slice();
+    if ![HOST, "aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu"].contains(&target) {
+        return Err(format!(
+            "abi: unknown target {target} (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu)"
+        ));
+    }
     let all = args == ["--all"];
     let releases: Vec<String> = if all {
         headers::RELEASES
@@ -150,8 +156,18 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     } else if args.is_empty() {
         return Err("abi: name releases (12.0 ... 13.5, fallback) or --all".into());
     } else {
+        for a in &args {
+            if *a != FALLBACK {
+                headers::check(a, target).map_err(|e| format!("abi: {e}"))?;
+            }
+        }
         args.iter().map(|a| a.to_string()).collect()
     };
+    Ok((target, releases, all))
+}
+
+pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
+    let (target, releases, all) = parse(args)?;
     let mut rows = vec![];
     for release in &releases {
         eprintln!("== abi {release}");
@@ -246,17 +262,19 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
         cmd.current_dir(workspace)
             // abi_layout is abi-proofs', stable_names the crate's: both default members.
             .args(["test", "--test", test]);
+        // The committed bindings against the headers found: a build without
+        // the `bindgen` feature takes them for headers of their release
+        // (abi-proofs still makes its inputs from those headers).
+        if fallback {
+            cmd.arg("--no-default-features");
+        }
         for_target(&mut cmd, workspace, target)?;
-        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_TARGET_DIR", &dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CUDA_MEM_SYS_ABI_DUMP", &dump)
             // The 12.x wheels hold only libcudart.so.12, linked dynamically.
-            .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
-            .env_remove("CUDA_MEM_SYS_ABI_FALLBACK");
-        if fallback {
-            cmd.env("CUDA_MEM_SYS_ABI_FALLBACK", "1");
-        }
+            .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"));
         Ok::<Command, String>(cmd)
     };
     let out = cargo("abi_layout")?
@@ -377,7 +395,7 @@ fn report(workspace: &Path, rows: &[Row]) -> String {
          - There was no CUDA 12.7: NVIDIA went from 12.6 to 12.8.\n\
          - `fallback`: the committed bindings (`src/generated/cuda-{PINNED_RELEASE}.rs`, used where \
            no headers are found), checked against the {PINNED_RELEASE} headers they were generated from \
-           (`CUDA_MEM_SYS_ABI_FALLBACK=1`).\n",
+           (a build without the `bindgen` feature).\n",
         command_line("uname", &["-srm"]),
         command_line("rustc", &["--version"]),
     );

@@ -539,7 +539,7 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     }
     let load_before = loadavg();
     let started = std::time::SystemTime::now();
-    let headers = [("CUDA_MEM_SYS_INCLUDE_DIR", include.as_path())];
+    let headers = [(crate::locate::INCLUDE_DIR_VAR, include.as_path())];
     // Other 13.0 headers: the same with one byte more in cuda.h, so that the
     // committed bindings cannot stand in and bindgen runs.
     let changed = bench.join("headers-changed");
@@ -548,7 +548,7 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     let mut cuda_h = std::fs::read(changed.join("cuda.h")).map_err(|e| e.to_string())?;
     cuda_h.push(b'\n');
     write_bytes(&changed.join("cuda.h"), &cuda_h)?;
-    let other_headers = [("CUDA_MEM_SYS_INCLUDE_DIR", changed.as_path())];
+    let other_headers = [(crate::locate::INCLUDE_DIR_VAR, changed.as_path())];
     let cases = [
         (
             "cuda-mem-sys, (a) the committed bindings' own CUDA 13.0 headers found (no bindgen run)",

@@ -136,7 +136,7 @@ pub fn builds_without_bindgen(workspace: &Path, pinned: &Path) -> Result<(), Str
             c.env_remove(var);
         }
         if let Some(i) = include {
-            c.env("CUDA_MEM_SYS_INCLUDE_DIR", i);
+            c.env(crate::locate::INCLUDE_DIR_VAR, i);
         }
         crate::cmd::run_cmd(&mut c)?;
         let compiled: Vec<String> = std::fs::read_dir(target.join("debug/deps"))

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Releases whose layouts and symbols CI checks besides the pinned 13.0.
-pub const CI_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
+pub const ABI_CHECKED_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
 
 /// clang 19, besides gcc: `tests/loader_type_check.rs` runs the build
 /// script's type check of the loader table under both (it reports ignored
@@ -66,7 +66,7 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
     run_cmd(
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            .env(crate::locate::INCLUDE_DIR_VAR, &include),
     )?;
     println!(
         "\n---- the same program, loading the driver at run time (--features dynamic-loading)"
@@ -75,7 +75,7 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
             .args(["--features", "dynamic-loading"])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include),
+            .env(crate::locate::INCLUDE_DIR_VAR, &include),
     )
 }
 
@@ -103,14 +103,14 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "-D",
                 "warnings",
             ])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
 
     step("the whole suite against the CUDA 13.0 headers (device tests report ignored)");
     run_cmd(
         cargo(workspace)
             .args(["test", "--workspace"])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
     // The nested builds of tests/build_errors.rs and tests/exported_c_names.rs.
     discard(&workspace.join("target/build-errors"));
@@ -119,7 +119,10 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     step("examples: each built, and run without a GPU (documented `no GPU:` line and exit code)");
     crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
 
-    step("device tests and examples against CUDA 12.0 12.2 12.8 13.0 13.2 13.5 and an unseen release, linked and loaded");
+    step(&format!(
+        "device tests and examples against CUDA {} and an unseen release, linked and loaded",
+        crate::device_compile::DEVICE_COMPILED_RELEASES.join(" ")
+    ));
     let started = std::time::Instant::now();
     crate::device_compile::run(workspace, &["--ci"])?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
@@ -137,7 +140,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "--test",
                 "fallback",
             ])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
 
     step("dynamic libcudart: symbols resolve in libcudart.so");
@@ -151,7 +154,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "--test",
                 "abi_symbols",
             ])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned)
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("LD_LIBRARY_PATH", &lib),
     )?;
 
@@ -165,7 +168,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             cargo(workspace)
                 .args(["test", "--features", features])
                 .args(["--test", "dynamic_loading", "--test", "abi_symbols"])
-                .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned),
+                .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
         )?;
     }
 
@@ -202,7 +205,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     std::fs::create_dir_all(&no_libclang).map_err(|e| e.to_string())?;
     let out = cargo(workspace)
         .args(["package", "--allow-dirty", "-p", "cuda-mem-sys", "-vv"])
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned)
+        .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
         .env("LIBCLANG_PATH", &no_libclang)
         .output()
         .map_err(|e| e.to_string())?;
@@ -225,11 +228,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     run_cmd(
         cargo(workspace)
             .args(["doc", "--no-deps", "-p", "cuda-mem-sys"])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &pinned)
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    step("documentation as docs.rs builds it: the loader module, the functions' full text");
+    crate::docs_rs::check(workspace)?;
 
-    for release in CI_RELEASES {
+    for release in ABI_CHECKED_RELEASES {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
         discard(&crate::abi::target_dir(workspace, release));
@@ -296,7 +301,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
             c.env_remove(var);
         }
         if headers {
-            c.env("CUDA_MEM_SYS_INCLUDE_DIR", pinned);
+            c.env(crate::locate::INCLUDE_DIR_VAR, pinned);
         }
         run_cmd(&mut c)?;
     }
@@ -320,7 +325,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
         ));
         crate::abi::ci_release_for(workspace, release, AARCH64)?;
         println!("({:.0} s)", started.elapsed().as_secs_f64());
-        if release != crate::abi::PINNED_RELEASE {
+        if release != crate::release::PINNED_RELEASE {
             discard(&crate::abi::target_dir_for(workspace, release, AARCH64));
         }
     }
@@ -342,7 +347,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
 /// Windows x86_64 (MinGW): the crate and its ABI tests built against the
 /// win_amd64 wheels' 13.0 headers and import libraries, linked, and run under
 /// wine: layouts, constants and signatures (the C compiler they start is the
-/// Linux MinGW one, see `tests/abi_support`'s `host_output`), the bad-input
+/// Linux MinGW one, see `test-support`'s `host_output`), the bad-input
 /// fixture, stable names and the committed bindings' comparison.
 fn windows(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch_for(workspace, "13.0", WINDOWS)?;
@@ -360,7 +365,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
     }
     crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
     run_cmd(
-        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CARGO_TARGET_DIR", &dir),
     )?;
@@ -379,7 +384,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
     ]);
     crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
     let out = cmd
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        .env(crate::locate::INCLUDE_DIR_VAR, &include)
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env("CARGO_TARGET_DIR", &dir)
         .stderr(std::process::Stdio::inherit())
@@ -415,7 +420,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
     ]);
     crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
     run_cmd(
-        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CARGO_TARGET_DIR", &dir),
     )?;

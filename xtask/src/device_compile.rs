@@ -1,7 +1,7 @@
 //! `cargo xtask device-compile`: the device tests and the examples compiled
 //! against the headers of a release, in the linked and the dynamic-loading
 //! builds (`cargo test --no-run` of the device tests, `cargo build
-//! --examples`). What CI does for [`CI_RELEASES`] and the unseen-release
+//! --examples`). What CI does for [`DEVICE_COMPILED_RELEASES`] and the unseen-release
 //! fixture; `--all` does every release 12.0 to 13.5 and the fixture.
 //!
 //! The release-dependent forms live in the programs themselves (the build's
@@ -17,7 +17,7 @@ use std::time::Instant;
 /// releases where the five groups' signatures or layouts change
 /// (docs/release-changes.md: 12.2 location types and `maxSize`, 12.8 the wide
 /// im2col tensor map, 13.0 the `CUmemLocation` forms, 13.2 the anonymous union).
-pub const CI_RELEASES: [&str; 6] = ["12.0", "12.2", "12.8", "13.0", "13.2", "13.5"];
+pub const DEVICE_COMPILED_RELEASES: [&str; 6] = ["12.0", "12.2", "12.8", "13.0", "13.2", "13.5"];
 
 /// The fixture's name on the command line: headers claiming a release this
 /// crate does not know ([`UNSEEN_VERSION`]).
@@ -62,7 +62,7 @@ pub fn parse(args: &[&str]) -> Result<(Parts, Vec<String>), String> {
                     .chain([UNSEEN.to_string()]),
             ),
             "--ci" => releases.extend(
-                CI_RELEASES
+                DEVICE_COMPILED_RELEASES
                     .iter()
                     .map(|r| r.to_string())
                     .chain([UNSEEN.to_string()]),
@@ -163,7 +163,7 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
         }
     }
     cmd.args(["--package", "cuda-mem-sys", "--features", features])
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+        .env(crate::locate::INCLUDE_DIR_VAR, include)
         // One folder for every release: the dependencies build once, the
         // crate once per (release, build).
         .env(
@@ -255,7 +255,10 @@ mod tests {
         let (parts, r) = parse(&["--examples-only", "12.0", "unseen"]).unwrap();
         assert_eq!(parts, Parts::Examples);
         assert_eq!(r, ["12.0", "unseen"]);
-        assert_eq!(parse(&["--ci"]).unwrap().1.len(), CI_RELEASES.len() + 1);
+        assert_eq!(
+            parse(&["--ci"]).unwrap().1.len(),
+            DEVICE_COMPILED_RELEASES.len() + 1
+        );
         assert_eq!(parse(&["--all"]).unwrap().1.len(), 16);
         assert!(parse(&["12.7"]).is_err());
         assert!(parse(&["--examples-only"]).is_err());

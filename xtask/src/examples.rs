@@ -86,14 +86,14 @@ pub fn check_without_gpu(
     crate::cmd::run_cmd(
         cargo()
             .args(["build", "--examples"])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", include),
+            .env(crate::locate::INCLUDE_DIR_VAR, include),
     )?;
     let mut failures = vec![];
     for (name, no_gpu_exit) in EXAMPLES {
         // `cargo run` puts the build's stub libcuda on the library path.
         let out = cargo()
             .args(["run", "--quiet", "--example", name])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+            .env(crate::locate::INCLUDE_DIR_VAR, include)
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| format!("cargo run --example {name}: {e}"))?;
@@ -137,7 +137,7 @@ pub fn bundle_with(
             "--message-format=json-render-diagnostics",
         ])
         .args(["--package", "cuda-mem-sys", "--features", features])
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+        .env(crate::locate::INCLUDE_DIR_VAR, include)
         .env("CARGO_TARGET_DIR", target_dir)
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")

@@ -315,7 +315,7 @@ fn build_tests(
         )
         .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
         .args(["--features", features])
-        .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+        .env(crate::locate::INCLUDE_DIR_VAR, include)
         .env("CARGO_TARGET_DIR", target_dir)
         // No debug information (the symbol table stays: abi_symbols reads it).
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
@@ -412,6 +412,15 @@ fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
 /// Runs every `<release>/<build>/run.sh` beside it, each writing
 /// `gpu-bundle --matrix`'s releases: every one (none named), or those named,
 /// each with the binaries named after it (`<release>:<binary>,...`; none: all).
+/// `gpu-bundle --matrix`'s arguments, checked before anything is made.
+pub fn check_matrix_args(args: &[&str]) -> Result<(), String> {
+    let args = match args.first() {
+        Some(&"--examples-only") => &args[1..],
+        _ => args,
+    };
+    named_releases(args).map(drop)
+}
+
 fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, String> {
     if args.is_empty() {
         return Ok(headers::RELEASES.iter().map(|r| (*r, vec![])).collect());
@@ -518,7 +527,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
                 .current_dir(workspace)
                 .args(["build", "--release", "--package", "cuda-mem-sys-bench"])
                 .args(["--features", features])
-                .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
+                .env(crate::locate::INCLUDE_DIR_VAR, include)
                 .env("CARGO_TARGET_DIR", &target_dir),
         )?;
         std::fs::copy(

@@ -85,8 +85,17 @@ pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
     fetch_for(workspace, release, HOST_TARGET)
 }
 
+/// Whether `release` and `target` name wheels that exist: checked before
+/// any folder is made for them.
+pub fn check(release: &str, target: &str) -> Result<(), String> {
+    wheels(release)?;
+    platforms(target)?;
+    Ok(())
+}
+
 /// Fetches (once) and returns the include directory of `release` for `target`.
 pub fn fetch_for(workspace: &Path, release: &str, target: &str) -> Result<PathBuf, String> {
+    check(release, target)?;
     let root = cache_root_for(workspace, release, target);
     if let Some(dir) = include_dir(&root).filter(|_| root.join("wheels.txt").is_file()) {
         return Ok(dir);

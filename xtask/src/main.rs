@@ -6,123 +6,189 @@ mod build_cost;
 mod changes;
 mod ci;
 mod cmd;
-#[allow(dead_code)]
-#[path = "../../build/codegen/mod.rs"]
-mod codegen;
 mod device_compile;
 mod device_report;
+mod docs_rs;
 mod examples;
 mod gpu_bundle;
 mod headers;
-#[allow(dead_code)]
-#[path = "../../build/locate.rs"]
-mod locate;
 mod msvc;
-// The generator's syn-free helpers, beside it (it reads them as `super::`).
-#[allow(dead_code)]
-#[path = "../../build/preprocess.rs"]
-mod preprocess;
 mod regen;
+// The generator and its helpers, the locator, the build script's timing
+// lines: build/'s shared part, one mount (its modules name each other
+// through `super::`). What serves only the build script goes unused here.
 #[allow(dead_code)]
-#[path = "../../build/release.rs"]
-mod release;
-// The build script's `CUDA_MEM_SYS_BUILD_TIMINGS` lines, read by bench-build.
-#[allow(dead_code)] // what writes them serves the build script
-#[path = "../../build/timings.rs"]
-mod timings;
+#[path = "../../build/shared.rs"]
+mod shared;
 mod wrap;
 
 use cmd::workspace;
+use shared::{codegen, locate, release, timings};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <command>
-  headers <version> [--target <triple>]
-                         fetch CUDA <version>'s headers and libcudart (12.0 ... 13.5) into
-                         target/cuda-headers/ and print the include directory; for another
-                         target (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu) its wheels,
-                         into target/cuda-headers/<triple>/<version>/
-  demo                   install libclang if missing, fetch the CUDA 13.0 headers, build
-                         and run examples/demo.rs
-  ci                     the whole test suite as CI runs it (installs what it needs)
-  ci --cross             only its aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part
-  msrv                   check the library with the toolchain of Cargo.toml's rust-version (no
-                         CUDA, the 13.0 headers, no bindgen, a generating loaded build; a step of `ci`)
-  examples               build every example and run each without a GPU, expecting its
-                         documented `no GPU:` line and exit code (a step of `ci`)
-  regen                  regenerate the committed fallback bindings (src/generated/) from the
-                         pinned release's headers
-  bench-build [--runs N] clean and no-op build times beside cudarc 0.19, the build script's
-                         steps and the build-time budget's checks (docs/build-times.md;
-                         median of N runs, 3 unless told)
-  build-cost             CI's build-cost checks alone: no duplicated dependency, a
-                         default-features = false dependent builds without libclang or bindgen
-  gpu-bundle             build every test binary against the CUDA 13.0 headers into
-                         .gpu-bundle/ with run.sh, for a GPU machine without Rust
-  device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)
-                         compile the device tests (cargo test --no-run) and the examples
-                         against each release's headers, linked and with dynamic-loading;
-                         `unseen`: headers claiming CUDA 13.7, a release the crate does not
-                         know; --ci: 12.0 12.2 12.8 13.0 13.2 13.5 unseen (a step of `ci`)
-  gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]
-                         the release matrix: device tests and examples of every release
-                         (or those named), linked and loaded (+ per-thread default stream
-                         for 12.0 12.9 13.5), in .gpu-bundle-matrix/part-<n>.tar.xz files
-                         that fit one GPU call each; matrix.sh runs a part. A release
-                         named with binaries gets only those, no examples (a re-run)
-  device-report <dir>... Markdown for docs/device-results.md from what run.sh wrote in <dir>s:
-                         bad-input table, process-death figures, compute-sanitizer counts
-  abi <version>...       build against each release's headers and check the bindings' layout and
-                         constants against the C compiler (abi-proofs/tests/abi_layout.rs) and stable names
-                         (tests/stable_names.rs); `fallback`: the committed bindings
-  abi --all              every release 12.0 ... 13.5 and the fallback; writes docs/abi-report.md
-  abi --target <triple> <version>... | --all
-                         the same built for aarch64-unknown-linux-gnu (run under qemu-aarch64) or
-                         x86_64-pc-windows-gnu (under wine); writes that target's section of
-                         docs/abi-report.md (the releases run)
-  msvc [<version>... | --all]
-                         x86_64-pc-windows-msvc with no file from Microsoft: clang in MSVC mode,
-                         lld-link against import libraries of Wine's DLLs, run under wine; the
-                         layout, signature, bad-input, stable-name and fallback checks, the
-                         loader's DLL search, the examples compiled (13.0 unless told; a step of `ci`)
-  wrap-check             the wrapper crate (wrap/) checked against 12.0 12.9 13.0 13.5 and an
-                         unseen release, linked and loaded, default features and none (the
-                         named refusal asserted where designed); its build script's cfgs; and
-                         built from the unpacked `cargo package` of cuda-mem-sys (a step of `ci`)
-  changes                docs/release-changes.md: what changed between releases in the five groups
-                         (from the bindings `abi --all` leaves in target/abi/)";
+/// Every command, one line each: (synopsis, what it does). `help` prints
+/// them; an unknown word prints them and fails.
+const COMMANDS: [(&str, &str); 20] = [
+    ("help, -h, --help", "this list"),
+    ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
+    ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
+    ("ci", "the whole test suite as CI runs it (installs what it needs)"),
+    ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
+    ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
+    ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
+    ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
+    ("bench-build [--runs N]", "clean and no-op build times beside cudarc, the build script's steps, the budget's checks (docs/build-times.md)"),
+    ("build-cost", "CI's build-cost checks: no duplicated dependency, no bindgen or libclang without the feature"),
+    ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
+    ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
+    ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
+    ("device-report <dir>...", "Markdown for docs/device-results.md from what run.sh wrote"),
+    ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
+    ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
+    ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, examples and wrapper compiled (13.0 unless told; a step of `ci --cross`)"),
+    ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
+    ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
+    ("(any command) -h | --help", "this list, nothing run"),
+];
+
+/// The list `help` prints.
+fn usage() -> String {
+    let mut text = String::from("usage: cargo xtask <command>\n");
+    for (synopsis, what) in COMMANDS {
+        text.push_str(&format!("  {synopsis:<40} {what}\n"));
+    }
+    text
+}
+
+/// A command with its arguments, checked: nothing has been made yet.
+#[derive(Debug, PartialEq)]
+enum Task<'a> {
+    Help,
+    Headers { release: &'a str, target: &'a str },
+    Demo,
+    Ci,
+    CiCross,
+    Examples,
+    Msrv,
+    Regen,
+    BenchBuild(usize),
+    BuildCost,
+    GpuBundle,
+    GpuMatrix(&'a [&'a str]),
+    DeviceCompile(&'a [&'a str]),
+    DeviceReport(&'a [&'a str]),
+    Abi(&'a [&'a str]),
+    Msvc(&'a [&'a str]),
+    Changes,
+    WrapCheck,
+}
+
+/// Why the words are no task: an unknown command (the usage follows), or
+/// a known one's arguments that are wrong.
+#[derive(Debug, PartialEq)]
+enum BadArgs {
+    Unknown,
+    Wrong(String),
+}
+
+/// The words after `cargo xtask`, checked (releases, targets, numbers)
+/// before anything is created.
+fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
+    if args.is_empty() {
+        return Err(BadArgs::Unknown);
+    }
+    if args.iter().any(|a| ["help", "-h", "--help"].contains(a)) {
+        return Ok(Task::Help);
+    }
+    let wrong = BadArgs::Wrong;
+    Ok(match args {
+        ["headers", release] => Task::Headers {
+            release,
+            target: headers::HOST_TARGET,
+        },
+        ["headers", release, "--target", target] | ["headers", "--target", target, release] => {
+            Task::Headers { release, target }
+        }
+        ["headers", ..] => {
+            return Err(wrong(
+                "headers takes one release and at most `--target <triple>`".into(),
+            ))
+        }
+        ["demo"] => Task::Demo,
+        ["ci"] => Task::Ci,
+        ["ci", "--cross"] => Task::CiCross,
+        ["examples"] => Task::Examples,
+        ["msrv"] => Task::Msrv,
+        ["regen"] => Task::Regen,
+        ["bench-build"] => Task::BenchBuild(3),
+        ["bench-build", "--runs", n] => match n.parse() {
+            Ok(n) if n > 0 => Task::BenchBuild(n),
+            _ => {
+                return Err(wrong(format!(
+                    "--runs takes a number of runs above 0, not {n:?}"
+                )))
+            }
+        },
+        ["build-cost"] => Task::BuildCost,
+        ["gpu-bundle"] => Task::GpuBundle,
+        ["gpu-bundle", "--matrix", rest @ ..] => Task::GpuMatrix(rest),
+        ["device-compile", rest @ ..] => Task::DeviceCompile(rest),
+        ["device-report", rest @ ..] => Task::DeviceReport(rest),
+        ["abi", rest @ ..] => Task::Abi(rest),
+        ["msvc", rest @ ..] => Task::Msvc(rest),
+        ["changes"] => Task::Changes,
+        ["wrap-check"] => Task::WrapCheck,
+        _ => return Err(BadArgs::Unknown),
+    })
+    .and_then(|task| check(&task).map(|()| task).map_err(wrong))
+}
+
+/// The arguments a task reads before it starts, checked here.
+fn check(task: &Task) -> Result<(), String> {
+    match task {
+        Task::Headers { release, target } => headers::check(release, target),
+        Task::DeviceCompile(rest) => device_compile::parse(rest).map(drop),
+        Task::GpuMatrix(rest) => gpu_bundle::check_matrix_args(rest),
+        Task::Abi(rest) => abi::parse(rest).map(drop),
+        Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        _ => Ok(()),
+    }
+}
+
+fn run(task: Task) -> Result<(), String> {
+    match task {
+        Task::Help => {
+            print!("{}", usage());
+            Ok(())
+        }
+        Task::Headers { release, target } => headers::fetch_for(&workspace(), release, target)
+            .map(|dir| println!("{}", dir.display())),
+        Task::Demo => ci::demo(&workspace()),
+        Task::Ci => ci::run(&workspace()),
+        Task::CiCross => ci::cross(&workspace()),
+        Task::Examples => ci::examples(&workspace()),
+        Task::Msrv => ci::msrv_alone(&workspace()),
+        Task::Regen => regen::run(&workspace()),
+        Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
+        Task::BuildCost => build_cost::check(&workspace()),
+        Task::GpuBundle => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
+        Task::GpuMatrix(rest) => gpu_bundle::matrix(&workspace(), rest),
+        Task::DeviceCompile(rest) => device_compile::run(&workspace(), rest),
+        Task::DeviceReport(rest) => device_report::run(&workspace(), rest),
+        Task::Abi(rest) => abi::run(&workspace(), rest),
+        Task::Msvc(rest) => msvc::run(&workspace(), rest),
+        Task::Changes => changes::run(&workspace()),
+        Task::WrapCheck => wrap::run(&workspace()),
+    }
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let result = match args.as_slice() {
-        ["headers", release] => {
-            headers::fetch(&workspace(), release).map(|dir| println!("{}", dir.display()))
-        }
-        ["headers", release, "--target", target] | ["headers", "--target", target, release] => {
-            headers::fetch_for(&workspace(), release, target)
-                .map(|dir| println!("{}", dir.display()))
-        }
-        ["demo"] => ci::demo(&workspace()),
-        ["ci"] => ci::run(&workspace()),
-        ["ci", "--cross"] => ci::cross(&workspace()),
-        ["examples"] => ci::examples(&workspace()),
-        ["msrv"] => ci::msrv_alone(&workspace()),
-        ["regen"] => regen::run(&workspace()),
-        ["bench-build"] => bench_build::run(&workspace(), 3),
-        ["bench-build", "--runs", n] => match n.parse() {
-            Ok(n) if n > 0 => bench_build::run(&workspace(), n),
-            _ => Err(format!("--runs takes a number of runs above 0, not {n:?}")),
-        },
-        ["build-cost"] => build_cost::check(&workspace()),
-        ["gpu-bundle"] => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
-        ["gpu-bundle", "--matrix", rest @ ..] => gpu_bundle::matrix(&workspace(), rest),
-        ["device-compile", rest @ ..] => device_compile::run(&workspace(), rest),
-        ["device-report", rest @ ..] => device_report::run(&workspace(), rest),
-        ["abi", rest @ ..] => abi::run(&workspace(), rest),
-        ["msvc", rest @ ..] => msvc::run(&workspace(), rest),
-        ["changes"] => changes::run(&workspace()),
-        ["wrap-check"] => wrap::run(&workspace()),
-        _ => Err(USAGE.to_string()),
+    let result = match parse(&args) {
+        Ok(task) => run(task),
+        Err(BadArgs::Unknown) => Err(usage()),
+        Err(BadArgs::Wrong(why)) => Err(format!("{why}\n(`cargo xtask help` lists the commands)")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -195,12 +261,18 @@ mod tests {
     fn xtask_imports() -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
-        // The modules main.rs declares (its own files and the generator's mounts).
-        let modules: BTreeSet<String> = main
+        // The modules main.rs declares (its own files and the build's shared
+        // part), and the shared part's modules it brings to the crate root.
+        let mut modules: BTreeSet<String> = main
             .lines()
             .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
             .map(str::to_string)
             .collect();
+        let shared = main
+            .lines()
+            .find_map(|l| l.strip_prefix("use shared::{")?.strip_suffix("};"))
+            .expect("main.rs brings build/shared.rs's modules in with `use shared::{...};`");
+        modules.extend(shared.split(',').map(|m| m.trim().to_string()));
         let mut graph = BTreeMap::new();
         for entry in std::fs::read_dir(&src).unwrap() {
             let path = entry.unwrap().path();
@@ -268,6 +340,110 @@ mod tests {
         assert_eq!(
             circle(&graph(&[("abi", "cmd"), ("ci", "abi"), ("ci", "cmd")])),
             None
+        );
+    }
+
+    use super::{parse, usage, BadArgs, Task, COMMANDS};
+
+    #[test]
+    fn help_in_each_spelling_is_the_list() {
+        for word in ["help", "-h", "--help"] {
+            assert_eq!(parse(&[word]), Ok(Task::Help), "{word}");
+        }
+        // After a command, too: nothing of that command runs.
+        assert_eq!(parse(&["headers", "--help"]), Ok(Task::Help));
+        assert_eq!(parse(&["abi", "-h"]), Ok(Task::Help));
+        let text = usage();
+        assert_eq!(text.lines().count(), COMMANDS.len() + 1, "{text}");
+    }
+
+    /// Each command of the list is one the parser knows (its first word,
+    /// with arguments where it needs some).
+    #[test]
+    fn every_listed_command_is_known_and_every_known_one_listed() {
+        let examples: [&[&str]; 18] = [
+            &["headers", "13.0"],
+            &["demo"],
+            &["ci"],
+            &["ci", "--cross"],
+            &["msrv"],
+            &["examples"],
+            &["regen"],
+            &["bench-build", "--runs", "2"],
+            &["build-cost"],
+            &["gpu-bundle"],
+            &["gpu-bundle", "--matrix", "13.0"],
+            &["device-compile", "--ci"],
+            &["device-report", "x"],
+            &["abi", "13.0"],
+            &["abi", "--target", "aarch64-unknown-linux-gnu", "--all"],
+            &["changes"],
+            &["wrap-check"],
+            &["msvc", "12.0", "13.5"],
+        ];
+        for args in examples {
+            assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
+            let listed = COMMANDS
+                .iter()
+                .any(|(synopsis, _)| synopsis.split(' ').next() == Some(args[0]));
+            assert!(listed, "{} is not in the list", args[0]);
+        }
+        for (synopsis, _) in COMMANDS {
+            let word = synopsis.split([' ', ',']).next().unwrap();
+            let known =
+                word == "help" || word == "(any" || examples.iter().any(|args| args[0] == word);
+            assert!(known, "{synopsis}: listed but never parsed here");
+        }
+    }
+
+    /// The deliberately wrong cases: an unknown word, and bad arguments of
+    /// known commands, are refused by the parser, before anything exists.
+    #[test]
+    fn unknown_words_and_bad_arguments_are_refused_before_anything_runs() {
+        assert_eq!(parse(&[]), Err(BadArgs::Unknown));
+        assert_eq!(parse(&["nonsense"]), Err(BadArgs::Unknown));
+        assert_eq!(parse(&["ci", "--crosss"]), Err(BadArgs::Unknown));
+        for args in [
+            &["headers", "12.7"][..],
+            &["headers", "--target", "13.0"],
+            &["headers", "13.0", "--target", "riscv64gc-unknown-linux-gnu"],
+            &["headers", "13.0", "14.0"],
+            &["bench-build", "--runs", "0"],
+            &["device-compile", "12.7"],
+            &["gpu-bundle", "--matrix", "11.8"],
+            &["abi", "12.7"],
+            &["abi", "--target", "mips-unknown-linux-gnu", "13.0"],
+            &["abi"],
+            &["msvc", "12.7"],
+            &["msvc", "--all", "13.0"],
+        ] {
+            assert!(
+                matches!(parse(args), Err(BadArgs::Wrong(_))),
+                "{args:?}: {:?}",
+                parse(args)
+            );
+        }
+    }
+
+    /// `headers` with a bad release makes no folder for it, even when
+    /// called past the parser (the fetch checks first); the right case, a
+    /// known release, is accepted by the same check.
+    #[test]
+    fn a_bad_release_is_refused_before_its_folder_exists() {
+        let workspace = std::env::temp_dir().join(format!("xtask-headers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&workspace);
+        std::fs::create_dir_all(&workspace).unwrap();
+        for release in ["--help", "12.7", "../escape"] {
+            let err = crate::headers::fetch_for(&workspace, release, crate::headers::HOST_TARGET)
+                .unwrap_err();
+            assert!(err.contains(release), "{err}");
+        }
+        let made: Vec<_> = std::fs::read_dir(&workspace).unwrap().collect();
+        std::fs::remove_dir_all(&workspace).unwrap();
+        assert!(made.is_empty(), "folders were made: {made:?}");
+        assert_eq!(
+            crate::headers::check("13.0", crate::headers::HOST_TARGET),
+            Ok(())
         );
     }
 }

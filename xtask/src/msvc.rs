@@ -348,21 +348,25 @@ pub fn for_msvc(cmd: &mut Command, tc: &Toolchain) {
     }
 }
 
+/// The releases of `cargo xtask msvc [<release>... | --all]`: the pinned one
+/// unless told.
+pub fn parse<'a>(args: &[&'a str]) -> Result<Vec<&'a str>, String> {
+    match args {
+        [] => Ok(vec![crate::release::PINNED_RELEASE]),
+        ["--all"] => Ok(headers::RELEASES.to_vec()),
+        named => match named.iter().find(|r| !headers::RELEASES.contains(r)) {
+            Some(bad) => Err(format!(
+                "msvc: {bad:?} is no release (known: {}), nor --all alone",
+                headers::RELEASES.join(" ")
+            )),
+            None => Ok(named.to_vec()),
+        },
+    }
+}
+
 /// `cargo xtask msvc [<release>... | --all]`.
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
-    let releases: Vec<&str> = match args {
-        [] => vec![crate::abi::PINNED_RELEASE],
-        ["--all"] => headers::RELEASES.to_vec(),
-        named => {
-            if let Some(bad) = named.iter().find(|r| !headers::RELEASES.contains(r)) {
-                return Err(format!(
-                    "msvc: {bad:?} is no release (known: {}), nor --all",
-                    headers::RELEASES.join(" ")
-                ));
-            }
-            named.to_vec()
-        }
-    };
+    let releases = parse(args)?;
     crate::cmd::ensure_libclang()?;
     let started = std::time::Instant::now();
     let tc = toolchain(workspace)?;
@@ -496,7 +500,7 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
 /// ignored, and would otherwise pass the step.
 fn unexpected_ignores(stdout: &str, release: &str) -> Vec<String> {
     let mut allowed = vec!["a_build_without_cuda_uses_the_fallback"];
-    if release != crate::abi::PINNED_RELEASE {
+    if release != crate::release::PINNED_RELEASE {
         allowed.push("committed_bindings_match_the_pinned_headers");
     }
     stdout
@@ -528,7 +532,7 @@ fn cuda_libraries(
         return Ok(Some(dir));
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let pinned = headers::fetch_for(workspace, crate::abi::PINNED_RELEASE, MSVC)?;
+    let pinned = headers::fetch_for(workspace, crate::release::PINNED_RELEASE, MSVC)?;
     let cuda = pinned.parent().unwrap().join("lib/x64/cuda.lib");
     std::fs::copy(&cuda, dir.join("cuda.lib")).map_err(|e| format!("{}: {e}", cuda.display()))?;
     let dll = find_cudart(&root.join("bin"))

@@ -9,7 +9,7 @@ use std::path::Path;
 pub fn run(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch(workspace, codegen::PINNED_RELEASE)?;
     let cuda = locate::at_root(&include, std::env::consts::ARCH, "pinned headers".into())
-        .ok_or("the pinned headers hold no cuda.h")?;
+        .ok_or("the pinned headers hold no cuda.h")??;
     let work_dir = workspace.join("target/xtask-regen");
     std::fs::create_dir_all(&work_dir).map_err(|e| e.to_string())?;
     for ptds in [false, true] {
@@ -44,7 +44,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 }
 
 /// The committed form of the bindings: the build script's tree, pretty-printed
-/// (`build/main.rs` writes the same tree as compact tokens).
+/// (`build/main.rs` writes the same tree as tokens, one item a line).
 pub fn pretty(out: &codegen::Output) -> String {
     out.header.clone() + &prettyplease::unparse(&out.file)
 }

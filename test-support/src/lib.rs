@@ -1,11 +1,37 @@
-//! What the ABI tests share: the headers and C compiler the crate was built
-//! with, and a libtest-mimic `main` that reports a test ignored (with the
-//! reason) where the build had no headers (the committed fallback).
-#![allow(dead_code)]
+//! What cuda-mem-sys's tests and its ABI proofs share: the headers and C
+//! compiler the crate was built with, scratch folders, and a libtest-mimic
+//! `main` that reports a test ignored (with the reason) where the build had
+//! no headers (the committed fallback). The build's facts come from this
+//! package's build script, which reads cuda-mem-sys's `DEP_CUDA_MEM_SYS_*`
+//! metadata as any dependent does.
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The target the crate was built for.
+pub const TARGET: &str = env!("TEST_SUPPORT_TARGET");
+/// The machine that built it.
+pub const HOST: &str = env!("TEST_SUPPORT_HOST");
+/// The target's C compiler as the build found it (the cc crate's choice).
+pub const TARGET_CC: Option<&str> = option_env!("TEST_SUPPORT_TARGET_CC");
+/// The crate's `DEP_CUDA_MEM_SYS_INCLUDE`: the include folders of headers of
+/// its bindings' release, joined like `PATH`.
+pub const INCLUDE_DIRS: Option<&str> = option_env!("TEST_SUPPORT_INCLUDE_DIRS");
+/// The crate's `DEP_CUDA_MEM_SYS_BINDINGS`: `generated`,
+/// `committed-same-headers` or `committed`.
+pub const BINDINGS: &str = env!("TEST_SUPPORT_BINDINGS");
+/// The variable that names the CUDA headers (spelt here, not taken from
+/// `build/locate.rs`: the tests hold the documented name).
+pub const INCLUDE_DIR_VAR: &str = "CUDA_MEM_SYS_INCLUDE_DIR";
+/// Every variable naming a CUDA root, in the build's search order.
+pub const ROOT_VARS: [&str; 5] = [
+    INCLUDE_DIR_VAR,
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "CUDA_ROOT",
+    "CUDA_TOOLKIT_ROOT_DIR",
+];
 
 pub type Check = (&'static str, fn() -> Result<Completion, Failed>);
 
@@ -24,16 +50,12 @@ pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
     if let Ok(dirs) = std::env::var("CUDA_MEM_SYS_TEST_INCLUDE_DIRS") {
         return Ok(std::env::split_paths(&dirs).collect());
     }
-    match option_env!("CUDA_MEM_SYS_INCLUDE_DIRS") {
+    match INCLUDE_DIRS {
         // Joined on the build's host, as its PATH is (`:` on Linux): a test
         // for Windows running under Wine would split at `;` and find one
         // folder named `a:b` where the headers have two (the 12.x wheels).
         Some(dirs) => {
-            let host_separator = if env!("CUDA_MEM_SYS_HOST").contains("windows") {
-                ';'
-            } else {
-                ':'
-            };
+            let host_separator = if HOST.contains("windows") { ';' } else { ':' };
             Ok(dirs
                 .split(host_separator)
                 .filter(|d| !d.is_empty())
@@ -53,10 +75,9 @@ pub fn include_dirs() -> Result<Vec<PathBuf>, String> {
 /// `CC_<target>` honoured), configured with its headers and the
 /// `per-thread-default-stream` feature's define.
 pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
-    let target = env!("CUDA_MEM_SYS_TARGET");
     let mut b = cc::Build::new();
-    b.target(target).host(env!("CUDA_MEM_SYS_HOST"));
-    if let Some(cc) = option_env!("CUDA_MEM_SYS_TARGET_CC") {
+    b.target(TARGET).host(HOST);
+    if let Some(cc) = TARGET_CC {
         // The compiler the build found for the target (`CC_<target>` honoured
         // there; a test running under Wine would look for `gcc.exe`);
         // `CUDA_MEM_SYS_TEST_CC` overrides it where the tests run.
@@ -67,7 +88,7 @@ pub fn c_compiler(include_dirs: &[PathBuf]) -> cc::Build {
         .cargo_warnings(false)
         .warnings(false)
         .includes(include_dirs);
-    if cfg!(feature = "per-thread-default-stream") {
+    if env!("TEST_SUPPORT_PER_THREAD_DEFAULT_STREAM") == "1" {
         b.define("CUDA_API_PER_THREAD_DEFAULT_STREAM", None);
     }
     b
@@ -108,10 +129,9 @@ pub fn scratch(name: &str) -> Scratch {
 
 /// The variable cargo reads the target's runner from: `CARGO_TARGET_<TRIPLE>_RUNNER`.
 pub fn runner_var() -> String {
-    let triple = env!("CUDA_MEM_SYS_TARGET");
     format!(
         "CARGO_TARGET_{}_RUNNER",
-        triple.to_uppercase().replace(['-', '.'], "_")
+        TARGET.to_uppercase().replace(['-', '.'], "_")
     )
 }
 
@@ -220,12 +240,10 @@ fn exit_status(code: i32) -> std::process::ExitStatus {
 pub fn scratch_under_target(name: &str) -> Scratch {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let base = if base.is_dir() {
-        base
-    } else {
-        std::env::temp_dir()
-    };
+    let base = option_env!("TEST_SUPPORT_SCRATCH")
+        .map(PathBuf::from)
+        .filter(|b| b.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)

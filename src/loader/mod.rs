@@ -1,0 +1,386 @@
+//! Run-time loading of the CUDA driver and runtime (feature `dynamic-loading`).
+//!
+//! Every function keeps its documented name, signature and docs. A Rust call
+//! is inlined: a load of the function's slot, filled on its first call
+//! (thread-safely: concurrent first calls may both resolve, and store the
+//! same pointer), and an indirect call. The crate also defines a trampoline
+//! for every symbol the declarations link (`cuMemAdvise_v2`), exported under
+//! that C name only with the feature `export-c-names` (see the README, "The C
+//! names").
+//!
+//! - **Driver**: `libcuda.so.1` (then `libcuda.so`; `nvcuda.dll` on Windows),
+//!   or the file named by `CUDA_MEM_SYS_LIBCUDA`. Each function is asked of the
+//!   driver's `cuGetProcAddress` (`cuGetProcAddress_v2` where exported) with
+//!   the base name and ABI version the headers select, and
+//!   `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM` under
+//!   `per-thread-default-stream`; a function whose ABI version is above the
+//!   driver's `cuDriverGetVersion` is not asked for: the driver is too old for
+//!   it. The table is generated from the headers (`build/codegen/loader.rs`).
+//! - **Runtime**: linked statically where the build found
+//!   `libcudart_static.a` (it loads `libcuda.so.1` itself when first used);
+//!   otherwise, and under `dynamic-cudart`, `libcudart.so.<major>`
+//!   (`cudart64_<major>.dll`) or the file named by `CUDA_MEM_SYS_LIBCUDART`,
+//!   each function by `dlsym` of the symbol C calls. A runtime whose
+//!   `cudaRuntimeGetVersion` is of another major than the headers' is refused
+//!   (its structures differ).
+//! - **One driver per process**: where `CUDA_MEM_SYS_LIBCUDA` names a driver,
+//!   it is loaded before the runtime (at program start with the static
+//!   runtime), so the runtime's own `dlopen("libcuda.so.1")` finds it by its
+//!   `SONAME`. A driver loaded by any other name than `libcuda.so.1` (the
+//!   variable's file, the `libcuda.so` fall-back) whose `SONAME` is not
+//!   `libcuda.so.1` is refused (303; [`driver`] names the `SONAME` it has):
+//!   the runtime would load a second driver beside it.
+//! - **NVIDIA's stub library** (the toolkit's `stubs/libcuda.so`, for linking
+//!   only), found for instance by the `libcuda.so` fall-back where only the
+//!   toolkit is on the library path, is told by its answer
+//!   `CUDA_ERROR_STUB_LIBRARY` and reported as a linked build reports it:
+//!   every driver call returns `CUDA_ERROR_STUB_LIBRARY` (34), and [`driver`]
+//!   says so.
+//! - **The environment** is read once, for both variables together: at program
+//!   start on Linux (before `main`, from the crate's `.init_array` entry, or
+//!   when a library containing the crate is opened); elsewhere at the first
+//!   use of either library. Later changes (`std::env::set_var`) have no
+//!   effect. In a secure process (`getauxval(AT_SECURE)`: setuid, setgid,
+//!   file capabilities) both variables are ignored, as glibc ignores
+//!   `LD_LIBRARY_PATH` there; [`Loaded::variable`] / [`LoadError::variable`]
+//!   say so.
+//! - **No hang**: a thread that finds a library being loaded by another
+//!   waits, spinning briefly, then yielding, then sleeping a millisecond at
+//!   a time, until it is loaded; a call back into the crate from the library's
+//!   own code while it is being loaded (on the loading thread), or a call in
+//!   a child forked while another thread was loading, returns the
+//!   library-not-loaded code at once. A fork is told by a generation that
+//!   every child gets anew (a `pthread_atfork` handler), not by the process
+//!   id, which a child can share (PID 1 forking into a new PID namespace).
+//!   The two loads have one order: a runtime call waits for a named driver's
+//!   load before it claims the runtime's, so the driver's own code may call
+//!   the runtime while another thread waits for both (it gets 303 at once:
+//!   the driver it needs is being loaded by that very thread); in a child
+//!   forked during the driver's load, runtime calls return 303 as driver
+//!   calls do. [`driver`] and [`runtime`] still say what the load tries and
+//!   how the variable was taken.
+//!
+//! **A lazy load inside a library constructor** can deadlock, as any lazy
+//! `dlopen` can: a constructor (of a library being opened, holding the
+//! dynamic loader's lock) that makes the process's first CUDA call waits for
+//! a thread already loading the driver, and that thread's `dlopen` waits for
+//! the lock. Load before any such library is opened: call [`load_all`] (or
+//! [`driver`]) early in `main`, or name the driver in `CUDA_MEM_SYS_LIBCUDA`
+//! with the static runtime, which loads it at program start.
+//!
+//! On Windows a bare name is never looked for in the working directory or on
+//! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded
+//! from `System32` only (`LoadLibraryExW` with `LOAD_LIBRARY_SEARCH_SYSTEM32`),
+//! `cudart64_<major>.dll` from the default folders (the application's,
+//! `System32`, those added by `AddDllDirectory`:
+//! `LOAD_LIBRARY_SEARCH_DEFAULT_DIRS`). The variables are read as the wide
+//! strings Windows keeps (`GetEnvironmentVariableW`), so a path outside the
+//! ANSI code page loads; a path in them is loaded as given.
+//!
+//! Nothing panics or aborts. A call that cannot be made returns:
+//!
+//! | situation | driver function | runtime function |
+//! |---|---|---|
+//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included), or is being loaded by this very thread, or was being loaded by another thread when the process forked (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
+//! | the library has no such function, or answers with an address below 4096 | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
+//! | the driver found is NVIDIA's stub library | `CUDA_ERROR_STUB_LIBRARY` (34) | (not a case: the runtime loads the driver itself) |
+//! | the driver says the table asked below the function's introduction: a bug of this crate | `CUDA_ERROR_UNKNOWN` (999) | (not a case) |
+//!
+//! (`cudaGetErrorName`/`cudaGetErrorString` return a message string instead,
+//! `cudaCreateChannelDesc` a zeroed descriptor.) [`driver`], [`runtime`] and
+//! [`function`] tell, without calling anything, what loaded and why not.
+
+// Every `unsafe` operation in its own block, each with its SAFETY comment.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod environment;
+mod library;
+mod once;
+mod slots;
+mod text;
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(unix)]
+use unix as sys;
+#[cfg(windows)]
+use windows as sys;
+
+use crate::generated::{
+    cudaChannelFormatDesc, cudaErrorCallRequiresNewerDriver, cudaErrorSharedObjectInitFailed,
+    cudaErrorStubLibrary, cudaErrorSymbolNotFound, cudaErrorUnknown, cudaError_t, CUresult,
+    CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_UNKNOWN,
+};
+use core::ffi::{c_char, c_void};
+use environment::environment;
+use library::{DRIVER_LIB, RUNTIME_LIB};
+use slots::{driver_fn, runtime_fn};
+use table::{NAMES, N_DRIVER, N_RUNTIME};
+
+/// The generated table (`build/codegen/loader.rs`).
+#[cfg(cuda_mem_sys_load_driver)]
+use crate::generated::loader_table as table;
+/// docs.rs's build (`DOCS_RS`: the build script sets no loading cfg, so the
+/// linked declarations are documented, NVIDIA's full text, beside this
+/// module): no table, and never a program.
+#[cfg(not(cuda_mem_sys_load_driver))]
+mod table {
+    pub const N_DRIVER: usize = 0;
+    pub const N_RUNTIME: usize = 0;
+    pub static DRIVER: [super::Entry; 0] = [];
+    pub static RUNTIME: [super::Entry; 0] = [];
+    pub static NAMES: &[(&str, super::Api, usize)] = &[];
+}
+
+// The generated trampolines and loaded calls name these as
+// `crate::loader::...`: the macros, and what they expand to call.
+#[cfg_attr(not(cuda_mem_sys_load_driver), allow(unused_imports))]
+pub(crate) use slots::{call, trampoline};
+#[doc(hidden)]
+pub use slots::{driver_ready, driver_resolve, runtime_ready, runtime_resolve};
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// The environment variable naming the driver library file to load.
+pub const LIBCUDA_VAR: &str = "CUDA_MEM_SYS_LIBCUDA";
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// The environment variable naming the runtime library file to load.
+pub const LIBCUDART_VAR: &str = "CUDA_MEM_SYS_LIBCUDART";
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// How the loader finds one symbol (generated: `loader_table`).
+#[doc(hidden)]
+pub struct Entry {
+    /// The symbol C calls, NUL-terminated.
+    pub symbol: &'static [u8],
+    /// `cuGetProcAddress`'s base name, NUL-terminated; empty: `dlsym(symbol)`.
+    pub base: &'static [u8],
+    /// `cuGetProcAddress`'s ABI version (0 with `dlsym`).
+    pub version: u32,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Which library a function comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `libcuda` (`cu*`).
+    Driver,
+    /// `libcudart` (`cuda*`).
+    Runtime,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Why a function cannot be called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Its library could not be loaded ([`driver`] / [`runtime`] say why), or
+    /// is being loaded by this very thread (a call back into the crate from
+    /// the library's own code while it loads).
+    LibraryNotLoaded,
+    /// The driver is older than the function's ABI version: the version is
+    /// above the driver's `cuDriverGetVersion` (or, where that did not
+    /// answer, `cuGetProcAddress` said `CUDA_ERROR_INVALID_VALUE`, its answer
+    /// for a version above the driver's).
+    DriverTooOld,
+    /// The library has no such function (for the driver: at an ABI version
+    /// not above its own), or answered with an address below 4096, where no
+    /// function can be (the first page is never mapped).
+    NotFound,
+    /// The driver has the function but says the ABI version asked is below
+    /// the one it was introduced in (`CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`):
+    /// a bug in this crate's generated table; please report it.
+    VersionBelowIntroduction,
+    /// Not a function of these bindings.
+    UnknownName,
+    /// The driver found is NVIDIA's stub library (the toolkit's
+    /// `stubs/libcuda.so`, for linking only): its functions answer
+    /// `CUDA_ERROR_STUB_LIBRARY` (34), as they do in a linked build.
+    StubLibrary,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Where a function is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// Loaded at run time, at this address.
+    Loaded(*const c_void),
+    /// Part of the executable (the static runtime, `libcudart_static.a`;
+    /// `cudart_static.lib` for MSVC).
+    Linked,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// How a library's environment variable was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variable {
+    /// Not set (or empty): the usual file names.
+    Unset,
+    /// Set: only the file it names is tried.
+    Used,
+    /// Set, but ignored: a secure process (`getauxval(AT_SECURE)`: setuid,
+    /// setgid, file capabilities), as glibc ignores `LD_LIBRARY_PATH` there.
+    IgnoredInSecureProcess,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Why a library did not load: the file(s) tried and the loader's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    /// The file(s) tried: the variable's path (each byte that is not UTF-8
+    /// shown as U+FFFD), the variable's name where its value is too long,
+    /// or the usual names, comma-separated; empty where nothing was tried.
+    pub tried: &'static str,
+    /// Why not: the system's message (`dlerror`, Windows' error code), or
+    /// the loader's own.
+    pub message: &'static str,
+    /// How the library's environment variable was taken.
+    pub variable: Variable,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// A library that loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The file name it was opened by: one of the usual names, the path the
+    /// variable gave (each byte that is not UTF-8 shown as U+FFFD), or
+    /// `libcudart_static.a` (`cudart_static.lib` for MSVC) where linked.
+    pub file: &'static str,
+    /// The driver exports `cuGetProcAddress_v2`, whose status tells a missing
+    /// function from [`Unavailable::VersionBelowIntroduction`].
+    pub proc_address_v2: bool,
+    /// `cuDriverGetVersion` / `cudaRuntimeGetVersion` (`13000` for 13.0);
+    /// `None` where not asked (the static runtime) or not answered.
+    pub version: Option<u32>,
+    /// How the library's environment variable was taken.
+    pub variable: Variable,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Loads the driver if not yet loaded (no CUDA call is made but
+/// `cuDriverGetVersion`) and says which file it is, or why it could not be
+/// loaded.
+pub fn driver() -> Result<Loaded, LoadError> {
+    DRIVER_LIB.get()
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// The same for the runtime: [`Loaded::file`] is `libcudart_static.a`
+/// (`cudart_static.lib` for MSVC) where the runtime is linked statically (it then loads the driver itself). A
+/// loaded runtime is asked `cudaRuntimeGetVersion` only.
+pub fn runtime() -> Result<Loaded, LoadError> {
+    if cfg!(cuda_mem_sys_load_runtime) {
+        RUNTIME_LIB.get()
+    } else {
+        Ok(Loaded {
+            file: if cfg!(target_env = "msvc") {
+                "cudart_static.lib"
+            } else {
+                "libcudart_static.a"
+            },
+            proc_address_v2: false,
+            version: None,
+            variable: match environment() {
+                Ok(e) => e.runtime.variable(),
+                Err(_) => Variable::Unset,
+            },
+        })
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Whether `name` (a documented name such as `"cuMemAdvise"`, or the symbol
+/// it links, `"cuMemAdvise_v2"`) can be called here, resolving it if needed
+/// (loads its library; calls no CUDA function but the driver's lookup).
+pub fn function(name: &str) -> Result<Resolved, Unavailable> {
+    let i = NAMES
+        .binary_search_by(|(n, _, _)| (*n).cmp(name))
+        .map_err(|_| Unavailable::UnknownName)?;
+    let (_, api, slot) = NAMES[i];
+    match api {
+        Api::Runtime if !cfg!(cuda_mem_sys_load_runtime) => Ok(Resolved::Linked),
+        Api::Runtime => runtime_fn(slot).map(Resolved::Loaded),
+        Api::Driver => driver_fn(slot).map(Resolved::Loaded),
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// Resolves every function now (instead of on first call); returns how many
+/// driver and runtime functions are available.
+pub fn load_all() -> (usize, usize) {
+    let d = (0..N_DRIVER).filter(|&i| driver_fn(i).is_ok()).count();
+    let r = if cfg!(cuda_mem_sys_load_runtime) {
+        (0..N_RUNTIME).filter(|&i| runtime_fn(i).is_ok()).count()
+    } else {
+        N_RUNTIME
+    };
+    (d, r)
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+/// The value a function returns when it cannot be called.
+#[doc(hidden)]
+pub trait Missing {
+    fn value(why: Unavailable) -> Self;
+}
+
+impl Missing for CUresult {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+            Unavailable::DriverTooOld => CUDA_ERROR_NOT_SUPPORTED,
+            Unavailable::VersionBelowIntroduction => CUDA_ERROR_UNKNOWN,
+            Unavailable::NotFound | Unavailable::UnknownName => CUDA_ERROR_NOT_FOUND,
+            Unavailable::StubLibrary => CUDA_ERROR_STUB_LIBRARY,
+        }
+    }
+}
+
+impl Missing for cudaError_t {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => cudaErrorSharedObjectInitFailed,
+            Unavailable::DriverTooOld => cudaErrorCallRequiresNewerDriver,
+            Unavailable::VersionBelowIntroduction => cudaErrorUnknown,
+            Unavailable::NotFound | Unavailable::UnknownName => cudaErrorSymbolNotFound,
+            Unavailable::StubLibrary => cudaErrorStubLibrary,
+        }
+    }
+}
+
+impl Missing for *const c_char {
+    fn value(why: Unavailable) -> Self {
+        match why {
+            Unavailable::LibraryNotLoaded => {
+                c"cuda-mem-sys: the CUDA runtime library could not be loaded".as_ptr()
+            }
+            Unavailable::DriverTooOld => {
+                c"cuda-mem-sys: the CUDA driver is older than this function".as_ptr()
+            }
+            Unavailable::VersionBelowIntroduction => {
+                c"cuda-mem-sys: the loader asked for a version below this function's (a bug)"
+                    .as_ptr()
+            }
+            Unavailable::NotFound | Unavailable::UnknownName => {
+                c"cuda-mem-sys: the CUDA runtime library lacks this function".as_ptr()
+            }
+            Unavailable::StubLibrary => {
+                c"cuda-mem-sys: the CUDA driver found is the toolkit's stub library".as_ptr()
+            }
+        }
+    }
+}
+
+impl Missing for cudaChannelFormatDesc {
+    fn value(_: Unavailable) -> Self {
+        // SAFETY: a plain C struct of integers and an enum newtype.
+        unsafe { core::mem::zeroed() }
+    }
+}
+
+impl Missing for () {
+    fn value(_: Unavailable) {}
+}

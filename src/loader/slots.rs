@@ -1,0 +1,242 @@
+//! The slots (one word per function: a state, or its address once
+//! resolved), how a call reads them, and the macros the generated code
+//! expands to (`build/codegen/loader.rs`): the trampolines and the inlined
+//! loaded calls.
+
+use super::library::{DRIVER_LIB, RUNTIME_LIB};
+use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
+use super::{Api, Unavailable};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+// Slot states up to LAST_STATE; anything above is the function's address.
+// An address is stored only where it is at least LOWEST_ADDRESS, so no
+// library's answer can be read as a state.
+const UNRESOLVED: usize = 0;
+const NO_LIBRARY: usize = 1;
+pub(super) const TOO_OLD: usize = 2;
+pub(super) const NOT_FOUND: usize = 3;
+pub(super) const BELOW_INTRODUCTION: usize = 4;
+pub(super) const LAST_STATE: usize = BELOW_INTRODUCTION;
+
+static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
+static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
+    [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
+
+/// The lowest address taken for a function: none is in the first page, which
+/// is never mapped (Linux's `vm.mmap_min_addr`, Windows' and macOS' null
+/// page); a library answering success with a lower "address" (a state's
+/// value, or garbage) gets [`Unavailable::NotFound`], never a call.
+pub(super) const LOWEST_ADDRESS: usize = 4096;
+
+/// What a slot's value says; `stub`: the library is NVIDIA's stub (a
+/// `NO_LIBRARY` then says so).
+fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
+    match v {
+        NO_LIBRARY if stub => Err(Unavailable::StubLibrary),
+        NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
+        TOO_OLD => Err(Unavailable::DriverTooOld),
+        NOT_FOUND => Err(Unavailable::NotFound),
+        BELOW_INTRODUCTION => Err(Unavailable::VersionBelowIntroduction),
+        p => Ok(p as *const c_void),
+    }
+}
+
+/// The driver function in `slot`, resolving it if needed: what
+/// [`function`](super::function) and [`load_all`](super::load_all) ask (the
+/// generated code calls [`driver_ready`] and [`driver_resolve`] instead).
+#[inline(always)]
+pub(super) fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
+    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
+    if v > LAST_STATE {
+        return Ok(v as *const c_void);
+    }
+    resolve(Api::Driver, slot)
+}
+
+/// The runtime function in `slot`, resolving it if needed (as [`driver_fn`]).
+#[inline(always)]
+pub(super) fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
+    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
+    if v > LAST_STATE {
+        return Ok(v as *const c_void);
+    }
+    resolve(Api::Runtime, slot)
+}
+
+/// The body of every generated trampoline:
+/// `trampoline!(driver 27 cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult)`.
+///
+/// Its symbol: with the feature `export-c-names`, the C name it stands for
+/// (`#[no_mangle]`), for C code in the program that calls that name without
+/// linking the library. Without it (the default), a Rust name, exported by
+/// nothing: a cdylib built on the crate must not hand other libraries of the
+/// process its trampolines in place of `libcuda`'s functions
+/// (`tests/exported_c_names.rs`). The few the crate's own C calls (the
+/// headers' `static inline` copies: `cuGetProcAddress_v2` under
+/// `per-thread-default-stream`) get a private C name instead
+/// (`trampoline!(driver 110 "cuda_mem_sys_cuGetProcAddress_v2" cuGetProcAddress_v2(...))`),
+/// to which the build renames their calls.
+///
+/// Each trampoline keeps the resolved address in a static of its own (a
+/// private item: addressed relative to the instruction pointer, no GOT load),
+/// so the hot path is one load, a test and a tail jump to the library's
+/// function. The first call (and a missing function) goes to a cold inner
+/// function of the same signature, also by tail jump, so the trampoline needs
+/// no stack frame. The loader's slot array stays the one authority (what
+/// [`function`](super::function) and [`load_all`](super::load_all) read); the static
+/// only caches a success.
+macro_rules! trampoline {
+    (driver $($rest:tt)*) => {
+        $crate::loader::trampoline!(@ driver_resolve $($rest)*);
+    };
+    (runtime $($rest:tt)*) => {
+        $crate::loader::trampoline!(@ runtime_resolve $($rest)*);
+    };
+    (@ $resolve:ident $slot:literal $($c_name:literal)?
+        $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        #[cfg_attr(feature = "export-c-names", no_mangle)]
+        $(#[cfg_attr(not(feature = "export-c-names"), export_name = $c_name)])?
+        #[allow(dead_code)] // without `export-c-names`, only Rust's first calls use it
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
+            static RESOLVED: ::core::sync::atomic::AtomicUsize =
+                ::core::sync::atomic::AtomicUsize::new(0);
+            #[cold]
+            #[inline(never)]
+            unsafe extern "C" fn first_call($($arg: $ty),*) $(-> $ret)? {
+                match $crate::loader::$resolve($slot) {
+                    Ok(f) => {
+                        RESOLVED.store(f as usize, ::core::sync::atomic::Ordering::Release);
+                        // SAFETY: `f` is the library's function for this
+                        // slot (at least LOWEST_ADDRESS), found by the
+                        // symbol, or the cuGetProcAddress base name and ABI
+                        // version, whose C type is this signature (the
+                        // generator derives both from one declaration); the
+                        // caller keeps that function's contract.
+                        unsafe {
+                            ::core::mem::transmute::<*const ::core::ffi::c_void, Function>(f)(
+                                $($arg),*
+                            )
+                        }
+                    }
+                    Err(missing) => $crate::loader::Missing::value(missing),
+                }
+            }
+            match RESOLVED.load(::core::sync::atomic::Ordering::Acquire) {
+                // SAFETY: the same signature; the caller keeps its contract.
+                0 => unsafe { first_call($($arg),*) },
+                // SAFETY: stored by `first_call` only: this slot's function,
+                // of this signature (never 0: at least LOWEST_ADDRESS).
+                f => unsafe { ::core::mem::transmute::<usize, Function>(f)($($arg),*) },
+            }
+        }
+    };
+}
+pub(crate) use trampoline;
+
+/// A documented name as Rust code calls it in a loaded build:
+/// `call!(driver 27 "summary" cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult => cuCtxGetCurrent)`
+/// (the declaration of the linked build is compiled out in its favour).
+///
+/// Inlined into the caller: a load of the loader's slot, a compare and an
+/// indirect call to the library's function, as a linked call is an indirect
+/// call through the GOT. Until the slot is resolved (the first call, or a
+/// missing function) it calls the symbol's trampoline, which resolves it or
+/// returns the documented code.
+macro_rules! call {
+    (driver $($rest:tt)*) => {
+        $crate::loader::call!(@ driver_ready loaded_driver $($rest)*);
+    };
+    (runtime $($rest:tt)*) => {
+        $crate::loader::call!(@ runtime_ready loaded_runtime $($rest)*);
+    };
+    (@ $ready:ident $module:ident $slot:literal $doc:literal
+        $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? => $symbol:ident) => {
+        #[doc = $doc]
+        #[doc = ""]
+        #[doc = concat!(
+            "Loaded at run time (`dynamic-loading`): calls `", stringify!($symbol),
+            "` through the loader. The full documentation is the linked build's \
+             (without `dynamic-loading`; docs.rs)."
+        )]
+        #[inline(always)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            match $crate::loader::$ready($slot) {
+                // SAFETY: a resolved slot holds the library's function for
+                // this symbol, whose C type is this signature (see
+                // `trampoline!`); the caller keeps its contract.
+                Some(f) => unsafe {
+                    ::core::mem::transmute::<
+                        *const ::core::ffi::c_void,
+                        unsafe extern "C" fn($($ty),*) $(-> $ret)?,
+                    >(f)($($arg),*)
+                },
+                // SAFETY: the symbol's trampoline, of the same signature.
+                None => unsafe { $crate::generated::$module::$symbol($($arg),*) },
+            }
+        }
+    };
+}
+pub(crate) use call;
+
+/// The driver function in `slot` if it is already resolved: the whole hot
+/// path of a Rust call in a loaded build (see [`call`]).
+#[doc(hidden)]
+#[inline(always)]
+pub fn driver_ready(slot: usize) -> Option<*const c_void> {
+    let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
+    (v > LAST_STATE).then_some(v as *const c_void)
+}
+
+/// The runtime function in `slot` if it is already resolved.
+#[doc(hidden)]
+#[inline(always)]
+pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
+    let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
+    (v > LAST_STATE).then_some(v as *const c_void)
+}
+
+/// Resolves the driver function in `slot` (the trampolines' cold path: first
+/// call, or a function that is missing).
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn driver_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
+    resolve(Api::Driver, slot)
+}
+
+/// Resolves the runtime function in `slot` (the trampolines' cold path).
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn runtime_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
+    resolve(Api::Runtime, slot)
+}
+
+#[cold]
+#[inline(never)]
+fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
+    let (slots, entry, lib) = match api {
+        Api::Driver => (&DRIVER_SLOTS[..], &DRIVER[slot], &DRIVER_LIB),
+        Api::Runtime => (&RUNTIME_SLOTS[..], &RUNTIME[slot], &RUNTIME_LIB),
+    };
+    let v = slots[slot].load(Ordering::Acquire);
+    let s = match lib.state() {
+        // Being loaded by this thread, or by one a fork left behind: not
+        // stored, a later call resolves normally.
+        Err(_) if v == UNRESOLVED => return Err(Unavailable::LibraryNotLoaded),
+        Err(_) => return decode(v, false),
+        Ok(s) => s,
+    };
+    if v != UNRESOLVED {
+        return decode(v, s.stub);
+    }
+    let v = if s.handle == 0 {
+        NO_LIBRARY
+    } else {
+        s.lookup(entry)
+    };
+    slots[slot].store(v, Ordering::Release);
+    decode(v, s.stub)
+}

@@ -1,0 +1,77 @@
+//! Messages without allocation.
+
+use super::environment::PATH_BUFFER;
+
+/// A fixed buffer for a message (the crate is `no_std`, without allocation):
+/// room for a path of `PATH_BUFFER` bytes written lossily (an invalid byte
+/// becomes the three of U+FFFD) and the system's text around it.
+pub(super) struct Text {
+    pub(super) bytes: [u8; TEXT_BUFFER],
+    pub(super) len: usize,
+}
+
+pub(super) const TEXT_BUFFER: usize = 3 * PATH_BUFFER + 512;
+
+impl Text {
+    pub(super) const fn new() -> Text {
+        Text {
+            bytes: [0; TEXT_BUFFER],
+            len: 0,
+        }
+    }
+    pub(super) fn push(&mut self, s: &[u8]) {
+        for &b in s {
+            if self.len < self.bytes.len() {
+                self.bytes[self.len] = b;
+                self.len += 1;
+            }
+        }
+    }
+    /// `s`, each byte that is not part of valid UTF-8 written as U+FFFD (as
+    /// `String::from_utf8_lossy` does): a path or a system message that is
+    /// not UTF-8 is kept whole.
+    pub(super) fn push_lossy(&mut self, mut s: &[u8]) {
+        loop {
+            match core::str::from_utf8(s) {
+                Ok(v) => return self.push(v.as_bytes()),
+                Err(e) => {
+                    let (valid, rest) = s.split_at(e.valid_up_to());
+                    self.push(valid);
+                    self.push("\u{FFFD}".as_bytes());
+                    match e.error_len() {
+                        Some(n) => s = &rest[n..],
+                        None => return,
+                    }
+                }
+            }
+        }
+    }
+    pub(super) fn push_number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+    /// `13.0` for `13000`.
+    pub(super) fn push_release(&mut self, version: u32) {
+        self.push_number(u64::from(version / 1000));
+        self.push(b".");
+        self.push_number(u64::from(version % 1000 / 10));
+    }
+    pub(super) fn as_str(&self) -> &str {
+        // Valid UTF-8 (everything is pushed lossily or is ASCII), unless
+        // the buffer cut a sequence: then the valid prefix.
+        let bytes = &self.bytes[..self.len];
+        match core::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The system calls on Windows: `LoadLibraryExW`, the environment as UTF-16,
+//! threads.
+
+use super::text::Text;
+use core::ffi::{c_char, c_void};
+
+pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
+
+pub fn runtime_names() -> &'static [&'static str] {
+    match super::library::RUNTIME_MAJOR {
+        12 => &["cudart64_12.dll"],
+        13 => &["cudart64_13.dll"],
+        14 => &["cudart64_14.dll"],
+        _ => &["cudart64.dll"],
+    }
+}
+
+/// `LoadLibraryExW` flags: only `System32` (the driver's home).
+const LOAD_LIBRARY_SEARCH_SYSTEM32: u32 = 0x0000_0800;
+/// The application's folder, `System32` and folders added with
+/// `AddDllDirectory`: not the working directory, not `PATH`.
+const LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: u32 = 0x0000_1000;
+
+#[link(name = "kernel32")]
+extern "system" {
+    fn LoadLibraryExW(name: *const u16, file: *mut c_void, flags: u32) -> *mut c_void;
+    fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
+    fn FreeLibrary(module: *mut c_void) -> i32;
+    fn GetLastError() -> u32;
+    fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
+    fn GetCurrentThreadId() -> u32;
+    fn SwitchToThread() -> i32;
+    fn Sleep(milliseconds: u32);
+}
+
+/// No setuid programs on Windows.
+pub fn secure() -> bool {
+    false
+}
+
+/// No `fork` on Windows: one generation.
+pub fn fork_generation() -> u32 {
+    0
+}
+
+pub fn thread_id() -> u32 {
+    // SAFETY: no arguments.
+    unsafe { GetCurrentThreadId() }
+}
+
+pub fn yield_now() {
+    // SAFETY: no arguments.
+    unsafe { SwitchToThread() };
+}
+
+/// A millisecond.
+pub fn sleep_briefly() {
+    // SAFETY: no preconditions.
+    unsafe { Sleep(1) };
+}
+
+/// Copies the variable's value into `buf` as UTF-8 (NUL-terminated; an
+/// unpaired surrogate as its generalized UTF-8, which [`open`] turns back
+/// into the same UTF-16); its length. Read as the wide string Windows
+/// keeps, not through the ANSI code page, where a path outside it is lost.
+/// As on Unix: `Ok(None)` unset or empty, `Ok(Some(length))`, `Err(length)`
+/// where it does not fit.
+pub fn getenv(var: &[u8], buf: &mut [u8]) -> Result<Option<usize>, usize> {
+    let mut name = [0u16; 64];
+    if var.len() > name.len() {
+        return Ok(None);
+    }
+    for (w, &b) in name.iter_mut().zip(var) {
+        *w = b as u16; // the names are ASCII
+    }
+    let mut wide = [0u16; 4096];
+    // SAFETY: a NUL-terminated name and a buffer of the size given.
+    let n = unsafe { GetEnvironmentVariableW(name.as_ptr(), wide.as_mut_ptr(), wide.len() as u32) }
+        as usize;
+    // 0: unset or empty; n >= len: the size it would need, with the NUL.
+    if n == 0 {
+        return Ok(None);
+    }
+    if n >= wide.len() {
+        return Err(n - 1);
+    }
+    match wtf8_encode(&wide[..n], buf) {
+        Some(len) if len < buf.len() => {
+            buf[len] = 0;
+            Ok(Some(len))
+        }
+        _ => Err(n),
+    }
+}
+
+/// UTF-16 (unpaired surrogates included) as generalized UTF-8 into `out`;
+/// `None` where it does not fit.
+fn wtf8_encode(wide: &[u16], out: &mut [u8]) -> Option<usize> {
+    let mut len = 0;
+    let mut i = 0;
+    while i < wide.len() {
+        let w = wide[i] as u32;
+        let c = match (w, wide.get(i + 1)) {
+            (0xD800..=0xDBFF, Some(&low @ 0xDC00..=0xDFFF)) => {
+                i += 1;
+                0x10000 + ((w - 0xD800) << 10) + (low as u32 - 0xDC00)
+            }
+            _ => w,
+        };
+        i += 1;
+        let mut bytes = [0u8; 4];
+        let n = match c {
+            0..=0x7F => {
+                bytes[0] = c as u8;
+                1
+            }
+            0x80..=0x7FF => {
+                bytes[0] = 0xC0 | (c >> 6) as u8;
+                bytes[1] = 0x80 | (c & 0x3F) as u8;
+                2
+            }
+            0x800..=0xFFFF => {
+                bytes[0] = 0xE0 | (c >> 12) as u8;
+                bytes[1] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                bytes[2] = 0x80 | (c & 0x3F) as u8;
+                3
+            }
+            _ => {
+                bytes[0] = 0xF0 | (c >> 18) as u8;
+                bytes[1] = 0x80 | ((c >> 12) & 0x3F) as u8;
+                bytes[2] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                bytes[3] = 0x80 | (c & 0x3F) as u8;
+                4
+            }
+        };
+        out.get_mut(len..len + n)?.copy_from_slice(&bytes[..n]);
+        len += n;
+    }
+    Some(len)
+}
+
+/// Generalized UTF-8 (NUL-terminated) as UTF-16 into `out`
+/// (NUL-terminated); `None` where it does not fit. A byte that starts
+/// no sequence becomes U+FFFD.
+fn wtf8_decode(bytes: &[u8], out: &mut [u16]) -> Option<()> {
+    let mut n = 0;
+    let mut push = |w: u16| -> Option<()> {
+        *out.get_mut(n)? = w;
+        n += 1;
+        Some(())
+    };
+    let mut i = 0;
+    while i < bytes.len() && bytes[i] != 0 {
+        let b = bytes[i] as u32;
+        let (len, init) = match b {
+            0..=0x7F => (1, b),
+            0xC0..=0xDF => (2, b & 0x1F),
+            0xE0..=0xEF => (3, b & 0x0F),
+            0xF0..=0xF7 => (4, b & 0x07),
+            _ => (0, 0xFFFD),
+        };
+        let tail = bytes.get(i + 1..i + len.max(1)).unwrap_or(&[]);
+        let c = if len == 0 || tail.len() + 1 != len || tail.iter().any(|t| t & 0xC0 != 0x80) {
+            i += 1;
+            0xFFFD
+        } else {
+            i += len;
+            tail.iter().fold(init, |c, t| (c << 6) | (*t as u32 & 0x3F))
+        };
+        if c >= 0x10000 {
+            let c = c - 0x10000;
+            push(0xD800 + (c >> 10) as u16)?;
+            push(0xDC00 + (c & 0x3FF) as u16)?;
+        } else {
+            push(c as u16)?;
+        }
+    }
+    push(0)
+}
+
+/// Loads `name` (UTF-8, NUL-terminated). A bare file name is never looked
+/// for in the working directory or on `PATH`, where another program could
+/// have planted a DLL: `nvcuda.dll` only in `System32`, where the driver
+/// installs it; any other bare name (the runtime, `cudart64_<major>.dll`)
+/// in the default folders (the application's, `System32`, those added by
+/// `AddDllDirectory`). A path (the variable's) is loaded as given.
+pub fn open(name: &[u8]) -> Result<usize, ()> {
+    let mut wide = [0u16; 4096];
+    wtf8_decode(name, &mut wide).ok_or(())?;
+    let file = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    let flags = if file.iter().any(|&b| b == b'\\' || b == b'/' || b == b':') {
+        0
+    } else if file.eq_ignore_ascii_case(b"nvcuda.dll") {
+        LOAD_LIBRARY_SEARCH_SYSTEM32
+    } else {
+        LOAD_LIBRARY_SEARCH_DEFAULT_DIRS
+    };
+    // SAFETY: NUL-terminated (wtf8_decode wrote the NUL).
+    let h = unsafe { LoadLibraryExW(wide.as_ptr(), core::ptr::null_mut(), flags) };
+    if h.is_null() {
+        Err(())
+    } else {
+        Ok(h as usize)
+    }
+}
+
+pub fn close(handle: usize) {
+    // SAFETY: a handle from LoadLibraryExW.
+    unsafe { FreeLibrary(handle as *mut _) };
+}
+
+pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
+    // SAFETY: a live module and a NUL-terminated name.
+    let p = unsafe { GetProcAddress(handle as *mut _, name.as_ptr().cast()) };
+    (p as usize >= super::slots::LOWEST_ADDRESS).then_some(p as usize)
+}
+
+/// No `SONAME` on Windows.
+pub fn soname(_: usize) -> Option<Option<&'static [u8]>> {
+    None
+}
+
+pub fn last_error(out: &mut Text) {
+    // SAFETY: no arguments.
+    let mut code = unsafe { GetLastError() };
+    out.push(b"LoadLibraryExW failed with Windows error ");
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (code % 10) as u8;
+        code /= 10;
+        if code == 0 {
+            break;
+        }
+    }
+    out.push(&digits[i..]);
+}
