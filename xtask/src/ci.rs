@@ -231,7 +231,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
-    step("documentation as docs.rs builds it: the loader module, the functions' full text");
+    step("documentation as docs.rs builds it: the loader module, the linked declarations and their links");
     crate::docs_rs::check(workspace)?;
 
     for release in ABI_CHECKED_RELEASES {

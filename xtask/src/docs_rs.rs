@@ -1,7 +1,8 @@
 //! What docs.rs shows: the crate documented as docs.rs builds it (`DOCS_RS`,
 //! no CUDA, the features of `[package.metadata.docs.rs]`) has the `loader`
 //! module (every loaded function's documentation points at it) and the
-//! functions with NVIDIA's full text, not the loaded build's first paragraph.
+//! linked declarations with their documentation (the committed bindings'
+//! link to NVIDIA's reference), not the loaded build's copies.
 //! docs.rs's own `--cfg docsrs` (the `doc(cfg)` badges) needs its nightly and
 //! is not passed here: stable must build the same documentation clean.
 
@@ -11,9 +12,10 @@ use std::path::Path;
 /// The function whose page tells the linked declaration (full text) from the
 /// loaded build's copy (first paragraph and a note).
 const PROBE: &str = "fn.cuMemAdvise.html";
-/// A sentence of `cuMemAdvise`'s full text (NVIDIA's), past its first paragraph.
-const FULL_TEXT: &str = "Advise the Unified Memory subsystem";
-/// The loaded build's note (`crate::loader::call!`).
+/// What `cuMemAdvise`'s documentation holds on docs.rs: the committed
+/// bindings' link to its group's page of NVIDIA's reference.
+const FULL_TEXT: &str = "docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html";
+/// The loaded build's note (the `call!` macro of the loader).
 const LOADED_NOTE: &str = "Loaded at run time";
 
 /// `cargo doc` as docs.rs runs it, `-D warnings`, then [`verdict`].
@@ -79,11 +81,12 @@ fn verdict(doc: &Path) -> Result<String, String> {
         .map_err(|e| format!("{}: {e}", doc.join(PROBE).display()))?;
     if probe.contains(LOADED_NOTE) || !probe.contains(FULL_TEXT) {
         return Err(format!(
-            "{PROBE} is the loaded build's copy (first paragraph only), not NVIDIA's full \
-             text: the build script set the loading cfg under DOCS_RS"
+            "{PROBE} is the loaded build's copy (first paragraph only), not the linked \
+             declaration and its link to NVIDIA's reference: the build script set the loading \
+             cfg under DOCS_RS"
         ));
     }
-    Ok("the loader module, and the functions with their full text".to_string())
+    Ok("the loader module, and the linked declarations with their documentation".to_string())
 }
 
 #[cfg(test)]
