@@ -12,6 +12,15 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The ABI checks that run on the Windows targets (under Wine), MinGW's and MSVC's.
+pub const WINDOWS_ABI_TESTS: [&str; 5] = [
+    "abi_layout",
+    "abi_signatures",
+    "abi_bad_input",
+    "stable_names",
+    "fallback",
+];
+
 // The release of the committed fallback bindings (`build/release.rs`).
 use crate::release::PINNED_RELEASE;
 const FALLBACK: &str = "fallback";

@@ -354,13 +354,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
     let dir = crate::abi::target_dir_for(workspace, "13.0", WINDOWS);
     let mut cmd = cargo(workspace);
     cmd.arg("test");
-    for t in [
-        "abi_layout",
-        "abi_signatures",
-        "abi_bad_input",
-        "stable_names",
-        "fallback",
-    ] {
+    for t in crate::abi::WINDOWS_ABI_TESTS {
         cmd.args(["--test", t]);
     }
     crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;

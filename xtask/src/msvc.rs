@@ -406,13 +406,7 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
         Ok(())
     };
     let mut abi = vec!["test"];
-    for t in [
-        "abi_layout",
-        "abi_signatures",
-        "abi_bad_input",
-        "stable_names",
-        "fallback",
-    ] {
+    for t in crate::abi::WINDOWS_ABI_TESTS {
         abi.extend(["--test", t]);
     }
     step(&format!(
