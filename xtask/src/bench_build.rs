@@ -518,7 +518,8 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
                      &crate_dir.join(\"wrapper.h\"),\n        \
                      &[include, crate_dir.clone()],\n        \
                      &[],\n        \
-                     &out.join(\"static_wrappers\"),\n    \
+                     &out.join(\"static_wrappers\"),\n        \
+                     true,\n    \
                  )\n    \
                  .generate()\n    \
                  .unwrap()\n    \
