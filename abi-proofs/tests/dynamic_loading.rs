@@ -1152,6 +1152,16 @@ fn a_child_forked_while_the_driver_loads_gets_303_from_the_runtime() -> Result<C
     Ok(Completion::Completed)
 }
 
+/// `None` where the test can run here (Linux, as root); otherwise it
+/// reports itself ignored with the reason.
+fn linux_as_root(not_linux: &'static str, not_root: &'static str) -> Option<Completion> {
+    if !cfg!(target_os = "linux") {
+        return Some(Completion::ignored_with(not_linux));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    (unsafe { libc::geteuid() } != 0).then(|| Completion::ignored_with(not_root))
+}
+
 /// Fix 3 of issue 30: a program running as PID 1 (a container without an
 /// init) forks into a new PID namespace while another thread loads the
 /// driver: the child is PID 1 too, on thread 1, and took the loading thread
@@ -1163,13 +1173,11 @@ fn a_pid_1_child_in_a_new_pid_namespace_does_not_hang() -> Result<Completion, Fa
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    if !cfg!(target_os = "linux") {
-        return Ok(Completion::ignored_with("PID namespaces are Linux's"));
-    }
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(Completion::ignored_with(
-            "needs root: unshare(CLONE_NEWPID) makes the PID-1 processes",
-        ));
+    if let Some(c) = linux_as_root(
+        "PID namespaces are Linux's",
+        "needs root: unshare(CLONE_NEWPID) makes the PID-1 processes",
+    ) {
+        return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
     let hold = s.path().join("hold");
@@ -1512,13 +1520,11 @@ fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    if !cfg!(target_os = "linux") {
-        return Ok(Completion::ignored_with("getauxval(AT_SECURE) is Linux's"));
-    }
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(Completion::ignored_with(
-            "needs root: it makes a setuid-root copy of this test and runs it as nobody",
-        ));
+    if let Some(c) = linux_as_root(
+        "getauxval(AT_SECURE) is Linux's",
+        "needs root: it makes a setuid-root copy of this test and runs it as nobody",
+    ) {
+        return Ok(c);
     }
     if Command::new("setpriv").arg("--help").output().is_err() {
         return Ok(Completion::ignored_with("needs setpriv (util-linux)"));
