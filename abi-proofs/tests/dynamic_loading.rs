@@ -1008,8 +1008,7 @@ fn a_child_forked_while_another_thread_loads_does_not_hang() -> Result<Completio
         return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
-    let hold = s.path().join("hold");
-    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let hold = hold_dir(&s)?;
     // On LD_LIBRARY_PATH: loaded at the first call, not at start.
     let out = child_with(
         "fork",
@@ -1037,8 +1036,7 @@ fn threads_waiting_for_a_load_do_not_burn_the_cpu() -> Result<Completion, Failed
         return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
-    let hold = s.path().join("hold");
-    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let hold = hold_dir(&s)?;
     // Held in the lookup the load makes (cuDriverGetVersion's), outside
     // dlopen: a thread started while dlopen runs would wait in glibc's lock.
     let out = child_with(
@@ -1073,16 +1071,12 @@ fn threads_waiting_for_a_load_do_not_burn_the_cpu() -> Result<Completion, Failed
 /// fails. Before the fix B held the runtime's load while it waited and A
 /// waited for it: a deadlock, which the role reports after 10 s.
 fn the_driver_and_runtime_loads_never_wait_on_each_other() -> Result<Completion, Failed> {
-    if let Some(c) = needs_feature() {
-        return Ok(c);
-    }
-    if let Some(c) = runtime_is_linked()? {
+    if let Some(c) = needs_loaded_runtime_build()? {
         return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
     let (_r, runtime) = fake_runtime()?;
-    let hold = s.path().join("hold");
-    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let hold = hold_dir(&s)?;
     let out = child_with(
         "lock-order",
         &[
@@ -1118,16 +1112,12 @@ fn the_driver_and_runtime_loads_never_wait_on_each_other() -> Result<Completion,
 /// driver is loaded, returns 0. The child's `driver()` says what was tried
 /// and that the variable was used (fix 4; it said `Unset` with nothing tried).
 fn a_child_forked_while_the_driver_loads_gets_303_from_the_runtime() -> Result<Completion, Failed> {
-    if let Some(c) = needs_feature() {
-        return Ok(c);
-    }
-    if let Some(c) = runtime_is_linked()? {
+    if let Some(c) = needs_loaded_runtime_build()? {
         return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
     let (_r, runtime) = fake_runtime()?;
-    let hold = s.path().join("hold");
-    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let hold = hold_dir(&s)?;
     let out = child_with(
         "fork-runtime",
         &[
@@ -1180,8 +1170,7 @@ fn a_pid_1_child_in_a_new_pid_namespace_does_not_hang() -> Result<Completion, Fa
         return Ok(c);
     }
     let (s, driver) = fake_driver(&[])?;
-    let hold = s.path().join("hold");
-    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    let hold = hold_dir(&s)?;
     let out = child_with(
         "pid-namespace",
         &[
@@ -1431,6 +1420,22 @@ fn a_driver_without_soname_libcuda_so_1_is_refused() -> Result<Completion, Faile
 
 /// Whether the runtime is loaded, asked of a child without any library (the
 /// roles that hold a load must not load the runtime to ask it).
+/// `None` where a case needing the feature and a runtime loaded at run time
+/// can run in this build; otherwise it reports itself ignored with the reason.
+fn needs_loaded_runtime_build() -> Result<Option<Completion>, Failed> {
+    match needs_feature() {
+        Some(c) => Ok(Some(c)),
+        None => runtime_is_linked(),
+    }
+}
+
+/// The folder in the fake driver's scratch `s` where it holds (`FAKE_HOLD`).
+fn hold_dir(s: &test_support::Scratch) -> Result<PathBuf, Failed> {
+    let hold = s.path().join("hold");
+    std::fs::create_dir_all(&hold).map_err(|e| e.to_string())?;
+    Ok(hold)
+}
+
 fn runtime_is_linked() -> Result<Option<Completion>, Failed> {
     Ok(needs_loaded_runtime(&child_with("runtime-mode", &[])?))
 }
