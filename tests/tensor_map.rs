@@ -24,7 +24,7 @@ mod common;
 
 #[cfg(cuda_12080)]
 use common::expect_error;
-use common::process_death::message;
+use common::message;
 use common::{error_name, Checks, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
 use core::ptr::{addr_of_mut, null_mut};

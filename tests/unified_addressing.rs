@@ -27,6 +27,7 @@
 //! `IS_HW_DECOMPRESS_CAPABLE` is left out of the pointer-attribute checks (printed).
 mod common;
 
+use common::os::PinnedThread;
 use common::{release_named, BadInput, Checks, CuStream, DeviceBuf, Gpu, TestResult};
 use core::ffi::c_void;
 use core::mem::size_of;
@@ -275,43 +276,6 @@ fn said(r: Option<CUresult>, what: &str) -> Option<CUresult> {
 // ---------------------------------------------------------------------------
 // Host NUMA: the node the calling thread runs on, made stable by pinning
 // ---------------------------------------------------------------------------
-
-/// The calling thread pinned to the CPU it is on (restored on drop), so that
-/// "the host NUMA node closest to the calling thread's CPU" is one known node.
-struct PinnedThread {
-    old: libc::cpu_set_t,
-    cpu: u32,
-    node: i32,
-}
-
-impl PinnedThread {
-    fn here() -> Result<PinnedThread, Failed> {
-        unsafe {
-            let mut old: libc::cpu_set_t = core::mem::zeroed();
-            ensure!(
-                libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut old) == 0,
-                "sched_getaffinity failed"
-            );
-            let (cpu, _) = common::getcpu();
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            ensure!(
-                libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) == 0,
-                "sched_setaffinity failed"
-            );
-            let (now, node) = common::getcpu();
-            ensure!(now == cpu, "pinned to CPU {cpu} but running on {now}");
-            let node = node as i32;
-            Ok(PinnedThread { old, cpu, node })
-        }
-    }
-}
-
-impl Drop for PinnedThread {
-    fn drop(&mut self) {
-        unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.old) };
-    }
-}
 
 /// The host NUMA node of the tests: the device's, or the calling thread's
 /// where it reports none.
@@ -625,7 +589,7 @@ fn advise_preferred_location_every_location_type() -> TestResult {
     let mut c = Checks::new();
     typed_attributes_note();
     let numa = host_numa(&gpu)?;
-    let pinned = PinnedThread::here()?;
+    let pinned = PinnedThread::here().map_err(Failed::from)?;
     let (cpu, node) = (pinned.cpu, pinned.node);
     println!("host NUMA id {numa}; thread pinned to CPU {cpu} on node {node}");
     let (m, data) = Managed::with(2 * MIB, 0x5150)?;
@@ -763,7 +727,7 @@ fn advise_rounds_to_cpu_pages() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let mut c = Checks::new();
     typed_attributes_note();
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let page = common::os::page_size();
     let m = Managed::new(2 * MIB)?;
     c.advise(m.at(page + 100), 10, CU_MEM_ADVISE_SET_READ_MOSTLY, Dev(0));
     c.advise(
@@ -942,7 +906,7 @@ fn prefetch_round_trip() -> TestResult {
     let mut c = Checks::new();
     typed_attributes_note();
     let numa = host_numa(&gpu)?;
-    let pinned = PinnedThread::here()?;
+    let pinned = PinnedThread::here().map_err(Failed::from)?;
     let (m, data) = Managed::with(4 * MIB, 0xF00D)?;
     let (p, n, half, words) = (m.ptr, m.size, m.size / 2, m.size / 4);
     let dev = DeviceBuf::new(n)?;

@@ -19,13 +19,16 @@ use common::{error_name, pattern, read, reads, round_trip, same, write, BadInput
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The size of the allocation a parent shares with its importer child.
+#[cfg(unix)]
 const SIZE_VAR: &str = "CUDA_MEM_SYS_VMM_SIZE";
 
 /// The child roles of the process-death scenarios.
+#[cfg(unix)]
 const EXPORTER: &str = "vmm_exporter";
+#[cfg(unix)]
 const IMPORTER: &str = "vmm_importer";
 
 // ---------------------------------------------------------------------------
@@ -545,6 +548,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
 // Sharing: POSIX file descriptors across processes, fabric handles
 // ---------------------------------------------------------------------------
 
+#[cfg(unix)]
 fn posix_fd_across_two_processes() -> TestResult {
     let gpu = Gpu::new(0)?;
     gpu.require(
@@ -559,7 +563,9 @@ fn posix_fd_across_two_processes() -> TestResult {
     println!("  exported descriptor {fd}");
 
     let mut child = pd::Peer::spawn("posix_fd_importer", &[(SIZE_VAR, size.to_string())])?;
-    child.link.set_timeout(Duration::from_secs(120))?;
+    child
+        .link
+        .set_timeout(std::time::Duration::from_secs(120))?;
     child.link.send_fd(fd)?;
     // The importer checked our bytes and wrote its own.
     let answer = child.link.expect()?;
@@ -577,11 +583,12 @@ fn posix_fd_across_two_processes() -> TestResult {
 
 /// Child: imports the descriptor sent over the socket, reads the exporter's
 /// bytes, writes its own, says so, waits for the exporter's answer.
+#[cfg(unix)]
 fn posix_fd_importer() -> TestResult {
     cu!(cuInit(0))?;
     let gpu = Gpu::new(0)?;
     let mut link = pd::Link::from_parent()?;
-    link.set_timeout(Duration::from_secs(120))?;
+    link.set_timeout(std::time::Duration::from_secs(120))?;
     let size: usize = std::env::var(SIZE_VAR)?.parse()?;
     let fd = link.recv_fd()?;
     println!("  importer (pid {}): descriptor {fd}", std::process::id());
@@ -616,6 +623,7 @@ fn posix_fd_importer() -> TestResult {
 // ---------------------------------------------------------------------------
 
 /// What the importer child holds: the imported handle mapped read-write.
+#[cfg(unix)]
 struct VmmHeld {
     h: Handle,
     ptr: CUdeviceptr,
@@ -623,6 +631,7 @@ struct VmmHeld {
     _gpu: Gpu,
 }
 
+#[cfg(unix)]
 impl pd::Held for VmmHeld {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
         pd::read_device(self.ptr, n)
@@ -638,6 +647,7 @@ impl pd::Held for VmmHeld {
     }
 }
 
+#[cfg(unix)]
 fn vmm_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let gpu = Gpu::new(0).map_err(pd::message)?;
     let size = f.number("bytes").map_err(pd::message)? as usize;
@@ -667,6 +677,7 @@ fn vmm_import(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
 }
 
 /// Child: the importer of the process-death tests.
+#[cfg(unix)]
 fn vmm_importer() -> TestResult {
     pd::importer_main(vmm_import)
 }
@@ -674,6 +685,7 @@ fn vmm_importer() -> TestResult {
 /// An importer child holding a mapping is SIGKILLed: the exporter's bytes are
 /// intact, it keeps creating and releasing allocations, and once it releases
 /// its own handle `cuMemGetInfo` shows the memory back.
+#[cfg(unix)]
 fn process_death_importer_killed_while_mapped() -> TestResult {
     let released = "after the exporter released its handle";
     common::vmm::pd_importer_killed("vmm_importer_killed_while_mapped", IMPORTER, released)
@@ -683,6 +695,7 @@ fn process_death_importer_killed_while_mapped() -> TestResult {
 /// mapped: a VMM handle is reference counted (an imported handle is one of
 /// the "shareable counterparts" whose release frees the memory), so the
 /// importer still reads the exporter's bytes; the memory comes back after.
+#[cfg(unix)]
 fn process_death_exporter_killed_importer_reads_on() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let (test, free) = ("vmm_exporter_killed", pd::free_memory);
@@ -692,6 +705,7 @@ fn process_death_exporter_killed_importer_reads_on() -> TestResult {
 /// A descriptor received after its sender was SIGKILLed still imports and
 /// reads the sender's bytes (the descriptor is a reference to the
 /// allocation), and closing it returns the memory.
+#[cfg(unix)]
 fn process_death_descriptor_outlives_its_sender() -> TestResult {
     let _gpu = Gpu::new(0)?;
     let (test, free) = ("vmm_descriptor_after_sender_died", pd::free_memory);
@@ -1006,7 +1020,6 @@ fn two_gpus_set_access() -> TestResult {
 fn bad_input_error_codes() -> TestResult {
     let gpu = Gpu::new(0)?;
     let prop = device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
-    let fd_prop = device_prop(gpu.dev, FD);
     let g = min_granularity(&prop)?;
     let gg = g as u64;
     let m = Mapping::new(&prop, g, gpu.dev)?;
@@ -1151,50 +1164,60 @@ fn bad_input_error_codes() -> TestResult {
     println!("  cuMemGetAllocationPropertiesFromHandle / cuMemExportToShareableHandle / cuMemImportFromShareableHandle");
     #[rustfmt::skip]
     bad!(c, INVALID, cuMemGetAllocationPropertiesFromHandle(core::ptr::null_mut(), m.handle));
-    let hf = create(g, &fd_prop)?;
-    let mut fd: i32 = -1;
-    #[rustfmt::skip]
-    bad!(c, INVALID, cuMemExportToShareableHandle(core::ptr::null_mut(), hf, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    let close = |fd| {
-        move || {
-            unsafe { libc::close(fd) };
-            Ok(())
-        }
-    };
-    let r1 = export_fd_raw(&mut fd, hf, 1);
-    let what = "cuMemExportToShareableHandle(.., flags 1)";
-    c.cu_undo(INVALID, r1, what, close(fd))?;
-    // An allocation created without POSIX descriptors requested.
-    let r2 = export_fd_raw(&mut fd, m.handle, 0);
-    let what = "cuMemExportToShareableHandle of an allocation without requestedHandleTypes";
-    c.cu_undo(INVALID, r2, what, close(fd))?;
+    // The POSIX-descriptor cases (Unix only: Windows shares WIN32 handles).
+    #[cfg(unix)]
+    {
+        let fd_prop = device_prop(gpu.dev, FD);
+        let hf = create(g, &fd_prop)?;
+        let mut fd: i32 = -1;
+        #[rustfmt::skip]
+        bad!(c, INVALID, cuMemExportToShareableHandle(core::ptr::null_mut(), hf, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        let close = |fd| {
+            move || {
+                unsafe { libc::close(fd) };
+                Ok(())
+            }
+        };
+        let r1 = export_fd_raw(&mut fd, hf, 1);
+        let what = "cuMemExportToShareableHandle(.., flags 1)";
+        c.cu_undo(INVALID, r1, what, close(fd))?;
+        // An allocation created without POSIX descriptors requested.
+        let r2 = export_fd_raw(&mut fd, m.handle, 0);
+        let what = "cuMemExportToShareableHandle of an allocation without requestedHandleTypes";
+        c.cu_undo(INVALID, r2, what, close(fd))?;
 
-    common::check(
-        export_fd_raw(&mut fd, hf, 0),
-        "cuMemExportToShareableHandle",
-    )?;
-    #[rustfmt::skip]
-    bad!(c, INVALID, cuMemImportFromShareableHandle(null_h, fd as isize as *mut c_void, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    // A closed descriptor.
-    ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
-    ensure!(!fd_is_open(fd), "descriptor {fd} reopened");
-    // Driver 580.159 returns CUDA_ERROR_UNKNOWN, which is not among the
-    // documented codes (INVALID_VALUE, NOT_INITIALIZED, DEINITIALIZED,
-    // NOT_PERMITTED, NOT_SUPPORTED).
-    let closed = import_fd(&mut h, fd);
-    let what = "cuMemImportFromShareableHandle of a closed descriptor";
-    let undo = || cu!(cuMemRelease(h));
-    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, closed, what, undo)?;
-    // A descriptor that is no exported allocation.
-    let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-    ensure!(devnull >= 0, "opening /dev/null");
-    let foreign = import_fd(&mut h, devnull);
-    unsafe { libc::close(devnull) };
-    // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
-    let what = "cuMemImportFromShareableHandle of /dev/null";
-    let undo = || cu!(cuMemRelease(h));
-    c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, foreign, what, undo)?;
-    cu!(cuMemRelease(hf))?;
+        common::check(
+            export_fd_raw(&mut fd, hf, 0),
+            "cuMemExportToShareableHandle",
+        )?;
+        #[rustfmt::skip]
+        bad!(c, INVALID, cuMemImportFromShareableHandle(null_h, fd as isize as *mut c_void, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        // A closed descriptor.
+        ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
+        ensure!(!fd_is_open(fd), "descriptor {fd} reopened");
+        // Driver 580.159 returns CUDA_ERROR_UNKNOWN, which is not among the
+        // documented codes (INVALID_VALUE, NOT_INITIALIZED, DEINITIALIZED,
+        // NOT_PERMITTED, NOT_SUPPORTED).
+        let closed = import_fd(&mut h, fd);
+        let what = "cuMemImportFromShareableHandle of a closed descriptor";
+        let undo = || cu!(cuMemRelease(h));
+        c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, closed, what, undo)?;
+        // A descriptor that is no exported allocation.
+        let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        ensure!(devnull >= 0, "opening /dev/null");
+        let foreign = import_fd(&mut h, devnull);
+        unsafe { libc::close(devnull) };
+        // Likewise CUDA_ERROR_UNKNOWN from driver 580.159 (undocumented).
+        let what = "cuMemImportFromShareableHandle of /dev/null";
+        let undo = || cu!(cuMemRelease(h));
+        c.cu_observed_undo(INVALID, CUDA_ERROR_UNKNOWN, foreign, what, undo)?;
+        cu!(cuMemRelease(hf))?;
+    }
+    #[cfg(not(unix))]
+    println!(
+        "  (not run: the POSIX-descriptor cases, {})",
+        common::POSIX_ONLY
+    );
     c.still_works();
 
     m.free()?;
@@ -1289,10 +1312,10 @@ fn main() {
             host_memory_location_host if cfg(cuda_12020) else "CU_MEM_LOCATION_TYPE_HOST: not in these headers (added in 12.2)",
             host_memory_location_host_numa if cfg(cuda_12020) else "CU_MEM_LOCATION_TYPE_HOST_NUMA: not in these headers (added in 12.2)",
             retain_handle_and_reference_counting,
-            posix_fd_across_two_processes,
-            process_death_importer_killed_while_mapped,
-            process_death_exporter_killed_importer_reads_on,
-            process_death_descriptor_outlives_its_sender,
+            posix_fd_across_two_processes if cfg(unix) else common::POSIX_ONLY,
+            process_death_importer_killed_while_mapped if cfg(unix) else common::POSIX_ONLY,
+            process_death_exporter_killed_importer_reads_on if cfg(unix) else common::POSIX_ONLY,
+            process_death_descriptor_outlives_its_sender if cfg(unix) else common::POSIX_ONLY,
             fabric_handle if cfg(cuda_12030) else "CUmemFabricHandle, CU_MEM_HANDLE_TYPE_FABRIC: not in these headers (added in 12.3)",
             sparse_array_tile_mapping,
             two_gpus_set_access @ 2,
@@ -1301,8 +1324,11 @@ fn main() {
             no_leak_over_10000_cycles,
         ],
         &[
+            #[cfg(unix)]
             ("posix_fd_importer", posix_fd_importer),
+            #[cfg(unix)]
             (EXPORTER, common::vmm::pd_exporter),
+            #[cfg(unix)]
             (IMPORTER, vmm_importer),
             ("host_numa_cpu_access", host_numa_cpu_access),
             ("double_release", double_release),

@@ -243,19 +243,7 @@ pub fn rt_loc_id(loc: &cudaMemLocation) -> i32 {
     unsafe { loc.id }
 }
 
-/// The CPU and the NUMA node the calling thread runs on (`getcpu(2)`).
-pub fn getcpu() -> (u32, u32) {
-    let (mut cpu, mut node) = (0u32, 0u32);
-    unsafe {
-        libc::syscall(
-            libc::SYS_getcpu,
-            &mut cpu as *mut u32,
-            &mut node as *mut u32,
-            null_mut::<c_void>(),
-        )
-    };
-    (cpu, node)
-}
+pub use super::os::getcpu;
 
 /// The three things the tests mean by a host NUMA id, one function each
 /// (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID` is in the headers from 12.2).

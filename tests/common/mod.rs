@@ -17,6 +17,11 @@
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
+// POSIX descriptors over a Unix socket, and the process-death scenarios
+// built on them (`process_death::peers`), are Unix only. A test that needs
+// them is registered on Windows too, reported ignored with [`POSIX_ONLY`]
+// (`device_tests![name if cfg(unix) else POSIX_ONLY]`).
+#[cfg(unix)]
 pub mod fd_passing;
 pub mod process_death;
 
@@ -126,7 +131,7 @@ impl DeviceTest {
 /// an entry point some releases lack.
 #[macro_export]
 macro_rules! device_tests {
-    ($($(#[$attr:meta])* $name:ident $(@ $gpus:literal)? $(if cfg($cfg:meta) else $why:literal)?),* $(,)?) => {{
+    ($($(#[$attr:meta])* $name:ident $(@ $gpus:literal)? $(if cfg($cfg:meta) else $why:expr)?),* $(,)?) => {{
         // One statement a test, so that a cfg'd entry leaves out its own.
         #[allow(unused_mut)]
         let mut tests = $crate::common::DeviceTest::none();
@@ -144,6 +149,16 @@ macro_rules! device_tests {
         )*
         tests
     }};
+}
+
+/// Why a test of POSIX file descriptors is not run on Windows, where the
+/// shareable handles are `CU_MEM_HANDLE_TYPE_WIN32` handles (not written).
+pub const POSIX_ONLY: &str = "POSIX file descriptors passed over a Unix socket: a Unix-only test \
+     (Windows shares CU_MEM_HANDLE_TYPE_WIN32 handles, which these tests do not cover)";
+
+/// A failure's message, for a report.
+pub fn message(e: Failed) -> String {
+    e.message().unwrap_or("failed").to_string()
 }
 
 /// The release of the headers these bindings came from, from their
@@ -425,6 +440,7 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
 // After the macros, which they use.
 pub mod checks;
 pub mod memory;
+pub mod os;
 pub mod vmm;
 
 #[allow(unused_imports)]

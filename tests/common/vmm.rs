@@ -3,8 +3,11 @@
 //! mapped allocation ([`Mapping`]) with its POSIX descriptor, and the exporter
 //! of the process-death scenarios that share such a descriptor
 //! ([`pd_export`], [`pd_exporter`]).
+#[cfg(unix)]
 use super::process_death as pd;
-use super::{cu_loc, read, round_trip, write, Gpu, TestResult};
+use super::{cu_loc, Gpu, TestResult};
+#[cfg(unix)]
+use super::{read, round_trip, write};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 
@@ -115,6 +118,7 @@ impl Mapping {
     }
 
     /// A new POSIX file descriptor for the allocation (ours until imported).
+    #[cfg(unix)]
     pub fn export_fd(&self) -> Result<i32, Failed> {
         let mut fd: i32 = -1;
         let r = export_fd_raw(&mut fd, self.handle, 0);
@@ -127,16 +131,19 @@ impl Mapping {
     }
 }
 
+#[cfg(unix)]
 pub fn fd_is_open(fd: i32) -> bool {
     (unsafe { libc::fcntl(fd, libc::F_GETFD) }) != -1
 }
 
 /// `fd` if it is an open descriptor, else a failure naming `what` gave it.
+#[cfg(unix)]
 pub fn opened(fd: i32, what: &str) -> Result<i32, Failed> {
     ensure!(fd >= 0 && fd_is_open(fd), "{what} gave descriptor {fd}");
     Ok(fd)
 }
 
+#[cfg(unix)]
 pub fn close_fd(fd: i32) -> TestResult {
     let (closed, e) = (
         unsafe { libc::close(fd) } == 0,
@@ -148,11 +155,13 @@ pub fn close_fd(fd: i32) -> TestResult {
 
 /// The exporter's allocation in the process-death scenarios, freed when the
 /// exporter ends normally.
+#[cfg(unix)]
 pub struct Exported {
     m: Option<Mapping>,
     gpu: Gpu,
 }
 
+#[cfg(unix)]
 impl Drop for Exported {
     fn drop(&mut self) {
         if let Some(m) = self.m.take() {
@@ -163,6 +172,7 @@ impl Drop for Exported {
 
 /// Two granules of POSIX-fd shareable memory holding `pd::pattern`, exported:
 /// the descriptor, the fields the importer needs, the allocation.
+#[cfg(unix)]
 pub fn pd_export() -> Result<(i32, pd::Fields, Exported), Failed> {
     let gpu = Gpu::new(0)?;
     let m = Mapping::shareable(&gpu, 2)?;
@@ -178,12 +188,14 @@ pub fn pd_export() -> Result<(i32, pd::Fields, Exported), Failed> {
 /// and the test's own context reference on device 0 (the exporter releases
 /// its own with the memory; the free-memory figures after that need a live
 /// context).
+#[cfg(unix)]
 pub fn pd_importer_killed(test: &str, importer: &str, released: &str) -> TestResult {
     let _gpu = Gpu::new(0)?;
     pd::importer_killed(test, importer, pd_export, pd::free_memory, released)
 }
 
 /// Child: the exporter of the process-death scenarios.
+#[cfg(unix)]
 pub fn pd_exporter() -> TestResult {
     pd::exporter_main(|| {
         let (fd, f, kept) = pd_export()?;
@@ -191,6 +203,7 @@ pub fn pd_exporter() -> TestResult {
     })
 }
 
+#[cfg(unix)]
 impl pd::Exporting for Exported {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
         let m = self.m.as_ref().ok_or("no mapping kept")?;
