@@ -15,7 +15,9 @@
 //! documents no error for a second free: its behaviour is undefined.
 mod common;
 
+#[cfg(unix)]
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+#[cfg(unix)]
 use common::process_death as pd;
 use common::{
     cu_loc, pattern, rt_loc, same, BadInput, Checks, CuEvent, CuStream, Gpu, PageLocked, RtEvent,
@@ -25,8 +27,10 @@ use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
+#[cfg(unix)]
 use std::io::{Read, Write};
 use std::marker::PhantomData;
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -34,11 +38,15 @@ use std::time::{Duration, Instant};
 const MIB: usize = 1 << 20;
 
 /// The environment variable naming the child's end of the socket.
+#[cfg(unix)]
 const SOCK_VAR: &str = "CUDA_MEM_SYS_SOMA_SOCKET";
 /// Bytes shared between the two processes.
+#[cfg(unix)]
 const IPC_BYTES: usize = 4 * MIB;
 /// Seeds of the exporter's and the importer's patterns.
+#[cfg(unix)]
 const EXPORTER_SEED: u32 = 0xA1;
+#[cfg(unix)]
 const IMPORTER_SEED: u32 = 0xB2;
 
 // ---------------------------------------------------------------------------
@@ -244,8 +252,9 @@ macro_rules! call {
 /// - `clear_error`: the runtime's sticky last error, cleared after a bad call;
 /// - how a pointer's memory type is read (`is_managed`, `memory_kind`,
 ///   `is_device_memory`) and how a device is made current (`make_current`).
-// Before 12.2 (host pools) and 13.0 (location pools) some methods serve no test.
-#[cfg_attr(not(cuda_13000), allow(dead_code))]
+// Before 12.2 (host pools) and 13.0 (location pools) some methods serve no
+// test, nor do the IPC methods on Windows.
+#[cfg_attr(any(not(cuda_13000), not(unix)), allow(dead_code))]
 trait Api: Sized + 'static {
     /// "runtime" or "driver", for messages.
     const NAME: &'static str;
@@ -1222,10 +1231,15 @@ twins! {
     default_pool_round_trip => rt_default_pool_round_trip, drv_default_pool_round_trip;
     peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;
     leak_10000_cycles => rt_leak_10000_cycles, drv_leak_10000_cycles;
-    ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
     created_pools_each_location => rt_created_pools_each_location, drv_created_pools_each_location;
     two_streams_event_ordered_reuse => rt_two_streams_event_ordered_reuse, drv_two_streams_event_ordered_reuse;
     bad_input => rt_bad_input, drv_bad_input;
+}
+
+// IPC and process death: POSIX descriptors over a Unix socket.
+#[cfg(unix)]
+twins! {
+    ipc_two_processes => rt_ipc_two_processes, drv_ipc_two_processes;
     importer_killed_while_mapped => rt_process_death_importer_killed_while_mapped, drv_process_death_importer_killed_while_mapped;
     exporter_killed => rt_process_death_exporter_killed, drv_process_death_exporter_killed;
     descriptor_after_sender_died => rt_process_death_descriptor_after_sender_died, drv_process_death_descriptor_after_sender_died;
@@ -1275,6 +1289,7 @@ fn pool_destroy_with_outstanding_allocation() -> TestResult {
 /// the parent's side of the conversation. The socket is closed (so that a
 /// child still reading sees the end) and the child waited for on every path;
 /// the child's failure is reported first.
+#[cfg(unix)]
 fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) -> TestResult {
     let (mut parent, child_end) = socket_pair()?;
     parent.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -1650,6 +1665,7 @@ fn bad_input<A: Api>() -> TestResult {
 /// What a pool exporter keeps, or an importer holds: the pool, one
 /// allocation (the exporter's holds `pd::pattern(IPC_BYTES, pd::SEED)`), and
 /// the stream it was made on.
+#[cfg(unix)]
 struct PoolKept<A: Api> {
     pool: CUmemoryPool,
     p: CUdeviceptr,
@@ -1657,6 +1673,7 @@ struct PoolKept<A: Api> {
     _gpu: Gpu,
 }
 
+#[cfg(unix)]
 impl<A: Api> PoolKept<A> {
     fn new() -> Result<PoolKept<A>, Failed> {
         let _gpu = A::init()?;
@@ -1701,12 +1718,14 @@ impl<A: Api> PoolKept<A> {
     }
 }
 
+#[cfg(unix)]
 impl<A: Api> Drop for PoolKept<A> {
     fn drop(&mut self) {
         self.release();
     }
 }
 
+#[cfg(unix)]
 impl<A: Api> pd::Held for PoolKept<A> {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
         PoolKept::read(self, n)
@@ -1718,6 +1737,7 @@ impl<A: Api> pd::Held for PoolKept<A> {
 
 /// An IPC pool (POSIX descriptors) with one allocation of `IPC_BYTES`, its
 /// descriptor, and the pointer's export data as a field.
+#[cfg(unix)]
 fn pool_export<A: Api>() -> Result<(i32, pd::Fields, PoolKept<A>), Failed> {
     let mut kept = PoolKept::<A>::new()?;
     kept.pool = A::fd_pool()?.into_raw();
@@ -1737,6 +1757,7 @@ fn pool_export<A: Api>() -> Result<(i32, pd::Fields, PoolKept<A>), Failed> {
 }
 
 /// A child role: [`pool_export`], held until told to quit or killed.
+#[cfg(unix)]
 fn pool_exporter<A: Api>() -> TestResult {
     pd::exporter_main(|| {
         let (fd, f, kept) = pool_export::<A>()?;
@@ -1747,6 +1768,7 @@ fn pool_exporter<A: Api>() -> TestResult {
 /// Imports the pool from the descriptor (which it closes) and the pointer
 /// from the `pointer` field, read-write for device 0 (set only if not already
 /// granted, as [`ipc_importer`] does).
+#[cfg(unix)]
 fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, String> {
     let mut k = match PoolKept::<A>::new() {
         Ok(k) => k,
@@ -1781,10 +1803,12 @@ fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, Str
 }
 
 /// A child role: imports ([`pool_import`]) and reads as the test process says.
+#[cfg(unix)]
 fn pool_importer<A: Api>() -> TestResult {
     pd::importer_main(pool_import::<A>)
 }
 
+#[cfg(unix)]
 impl<A: Api> pd::Exporting for PoolKept<A> {
     fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
         PoolKept::read(self, n)
@@ -1813,6 +1837,7 @@ impl<A: Api> pd::Exporting for PoolKept<A> {
 }
 
 /// [`pd::Exporting::release`] of a pool: each step's figure, then the verdict.
+#[cfg(unix)]
 fn pool_release_after_death<A: Api>(
     kept: &mut PoolKept<A>,
     figures: &mut Vec<(&'static str, String)>,
@@ -1852,6 +1877,7 @@ fn pool_release_after_death<A: Api>(
 /// exporter's bytes are intact, its pool keeps allocating and freeing, and
 /// after it frees its allocation and trims the pool, the reserved figure is
 /// 0 and `cuMemGetInfo` shows the memory back.
+#[cfg(unix)]
 fn importer_killed_while_mapped<A: Api>() -> TestResult {
     let _gpu = A::init()?;
     pd::importer_killed(
@@ -1867,6 +1893,7 @@ fn importer_killed_while_mapped<A: Api>() -> TestResult {
 /// imported pointer. NVIDIA documents nothing about this for pools: what the
 /// importer reads after the death is recorded; it must exit 0 and the memory
 /// must come back.
+#[cfg(unix)]
 fn exporter_killed<A: Api>() -> TestResult {
     let _gpu = A::init()?;
     pd::exporter_killed(
@@ -1882,6 +1909,7 @@ fn exporter_killed<A: Api>() -> TestResult {
 /// A pool descriptor (and pointer export data) received after the exporter
 /// was SIGKILLed: the import's outcome is recorded (the exporter's bytes, or
 /// an error code); the importer exits 0 and the memory comes back.
+#[cfg(unix)]
 fn descriptor_after_sender_died<A: Api>() -> TestResult {
     let _gpu = A::init()?;
     pd::descriptor_after_sender_died(
@@ -2653,6 +2681,7 @@ fn leak_10000_cycles<A: Api>() -> TestResult {
 /// allocation exported (64 bytes over the socket); the child
 /// ([`ipc_importer`]) reads the exporter's bytes and writes its own, which the
 /// exporter then reads.
+#[cfg(unix)]
 fn ipc_two_processes<A: Api>() -> TestResult {
     let gpu = A::init()?;
     A::fd_pools_supported(&gpu)?;
@@ -2702,6 +2731,7 @@ fn ipc_two_processes<A: Api>() -> TestResult {
 /// writes its own bytes, frees in stream order and answers `K`. Bad input on
 /// the way: the closed descriptor again, an allocation from the imported pool,
 /// export data of nothing.
+#[cfg(unix)]
 fn ipc_importer<A: Api>() -> TestResult {
     let mut sock = child_socket(SOCK_VAR)?;
     sock.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -2827,10 +2857,10 @@ fn main() {
             rt_trim_to_and_release_threshold,
             rt_current_pool_get_set if cfg(cuda_13000) else "cudaMemGetMemPool, cudaMemSetMemPool, cudaMemGetDefaultMemPool: not in these headers (added in 13.0)",
             rt_peer_pool_access @ 2,
-            rt_ipc_two_processes,
-            rt_process_death_importer_killed_while_mapped,
-            rt_process_death_exporter_killed,
-            rt_process_death_descriptor_after_sender_died,
+            rt_ipc_two_processes if cfg(unix) else common::POSIX_ONLY,
+            rt_process_death_importer_killed_while_mapped if cfg(unix) else common::POSIX_ONLY,
+            rt_process_death_exporter_killed if cfg(unix) else common::POSIX_ONLY,
+            rt_process_death_descriptor_after_sender_died if cfg(unix) else common::POSIX_ONLY,
             rt_bad_input,
             rt_leak_10000_cycles,
             drv_default_pool_round_trip,
@@ -2839,19 +2869,25 @@ fn main() {
             drv_attributes_and_trim,
             drv_current_pool_get_set if cfg(cuda_13000) else "cuMemGetMemPool, cuMemSetMemPool, cuMemGetDefaultMemPool: not in these headers (added in 13.0)",
             drv_peer_pool_access @ 2,
-            drv_ipc_two_processes,
-            drv_process_death_importer_killed_while_mapped,
-            drv_process_death_exporter_killed,
-            drv_process_death_descriptor_after_sender_died,
+            drv_ipc_two_processes if cfg(unix) else common::POSIX_ONLY,
+            drv_process_death_importer_killed_while_mapped if cfg(unix) else common::POSIX_ONLY,
+            drv_process_death_exporter_killed if cfg(unix) else common::POSIX_ONLY,
+            drv_process_death_descriptor_after_sender_died if cfg(unix) else common::POSIX_ONLY,
             drv_bad_input,
             drv_leak_10000_cycles,
         ],
         &[
+            #[cfg(unix)]
             ("rt_ipc_importer", ipc_importer::<Rt>),
+            #[cfg(unix)]
             ("drv_ipc_importer", ipc_importer::<Drv>),
+            #[cfg(unix)]
             ("rt_pool_exporter", pool_exporter::<Rt>),
+            #[cfg(unix)]
             ("drv_pool_exporter", pool_exporter::<Drv>),
+            #[cfg(unix)]
             ("rt_pool_importer", pool_importer::<Rt>),
+            #[cfg(unix)]
             ("drv_pool_importer", pool_importer::<Drv>),
             ("rt_destroy_outstanding", destroy_outstanding::<Rt>),
             ("drv_destroy_outstanding", destroy_outstanding::<Drv>),
