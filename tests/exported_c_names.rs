@@ -182,6 +182,7 @@ fn run_programs(features: &str, env: &[(&str, &str)]) -> Result<(String, Vec<Str
         ],
         dir,
     )?;
+    #[cfg(unix)]
     std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so"))
         .map_err(|e| e.to_string())?;
     let rpath = "-Wl,-rpath,$ORIGIN,--disable-new-dtags";
