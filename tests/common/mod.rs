@@ -152,9 +152,9 @@ macro_rules! device_tests {
 }
 
 /// Why a test of POSIX file descriptors is not run on Windows, where the
-/// shareable handles are `CU_MEM_HANDLE_TYPE_WIN32` handles (not written).
-pub const POSIX_ONLY: &str = "POSIX file descriptors passed over a Unix socket: a Unix-only test \
-     (Windows shares CU_MEM_HANDLE_TYPE_WIN32 handles, which these tests do not cover)";
+/// shareable handles are `CU_MEM_HANDLE_TYPE_WIN32` handles (not tested).
+pub const POSIX_ONLY: &str = "Unix only: POSIX descriptors over a Unix socket \
+     (Windows shares CU_MEM_HANDLE_TYPE_WIN32 handles, not tested here)";
 
 /// A failure's message, for a report.
 pub fn message(e: Failed) -> String {

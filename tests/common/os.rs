@@ -4,7 +4,7 @@
 //!
 //! The Windows side declares the four `kernel32` functions it calls (every
 //! Rust program on Windows links `kernel32`). Both sides are run without a
-//! GPU by `tests/test_os.rs`: on Linux, and for `x86_64-pc-windows-msvc`
+//! GPU by `tests/os_helpers.rs`: on Linux, and for `x86_64-pc-windows-msvc`
 //! under Wine (`cargo xtask msvc`).
 
 /// The CPU and the NUMA node the calling thread runs on (`getcpu(2)`).
@@ -78,7 +78,7 @@ impl Drop for PinnedThread {
 
 impl PinnedThread {
     /// `p` once the thread is seen on its CPU, with that CPU's node.
-    fn checked(mut p: PinnedThread) -> Result<PinnedThread, String> {
+    pub fn checked(mut p: PinnedThread) -> Result<PinnedThread, String> {
         let (now, node) = getcpu();
         if now != p.cpu {
             return Err(format!("pinned to CPU {} but running on {now}", p.cpu));

@@ -45,7 +45,7 @@ const COMMANDS: [(&str, &str); 20] = [
     ("device-report <dir>...", "Markdown for docs/device-results.md from what run.sh wrote"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
-    ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, examples and wrapper compiled (13.0 unless told; a step of `ci --cross`)"),
+    ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
     ("(any command) -h | --help", "this list, nothing run"),

@@ -15,10 +15,15 @@
 //!
 //! For each release (the pinned 13.0 unless told): the layout, signature,
 //! bad-input, stable-name and fallback checks, the loader's DLL search (the
-//! static runtime, and the runtime DLL with `dynamic-cudart`), and a compile
+//! static runtime, and the runtime DLL with `dynamic-cudart`), a compile
 //! (`cargo check`: NVIDIA's `cudart_static.lib` needs Microsoft's static CRT
-//! to link) of the examples and of the wrapper crate (`wrap/`), linked and
-//! with `dynamic-loading`; the wrapper's tests run with the runtime DLL.
+//! to link) of every example and every test, device tests included, and of
+//! the wrapper crate (`wrap/`), linked and with `dynamic-loading`. With the
+//! runtime DLL (`dynamic-loading,dynamic-cudart`, which links without
+//! Microsoft's CRT) the device tests run under Wine, where there is no
+//! driver: each must list the same names as on Linux and report every test
+//! ignored with its reason (the POSIX-descriptor ones: Unix only), none
+//! passed empty; the tests' OS helpers and the wrapper's tests run too.
 //!
 //! The tools, headers, import libraries and start-up code are made once into
 //! `target/msvc-toolchain/` (remade when their sources change).
@@ -68,10 +73,6 @@ const HEADERS: [(&str, &str); 4] = [
     ("string.h", include_str!("msvc/string.h")),
     ("time.h", include_str!("msvc/time.h")),
 ];
-
-/// Examples whose code is for Linux alone (POSIX file descriptors passed
-/// over a Unix socket for IPC): not compiled for Windows.
-const POSIX_EXAMPLES: [&str; 2] = ["stream_ordered", "vmm_ipc"];
 
 /// The made toolchain (everything under `target/msvc-toolchain/`).
 pub struct Toolchain {
@@ -371,15 +372,21 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let started = std::time::Instant::now();
     let tc = toolchain(workspace)?;
     println!("(toolchain: {:.0} s)", started.elapsed().as_secs_f64());
+    let linux_lists = linux_lists(workspace)?;
     for release in releases {
-        release_checks(workspace, &tc, release)?;
+        release_checks(workspace, &tc, release, &linux_lists)?;
     }
     println!("{MSVC}: {:.0} s in all", started.elapsed().as_secs_f64());
     Ok(())
 }
 
 /// One release's checks, in `target/abi/x86_64-pc-windows-msvc/<release>/`.
-fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(), String> {
+fn release_checks(
+    workspace: &Path,
+    tc: &Toolchain,
+    release: &str,
+    linux_lists: &[(&str, Vec<String>)],
+) -> Result<(), String> {
     let include = headers::fetch_for(workspace, release, MSVC)?;
     let dir = crate::abi::target_dir_for(workspace, release, MSVC);
     let lib_dir = cuda_libraries(workspace, tc, release, &include)?;
@@ -447,24 +454,34 @@ fn release_checks(workspace: &Path, tc: &Toolchain, release: &str) -> Result<(),
         "the loader's DLL search, the runtime DLL loaded (under wine)",
         cargo_in(&search, "dynamic-loading,dynamic-cudart"),
     )?;
-    let examples = portable_examples(workspace)?;
-    let mut check = vec!["check", "-p", "cuda-mem-sys"];
-    for e in &examples {
-        check.extend(["--example", e.as_str()]);
-    }
-    println!(
-        "(not compiled for Windows: the examples {} and the device tests, whose code passes \
-         POSIX file descriptors and signals)",
-        POSIX_EXAMPLES.join(", ")
-    );
+    let check = ["check", "-p", "cuda-mem-sys", "--examples", "--tests"];
     timed(
-        &format!("the examples compile ({}), linked", examples.join(", ")),
+        "every example and every test (device tests included) compiles, linked",
         cargo_in(&check, ""),
     )?;
     timed(
-        "the examples compile, dynamic-loading",
+        "every example and every test compiles, dynamic-loading",
         cargo_in(&check, "dynamic-loading"),
     )?;
+    let loaded = "dynamic-loading,dynamic-cudart";
+    timed(
+        "the device tests' OS helpers and the process-death plumbing, the runtime DLL loaded (under wine)",
+        cargo_in(
+            &[
+                "test",
+                "-p",
+                "cuda-mem-sys",
+                "--test",
+                "os_helpers",
+                "--test",
+                "process_death_plumbing",
+            ],
+            loaded,
+        ),
+    )?;
+    device_tests_under_wine(&format!("{MSVC}, CUDA {release}"), linux_lists, |args| {
+        cargo_in(args, loaded)
+    })?;
     let wrap = ["check", "-p", "cuda-mem-wrap", "--all-targets"];
     timed(
         "the wrapper crate (wrap/) compiles, linked",
@@ -563,22 +580,144 @@ fn find_cudart(dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Every example of `examples/` but the POSIX ones.
-fn portable_examples(workspace: &Path) -> Result<Vec<String>, String> {
-    let mut names: Vec<String> = std::fs::read_dir(workspace.join("examples"))
-        .map_err(|e| format!("examples/: {e}"))?
-        .flatten()
-        .filter_map(|e| {
-            let p = e.path();
-            if p.extension()? != "rs" {
-                return None;
-            }
-            Some(p.file_stem()?.to_string_lossy().into_owned())
+/// The device tests of `linux_lists` run under Wine, where there is no
+/// driver, by `cargo_in` (a `cargo` for the Windows target with the runtime
+/// DLL loaded): each binary must report the names Linux lists, every test
+/// ignored with its reason ([`judge_device_run`]). `what` names the target
+/// and release in the step's title.
+pub fn device_tests_under_wine(
+    what: &str,
+    linux_lists: &[(&str, Vec<String>)],
+    cargo_in: impl Fn(&[&str]) -> Command,
+) -> Result<(), String> {
+    step(&format!(
+        "{what}: the device tests under wine, no driver: the names Linux lists, \
+         every test ignored with its reason"
+    ));
+    let t = std::time::Instant::now();
+    let mut problems = vec![];
+    for (test, linux) in linux_lists {
+        let out = cargo_in(&["test", "-p", "cuda-mem-sys", "--test", test])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cargo test --test {test}: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let ran = outcomes(&stdout);
+        let unix_only = ran.iter().filter(|(_, r)| r.contains("Unix only")).count();
+        println!(
+            "{test}: {} tests, {} ignored ({unix_only} Unix only) ({})",
+            ran.len(),
+            ran.iter().filter(|(_, r)| r.starts_with("ignored")).count(),
+            out.status
+        );
+        if !out.status.success() {
+            problems.push(format!("{test}: {}\n{stdout}", out.status));
+        }
+        problems.extend(judge_device_run(test, linux, &ran));
+    }
+    if !problems.is_empty() {
+        return Err(format!(
+            "{what}: the device tests under wine:\n{}",
+            problems.join("\n")
+        ));
+    }
+    println!("({:.0} s)", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The test targets of cuda-mem-sys that need a GPU (those of
+/// [`crate::gpu_bundle::ON_GPU`] in `tests/`; `abi_symbols` is abi-proofs').
+fn device_tests(workspace: &Path) -> Vec<&'static str> {
+    crate::gpu_bundle::ON_GPU
+        .into_iter()
+        .filter(|t| workspace.join(format!("tests/{t}.rs")).is_file())
+        .collect()
+}
+
+/// What each device test lists on Linux (`--list`, against the pinned
+/// headers): the names the Windows run must report.
+pub fn linux_lists(workspace: &Path) -> Result<Vec<(&'static str, Vec<String>)>, String> {
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let tests = device_tests(workspace);
+    step("the device tests' names on Linux (--list, the pinned headers)");
+    let mut lists = vec![];
+    for test in tests {
+        let out = cargo(workspace)
+            .args([
+                "test",
+                "-q",
+                "-p",
+                "cuda-mem-sys",
+                "--test",
+                test,
+                "--",
+                "--list",
+            ])
+            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cargo test --test {test} -- --list: {e}"))?;
+        let names = listed(&String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() || names.is_empty() {
+            return Err(format!(
+                "{test} -- --list on Linux: exit {}, {} names",
+                out.status,
+                names.len()
+            ));
+        }
+        println!("{test}: {} tests", names.len());
+        lists.push((test, names));
+    }
+    Ok(lists)
+}
+
+/// The names of a `--list` output (`<name>: test` lines).
+fn listed(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Each `test <name> ... <outcome>` line of a run: the name and the outcome
+/// (`ok`, `FAILED`, `ignored (<reason>)`).
+fn outcomes(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (name, outcome) = l.strip_prefix("test ")?.split_once(" ... ")?;
+            Some((name.trim().to_string(), outcome.trim().to_string()))
         })
-        .filter(|n| !POSIX_EXAMPLES.contains(&n.as_str()))
-        .collect();
-    names.sort();
-    Ok(names)
+        .collect()
+}
+
+/// What is wrong with a device-test binary's run under Wine, where there is
+/// no driver: a name Linux lists that it did not report, one it reported
+/// that Linux does not list, a test that did not report ignored (a device
+/// test passing with no GPU passed empty), an ignored one with no reason.
+fn judge_device_run(test: &str, linux: &[String], ran: &[(String, String)]) -> Vec<String> {
+    let mut problems = vec![];
+    for name in linux {
+        if !ran.iter().any(|(n, _)| n == name) {
+            problems.push(format!(
+                "{test}: {name} is listed on Linux but was not run on Windows"
+            ));
+        }
+    }
+    for (name, outcome) in ran {
+        if !linux.contains(name) {
+            problems.push(format!(
+                "{test}: {name} ran on Windows but is not listed on Linux"
+            ));
+        }
+        if !outcome.starts_with("ignored (") {
+            problems.push(format!(
+                "{test}: {name} said {outcome:?} with no driver, not ignored with a reason"
+            ));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -586,18 +725,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_posix_examples_exist_and_the_rest_are_compiled() {
-        let examples = portable_examples(&crate::cmd::workspace()).unwrap();
-        assert!(examples.iter().any(|e| e == "demo"), "{examples:?}");
-        for p in POSIX_EXAMPLES {
-            assert!(
-                crate::cmd::workspace()
-                    .join(format!("examples/{p}.rs"))
-                    .is_file(),
-                "{p} is listed as POSIX-only but is no example"
-            );
-            assert!(!examples.iter().any(|e| e == p));
-        }
+    fn the_device_tests_are_cuda_mem_sys_own() {
+        let tests = device_tests(&crate::cmd::workspace());
+        assert!(
+            tests.contains(&"vmm") && tests.contains(&"external_interop"),
+            "{tests:?}"
+        );
+        assert!(!tests.contains(&"abi_symbols"));
+    }
+
+    #[test]
+    fn a_device_run_under_wine_must_list_linux_names_all_ignored() {
+        let linux = ["a".to_string(), "b".to_string()];
+        let ignored = |n: &str| (n.to_string(), "ignored (no usable CUDA driver)".to_string());
+        let out = "test a ... ignored (no usable CUDA driver)\n\
+                   test b ... ignored (Unix only: POSIX descriptors)\n\
+                   test result: ok. 0 passed; 0 failed; 2 ignored\n";
+        assert!(judge_device_run("t", &linux, &outcomes(out)).is_empty());
+        assert_eq!(listed("a: test\nb: test\n\n2 tests, 0 benchmarks\n"), linux);
+        // Wrong twins: a test left out on Windows, one Linux lacks, one that
+        // passed with no driver, one ignored without a reason.
+        let missing = judge_device_run("t", &linux, &[ignored("a")]);
+        assert!(
+            missing[0].contains("b is listed on Linux but was not run"),
+            "{missing:?}"
+        );
+        let extra = judge_device_run("t", &linux, &[ignored("a"), ignored("b"), ignored("c")]);
+        assert!(
+            extra[0].contains("c ran on Windows but is not listed"),
+            "{extra:?}"
+        );
+        let passed = judge_device_run("t", &linux, &[ignored("a"), ("b".into(), "ok".into())]);
+        assert!(passed[0].contains("b said \"ok\""), "{passed:?}");
+        let bare = judge_device_run("t", &linux, &[ignored("a"), ("b".into(), "ignored".into())]);
+        assert_eq!(bare.len(), 1, "{bare:?}");
     }
 
     #[test]
