@@ -445,8 +445,12 @@ fn windows(workspace: &Path) -> Result<(), String> {
         "",
     )?)?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
-    let linux_lists = crate::msvc::linux_lists(workspace)?;
     let loaded = "dynamic-loading,dynamic-cudart";
+    run_cmd(&mut cargo_in(
+        &["test", "-p", "cuda-mem-sys", "--test", "os_helpers"],
+        loaded,
+    )?)?;
+    let linux_lists = crate::msvc::linux_lists(workspace)?;
     crate::msvc::device_tests_under_wine(&format!("{WINDOWS}, CUDA 13.0"), &linux_lists, |args| {
         cargo_in(args, loaded).expect("the target was set up above")
     })
