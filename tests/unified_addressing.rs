@@ -288,7 +288,7 @@ fn host_numa(gpu: &Gpu) -> Result<i32, Failed> {
 /// node, for the printed skips only (the host NUMA cases need 12.2).
 #[cfg(not(cuda_12020))]
 fn host_numa(_gpu: &Gpu) -> Result<i32, Failed> {
-    Ok(common::getcpu().1 as i32)
+    Ok(common::os::getcpu().1 as i32)
 }
 
 // ---------------------------------------------------------------------------

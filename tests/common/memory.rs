@@ -243,8 +243,6 @@ pub fn rt_loc_id(loc: &cudaMemLocation) -> i32 {
     unsafe { loc.id }
 }
 
-pub use super::os::getcpu;
-
 /// The three things the tests mean by a host NUMA id, one function each
 /// (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID` is in the headers from 12.2).
 #[cfg(cuda_12020)]
@@ -270,6 +268,10 @@ impl Gpu {
     /// the node of the calling thread's CPU.
     pub fn host_numa_node_or_thread_node(&self) -> Result<i32, Failed> {
         let id = self.attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID)?;
-        Ok(if id >= 0 { id } else { getcpu().1 as i32 })
+        Ok(if id >= 0 {
+            id
+        } else {
+            super::os::getcpu().1 as i32
+        })
     }
 }

@@ -59,6 +59,8 @@ fn drv(call: &'static str, code: sys::CUresult) -> Error {
     Error::Driver { call, code }
 }
 
+/// Used by the pool test, which needs 12.2 (`maxSize`).
+#[cfg(cuda_12020)]
 fn rt(call: &'static str, code: sys::cudaError_t) -> Error {
     Error::Runtime { call, code }
 }
