@@ -11,24 +11,29 @@ mod common;
 
 use common::process_death as pd;
 use common::TestResult;
-#[allow(unused_imports)] // Completion: the ignored scenarios, off Unix
 use libtest_mimic::{Arguments, Completion, Trial};
 
 /// The scenario tests by name: on Unix each runs `plumbing::<name>`,
-/// elsewhere it is listed and reported ignored ([`common::POSIX_ONLY`]).
+/// elsewhere it is listed and reported ignored ([`scenario`]).
 macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {{
-        let mut trials = Vec::new();
-        $(
+    ($($name:ident),* $(,)?) => {
+        vec![$({
             #[cfg(unix)]
-            trials.push(Trial::test(stringify!($name), plumbing::$name));
+            let body = Some(plumbing::$name as fn() -> TestResult);
             #[cfg(not(unix))]
-            trials.push(Trial::ignorable_test(stringify!($name), || {
-                Ok(Completion::ignored_with(common::POSIX_ONLY))
-            }));
-        )*
-        trials
-    }};
+            let body = None;
+            scenario(stringify!($name), body)
+        }),*]
+    };
+}
+
+/// A scenario's trial: its body, or, where it has none (off Unix), reported
+/// ignored with [`common::POSIX_ONLY`].
+fn scenario(name: &'static str, body: Option<fn() -> TestResult>) -> Trial {
+    match body {
+        Some(f) => Trial::test(name, f),
+        None => Trial::ignorable_test(name, || Ok(Completion::ignored_with(common::POSIX_ONLY))),
+    }
 }
 
 fn main() {
