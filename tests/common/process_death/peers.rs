@@ -319,6 +319,19 @@ pub fn spawn_importer(
 /// The first report an importer must give where the import is supposed to work.
 pub const READ_OK: &str = "imported=ok read=match";
 
+/// Starts exporter `role` and receives what it exported: the child, its
+/// descriptor, its fields and their `bytes`.
+fn spawn_exporter(
+    role: &str,
+    env: &[(&str, String)],
+) -> Result<(Peer, RawFd, Fields, usize), Failed> {
+    let mut e = Peer::spawn(role, env)?;
+    let fd = e.link.recv_fd()?;
+    let fields = e.link.recv_fields()?;
+    let bytes = fields.number("bytes")? as usize;
+    Ok((e, fd, fields, bytes))
+}
+
 /// Exporter child killed after exporting, importer child still mapped.
 /// `documented` says whether NVIDIA documents that the importer's mapping
 /// outlives the exporter (VMM handles are reference counted); where it does,
@@ -333,10 +346,7 @@ pub fn exporter_killed(
     probe: Probe,
 ) -> TestResult {
     let free0 = probe()?;
-    let mut e = Peer::spawn(exporter, env)?;
-    let fd = e.link.recv_fd()?;
-    let fields = e.link.recv_fields()?;
-    let bytes = fields.number("bytes")? as usize;
+    let (mut e, fd, fields, bytes) = spawn_exporter(exporter, env)?;
     let imported = spawn_importer(importer, env, fd, &fields);
     unsafe { libc::close(fd) };
     let (mut i, first) = imported?;
@@ -459,10 +469,7 @@ pub fn descriptor_after_sender_died(
     probe: Probe,
 ) -> TestResult {
     let free0 = probe()?;
-    let mut e = Peer::spawn(exporter, env)?;
-    let fd = e.link.recv_fd()?;
-    let fields = e.link.recv_fields()?;
-    let bytes = fields.number("bytes")? as usize;
+    let (mut e, fd, fields, bytes) = spawn_exporter(exporter, env)?;
     let killed = e.kill();
     let free_sender_dead = probe();
     let imported = killed
