@@ -78,7 +78,7 @@ impl Library {
     }
 
     pub(super) fn state(&'static self) -> Result<&'static LibraryState, Stuck> {
-        if self.api == Api::Runtime && !self.once.done() {
+        let first = || {
             // One driver per process, and one order for the two loads: a
             // named driver is loaded before the runtime (whose own
             // dlopen("libcuda.so.1") must find it), and before this thread
@@ -88,11 +88,12 @@ impl Library {
             // runtime. Where that driver cannot be waited for (its load is
             // on this very thread, or was cut by a fork), neither can the
             // runtime: the call returns at once, nothing stored.
-            if environment()?.driver.state != SettingState::Unset {
+            if self.api == Api::Runtime && environment()?.driver.state != SettingState::Unset {
                 DRIVER_LIB.state().map_err(Stuck::of_driver)?;
             }
-        }
-        self.once.call(|| {
+            Ok(())
+        };
+        self.once.call_after(first, || {
             // SAFETY: inside `once`: this thread alone writes.
             unsafe { self.open(&mut *self.inner.get()) }
         })?;

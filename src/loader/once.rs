@@ -1,22 +1,38 @@
-//! A one-time initialisation that never hangs (on re-entrancy, or in a
-//! forked child), and why it cannot be waited for.
+//! A one-time initialisation that never hangs (on re-entrancy, in a forked
+//! child, or after its owner ended), why it cannot be waited for, and the
+//! publication of a resolved slot.
+//!
+//! Everything here reaches the system through `super::sys` only: its
+//! atomics, the current thread's id, token and fork generation, whether a
+//! thread still exists, spinning, yielding and sleeping. The crate's `sys`
+//! is the platform's (`unix.rs`, `windows.rs`); `loader-model/` compiles
+//! this same file against a fake one and checks it with loom.
 
-use super::sys;
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::sys::{self, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Why a one-time initialisation cannot be waited for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Stuck {
     /// Called again from inside the initialisation, on its own thread.
     Reentrant,
     /// In a child forked while another thread of the parent ran it.
     Forked,
+    /// The thread that ran it no longer exists: it ended inside the
+    /// initialisation, or this process was made without fork handlers
+    /// (`clone(2)`, `_Fork()`) while it ran.
+    OwnerGone,
+    /// The initialisation unwound (a panic) on the thread that ran it.
+    Poisoned,
     /// The runtime, while the named driver (loaded first) is being loaded
     /// by this very thread.
     DriverReentrant,
     /// The runtime, in a child forked while another thread of the parent
     /// loaded the named driver.
     DriverForked,
+    /// The runtime, where the thread loading the named driver is gone.
+    DriverOwnerGone,
+    /// The runtime, where the named driver's load unwound.
+    DriverPoisoned,
 }
 
 impl Stuck {
@@ -30,6 +46,15 @@ impl Stuck {
                 "the process was forked while another thread was loading the library; \
                  that load cannot finish in this process"
             }
+            Stuck::OwnerGone => {
+                "the thread that was loading the library no longer exists (it ended inside \
+                 the load, or this process was made by clone(2) or _Fork(), which run no \
+                 fork handlers, while it loaded); that load cannot finish in this process"
+            }
+            Stuck::Poisoned => {
+                "the load of the library panicked on the thread that ran it; it is not \
+                 tried again in this process"
+            }
             Stuck::DriverReentrant => {
                 "not loaded: the driver CUDA_MEM_SYS_LIBCUDA names, loaded before the runtime, \
                  is being loaded by this very thread (its own code called the runtime)"
@@ -39,6 +64,15 @@ impl Stuck {
                  driver CUDA_MEM_SYS_LIBCUDA names, which the runtime needs first; that load \
                  cannot finish in this process"
             }
+            Stuck::DriverOwnerGone => {
+                "not loaded: the thread that was loading the driver CUDA_MEM_SYS_LIBCUDA \
+                 names, which the runtime needs first, no longer exists; that load cannot \
+                 finish in this process"
+            }
+            Stuck::DriverPoisoned => {
+                "not loaded: the load of the driver CUDA_MEM_SYS_LIBCUDA names, which the \
+                 runtime needs first, panicked"
+            }
         }
     }
 
@@ -47,66 +81,230 @@ impl Stuck {
         match self {
             Stuck::Reentrant | Stuck::DriverReentrant => Stuck::DriverReentrant,
             Stuck::Forked | Stuck::DriverForked => Stuck::DriverForked,
+            Stuck::OwnerGone | Stuck::DriverOwnerGone => Stuck::DriverOwnerGone,
+            Stuck::Poisoned | Stuck::DriverPoisoned => Stuck::DriverPoisoned,
         }
     }
 }
 
-/// A one-time initialisation that never hangs: the word is 0 (not run), the
-/// running thread's `(fork generation << 32) | thread id`, or `DONE`. One
-/// compare-and-swap claims it with both, so no fork can leave it claimed by
-/// an owner the child cannot tell from a thread of its own. The fork
-/// generation ([`sys::fork_generation`]) changes in every forked child, even
-/// where the child has its parent's process id (PID 1 forking into a new PID
-/// namespace).
-pub(super) struct Once(AtomicU64);
+/// A one-time initialisation that never hangs. The word is `NEW`, `DONE`,
+/// `POISONED`, or the running thread's claim: `CLAIMED`, its fork
+/// generation (30 bits) and its thread id (32 bits). One compare-and-swap
+/// claims it with both, so no fork can leave it claimed by an owner the
+/// child cannot tell from a thread of its own; the fork generation
+/// ([`sys::fork_generation`]) changes in every forked child, even where
+/// the child has its parent's process id (PID 1 forking into a new PID
+/// namespace). A claim is never `NEW` (the `CLAIMED` bit), whatever the
+/// thread id.
+///
+/// Who the owner is, for re-entrancy, is told by its thread token
+/// ([`sys::thread_token`]: per thread, never reused in the process), not
+/// by its thread id, which a later thread can reuse once the owner ended.
+pub(super) struct Once {
+    word: AtomicU64,
+    /// The owner's thread token (0: none known), written by the owner
+    /// before it runs the initialisation and read only to ask "is it me?"
+    /// (which the owner's own writes always answer).
+    owner: AtomicUsize,
+}
 
-const ONCE_NEW: u64 = 0;
-const ONCE_DONE: u64 = u64::MAX;
+const NEW: u64 = 0;
+const DONE: u64 = u64::MAX;
+const POISONED: u64 = u64::MAX - 1;
+const CLAIMED: u64 = 1 << 63;
+const GENERATION_BITS: u64 = 0x3FFF_FFFF;
+
+fn claim(generation: u32, thread: u32) -> u64 {
+    CLAIMED | ((u64::from(generation) & GENERATION_BITS) << 32) | u64::from(thread)
+}
+
+/// What a waiter does about a claimed word.
+enum Verdict {
+    Wait,
+    Stuck(Stuck),
+}
+
+/// Poisons the word if the initialisation unwinds.
+struct Running<'a>(&'a Once);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.word.store(POISONED, Ordering::Release);
+    }
+}
 
 impl Once {
+    #[cfg(not(loom))]
     pub(super) const fn new() -> Once {
-        Once(AtomicU64::new(ONCE_NEW))
+        Once {
+            word: AtomicU64::new(NEW),
+            owner: AtomicUsize::new(0),
+        }
+    }
+
+    /// (Under loom atomics cannot be made in a constant.)
+    #[cfg(loom)]
+    pub(super) fn new() -> Once {
+        Once {
+            word: AtomicU64::new(NEW),
+            owner: AtomicUsize::new(0),
+        }
     }
 
     pub(super) fn done(&self) -> bool {
-        self.0.load(Ordering::Acquire) == ONCE_DONE
+        self.word.load(Ordering::Acquire) == DONE
     }
 
-    /// Runs `init` unless it has run; waits (yielding) while another thread
-    /// of this process runs it.
+    /// Runs `init` unless it has run; waits (spinning, yielding, then
+    /// sleeping) while another thread of this process runs it, as long as
+    /// that thread exists.
     pub(super) fn call(&self, init: impl FnOnce()) -> Result<(), Stuck> {
         if self.done() {
             return Ok(());
         }
         let generation = sys::fork_generation();
-        let me = (u64::from(generation) << 32) | u64::from(sys::thread_id());
+        let thread = sys::thread_id();
+        let me = claim(generation, thread);
         let mut spins = 0u32;
         loop {
             match self
-                .0
-                .compare_exchange(ONCE_NEW, me, Ordering::Acquire, Ordering::Acquire)
+                .word
+                .compare_exchange(NEW, me, Ordering::Acquire, Ordering::Acquire)
             {
                 Ok(_) => {
+                    self.owner.store(sys::thread_token(), Ordering::Relaxed);
+                    let running = Running(self);
                     init();
-                    self.0.store(ONCE_DONE, Ordering::Release);
+                    core::mem::forget(running);
+                    self.word.store(DONE, Ordering::Release);
                     return Ok(());
                 }
-                Err(ONCE_DONE) => return Ok(()),
-                Err(owner) if owner == me => return Err(Stuck::Reentrant),
-                Err(owner) if (owner >> 32) as u32 != generation => return Err(Stuck::Forked),
-                // Spin briefly, then yield, then sleep: a load can take
-                // long (a driver's initialisation), and waiters should not
-                // burn the cores it needs.
-                Err(_) if spins < 100 => {
-                    spins += 1;
-                    core::hint::spin_loop();
-                }
-                Err(_) if spins < 200 => {
-                    spins += 1;
-                    sys::yield_now();
-                }
-                Err(_) => sys::sleep_briefly(),
+                Err(DONE) => return Ok(()),
+                Err(POISONED) => return Err(Stuck::Poisoned),
+                Err(owner) => match self.judge(owner, generation, thread) {
+                    Verdict::Stuck(why) => return Err(why),
+                    // Spin briefly, then yield, then sleep: a load can take
+                    // long (a driver's initialisation), and waiters should
+                    // not burn the cores it needs.
+                    Verdict::Wait if spins < 100 => {
+                        spins += 1;
+                        sys::spin();
+                    }
+                    Verdict::Wait if spins < 200 => {
+                        spins += 1;
+                        sys::yield_now();
+                    }
+                    Verdict::Wait => sys::sleep_briefly(),
+                },
             }
         }
+    }
+
+    /// Whether a thread may wait for the claim `owner`.
+    fn judge(&self, owner: u64, generation: u32, thread: u32) -> Verdict {
+        let owner_thread = owner as u32;
+        let token = sys::thread_token();
+        if token != 0 && self.owner.load(Ordering::Relaxed) == token {
+            // This very thread runs it (or this is a child forked from
+            // that thread, which runs it as well).
+            return Verdict::Stuck(Stuck::Reentrant);
+        }
+        if (owner >> 32) & GENERATION_BITS != u64::from(generation) & GENERATION_BITS {
+            return Verdict::Stuck(Stuck::Forked);
+        }
+        if owner_thread == thread {
+            // Without a thread token (none could be kept), the id decides.
+            if token == 0 {
+                return Verdict::Stuck(Stuck::Reentrant);
+            }
+            // A thread with this very id ran it and is not this one: it
+            // ended, and its id is this thread's now.
+            return Verdict::Stuck(Stuck::OwnerGone);
+        }
+        if !sys::thread_exists(owner_thread) {
+            return Verdict::Stuck(Stuck::OwnerGone);
+        }
+        Verdict::Wait
+    }
+
+    /// [`call`](Self::call), after `first` (the wait for another `Once`
+    /// that must complete before this one is claimed: the named driver's
+    /// load before the runtime's), never while holding this one. Where
+    /// `first` cannot be waited for, neither can this: its reason, at once.
+    pub(super) fn call_after(
+        &self,
+        first: impl FnOnce() -> Result<(), Stuck>,
+        init: impl FnOnce(),
+    ) -> Result<(), Stuck> {
+        if !self.done() {
+            first()?;
+        }
+        self.call(init)
+    }
+}
+
+/// Publishes `found` in `slot` if it is still `unresolved`; the slot's
+/// value either way. A slot changes once: a second lookup that answers
+/// otherwise (a driver that says "not found" the second time) cannot
+/// replace what the first published, so every caller, and
+/// [`function`](super::function), sees the same value.
+pub(super) fn publish(slot: &AtomicUsize, unresolved: usize, found: usize) -> usize {
+    match slot.compare_exchange(unresolved, found, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => found,
+        Err(published) => published,
+    }
+}
+
+/// The fork generation: bumped in the child of every `fork` by a
+/// `pthread_atfork` handler, registered once. Every thread of a process
+/// reads the same counter, whether or not the registration has finished
+/// (it never waits for it, and never reads anything else): siblings always
+/// agree, and a child forked before the handler was registered keeps its
+/// parent's generation, where [`sys::thread_exists`] tells it that the
+/// owner is not among its threads.
+pub(super) struct ForkWatch {
+    generation: AtomicU32,
+    /// 0 not registered, 1 being registered, 2 registered, 3 refused.
+    state: AtomicU32,
+}
+
+impl ForkWatch {
+    #[cfg(not(loom))]
+    pub(super) const fn new() -> ForkWatch {
+        ForkWatch {
+            generation: AtomicU32::new(0),
+            state: AtomicU32::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(super) fn new() -> ForkWatch {
+        ForkWatch {
+            generation: AtomicU32::new(0),
+            state: AtomicU32::new(0),
+        }
+    }
+
+    /// Registers the handler with `register` (true: registered) unless
+    /// another thread did or does.
+    pub(super) fn watch(&self, register: impl FnOnce() -> bool) {
+        if self
+            .state
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            let ok = register();
+            self.state.store(if ok { 2 } else { 3 }, Ordering::Release);
+        }
+    }
+
+    /// The handler's work, in the child.
+    pub(super) fn forked(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// This process's generation.
+    pub(super) fn generation(&self) -> u32 {
+        self.generation.load(Ordering::Acquire)
     }
 }

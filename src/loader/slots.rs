@@ -4,6 +4,7 @@
 //! loaded calls.
 
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
+use super::once::publish;
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
@@ -237,6 +238,8 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
     } else {
         s.lookup(entry)
     };
-    slots[slot].store(v, Ordering::Release);
+    // From the unresolved state only: a lookup that answers otherwise the
+    // second time (two threads' first calls) cannot replace the first.
+    let v = publish(&slots[slot], UNRESOLVED, v);
     decode(v, s.stub)
 }

@@ -1,8 +1,9 @@
 //! The system calls on Unix: `dlopen`, the environment, threads, forks.
 
+use super::once::ForkWatch;
 use super::text::Text;
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU32, Ordering};
+pub use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
@@ -51,53 +52,34 @@ pub fn secure() -> bool {
     }
 }
 
-pub fn process_id() -> u32 {
-    // SAFETY: no preconditions.
-    unsafe { libc::getpid() as u32 }
-}
-
 /// Bumped in the child of every `fork` (a `pthread_atfork` handler).
-static GENERATION: AtomicU32 = AtomicU32::new(0);
-/// The handler: 0 not registered, 1 being registered, 2 registered, 3
-/// refused (`pthread_atfork` failed: out of memory).
-static ATFORK: AtomicU32 = AtomicU32::new(0);
+static FORKS: ForkWatch = ForkWatch::new();
 
 extern "C" fn forked() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
+    FORKS.forked();
 }
 
 /// Registers the fork handler (at program start on Linux, from the
 /// crate's `.init_array` entry: before any other thread can call the
-/// crate; elsewhere at the first use).
+/// crate; elsewhere at the first use). Never waits for another thread's
+/// registration.
 pub fn watch_forks() {
-    if ATFORK
-        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
-    {
+    FORKS.watch(|| {
         // SAFETY: `forked` is an `extern "C" fn()` that lives as long as
         // the process (the crate is never unloaded while its code runs;
         // a dlclose'd library's handlers are removed by glibc).
-        let r = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
-        ATFORK.store(if r == 0 { 2 } else { 3 }, Ordering::Release);
-    }
+        unsafe { libc::pthread_atfork(None, None, Some(forked)) == 0 }
+    });
 }
 
 /// What tells this process from a child it forks: the fork generation,
 /// which is new in every child, even one with its parent's process id
-/// (PID 1 forking into a new PID namespace). Where the handler could not
-/// be registered, the process id.
+/// (PID 1 forking into a new PID namespace). A child made without fork
+/// handlers (`clone(2)`, `_Fork()`), or forked before the handler was
+/// registered, keeps its parent's: [`thread_exists`] tells it instead.
 pub fn fork_generation() -> u32 {
     watch_forks();
-    // A second thread while the first registers: a moment (bounded: a
-    // child forked in that moment never sees it end).
-    for _ in 0..1000 {
-        match ATFORK.load(Ordering::Acquire) {
-            1 => sleep_briefly(),
-            2 => return GENERATION.load(Ordering::Acquire),
-            _ => break,
-        }
-    }
-    process_id()
+    FORKS.generation()
 }
 
 pub fn thread_id() -> u32 {
@@ -111,6 +93,92 @@ pub fn thread_id() -> u32 {
     unsafe {
         libc::pthread_self() as usize as u32
     }
+}
+
+/// Whether the thread `id` ([`thread_id`]) is one of this process's.
+/// Linux: `tgkill(getpid(), id, 0)`, which sends nothing and fails with
+/// `ESRCH` where the process has no such thread (it ended, or this process
+/// is a child that has only the thread that made it). Elsewhere no thread
+/// can be asked by its id: assumed to exist.
+pub fn thread_exists(id: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: signal 0 is only checked, never sent.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                libc::getpid(),
+                id as libc::pid_t,
+                0 as libc::c_int,
+            )
+        };
+        r == 0 || errno() != libc::ESRCH
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = id;
+        true
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn errno() -> libc::c_int {
+    // SAFETY: the calling thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// The `pthread_key_t` keeping each thread's token, plus 1; 0: not made
+/// yet; `usize::MAX`: refused.
+static TOKEN_KEY: AtomicUsize = AtomicUsize::new(0);
+/// The next thread token.
+static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(1);
+
+fn token_key() -> Option<libc::pthread_key_t> {
+    match TOKEN_KEY.load(Ordering::Acquire) {
+        usize::MAX => return None,
+        0 => {}
+        k => return Some((k - 1) as libc::pthread_key_t),
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: a key without destructor (a token is a number, not memory).
+    if unsafe { libc::pthread_key_create(&mut key, None) } != 0 {
+        let _ = TOKEN_KEY.compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire);
+        return token_key();
+    }
+    match TOKEN_KEY.compare_exchange(0, key as usize + 1, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(key),
+        Err(_) => {
+            // Another thread made one first: this one is not needed.
+            // SAFETY: a key this thread made, used by nothing.
+            unsafe { libc::pthread_key_delete(key) };
+            token_key()
+        }
+    }
+}
+
+/// This thread's token: a number no other thread of the process has had
+/// (unlike its id, which the kernel gives again once a thread ended); 0
+/// where none can be kept (no thread-specific key left).
+pub fn thread_token() -> usize {
+    let Some(key) = token_key() else {
+        return 0;
+    };
+    // SAFETY: a live key; the value is a number, never dereferenced.
+    let t = unsafe { libc::pthread_getspecific(key) } as usize;
+    if t != 0 {
+        return t;
+    }
+    let t = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as above.
+    if unsafe { libc::pthread_setspecific(key, t as *const libc::c_void) } != 0 {
+        return 0;
+    }
+    t
+}
+
+/// A moment of a busy wait.
+pub fn spin() {
+    core::hint::spin_loop();
 }
 
 pub fn yield_now() {

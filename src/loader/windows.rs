@@ -3,6 +3,7 @@
 
 use super::text::Text;
 use core::ffi::{c_char, c_void};
+pub use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 
@@ -46,6 +47,23 @@ pub fn fork_generation() -> u32 {
 pub fn thread_id() -> u32 {
     // SAFETY: no arguments.
     unsafe { GetCurrentThreadId() }
+}
+
+/// No thread token is kept on Windows: re-entrancy is told by the thread
+/// id (`once.rs`).
+pub fn thread_token() -> usize {
+    0
+}
+
+/// Not asked on Windows (no `fork`; a thread is not asked by its id):
+/// assumed to exist.
+pub fn thread_exists(_id: u32) -> bool {
+    true
+}
+
+/// A moment of a busy wait.
+pub fn spin() {
+    core::hint::spin_loop();
 }
 
 pub fn yield_now() {
