@@ -1152,6 +1152,217 @@ fn linux_as_root(not_linux: &'static str, not_root: &'static str) -> Option<Comp
     (unsafe { libc::geteuid() } != 0).then(|| Completion::ignored_with(not_root))
 }
 
+/// Issue 35: the thread loading the driver ends inside the load (the
+/// fake's constructor calls back, and the call back ends the thread with
+/// the raw `exit` system call, as a thread killed in a constructor ends:
+/// nothing unwinds, the load never finishes). A later call on another
+/// thread must get 303 at once, and `driver()` must say that the loading
+/// thread is gone, where it waited forever. The twin: the same constructor
+/// without the ending; the later call gets the driver's answer (a loader
+/// that gave up on every wait fails it).
+fn a_load_whose_thread_ended_gives_303_not_a_hang() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("tgkill and the raw exit system call are Linux's") {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let folder = driver.parent().unwrap().as_os_str();
+    for (ends, expect) in [
+        ("1", ["loader thread gone: true", "later cuInit(7) 303"]),
+        ("0", ["loader thread gone: false", "later cuInit(7) 0"]),
+    ] {
+        let out = child_with(
+            "owner-ends",
+            &[
+                ("LD_LIBRARY_PATH", folder),
+                ("FAKE_CALLBACK_AT", OsStr::new("constructor")),
+                ("OWNER_ENDS", OsStr::new(ends)),
+            ],
+        )?;
+        println!("OWNER_ENDS={ends}:\n{out}");
+        expect_lines(&out, &expect)?;
+        if ends == "1" {
+            expect_lines(&out, &[&format!("later driver message {}", OWNER_GONE)])?;
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+/// What `driver()` says where the loading thread is gone (`once.rs`).
+const OWNER_GONE: &str = "the thread that was loading the library no longer exists (it ended \
+     inside the load, or this process was made by clone(2) or _Fork(), which run no fork \
+     handlers, while it loaded); that load cannot finish in this process";
+
+/// Issue 35: the loading thread ends inside the load, and a later thread
+/// gets its thread id (a PID namespace of this test's own, whose last id
+/// is set back through `ns_last_pid`). It must be told that the loading
+/// thread is gone (303), not `Reentrant` ("being loaded by this very
+/// thread"), which it was told when the id decided who the owner is. The
+/// twin is `a_call_back_into_the_crate_while_loading_returns_303_at_once`:
+/// the loading thread itself, calling back, is told it is reentrant.
+/// Needs root (`unshare(CLONE_NEWPID)`, `ns_last_pid`).
+fn a_thread_reusing_a_dead_owners_id_is_not_told_reentrant() -> Result<Completion, Failed> {
+    if let Some(c) = linux_as_root(
+        "PID namespaces are Linux's",
+        "needs root: unshare(CLONE_NEWPID) and ns_last_pid give a later thread the dead one's id",
+    ) {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let out = child_with(
+        "tid-reuse",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_CALLBACK_AT", OsStr::new("constructor")),
+            ("OWNER_ENDS", OsStr::new("1")),
+        ],
+    )?;
+    print!("{out}");
+    if out.contains("unshare refused") {
+        return Ok(Completion::ignored_with("unshare(CLONE_NEWPID) refused here"));
+    }
+    expect_lines(
+        &out,
+        &[
+            "later thread has the dead loader's id: true",
+            "later cuInit(7) 303",
+            &format!("later driver message {OWNER_GONE}"),
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Issue 35: a child made by a raw `clone(2)` (and by glibc's `_Fork()`,
+/// where there is one) while another thread loads runs no fork handler, so
+/// its fork generation is its parent's: it waited forever for the loading
+/// thread, which it does not have. It must get 303 at once, saying the
+/// loading thread is gone. The twin: a child of `fork()` (handlers run) is
+/// told it was forked, and the parent's own call, which does wait, gets
+/// the driver's answer.
+fn a_child_made_without_fork_handlers_gets_303_not_a_hang() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("clone(2) and tgkill are Linux's") {
+        return Ok(c);
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let hold = hold_dir(&s)?;
+    let out = child_with(
+        "raw-fork",
+        &[
+            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+            ("FAKE_HOLD", hold.as_os_str()),
+        ],
+    )?;
+    print!("{out}");
+    let gone = format!("clone child driver message {OWNER_GONE}");
+    let mut lines = vec![
+        "clone child cuInit(0) 303",
+        gone.as_str(),
+        "fork child cuInit(0) 303",
+        "fork child driver message the process was forked while another thread was loading \
+         the library; that load cannot finish in this process",
+        "parent cuInit(7) 0",
+    ];
+    let gone_fork = format!("_Fork child driver message {OWNER_GONE}");
+    if !out.contains("no _Fork here") {
+        lines.extend(["_Fork child cuInit(0) 303", gone_fork.as_str()]);
+    }
+    expect_lines(&out, &lines)?;
+    if out.contains("hung") {
+        return Err("a child hung".into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// Issue 35: two threads' first calls race, and the driver answers the
+/// second lookup otherwise ("not found") after the first found the
+/// function (`FAKE_FLAKY`). The slot keeps the first answer: both callers,
+/// `function()` afterwards and the call itself agree, where the second
+/// store replaced the address with "not found". That the driver was
+/// really asked twice, and answered "not found" the second time, is
+/// checked too (without the race the test would prove nothing); the wrong
+/// twin, an unconditional store, is loader-model's
+/// `wrong_twin_an_unconditional_store_overwrites_the_first_answer`.
+fn a_second_differing_lookup_cannot_replace_a_resolved_function() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let out = child_with(
+        "flaky",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_FLAKY", OsStr::new("cuCtxGetDevice")),
+        ],
+    )?;
+    print!("{out}");
+    expect_lines(
+        &out,
+        &[
+            "lookups of cuCtxGetDevice 2",
+            "first calls agree: true",
+            "function cuCtxGetDevice Ok",
+            "function agrees with the first calls: true",
+        ],
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// `None` where the test can run here (Linux); otherwise it reports itself
+/// ignored with the reason.
+fn linux_only(not_linux: &'static str) -> Option<Completion> {
+    if let Some(c) = needs_feature() {
+        return Some(c);
+    }
+    (!cfg!(target_os = "linux")).then(|| Completion::ignored_with(not_linux))
+}
+
+/// Issue 35: 32 threads make the process's first call at once (the
+/// driver's load, a function's resolution, the call), under valgrind's
+/// helgrind: 0 errors. The wrong twin: 32 threads adding to one counter
+/// without synchronisation, which helgrind must report. Ignored where
+/// valgrind is not installed.
+fn thirty_two_first_calls_are_clean_under_helgrind() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("valgrind's helgrind is run on Linux") {
+        return Ok(c);
+    }
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        return Ok(Completion::ignored_with("valgrind is not installed"));
+    }
+    let (s, driver) = fake_driver(&[])?;
+    let errors = |role: &str| -> Result<(u64, String), Failed> {
+        let log = s.path().join(format!("{role}.helgrind"));
+        let mut cmd = Command::new("valgrind");
+        cmd.arg("--tool=helgrind")
+            .arg(format!("--log-file={}", log.display()))
+            .arg(std::env::current_exe().unwrap());
+        // On the library path: loaded by the first call, not at start.
+        child_command(
+            &mut cmd,
+            role,
+            &[("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str())],
+        );
+        let mut out = run_bounded(cmd, role)?;
+        out += &std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
+        let n = out
+            .lines()
+            .find_map(|l| l.split("ERROR SUMMARY: ").nth(1))
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("no ERROR SUMMARY from helgrind:\n{out}"))?;
+        Ok((n, out))
+    };
+    let (n, out) = errors("first-calls-32")?;
+    println!("32 first calls under helgrind: {n} errors");
+    if n != 0 || !out.contains("threads agree: 32") {
+        return Err(format!("helgrind, 32 first calls:\n{out}").into());
+    }
+    let (twin, out) = errors("race-32")?;
+    println!("the twin (an unsynchronised counter) under helgrind: {twin} errors");
+    if twin == 0 {
+        return Err(format!("helgrind missed the twin's race:\n{out}").into());
+    }
+    Ok(Completion::Completed)
+}
+
 /// Fix 3 of issue 30: a program running as PID 1 (a container without an
 /// init) forks into a new PID namespace while another thread loads the
 /// driver: the child is PID 1 too, on thread 1, and took the loading thread
@@ -1989,6 +2200,245 @@ mod roles {
         );
     }
 
+    fn gettid() -> i32 {
+        unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    }
+
+    /// The thread loading the driver (its id), for `end_loader_thread`.
+    static LOADER_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+    /// Called back from the fake's constructor: with `OWNER_ENDS=1`, on the
+    /// loading thread, ends that thread at once (the raw `exit` system
+    /// call: nothing unwinds, no handler runs, the load never finishes).
+    extern "C" fn end_loader_thread() -> c_int {
+        if std::env::var_os("OWNER_ENDS").is_some_and(|v| v == "1")
+            && gettid() == LOADER_TID.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            unsafe { libc::syscall(libc::SYS_exit, 0) };
+        }
+        0
+    }
+
+    /// Starts a thread that loads the driver (ended inside the load with
+    /// `OWNER_ENDS=1`); returns once it ended (`true`) or finished.
+    fn load_on_a_thread_that_may_end() -> (i32, bool) {
+        std::env::set_var(
+            "FAKE_CALLBACK",
+            format!("{:x}", end_loader_thread as *const () as usize),
+        );
+        let loader_thread = std::thread::spawn(|| {
+            LOADER_TID.store(gettid(), std::sync::atomic::Ordering::SeqCst);
+            unsafe { cuInit(7).0 }
+        });
+        let start = Instant::now();
+        let tid = loop {
+            let t = LOADER_TID.load(std::sync::atomic::Ordering::SeqCst);
+            if t != 0 {
+                break t;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let task = PathBuf::from(format!("/proc/self/task/{tid}"));
+        while task.exists() && !loader_thread.is_finished() {
+            if start.elapsed() > Duration::from_secs(10) {
+                println!("the loading thread neither ended nor finished");
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let gone = !loader_thread.is_finished();
+        (tid, gone)
+    }
+
+    fn report_later(r: c_int) {
+        println!("later cuInit(7) {r}");
+        match loader::driver() {
+            Ok(l) => println!("later driver Ok {}", l.file),
+            Err(e) => println!("later driver message {}", e.message),
+        }
+    }
+
+    /// Issue 35: see `a_load_whose_thread_ended_gives_303_not_a_hang`.
+    fn owner_ends() {
+        let (_, gone) = load_on_a_thread_that_may_end();
+        println!("loader thread gone: {gone}");
+        report_later(unsafe { cuInit(7).0 } as c_int);
+        // The ended thread holds the system loader's lock: no exit handlers.
+        unsafe { libc::_exit(0) };
+    }
+
+    /// Issue 35: see `a_thread_reusing_a_dead_owners_id_is_not_told_reentrant`.
+    fn tid_reuse() {
+        if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+            println!("unshare refused: {}", std::io::Error::last_os_error());
+            return;
+        }
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // PID 1 of a namespace of its own: ids are given in order.
+            let (tid, gone) = load_on_a_thread_that_may_end();
+            println!("loader thread gone: {gone}");
+            // The next thread gets the ended one's id.
+            let set = std::fs::write("/proc/sys/kernel/ns_last_pid", format!("{}", tid - 1));
+            println!("ns_last_pid set: {}", set.is_ok());
+            let later = std::thread::spawn(|| (gettid(), unsafe { cuInit(7).0 } as c_int));
+            let (later_tid, r) = join_within("the later thread", later);
+            println!("later thread has the dead loader's id: {}", later_tid == tid);
+            report_later(r);
+            unsafe { libc::_exit(0) };
+        }
+        wait_child(pid, "the namespace's PID 1", 40);
+    }
+
+    /// A fixed buffer to format into without allocating (a child made by
+    /// clone(2) or _Fork(), where another thread may have held malloc's
+    /// lock).
+    struct Line {
+        bytes: [u8; 1024],
+        len: usize,
+    }
+
+    impl std::fmt::Write for Line {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let n = s.len().min(self.bytes.len() - self.len);
+            self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+
+    /// In a child: its call, what `driver()` says, then `_exit`.
+    fn child_says(who: &str) -> ! {
+        use std::fmt::Write;
+        let mut line = Line {
+            bytes: [0; 1024],
+            len: 0,
+        };
+        let r = unsafe { cuInit(0).0 };
+        let _ = writeln!(line, "{who} cuInit(0) {r}");
+        if let Err(e) = loader::driver() {
+            let _ = writeln!(line, "{who} driver message {}", e.message);
+        }
+        unsafe {
+            libc::write(1, line.bytes.as_ptr().cast(), line.len);
+            libc::_exit(0)
+        }
+    }
+
+    /// Issue 35: see `a_child_made_without_fork_handlers_gets_303_not_a_hang`.
+    fn raw_fork() {
+        let hold = PathBuf::from(std::env::var_os("FAKE_HOLD").unwrap());
+        // glibc's _Fork() (2.34 and later): fork without the handlers.
+        // Looked up first: dlsym waits for the load's loader lock.
+        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_Fork".as_ptr()) };
+        let loader_thread = std::thread::spawn(|| unsafe { cuInit(7).0 });
+        until_held(&hold);
+        // A raw clone(2): a new process, no fork handler run.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                libc::SIGCHLD as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+            )
+        } as libc::pid_t;
+        if pid == 0 {
+            child_says("clone child");
+        }
+        wait_child(pid, "clone child", 10);
+        if f.is_null() {
+            println!("no _Fork here");
+        } else {
+            let fork_without_handlers: unsafe extern "C" fn() -> libc::pid_t =
+                unsafe { std::mem::transmute(f) };
+            let pid = unsafe { fork_without_handlers() };
+            if pid == 0 {
+                child_says("_Fork child");
+            }
+            wait_child(pid, "_Fork child", 10);
+        }
+        // The twin: fork() runs the handlers.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            child_says("fork child");
+        }
+        wait_child(pid, "fork child", 10);
+        std::fs::write(hold.join("release"), "").unwrap();
+        println!("parent cuInit(7) {}", loader_thread.join().unwrap());
+    }
+
+    /// Issue 35: see `a_second_differing_lookup_cannot_replace_a_resolved_function`.
+    fn flaky() {
+        let _ = loader::driver();
+        // Each first call's answer, the address as a number (Send).
+        let answer = |r: Result<loader::Resolved, loader::Unavailable>| match r {
+            Ok(loader::Resolved::Loaded(p)) => Ok(p as usize),
+            Ok(loader::Resolved::Linked) => Ok(0),
+            Err(e) => Err(e),
+        };
+        let first = || std::thread::spawn(move || answer(loader::function("cuCtxGetDevice")));
+        let (a, b) = (first(), first());
+        let a = join_within("the first call A", a);
+        let b = join_within("the first call B", b);
+        println!("A {a:?}, B {b:?}");
+        println!("first calls agree: {}", a == b);
+        let now = loader::function("cuCtxGetDevice");
+        println!("function cuCtxGetDevice {}", class(now));
+        println!("function agrees with the first calls: {}", answer(now) == a);
+        let count: Count = fake("fake_request_count");
+        let request: Request = fake("fake_request");
+        let n = (0..unsafe { count() })
+            .filter(|&i| {
+                let (mut v, mut f) = (0, 0);
+                let name = unsafe { CStr::from_ptr(request(i, &mut v, &mut f)) };
+                name.to_bytes() == b"cuCtxGetDevice"
+            })
+            .count();
+        println!("lookups of cuCtxGetDevice {n}");
+    }
+
+    /// Issue 35: 32 threads make the first call at once (`thirty_two_first_calls_are_clean_under_helgrind`).
+    fn first_calls_32() {
+        let go = std::sync::Arc::new(std::sync::Barrier::new(32));
+        let threads: Vec<_> = (0..32)
+            .map(|_| {
+                let go = go.clone();
+                std::thread::spawn(move || {
+                    go.wait();
+                    let r = unsafe { cuInit(7).0 };
+                    (r, class(loader::function("cuCtxGetDevice")))
+                })
+            })
+            .collect();
+        let got: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let agree = got.iter().filter(|g| **g == (0, "Ok".to_string())).count();
+        println!("threads agree: {agree}");
+    }
+
+    /// The helgrind test's wrong twin: 32 threads add to one counter
+    /// without synchronisation.
+    fn race_32() {
+        struct Counter(std::cell::UnsafeCell<u64>);
+        unsafe impl Sync for Counter {}
+        static COUNTER: Counter = Counter(std::cell::UnsafeCell::new(0));
+        let threads: Vec<_> = (0..32)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for _ in 0..100 {
+                        let p = COUNTER.0.get();
+                        unsafe { p.write_volatile(p.read_volatile() + 1) };
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        println!("counter {}", unsafe { *COUNTER.0.get() });
+    }
+
     pub fn run(role: &str) {
         match role {
             "requests" => {
@@ -2106,6 +2556,12 @@ mod roles {
             },
             "fork-runtime" => fork_runtime(),
             "pid-namespace" => pid_namespace(),
+            "owner-ends" => owner_ends(),
+            "tid-reuse" => tid_reuse(),
+            "raw-fork" => raw_fork(),
+            "flaky" => flaky(),
+            "first-calls-32" => first_calls_32(),
+            "race-32" => race_32(),
             "reentrant-driver" => {
                 std::env::set_var(
                     "FAKE_CALLBACK",
@@ -2315,6 +2771,26 @@ fn main() {
         (
             "a_child_forked_while_the_driver_loads_gets_303_from_the_runtime",
             a_child_forked_while_the_driver_loads_gets_303_from_the_runtime,
+        ),
+        (
+            "a_load_whose_thread_ended_gives_303_not_a_hang",
+            a_load_whose_thread_ended_gives_303_not_a_hang,
+        ),
+        (
+            "a_thread_reusing_a_dead_owners_id_is_not_told_reentrant",
+            a_thread_reusing_a_dead_owners_id_is_not_told_reentrant,
+        ),
+        (
+            "a_child_made_without_fork_handlers_gets_303_not_a_hang",
+            a_child_made_without_fork_handlers_gets_303_not_a_hang,
+        ),
+        (
+            "a_second_differing_lookup_cannot_replace_a_resolved_function",
+            a_second_differing_lookup_cannot_replace_a_resolved_function,
+        ),
+        (
+            "thirty_two_first_calls_are_clean_under_helgrind",
+            thirty_two_first_calls_are_clean_under_helgrind,
         ),
         (
             "a_pid_1_child_in_a_new_pid_namespace_does_not_hang",

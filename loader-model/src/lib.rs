@@ -1,0 +1,17 @@
+//! The loader's synchronisation, model-checked: `src/loader/once.rs` of
+//! cuda-mem-sys (the one-time load, its waits and verdicts, the fork
+//! generation, a slot's publication), compiled here against a fake system
+//! layer ([`sys`]) instead of the platform's. Under `--cfg loom` its atomics
+//! and threads are loom's, which runs every interleaving of each model
+//! (`models`); without it the same models run on real threads.
+//!
+//! `cargo xtask loom` runs them (CI's step `loom`).
+
+pub mod sys;
+
+#[path = "../../src/loader/once.rs"]
+#[allow(dead_code)]
+mod once;
+
+#[cfg(test)]
+mod models;

@@ -1,0 +1,531 @@
+//! The models. Each has a wrong twin, which must fail: a deliberately wrong
+//! variant ([`Wrong`]) that loom catches (`#[should_panic]`: a failed
+//! assertion, a data race, or a wait that never ends, which loom reports as
+//! a model that does not finish). The twins run only under loom.
+
+use crate::once::{publish, ForkWatch, Once, Stuck};
+use crate::sys::{self, enter, Arc, Thread, World, Wrong};
+use std::sync::atomic::Ordering;
+
+#[cfg(loom)]
+use loom::{cell::UnsafeCell, sync::atomic::AtomicBool, thread};
+#[cfg(not(loom))]
+use std::{sync::atomic::AtomicBool, thread};
+
+/// Runs `f` in every interleaving (loom), or a few hundred times (threads).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    #[cfg(loom)]
+    {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(f);
+    }
+    #[cfg(not(loom))]
+    for _ in 0..200 {
+        f();
+    }
+}
+
+fn me(id: u32) -> Thread {
+    Thread {
+        id,
+        generation: 0,
+        token: id as usize,
+    }
+}
+
+/// Waits (yielding) until `flag` is set.
+fn until(flag: &AtomicBool) {
+    while !flag.load(Ordering::Acquire) {
+        sys::yield_now();
+    }
+}
+
+/// A value the initialisation writes and every caller reads: loom's cell
+/// sees a read that is not ordered after the write.
+#[cfg(loom)]
+struct Data(UnsafeCell<u32>);
+#[cfg(loom)]
+impl Data {
+    fn new() -> Data {
+        Data(UnsafeCell::new(0))
+    }
+    fn bump(&self) {
+        self.0.with_mut(|p| unsafe { *p += 1 });
+    }
+    fn get(&self) -> u32 {
+        self.0.with(|p| unsafe { *p })
+    }
+}
+#[cfg(not(loom))]
+struct Data(std::cell::UnsafeCell<u32>);
+#[cfg(not(loom))]
+impl Data {
+    fn new() -> Data {
+        Data(std::cell::UnsafeCell::new(0))
+    }
+    fn bump(&self) {
+        unsafe { *self.0.get() += 1 };
+    }
+    fn get(&self) -> u32 {
+        unsafe { *self.0.get() }
+    }
+}
+unsafe impl Sync for Data {}
+
+// --- N threads making the first call --------------------------------------
+
+fn first_calls(wrong: Wrong) {
+    model(move || {
+        let w = World::new(wrong);
+        let shared = Arc::new((Once::new(), Data::new()));
+        let call = |w: Arc<World>, s: Arc<(Once, Data)>, id| {
+            enter(&w, me(id));
+            assert_eq!(s.0.call(|| s.1.bump()), Ok(()));
+            // Every caller sees the one initialisation's work.
+            assert_eq!(s.1.get(), 1);
+        };
+        let hs: Vec<_> = (2..4)
+            .map(|id| {
+                let (w, s) = (w.clone(), shared.clone());
+                thread::spawn(move || call(w, s, id))
+            })
+            .collect();
+        call(w, shared, 1);
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn three_threads_first_call_initialise_once_and_see_it() {
+    first_calls(Wrong::default());
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_relaxed_orderings_are_a_data_race() {
+    first_calls(Wrong {
+        relaxed: true,
+        ..Wrong::default()
+    });
+}
+
+// --- re-entrancy from a constructor ---------------------------------------
+
+fn reentrancy(wrong: Wrong) {
+    model(move || {
+        let w = World::new(wrong);
+        let once = Arc::new(Once::new());
+        let (w2, o2) = (w.clone(), once.clone());
+        let b = thread::spawn(move || {
+            enter(&w2, me(2));
+            assert_eq!(o2.call(|| {}), Ok(()));
+        });
+        enter(&w, me(1));
+        let r = once.call(|| {
+            // The "constructor" calls back on the loading thread.
+            assert_eq!(once.call(|| {}), Err(Stuck::Reentrant));
+        });
+        assert_eq!(r, Ok(()));
+        b.join().unwrap();
+    });
+}
+
+#[test]
+fn a_call_back_from_the_initialisation_is_reentrant_at_once() {
+    reentrancy(Wrong::default());
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_without_a_per_thread_marker_the_call_back_is_not_reentrant() {
+    reentrancy(Wrong {
+        token_per_call: true,
+        ..Wrong::default()
+    });
+}
+
+// A later thread with the dead owner's id is not the owner.
+fn reused_id(wrong: Wrong) {
+    model(move || {
+        let w = World::new(wrong);
+        let once = Arc::new(Once::new());
+        let b_done = Arc::new(AtomicBool::new(false));
+        let (w2, o2, d2) = (w.clone(), once.clone(), b_done.clone());
+        let owner = thread::spawn(move || {
+            enter(&w2, me(5));
+            let _ = o2.call(|| {
+                // Ends inside the load (seen as gone from here on; it never
+                // finishes before the later thread is done).
+                w2.end(5);
+                until(&d2);
+            });
+        });
+        // This thread gets the id 5 again: its own token.
+        enter(
+            &w,
+            Thread {
+                id: 5,
+                generation: 0,
+                token: 99,
+            },
+        );
+        let r = once.call(|| {});
+        assert!(r == Ok(()) || r == Err(Stuck::OwnerGone), "{r:?}");
+        b_done.store(true, Ordering::Release);
+        owner.join().unwrap();
+    });
+}
+
+#[test]
+fn a_thread_reusing_a_dead_owners_id_is_not_reentrant() {
+    reused_id(Wrong::default());
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_the_id_alone_calls_the_reused_id_reentrant() {
+    reused_id(Wrong {
+        no_token: true,
+        ..Wrong::default()
+    });
+}
+
+// --- a fork generation that changes mid-load --------------------------------
+
+/// The owner (generation 0) holds the load until the "child" is done; the
+/// child (`child_generation`; with handlers it is new) must not wait.
+/// `handlers`: false, the child keeps generation 0 (`clone(2)`, `_Fork()`),
+/// and the owner is not among its threads.
+fn forked(wrong: Wrong, handlers: bool) {
+    model(move || {
+        let w = World::new(wrong);
+        let once = Arc::new(Once::new());
+        let child_done = Arc::new(AtomicBool::new(false));
+        let (w2, o2, d2) = (w.clone(), once.clone(), child_done.clone());
+        let claimed = Arc::new(AtomicBool::new(false));
+        let c2 = claimed.clone();
+        let owner = thread::spawn(move || {
+            enter(&w2, me(1));
+            let _ = o2.call(|| {
+                c2.store(true, Ordering::Release);
+                until(&d2);
+            });
+        });
+        until(&claimed);
+        // The fork happens now: the child's one thread.
+        if !handlers {
+            w.end(1);
+        }
+        enter(
+            &w,
+            Thread {
+                id: 9,
+                generation: u32::from(handlers),
+                token: 9,
+            },
+        );
+        let r = once.call(|| {});
+        let expect = if handlers {
+            Stuck::Forked
+        } else {
+            Stuck::OwnerGone
+        };
+        assert_eq!(r, Err(expect));
+        child_done.store(true, Ordering::Release);
+        owner.join().unwrap();
+    });
+}
+
+#[test]
+fn a_child_forked_mid_load_is_told_at_once() {
+    forked(Wrong::default(), true);
+}
+
+#[test]
+fn a_child_made_without_fork_handlers_is_told_at_once() {
+    forked(Wrong::default(), false);
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_without_the_liveness_check_a_handlerless_child_waits_forever() {
+    forked(
+        Wrong {
+            all_alive: true,
+            ..Wrong::default()
+        },
+        false,
+    );
+}
+
+/// The old reading, beside the real one for the wrong twin: the fork
+/// handler's state, waited for (a bounded while), then the process id.
+struct OldForkWatch {
+    generation: sys::AtomicU32,
+    state: sys::AtomicU32,
+}
+
+impl OldForkWatch {
+    fn watch(&self, register: impl FnOnce() -> bool) {
+        if self
+            .state
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            let ok = register();
+            self.state.store(if ok { 2 } else { 3 }, Ordering::Release);
+        }
+    }
+
+    fn generation(&self) -> u32 {
+        self.watch(|| true);
+        for _ in 0..2 {
+            match self.state.load(Ordering::Acquire) {
+                1 => sys::yield_now(),
+                2 => return self.generation.load(Ordering::Acquire),
+                _ => break,
+            }
+        }
+        4242 // the process id
+    }
+}
+
+/// Siblings agree on the generation while the handler is being registered
+/// (slowly) on another thread. `old`: the old reading ([`OldForkWatch`]).
+fn generation_during_registration(old: bool) {
+    model(move || {
+        let w = World::new(Wrong::default());
+        let fw = Arc::new(ForkWatch::new());
+        let ofw = Arc::new(OldForkWatch {
+            generation: sys::AtomicU32::new(0),
+            state: sys::AtomicU32::new(0),
+        });
+        let (w2, f2, o2) = (w.clone(), fw.clone(), ofw.clone());
+        let registering = thread::spawn(move || {
+            enter(&w2, me(1));
+            let slow = || {
+                sys::yield_now();
+                sys::yield_now();
+                true
+            };
+            if old {
+                o2.watch(slow);
+                o2.generation()
+            } else {
+                f2.watch(slow);
+                f2.generation()
+            }
+        });
+        enter(&w, me(2));
+        let mine = if old {
+            ofw.generation()
+        } else {
+            fw.watch(|| true);
+            fw.generation()
+        };
+        let theirs = registering.join().unwrap();
+        assert_eq!(mine, theirs, "siblings disagree on the generation");
+    });
+}
+
+#[test]
+fn siblings_agree_on_the_generation_while_the_handler_registers() {
+    generation_during_registration(false);
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_the_pid_fall_back_makes_siblings_disagree() {
+    generation_during_registration(true);
+}
+
+// --- owner death and poisoning ---------------------------------------------
+
+fn owner_dies(wrong: Wrong) {
+    model(move || {
+        let w = World::new(wrong);
+        let once = Arc::new(Once::new());
+        let done = Arc::new(AtomicBool::new(false));
+        let claimed = Arc::new(AtomicBool::new(false));
+        let (w2, o2, d2, c2) = (w.clone(), once.clone(), done.clone(), claimed.clone());
+        let owner = thread::spawn(move || {
+            enter(&w2, me(3));
+            let _ = o2.call(|| {
+                c2.store(true, Ordering::Release);
+                // Ends inside the load: gone from here on, never finishing.
+                w2.end(3);
+                until(&d2);
+            });
+        });
+        enter(&w, me(4));
+        until(&claimed);
+        assert_eq!(once.call(|| {}), Err(Stuck::OwnerGone));
+        done.store(true, Ordering::Release);
+        owner.join().unwrap();
+    });
+}
+
+#[test]
+fn a_waiter_for_a_dead_owner_is_told_owner_gone() {
+    owner_dies(Wrong::default());
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_without_the_liveness_check_the_waiter_never_returns() {
+    owner_dies(Wrong {
+        all_alive: true,
+        ..Wrong::default()
+    });
+}
+
+#[test]
+fn an_initialisation_that_unwinds_poisons_the_load() {
+    model(|| {
+        let w = World::new(Wrong::default());
+        let once = Arc::new(Once::new());
+        let (w2, o2) = (w.clone(), once.clone());
+        let a = thread::spawn(move || {
+            enter(&w2, me(1));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                o2.call(|| panic!("the initialisation unwinds"))
+            }));
+            // It panicked (it ran the initialisation) or found B's done.
+            match r {
+                Err(_) => true,
+                Ok(r) => {
+                    assert_eq!(r, Ok(()));
+                    false
+                }
+            }
+        });
+        enter(&w, me(2));
+        let mine = once.call(|| {});
+        let a_panicked = a.join().unwrap();
+        if a_panicked {
+            assert_eq!(mine, Err(Stuck::Poisoned));
+            assert_eq!(once.call(|| {}), Err(Stuck::Poisoned));
+        } else {
+            assert_eq!(mine, Ok(()));
+        }
+    });
+}
+
+// --- slot publication racing function() ------------------------------------
+
+const UNRESOLVED: usize = 0;
+const NOT_FOUND: usize = 3;
+const ADDRESS: usize = 0x7000;
+
+fn publication(wrong: Wrong) {
+    model(move || {
+        let w = World::new(wrong);
+        let slot = Arc::new(sys::AtomicUsize::new(UNRESOLVED));
+        // Two first calls whose lookups answer differently.
+        let spawn = |found: usize, id| {
+            let (w, s) = (w.clone(), slot.clone());
+            thread::spawn(move || {
+                enter(&w, me(id));
+                publish(&s, UNRESOLVED, found)
+            })
+        };
+        let a = spawn(ADDRESS, 1);
+        let b = spawn(NOT_FOUND, 2);
+        // function(): reads the slot meanwhile.
+        enter(&w, me(3));
+        let seen = slot.load(Ordering::Acquire);
+        let (a, b) = (a.join().unwrap(), b.join().unwrap());
+        let last = slot.load(Ordering::Acquire);
+        assert_eq!(a, b, "the two callers disagree");
+        assert_eq!(a, last, "function() disagrees with the callers");
+        assert!(seen == UNRESOLVED || seen == last, "the slot changed twice");
+    });
+}
+
+#[test]
+fn a_slot_publishes_once_and_everyone_agrees() {
+    publication(Wrong::default());
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_an_unconditional_store_overwrites_the_first_answer() {
+    publication(Wrong {
+        cas_is_store: true,
+        ..Wrong::default()
+    });
+}
+
+// --- the runtime after the driver ------------------------------------------
+
+/// Thread A's first call loads the driver: its constructor (holding the
+/// system loader's lock) calls the runtime. Thread B's first call is the
+/// runtime's, whose load needs the system loader's lock. `ordered`: B waits
+/// for the driver's load before it claims the runtime's (`call_after`).
+fn runtime_after_driver(ordered: bool) {
+    model(move || {
+        let w = World::new(Wrong::default());
+        let driver = Arc::new(Once::new());
+        let runtime = Arc::new(Once::new());
+        let lock = Arc::new(AtomicBool::new(false));
+        let runtime_call = {
+            let (driver, runtime, lock) = (driver.clone(), runtime.clone(), lock.clone());
+            move |driver_init: &dyn Fn()| -> Result<(), Stuck> {
+                let open = || {
+                    // dlopen: the system loader's lock.
+                    while lock.load(Ordering::Acquire) {
+                        sys::yield_now();
+                    }
+                };
+                if ordered {
+                    runtime.call_after(|| driver.call(driver_init).map_err(Stuck::of_driver), open)
+                } else {
+                    runtime.call(open)
+                }
+            }
+        };
+        let runtime_call = Arc::new(runtime_call);
+        let driver_init = {
+            let (lock, rc) = (lock.clone(), runtime_call.clone());
+            move || {
+                lock.store(true, Ordering::Release);
+                // The driver's constructor calls the runtime.
+                let r = rc(&|| {});
+                assert!(r.is_err() || !ordered, "{r:?}");
+                lock.store(false, Ordering::Release);
+            }
+        };
+        let driver_init = Arc::new(driver_init);
+        let (w2, d2, di) = (w.clone(), driver.clone(), driver_init.clone());
+        let a = thread::spawn(move || {
+            enter(&w2, me(1));
+            let _ = d2.call(|| di());
+        });
+        enter(&w, me(2));
+        let di = driver_init.clone();
+        let _ = runtime_call(&move || di());
+        a.join().unwrap();
+    });
+}
+
+#[test]
+fn the_runtime_waits_for_the_driver_before_claiming_its_load() {
+    runtime_after_driver(true);
+}
+
+#[cfg(loom)]
+#[test]
+#[should_panic]
+fn wrong_twin_claiming_the_runtime_first_deadlocks() {
+    runtime_after_driver(false);
+}
