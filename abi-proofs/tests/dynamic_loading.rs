@@ -1218,7 +1218,9 @@ fn a_thread_reusing_a_dead_owners_id_is_not_told_reentrant() -> Result<Completio
     )?;
     print!("{out}");
     if out.contains("unshare refused") {
-        return Ok(Completion::ignored_with("unshare(CLONE_NEWPID) refused here"));
+        return Ok(Completion::ignored_with(
+            "unshare(CLONE_NEWPID) refused here",
+        ));
     }
     expect_lines(
         &out,
@@ -1313,54 +1315,6 @@ fn linux_only(not_linux: &'static str) -> Option<Completion> {
         return Some(c);
     }
     (!cfg!(target_os = "linux")).then(|| Completion::ignored_with(not_linux))
-}
-
-/// Issue 35: 32 threads make the process's first call at once (the
-/// driver's load, a function's resolution, the call), under valgrind's
-/// helgrind: 0 errors. The wrong twin: 32 threads adding to one counter
-/// without synchronisation, which helgrind must report. Ignored where
-/// valgrind is not installed.
-fn thirty_two_first_calls_are_clean_under_helgrind() -> Result<Completion, Failed> {
-    if let Some(c) = linux_only("valgrind's helgrind is run on Linux") {
-        return Ok(c);
-    }
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        return Ok(Completion::ignored_with("valgrind is not installed"));
-    }
-    let (s, driver) = fake_driver(&[])?;
-    let errors = |role: &str| -> Result<(u64, String), Failed> {
-        let log = s.path().join(format!("{role}.helgrind"));
-        let mut cmd = Command::new("valgrind");
-        cmd.arg("--tool=helgrind")
-            .arg(format!("--log-file={}", log.display()))
-            .arg(std::env::current_exe().unwrap());
-        // On the library path: loaded by the first call, not at start.
-        child_command(
-            &mut cmd,
-            role,
-            &[("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str())],
-        );
-        let mut out = run_bounded(cmd, role)?;
-        out += &std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
-        let n = out
-            .lines()
-            .find_map(|l| l.split("ERROR SUMMARY: ").nth(1))
-            .and_then(|r| r.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("no ERROR SUMMARY from helgrind:\n{out}"))?;
-        Ok((n, out))
-    };
-    let (n, out) = errors("first-calls-32")?;
-    println!("32 first calls under helgrind: {n} errors");
-    if n != 0 || !out.contains("threads agree: 32") {
-        return Err(format!("helgrind, 32 first calls:\n{out}").into());
-    }
-    let (twin, out) = errors("race-32")?;
-    println!("the twin (an unsynchronised counter) under helgrind: {twin} errors");
-    if twin == 0 {
-        return Err(format!("helgrind missed the twin's race:\n{out}").into());
-    }
-    Ok(Completion::Completed)
 }
 
 /// Fix 3 of issue 30: a program running as PID 1 (a container without an
@@ -2283,7 +2237,10 @@ mod roles {
             println!("ns_last_pid set: {}", set.is_ok());
             let later = std::thread::spawn(|| (gettid(), unsafe { cuInit(7).0 } as c_int));
             let (later_tid, r) = join_within("the later thread", later);
-            println!("later thread has the dead loader's id: {}", later_tid == tid);
+            println!(
+                "later thread has the dead loader's id: {}",
+                later_tid == tid
+            );
             report_later(r);
             unsafe { libc::_exit(0) };
         }
@@ -2397,46 +2354,6 @@ mod roles {
             })
             .count();
         println!("lookups of cuCtxGetDevice {n}");
-    }
-
-    /// Issue 35: 32 threads make the first call at once (`thirty_two_first_calls_are_clean_under_helgrind`).
-    fn first_calls_32() {
-        let go = std::sync::Arc::new(std::sync::Barrier::new(32));
-        let threads: Vec<_> = (0..32)
-            .map(|_| {
-                let go = go.clone();
-                std::thread::spawn(move || {
-                    go.wait();
-                    let r = unsafe { cuInit(7).0 };
-                    (r, class(loader::function("cuCtxGetDevice")))
-                })
-            })
-            .collect();
-        let got: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        let agree = got.iter().filter(|g| **g == (0, "Ok".to_string())).count();
-        println!("threads agree: {agree}");
-    }
-
-    /// The helgrind test's wrong twin: 32 threads add to one counter
-    /// without synchronisation.
-    fn race_32() {
-        struct Counter(std::cell::UnsafeCell<u64>);
-        unsafe impl Sync for Counter {}
-        static COUNTER: Counter = Counter(std::cell::UnsafeCell::new(0));
-        let threads: Vec<_> = (0..32)
-            .map(|_| {
-                std::thread::spawn(|| {
-                    for _ in 0..100 {
-                        let p = COUNTER.0.get();
-                        unsafe { p.write_volatile(p.read_volatile() + 1) };
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        println!("counter {}", unsafe { *COUNTER.0.get() });
     }
 
     pub fn run(role: &str) {
@@ -2560,8 +2477,6 @@ mod roles {
             "tid-reuse" => tid_reuse(),
             "raw-fork" => raw_fork(),
             "flaky" => flaky(),
-            "first-calls-32" => first_calls_32(),
-            "race-32" => race_32(),
             "reentrant-driver" => {
                 std::env::set_var(
                     "FAKE_CALLBACK",
@@ -2787,10 +2702,6 @@ fn main() {
         (
             "a_second_differing_lookup_cannot_replace_a_resolved_function",
             a_second_differing_lookup_cannot_replace_a_resolved_function,
-        ),
-        (
-            "thirty_two_first_calls_are_clean_under_helgrind",
-            thirty_two_first_calls_are_clean_under_helgrind,
         ),
         (
             "a_pid_1_child_in_a_new_pid_namespace_does_not_hang",

@@ -1,7 +1,10 @@
 //! The models. Each has a wrong twin, which must fail: a deliberately wrong
-//! variant ([`Wrong`]) that loom catches (`#[should_panic]`: a failed
-//! assertion, a data race, or a wait that never ends, which loom reports as
-//! a model that does not finish). The twins run only under loom.
+//! variant ([`Wrong`]) that loom catches (a failed assertion, a data race,
+//! or a wait that never ends, which loom reports as a model that does not
+//! finish). A failing model aborts loom's process (a panic while its
+//! threads unwind), so each twin runs in a child process of this test
+//! binary, from its `_is_caught` test, which must see it fail. The twins
+//! run only under loom.
 
 use crate::once::{publish, ForkWatch, Once, Stuck};
 use crate::sys::{self, enter, Arc, Thread, World, Wrong};
@@ -105,7 +108,7 @@ fn three_threads_first_call_initialise_once_and_see_it() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_relaxed_orderings_are_a_data_race() {
     first_calls(Wrong {
         relaxed: true,
@@ -141,7 +144,7 @@ fn a_call_back_from_the_initialisation_is_reentrant_at_once() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_without_a_per_thread_marker_the_call_back_is_not_reentrant() {
     reentrancy(Wrong {
         token_per_call: true,
@@ -188,7 +191,7 @@ fn a_thread_reusing_a_dead_owners_id_is_not_reentrant() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_the_id_alone_calls_the_reused_id_reentrant() {
     reused_id(Wrong {
         no_token: true,
@@ -254,7 +257,7 @@ fn a_child_made_without_fork_handlers_is_told_at_once() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_without_the_liveness_check_a_handlerless_child_waits_forever() {
     forked(
         Wrong {
@@ -342,7 +345,7 @@ fn siblings_agree_on_the_generation_while_the_handler_registers() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_the_pid_fall_back_makes_siblings_disagree() {
     generation_during_registration(true);
 }
@@ -380,7 +383,7 @@ fn a_waiter_for_a_dead_owner_is_told_owner_gone() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_without_the_liveness_check_the_waiter_never_returns() {
     owner_dies(Wrong {
         all_alive: true,
@@ -458,7 +461,7 @@ fn a_slot_publishes_once_and_everyone_agrees() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_an_unconditional_store_overwrites_the_first_answer() {
     publication(Wrong {
         cas_is_store: true,
@@ -525,7 +528,79 @@ fn the_runtime_waits_for_the_driver_before_claiming_its_load() {
 
 #[cfg(loom)]
 #[test]
-#[should_panic]
+#[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
 fn wrong_twin_claiming_the_runtime_first_deadlocks() {
     runtime_after_driver(false);
+}
+
+/// Runs the ignored twin `name` in a child process of this test binary: it
+/// must fail (a panic, or loom's abort).
+#[cfg(loom)]
+fn must_fail(name: &str) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "--test-threads=1", name])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let why = text.lines().find(|l| l.contains("panicked at")).map(|l| {
+        text[text.find(l).unwrap()..]
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    assert!(
+        !out.status.success() && why.is_some(),
+        "the wrong twin {name} was not caught:\n{text}"
+    );
+    println!("{name} caught: {}", why.unwrap());
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_relaxed_orderings_are_a_data_race_is_caught() {
+    must_fail("models::wrong_twin_relaxed_orderings_are_a_data_race");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_without_a_per_thread_marker_the_call_back_is_not_reentrant_is_caught() {
+    must_fail("models::wrong_twin_without_a_per_thread_marker_the_call_back_is_not_reentrant");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_the_id_alone_calls_the_reused_id_reentrant_is_caught() {
+    must_fail("models::wrong_twin_the_id_alone_calls_the_reused_id_reentrant");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_without_the_liveness_check_a_handlerless_child_waits_forever_is_caught() {
+    must_fail("models::wrong_twin_without_the_liveness_check_a_handlerless_child_waits_forever");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_the_pid_fall_back_makes_siblings_disagree_is_caught() {
+    must_fail("models::wrong_twin_the_pid_fall_back_makes_siblings_disagree");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_without_the_liveness_check_the_waiter_never_returns_is_caught() {
+    must_fail("models::wrong_twin_without_the_liveness_check_the_waiter_never_returns");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_an_unconditional_store_overwrites_the_first_answer_is_caught() {
+    must_fail("models::wrong_twin_an_unconditional_store_overwrites_the_first_answer");
+}
+
+#[cfg(loom)]
+#[test]
+fn wrong_twin_claiming_the_runtime_first_deadlocks_is_caught() {
+    must_fail("models::wrong_twin_claiming_the_runtime_first_deadlocks");
 }

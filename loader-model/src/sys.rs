@@ -5,9 +5,9 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
+pub use std::sync::atomic::Ordering;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
-pub use std::sync::atomic::Ordering;
 
 use std::cell::RefCell;
 
@@ -88,7 +88,12 @@ fn with<T>(f: impl FnOnce(&mut Current) -> T) -> T {
 
 #[cfg(loom)]
 fn wrong() -> Wrong {
-    CURRENT.with(|c| c.borrow().as_ref().map(|c| c.world.wrong).unwrap_or_default())
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .map(|c| c.world.wrong)
+            .unwrap_or_default()
+    })
 }
 
 pub fn fork_generation() -> u32 {
@@ -113,7 +118,8 @@ pub fn thread_token() -> usize {
 }
 
 pub fn thread_exists(id: u32) -> bool {
-    with(|c| c.world.wrong.all_alive || c.world.gone.load(Ordering::SeqCst) & (1 << id) == 0)
+    let world = with(|c| c.world.clone());
+    world.wrong.all_alive || world.gone.load(Ordering::SeqCst) & (1 << id) == 0
 }
 
 pub fn spin() {

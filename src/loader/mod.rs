@@ -52,6 +52,10 @@
 //!   library-not-loaded code at once. A fork is told by a generation that
 //!   every child gets anew (a `pthread_atfork` handler), not by the process
 //!   id, which a child can share (PID 1 forking into a new PID namespace).
+//!   A waiter also asks whether the loading thread still exists (Linux:
+//!   `tgkill(getpid(), owner, 0)`): a thread that ended inside the load, or
+//!   a child made without fork handlers (`clone(2)`, `_Fork()`), gets 303
+//!   at once; a load that panicked is poisoned (303, [`driver`] says why).
 //!   The two loads have one order: a runtime call waits for a named driver's
 //!   load before it claims the runtime's, so the driver's own code may call
 //!   the runtime while another thread waits for both (it gets 303 at once:
@@ -66,7 +70,10 @@
 //! a thread already loading the driver, and that thread's `dlopen` waits for
 //! the lock. Load before any such library is opened: call [`load_all`] (or
 //! [`driver`]) early in `main`, or name the driver in `CUDA_MEM_SYS_LIBCUDA`
-//! with the static runtime, which loads it at program start.
+//! with the static runtime, which loads it at program start. The same holds,
+//! with a loaded runtime and the driver not named, for a driver constructor
+//! that calls the runtime while another thread loads the runtime (whose
+//! `dlopen` waits for the lock): name the driver, or load early.
 //!
 //! On Windows a bare name is never looked for in the working directory or on
 //! `PATH`, where another program could plant a DLL: `nvcuda.dll` is loaded

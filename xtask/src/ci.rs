@@ -172,6 +172,8 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         )?;
     }
 
+    loom(workspace)?;
+
     step("no CUDA at all: the committed fallback bindings");
     run_cmd(
         cargo(workspace)
@@ -244,6 +246,22 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 }
 
 /// `cargo xtask msrv`: the CI step for the crate's `rust-version` alone.
+/// The loader's synchronisation model-checked: `loader-model/` (the same
+/// `src/loader/once.rs`) under `--cfg loom`, every model and its wrong twin,
+/// in a target folder of its own (the flag rebuilds everything it touches).
+/// Its models also run on real threads in the plain workspace tests.
+pub fn loom(workspace: &Path) -> Result<(), String> {
+    step("the loader's synchronisation under loom: every model, and each wrong twin caught");
+    run_cmd(
+        cargo(workspace)
+            .args(["test", "-p", "loader-model", "--release"])
+            .arg("--target-dir")
+            .arg(workspace.join("target/loom"))
+            .env("RUSTFLAGS", "--cfg loom")
+            .env("LOOM_MAX_PREEMPTIONS", "3"),
+    )
+}
+
 pub fn msrv_alone(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     let pinned = headers::fetch(workspace, "13.0")?;

@@ -28,12 +28,13 @@ use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 20] = [
+const COMMANDS: [(&str, &str); 21] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
     ("ci", "the whole test suite as CI runs it (installs what it needs)"),
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
+    ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -70,6 +71,7 @@ enum Task<'a> {
     CiCross,
     Examples,
     Msrv,
+    Loom,
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -119,6 +121,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["ci", "--cross"] => Task::CiCross,
         ["examples"] => Task::Examples,
         ["msrv"] => Task::Msrv,
+        ["loom"] => Task::Loom,
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -168,6 +171,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::CiCross => ci::cross(&workspace()),
         Task::Examples => ci::examples(&workspace()),
         Task::Msrv => ci::msrv_alone(&workspace()),
+        Task::Loom => ci::loom(&workspace()),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
