@@ -11,6 +11,7 @@ mod device_report;
 mod docs_rs;
 mod examples;
 mod gpu_bundle;
+mod gpu_matrix;
 mod headers;
 mod msvc;
 mod regen;
@@ -148,7 +149,7 @@ fn check(task: &Task) -> Result<(), String> {
     match task {
         Task::Headers { release, target } => headers::check(release, target),
         Task::DeviceCompile(rest) => device_compile::parse(rest).map(drop),
-        Task::GpuMatrix(rest) => gpu_bundle::check_matrix_args(rest),
+        Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
         _ => Ok(()),
@@ -172,7 +173,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
         Task::GpuBundle => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
-        Task::GpuMatrix(rest) => gpu_bundle::matrix(&workspace(), rest),
+        Task::GpuMatrix(rest) => gpu_matrix::matrix(&workspace(), rest),
         Task::DeviceCompile(rest) => device_compile::run(&workspace(), rest),
         Task::DeviceReport(rest) => device_report::run(&workspace(), rest),
         Task::Abi(rest) => abi::run(&workspace(), rest),
