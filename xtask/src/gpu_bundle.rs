@@ -91,7 +91,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .arg(&include)
             .arg(bundle.join("include")),
     )?;
-    std::fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    write_run_sh(workspace, &bundle)?;
     std::fs::write(
         bundle.join("headers.txt"),
         format!(
@@ -100,11 +100,10 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("run.sh")))?;
     run_cmd(Command::new("du").arg("-sh").arg(&bundle))?;
     println!(
         "{}\nOn the GPU machine: .gpu-bundle/run.sh [--sanitize] [--api-errors] [test filter]  \
-         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`)",
+         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in docs/device-runs/)",
         bundle.display()
     );
     Ok(())
@@ -199,4 +198,183 @@ pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
-pub const RUN_SH: &str = include_str!("../scripts/run.sh");
+const RUN_SH: &str = include_str!("../scripts/run.sh");
+
+/// `run.sh` in `into`, with the C reproductions of `tests/repro/` beside it
+/// in `repro/` (`run.sh --sanitize` compiles and runs them there).
+pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
+    std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
+    let repro = workspace.join("tests/repro");
+    std::fs::create_dir_all(into.join("repro")).map_err(|e| e.to_string())?;
+    for e in std::fs::read_dir(&repro).map_err(|e| format!("{}: {e}", repro.display()))? {
+        let path = e.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|x| x == "c") {
+            std::fs::copy(&path, into.join("repro").join(path.file_name().unwrap()))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RUN_SH;
+    use std::path::Path;
+    use std::process::Command;
+
+    fn script(path: &Path, text: &str) {
+        std::fs::write(path, format!("#!/bin/sh\n{text}\n")).unwrap();
+        let mut perm = std::fs::metadata(path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(path, perm).unwrap();
+    }
+
+    /// `run.sh --sanitize --skip-suite` over a fake bundle: test binaries
+    /// that are shell scripts, a fake compute-sanitizer (it runs the program,
+    /// sets `FAKE_TOOL`, reports 0 errors, 0 bytes leaked unless the
+    /// self-test's variable is set, and exits with the program's code) and a
+    /// fake nvcc (its "reproduction" exits `FAKE_REPRO_TOOL_EXIT` under the
+    /// tool, `FAKE_REPRO_CONTROL_EXIT` under it with a control flag, 0
+    /// without it). Returns summary.json and the logs' folder.
+    fn sanitize(case: &str, env: &[(&str, &str)]) -> (String, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("run-sh-{}-{case}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["bin", "repro", "out", "tools"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
+        std::fs::write(dir.join("headers.txt"), "fake\n").unwrap();
+        std::fs::write(dir.join("repro/pool_destroy_sanitizer_crash.c"), "").unwrap();
+        let bin = |n: &str, exit_var: &str| {
+            script(
+                &dir.join("bin").join(n),
+                &format!(
+                    "echo \"args: $* visible: ${{CUDA_VISIBLE_DEVICES:-all}}\"\n\
+                     [ -n \"$FAKE_TOOL\" ] && exit ${{{exit_var}:-0}}\nexit 0"
+                ),
+            )
+        };
+        bin("device_smoke", "FAKE_SMOKE_EXIT");
+        bin("stream_ordered_allocator", "FAKE_SOA_EXIT");
+        bin("tensor_map", "FAKE_TM_EXIT");
+        script(
+            &dir.join("tools/compute-sanitizer"),
+            "while [ $# -gt 0 ]; do case \"$1\" in --*) shift 2 ;; *) break ;; esac; done\n\
+             FAKE_TOOL=1 \"$@\"; rc=$?\n\
+             [ -n \"$CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT\" ] && echo '========= LEAK SUMMARY: 4194304 bytes leaked in 1 allocations'\n\
+             echo '========= ERROR SUMMARY: 0 errors'\nexit $rc",
+        );
+        script(
+            &dir.join("tools/repro"),
+            "if [ -n \"$FAKE_TOOL\" ]; then\n\
+             case \"$*\" in *--no-*) exit ${FAKE_REPRO_CONTROL_EXIT:-0} ;; esac\n\
+             exit ${FAKE_REPRO_TOOL_EXIT:-0}\nfi\nexit 0",
+        );
+        script(
+            &dir.join("tools/nvcc"),
+            &format!(
+                "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\ncp {} \"$out\"",
+                dir.join("tools/repro").display()
+            ),
+        );
+        let out = Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .args(["--sanitize", "--skip-suite"])
+            .env("OUT", dir.join("out"))
+            .env("COMPUTE_SANITIZER", dir.join("tools/compute-sanitizer"))
+            .env("NVCC", dir.join("tools/nvcc"))
+            .env(
+                "SANITIZE_BINARIES",
+                "device_smoke stream_ordered_allocator tensor_map",
+            )
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let summary = std::fs::read_to_string(dir.join("out/summary.json")).unwrap();
+        (summary, dir.join("out"))
+    }
+
+    fn bar(summary: &str) -> &str {
+        let at = summary.find("\"bar\": \"").expect("a bar") + 8;
+        &summary[at..at + summary[at..].find('"').unwrap()]
+    }
+
+    #[test]
+    fn the_sanitizer_verdict_is_met_only_when_every_binary_exits_0() {
+        let (summary, logs) = sanitize("clean", &[]);
+        assert_eq!(bar(&summary), "met", "{summary}");
+        assert!(summary.contains("\"self_test\": \"self-test caught: 4194304 bytes leaked\""));
+        assert!(
+            summary.contains(
+                "\"known_tool_crash\": {\"name\": \"pool_destroy_sanitizer_crash\", \"gpus\": "
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("\"plain\": 0, \"tool\": 0, \"tool-no-destroy\": 0"),
+            "{summary}"
+        );
+        // The test that crashes the tool with several GPUs: left out of its
+        // binary's run and run alone with one GPU visible.
+        let whole =
+            std::fs::read_to_string(logs.join("memcheck-stream_ordered_allocator.log")).unwrap();
+        assert!(
+            whole.contains("--skip pool_destroy_with_outstanding_allocation visible: all"),
+            "{whole}"
+        );
+        let alone = std::fs::read_to_string(logs.join(
+            "memcheck-stream_ordered_allocator-pool_destroy_with_outstanding_allocation.log",
+        ))
+        .unwrap();
+        assert!(
+            alone.contains("--exact pool_destroy_with_outstanding_allocation visible: 0"),
+            "{alone}"
+        );
+        assert!(summary.contains(
+            "\"stream_ordered_allocator/pool_destroy_with_outstanding_allocation (CUDA_VISIBLE_DEVICES=0)\": {\"exit\": 0"
+        ), "{summary}");
+    }
+
+    #[test]
+    fn a_binary_that_exits_101_with_0_errors_fails_the_verdict() {
+        let (summary, _) = sanitize("exit101", &[("FAKE_SOA_EXIT", "101")]);
+        assert!(summary.contains("\"total_errors\": 0,"), "{summary}");
+        assert!(summary.contains("\"total_leaked_bytes\": 0,"), "{summary}");
+        assert!(
+            bar(&summary).starts_with("failed: stream_ordered_allocator exited 101"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn the_named_tool_crash_alone_is_named_not_passed() {
+        let (summary, _) = sanitize("crash", &[("FAKE_REPRO_TOOL_EXIT", "139")]);
+        assert!(
+            bar(&summary).starts_with(
+                "tool crash, named: pool_destroy_sanitizer_crash under memcheck (tool exit 139, driver-tool exit 139)"
+            ),
+            "{summary}"
+        );
+        // ... and with anything else wrong besides, failed.
+        let (summary, _) = sanitize(
+            "crash-and-exit",
+            &[("FAKE_REPRO_TOOL_EXIT", "139"), ("FAKE_TM_EXIT", "1")],
+        );
+        assert_eq!(bar(&summary), "failed: tensor_map exited 1; racecheck tensor_map exited 1; synccheck tensor_map exited 1", "{summary}");
+        // A crash the controls show too is not the named one.
+        let (summary, _) = sanitize(
+            "crash-everywhere",
+            &[
+                ("FAKE_REPRO_TOOL_EXIT", "139"),
+                ("FAKE_REPRO_CONTROL_EXIT", "139"),
+            ],
+        );
+        assert!(
+            bar(&summary)
+                .starts_with("failed: pool_destroy_sanitizer_crash tool-no-destroy exited 139"),
+            "{summary}"
+        );
+    }
+}

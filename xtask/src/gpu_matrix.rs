@@ -3,7 +3,7 @@
 //! that each run in one call of the GPU machine (`matrix.sh`).
 
 use crate::cmd::run_cmd;
-use crate::gpu_bundle::{build_tests, device_target_dir, ON_GPU, RUN_SH};
+use crate::gpu_bundle::{build_tests, device_target_dir, write_run_sh, ON_GPU};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
@@ -112,8 +112,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             if examples {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
             }
-            std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
-            run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
+            write_run_sh(workspace, &into)?;
             std::fs::write(
                 into.join("headers.txt"),
                 format!(
@@ -183,7 +182,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     println!(
         "On the GPU machine, one call per part (carry .gpu-bundle-matrix/part-<n>.tar.xz):\n  \
          mkdir -p /tmp/m && tar xJf .gpu-bundle-matrix/part-<n>.tar.xz -C /tmp/m && /tmp/m/matrix.sh\n\
-         writes $OUT/<release>/<build>/summary.json; then `cargo xtask device-report --matrix <every $OUT>`"
+         writes $OUT/<release>/<build>/summary.json; then record it in docs/device-runs/ (docs/gpu-tests.md) and run `cargo xtask device-report`"
     );
     Ok(())
 }
