@@ -92,15 +92,21 @@ fn end_of(fd: &OwnedFd) -> Result<u64, Failed> {
 }
 
 /// The exporter the kernel names for `fd` (`exp_name:` in
-/// `/proc/self/fdinfo/<fd>`, shown for dma-bufs only), or `None`.
+/// `/proc/self/fdinfo/<fd>`, shown for dma-bufs only), or, on a kernel
+/// without it, the descriptor's link (`/dmabuf:`, `anon_inode:dmabuf`) where
+/// it names a dma-buf; `None` for anything else.
 #[cfg(unix)]
 fn dma_buf_exporter(fd: &OwnedFd) -> Result<Option<String>, Failed> {
     let path = format!("/proc/self/fdinfo/{}", fd.as_raw_fd());
     let info = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    Ok(info
+    let named = info
         .lines()
         .find_map(|l| l.strip_prefix("exp_name:"))
-        .map(|n| n.trim().to_string()))
+        .map(|n| n.trim().to_string());
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map(|l| l.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(named.or_else(|| link.contains("dmabuf").then_some(link)))
 }
 
 /// `fd` is a dma-buf of exactly `size` bytes.
@@ -134,7 +140,7 @@ fn check_refuses_the_wrong(fd: &OwnedFd, size: usize) -> TestResult {
         check_dma_buf(fd, other, "wrong twin: another range's size").is_err(),
         "the size check took a {size} B dma-buf for a {other} B range"
     );
-    let raw = unsafe { libc::memfd_create(c"not-a-dma-buf".as_ptr(), 0) };
+    let raw = unsafe { libc::memfd_create(c"plain-memfd".as_ptr(), 0) };
     let e = std::io::Error::last_os_error();
     ensure!(raw >= 0, "memfd_create: {e}");
     let memfd = unsafe { OwnedFd::from_raw_fd(raw) };
