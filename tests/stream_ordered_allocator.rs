@@ -1,6 +1,6 @@
 //! Stream Ordered Memory Allocator: runtime 6.12 (`cudaMallocAsync`, memory
-//! pools, their attributes, current pools, peer access, IPC between two
-//! processes) and the driver twins (`cuMemAllocAsync`, `cuMemPool*`,
+//! pools, their attributes, current pools, peer access among every GPU, IPC
+//! to one importer process a GPU) and the driver twins (`cuMemAllocAsync`, `cuMemPool*`,
 //! `cuMemGetMemPool`, `cuDeviceGetDefaultMemPool`...).
 //!
 //! Every check reads back an effect: bytes through the memory, pool

@@ -4,9 +4,12 @@
 //! back: bytes through mappings (one allocation at two addresses, a range grown
 //! by a second allocation, host and host-NUMA memory, a sparse array's tiles),
 //! access flags, allocation properties, reference counting seen in
-//! `cuMemGetInfo`, a POSIX file descriptor shared with a second process, the
-//! fabric handle type, bad input with its exact error code, and 10,000
-//! create/map/unmap/release cycles without a leak.
+//! `cuMemGetInfo`, a POSIX file descriptor shared with one importer process a
+//! GPU, the fabric handle type, bad input with its exact error code, and
+//! 10,000 create/map/unmap/release cycles without a leak. Where there are two
+//! GPUs or more, every one takes part and every ordered pair is checked
+//! (`tests/common/gpus.rs`): memory on each device granted to each other, and
+//! one range striped over them all.
 // The driver's structs are filled in field by field, as C code does.
 #![allow(clippy::field_reassign_with_default)]
 
