@@ -57,9 +57,13 @@ cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 st_limit=${SANITIZE_TIMEOUT:-420}
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# The GPUs the tests see: CUDA_VISIBLE_DEVICES, where set, narrows the
+# machine's (nvidia-smi lists them all); "visible" records it as given.
+visible=${CUDA_VISIBLE_DEVICES-all}
+if [ "$visible" != all ]; then ngpu=$(printf '%s' "$visible" | tr ',' '\n' | grep -c .); fi
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
 # The binaries compute-sanitizer runs: the device suite, default build.
-sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop}
+sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop dma_buf}
 extras=${SANITIZE_EXTRAS:-1}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 # <binary>:<test> that compute-sanitizer memcheck 2025.3.1 itself crashes in
@@ -69,8 +73,8 @@ ONE_GPU_UNDER_TOOL="stream_ordered_allocator:pool_destroy_with_outstanding_alloc
 # Sum of the numbers after `$2` on the lines of log $1 that contain it.
 sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
 {
-  printf '{\n  "date": "%s",\n  "gpu": "%s",\n  "gpus": %s,\n  "toolkit": "%s",\n' \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$ngpu" "$toolkit"
+  printf '{\n  "date": "%s",\n  "gpu": "%s",\n  "gpus": %s,\n  "visible_devices": "%s",\n  "toolkit": "%s",\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$ngpu" "$visible" "$toolkit"
   printf '  "headers": "%s",\n  "binaries": {\n' "$(cat "$here/headers.txt" | tr -d '\n')"
   first=1
   for b in "$here"/bin/*; do

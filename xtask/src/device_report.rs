@@ -254,7 +254,9 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut rows = String::new();
     let mut api = String::new();
     let (mut errors, mut leaked) = (0, 0);
-    for (bin, _, _) in std::iter::once(&("device_smoke", "", "")).chain(GROUPS.iter()) {
+    // The device binaries of no group of the five, then the groups'.
+    let groupless = ["device_smoke", "dma_buf"].into_iter();
+    for bin in groupless.chain(GROUPS.iter().map(|(bin, _, _)| *bin)) {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),
