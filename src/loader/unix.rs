@@ -491,7 +491,10 @@ mod tests {
     fn a_relocated_strtab_is_read_as_it_is() {
         // glibc with a writable section: the address, bias included.
         let d = section(BIAS + 0x400, 0x100, 0x10);
-        assert_eq!(soname_place(&d, BIAS, &[TEXT]), place(BIAS + 0x410, BIAS + 0x500));
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x410, BIAS + 0x500)
+        );
     }
 
     #[test]
@@ -500,7 +503,10 @@ mod tests {
         // wrong twin of the old rule (`strtab < base`) as well: an
         // unrelocated value is found by the mapping, not by its size.
         let d = section(0x400, 0x100, 0x10);
-        assert_eq!(soname_place(&d, BIAS, &[TEXT]), place(BIAS + 0x410, BIAS + 0x500));
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x410, BIAS + 0x500)
+        );
     }
 
     #[test]
@@ -534,7 +540,10 @@ mod tests {
         let d = section(BIAS + 0x400, 0x100, 0x100);
         assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
         let d = section(BIAS + 0x400, 0x100, 0xff);
-        assert_eq!(soname_place(&d, BIAS, &[TEXT]), place(BIAS + 0x4ff, BIAS + 0x500));
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x4ff, BIAS + 0x500)
+        );
     }
 
     #[test]
@@ -560,7 +569,10 @@ mod tests {
             start: 0x10_0000,
             end: 0x10_8000,
         };
-        assert_eq!(soname_place(&d, 0x10_0000, &[high]), place(0x10_2010, 0x10_2100));
+        assert_eq!(
+            soname_place(&d, 0x10_0000, &[high]),
+            place(0x10_2010, 0x10_2100)
+        );
     }
 
     #[test]
