@@ -35,7 +35,12 @@
 //!   toolkit is on the library path, is told by its answer
 //!   `CUDA_ERROR_STUB_LIBRARY` and reported as a linked build reports it:
 //!   every driver call returns `CUDA_ERROR_STUB_LIBRARY` (34), and [`driver`]
-//!   says so.
+//!   says so, naming the stub's file.
+//! - **Every reason kept**: a load that tries several files (`libcuda.so.1`,
+//!   then `libcuda.so`) keeps each one's own reason ([`LoadError::attempts`]),
+//!   and its message leads with the most telling: a file that exists and
+//!   failed to load (a missing `NEEDED` library, an invalid ELF header)
+//!   before "no such file".
 //! - **The environment** is read once, for both variables together: at program
 //!   start on Linux (before `main`, from the crate's `.init_array` entry, or
 //!   when a library containing the crate is opened); elsewhere at the first
