@@ -332,6 +332,8 @@ pub struct LoadError {
 }
 
 /// A library's `SONAME`, as the dynamic section the loader mapped says it.
+// Windows has no SONAME: only `Unknown` is made there.
+#[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum Soname<'a> {
     /// It cannot be asked (not Linux, or `dlinfo` failed).
     Unknown,
