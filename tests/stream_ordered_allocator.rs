@@ -1,6 +1,6 @@
 //! Stream Ordered Memory Allocator: runtime 6.12 (`cudaMallocAsync`, memory
-//! pools, their attributes, current pools, peer access, IPC between two
-//! processes) and the driver twins (`cuMemAllocAsync`, `cuMemPool*`,
+//! pools, their attributes, current pools, peer access among every GPU, IPC
+//! to one importer process a GPU) and the driver twins (`cuMemAllocAsync`, `cuMemPool*`,
 //! `cuMemGetMemPool`, `cuDeviceGetDefaultMemPool`...).
 //!
 //! Every check reads back an effect: bytes through the memory, pool
@@ -15,8 +15,7 @@
 //! documents no error for a second free: its behaviour is undefined.
 mod common;
 
-#[cfg(unix)]
-use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+use common::gpus::{self, CopyKernel};
 #[cfg(unix)]
 use common::process_death as pd;
 use common::{
@@ -27,19 +26,12 @@ use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
-#[cfg(unix)]
-use std::io::{Read, Write};
 use std::marker::PhantomData;
-#[cfg(unix)]
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 const MIB: usize = 1 << 20;
 
-/// The environment variable naming the child's end of the socket.
-#[cfg(unix)]
-const SOCK_VAR: &str = "CUDA_MEM_SYS_SOMA_SOCKET";
 /// Bytes shared between the two processes.
 #[cfg(unix)]
 const IPC_BYTES: usize = 4 * MIB;
@@ -127,93 +119,6 @@ fn wait_flag(flag: &AtomicBool) -> TestResult {
         std::thread::sleep(Duration::from_micros(100));
     }
     Ok(())
-}
-
-/// A kernel copying `n` 32-bit words from `src` to `dst` (PTX, JIT-compiled by
-/// the driver), so that a device itself reads and writes pool memory.
-const COPY_PTX: &str = "
-.version 7.0
-.target sm_80
-.address_size 64
-
-.visible .entry copy_u32(
-    .param .u64 dst,
-    .param .u64 src,
-    .param .u32 n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
-
-    ld.param.u64 %rd1, [dst];
-    ld.param.u64 %rd2, [src];
-    ld.param.u32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.u32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd3, %rd1;
-    cvta.to.global.u64 %rd4, %rd2;
-    mul.wide.u32 %rd5, %r5, 4;
-    add.s64 %rd6, %rd4, %rd5;
-    ld.global.u32 %r6, [%rd6];
-    add.s64 %rd7, %rd3, %rd5;
-    st.global.u32 [%rd7], %r6;
-DONE:
-    ret;
-}
-\0";
-
-/// The copy kernel loaded into the current context.
-struct CopyKernel {
-    module: CUmodule,
-    func: CUfunction,
-}
-
-impl CopyKernel {
-    fn load() -> Result<CopyKernel, Failed> {
-        let mut module: CUmodule = null_mut();
-        cu!(cuModuleLoadData(&mut module, COPY_PTX.as_ptr().cast()))?;
-        let mut func: CUfunction = null_mut();
-        let got = cu!(cuModuleGetFunction(&mut func, module, c"copy_u32".as_ptr()));
-        if got.is_err() {
-            unsafe { cuModuleUnload(module) };
-        }
-        got?;
-        Ok(CopyKernel { module, func })
-    }
-
-    /// Copies `bytes` (a multiple of 4) from `src` to `dst` on `stream`.
-    fn copy(&self, dst: u64, src: u64, bytes: usize, stream: CUstream) -> TestResult {
-        let (mut d, mut s, mut n) = (dst, src, (bytes / 4) as u32);
-        let mut params = [
-            (&mut d as *mut u64).cast::<c_void>(),
-            (&mut s as *mut u64).cast::<c_void>(),
-            (&mut n as *mut u32).cast::<c_void>(),
-        ];
-        cu!(cuLaunchKernel(
-            self.func,
-            n.div_ceil(256),
-            1,
-            1,
-            256,
-            1,
-            1,
-            0,
-            stream,
-            params.as_mut_ptr(),
-            null_mut()
-        ))
-    }
-}
-
-impl Drop for CopyKernel {
-    fn drop(&mut self) {
-        unsafe { cuModuleUnload(self.module) };
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1276,6 +1181,15 @@ fn drv_attributes_and_trim() -> TestResult {
 /// outstanding, so the allocation keeps its bytes until freed. Run in child
 /// processes (steps printed to stderr) so that a crash there is reported as
 /// this test's failure instead of ending the whole test binary.
+///
+/// Under compute-sanitizer (`run.sh --sanitize`) this test runs apart from
+/// its binary, with `CUDA_VISIBLE_DEVICES=0`: memcheck 2025.3.1 itself
+/// crashes (SIGSEGV in both children) on these steps with 4 GPUs visible,
+/// not with 1 or 2 (`tests/repro/pool_destroy_sanitizer_crash.c` shows it
+/// without the crate). It checks the same thing there: the pool, its
+/// allocation and the closing default-pool allocation are all on device 0,
+/// which is the same device with one GPU visible; only the devices the tool
+/// watches besides it go. The plain run keeps every GPU visible.
 fn pool_destroy_with_outstanding_allocation() -> TestResult {
     let mut c = Checks::default();
     for role in ["rt_destroy_outstanding", "drv_destroy_outstanding"] {
@@ -1283,23 +1197,6 @@ fn pool_destroy_with_outstanding_allocation() -> TestResult {
         c.ok(common::wait_child(child, role));
     }
     c.finish()
-}
-
-/// Runs this binary as a child in `role`, connected by a socket; `exchange` is
-/// the parent's side of the conversation. The socket is closed (so that a
-/// child still reading sees the end) and the child waited for on every path;
-/// the child's failure is reported first.
-#[cfg(unix)]
-fn with_child(role: &str, exchange: impl FnOnce(&mut UnixStream) -> TestResult) -> TestResult {
-    let (mut parent, child_end) = socket_pair()?;
-    parent.set_read_timeout(Some(Duration::from_secs(120)))?;
-    let child_fd = inheritable(&child_end);
-    let child = common::spawn_child(role, &[(SOCK_VAR, child_fd.to_string())]);
-    drop(child_end);
-    let exchanged = exchange(&mut parent);
-    drop(parent);
-    common::wait_child(child, role)?;
-    exchanged
 }
 
 /// Every attribute: documented defaults, set/get round trips, figures that
@@ -1983,86 +1880,89 @@ fn default_pool_round_trip<A: Api>() -> TestResult {
     Ok(())
 }
 
-/// Peer access to a created pool: device 1 gets none until granted, then its
-/// kernel reads the pool's bytes and writes its own, which device 0 reads; a
-/// read-only grant is refused and leaves the access read-write; revoking works.
+/// Peer access to created pools, a pool on each device in turn: every other
+/// device gets none until granted, and granting one device grants no other;
+/// each device's kernel writes its own slot of one allocation from the pool
+/// and reads every other's, and the owner reads them all; a read-only grant
+/// is refused and leaves the access read-write; revoking works.
 fn peer_pool_access<A: Api>() -> TestResult {
-    let gpu0 = A::init()?;
-    let can = A::can_access_peer(1, 0)?;
-    ensure!(
-        can == 1,
-        "device 1 cannot access device 0 ({} can-access-peer = {can})",
-        A::NAME
-    );
-    let pool = A::device_pool()?;
-    let own = A::access(pool.0, 0)?;
-    let peer_before = A::access(pool.0, 1)?;
-    ensure!(
-        own == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 0: {}",
-        own.0
-    );
-    ensure!(
-        peer_before == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 before granting: {}",
-        peer_before.0
-    );
-    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
-    let peer_rw = A::access(pool.0, 1)?;
-    ensure!(
-        peer_rw == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 after granting: {}",
-        peer_rw.0
-    );
+    let _gpu = A::init()?;
+    let gpus = gpus::every_gpu()?;
+    let n = gpus.len();
+    gpus::for_each_pair(n, |reader, owner| {
+        let can = A::can_access_peer(reader as i32, owner as i32)?;
+        ensure!(
+            can == 1,
+            "device {reader} cannot access device {owner} ({} can-access-peer = {can})",
+            A::NAME
+        );
+        Ok(())
+    })?;
+    let mut c = Checks::new();
+    for owner in 0..n {
+        let what = format!("a pool on device {owner}");
+        c.note(&what, pool_access_from_every_device::<A>(&gpus, owner));
+    }
+    A::make_current(&gpus[0], 0)?;
+    c.finish()
+}
 
-    const N: usize = 4 * MIB;
-    let (data, data2) = (pattern(N, 31), pattern(N, 32));
-    let s0 = A::stream()?;
-    let p = A::alloc_from(pool.0, N, s0.raw())?;
-    A::write(p, &data, s0.raw())?;
-    s0.sync()?;
-
-    // Device 1's kernel copies p into device 1 memory, then writes p.
-    let gpu1 = Gpu::new(1)?;
-    A::make_current(&gpu1, 1)?;
-    let s1 = A::stream()?;
-    let kernel1 = CopyKernel::load()?;
-    let d1 = A::alloc(N, s1.raw())?;
-    kernel1.copy(d1, p, N, s1.raw())?;
-    let mut back = vec![0u8; N];
-    A::read(&mut back, d1, s1.raw())?;
-    s1.sync()?;
-    A::write(d1, &data2, s1.raw())?;
-    kernel1.copy(p, d1, N, s1.raw())?;
-    A::free(d1, s1.raw())?;
-    s1.sync()?;
-    drop(kernel1);
-    drop(s1);
-    drop(gpu1);
-
-    A::make_current(&gpu0, 0)?;
-    let mut back2 = vec![0u8; N];
-    A::read(&mut back2, p, s0.raw())?;
-    s0.sync()?;
-    A::read_only_refused(pool.0, 1)?;
-    let peer_r = A::access(pool.0, 1)?;
-    A::free(p, s0.raw())?;
-    s0.sync()?;
-    A::set_access(pool.0, 1, CU_MEM_ACCESS_FLAGS_PROT_NONE)?;
-    let peer_none = A::access(pool.0, 1)?;
-    same(&back, &data, "device 1 read")?;
-    same(&back2, &data2, "device 0 sees device 1's writes")?;
-    ensure!(
-        peer_r == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        "access from device 1 after the refused read-only: {}",
-        peer_r.0
+/// [`peer_pool_access`] for a pool on device `owner`.
+fn pool_access_from_every_device<A: Api>(gpus: &[Gpu], owner: usize) -> TestResult {
+    const SLOT: usize = MIB;
+    let (n, rw, none) = (
+        gpus.len(),
+        CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        CU_MEM_ACCESS_FLAGS_PROT_NONE,
     );
-    ensure!(
-        peer_none == CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        "access from device 1 after revoking: {}",
-        peer_none.0
-    );
-    pool.destroy()
+    let others: Vec<usize> = (0..n).filter(|&d| d != owner).collect();
+    A::make_current(&gpus[owner], owner as i32)?;
+    let loc = cu_loc(CU_MEM_LOCATION_TYPE_DEVICE, owner as i32);
+    let pool = TwinPool::<A>::create(&A::pool_props(PINNED, loc, NO_HANDLES, 0))?;
+    let flags = |pool: CUmemoryPool| -> Result<Vec<CUmemAccess_flags>, Failed> {
+        (0..n).map(|d| A::access(pool, d as i32)).collect()
+    };
+    let only = |granted: &[usize]| -> Vec<CUmemAccess_flags> {
+        let f = |d| if granted.contains(&d) { rw } else { none };
+        (0..n).map(f).collect()
+    };
+    let mut c = Checks::new();
+    let mut granted = vec![owner];
+    c.eq("access before granting", flags(pool.0)?, only(&granted));
+    for &peer in &others {
+        A::set_access(pool.0, peer as i32, rw)?;
+        granted.push(peer);
+        let what = format!("access after granting device {peer}");
+        c.eq(what, flags(pool.0)?, only(&granted));
+    }
+
+    let s = A::stream()?;
+    let p = A::alloc_from(pool.0, n * SLOT, s.raw())?;
+    s.sync()?;
+    let written = gpus::each_writes_every_other_reads(gpus, p, SLOT, 0x40 + owner as u32);
+    A::make_current(&gpus[owner], owner as i32)?;
+    if let Ok(want) = &written {
+        let mut back = vec![0u8; n * SLOT];
+        A::read(&mut back, p, s.raw())?;
+        s.sync()?;
+        c.ok(same(&back, want, "the owner reading every device's writes"));
+    }
+    c.ok(written.map(|_| ()));
+    for &peer in &others {
+        c.ok(A::read_only_refused(pool.0, peer as i32));
+        let after = A::access(pool.0, peer as i32)?;
+        let what = format!("access from device {peer} after the refused read-only");
+        c.eq(what, after, rw);
+    }
+    A::free(p, s.raw())?;
+    s.sync()?;
+    for &peer in &others {
+        A::set_access(pool.0, peer as i32, none)?;
+    }
+    c.eq("access after revoking", flags(pool.0)?, only(&[owner]));
+    drop(s);
+    c.ok(pool.destroy());
+    c.finish()
 }
 
 /// Pools created for each location the references allow: device, host, host
@@ -2677,13 +2577,15 @@ fn leak_10000_cycles<A: Api>() -> TestResult {
     created.destroy()
 }
 
-/// IPC: a POSIX-fd pool exported to a child process (fd over SCM_RIGHTS), one
-/// allocation exported (64 bytes over the socket); the child
-/// ([`ipc_importer`]) reads the exporter's bytes and writes its own, which the
-/// exporter then reads.
+/// IPC: a POSIX-fd pool on device 0 exported to one importer process a GPU,
+/// importer `k` on device `k` (fd over SCM_RIGHTS), one allocation exported
+/// (64 bytes over the socket); each importer ([`ipc_importer`]) reads the
+/// exporter's bytes, then, once all have read, writes its own slice, which
+/// the exporter then reads.
 #[cfg(unix)]
 fn ipc_two_processes<A: Api>() -> TestResult {
     let gpu = A::init()?;
+    let n = gpus::device_count()? as usize;
     A::fd_pools_supported(&gpu)?;
     let pool = A::fd_pool()?;
     let fd = A::export_pool(pool.0)?;
@@ -2700,16 +2602,18 @@ fn ipc_two_processes<A: Api>() -> TestResult {
     let mut export = [0u8; 64];
     let exported = A::export_pointer(&mut export, p);
     let nonzero = export.iter().any(|&b| b != 0);
+    println!("  exported the pool and one pointer to {n} importers, one a device");
     let exchanged = A::check(exported).and_then(|()| {
-        with_child(&format!("{}_ipc_importer", A::PREFIX), |sock| {
-            send_fd(sock, fd)?;
-            sock.write_all(&export)?;
-            let mut answer = [0u8; 1];
-            sock.read_exact(&mut answer)
-                .map_err(|e| format!("no answer from the importer: {e}"))?;
-            ensure!(answer[0] == b'K', "the importer answered {:?}", answer[0]);
-            Ok(())
-        })
+        let role = format!("{}_ipc_importer", A::PREFIX);
+        let mut importers = gpus::spawn_importers(&role, n, &[])?;
+        for p in &mut importers {
+            p.link.send_fd(fd)?;
+            p.link.send(&pd::hex(&export))?;
+        }
+        // Each importer read the exporter's bytes; then each wrote its slice.
+        gpus::every_importer(&mut importers, None, "R")?;
+        gpus::every_importer(&mut importers, Some("W"), "K")?;
+        gpus::finish_importers(importers)
     });
     unsafe { libc::close(fd) };
 
@@ -2721,25 +2625,30 @@ fn ipc_two_processes<A: Api>() -> TestResult {
     ensure!(nonzero, "the export data is all zeros");
     same(
         &back,
-        &pattern(IPC_BYTES, IMPORTER_SEED),
-        "the importer's bytes",
+        &gpus::sliced(&data, n, IMPORTER_SEED),
+        "every importer's bytes",
     )?;
     pool.destroy()
 }
 
-/// Child of [`ipc_two_processes`]: imports the pool and the pointer, reads,
-/// writes its own bytes, frees in stream order and answers `K`. Bad input on
-/// the way: the closed descriptor again, an allocation from the imported pool,
-/// export data of nothing.
+/// Child of [`ipc_two_processes`], on its own device
+/// ([`gpus::importer_place`]): imports the pool and the pointer, gives its
+/// device access, reads the exporter's bytes (`R`), writes its own slice when
+/// told (`W`), frees in stream order and answers `K`. Bad input on the way:
+/// the closed descriptor again, an allocation from the imported pool, export
+/// data of nothing.
 #[cfg(unix)]
 fn ipc_importer<A: Api>() -> TestResult {
-    let mut sock = child_socket(SOCK_VAR)?;
-    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut link = pd::Link::from_parent()?;
+    link.set_timeout(Duration::from_secs(60))?;
     cu!(cuInit(0))?;
-    let _gpu = A::init()?;
+    let (k, n) = gpus::importer_place()?;
+    let _gpu0 = A::init()?;
+    let gpu = Gpu::new(k as i32)?;
+    A::make_current(&gpu, k as i32)?;
     let s = A::stream()?;
     let mut c = BadInput::new(|_| A::alive(&s));
-    let fd = recv_fd(&sock)?;
+    let fd = link.recv_fd()?;
     let mut pool: CUmemoryPool = null_mut();
     A::check(A::import_pool(&mut pool, fd))?;
     unsafe { libc::close(fd) };
@@ -2756,13 +2665,14 @@ fn ipc_importer<A: Api>() -> TestResult {
         &format!("closed descriptor {fd}"),
     );
 
-    let access = A::access(pool, 0)?;
+    let dev = k as i32;
+    let access = A::access(pool, dev)?;
     if access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-        A::set_access(pool, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
+        A::set_access(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)?;
     }
-    let granted = A::access(pool, 0)?;
+    let granted = A::access(pool, dev)?;
     println!(
-        "importer: imported pool's access from device 0: {} then {}",
+        "importer {k} of {n}: imported pool's access from device {k}: {} then {}",
         access.0, granted.0
     );
     ensure!(
@@ -2779,8 +2689,9 @@ fn ipc_importer<A: Api>() -> TestResult {
     }
     A::bad(&mut c, A::INVALID_VALUE, made, "imported pool");
 
-    let mut export = [0u8; 64];
-    sock.read_exact(&mut export)?;
+    let export: [u8; 64] = pd::unhex(&link.expect()?)?
+        .try_into()
+        .map_err(|v: Vec<u8>| format!("export data of {} bytes, not 64", v.len()))?;
     // Export data of nothing is refused.
     let mut bp: CUdeviceptr = 0;
     let zeros = A::import_pointer(&mut bp, pool, [0; 64]);
@@ -2790,10 +2701,10 @@ fn ipc_importer<A: Api>() -> TestResult {
     A::check(A::import_pointer(&mut p, pool, export))?;
     match pool_of(p) {
         Ok(from) => {
-            println!("importer: pointer {p:#x} from pool {from:?} (imported pool {pool:?})")
+            println!("importer {k}: pointer {p:#x} from pool {from:?} (imported pool {pool:?})")
         }
         Err(e) => println!(
-            "importer: pool of the imported pointer: {}",
+            "importer {k}: pool of the imported pointer: {}",
             e.message().unwrap_or("?")
         ),
     }
@@ -2801,7 +2712,12 @@ fn ipc_importer<A: Api>() -> TestResult {
     A::read(&mut back, p, s.raw())?;
     s.sync()?;
     same(&back, &pattern(IPC_BYTES, EXPORTER_SEED), "importer read")?;
-    A::write(p, &pattern(IPC_BYTES, IMPORTER_SEED), s.raw())?;
+    link.send("R")?;
+    let said = link.expect()?;
+    ensure!(said == "W", "the exporter said {said:?}, not \"W\"");
+    let mine = gpus::slice(IPC_BYTES, n, k);
+    let bytes = pattern(mine.len(), IMPORTER_SEED + k as u32);
+    A::write(p + mine.start as u64, &bytes, s.raw())?;
     // Freed in stream order and completed before the exporter is told.
     // compute-sanitizer reported the 4 MiB as leaked (allocated by the pointer
     // import) when the runtime twin used a plain cudaFree.
@@ -2812,9 +2728,10 @@ fn ipc_importer<A: Api>() -> TestResult {
         s.sync()?;
         A::pool_destroy(pool)?;
     } else {
-        println!("importer: self-test: the imported {IPC_BYTES} B are deliberately not freed");
+        s.sync()?;
+        println!("importer {k}: self-test: the imported {IPC_BYTES} B are deliberately not freed");
     }
-    sock.write_all(b"K")?;
+    link.send("K")?;
     c.finish()
 }
 

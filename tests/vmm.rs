@@ -4,9 +4,12 @@
 //! back: bytes through mappings (one allocation at two addresses, a range grown
 //! by a second allocation, host and host-NUMA memory, a sparse array's tiles),
 //! access flags, allocation properties, reference counting seen in
-//! `cuMemGetInfo`, a POSIX file descriptor shared with a second process, the
-//! fabric handle type, bad input with its exact error code, and 10,000
-//! create/map/unmap/release cycles without a leak.
+//! `cuMemGetInfo`, a POSIX file descriptor shared with one importer process a
+//! GPU, the fabric handle type, bad input with its exact error code, and
+//! 10,000 create/map/unmap/release cycles without a leak. Where there are two
+//! GPUs or more, every one takes part and every ordered pair is checked
+//! (`tests/common/gpus.rs`): memory on each device granted to each other, and
+//! one range striped over them all.
 // The driver's structs are filled in field by field, as C code does.
 #![allow(clippy::field_reassign_with_default)]
 
@@ -15,7 +18,9 @@ mod common;
 use common::process_death as pd;
 use common::vmm::*;
 use common::TestResult;
-use common::{error_name, pattern, read, reads, round_trip, same, write, BadInput, Checks, Gpu};
+use common::{
+    error_name, gpus, pattern, read, reads, round_trip, same, write, BadInput, Checks, Gpu,
+};
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
 use std::ffi::c_void;
@@ -548,73 +553,108 @@ fn retain_handle_and_reference_counting() -> TestResult {
 // Sharing: POSIX file descriptors across processes, fabric handles
 // ---------------------------------------------------------------------------
 
+/// A POSIX descriptor of device 0's memory sent to one importer process a
+/// GPU, importer `k` on device `k` (with one GPU: one importer, beside the
+/// exporter on device 0). Each imports, maps for its own device and reads the
+/// exporter's bytes; then each writes its own slice; the exporter reads every
+/// importer's slice, and each importer reads every other's; the importers'
+/// release leaves the exporter's memory alone.
 #[cfg(unix)]
 fn posix_fd_across_two_processes() -> TestResult {
+    let n = gpus::device_count()? as usize;
     let gpu = Gpu::new(0)?;
     gpu.require(
         CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
         "no POSIX file descriptor handles on device 0",
     )?;
     let m = Mapping::shareable(&gpu, 2)?;
-    let size = m.size;
-    write(m.ptr, &pattern(size, 20))?;
+    write(m.ptr, &pattern(m.size, 20))?;
     // Checked open there.
     let fd = m.export_fd()?;
-    println!("  exported descriptor {fd}");
-
-    let mut child = pd::Peer::spawn("posix_fd_importer", &[(SIZE_VAR, size.to_string())])?;
-    child
-        .link
-        .set_timeout(std::time::Duration::from_secs(120))?;
-    child.link.send_fd(fd)?;
-    // The importer checked our bytes and wrote its own.
-    let answer = child.link.expect()?;
-    ensure!(answer == "W", "importer sent {answer:?}");
-    let what = "exporter reading the importer's bytes";
-    reads(m.ptr, &pattern(size, 21), what)?;
-    child.link.send("D")?;
-    child.finish()?;
-    // The importer's release leaves the exporter's memory alone.
-    let what = "exporter after the importer left";
-    reads(m.ptr, &pattern(size, 21), what)?;
-    ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
-    m.free()
+    println!("  exported descriptor {fd} to {n} importers, one a device");
+    let talked = share_with_importers(fd, &m, n);
+    let closed = close_fd(fd);
+    // The importers' release leaves the exporter's memory alone.
+    let what = "exporter after the importers left";
+    let after = reads(m.ptr, &gpus::sliced(&pattern(m.size, 20), n, 21), what);
+    let freed = m.free();
+    talked.and(closed).and(after).and(freed)
 }
 
-/// Child: imports the descriptor sent over the socket, reads the exporter's
-/// bytes, writes its own, says so, waits for the exporter's answer.
+/// The exporter's side of [`posix_fd_across_two_processes`]: each step goes
+/// to every importer before the next (no importer writes before all have
+/// read the exporter's bytes); every answer is waited for with a bound.
+#[cfg(unix)]
+fn share_with_importers(fd: i32, m: &Mapping, n: usize) -> TestResult {
+    let env = [(SIZE_VAR, m.size.to_string())];
+    let mut importers = gpus::spawn_importers("posix_fd_importer", n, &env)?;
+    for p in &mut importers {
+        p.link.set_timeout(std::time::Duration::from_secs(120))?;
+        p.link.send_fd(fd)?;
+    }
+    // Each importer read the exporter's bytes; then each wrote its slice.
+    gpus::every_importer(&mut importers, None, "R")?;
+    gpus::every_importer(&mut importers, Some("W"), "W")?;
+    let want = gpus::sliced(&pattern(m.size, 20), n, 21);
+    reads(m.ptr, &want, "exporter reading every importer's bytes")?;
+    // Each read every other importer's slice, then released its mapping.
+    gpus::every_importer(&mut importers, Some("C"), "C")?;
+    gpus::every_importer(&mut importers, Some("D"), "D")?;
+    gpus::finish_importers(importers)
+}
+
+/// Child: imports the descriptor sent over the socket on its own device
+/// ([`gpus::importer_place`]), maps it for that device, reads the exporter's
+/// bytes (`R`), writes its own slice when told (`W`), reads every
+/// importer's slice when told (`C`), releases when told (`D`).
 #[cfg(unix)]
 fn posix_fd_importer() -> TestResult {
     cu!(cuInit(0))?;
-    let gpu = Gpu::new(0)?;
+    let (k, n) = gpus::importer_place()?;
+    let mut dev0: CUdevice = 0;
+    cu!(cuDeviceGet(&mut dev0, 0))?;
+    let gpu = Gpu::new(k as i32)?;
     let mut link = pd::Link::from_parent()?;
     link.set_timeout(std::time::Duration::from_secs(120))?;
     let size: usize = std::env::var(SIZE_VAR)?.parse()?;
     let fd = link.recv_fd()?;
-    println!("  importer (pid {}): descriptor {fd}", std::process::id());
+    let pid = std::process::id();
+    println!("  importer {k} of {n} (pid {pid}, device {k}): descriptor {fd}");
 
     let mut h: Handle = 0;
     common::check(import_fd(&mut h, fd), "cuMemImportFromShareableHandle")?;
-    ensure!(unsafe { libc::close(fd) } == 0, "closing {fd}");
+    close_fd(fd)?;
     let mut c = Checks::default();
     let p = properties(h)?;
     // The imported handle reads back with no requested handle types
-    // (driver 580.159); the exporter's own handle reports POSIX_FD.
+    // (driver 580.159); the exporter's own handle reports POSIX_FD. The
+    // memory is device 0's, whichever device imports it.
     let handles = [FD, CU_MEM_HANDLE_TYPE_NONE];
-    assert_device_props(&mut c, &p, gpu.dev, &handles, "imported");
+    assert_device_props(&mut c, &p, dev0, &handles, "imported");
     c.finish()?;
 
     let ptr = reserve_map_rw(size, h, gpu.dev)?;
-    let what = "importer reading the exporter's bytes";
-    reads(ptr, &pattern(size, 20), what)?;
-    write(ptr, &pattern(size, 21))?;
+    let ask = |link: &mut pd::Link, want: &str| -> TestResult {
+        let said = link.expect()?;
+        ensure!(said == want, "exporter sent {said:?}, not {want:?}");
+        Ok(())
+    };
+    let exporters = pattern(size, 20);
+    reads(ptr, &exporters, "importer reading the exporter's bytes")?;
+    link.send("R")?;
+    ask(&mut link, "W")?;
+    let mine = gpus::slice(size, n, k);
+    let seed = 21 + k as u32;
+    write(ptr + mine.start as u64, &pattern(mine.len(), seed))?;
     cu!(cuCtxSynchronize())?;
     link.send("W")?;
-    let answer = link.expect()?;
-    ensure!(answer == "D", "exporter sent {answer:?}");
-
+    ask(&mut link, "C")?;
+    let what = "importer reading every importer's bytes";
+    reads(ptr, &gpus::sliced(&exporters, n, 21), what)?;
+    link.send("C")?;
+    ask(&mut link, "D")?;
     unmap_release_free(ptr, size, h)?;
-    Ok(())
+    link.send("D")
 }
 
 // ---------------------------------------------------------------------------
@@ -963,54 +1003,118 @@ fn sparse_array_tile_mapping() -> TestResult {
 }
 
 // ---------------------------------------------------------------------------
-// Two GPUs
+// Every GPU (two or more): the pair loop of tests/common/gpus.rs
 // ---------------------------------------------------------------------------
 
+/// The access flags of `ptr` from every device of `gpus`.
+fn access_flags(gpus: &[Gpu], ptr: CUdeviceptr) -> Result<Vec<u64>, Failed> {
+    gpus.iter()
+        .map(|g| get_access(ptr, device_location(g.dev)))
+        .collect()
+}
+
+/// Memory on each device in turn, made accessible to every other device one
+/// at a time (each grant adds that device's read-write access and no
+/// other's), written by every device and read by every other.
 fn two_gpus_set_access() -> TestResult {
-    let g1 = Gpu::new(1)?;
-    let g0 = Gpu::new(0)?;
-    let mut can = 0;
-    cu!(cuDeviceCanAccessPeer(&mut can, g1.dev, g0.dev))?;
-    println!("  device 1 can access device 0: {can}");
-    ensure!(can == 1, "device 1 cannot access device 0's memory");
+    let gpus = gpus::every_gpu()?;
+    gpus::require_peer_access(&gpus)?;
+    let mut c = Checks::new();
+    for owner in 0..gpus.len() {
+        let what = format!("memory on device {owner}");
+        c.note(&what, access_from_every_device(&gpus, owner));
+    }
+    c.finish()
+}
 
-    let prop = device_prop(g0.dev, CU_MEM_HANDLE_TYPE_NONE);
+fn access_from_every_device(gpus: &[Gpu], owner: usize) -> TestResult {
+    let n = gpus.len();
+    cu!(cuCtxSetCurrent(gpus[owner].ctx))?;
+    let prop = device_prop(gpus[owner].dev, CU_MEM_HANDLE_TYPE_NONE);
     let g = min_granularity(&prop)?;
-    let size = 2 * g;
-    let m = Mapping::new(&prop, size, g0.dev)?;
+    let size = n * g;
+    let m = Mapping::new(&prop, size, gpus[owner].dev)?;
     let ptr = m.ptr;
-    let access = |gpu: &Gpu| get_access(ptr, device_location(gpu.dev));
-    let (a0, a1) = (access(&g0)?, access(&g1)?);
-    println!("  access with device 0 only: device 0 {a0}, device 1 {a1}");
-    ensure!(a0 == RW && a1 == NONE, "access flags {a0}, {a1}");
-    let data = pattern(size, 50);
-    write(ptr, &data)?;
-
-    set_rw_for(
-        ptr,
-        size,
-        &[device_location(g0.dev), device_location(g1.dev)],
-    )?;
-    let (a0, a1) = (access(&g0)?, access(&g1)?);
-    println!("  access with both: device 0 {a0}, device 1 {a1}");
-    ensure!(a0 == RW && a1 == RW, "access flags {a0}, {a1}");
-
-    // Device 1 reads (a copy into its own memory) and writes.
-    cu!(cuCtxSetCurrent(g1.ctx))?;
-    let mut dst: CUdeviceptr = 0;
-    cu!(cuMemAlloc(&mut dst, size))?;
-    cu!(cuMemcpyDtoD(dst, ptr, size))?;
-    cu!(cuCtxSynchronize())?;
-    reads(dst, &data, "device 1's copy of device 0's memory")?;
-    cu!(cuMemsetD8(ptr, 0x71, g))?;
-    cu!(cuCtxSynchronize())?;
-    cu!(cuMemFree(dst))?;
-
-    cu!(cuCtxSetCurrent(g0.ctx))?;
-    let mut want = data;
-    want[..g].fill(0x71);
-    reads(ptr, &want, "device 1's memset seen by device 0")?;
+    let mut granted = vec![owner];
+    let mut c = Checks::new();
+    let mut expect = |granted: &[usize], when: &str| -> TestResult {
+        let got = access_flags(gpus, ptr)?;
+        let want: Vec<u64> = (0..n)
+            .map(|d| if granted.contains(&d) { RW } else { NONE })
+            .collect();
+        println!("  device {owner}'s memory, {when}: access flags {got:?}");
+        c.eq(format!("access flags {when}"), got, want);
+        Ok(())
+    };
+    expect(&granted, "mapped for its own device")?;
+    for peer in (0..n).filter(|&d| d != owner) {
+        set_rw(ptr, size, gpus[peer].dev)?;
+        granted.push(peer);
+        expect(&granted, &format!("after granting device {peer}"))?;
+    }
+    c.finish()?;
+    let want = gpus::each_writes_every_other_reads(gpus, ptr, g, owner as u32 + 1)?;
+    cu!(cuCtxSetCurrent(gpus[owner].ctx))?;
+    reads(ptr, &want, "the owner reading every device's writes")?;
     m.free()
+}
+
+/// One range striped over every GPU: chunk `k` is an allocation on device
+/// `k` (its properties say so), the whole range accessible to every device in
+/// one `cuMemSetAccess`, each device writing its own chunk and every device
+/// reading every chunk (`examples/vmm.rs` stripes the same way).
+fn striped_range_over_every_gpu() -> TestResult {
+    let gpus = gpus::every_gpu()?;
+    gpus::require_peer_access(&gpus)?;
+    let n = gpus.len();
+    let props: Vec<_> = gpus
+        .iter()
+        .map(|g| device_prop(g.dev, CU_MEM_HANDLE_TYPE_NONE))
+        .collect();
+    let mut chunk = 0;
+    for p in &props {
+        chunk = chunk.max(min_granularity(p)?);
+    }
+    for p in &props {
+        let g = min_granularity(p)?;
+        ensure!(
+            chunk % g == 0,
+            "granularities {chunk} and {g} do not divide"
+        );
+    }
+    let size = n * chunk;
+    let ptr = reserve(size, 0, 0)?;
+    let mut handles = vec![];
+    for (k, p) in props.iter().enumerate() {
+        let h = create(chunk, p)?;
+        handles.push(h);
+        cu!(cuMemMap(ptr + (k * chunk) as u64, chunk, 0, h, 0))?;
+    }
+    let every: Vec<_> = gpus.iter().map(|g| device_location(g.dev)).collect();
+    set_rw_for(ptr, size, &every)?;
+    let mut c = Checks::new();
+    for (k, g) in gpus.iter().enumerate() {
+        let at = ptr + (k * chunk) as u64;
+        let mut h: Handle = 0;
+        cu!(cuMemRetainAllocationHandle(&mut h, at as *mut c_void))?;
+        let p = properties(h)?;
+        cu!(cuMemRelease(h))?;
+        c.eq(
+            format!("chunk {k}'s location"),
+            (p.location.type_, common::cu_loc_id(&p.location)),
+            (CU_MEM_LOCATION_TYPE_DEVICE, g.dev),
+        );
+        let got = access_flags(&gpus, at)?;
+        c.eq(format!("chunk {k}'s access flags"), got, vec![RW; n]);
+    }
+    println!("  {n} chunks of {chunk} B, one a device, at {ptr:#x}");
+    c.ok(gpus::each_writes_every_other_reads(&gpus, ptr, chunk, 0x5D).map(|_| ()));
+    cu!(cuMemUnmap(ptr, size))?;
+    for h in handles {
+        cu!(cuMemRelease(h))?;
+    }
+    cu!(cuMemAddressFree(ptr, size))?;
+    c.finish()
 }
 
 // ---------------------------------------------------------------------------
@@ -1319,6 +1423,7 @@ fn main() {
             fabric_handle if cfg(cuda_12030) else "CUmemFabricHandle, CU_MEM_HANDLE_TYPE_FABRIC: not in these headers (added in 12.3)",
             sparse_array_tile_mapping,
             two_gpus_set_access @ 2,
+            striped_range_over_every_gpu @ 2,
             bad_input_error_codes,
             release_of_released_handle,
             no_leak_over_10000_cycles,

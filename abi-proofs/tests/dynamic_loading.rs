@@ -1028,6 +1028,24 @@ fn a_child_forked_while_another_thread_loads_does_not_hang() -> Result<Completio
             "parent cuInit(7) 0",
         ],
     )?;
+    // Item 1 of issue 35: the load a fork left held says so. The twin: the
+    // re-entrancy reason (the other load that cannot be waited for) fails
+    // the same check.
+    let says_fork = |message: &str| message.contains("fork");
+    let message = out
+        .lines()
+        .find_map(|l| l.strip_prefix("child driver message "))
+        .ok_or_else(|| format!("the child's driver() gave no message:\n{out}"))?;
+    if !says_fork(message) {
+        return Err(
+            format!("the child's driver() does not say a fork holds the load: {message}").into(),
+        );
+    }
+    let reentrant = "the library is being loaded by this very thread: its own code called back \
+                     into cuda-mem-sys while it loaded";
+    if says_fork(reentrant) {
+        return Err("the check does not tell a fork from re-entrancy".into());
+    }
     Ok(Completion::Completed)
 }
 
@@ -1489,7 +1507,7 @@ fn the_toolkits_stub_library_is_told_and_every_call_returns_34() -> Result<Compl
         return Ok(c);
     }
     let stub_c = fixture("fake_stub_libcuda.c");
-    let expect_stub = |out: &str| -> Result<(), Failed> {
+    let expect_stub = |out: &str, path: &Path| -> Result<(), Failed> {
         expect_lines(
             out,
             &[
@@ -1505,33 +1523,43 @@ fn the_toolkits_stub_library_is_told_and_every_call_returns_34() -> Result<Compl
         if !why.contains("NVIDIA's stub libcuda") || !why.contains("CUDA_ERROR_STUB_LIBRARY (34)") {
             return Err(format!("driver() does not say it is the stub: {why}").into());
         }
-        Ok(())
+        names_the_stub(why, path)
     };
+    // Item 4 of issue 35: the stub's file is named. The twin: the message
+    // before (no file) fails the same check.
+    let before = "libcuda.so.1, libcuda.so: the library is NVIDIA's stub libcuda (the toolkit's \
+                  stubs/ folder, for linking only): every driver call returns \
+                  CUDA_ERROR_STUB_LIBRARY (34); install the NVIDIA driver, or take the stubs \
+                  folder off the library path";
+    if names_the_stub(before, Path::new("/usr/local/cuda/lib64/stubs/libcuda.so")).is_ok() {
+        return Err("the check takes a message that names no file".into());
+    }
     for defines in [&[][..], &["-DSTUB_NOT_FOUND"][..]] {
         let (_s, stub) = shared_library("stub-driver", &stub_c, defines)?;
         let out = child("bad-driver", Some(&stub))?;
         print!("the stub {defines:?}, named:\n{out}");
-        expect_stub(&out)?;
+        expect_stub(&out, &stub)?;
     }
     let (_d, driver) = fake_driver(&[])?;
     let out = child("bad-driver", Some(&driver))?;
     expect_lines(&out, &["cuInit 1 1", "function cuInit Ok"])?;
     // The fall-back: only a libcuda.so (SONAME libcuda.so.1) on the path.
-    let fall_back = |source: &Path| -> Result<Option<String>, Failed> {
+    let fall_back = |source: &Path| -> Result<Option<(String, PathBuf)>, Failed> {
         let (s, _) = shared_library_named("stub-fall-back", source, &[], "libcuda.so.1")?;
         let dir = s.path().join("stubs");
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         std::fs::rename(s.path().join("libcuda.so.1"), dir.join("libcuda.so"))
             .map_err(|e| e.to_string())?;
         let out = child_with("bad-driver", &[("LD_LIBRARY_PATH", dir.as_os_str())])?;
-        Ok((!out.lines().any(|l| l == "driver Ok libcuda.so.1")).then_some(out))
+        Ok((!out.lines().any(|l| l == "driver Ok libcuda.so.1"))
+            .then_some((out, dir.join("libcuda.so"))))
     };
     match fall_back(&stub_c)? {
         None => println!("a libcuda.so.1 is installed: the fall-back to libcuda.so is not reached"),
-        Some(out) => {
+        Some((out, stub)) => {
             print!("the stub as libcuda.so:\n{out}");
-            expect_stub(&out)?;
-            let out = fall_back(&fixture("fake_libcuda.c"))?.unwrap_or_default();
+            expect_stub(&out, &stub)?;
+            let (out, _) = fall_back(&fixture("fake_libcuda.c"))?.unwrap_or_default();
             expect_lines(&out, &["cuInit 1 1", "driver Ok libcuda.so"])?;
         }
     }
@@ -1580,6 +1608,157 @@ fn a_driver_without_soname_libcuda_so_1_is_refused() -> Result<Completion, Faile
     print!("SONAME libcuda.so.1:\n{out}");
     let taken = format!("driver Ok {}", lib.display());
     expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
+/// Whether a stub message names the stub's file `path`.
+fn names_the_stub(why: &str, path: &Path) -> Result<(), Failed> {
+    let path = path.display().to_string();
+    if !why.contains(&format!("NVIDIA's stub libcuda, {path} ")) {
+        return Err(format!("driver() does not name the stub's file {path}: {why}").into());
+    }
+    Ok(())
+}
+
+/// Whether `out` (the role `bad-driver`, `libcuda.so.1` on the library path
+/// broken, no `libcuda.so`) reports `cause` for `libcuda.so.1`: the message
+/// leads with it, and the attempts give `libcuda.so.1` its own reason (a
+/// file that exists: not `missing`) and `libcuda.so` its "no such file".
+fn reports_the_real_cause(out: &str, cause: &str) -> Result<(), String> {
+    let why = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver Err "))
+        .ok_or_else(|| format!("no load error reported:\n{out}"))?;
+    let message = why
+        .strip_prefix("libcuda.so.1, libcuda.so: ")
+        .ok_or_else(|| format!("`tried` is not the usual names: {why}"))?;
+    let lead = message.split("; ").next().unwrap_or_default();
+    if !lead.starts_with("libcuda.so.1: ") || !lead.contains(cause) {
+        return Err(format!(
+            "the message does not lead with libcuda.so.1's own reason ({cause}): {message}"
+        ));
+    }
+    let attempt = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver attempt libcuda.so.1 missing false: "))
+        .ok_or_else(|| format!("libcuda.so.1 is not an attempt that exists and failed:\n{out}"))?;
+    if !attempt.contains(cause) {
+        return Err(format!(
+            "libcuda.so.1's own reason is not {cause}: {attempt}"
+        ));
+    }
+    if !out
+        .lines()
+        .any(|l| l.starts_with("driver attempt libcuda.so missing true: "))
+    {
+        return Err(format!("the fall-back's own reason is lost:\n{out}"));
+    }
+    if !out.lines().any(|l| l == "driver most telling libcuda.so.1") {
+        return Err(format!(
+            "the most telling attempt is not libcuda.so.1:\n{out}"
+        ));
+    }
+    Ok(())
+}
+
+/// Item 1 of issue 35: a `libcuda.so.1` on the library path that exists but
+/// cannot be loaded (a `NEEDED` library missing; a text file) is reported
+/// with its own reason, first, and not only with the fall-back's "no such
+/// file". The wrong twin: the report as it was (the fall-back's reason
+/// alone) fails the same check.
+fn a_broken_libcuda_so_1_is_reported_with_its_own_reason() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    if !cfg!(target_os = "linux") {
+        return Ok(Completion::ignored_with(
+            "the usual names and dlerror's text are Linux's",
+        ));
+    }
+    let old = "driver Err libcuda.so.1, libcuda.so: libcuda.so: cannot open shared object \
+               file: No such file or directory\ndriver variable Unset";
+    if reports_the_real_cause(old, "libcuda-mem-sys-absent.so").is_ok() {
+        return Err("the check takes the fall-back's reason alone".into());
+    }
+    // A libcuda.so.1 that needs a library no longer there.
+    let dir = test_support::scratch("needs-absent");
+    let absent_c = dir.path().join("absent.c");
+    std::fs::write(&absent_c, "int absent(void) { return 0; }\n").map_err(|e| e.to_string())?;
+    let (_a, absent) = shared_library_named("absent", &absent_c, &[], "libcuda-mem-sys-absent.so")?;
+    let link = format!("-L{}", absent.parent().unwrap().display());
+    let (_n, needs) = shared_library(
+        "needs-absent",
+        &fixture("fake_libcuda.c"),
+        &["-Wl,--no-as-needed", &link, "-lcuda-mem-sys-absent"],
+    )?;
+    if !needed(&needs)?
+        .iter()
+        .any(|n| n == "libcuda-mem-sys-absent.so")
+    {
+        return Err("the fake driver was built without its NEEDED entry".into());
+    }
+    std::fs::remove_file(&absent).map_err(|e| e.to_string())?;
+    // A libcuda.so.1 that is a text file (longer than an ELF header).
+    let text = dir.path().join("text");
+    std::fs::create_dir_all(&text).map_err(|e| e.to_string())?;
+    std::fs::write(
+        text.join("libcuda.so.1"),
+        "not a library: a half-mounted driver left this text where libcuda.so.1 should be\n",
+    )
+    .map_err(|e| e.to_string())?;
+    for (case, folder, cause) in [
+        (
+            "a NEEDED library missing",
+            needs.parent().unwrap(),
+            "libcuda-mem-sys-absent.so: cannot open shared object file",
+        ),
+        ("a text file", text.as_path(), "invalid ELF header"),
+    ] {
+        let out = child_with("bad-driver", &[("LD_LIBRARY_PATH", folder.as_os_str())])?;
+        print!("{case}:\n{out}");
+        if out.lines().any(|l| l.starts_with("driver Ok")) {
+            return Ok(Completion::ignored_with(
+                "a CUDA driver is installed here: the fall-back libcuda.so loads it",
+            ));
+        }
+        expect_lines(&out, &["cuInit 303 303"])?;
+        reports_the_real_cause(&out, cause).map_err(|e| format!("{case}: {e}"))?;
+    }
+    Ok(Completion::Completed)
+}
+
+/// Item 4 of issue 35: with the static runtime, `CUDA_MEM_SYS_LIBCUDART`
+/// is reported not used (no runtime file is tried), not `Used`; a loaded
+/// runtime reports it `Used`. The twin: unset, it is `Unset` either way.
+fn the_static_runtime_reports_its_variable_not_used() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let dir = test_support::scratch("runtime-variable");
+    let file = dir.path().join("libcudart-named.so");
+    let set = child_with(
+        "runtime-variable",
+        &[("CUDA_MEM_SYS_LIBCUDART", file.as_os_str())],
+    )?;
+    let unset = child_with("runtime-variable", &[])?;
+    print!("set:\n{set}unset:\n{unset}");
+    let statically = unset
+        .lines()
+        .any(|l| l.starts_with("runtime Ok libcudart_static.a"));
+    let (when_set, when_unset) = if statically {
+        (
+            "runtime Ok libcudart_static.a variable NotUsedByStaticRuntime",
+            "runtime Ok libcudart_static.a variable Unset",
+        )
+    } else {
+        ("runtime Err variable Used", "variable Unset")
+    };
+    if !set.lines().any(|l| l == when_set) {
+        return Err(format!("expected {when_set:?}:\n{set}").into());
+    }
+    if !unset.lines().any(|l| l.ends_with(when_unset)) {
+        return Err(format!("expected {when_unset:?}:\n{unset}").into());
+    }
     Ok(Completion::Completed)
 }
 
@@ -1806,6 +1985,15 @@ mod roles {
             Err(e) => {
                 println!("driver Err {}: {}", e.tried, e.message);
                 println!("driver variable {:?}", e.variable);
+                for a in e.attempts.iter() {
+                    println!(
+                        "driver attempt {} missing {}: {}",
+                        a.file, a.missing, a.reason
+                    );
+                }
+                if let Some(a) = e.attempts.most_telling() {
+                    println!("driver most telling {}", a.file);
+                }
             }
         }
     }
@@ -1961,6 +2149,7 @@ mod roles {
             let mut line = format!("child cuInit(0) {r}\n");
             if let Err(e) = loader::driver() {
                 line += &format!("child driver tried {}\n", e.tried);
+                line += &format!("child driver message {}\n", e.message);
             }
             unsafe {
                 libc::write(1, line.as_ptr().cast(), line.len());
@@ -2517,6 +2706,10 @@ mod roles {
                     Err(e) => println!("runtime Err {}: {}", e.tried, e.message),
                 }
             },
+            "runtime-variable" => match loader::runtime() {
+                Ok(l) => println!("runtime Ok {} variable {:?}", l.file, l.variable),
+                Err(e) => println!("runtime Err variable {:?}", e.variable),
+            },
             "secure" => {
                 println!(
                     "secure {}",
@@ -2738,6 +2931,14 @@ fn main() {
         (
             "a_secure_process_ignores_the_variables",
             a_secure_process_ignores_the_variables,
+        ),
+        (
+            "a_broken_libcuda_so_1_is_reported_with_its_own_reason",
+            a_broken_libcuda_so_1_is_reported_with_its_own_reason,
+        ),
+        (
+            "the_static_runtime_reports_its_variable_not_used",
+            the_static_runtime_reports_its_variable_not_used,
         ),
     ]);
 }

@@ -2,12 +2,9 @@
 //! program start on Linux).
 
 use super::once::{Once, Stuck};
-use super::text::Text;
+use super::text::{Text, PATH_BUFFER};
 use super::{sys, Api, Variable};
 use core::cell::UnsafeCell;
-
-/// The loader's longest file name, with its NUL (`PATH_MAX` on Linux).
-pub(super) const PATH_BUFFER: usize = 4096;
 
 /// One environment variable, as read.
 pub(super) struct Setting {

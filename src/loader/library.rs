@@ -1,11 +1,14 @@
 //! One library (the driver, the runtime), loaded once: which file, its
 //! `cuGetProcAddress`, its version, and why it did not load.
 
-use super::environment::{environment, Setting, SettingState, PATH_BUFFER};
+use super::environment::{environment, Setting, SettingState};
 use super::once::{Once, Stuck};
-use super::slots::{BELOW_INTRODUCTION, LAST_STATE, LOWEST_ADDRESS, NOT_FOUND, TOO_OLD};
-use super::text::Text;
-use super::{sys, Api, Entry, LoadError, Loaded, Variable, LIBCUDART_VAR, LIBCUDA_VAR};
+use super::slot_state::{BELOW_INTRODUCTION, LAST_STATE, LOWEST_ADDRESS, NOT_FOUND, TOO_OLD};
+use super::text::{Text, PATH_BUFFER};
+use super::{
+    sys, Api, Attempt, Attempts, Entry, LoadError, Loaded, Soname, Variable, LIBCUDART_VAR,
+    LIBCUDA_VAR, MAX_ATTEMPTS, RUNTIME_MAJOR,
+};
 use crate::generated::{
     CUresult, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_STUB_LIBRARY, CUDA_SUCCESS, CUDA_VERSION,
 };
@@ -38,7 +41,8 @@ pub(super) struct Library {
 
 pub(super) struct LibraryState {
     pub(super) handle: usize,
-    pub(super) get_proc: usize,
+    /// `cuGetProcAddress(_v2)`, as `dlsym` gave it (null: none).
+    pub(super) get_proc: *const c_void,
     pub(super) get_proc_v2: bool,
     /// `cuDriverGetVersion` / `cudaRuntimeGetVersion`; 0: not answered.
     pub(super) version: u32,
@@ -49,6 +53,30 @@ pub(super) struct LibraryState {
     pub(super) message: Text,
     /// The driver found is NVIDIA's stub library (`handle` is then 0).
     pub(super) stub: bool,
+    /// Each file tried that did not load, with its own reason.
+    tries: [Try; MAX_ATTEMPTS],
+    tries_count: usize,
+}
+
+/// One file tried: its name, and why it did not load.
+struct Try {
+    file: &'static str,
+    reason: Text,
+    /// No file by that name was found (the least telling reason).
+    missing: bool,
+    /// It was opened, then refused (its reason is the loader's own).
+    opened: bool,
+}
+
+impl Try {
+    const fn new() -> Try {
+        Try {
+            file: "",
+            reason: Text::new(),
+            missing: false,
+            opened: false,
+        }
+    }
 }
 
 // SAFETY: `inner` is written only inside `once` (by one thread), read only
@@ -65,7 +93,7 @@ impl Library {
             api,
             inner: UnsafeCell::new(LibraryState {
                 handle: 0,
-                get_proc: 0,
+                get_proc: core::ptr::null(),
                 get_proc_v2: false,
                 version: 0,
                 file: "",
@@ -73,6 +101,8 @@ impl Library {
                 tried: "",
                 message: Text::new(),
                 stub: false,
+                tries: [const { Try::new() }; MAX_ATTEMPTS],
+                tries_count: 0,
             }),
         }
     }
@@ -117,13 +147,23 @@ impl Library {
                 tried,
                 message: why.message(),
                 variable,
+                attempts: Attempts::default(),
             }
         })?;
         if s.handle == 0 {
+            let mut attempts = Attempts::default();
+            for (slot, t) in attempts.list.iter_mut().zip(&s.tries[..s.tries_count]) {
+                *slot = Some(Attempt {
+                    file: t.file,
+                    reason: t.reason.as_str(),
+                    missing: t.missing,
+                });
+            }
             return Err(LoadError {
                 tried: s.tried,
                 message: s.message.as_str(),
                 variable: s.variable,
+                attempts,
             });
         }
         Ok(Loaded {
@@ -170,9 +210,8 @@ impl Library {
                     s.file = setting.tried.as_str();
                 }
                 Err(()) => {
-                    s.message.push(var.as_bytes());
-                    s.message.push(b" names no loadable library: ");
-                    sys::last_error(&mut s.message);
+                    let t = &mut s.tries[s.record(setting.tried.as_str())];
+                    t.missing = sys::last_error(&setting.bytes[..len], &mut t.reason);
                 }
             },
             SettingState::TooLong(len) => {
@@ -189,8 +228,7 @@ impl Library {
                     s.message.push(var.as_bytes());
                     s.message.push(b" is ignored in a secure process; ");
                 }
-                let prefix = s.message.len;
-                for name in names {
+                for name in names.iter().take(MAX_ATTEMPTS) {
                     let mut z = [0u8; 64];
                     z[..name.len()].copy_from_slice(name.as_bytes());
                     match sys::open(&z[..=name.len()]) {
@@ -200,20 +238,31 @@ impl Library {
                             break;
                         }
                         Err(()) => {
-                            s.message.len = prefix;
-                            sys::last_error(&mut s.message);
+                            let t = &mut s.tries[s.record(name)];
+                            t.missing = sys::last_error(name.as_bytes(), &mut t.reason);
                         }
                     }
                 }
             }
         }
-        if s.handle == 0 {
-            return;
+        if s.handle != 0 {
+            // Opened: the checks below may refuse it, with a reason of its own.
+            let before = s.message.len;
+            let by_soname = s.file == "libcuda.so.1";
+            match self.api {
+                Api::Driver => Self::open_driver(s, by_soname),
+                Api::Runtime => Self::open_runtime(s),
+            }
+            if s.handle != 0 {
+                return;
+            }
+            let t = &mut s.tries[s.record(s.file)];
+            t.opened = true;
+            t.reason.push(&s.message.bytes[before..s.message.len]);
+            s.message.len = before;
         }
-        let by_soname = s.file == "libcuda.so.1";
-        match self.api {
-            Api::Driver => Self::open_driver(s, by_soname),
-            Api::Runtime => Self::open_runtime(s),
+        if s.tries_count > 0 {
+            s.explain(var, setting.state);
         }
     }
 
@@ -222,26 +271,34 @@ impl Library {
         if !by_soname {
             // One driver per process: the runtime's own
             // dlopen("libcuda.so.1") finds this one only by its SONAME.
-            match sys::soname(s.handle) {
-                Some(Some(b"libcuda.so.1")) | None => {}
-                Some(other) => {
-                    s.message.len = 0;
-                    match other {
-                        Some(name) => {
-                            s.message.push(b"the library's SONAME is ");
-                            s.message.push_lossy(name);
-                        }
-                        None => s.message.push(b"the library has no SONAME"),
+            let message = &mut s.message;
+            let refused = sys::with_soname(s.handle, |name| {
+                match name {
+                    Soname::Name(b"libcuda.so.1") | Soname::Unknown => return false,
+                    Soname::Name(other) => {
+                        message.push(b"the library's SONAME is ");
+                        message.push_lossy(other);
                     }
-                    s.message.push(
-                        b", not libcuda.so.1: the runtime's own dlopen(\"libcuda.so.1\") would \
-                          load a second driver, so it is not used (name NVIDIA's \
-                          libcuda.so.<version>, whose SONAME is libcuda.so.1)",
-                    );
-                    // Left open (its code has run), but unused.
-                    s.handle = 0;
-                    return;
+                    Soname::None => message.push(b"the library has no SONAME"),
+                    Soname::Malformed(why) => {
+                        message.push(b"the library's dynamic section cannot be read (");
+                        message.push(why.as_bytes());
+                        message.push(b"), so its SONAME is not known to be libcuda.so.1");
+                        return true;
+                    }
                 }
+                message.push(b", not libcuda.so.1");
+                true
+            });
+            if refused {
+                s.message.push(
+                    b": the runtime's own dlopen(\"libcuda.so.1\") would load a second driver, \
+                      so it is not used (name NVIDIA's libcuda.so.<version>, whose SONAME is \
+                      libcuda.so.1)",
+                );
+                // Left open (its code has run), but unused.
+                s.handle = 0;
+                return;
             }
         }
         if let Some(p) = sys::symbol(s.handle, b"cuGetProcAddress_v2\0") {
@@ -251,7 +308,6 @@ impl Library {
             s.get_proc = p;
         } else {
             // Not a CUDA driver: report it as a library that did not load.
-            s.message.len = 0;
             s.message
                 .push(b"the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress");
             sys::close(s.handle);
@@ -268,8 +324,10 @@ impl Library {
         let mut stub = asked == CUDA_ERROR_STUB_LIBRARY;
         let mut v: c_int = 0;
         if f > LAST_STATE {
+            // The address cuGetProcAddress gave (`ask`), exposed there.
+            let f = f as *const c_void;
             // SAFETY: PFN_cuDriverGetVersion_v2020, asked as such.
-            let r = unsafe { core::mem::transmute::<usize, GetVersion>(f)(&mut v) };
+            let r = unsafe { core::mem::transmute::<*const c_void, GetVersion>(f)(&mut v) };
             stub |= r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
             if r == CUDA_SUCCESS.0 as c_int && v > 0 {
                 s.version = v as u32;
@@ -279,7 +337,7 @@ impl Library {
             // stub whose cuGetProcAddress answers otherwise.
             if let Some(g) = sys::symbol(s.handle, b"cuDriverGetVersion\0") {
                 // SAFETY: cuDriverGetVersion(int *), as cuda.h declares it.
-                let r = unsafe { core::mem::transmute::<usize, GetVersion>(g)(&mut v) };
+                let r = unsafe { core::mem::transmute::<*const c_void, GetVersion>(g)(&mut v) };
                 stub = r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
             }
         }
@@ -287,11 +345,16 @@ impl Library {
             // NVIDIA's stub libcuda (the toolkit's stubs/ folder) answers
             // every call CUDA_ERROR_STUB_LIBRARY: reported as a linked
             // build reports it, every driver call 34.
-            s.message.len = 0;
+            s.message.push(b"the library is NVIDIA's stub libcuda, ");
+            let before = s.message.len;
+            sys::path(s.handle, &mut s.message);
+            if s.message.len == before {
+                s.message.push(s.file.as_bytes());
+            }
             s.message.push(
-                b"the library is NVIDIA's stub libcuda (the toolkit's stubs/ folder, for \
-                  linking only): every driver call returns CUDA_ERROR_STUB_LIBRARY (34); \
-                  install the NVIDIA driver, or take the stubs folder off the library path",
+                b" (the toolkit's stubs/ folder, for linking only): every driver call returns \
+                  CUDA_ERROR_STUB_LIBRARY (34); install the NVIDIA driver, or take that \
+                  stubs folder off the library path",
             );
             s.stub = true;
             // Left open (its code has run), but unused.
@@ -303,7 +366,7 @@ impl Library {
         let mut v: c_int = 0;
         let r = match sys::symbol(s.handle, b"cudaRuntimeGetVersion\0") {
             // SAFETY: cudaRuntimeGetVersion(int *); it initialises nothing.
-            Some(f) => unsafe { core::mem::transmute::<usize, GetVersion>(f)(&mut v) },
+            Some(f) => unsafe { core::mem::transmute::<*const c_void, GetVersion>(f)(&mut v) },
             None => -1,
         };
         let refuse = if r != 0 || v <= 0 {
@@ -336,6 +399,47 @@ impl Library {
 }
 
 impl LibraryState {
+    /// Records a file tried; its index in `tries` (where its reason is
+    /// then written).
+    fn record(&mut self, file: &'static str) -> usize {
+        let i = self.tries_count.min(MAX_ATTEMPTS - 1);
+        self.tries_count = i + 1;
+        self.tries[i].file = file;
+        i
+    }
+
+    /// The message of a load that tried files and loaded none (after what
+    /// `message` says already): the most telling reason first (a file that
+    /// exists and failed, before "no such file"), then the others, each
+    /// with its file.
+    fn explain(&mut self, var: &str, state: SettingState) {
+        let tries = &self.tries[..self.tries_count];
+        let lead = tries.iter().position(|t| !t.missing).unwrap_or(0);
+        let m = &mut self.message;
+        let order = core::iter::once(lead).chain((0..tries.len()).filter(|&i| i != lead));
+        for (n, i) in order.enumerate() {
+            let t = &tries[i];
+            if n > 0 {
+                m.push(b"; ");
+            }
+            let reason = t.reason.as_str();
+            if matches!(state, SettingState::Path(_)) {
+                // `tried` is the path: the variable is named instead.
+                if !t.opened {
+                    m.push(var.as_bytes());
+                    m.push(b" names no loadable library: ");
+                }
+            } else if !reason
+                .strip_prefix(t.file)
+                .is_some_and(|r| r.starts_with(':'))
+            {
+                m.push(t.file.as_bytes());
+                m.push(b": ");
+            }
+            m.push(reason.as_bytes());
+        }
+    }
+
     /// The slot value for `entry`: its address, or why there is none.
     pub(super) fn lookup(&self, entry: &Entry) -> usize {
         self.ask(entry).1
@@ -344,8 +448,8 @@ impl LibraryState {
     /// The slot value for `entry`, and `cuGetProcAddress`'s result
     /// (`CUDA_SUCCESS` where it was not asked).
     pub(super) fn ask(&self, entry: &Entry) -> (CUresult, usize) {
-        if entry.version == 0 || self.get_proc == 0 {
-            let v = sys::symbol(self.handle, entry.symbol).unwrap_or(NOT_FOUND);
+        if entry.version == 0 || self.get_proc.is_null() {
+            let v = sys::symbol(self.handle, entry.symbol).map_or(NOT_FOUND, |p| p as usize);
             return (CUDA_SUCCESS, v);
         }
         // cuda.h (Driver Entry Point Access): a version above the driver's
@@ -361,7 +465,7 @@ impl LibraryState {
         let r = if self.get_proc_v2 {
             // SAFETY: cuGetProcAddress_v2's prototype (cudaTypedefs.h, PFN_cuGetProcAddress_v12000).
             unsafe {
-                core::mem::transmute::<usize, GetProcAddressV2>(self.get_proc)(
+                core::mem::transmute::<*const c_void, GetProcAddressV2>(self.get_proc)(
                     name,
                     &mut p,
                     version,
@@ -372,7 +476,7 @@ impl LibraryState {
         } else {
             // SAFETY: cuGetProcAddress's prototype (PFN_cuGetProcAddress_v11030).
             unsafe {
-                core::mem::transmute::<usize, GetProcAddressV1>(self.get_proc)(
+                core::mem::transmute::<*const c_void, GetProcAddressV1>(self.get_proc)(
                     name, &mut p, version, PROC_FLAGS,
                 )
             }
@@ -391,6 +495,3 @@ impl LibraryState {
         (r, v)
     }
 }
-
-/// The headers' runtime soname major (`libcudart.so.13` for 13.x).
-pub(super) const RUNTIME_MAJOR: u32 = CUDA_VERSION / 1000;

@@ -35,7 +35,12 @@
 //!   toolkit is on the library path, is told by its answer
 //!   `CUDA_ERROR_STUB_LIBRARY` and reported as a linked build reports it:
 //!   every driver call returns `CUDA_ERROR_STUB_LIBRARY` (34), and [`driver`]
-//!   says so.
+//!   says so, naming the stub's file.
+//! - **Every reason kept**: a load that tries several files (`libcuda.so.1`,
+//!   then `libcuda.so`) keeps each one's own reason ([`LoadError::attempts`]),
+//!   and its message leads with the most telling: a file that exists and
+//!   failed to load (a missing `NEEDED` library, an invalid ELF header)
+//!   before "no such file".
 //! - **The environment** is read once, for both variables together: at program
 //!   start on Linux (before `main`, from the crate's `.init_array` entry, or
 //!   when a library containing the crate is opened); elsewhere at the first
@@ -105,10 +110,21 @@
 mod environment;
 mod library;
 mod once;
+mod slot_state;
 mod slots;
 mod text;
 #[cfg(unix)]
 mod unix;
+// A thread is told by its Linux thread id (`gettid`, 32 bits and unique
+// among live threads) or Windows' (`GetCurrentThreadId`, a `DWORD`); other
+// Unix systems have no such id of that width (`pthread_t` is an opaque
+// pointer-sized value), and CUDA ships no driver for them.
+#[cfg(all(unix, not(target_os = "linux")))]
+compile_error!(
+    "cuda-mem-sys: the feature `dynamic-loading` supports Linux and Windows only, the \
+     systems CUDA ships a driver for (this target is Unix but not Linux); build without \
+     `dynamic-loading` to link the CUDA libraries instead"
+);
 #[cfg(windows)]
 mod windows;
 
@@ -128,6 +144,9 @@ use environment::environment;
 use library::{DRIVER_LIB, RUNTIME_LIB};
 use slots::{driver_fn, runtime_fn};
 use table::{NAMES, N_DRIVER, N_RUNTIME};
+
+/// The headers' runtime soname major (`libcudart.so.13` for 13.x).
+const RUNTIME_MAJOR: u32 = crate::generated::CUDA_VERSION / 1000;
 
 /// The generated table (`build/codegen/loader.rs`).
 #[cfg(cuda_mem_sys_load_driver)]
@@ -206,6 +225,7 @@ pub enum Unavailable {
     /// The driver found is NVIDIA's stub library (the toolkit's
     /// `stubs/libcuda.so`, for linking only): its functions answer
     /// `CUDA_ERROR_STUB_LIBRARY` (34), as they do in a linked build.
+    /// [`driver`]'s error names the stub's file.
     StubLibrary,
 }
 
@@ -231,21 +251,104 @@ pub enum Variable {
     /// Set, but ignored: a secure process (`getauxval(AT_SECURE)`: setuid,
     /// setgid, file capabilities), as glibc ignores `LD_LIBRARY_PATH` there.
     IgnoredInSecureProcess,
+    /// `CUDA_MEM_SYS_LIBCUDART` set, but not used: the runtime is linked
+    /// statically (`libcudart_static.a`), so no runtime file is loaded (the
+    /// static runtime opens the driver itself). Only [`runtime`] says it.
+    NotUsedByStaticRuntime,
+}
+
+/// One file a load tried, and why it did not load.
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The name or path asked of the system: one of the usual names
+    /// (`libcuda.so.1`), or the variable's path (each byte that is not
+    /// UTF-8 shown as U+FFFD).
+    pub file: &'static str,
+    /// Why it did not load: the system's message for this very file
+    /// (`dlerror`: a missing `NEEDED` library, an invalid ELF header;
+    /// Windows' error code), or the loader's own where it opened but was
+    /// refused (NVIDIA's stub library, its path named; another `SONAME`; no
+    /// `cuGetProcAddress`; a runtime of another major).
+    pub reason: &'static str,
+    /// The system found no file by this name at all (glibc's and musl's "No
+    /// such file or directory" said of this very name; Windows' errors 2
+    /// and 126): the least telling reason. `false` for a file that exists
+    /// and failed.
+    pub missing: bool,
+}
+
+/// Every file a load tried, in the order tried, each with its own reason.
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Attempts {
+    list: [Option<Attempt>; MAX_ATTEMPTS],
+}
+
+/// The most files one load tries (`libcuda.so.1`, then `libcuda.so`).
+const MAX_ATTEMPTS: usize = 2;
+
+impl Attempts {
+    /// The attempts, in the order tried.
+    pub fn iter(&self) -> impl Iterator<Item = Attempt> {
+        self.list.into_iter().flatten()
+    }
+    /// How many files were tried.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+    /// No file was tried (the load was not made: see [`LoadError::message`]).
+    pub fn is_empty(&self) -> bool {
+        self.list[0].is_none()
+    }
+    /// The attempt that tells most: the first file that exists and failed
+    /// (a missing `NEEDED` library, an invalid ELF header, NVIDIA's stub),
+    /// else the first tried. [`LoadError::message`] leads with it.
+    pub fn most_telling(&self) -> Option<Attempt> {
+        self.iter()
+            .find(|a| !a.missing)
+            .or_else(|| self.iter().next())
+    }
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
-/// Why a library did not load: the file(s) tried and the loader's message.
+/// Why a library did not load: the file(s) tried, each with its own reason,
+/// and the loader's message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadError {
     /// The file(s) tried: the variable's path (each byte that is not UTF-8
     /// shown as U+FFFD), the variable's name where its value is too long,
     /// or the usual names, comma-separated; empty where nothing was tried.
+    /// What a load tries, said even where it was not made (being loaded by
+    /// this very thread, or cut by a fork); [`attempts`](Self::attempts)
+    /// has what each file answered.
     pub tried: &'static str,
-    /// Why not: the system's message (`dlerror`, Windows' error code), or
-    /// the loader's own.
+    /// Why not, leading with the most telling reason
+    /// ([`Attempts::most_telling`]: a file that exists and failed to load
+    /// before "no such file"), each file named with its own reason
+    /// (`libcuda.so.1: libabsent.so: cannot open shared object file: No such
+    /// file or directory; libcuda.so: cannot open shared object file: No
+    /// such file or directory`); or the loader's own reason where no file
+    /// was tried (a value too long, a load cut by a fork or being made by
+    /// this very thread).
     pub message: &'static str,
     /// How the library's environment variable was taken.
     pub variable: Variable,
+    /// Each file tried, with its own reason; empty where none was.
+    pub attempts: Attempts,
+}
+
+/// A library's `SONAME`, as the dynamic section the loader mapped says it.
+// Windows has no SONAME: only `Unknown` is made there.
+#[cfg_attr(windows, allow(dead_code))]
+pub(crate) enum Soname<'a> {
+    /// It cannot be asked (not Linux, or `dlinfo` failed).
+    Unknown,
+    /// The library has none.
+    None,
+    Name(&'a [u8]),
+    /// The dynamic section cannot be read: why.
+    Malformed(&'static str),
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
@@ -276,8 +379,10 @@ pub fn driver() -> Result<Loaded, LoadError> {
 
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamic-loading")))]
 /// The same for the runtime: [`Loaded::file`] is `libcudart_static.a`
-/// (`cudart_static.lib` for MSVC) where the runtime is linked statically (it then loads the driver itself). A
-/// loaded runtime is asked `cudaRuntimeGetVersion` only.
+/// (`cudart_static.lib` for MSVC) where the runtime is linked statically (it
+/// then loads the driver itself, and `CUDA_MEM_SYS_LIBCUDART`, where set, is
+/// [`Variable::NotUsedByStaticRuntime`]). A loaded runtime is asked
+/// `cudaRuntimeGetVersion` only.
 pub fn runtime() -> Result<Loaded, LoadError> {
     if cfg!(cuda_mem_sys_load_runtime) {
         RUNTIME_LIB.get()
@@ -290,8 +395,10 @@ pub fn runtime() -> Result<Loaded, LoadError> {
             },
             proc_address_v2: false,
             version: None,
-            variable: match environment() {
-                Ok(e) => e.runtime.variable(),
+            // No runtime file is tried: a value is not used.
+            variable: match environment().map(|e| e.runtime.variable()) {
+                Ok(Variable::Used) => Variable::NotUsedByStaticRuntime,
+                Ok(v) => v,
                 Err(_) => Variable::Unset,
             },
         })

@@ -5,30 +5,17 @@
 
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
 use super::once::publish;
+use super::slot_state::{
+    BELOW_INTRODUCTION, LAST_STATE, NOT_FOUND, NO_LIBRARY, TOO_OLD, UNRESOLVED,
+};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-// Slot states up to LAST_STATE; anything above is the function's address.
-// An address is stored only where it is at least LOWEST_ADDRESS, so no
-// library's answer can be read as a state.
-const UNRESOLVED: usize = 0;
-const NO_LIBRARY: usize = 1;
-pub(super) const TOO_OLD: usize = 2;
-pub(super) const NOT_FOUND: usize = 3;
-pub(super) const BELOW_INTRODUCTION: usize = 4;
-pub(super) const LAST_STATE: usize = BELOW_INTRODUCTION;
-
 static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
 static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
     [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
-
-/// The lowest address taken for a function: none is in the first page, which
-/// is never mapped (Linux's `vm.mmap_min_addr`, Windows' and macOS' null
-/// page); a library answering success with a lower "address" (a state's
-/// value, or garbage) gets [`Unavailable::NotFound`], never a call.
-pub(super) const LOWEST_ADDRESS: usize = 4096;
 
 /// What a slot's value says; `stub`: the library is NVIDIA's stub (a
 /// `NO_LIBRARY` then says so).
@@ -101,14 +88,14 @@ macro_rules! trampoline {
         #[allow(dead_code)] // without `export-c-names`, only Rust's first calls use it
         pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
             type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
-            static RESOLVED: ::core::sync::atomic::AtomicUsize =
-                ::core::sync::atomic::AtomicUsize::new(0);
+            static RESOLVED: ::core::sync::atomic::AtomicPtr<::core::ffi::c_void> =
+                ::core::sync::atomic::AtomicPtr::new(::core::ptr::null_mut());
             #[cold]
             #[inline(never)]
             unsafe extern "C" fn first_call($($arg: $ty),*) $(-> $ret)? {
                 match $crate::loader::$resolve($slot) {
                     Ok(f) => {
-                        RESOLVED.store(f as usize, ::core::sync::atomic::Ordering::Release);
+                        RESOLVED.store(f.cast_mut(), ::core::sync::atomic::Ordering::Release);
                         // SAFETY: `f` is the library's function for this
                         // slot (at least LOWEST_ADDRESS), found by the
                         // symbol, or the cuGetProcAddress base name and ABI
@@ -124,12 +111,15 @@ macro_rules! trampoline {
                     Err(missing) => $crate::loader::Missing::value(missing),
                 }
             }
-            match RESOLVED.load(::core::sync::atomic::Ordering::Acquire) {
+            let f = RESOLVED.load(::core::sync::atomic::Ordering::Acquire);
+            if f.is_null() {
                 // SAFETY: the same signature; the caller keeps its contract.
-                0 => unsafe { first_call($($arg),*) },
+                unsafe { first_call($($arg),*) }
+            } else {
                 // SAFETY: stored by `first_call` only: this slot's function,
-                // of this signature (never 0: at least LOWEST_ADDRESS).
-                f => unsafe { ::core::mem::transmute::<usize, Function>(f)($($arg),*) },
+                // of this signature (never null: at least LOWEST_ADDRESS),
+                // a pointer (its provenance kept), never an integer.
+                unsafe { ::core::mem::transmute::<*mut ::core::ffi::c_void, Function>(f)($($arg),*) }
             }
         }
     };

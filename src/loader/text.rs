@@ -1,6 +1,7 @@
 //! Messages without allocation.
 
-use super::environment::PATH_BUFFER;
+/// The loader's longest file name, with its NUL (`PATH_MAX` on Linux).
+pub(super) const PATH_BUFFER: usize = 4096;
 
 /// A fixed buffer for a message (the crate is `no_std`, without allocation):
 /// room for a path of `PATH_BUFFER` bytes written lossily (an invalid byte

@@ -1,14 +1,18 @@
 //! The system calls on Unix: `dlopen`, the environment, threads, forks.
 
 use super::once::ForkWatch;
+use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
-use core::ffi::CStr;
+use super::Soname;
+#[cfg(target_os = "linux")]
+use core::ffi::c_char;
+use core::ffi::{c_int, c_void, CStr};
 pub use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
 pub fn runtime_names() -> &'static [&'static str] {
-    match super::library::RUNTIME_MAJOR {
+    match super::RUNTIME_MAJOR {
         12 => &["libcudart.so.12"],
         13 => &["libcudart.so.13"],
         14 => &["libcudart.so.14"],
@@ -211,36 +215,83 @@ pub fn close(handle: usize) {
     unsafe { libc::dlclose(handle as *mut _) };
 }
 
-pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
+/// The symbol `name` (NUL-terminated) of the library `handle`: a pointer as
+/// `dlsym` gives it (a function pointer is made from it, never from an
+/// integer), where it is at least `LOWEST_ADDRESS`.
+pub fn symbol(handle: usize, name: &[u8]) -> Option<*const c_void> {
     // SAFETY: a live handle and a NUL-terminated name.
-    let p = unsafe { libc::dlsym(handle as *mut _, name.as_ptr().cast()) };
-    (p as usize >= super::slots::LOWEST_ADDRESS).then_some(p as usize)
+    let p = unsafe { libc::dlsym(handle as *mut c_void, name.as_ptr().cast()) };
+    (p as usize >= LOWEST_ADDRESS).then_some(p.cast_const())
 }
 
-/// The `SONAME` of the library `handle` (`Some(None)`: it has none);
-/// `None` where that cannot be asked. Read from the dynamic section the
-/// dynamic loader mapped (`dlinfo(RTLD_DI_LINKMAP)`), not from the file,
-/// which may have changed since it was opened.
+/// The `SONAME` of the library `handle`, given to `f` (borrowed for the
+/// call only: the library stays loaded while its handle is held, and the
+/// bytes are copied by `f` where they are kept). Read from the dynamic
+/// section the dynamic loader mapped (`dlinfo(RTLD_DI_LINKMAP)`, the
+/// object's segments from `dl_iterate_phdr`), not from the file, which may
+/// have changed since it was opened.
 #[cfg(target_os = "linux")]
-pub fn soname(handle: usize) -> Option<Option<&'static [u8]>> {
-    use core::ffi::{c_char, c_int, c_void};
-    /// The head of glibc's and musl's `struct link_map` (`<link.h>`).
-    #[repr(C)]
-    struct LinkMap {
-        l_addr: usize,
-        l_name: *const c_char,
-        l_ld: *const Dyn,
+pub fn with_soname<R>(handle: usize, f: impl FnOnce(Soname<'_>) -> R) -> R {
+    let Some(map) = link_map(handle) else {
+        return f(Soname::Unknown);
+    };
+    // SAFETY: the loader's link map of a library that stays loaded.
+    let (bias, ld) = unsafe { ((*map).l_addr, (*map).l_ld) };
+    if ld.is_null() {
+        return f(Soname::Unknown);
     }
-    /// `ElfW(Dyn)`.
-    #[repr(C)]
-    struct Dyn {
-        d_tag: isize,
-        d_val: usize,
+    let Some(object) = object_at(bias, ld as usize) else {
+        return f(Soname::Malformed(
+            "no loaded object has this dynamic section (dl_iterate_phdr)",
+        ));
+    };
+    // SAFETY: the PT_DYNAMIC segment the loader mapped, `entries` long.
+    let dynamic = unsafe { core::slice::from_raw_parts(ld, object.entries) };
+    match soname_place(dynamic, bias, &object.segments[..object.count]) {
+        Err(why) => f(Soname::Malformed(why)),
+        Ok(None) => f(Soname::None),
+        Ok(Some(place)) => {
+            // SAFETY: `place` lies in one readable PT_LOAD segment of the
+            // library, mapped while its handle is held (checked by
+            // `soname_place`); its address comes from the loader's own
+            // records (exposed provenance).
+            let table = unsafe {
+                core::slice::from_raw_parts(place.start as *const u8, place.end - place.start)
+            };
+            match name_in(table) {
+                Ok(name) => f(Soname::Name(name)),
+                Err(why) => f(Soname::Malformed(why)),
+            }
+        }
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn with_soname<R>(_: usize, f: impl FnOnce(Soname<'_>) -> R) -> R {
+    f(Soname::Unknown)
+}
+
+/// The head of glibc's and musl's `struct link_map` (`<link.h>`).
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const c_char,
+    l_ld: *const Dyn,
+}
+
+/// `ElfW(Dyn)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Dyn {
+    d_tag: isize,
+    d_val: usize,
+}
+
+/// `dlinfo(RTLD_DI_LINKMAP)`: the loader's record of `handle`.
+#[cfg(target_os = "linux")]
+fn link_map(handle: usize) -> Option<*const LinkMap> {
     const RTLD_DI_LINKMAP: c_int = 2;
-    const DT_NULL: isize = 0;
-    const DT_STRTAB: isize = 5;
-    const DT_SONAME: isize = 14;
     extern "C" {
         fn dlinfo(handle: *mut c_void, request: c_int, info: *mut c_void) -> c_int;
     }
@@ -253,52 +304,396 @@ pub fn soname(handle: usize) -> Option<Option<&'static [u8]>> {
             (&mut map as *mut *const LinkMap).cast(),
         )
     };
-    if r != 0 || map.is_null() {
-        return None;
+    (r == 0 && !map.is_null()).then_some(map)
+}
+
+/// The path the dynamic loader opened `handle` from (its `link_map`'s
+/// `l_name`), pushed to `out`; nothing where it cannot be asked.
+pub fn path(handle: usize, out: &mut Text) {
+    #[cfg(target_os = "linux")]
+    if let Some(map) = link_map(handle) {
+        // SAFETY: the loader's link map of a library that stays loaded.
+        let name = unsafe { (*map).l_name };
+        if !name.is_null() {
+            // SAFETY: l_name is NUL-terminated, kept while it is loaded;
+            // copied at once.
+            out.push_lossy(unsafe { CStr::from_ptr(name) }.to_bytes());
+        }
     }
-    // SAFETY: the loader's link map of a library that stays loaded.
-    let (base, mut d) = unsafe { ((*map).l_addr, (*map).l_ld) };
-    if d.is_null() {
-        return None;
+    #[cfg(not(target_os = "linux"))]
+    let _ = (handle, out);
+}
+
+/// An address range `[start, end)`: a mapped segment, or a string table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Range {
+    start: usize,
+    end: usize,
+}
+
+impl Range {
+    fn holds(&self, start: usize, len: usize) -> bool {
+        start >= self.start && start.checked_add(len).is_some_and(|end| end <= self.end)
     }
-    let (mut strtab, mut soname) = (None, None);
-    loop {
-        // SAFETY: the dynamic section, an array that DT_NULL ends.
-        let e = unsafe { &*d };
+}
+
+/// The most `PT_LOAD` segments an object may have here (linkers make 2 to 5).
+const MAX_SEGMENTS: usize = 16;
+
+/// One loaded object as `dl_iterate_phdr` describes it.
+#[derive(Clone, Copy)]
+struct Object {
+    /// Its readable `PT_LOAD` segments, as mapped (bias added).
+    segments: [Range; MAX_SEGMENTS],
+    count: usize,
+    /// How many `Dyn` entries its `PT_DYNAMIC` segment holds.
+    entries: usize,
+}
+
+/// The object whose load bias is `bias` and whose `PT_DYNAMIC` segment is
+/// mapped at `ld`: its readable segments and the dynamic section's length.
+#[cfg(target_os = "linux")]
+fn object_at(bias: usize, ld: usize) -> Option<Object> {
+    struct Search {
+        bias: usize,
+        ld: usize,
+        found: Option<Object>,
+    }
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+        // SAFETY: `data` is the `Search` below; `info` is the loader's
+        // description of one object, valid during this call.
+        let (search, info) = unsafe { (&mut *data.cast::<Search>(), &*info) };
+        if info.dlpi_addr as usize != search.bias || info.dlpi_phdr.is_null() {
+            return 0;
+        }
+        // SAFETY: `dlpi_phnum` program headers at `dlpi_phdr`.
+        let headers =
+            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+        let mut object = Object {
+            segments: [Range::default(); MAX_SEGMENTS],
+            count: 0,
+            entries: 0,
+        };
+        let mut dynamic = false;
+        for h in headers {
+            let start = search.bias.checked_add(h.p_vaddr as usize);
+            let end = start.and_then(|s| s.checked_add(h.p_memsz as usize));
+            let (Some(start), Some(end)) = (start, end) else {
+                return 0;
+            };
+            if h.p_type == libc::PT_DYNAMIC && start == search.ld {
+                dynamic = true;
+                object.entries = (end - start) / core::mem::size_of::<Dyn>();
+            } else if h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0 {
+                if object.count == MAX_SEGMENTS {
+                    return 0;
+                }
+                object.segments[object.count] = Range { start, end };
+                object.count += 1;
+            }
+        }
+        if dynamic {
+            search.found = Some(object);
+            1
+        } else {
+            0
+        }
+    }
+    let mut search = Search {
+        bias,
+        ld,
+        found: None,
+    };
+    // SAFETY: `each` reads the loader's records during the call only;
+    // `search` outlives it.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
+const DT_NULL: isize = 0;
+const DT_STRTAB: isize = 5;
+const DT_STRSZ: isize = 10;
+const DT_SONAME: isize = 14;
+
+/// Where the `SONAME` is: its first byte to the string table's end
+/// (`Ok(None)`: the object has no `DT_SONAME`), checked to lie in one of
+/// `segments`; or why the section cannot be read. Every sum is checked: a
+/// malformed entry is an error, never a panic or a read out of bounds.
+///
+/// Whether `DT_STRTAB` holds an address or an offset from the load bias is
+/// not guessed from its size. glibc adds the bias to the `d_ptr` entries of
+/// a dynamic section at load (`elf/get-dynamic-info.h`), but only where the
+/// bias is not 0 and the section is writable: not where `PT_DYNAMIC` is
+/// read-only (`l_ld_readonly`, glibc 2.35 on), nor on MIPS and RISC-V
+/// (`DL_RO_DYN_SECTION`); musl never does. So the rule asks the mapping
+/// instead, which is the same for every loader: the table is where one of
+/// the two readings (the value as it is, the value plus the bias) lies
+/// whole within a segment the object maps. The two readings are `bias`
+/// apart; both lie in its segments only for an object mapped below its own
+/// size, where the section cannot be told, and neither for a malformed one:
+/// both are errors.
+fn soname_place(
+    dynamic: &[Dyn],
+    bias: usize,
+    segments: &[Range],
+) -> Result<Option<Range>, &'static str> {
+    let (mut strtab, mut strsz, mut soname) = (None, None, None);
+    for e in dynamic {
         match e.d_tag {
             DT_NULL => break,
             DT_STRTAB => strtab = Some(e.d_val),
+            DT_STRSZ => strsz = Some(e.d_val),
             DT_SONAME => soname = Some(e.d_val),
             _ => {}
         }
-        // SAFETY: not past DT_NULL.
-        d = unsafe { d.add(1) };
     }
-    let (Some(strtab), Some(offset)) = (strtab, soname) else {
-        return Some(None);
+    let Some(offset) = soname else {
+        return Ok(None);
     };
-    // glibc relocates the section's addresses in place where it is
-    // writable; musl and read-only sections keep them relative.
-    let strtab = if strtab < base { strtab + base } else { strtab };
-    // SAFETY: DT_SONAME is an offset into the mapped string table, of a
-    // NUL-terminated string; the library is never unloaded.
-    Some(Some(
-        unsafe { CStr::from_ptr((strtab + offset) as *const c_char) }.to_bytes(),
-    ))
+    let (Some(strtab), Some(strsz)) = (strtab, strsz) else {
+        return Err("DT_SONAME without DT_STRTAB and DT_STRSZ");
+    };
+    if offset >= strsz {
+        return Err("DT_SONAME lies past the string table (DT_STRSZ)");
+    }
+    let mapped = |start: usize| segments.iter().any(|s| s.holds(start, strsz));
+    let as_is = mapped(strtab);
+    let plus_bias = bias != 0 && strtab.checked_add(bias).is_some_and(mapped);
+    let table = match (as_is, plus_bias) {
+        (true, false) => strtab,
+        // Checked just above: the sum does not overflow.
+        (false, true) => strtab.wrapping_add(bias),
+        (true, true) => {
+            return Err("DT_STRTAB reads as a mapped address both relocated and not");
+        }
+        (false, false) => return Err("DT_STRTAB lies outside the library's mapped segments"),
+    };
+    // In bounds: offset < strsz and the table lies whole in a segment.
+    Ok(Some(Range {
+        start: table + offset,
+        end: table + strsz,
+    }))
 }
 
-#[cfg(not(target_os = "linux"))]
-pub fn soname(_: usize) -> Option<Option<&'static [u8]>> {
-    None
+/// The NUL-terminated name at the start of `table` (its NUL not included).
+fn name_in(table: &[u8]) -> Result<&[u8], &'static str> {
+    match table.iter().position(|&b| b == 0) {
+        Some(n) => Ok(&table[..n]),
+        None => Err("DT_SONAME's string is not terminated within the string table"),
+    }
 }
 
-pub fn last_error(out: &mut Text) {
+/// Pushes `dlerror`'s text for the failed `dlopen(name)` to `out`; whether
+/// it says only that no file by that name was found (glibc's
+/// `"<name>: cannot open shared object file: No such file or directory"`,
+/// musl's `"Error loading shared library <name>: No such file or
+/// directory"`), the least telling reason: a file that exists and failed
+/// (a missing `NEEDED` library, an invalid ELF header, a truncated file)
+/// says more.
+pub fn last_error(name: &[u8], out: &mut Text) -> bool {
     // SAFETY: dlerror's text is copied before any other dl* call.
     let e = unsafe { libc::dlerror() };
     if e.is_null() {
         out.push(b"unknown dlopen error");
-    } else {
-        // SAFETY: dlerror's text is NUL-terminated.
-        out.push_lossy(unsafe { CStr::from_ptr(e) }.to_bytes());
+        return false;
+    }
+    // SAFETY: dlerror's text is NUL-terminated.
+    let text = unsafe { CStr::from_ptr(e) }.to_bytes();
+    out.push_lossy(text);
+    not_found(name, text)
+}
+
+/// Whether `text` is the system's "no file by this name" for `name`.
+fn not_found(name: &[u8], text: &[u8]) -> bool {
+    const ENOENT: &[u8] = b"No such file or directory";
+    let glibc = text
+        .strip_prefix(name)
+        .and_then(|t| t.strip_prefix(b": cannot open shared object file: "));
+    let musl = text
+        .strip_prefix(b"Error loading shared library ".as_slice())
+        .and_then(|t| t.strip_prefix(name))
+        .and_then(|t| t.strip_prefix(b": "));
+    glibc == Some(ENOENT) || musl == Some(ENOENT)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The dynamic-section walk over synthetic sections: each malformed
+    //! case is an error (never a panic, even with `overflow-checks`), and
+    //! each has a well-formed twin that is read.
+
+    use super::*;
+
+    const TEXT: Range = Range {
+        start: 0x7000_0000,
+        end: 0x7000_2000,
+    };
+    const BIAS: usize = 0x7000_0000;
+
+    fn section(strtab: usize, strsz: usize, soname: usize) -> [Dyn; 4] {
+        [
+            Dyn {
+                d_tag: DT_STRTAB,
+                d_val: strtab,
+            },
+            Dyn {
+                d_tag: DT_STRSZ,
+                d_val: strsz,
+            },
+            Dyn {
+                d_tag: DT_SONAME,
+                d_val: soname,
+            },
+            Dyn {
+                d_tag: DT_NULL,
+                d_val: 0,
+            },
+        ]
+    }
+
+    fn place(start: usize, end: usize) -> Result<Option<Range>, &'static str> {
+        Ok(Some(Range { start, end }))
+    }
+
+    #[test]
+    fn a_relocated_strtab_is_read_as_it_is() {
+        // glibc with a writable section: the address, bias included.
+        let d = section(BIAS + 0x400, 0x100, 0x10);
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x410, BIAS + 0x500)
+        );
+    }
+
+    #[test]
+    fn an_unrelocated_strtab_gets_the_bias() {
+        // musl, or a read-only section: the value the linker wrote. The
+        // wrong twin of the old rule (`strtab < base`) as well: an
+        // unrelocated value is found by the mapping, not by its size.
+        let d = section(0x400, 0x100, 0x10);
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x410, BIAS + 0x500)
+        );
+    }
+
+    #[test]
+    fn a_strtab_near_the_top_of_memory_is_an_error_not_an_overflow() {
+        // strtab + bias overflows: no panic, an error. Twin: in range.
+        let d = section(usize::MAX - 8, 0x100, 0x10);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
+        let d = section(usize::MAX - 8, 4, 1);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
+        let top = Range {
+            start: usize::MAX - 0x1000,
+            end: usize::MAX,
+        };
+        let d = section(usize::MAX - 0x100, 0x80, 0x10);
+        assert_eq!(
+            soname_place(&d, 0, &[top]),
+            place(usize::MAX - 0xf0, usize::MAX - 0x80)
+        );
+    }
+
+    #[test]
+    fn a_huge_strsz_is_an_error_not_an_overflow() {
+        let d = section(BIAS + 0x400, usize::MAX, 0x10);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
+        let d = section(BIAS + 0x400, 0x1c00, 0x10);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_ok());
+    }
+
+    #[test]
+    fn a_soname_past_the_table_is_an_error() {
+        let d = section(BIAS + 0x400, 0x100, 0x100);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
+        let d = section(BIAS + 0x400, 0x100, 0xff);
+        assert_eq!(
+            soname_place(&d, BIAS, &[TEXT]),
+            place(BIAS + 0x4ff, BIAS + 0x500)
+        );
+    }
+
+    #[test]
+    fn a_table_outside_the_mapped_segments_is_an_error() {
+        // Neither reading lies in a segment (the table runs past its end).
+        let d = section(0x1f80, 0x100, 0x10);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_err());
+        let d = section(0x1f00, 0x100, 0x10);
+        assert!(soname_place(&d, BIAS, &[TEXT]).is_ok());
+    }
+
+    #[test]
+    fn a_table_both_readings_map_is_an_error() {
+        // An object mapped below its own size: the two readings cannot be
+        // told. Twin: the same object at a bias above its size.
+        let low = Range {
+            start: 0x1000,
+            end: 0x9000,
+        };
+        let d = section(0x2000, 0x100, 0x10);
+        assert!(soname_place(&d, 0x1000, &[low]).is_err());
+        let high = Range {
+            start: 0x10_0000,
+            end: 0x10_8000,
+        };
+        assert_eq!(
+            soname_place(&d, 0x10_0000, &[high]),
+            place(0x10_2010, 0x10_2100)
+        );
+    }
+
+    #[test]
+    fn no_soname_is_none_and_a_soname_without_its_table_is_an_error() {
+        let none = [Dyn {
+            d_tag: DT_NULL,
+            d_val: 0,
+        }];
+        assert_eq!(soname_place(&none, BIAS, &[TEXT]), Ok(None));
+        let alone = [
+            Dyn {
+                d_tag: DT_SONAME,
+                d_val: 1,
+            },
+            Dyn {
+                d_tag: DT_NULL,
+                d_val: 0,
+            },
+        ];
+        assert!(soname_place(&alone, BIAS, &[TEXT]).is_err());
+        // Entries after DT_NULL are not read.
+        let mut after = section(0x400, 0x100, 0x10);
+        after.rotate_right(1);
+        assert_eq!(soname_place(&after, BIAS, &[TEXT]), Ok(None));
+    }
+
+    #[test]
+    fn an_unterminated_name_is_an_error() {
+        assert!(name_in(b"libcuda.so.1").is_err());
+        assert_eq!(name_in(b"libcuda.so.1\0rest"), Ok(&b"libcuda.so.1"[..]));
+    }
+
+    #[test]
+    fn only_the_names_own_absence_is_not_found() {
+        let name = b"libcuda.so.1";
+        assert!(not_found(
+            name,
+            b"libcuda.so.1: cannot open shared object file: No such file or directory"
+        ));
+        assert!(not_found(
+            name,
+            b"Error loading shared library libcuda.so.1: No such file or directory"
+        ));
+        // A NEEDED library missing, said of another name: telling.
+        assert!(!not_found(
+            name,
+            b"libabsent.so: cannot open shared object file: No such file or directory"
+        ));
+        assert!(!not_found(
+            name,
+            b"Error loading shared library libabsent.so: No such file or directory \
+              (needed by /x/libcuda.so.1)"
+        ));
+        assert!(!not_found(name, b"/x/libcuda.so.1: invalid ELF header"));
     }
 }

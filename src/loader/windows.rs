@@ -1,14 +1,16 @@
 //! The system calls on Windows: `LoadLibraryExW`, the environment as UTF-16,
 //! threads.
 
+use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
+use super::Soname;
 use core::ffi::{c_char, c_void};
 pub use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 
 pub fn runtime_names() -> &'static [&'static str] {
-    match super::library::RUNTIME_MAJOR {
+    match super::RUNTIME_MAJOR {
         12 => &["cudart64_12.dll"],
         13 => &["cudart64_13.dll"],
         14 => &["cudart64_14.dll"],
@@ -30,6 +32,7 @@ extern "system" {
     fn GetLastError() -> u32;
     fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
     fn GetCurrentThreadId() -> u32;
+    fn GetModuleFileNameW(module: *mut c_void, name: *mut u16, size: u32) -> u32;
     fn SwitchToThread() -> i32;
     fn Sleep(milliseconds: u32);
 }
@@ -44,6 +47,9 @@ pub fn fork_generation() -> u32 {
     0
 }
 
+/// The thread's id, whole: Windows' thread ids are 32-bit (`DWORD`), unique
+/// among the threads that run, and never 0 for a user thread (0 is the idle
+/// process's), so it is never the "not run" state of a `Once`.
 pub fn thread_id() -> u32 {
     // SAFETY: no arguments.
     unsafe { GetCurrentThreadId() }
@@ -227,30 +233,42 @@ pub fn close(handle: usize) {
     unsafe { FreeLibrary(handle as *mut _) };
 }
 
-pub fn symbol(handle: usize, name: &[u8]) -> Option<usize> {
+/// The symbol `name` (NUL-terminated) of the module `handle`: a pointer as
+/// `GetProcAddress` gives it, where it is at least `LOWEST_ADDRESS`.
+pub fn symbol(handle: usize, name: &[u8]) -> Option<*const c_void> {
     // SAFETY: a live module and a NUL-terminated name.
     let p = unsafe { GetProcAddress(handle as *mut _, name.as_ptr().cast()) };
-    (p as usize >= super::slots::LOWEST_ADDRESS).then_some(p as usize)
+    (p as usize >= LOWEST_ADDRESS).then_some(p.cast_const())
 }
 
 /// No `SONAME` on Windows.
-pub fn soname(_: usize) -> Option<Option<&'static [u8]>> {
-    None
+pub fn with_soname<R>(_: usize, f: impl FnOnce(Soname<'_>) -> R) -> R {
+    f(Soname::Unknown)
 }
 
-pub fn last_error(out: &mut Text) {
-    // SAFETY: no arguments.
-    let mut code = unsafe { GetLastError() };
-    out.push(b"LoadLibraryExW failed with Windows error ");
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (code % 10) as u8;
-        code /= 10;
-        if code == 0 {
-            break;
+/// The file the module `handle` was loaded from (`GetModuleFileNameW`),
+/// pushed to `out`; nothing where it cannot be asked.
+pub fn path(handle: usize, out: &mut Text) {
+    let mut wide = [0u16; 4096];
+    // SAFETY: a live module and a buffer of the size given.
+    let n = unsafe { GetModuleFileNameW(handle as *mut _, wide.as_mut_ptr(), wide.len() as u32) }
+        as usize;
+    let mut bytes = [0u8; 3 * 4096];
+    if n > 0 && n < wide.len() {
+        if let Some(len) = wtf8_encode(&wide[..n], &mut bytes) {
+            out.push_lossy(&bytes[..len]);
         }
     }
-    out.push(&digits[i..]);
+}
+
+/// Pushes the failed `LoadLibraryExW`'s error to `out`; whether it says
+/// that no file was found (`ERROR_FILE_NOT_FOUND`, 2;
+/// `ERROR_MOD_NOT_FOUND`, 126, which Windows also gives for a missing
+/// dependency: not told apart here, where one name is tried).
+pub fn last_error(_name: &[u8], out: &mut Text) -> bool {
+    // SAFETY: no arguments.
+    let code = unsafe { GetLastError() };
+    out.push(b"LoadLibraryExW failed with Windows error ");
+    out.push_number(u64::from(code));
+    code == 2 || code == 126
 }

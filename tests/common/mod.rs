@@ -13,7 +13,8 @@
 //! afterwards are one `bad!`/[`BadInput`] call; bytes are [`pattern`] and
 //! compared with [`same`]; device memory, page-locked memory, streams, events
 //! and the host NUMA ids are in [`memory`]; VMM allocations, mappings and
-//! their POSIX descriptors in [`vmm`].
+//! their POSIX descriptors in [`vmm`]; every GPU and the one loop over their
+//! pairs in [`gpus`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
@@ -51,17 +52,38 @@ pub enum Run {
     Ignored(String),
 }
 
+/// What a test body returns: [`TestResult`] (passes or fails), or
+/// `Result<Option<String>, Failed>` for a body that finds at run time that
+/// the device lacks what it needs (`Ok(Some(reason))`: reported ignored with
+/// the reason, never passed empty).
+pub trait Body: Sized {
+    fn run(f: fn() -> Self) -> Run;
+}
+
+impl Body for TestResult {
+    fn run(f: fn() -> TestResult) -> Run {
+        Run::Body(f)
+    }
+}
+
+impl Body for Result<Option<String>, Failed> {
+    fn run(f: fn() -> Self) -> Run {
+        Run::MayIgnore(f)
+    }
+}
+
 /// A test needing one GPU.
-pub const fn test(name: &'static str, run: fn() -> TestResult) -> DeviceTest {
+pub fn test<R: Body>(name: &'static str, run: fn() -> R) -> DeviceTest {
     test_gpus(name, 1, run)
 }
 
-/// A test needing `gpus` GPUs (reported ignored where fewer exist).
-pub const fn test_gpus(name: &'static str, gpus: i32, run: fn() -> TestResult) -> DeviceTest {
+/// A test needing `gpus` GPUs (reported ignored where fewer exist), its body
+/// either kind of [`Body`].
+pub fn test_gpus<R: Body>(name: &'static str, gpus: i32, run: fn() -> R) -> DeviceTest {
     DeviceTest {
         name,
         gpus,
-        run: Run::Body(run),
+        run: R::run(run),
     }
 }
 
@@ -124,7 +146,8 @@ impl DeviceTest {
 
 /// The device tests of a binary, each named after its body:
 /// `device_tests![a, b @ 2, c]` is `vec![test("a", a), test_gpus("b", 2, b),
-/// test("c", c)]`. An entry `#[cfg(..)] name` is left out where the cfg does
+/// test("c", c)]` (a body returns a [`TestResult`], or, where it may find the
+/// device lacking, `Result<Option<String>, Failed>`: see [`Body`]). An entry `#[cfg(..)] name` is left out where the cfg does
 /// not hold, and `name if cfg(cuda_12080) else "reason"` registers `name`
 /// where the cfg holds and, elsewhere, a test of the same name reported
 /// ignored with the reason ([`DeviceTest::ignored`]): one line for a test of
@@ -439,6 +462,7 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
 
 // After the macros, which they use.
 pub mod checks;
+pub mod gpus;
 pub mod memory;
 pub mod os;
 pub mod vmm;

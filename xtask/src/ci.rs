@@ -167,7 +167,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         run_cmd(
             cargo(workspace)
                 .args(["test", "--features", features])
-                .args(["--test", "dynamic_loading", "--test", "abi_symbols"])
+                // --lib: the loader's unit tests (the ELF walk), built only
+                // with `dynamic-loading`.
+                .args([
+                    "--lib",
+                    "--test",
+                    "dynamic_loading",
+                    "--test",
+                    "abi_symbols",
+                ])
                 .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
         )?;
     }

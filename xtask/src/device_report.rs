@@ -1,5 +1,6 @@
-//! `cargo xtask device-report <results folder>`: the Markdown for
-//! `docs/device-results.md`, made from what `.gpu-bundle/run.sh` left in its
+//! `cargo xtask device-report`: without arguments, the table of
+//! `docs/device-results.md` (see `device_runs.rs`); with `<results folder>`s,
+//! the Markdown of one run, made from what `.gpu-bundle/run.sh` left in its
 //! `$OUT` (the tests' own output, nothing typed by hand):
 //!
 //! - the bad-input table: every `bad-input: <entry> expected=<code> got=<code>
@@ -7,11 +8,11 @@
 //!   with the reference's entry points that have no case named;
 //! - the process-death figures (`figure: <test> key=value ...` lines);
 //! - compute-sanitizer's errors and leaked bytes per binary, and the count of
-//!   deliberate bad calls, from `summary.json`'s logs.
+//!   deliberate bad calls, from `summary.json`'s logs, and run.sh's verdict.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Test binary → the group name of `xtask/entry-points.tsv`.
 const GROUPS: [(&str, &str, &str); 5] = [
@@ -43,16 +44,10 @@ const GROUPS: [(&str, &str, &str); 5] = [
 ];
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
-    if let ["--matrix", dirs @ ..] = args {
-        print!("{}", matrix(dirs)?);
-        return Ok(());
-    }
-    if let ["--proven", sources @ ..] = args {
-        print!("{}", proven(sources)?);
-        return Ok(());
-    }
-    if args.is_empty() {
-        return Err("usage: cargo xtask device-report <folder run.sh wrote>...".into());
+    match args {
+        [] => return crate::device_runs::run(workspace, false),
+        ["--check"] => return crate::device_runs::run(workspace, true),
+        _ => {}
     }
     let dirs: Vec<&Path> = args.iter().map(Path::new).collect();
     let dir = Dirs(&dirs);
@@ -85,6 +80,13 @@ impl Dirs<'_> {
         self.0
             .iter()
             .find_map(|d| std::fs::read_to_string(d.join(name)).ok())
+    }
+
+    fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join(name)).ok())
+            .collect()
     }
 }
 
@@ -252,7 +254,9 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut rows = String::new();
     let mut api = String::new();
     let (mut errors, mut leaked) = (0, 0);
-    for (bin, _, _) in std::iter::once(&("device_smoke", "", "")).chain(GROUPS.iter()) {
+    // The device binaries of no group of the five, then the groups'.
+    let groupless = ["device_smoke", "dma_buf"].into_iter();
+    for bin in groupless.chain(GROUPS.iter().map(|(bin, _, _)| *bin)) {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),
@@ -297,10 +301,8 @@ fn sanitizer(dir: &Dirs) -> String {
             let _ = writeln!(md, "- {tool} over `tensor_map`: {summary}");
         }
     }
-    let mut caught = None;
     if let Some(t) = dir.read("memcheck-selftest.log") {
         let leaked = sum_after(&t, "LEAK SUMMARY:");
-        caught = Some(leaked > 0);
         let _ = writeln!(
             md,
             "- self-test (the pool-IPC importer keeps its import): {}\n",
@@ -311,18 +313,15 @@ fn sanitizer(dir: &Dirs) -> String {
             }
         );
     }
-    if !rows.is_empty() {
-        let met = errors == 0 && leaked == 0 && caught == Some(true);
+    // The verdict is run.sh's (exit codes, counts, the self-test and the
+    // known tool crash's reproduction; unit-tested in gpu_bundle.rs).
+    for bar in dir.all("summary.json").iter().filter_map(|t| {
+        let at = t.find("\"bar\": \"")? + 8;
+        Some(t[at..at + t[at..].find('"')?].to_string())
+    }) {
         let _ = writeln!(
             md,
-            "**Bar (0 errors, 0 bytes leaked across the suite, the self-test's leak caught): {}** \
-             ({errors} errors, {leaked} bytes leaked{}).\n",
-            if met { "met" } else { "not met" },
-            match caught {
-                None => ", no self-test log",
-                Some(true) => "",
-                Some(false) => ", self-test missed",
-            }
+            "**Verdict: {bar}** ({errors} errors, {leaked} bytes leaked in these logs).\n"
         );
     }
     if !api.is_empty() {
@@ -336,501 +335,9 @@ fn sanitizer(dir: &Dirs) -> String {
     md
 }
 
-/// One test binary's line of `summary.json`.
-#[derive(Debug, Default, PartialEq)]
-struct BinaryRun {
-    name: String,
-    exit: i64,
-    passed: u64,
-    failed: u64,
-    ignored: u64,
-    seconds: u64,
-}
-
-/// One example's line of `summary.json`: name, exit code, last line.
-#[derive(Debug, PartialEq)]
-struct ExampleRun {
-    name: String,
-    exit: i64,
-    last: String,
-}
-
-/// The number after `"key": ` in a line of run.sh's JSON.
-fn json_num(line: &str, key: &str) -> Option<i64> {
-    let rest = &line[line.find(&format!("\"{key}\": "))? + key.len() + 4..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-/// The name before `": {` at the start of a line of run.sh's JSON.
-fn json_name(line: &str) -> Option<String> {
-    let l = line.trim_start().strip_prefix('"')?;
-    Some(l[..l.find("\": {")?].to_string())
-}
-
-/// The binaries and examples of one `summary.json` (run.sh writes one entry a line).
-fn parse_summary(text: &str) -> (Vec<BinaryRun>, Vec<ExampleRun>) {
-    let (mut bins, mut examples) = (vec![], vec![]);
-    for line in text.lines() {
-        let (Some(name), Some(exit)) = (json_name(line), json_num(line, "exit")) else {
-            continue;
-        };
-        if let Some(i) = line.find("\"last\": \"") {
-            let last = line[i + 9..].trim_end().trim_end_matches(',');
-            let last = last.strip_suffix("\"}").unwrap_or(last);
-            examples.push(ExampleRun {
-                name,
-                exit,
-                last: last.replace("\\\"", "\"").replace("\\\\", "\\"),
-            });
-        } else if let Some(passed) = json_num(line, "passed") {
-            let n = |k| json_num(line, k).unwrap_or(0) as u64;
-            bins.push(BinaryRun {
-                name,
-                exit,
-                passed: passed as u64,
-                failed: n("failed"),
-                ignored: n("ignored"),
-                seconds: n("seconds"),
-            });
-        }
-    }
-    (bins, examples)
-}
-
-/// Per test of one libtest log: (name, `ignored` reason) for every ignored
-/// test and (name, "FAILED") for every failed one. A test's own output may
-/// come between libtest's `test <name> ... ` and its outcome.
-fn outcomes(log: &str) -> Vec<(String, String)> {
-    let mut out = vec![];
-    let mut current: Option<String> = None;
-    for line in log.lines() {
-        if let Some(rest) = line.strip_prefix("test ") {
-            if let Some((name, _)) = rest.split_once(" ... ") {
-                current = Some(name.trim().to_string());
-            }
-        }
-        let Some(name) = &current else { continue };
-        let l = line.trim_end();
-        if let Some(i) = l.rfind("ignored (").filter(|_| l.ends_with(')')) {
-            out.push((name.clone(), l[i + 9..l.len() - 1].to_string()));
-            current = None;
-        } else if l.ends_with("ignored") {
-            out.push((name.clone(), "ignored (no reason given)".into()));
-            current = None;
-        } else if l.ends_with("FAILED") {
-            out.push((name.clone(), "FAILED".into()));
-            current = None;
-        } else if l.ends_with(" ok") || l == "ok" {
-            current = None;
-        }
-    }
-    out
-}
-
-/// Every `<release>/<build>/summary.json` under `dirs` (what matrix.sh wrote
-/// in each call's $OUT), in release order.
-fn matrix_runs(dirs: &[&str]) -> Vec<(String, String, PathBuf)> {
-    let mut runs = vec![];
-    for d in dirs {
-        let Ok(releases) = std::fs::read_dir(d) else {
-            eprintln!("{d}: not a folder");
-            continue;
-        };
-        for r in releases.flatten() {
-            let Ok(builds) = std::fs::read_dir(r.path()) else {
-                continue;
-            };
-            for b in builds.flatten() {
-                if b.path().join("summary.json").is_file() {
-                    runs.push((
-                        r.file_name().to_string_lossy().into_owned(),
-                        b.file_name().to_string_lossy().into_owned(),
-                        b.path(),
-                    ));
-                }
-            }
-        }
-    }
-    let key = |r: &str| {
-        let (a, b) = r.split_once('.').unwrap_or((r, "0"));
-        (a.parse::<u32>().unwrap_or(0), b.parse::<u32>().unwrap_or(0))
-    };
-    runs.sort_by(|a, b| key(&a.0).cmp(&key(&b.0)).then(a.1.cmp(&b.1)));
-    runs
-}
-
-/// `device-report --matrix <dir>...`: the release × build table for
-/// docs/device-results.md, the ignored tests with their reasons, every
-/// failure, and the examples' `skipped:` lines.
-fn matrix(dirs: &[&str]) -> Result<String, String> {
-    let runs = matrix_runs(dirs);
-    if runs.is_empty() {
-        return Err(format!(
-            "no <release>/<build>/summary.json under {dirs:?} (what matrix.sh writes)"
-        ));
-    }
-    let mut md = String::from(
-        "## The release matrix\n\n\
-         Each release's headers, device tests and examples built for them, run on the GPU \
-         machine's driver (`cargo xtask gpu-bundle --matrix`, `matrix.sh`; table by \
-         `cargo xtask device-report --matrix`). `soak`: the 10 000-cycle leak tests ran \
-         (elsewhere left out with `--skip`, not counted).\n\n\
-         | release | build | binaries | passed | failed | ignored | examples OK | examples 77 | examples failed | soak | seconds |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    let mut ignored: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    let mut failures = vec![];
-    let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let (mut total_failed, mut total_runs) = (0, 0);
-    for (release, build, dir) in &runs {
-        let text = std::fs::read_to_string(dir.join("summary.json")).map_err(|e| e.to_string())?;
-        let (bins, examples) = parse_summary(&text);
-        let at = format!("{release} {build}");
-        let soak = std::fs::read_to_string(dir.join("matrix.json"))
-            .map(|m| m.contains("\"soak\": true"))
-            .unwrap_or(false);
-        let seconds = std::fs::read_to_string(dir.join("matrix.json"))
-            .ok()
-            .and_then(|m| json_num(&m, "seconds"))
-            .unwrap_or_else(|| bins.iter().map(|b| b.seconds as i64).sum());
-        let sum = |f: fn(&BinaryRun) -> u64| bins.iter().map(f).sum::<u64>();
-        let (passed, failed, ign) = (sum(|b| b.passed), sum(|b| b.failed), sum(|b| b.ignored));
-        for b in &bins {
-            let log =
-                std::fs::read_to_string(dir.join(format!("{}.log", b.name))).unwrap_or_default();
-            for (test, what) in outcomes(&log) {
-                if what == "FAILED" {
-                    failures.push(format!("{at}: `{}` {test} failed", b.name));
-                } else {
-                    ignored
-                        .entry((format!("{}::{test}", b.name), what))
-                        .or_default()
-                        .push(at.clone());
-                }
-            }
-            if b.exit != 0 && b.failed == 0 {
-                failures.push(format!(
-                    "{at}: `{}` exited {} without a failed test (crash or time-out)",
-                    b.name, b.exit
-                ));
-            }
-        }
-        let ok = examples
-            .iter()
-            .filter(|e| e.exit == 0 && e.last.starts_with("OK:"))
-            .count();
-        let cannot = examples
-            .iter()
-            .filter(|e| e.exit == 77 && e.last.starts_with("skipped:"))
-            .count();
-        let bad: Vec<&ExampleRun> = examples
-            .iter()
-            .filter(|e| {
-                !(e.exit == 0 && e.last.starts_with("OK:")
-                    || e.exit == 77 && e.last.starts_with("skipped:"))
-            })
-            .collect();
-        for e in &bad {
-            failures.push(format!(
-                "{at}: example `{}` exit {}, last line {:?}",
-                e.name, e.exit, e.last
-            ));
-        }
-        for e in &examples {
-            let log = std::fs::read_to_string(dir.join(format!("example-{}.log", e.name)))
-                .unwrap_or_default();
-            for l in log.lines().filter(|l| l.starts_with("skipped:")) {
-                skipped
-                    .entry(format!("`{}`: {l}", e.name))
-                    .or_default()
-                    .push(at.clone());
-            }
-        }
-        total_failed += failed as usize + bad.len();
-        total_runs += 1;
-        let _ = writeln!(
-            md,
-            "| {release} | {build} | {} | {passed} | {failed} | {ign} | {ok} | {cannot} | {} | {} | {seconds} |",
-            bins.len(),
-            bad.len(),
-            if soak { "yes" } else { "—" }
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\n{total_runs} release × build runs; {total_failed} failed tests or examples.\n"
-    );
-    md.push_str("### Failures\n\n");
-    if failures.is_empty() {
-        md.push_str("None.\n\n");
-    } else {
-        for f in &failures {
-            let _ = writeln!(md, "- {f}");
-        }
-        md.push('\n');
-    }
-    md.push_str("### Ignored tests, with their reasons\n\n");
-    if ignored.is_empty() {
-        md.push_str("None.\n\n");
-    }
-    for ((test, reason), at) in &ignored {
-        let _ = writeln!(md, "- `{test}`: {reason} — {}", at.join(", "));
-    }
-    md.push_str("\n### What the examples skipped\n\n");
-    if skipped.is_empty() {
-        md.push_str("Nothing.\n");
-    }
-    for (line, at) in &skipped {
-        let _ = writeln!(md, "- {line} — {}", at.join(", "));
-    }
-    Ok(md)
-}
-
-/// One source of `--proven`: `<label>=<path>`, the path a folder matrix.sh
-/// wrote or a `docs/device-runs/*-raw.txt` file (its `== ./<release>/<build>/
-/// summary.json` sections), as (release, build, summary text) in the order found.
-fn proven_source(path: &str) -> Result<Vec<(String, String, String)>, String> {
-    let p = Path::new(path);
-    if p.is_dir() {
-        return matrix_runs(&[path])
-            .into_iter()
-            .map(|(r, b, dir)| {
-                std::fs::read_to_string(dir.join("summary.json"))
-                    .map(|t| (r, b, t))
-                    .map_err(|e| format!("{}: {e}", dir.display()))
-            })
-            .collect();
-    }
-    let text = std::fs::read_to_string(p).map_err(|e| format!("{path}: {e}"))?;
-    let mut out = vec![];
-    for section in text.split("\n== ").map(|s| s.trim_start_matches("== ")) {
-        let Some((head, body)) = section.split_once('\n') else {
-            continue;
-        };
-        let parts: Vec<&str> = head.trim().trim_start_matches("./").split('/').collect();
-        if let [release, build, "summary.json"] = parts[..] {
-            out.push((release.to_string(), build.to_string(), body.to_string()));
-        }
-    }
-    if out.is_empty() {
-        return Err(format!("{path}: no <release>/<build>/summary.json in it"));
-    }
-    Ok(out)
-}
-
-/// `device-report --proven <label>=<source>...` (oldest first): the release
-/// matrix as the GPU runs prove it together. A re-run of some binaries of a
-/// release (`gpu-bundle --matrix <release>:<binary>,...`) replaces those
-/// binaries' results only: for each release × build, each binary's newest
-/// result and the examples' newest, with the runs they come from.
-fn proven(sources: &[&str]) -> Result<String, String> {
-    type Cell = (
-        BTreeMap<String, (BinaryRun, String)>,
-        Option<(Vec<ExampleRun>, String)>,
-    );
-    let mut cells: BTreeMap<((u32, u32), String), Cell> = BTreeMap::new();
-    for source in sources {
-        let (label, path) = source
-            .split_once('=')
-            .ok_or_else(|| format!("--proven: {source:?} is not <label>=<folder or raw file>"))?;
-        for (release, build, text) in proven_source(path)? {
-            let (a, b) = release.split_once('.').unwrap_or((&release, "0"));
-            let key = (
-                (a.parse().unwrap_or(0), b.parse().unwrap_or(0)),
-                build.clone(),
-            );
-            let (bins, examples) = parse_summary(&text);
-            let cell = cells.entry(key).or_default();
-            for bin in bins {
-                cell.0.insert(bin.name.clone(), (bin, label.to_string()));
-            }
-            if !examples.is_empty() {
-                cell.1 = Some((examples, label.to_string()));
-            }
-        }
-    }
-    let mut md = String::from(
-        "| release | build | binaries | passed | failed | ignored | examples OK | from runs |\n\
-         |---|---|---|---|---|---|---|---|\n",
-    );
-    let (mut failures, mut not_started) = (vec![], vec![]);
-    for (((major, minor), build), (bins, examples)) in &cells {
-        let sum = |f: fn(&BinaryRun) -> u64| bins.values().map(|(b, _)| f(b)).sum::<u64>();
-        let mut runs: Vec<&str> = bins.values().map(|(_, l)| l.as_str()).collect();
-        if let Some((_, l)) = examples {
-            runs.push(l);
-        }
-        runs.sort();
-        runs.dedup();
-        for (b, l) in bins.values() {
-            if b.exit == 127 && b.passed + b.failed + b.ignored == 0 {
-                // The dynamic loader refused the program: it links functions
-                // the machine's driver lacks (a linked build of newer headers).
-                not_started.push(format!("{major}.{minor} {build}: `{}` (run {l})", b.name));
-            } else if b.failed > 0 || b.exit != 0 {
-                failures.push(format!(
-                    "{major}.{minor} {build}: `{}` exit {}, {} failed (run {l})",
-                    b.name, b.exit, b.failed
-                ));
-            }
-        }
-        let ok = examples.as_ref().map_or("—".to_string(), |(ex, l)| {
-            for e in ex
-                .iter()
-                .filter(|e| !(e.exit == 0 && e.last.starts_with("OK:")))
-            {
-                failures.push(format!(
-                    "{major}.{minor} {build}: example `{}` exit {} (run {l})",
-                    e.name, e.exit
-                ));
-            }
-            format!(
-                "{} / {}",
-                ex.iter()
-                    .filter(|e| e.exit == 0 && e.last.starts_with("OK:"))
-                    .count(),
-                ex.len()
-            )
-        });
-        let _ = writeln!(
-            md,
-            "| {major}.{minor} | {build} | {} | {} | {} | {} | {ok} | {} |",
-            bins.len(),
-            sum(|b| b.passed),
-            sum(|b| b.failed),
-            sum(|b| b.ignored),
-            runs.join(", ")
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\n{} release × build cells; {} binaries or examples not passing; {} binaries \
-         the dynamic loader could not start (exit 127).",
-        cells.len(),
-        failures.len(),
-        not_started.len()
-    );
-    for f in &failures {
-        let _ = writeln!(md, "- failed: {f}");
-    }
-    for f in &not_started {
-        let _ = writeln!(
-            md,
-            "- could not start (it links functions of its headers' release that this \
-             driver lacks; its loaded twin checks them): {f}"
-        );
-    }
-    Ok(md)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SUMMARY: &str = r#"{
-  "date": "2026-11-23T20:00:00Z",
-  "binaries": {
-    "vmm": {"exit": 0, "passed": 17, "failed": 0, "ignored": 1, "seconds": 22},
-    "tensor_map": {"exit": 101, "passed": 7, "failed": 1, "ignored": 0, "seconds": 1}
-  },
-  "examples": {
-    "demo": {"exit": 0, "last": "OK: one effect per group, as documented"},
-    "vmm": {"exit": 77, "last": "skipped: \"x\" has no peer"},
-    "tensor_map": {"exit": 1, "last": "FAILED: cuTensorMapEncodeTiled returned 1"}
-  }
-}
-"#;
-
-    #[test]
-    fn a_summary_parses_into_binaries_and_examples() {
-        let (bins, ex) = parse_summary(SUMMARY);
-        assert_eq!(bins.len(), 2);
-        assert_eq!(
-            bins[0],
-            BinaryRun {
-                name: "vmm".into(),
-                exit: 0,
-                passed: 17,
-                failed: 0,
-                ignored: 1,
-                seconds: 22
-            }
-        );
-        assert_eq!((bins[1].exit, bins[1].failed), (101, 1));
-        assert_eq!(ex.len(), 3);
-        assert_eq!(ex[1].last, "skipped: \"x\" has no peer");
-        assert_eq!(ex[2].exit, 1);
-    }
-
-    #[test]
-    fn ignored_reasons_and_failures_are_found_after_a_tests_own_output() {
-        let log = "\
-test a ... ok
-test b ... printing something
-more output ignored (cuMemPrefetchBatchAsync: not in the CUDA 12.0 headers)
-test c ... FAILED
-test d ... ignored
-test result: FAILED. 1 passed; 1 failed; 2 ignored;
-";
-        assert_eq!(
-            outcomes(log),
-            [
-                (
-                    "b".to_string(),
-                    "cuMemPrefetchBatchAsync: not in the CUDA 12.0 headers".to_string()
-                ),
-                ("c".into(), "FAILED".into()),
-                ("d".into(), "ignored (no reason given)".into()),
-            ]
-        );
-    }
-
-    #[test]
-    fn the_matrix_table_counts_and_names_failures() {
-        let dir = std::env::temp_dir().join(format!("device-report-{}", std::process::id()));
-        let run = dir.join("12.0/linked");
-        std::fs::create_dir_all(&run).unwrap();
-        std::fs::write(run.join("summary.json"), SUMMARY).unwrap();
-        std::fs::write(
-            run.join("tensor_map.log"),
-            "test im2col_wide ... ignored (cuTensorMapEncodeIm2colWide: not in the CUDA 12.0 headers)\ntest tiled ... FAILED\n",
-        )
-        .unwrap();
-        std::fs::write(
-            run.join("example-demo.log"),
-            "skipped: cuMemPrefetchBatchAsync\nOK: demo\n",
-        )
-        .unwrap();
-        let runs = matrix_runs(&[dir.to_str().unwrap()]);
-        assert_eq!(runs.len(), 1);
-        assert_eq!((runs[0].0.as_str(), runs[0].1.as_str()), ("12.0", "linked"));
-        // A folder without summaries is an error, not an empty table.
-        assert!(matrix(&[run.to_str().unwrap()]).is_err());
-        let md = matrix(&[dir.to_str().unwrap()]).unwrap();
-        assert!(
-            md.contains("| 12.0 | linked | 2 | 24 | 1 | 1 | 1 | 1 | 1 |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("12.0 linked: `tensor_map` tiled failed"),
-            "{md}"
-        );
-        assert!(
-            md.contains("12.0 linked: example `tensor_map` exit 1"),
-            "{md}"
-        );
-        // An exit 77 is only right with a `skipped:` last line... and this one is.
-        assert!(!md.contains("example `vmm`"), "{md}");
-        assert!(md.contains("- `tensor_map::im2col_wide`: cuTensorMapEncodeIm2colWide: not in the CUDA 12.0 headers — 12.0 linked"), "{md}");
-        assert!(
-            md.contains("- `demo`: skipped: cuMemPrefetchBatchAsync — 12.0 linked"),
-            "{md}"
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     const TSV: &str = "# group\tfunction\tlibrary\n\
         tensor-map\tcuTensorMapEncodeTiled\tlibcuda\n\
@@ -905,47 +412,5 @@ test x ... ok
         assert_eq!(sum_after("Leaked 4,194,304 bytes", "Leaked"), 4_194_304);
         let race = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)";
         assert_eq!(sum_after(race, "displayed ("), 2);
-    }
-
-    #[test]
-    fn a_rerun_replaces_only_the_binaries_it_ran() {
-        let dir = std::env::temp_dir().join(format!("proven-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let old = dir.join("old-raw.txt");
-        std::fs::create_dir_all(&dir).unwrap();
-        // The old run: vmm passed, tensor_map failed, one example.
-        std::fs::write(
-            &old,
-            format!(
-                "== ./12.2/linked/matrix.json\n{{}}\n\n== ./12.2/linked/summary.json\n{SUMMARY}"
-            ),
-        )
-        .unwrap();
-        let new = dir.join("new/12.2/linked");
-        std::fs::create_dir_all(&new).unwrap();
-        std::fs::write(
-            new.join("summary.json"),
-            "{\n  \"binaries\": {\n    \"tensor_map\": {\"exit\": 0, \"passed\": 8, \"failed\": 0, \"ignored\": 0, \"seconds\": 1}\n  },\n  \"examples\": {\n  }\n}\n",
-        )
-        .unwrap();
-        let md = proven(&[
-            &format!("17={}", old.display()),
-            &format!("20={}", dir.join("new").display()),
-        ])
-        .unwrap();
-        // vmm from run 17 (17 passed, 1 ignored) + tensor_map from run 20 (8 passed);
-        // the examples stay run 17's (two of three not OK).
-        assert!(
-            md.contains("| 12.2 | linked | 2 | 25 | 0 | 1 | 1 / 3 | 17, 20 |"),
-            "{md}"
-        );
-        assert!(!md.contains("`tensor_map` exit 101"), "{md}");
-        // The deliberately wrong case: without the re-run, run 17's failure stands.
-        let md = proven(&[&format!("17={}", old.display())]).unwrap();
-        assert!(
-            md.contains("`tensor_map` exit 101, 1 failed (run 17)"),
-            "{md}"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

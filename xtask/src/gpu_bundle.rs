@@ -42,7 +42,7 @@ const VARIANTS: [(&str, &str, &[&str]); 6] = [
 
 /// The test targets that touch a GPU (the rest are checks against the C
 /// compiler, which prove nothing more on the GPU machine).
-pub const ON_GPU: [&str; 7] = [
+pub const ON_GPU: [&str; 8] = [
     "abi_symbols",
     "device_smoke",
     "vmm",
@@ -50,6 +50,7 @@ pub const ON_GPU: [&str; 7] = [
     "stream_ordered_allocator",
     "tensor_map",
     "external_interop",
+    "dma_buf",
 ];
 
 /// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
@@ -91,7 +92,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .arg(&include)
             .arg(bundle.join("include")),
     )?;
-    std::fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    write_run_sh(workspace, &bundle)?;
     std::fs::write(
         bundle.join("headers.txt"),
         format!(
@@ -100,199 +101,18 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    run_cmd(Command::new("chmod").arg("+x").arg(bundle.join("run.sh")))?;
     run_cmd(Command::new("du").arg("-sh").arg(&bundle))?;
     println!(
         "{}\nOn the GPU machine: .gpu-bundle/run.sh [--sanitize] [--api-errors] [test filter]  \
-         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`)",
+         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in docs/device-runs/)",
         bundle.display()
-    );
-    Ok(())
-}
-
-/// The release matrix: the builds each release gets, (name, cargo features,
-/// test targets; empty for every device test of [`ON_GPU`]).
-const MATRIX_BUILDS: [(&str, &str, &[&str]); 2] =
-    [("linked", "", &[]), ("loaded", "dynamic-loading", &[])];
-
-/// The per-thread-default-stream builds of the matrix, for [`PTDS_RELEASES`]
-/// only: the binaries whose outcome the feature changes.
-const PTDS_BUILDS: [(&str, &str, &[&str]); 2] = [
-    (
-        "linked-ptds",
-        "per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
-    ),
-    (
-        "loaded-ptds",
-        "dynamic-loading,per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
-    ),
-];
-
-/// The releases whose per-thread-default-stream builds go to the GPU.
-const PTDS_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
-
-/// What one call to the GPU machine may carry (64 MiB, with room for the
-/// working tree that travels with it).
-const PART_LIMIT: u64 = 56 << 20;
-
-/// What one part may take to run: a call runs 10 minutes at most, with the
-/// machine's start and the transfers around it.
-const PART_SECONDS: u64 = 480;
-
-/// Seconds a release's builds take on an H100 (runs 17-19): every binary
-/// and example, 2 × (device tests without the soak tests, about 30 s;
-/// examples, about 5 s) and the ptds builds a few seconds ...
-const RELEASE_SECONDS: u64 = 80;
-/// ... or, for each binary named (`<release>:<binary>,...`, the examples
-/// counting as one), about 6 s in each of the two builds.
-const NAMED_SECONDS: u64 = 12;
-
-/// In `<release>:<binary>,...`, the examples.
-const EXAMPLES: &str = "examples";
-
-/// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
-/// one 12.0 to 13.5 by default) and build, the device test binaries and the
-/// examples built against that release's headers, in
-/// `.gpu-bundle-matrix/<release>/<build>/` (each a bundle of its own with
-/// `run.sh`), the release's headers in `<release>/include/` (the symbol test
-/// preprocesses them there) and, for 12.x, the wheel's `libcudart.so.12` in
-/// `<release>/lib/` (a 12.x wheel has no static runtime, and the GPU machine
-/// only CUDA 13's). Then packed, whole releases at a time, into
-/// `part-<n>.tar.xz` files of at most [`PART_LIMIT`], each with `matrix.sh`,
-/// which runs every build it holds (`matrix.sh` says which tests run where).
-///
-/// `--examples-only`: the examples alone (no per-thread-default-stream builds).
-/// `<release>:<binary>,<binary>`: only those device-test binaries of that
-/// release's linked and loaded builds, and the examples only if `examples`
-/// is among them (a re-run of what changed since a release's full run, e.g.
-/// `12.2:unified_addressing,abi_symbols`).
-pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
-    let examples_only = args.first() == Some(&"--examples-only");
-    let args = if examples_only { &args[1..] } else { args };
-    let subsets = named_releases(args)?;
-    let releases: Vec<&str> = subsets.iter().map(|(r, _)| *r).collect();
-    let subset_of = |r: &str| -> &[&str] {
-        subsets
-            .iter()
-            .find(|(s, _)| *s == r)
-            .map_or(&[][..], |(_, b)| &b[..])
-    };
-    crate::cmd::ensure_libclang()?;
-    let root = workspace.join(".gpu-bundle-matrix");
-    let _ = std::fs::remove_dir_all(&root);
-    let started = std::time::Instant::now();
-    for release in &releases {
-        let include = headers::fetch(workspace, release)?;
-        let dir = root.join("tree").join(release);
-        let builds = MATRIX_BUILDS.iter().chain(
-            PTDS_BUILDS
-                .iter()
-                .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
-        );
-        for (build, features, tests) in builds {
-            let Some((tests, build_tests_here, examples)) =
-                plan_build(tests, subset_of(release), examples_only)
-            else {
-                continue;
-            };
-            let into = dir.join(build);
-            std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
-            let target_dir = device_target_dir(workspace);
-            if build_tests_here {
-                build_tests(
-                    workspace,
-                    &include,
-                    features,
-                    &tests,
-                    &target_dir,
-                    &into,
-                    "",
-                )?;
-            }
-            if examples {
-                crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
-            }
-            std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
-            run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
-            std::fs::write(
-                into.join("headers.txt"),
-                format!(
-                    "CUDA {release} headers ({build}) from {}\n",
-                    headers::wheel_names(workspace, release)
-                ),
-            )
-            .map_err(|e| e.to_string())?;
-            std::os::unix::fs::symlink("../include", into.join("include"))
-                .map_err(|e| e.to_string())?;
-        }
-        run_cmd(
-            Command::new("cp")
-                .arg("-r")
-                .arg(&include)
-                .arg(dir.join("include")),
-        )?;
-        if release.starts_with("12.") {
-            // `cuda_runtime_api.h` includes `crt/host_defines.h`, which the
-            // 12.x wheels keep beside the runtime's, in the nvcc wheel's
-            // include folder (abi_symbols preprocesses the headers there:
-            // run 18 failed without it).
-            let crt = include
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join("cuda_nvcc/include/crt");
-            if crt.is_dir() {
-                run_cmd(
-                    Command::new("cp")
-                        .arg("-r")
-                        .arg(&crt)
-                        .arg(dir.join("include/crt")),
-                )?;
-            }
-            std::fs::create_dir_all(dir.join("lib")).map_err(|e| e.to_string())?;
-            let so = include.parent().unwrap().join("lib/libcudart.so.12");
-            std::fs::copy(&so, dir.join("lib/libcudart.so.12"))
-                .map_err(|e| format!("{}: {e}", so.display()))?;
-        }
-        println!(
-            "CUDA {release}: built ({:.0} s so far)",
-            started.elapsed().as_secs_f64()
-        );
-    }
-    std::fs::write(root.join("tree/matrix.sh"), MATRIX_SH).map_err(|e| e.to_string())?;
-    run_cmd(
-        Command::new("chmod")
-            .arg("+x")
-            .arg(root.join("tree/matrix.sh")),
-    )?;
-    let seconds: Vec<u64> = releases
-        .iter()
-        .map(|r| match subset_of(r).len() as u64 {
-            0 => RELEASE_SECONDS,
-            n => (n * NAMED_SECONDS).min(RELEASE_SECONDS),
-        })
-        .collect();
-    pack(&root, &releases, &seconds)?;
-    run_cmd(Command::new("du").arg("-sh").arg(root.join("tree")))?;
-    run_cmd(
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("ls -l {}/part-*.tar.xz", root.display())),
-    )?;
-    println!(
-        "On the GPU machine, one call per part (carry .gpu-bundle-matrix/part-<n>.tar.xz):\n  \
-         mkdir -p /tmp/m && tar xJf .gpu-bundle-matrix/part-<n>.tar.xz -C /tmp/m && /tmp/m/matrix.sh\n\
-         writes $OUT/<release>/<build>/summary.json; then `cargo xtask device-report --matrix <every $OUT>`"
     );
     Ok(())
 }
 
 /// `cargo test --no-run` of `tests` (every device test where empty) with
 /// `features`, each test binary copied into `into/bin/<name><suffix>`.
-fn build_tests(
+pub fn build_tests(
     workspace: &Path,
     include: &Path,
     features: &str,
@@ -342,180 +162,6 @@ fn build_tests(
     Ok(())
 }
 
-/// Releases as (name, bytes as xz packs them (measured: each release's
-/// folder packed alone), seconds they take to run), grouped greedily, in
-/// release order, into parts of at most `limit` bytes and `most` seconds.
-pub fn group_parts(
-    sizes: &[(String, u64, u64)],
-    limit: u64,
-    most: u64,
-) -> Result<Vec<Vec<String>>, String> {
-    let mut parts: Vec<(Vec<String>, u64, u64)> = vec![];
-    for (name, size, secs) in sizes {
-        if *size > limit {
-            return Err(format!(
-                "{name} alone packs to {size} bytes, over the {limit} a call carries"
-            ));
-        }
-        match parts.last_mut() {
-            Some((names, total, time)) if *total + size <= limit && *time + secs <= most => {
-                names.push(name.clone());
-                *total += size;
-                *time += secs;
-            }
-            _ => parts.push((vec![name.clone()], *size, *secs)),
-        }
-    }
-    Ok(parts.into_iter().map(|(n, _, _)| n).collect())
-}
-
-/// Packs `tree/<release>` folders into `part-<n>.tar.xz` files under `root`.
-fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
-    let tree = root.join("tree");
-    let mut sizes = vec![];
-    for (r, secs) in releases.iter().zip(seconds) {
-        let one = root.join(format!("one-{r}.tar.xz"));
-        run_cmd(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&tree)
-                .args(["-cJf"])
-                .arg(&one)
-                .arg(r)
-                .env("XZ_OPT", "-9 -T0"),
-        )?;
-        let size = std::fs::metadata(&one).map_err(|e| e.to_string())?.len();
-        let _ = std::fs::remove_file(&one);
-        println!("CUDA {r}: {:.1} MiB packed", size as f64 / (1 << 20) as f64);
-        sizes.push((r.to_string(), size, *secs));
-    }
-    for (n, part) in group_parts(&sizes, PART_LIMIT, PART_SECONDS)?
-        .iter()
-        .enumerate()
-    {
-        let file = root.join(format!("part-{}.tar.xz", n + 1));
-        run_cmd(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&tree)
-                .args(["-cJf"])
-                .arg(&file)
-                .arg("matrix.sh")
-                .args(part)
-                .env("XZ_OPT", "-9 -T0"),
-        )?;
-        println!("part {}: CUDA {}", n + 1, part.join(" "));
-    }
-    Ok(())
-}
-
-/// Runs every `<release>/<build>/run.sh` beside it, each writing
-/// `gpu-bundle --matrix`'s releases: every one (none named), or those named,
-/// each with the binaries named after it (`<release>:<binary>,...`; none: all).
-/// `gpu-bundle --matrix`'s arguments, checked before anything is made.
-pub fn check_matrix_args(args: &[&str]) -> Result<(), String> {
-    let args = match args.first() {
-        Some(&"--examples-only") => &args[1..],
-        _ => args,
-    };
-    named_releases(args).map(drop)
-}
-
-fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, String> {
-    if args.is_empty() {
-        return Ok(headers::RELEASES.iter().map(|r| (*r, vec![])).collect());
-    }
-    let mut out = vec![];
-    for a in args {
-        let (r, bins) = match a.split_once(':') {
-            Some((r, bins)) => (r, bins.split(',').collect::<Vec<_>>()),
-            None => (*a, vec![]),
-        };
-        if !headers::RELEASES.contains(&r) {
-            return Err(format!("gpu-bundle --matrix: no release {r}"));
-        }
-        if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {
-            return Err(format!(
-                "gpu-bundle --matrix: {b} is not a device-test binary ({}) or `{EXAMPLES}`",
-                ON_GPU.join(", ")
-            ));
-        }
-        out.push((r, bins));
-    }
-    Ok(out)
-}
-
-/// What one build of a release holds: its test binaries (`tests` of
-/// [`MATRIX_BUILDS`] / [`PTDS_BUILDS`], empty for all), narrowed to those
-/// `named`; whether to build them; whether the examples go with it. `None`:
-/// nothing of this build was named.
-fn plan_build<'a>(
-    tests: &[&'a str],
-    named: &[&'a str],
-    examples_only: bool,
-) -> Option<(Vec<&'a str>, bool, bool)> {
-    let examples = tests.is_empty() && (named.is_empty() || named.contains(&EXAMPLES));
-    let tests: Vec<&str> = match (tests.is_empty(), named.is_empty()) {
-        (_, true) => tests.to_vec(),
-        (true, false) => named.iter().copied().filter(|b| *b != EXAMPLES).collect(),
-        (false, false) => tests
-            .iter()
-            .copied()
-            .filter(|b| named.contains(b))
-            .collect(),
-    };
-    let build_tests = !examples_only && (named.is_empty() || !tests.is_empty());
-    (build_tests || examples).then_some((tests, build_tests, examples))
-}
-
-/// `$OUT/<release>/<build>/summary.json`. The one place that says which tests
-/// run where: the soak tests (10 000 cycles each, most of the suite's time)
-/// only in `SOAK_IN`; elsewhere libtest's `--skip` leaves them out (they are
-/// then not counted). A 12.x release gets its wheel's `libcudart.so.12`.
-const MATRIX_SH: &str = r#"#!/usr/bin/env bash
-# matrix.sh [release/build ...]: every build of this part, or those named.
-# Environment: OUT (results), SOAK_IN, MATRIX_SECONDS, GL_DIR.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$here/results}
-# The soak tests, and the one release/build that runs them.
-SOAK_TESTS="no_leak_over_10000_cycles rt_leak_10000_cycles drv_leak_10000_cycles"
-SOAK_IN=${SOAK_IN:-13.0/linked}
-builds=("$@")
-if [ ${#builds[@]} = 0 ]; then
-  for d in "$here"/*/*/run.sh; do builds+=("$(basename "$(dirname "$(dirname "$d")")")/$(basename "$(dirname "$d")")"); done
-fi
-# Vulkan loader packages carried in the repository's .gl/ (README, "GPU tests").
-gl=${GL_DIR:-$PWD/.gl}
-if [ -d "$gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
-  for f in "$gl"/*.deb; do dpkg -x "$f" /; done; ldconfig
-fi
-# No build starts after MATRIX_SECONDS (a call's limit is 10 minutes): those
-# left are named, to run in another call (`matrix.sh <release>/<build> ...`).
-deadline=${MATRIX_SECONDS:-520}
-start=$(date +%s)
-left=()
-for rb in "${builds[@]}"; do
-  if [ $(( $(date +%s) - start )) -ge "$deadline" ]; then left+=("$rb"); continue; fi
-  r=${rb%/*}
-  skip=()
-  if [ "$rb" != "$SOAK_IN" ]; then for t in $SOAK_TESTS; do skip+=(--skip "$t"); done; fi
-  lib=""
-  [ -d "$here/$r/lib" ] && lib="$here/$r/lib"
-  mkdir -p "$out/$rb"
-  echo "==== $rb (soak tests: $([ ${#skip[@]} = 0 ] && echo run || echo skipped))" >&2
-  t0=$(date +%s)
-  OUT="$out/$rb" LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$here/$rb/run.sh" "${skip[@]}" >/dev/null
-  printf '{"release": "%s", "build": "%s", "soak": %s, "seconds": %d}\n' "$r" "${rb#*/}" \
-    "$([ ${#skip[@]} = 0 ] && echo true || echo false)" $(( $(date +%s) - t0 )) >"$out/$rb/matrix.json"
-done
-echo "matrix: $(( ${#builds[@]} - ${#left[@]} )) builds in $(( $(date +%s) - start )) s" >&2
-if [ ${#left[@]} -gt 0 ]; then
-  echo "not run (MATRIX_SECONDS=$deadline reached): ${left[*]}" | tee "$out/not-run.txt" >&2
-fi
-"#;
-
 /// The call-cost benchmark (`bench/`), release builds: cuda-mem-sys linked,
 /// cuda-mem-sys loaded, cudarc 0.19 loaded; `bench.sh` runs them interleaved.
 fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> {
@@ -543,41 +189,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
 /// Seven rounds of the three builds, their order rotated each round, pinned
 /// to one core; the loaded build adds its same-process comparison. Prints
 /// every figure and the median per (build, operation).
-const BENCH_SH: &str = r#"#!/usr/bin/env bash
-set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$here/results}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-pin=""
-command -v taskset >/dev/null && pin="taskset -c ${BENCH_CPU:-2}"
-: >"$out/bench-raw.txt"
-order=(linked loaded cudarc)
-for round in 1 2 3 4 5 6 7; do
-  for b in "${order[@]}"; do $pin "$here/bench/$b" >>"$out/bench-raw.txt"; done
-  order=("${order[@]:1}" "${order[0]}")
-done
-python3 - "$out/bench-raw.txt" <<'PY' | tee "$out/bench.txt"
-import sys, statistics, collections
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    who, op, ns = line.split()
-    d[(op, who)].append(float(ns))
-ops = sorted({op for op, _ in d}, key=lambda o: list(d).index((o, "cuda-mem-sys-linked")))
-print("Separate processes (median of 7 rounds, order rotated, pinned):\n")
-print("| operation | linked | loaded | loaded / linked | cudarc 0.19 loaded | loaded / cudarc |")
-print("|---|---|---|---|---|---|")
-for op in ops:
-    m = {w: statistics.median(d[(op, w)]) for w in ("cuda-mem-sys-linked", "cuda-mem-sys-loaded", "cudarc-0.19-loaded")}
-    print(f"| `{op}` | {m['cuda-mem-sys-linked']:.1f} | {m['cuda-mem-sys-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cuda-mem-sys-linked']:.2f} | {m['cudarc-0.19-loaded']:.1f} | {m['cuda-mem-sys-loaded']/m['cudarc-0.19-loaded']:.2f} |")
-print("\nOne process, interleaved (the loaded build; median of 7 x 5 rounds): the crate's call against the driver's own pointer called directly, as a linked call does:\n")
-print("| operation | direct | crate call | crate / direct |")
-print("|---|---|---|---|")
-for op in ops:
-    m = {w: statistics.median(d[(op, w)]) for w in ("same-process-direct", "same-process-crate")}
-    print(f"| `{op}` | {m['same-process-direct']:.1f} | {m['same-process-crate']:.1f} | {m['same-process-crate']/m['same-process-direct']:.2f} |")
-PY
-"#;
+const BENCH_SH: &str = include_str!("../scripts/bench.sh");
 
 /// The string value of `"key":"..."` in one line of cargo's JSON output.
 pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -586,233 +198,184 @@ pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     Some(&line[start..start + len])
 }
 
-const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Runs every test binary of the bundle on a GPU machine (no Rust needed) and
-# writes summary.json and one log per binary into $OUT (or results/ beside this).
-#
-#   run.sh [test filter]               the suite
-#   run.sh --sanitize [test filter]    the suite, then compute-sanitizer: memcheck
-#        (--leak-check full --report-api-errors no --target-processes all) over
-#        each device binary, racecheck and synccheck over tensor_map, and the
-#        self-test (a pool-IPC importer that deliberately keeps its import must
-#        show up as leaked). Bar: 0 errors and 0 bytes leaked in every binary.
-#   run.sh --api-errors [test filter]  memcheck with API errors reported: counts
-#        the deliberate bad calls per binary ("Program hit" lines).
-#   --skip-suite   with either: skip the plain run of the suite (already done).
-#   SANITIZE_TIMEOUT  seconds per binary under a sanitizer (default 420).
-#   SANITIZE_BINARIES the binaries run under memcheck (default: the device
-#        suite); SANITIZE_EXTRAS=0 skips racecheck, synccheck and the self-test.
-#        To stay under a time limit per command, split the work over calls and
-#        give `cargo xtask device-report` every $OUT.
-# The test filter goes to every binary (libtest arguments, e.g.
-# `--skip no_leak_over_10000_cycles`).
-# The figures for docs/device-results.md: `cargo xtask device-report <this $OUT>`.
-set -u
-sanitize=0; api_errors=0; suite=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --sanitize) sanitize=1; shift ;;
-    --api-errors) api_errors=1; shift ;;
-    --skip-suite) suite=0; shift ;;
-    *) break ;;
-  esac
-done
-here=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$here/results}
-mkdir -p "$out"
-# Vulkan loader packages carried beside the bundle (see README, "GPU tests").
-if [ -d "$here/../.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
-  for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-fi
-# Headless: the driver's GLX-based ICD manifest cannot create an instance
-# without a display; its EGL library can (tests/external_interop.rs).
-if [ -z "${VK_DRIVER_FILES:-}" ] && ldconfig -p | grep -q libEGL_nvidia.so.0; then
-  printf '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.4.312"}}' >/tmp/nvidia_egl_icd.json
-  export VK_DRIVER_FILES=/tmp/nvidia_egl_icd.json
-fi
-export CUDA_MEM_SYS_TEST_INCLUDE_DIRS="$here/include"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
-st_limit=${SANITIZE_TIMEOUT:-420}
-gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
-# The binaries compute-sanitizer runs: the device suite, default build.
-sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop}
-extras=${SANITIZE_EXTRAS:-1}
-# Sum of the numbers after `$2` on the lines of log $1 that contain it.
-sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
-{
-  printf '{\n  "date": "%s",\n  "gpu": "%s",\n  "gpus": %s,\n  "toolkit": "%s",\n' \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$ngpu" "$toolkit"
-  printf '  "headers": "%s",\n  "binaries": {\n' "$(cat "$here/headers.txt" | tr -d '\n')"
-  first=1
-  for b in "$here"/bin/*; do
-    [ $suite = 1 ] || break
-    [ -e "$b" ] || continue
-    n=$(basename "$b")
-    start=$(date +%s)
-    timeout 600 "$b" --test-threads=1 "$@" >"$out/$n.log" 2>&1
-    rc=$?
-    line=$(grep -E '^test result:' "$out/$n.log" | tail -1)
-    p=$(echo "$line" | grep -o '[0-9]* passed' | grep -o '[0-9]*'); f=$(echo "$line" | grep -o '[0-9]* failed' | grep -o '[0-9]*')
-    i=$(echo "$line" | grep -o '[0-9]* ignored' | grep -o '[0-9]*')
-    [ $first = 1 ] || printf ',\n'; first=0
-    printf '    "%s": {"exit": %d, "passed": %s, "failed": %s, "ignored": %s, "seconds": %d}' "$n" $rc "${p:-0}" "${f:-0}" "${i:-0}" $(( $(date +%s) - start ))
-    echo "$n: exit $rc, ${line:-no result line}" >&2
-  done
-  printf '\n  }'
-  # The examples (examples/*.rs): exit code and last line of each; 0 and a
-  # line starting "OK:" when every check passed.
-  printf ',\n  "examples": {\n'
-  first=1
-  for e in "$here"/examples/*; do
-    [ $suite = 1 ] || break
-    [ -e "$e" ] || continue
-    n=$(basename "$e")
-    (cd "$out" && timeout 300 "$e") >"$out/example-$n.log" 2>&1
-    rc=$?
-    last=$(tail -n 1 "$out/example-$n.log" | tr -d '\r' | sed 's/\\/\\\\/g; s/"/\\"/g; s/\t/ /g')
-    [ $first = 1 ] || printf ',\n'; first=0
-    printf '    "%s": {"exit": %d, "last": "%s"}' "$n" $rc "$last"
-    echo "example $n: exit $rc, $last" >&2
-  done
-  printf '\n  }'
-  # From here on every binary runs under a sanitizer (the process-death tests
-  # then print their free-memory figures without asserting them).
-  export CUDA_MEM_SYS_UNDER_SANITIZER=1
-  if [ $sanitize = 1 ]; then
-    printf ',\n  "sanitizer": {\n    "memcheck": {\n'
-    first=1; total_e=0; total_l=0
-    for n in $sanitized; do
-      [ -x "$here/bin/$n" ] || continue
-      log="$out/memcheck-$n.log"; start=$(date +%s)
-      timeout "$st_limit" "$cs" --tool memcheck --leak-check full --report-api-errors no \
-        --target-processes all "$here/bin/$n" --test-threads=1 "$@" >"$log" 2>&1
-      rc=$?
-      e=$(sum_after "$log" 'ERROR SUMMARY:'); l=$(sum_after "$log" 'LEAK SUMMARY:')
-      total_e=$((total_e + e)); total_l=$((total_l + l))
-      [ $first = 1 ] || printf ',\n'; first=0
-      printf '      "%s": {"exit": %d, "errors": %d, "leaked_bytes": %d, "seconds": %d}' "$n" $rc "$e" "$l" $(( $(date +%s) - start ))
-      echo "memcheck $n: exit $rc, $e errors, $l bytes leaked" >&2
-    done
-    printf '\n    },\n'
-    st=0; verdict="self-test not run (SANITIZE_EXTRAS=0)"
-    [ "$extras" = 1 ] && for tool in racecheck synccheck; do
-      log="$out/$tool-tensor_map.log"
-      timeout "$st_limit" "$cs" --tool $tool --target-processes all "$here/bin/tensor_map" --test-threads=1 "$@" >"$log" 2>&1
-      rc=$?
-      if [ $tool = racecheck ]; then
-        e=$(grep -o 'RACECHECK SUMMARY: .*(\([0-9]*\) errors' "$log" | grep -o '([0-9]* errors' | tr -d '(' | awk '{s+=$1} END {print s+0}')
-      else
-        e=$(sum_after "$log" 'ERROR SUMMARY:')
-      fi
-      total_e=$((total_e + e))
-      printf '    "%s_tensor_map": {"exit": %d, "errors": %d},\n' $tool $rc "$e"
-      echo "$tool tensor_map: exit $rc, $e errors" >&2
-    done
-    # Self-test: the importer child keeps its 4 MiB import; memcheck must say so.
-    if [ "$extras" = 1 ]; then
-      log="$out/memcheck-selftest.log"
-      CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT=1 timeout "$st_limit" "$cs" --tool memcheck --leak-check full \
-        --report-api-errors no --target-processes all "$here/bin/stream_ordered_allocator" \
-        --test-threads=1 --exact rt_ipc_two_processes >"$log" 2>&1
-      st=$(sum_after "$log" 'LEAK SUMMARY:')
-      if [ "$st" -gt 0 ]; then verdict="self-test caught: $st bytes leaked"; else verdict="self-test MISSED the deliberate leak"; fi
-      echo "$verdict" >&2
-    fi
-    if [ "$total_e" = 0 ] && [ "$total_l" = 0 ] && { [ "$st" -gt 0 ] || [ "$extras" != 1 ]; }; then
-      bar=met; [ "$extras" = 1 ] || bar="met by these binaries (self-test in another run)"
-    else bar=failed; fi
-    printf '    "total_errors": %d,\n    "total_leaked_bytes": %d,\n    "self_test": "%s",\n    "bar": "%s"\n  }' \
-      "$total_e" "$total_l" "$verdict" "$bar"
-    echo "sanitizer bar (0 errors, 0 bytes leaked, self-test caught): $bar" >&2
-  fi
-  if [ $api_errors = 1 ]; then
-    printf ',\n  "deliberate_bad_calls": {\n'
-    first=1
-    for n in $sanitized; do
-      [ -x "$here/bin/$n" ] || continue
-      log="$out/api-errors-$n.log"
-      timeout "$st_limit" "$cs" --tool memcheck --report-api-errors explicit --target-processes all \
-        "$here/bin/$n" --test-threads=1 "$@" >"$log" 2>&1
-      hits=$(grep -c 'Program hit' "$log")
-      [ $first = 1 ] || printf ',\n'; first=0
-      printf '    "%s": %d' "$n" "$hits"
-      echo "api errors $n: $hits deliberate bad calls" >&2
-    done
-    printf '\n  }'
-  fi
-  printf '\n}\n'
-} >"$out/summary.json"
-cat "$out/summary.json"
-"#;
+/// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
+const RUN_SH: &str = include_str!("../scripts/run.sh");
+
+/// `run.sh` in `into`, with the C reproductions of `tests/repro/` beside it
+/// in `repro/` (`run.sh --sanitize` compiles and runs them there).
+pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
+    std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
+    let repro = workspace.join("tests/repro");
+    std::fs::create_dir_all(into.join("repro")).map_err(|e| e.to_string())?;
+    for e in std::fs::read_dir(&repro).map_err(|e| format!("{}: {e}", repro.display()))? {
+        let path = e.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|x| x == "c") {
+            std::fs::copy(&path, into.join("repro").join(path.file_name().unwrap()))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::RUN_SH;
+    use std::path::Path;
+    use std::process::Command;
 
-    #[test]
-    fn releases_are_packed_in_order_into_parts_under_the_limit() {
-        let sizes: Vec<(String, u64, u64)> = [
-            ("12.0", 30, 80),
-            ("12.1", 20, 80),
-            ("12.2", 15, 15),
-            ("12.3", 50, 80),
-        ]
-        .iter()
-        .map(|(r, s, t)| (r.to_string(), *s, *t))
-        .collect();
-        assert_eq!(
-            group_parts(&sizes, 60, 1000).unwrap(),
-            [vec!["12.0", "12.1"], vec!["12.2"], vec!["12.3"]]
+    fn script(path: &Path, text: &str) {
+        std::fs::write(path, format!("#!/bin/sh\n{text}\n")).unwrap();
+        let mut perm = std::fs::metadata(path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(path, perm).unwrap();
+    }
+
+    /// `run.sh --sanitize --skip-suite` over a fake bundle: test binaries
+    /// that are shell scripts, a fake compute-sanitizer (it runs the program,
+    /// sets `FAKE_TOOL`, reports 0 errors, 0 bytes leaked unless the
+    /// self-test's variable is set, and exits with the program's code) and a
+    /// fake nvcc (its "reproduction" exits `FAKE_REPRO_TOOL_EXIT` under the
+    /// tool, `FAKE_REPRO_CONTROL_EXIT` under it with a control flag, 0
+    /// without it). Returns summary.json and the logs' folder.
+    fn sanitize(case: &str, env: &[(&str, &str)]) -> (String, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("run-sh-{}-{case}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["bin", "repro", "out", "tools"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
+        std::fs::write(dir.join("headers.txt"), "fake\n").unwrap();
+        std::fs::write(dir.join("repro/pool_destroy_sanitizer_crash.c"), "").unwrap();
+        let bin = |n: &str, exit_var: &str| {
+            script(
+                &dir.join("bin").join(n),
+                &format!(
+                    "echo \"args: $* visible: ${{CUDA_VISIBLE_DEVICES:-all}}\"\n\
+                     [ -n \"$FAKE_TOOL\" ] && exit ${{{exit_var}:-0}}\nexit 0"
+                ),
+            )
+        };
+        bin("device_smoke", "FAKE_SMOKE_EXIT");
+        bin("stream_ordered_allocator", "FAKE_SOA_EXIT");
+        bin("tensor_map", "FAKE_TM_EXIT");
+        script(
+            &dir.join("tools/compute-sanitizer"),
+            "while [ $# -gt 0 ]; do case \"$1\" in --*) shift 2 ;; *) break ;; esac; done\n\
+             FAKE_TOOL=1 \"$@\"; rc=$?\n\
+             [ -n \"$CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT\" ] && echo '========= LEAK SUMMARY: 4194304 bytes leaked in 1 allocations'\n\
+             echo '========= ERROR SUMMARY: 0 errors'\nexit $rc",
         );
-        // At most `most` seconds a part, whatever their size: a subset
-        // release (15 s) still fits where a whole one (80 s) does not.
-        assert_eq!(
-            group_parts(&sizes, 1000, 175).unwrap(),
-            [vec!["12.0", "12.1", "12.2"], vec!["12.3"]]
+        script(
+            &dir.join("tools/repro"),
+            "if [ -n \"$FAKE_TOOL\" ]; then\n\
+             case \"$*\" in *--no-*) exit ${FAKE_REPRO_CONTROL_EXIT:-0} ;; esac\n\
+             exit ${FAKE_REPRO_TOOL_EXIT:-0}\nfi\nexit 0",
         );
-        assert_eq!(
-            group_parts(&sizes, 1000, 170).unwrap(),
-            [vec!["12.0", "12.1"], vec!["12.2", "12.3"]]
+        script(
+            &dir.join("tools/nvcc"),
+            &format!(
+                "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\ncp {} \"$out\"",
+                dir.join("tools/repro").display()
+            ),
         );
-        // A release that alone exceeds what one call carries is refused.
-        assert!(group_parts(&sizes, 40, 1000).is_err());
+        let out = Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .args(["--sanitize", "--skip-suite"])
+            .env("OUT", dir.join("out"))
+            .env("COMPUTE_SANITIZER", dir.join("tools/compute-sanitizer"))
+            .env("NVCC", dir.join("tools/nvcc"))
+            .env(
+                "SANITIZE_BINARIES",
+                "device_smoke stream_ordered_allocator tensor_map",
+            )
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let summary = std::fs::read_to_string(dir.join("out/summary.json")).unwrap();
+        (summary, dir.join("out"))
+    }
+
+    fn bar(summary: &str) -> &str {
+        let at = summary.find("\"bar\": \"").expect("a bar") + 8;
+        &summary[at..at + summary[at..].find('"').unwrap()]
     }
 
     #[test]
-    fn a_release_named_with_binaries_gets_only_those() {
-        let named = named_releases(&["12.2:unified_addressing,abi_symbols", "12.4"]).unwrap();
-        assert_eq!(
-            named[0],
-            ("12.2", vec!["unified_addressing", "abi_symbols"])
+    fn the_sanitizer_verdict_is_met_only_when_every_binary_exits_0() {
+        let (summary, logs) = sanitize("clean", &[]);
+        assert_eq!(bar(&summary), "met", "{summary}");
+        assert!(summary.contains("\"self_test\": \"self-test caught: 4194304 bytes leaked\""));
+        assert!(
+            summary.contains(
+                "\"known_tool_crash\": {\"name\": \"pool_destroy_sanitizer_crash\", \"gpus\": "
+            ),
+            "{summary}"
         );
-        assert_eq!(named[1], ("12.4", vec![]));
-        // linked/loaded (every binary) narrowed to those named, no examples
-        assert_eq!(
-            plan_build(&[], &named[0].1, false),
-            Some((vec!["unified_addressing", "abi_symbols"], true, false))
+        assert!(
+            summary.contains("\"plain\": 0, \"tool\": 0, \"tool-no-destroy\": 0"),
+            "{summary}"
         );
-        // ptds (abi_symbols, device_smoke): abi_symbols alone
-        assert_eq!(
-            plan_build(&["abi_symbols", "device_smoke"], &named[0].1, false),
-            Some((vec!["abi_symbols"], true, false))
+        // The test that crashes the tool with several GPUs: left out of its
+        // binary's run and run alone with one GPU visible.
+        let whole =
+            std::fs::read_to_string(logs.join("memcheck-stream_ordered_allocator.log")).unwrap();
+        assert!(
+            whole.contains("--skip pool_destroy_with_outstanding_allocation visible: all"),
+            "{whole}"
         );
-        // a ptds build none of whose binaries is named: left out
-        assert_eq!(
-            plan_build(&["abi_symbols", "device_smoke"], &["vmm"], false),
-            None
+        let alone = std::fs::read_to_string(logs.join(
+            "memcheck-stream_ordered_allocator-pool_destroy_with_outstanding_allocation.log",
+        ))
+        .unwrap();
+        assert!(
+            alone.contains("--exact pool_destroy_with_outstanding_allocation visible: 0"),
+            "{alone}"
         );
-        // `examples` named: the examples go with the named binaries
-        assert_eq!(
-            plan_build(&[], &["vmm", "examples"], false),
-            Some((vec!["vmm"], true, true))
+        assert!(summary.contains(
+            "\"stream_ordered_allocator/pool_destroy_with_outstanding_allocation (CUDA_VISIBLE_DEVICES=0)\": {\"exit\": 0"
+        ), "{summary}");
+    }
+
+    #[test]
+    fn a_binary_that_exits_101_with_0_errors_fails_the_verdict() {
+        let (summary, _) = sanitize("exit101", &[("FAKE_SOA_EXIT", "101")]);
+        assert!(summary.contains("\"total_errors\": 0,"), "{summary}");
+        assert!(summary.contains("\"total_leaked_bytes\": 0,"), "{summary}");
+        assert!(
+            bar(&summary).starts_with("failed: stream_ordered_allocator exited 101"),
+            "{summary}"
         );
-        // none named: everything (empty = every binary), examples included
-        assert_eq!(plan_build(&[], &[], false), Some((vec![], true, true)));
-        // The wrong cases: a name that is no device binary, a release that is none.
-        assert!(named_releases(&["12.2:vmmm"]).is_err());
-        assert!(named_releases(&["12.7"]).is_err());
+    }
+
+    #[test]
+    fn the_named_tool_crash_alone_is_named_not_passed() {
+        let (summary, _) = sanitize("crash", &[("FAKE_REPRO_TOOL_EXIT", "139")]);
+        assert!(
+            bar(&summary).starts_with(
+                "tool crash, named: pool_destroy_sanitizer_crash under memcheck (tool exit 139, driver-tool exit 139)"
+            ),
+            "{summary}"
+        );
+        // ... and with anything else wrong besides, failed.
+        let (summary, _) = sanitize(
+            "crash-and-exit",
+            &[("FAKE_REPRO_TOOL_EXIT", "139"), ("FAKE_TM_EXIT", "1")],
+        );
+        assert_eq!(bar(&summary), "failed: tensor_map exited 1; racecheck tensor_map exited 1; synccheck tensor_map exited 1", "{summary}");
+        // A crash the controls show too is not the named one.
+        let (summary, _) = sanitize(
+            "crash-everywhere",
+            &[
+                ("FAKE_REPRO_TOOL_EXIT", "139"),
+                ("FAKE_REPRO_CONTROL_EXIT", "139"),
+            ],
+        );
+        assert!(
+            bar(&summary)
+                .starts_with("failed: pool_destroy_sanitizer_crash tool-no-destroy exited 139"),
+            "{summary}"
+        );
     }
 }

@@ -8,9 +8,11 @@ mod ci;
 mod cmd;
 mod device_compile;
 mod device_report;
+mod device_runs;
 mod docs_rs;
 mod examples;
 mod gpu_bundle;
+mod gpu_matrix;
 mod headers;
 mod msvc;
 mod regen;
@@ -43,7 +45,7 @@ const COMMANDS: [(&str, &str); 21] = [
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
     ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
-    ("device-report <dir>...", "Markdown for docs/device-results.md from what run.sh wrote"),
+    ("device-report [--check | <dir>...]", "docs/device-results.md's table from docs/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
@@ -151,7 +153,7 @@ fn check(task: &Task) -> Result<(), String> {
     match task {
         Task::Headers { release, target } => headers::check(release, target),
         Task::DeviceCompile(rest) => device_compile::parse(rest).map(drop),
-        Task::GpuMatrix(rest) => gpu_bundle::check_matrix_args(rest),
+        Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
         _ => Ok(()),
@@ -176,7 +178,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
         Task::GpuBundle => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
-        Task::GpuMatrix(rest) => gpu_bundle::matrix(&workspace(), rest),
+        Task::GpuMatrix(rest) => gpu_matrix::matrix(&workspace(), rest),
         Task::DeviceCompile(rest) => device_compile::run(&workspace(), rest),
         Task::DeviceReport(rest) => device_report::run(&workspace(), rest),
         Task::Abi(rest) => abi::run(&workspace(), rest),
