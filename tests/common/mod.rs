@@ -13,7 +13,7 @@
 //! afterwards are one `bad!`/[`BadInput`] call; bytes are [`pattern`] and
 //! compared with [`same`]; device memory, page-locked memory, streams, events
 //! and the host NUMA ids are in [`memory`]; VMM allocations, mappings and
-//! their POSIX descriptors in [`vmm`].
+//! their POSIX descriptors in [`vmm`]; a copy kernel (PTX) in [`kernels`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
@@ -439,6 +439,7 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
 
 // After the macros, which they use.
 pub mod checks;
+pub mod kernels;
 pub mod memory;
 pub mod os;
 pub mod vmm;
