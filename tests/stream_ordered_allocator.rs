@@ -17,9 +17,9 @@ mod common;
 
 #[cfg(unix)]
 use common::fd_passing::{child_socket, inheritable, recv_fd, send_fd, socket_pair};
+use common::kernels::CopyKernel;
 #[cfg(unix)]
 use common::process_death as pd;
-use common::kernels::CopyKernel;
 use common::{
     cu_loc, pattern, rt_loc, same, BadInput, Checks, CuEvent, CuStream, Gpu, PageLocked, RtEvent,
     RtStream, TestResult,

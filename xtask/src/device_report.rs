@@ -252,7 +252,11 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut rows = String::new();
     let mut api = String::new();
     let (mut errors, mut leaked) = (0, 0);
-    for (bin, _, _) in std::iter::once(&("device_smoke", "", "")).chain(GROUPS.iter()) {
+    let (smoke, graphs) = (("device_smoke", "", ""), ("graph_memory", "", ""));
+    for (bin, _, _) in std::iter::once(&smoke)
+        .chain(GROUPS.iter())
+        .chain(std::iter::once(&graphs))
+    {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),

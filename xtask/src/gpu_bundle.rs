@@ -42,7 +42,7 @@ const VARIANTS: [(&str, &str, &[&str]); 6] = [
 
 /// The test targets that touch a GPU (the rest are checks against the C
 /// compiler, which prove nothing more on the GPU machine).
-pub const ON_GPU: [&str; 7] = [
+pub const ON_GPU: [&str; 8] = [
     "abi_symbols",
     "device_smoke",
     "vmm",
@@ -50,6 +50,7 @@ pub const ON_GPU: [&str; 7] = [
     "stream_ordered_allocator",
     "tensor_map",
     "external_interop",
+    "graph_memory",
 ];
 
 /// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
@@ -638,7 +639,7 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
 # The binaries compute-sanitizer runs: the device suite, default build.
-sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop}
+sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop graph_memory}
 extras=${SANITIZE_EXTRAS:-1}
 # Sum of the numbers after `$2` on the lines of log $1 that contain it.
 sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
