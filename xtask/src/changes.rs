@@ -650,7 +650,10 @@ mod tests {
         let old = "# Old\n\n## 12.1\n\nstale\n\n<!-- by hand -->\n## Graph memory\n\nkept\n<!-- end of by hand -->\n";
         let doc = keep_by_hand("# New\n\n## 12.1\n\nfresh\n", old);
         assert!(doc.contains("fresh") && !doc.contains("stale"), "{doc}");
-        assert!(doc.contains("## Graph memory\n\nkept\n<!-- end of by hand -->"), "{doc}");
+        assert!(
+            doc.contains("## Graph memory\n\nkept\n<!-- end of by hand -->"),
+            "{doc}"
+        );
         // The wrong twin: text outside the markers is not kept.
         let unmarked = keep_by_hand("# New\n", "# Old\n\n## Graph memory\n\nlost\n");
         assert_eq!(unmarked, "# New\n");
