@@ -15,7 +15,8 @@
 //! documents no error for a second free: its behaviour is undefined.
 mod common;
 
-use common::gpus::{self, CopyKernel};
+use common::gpus;
+use common::kernels::CopyKernel;
 #[cfg(unix)]
 use common::process_death as pd;
 use common::{

@@ -13,7 +13,6 @@
 //! the shared bytes ([`slice`]).
 use super::memory::{pattern, same, DeviceBuf};
 use super::{Checks, Gpu, TestResult};
-use core::ffi::c_void;
 use core::ptr::null_mut;
 use cuda_mem_sys::*;
 use libtest_mimic::Failed;
@@ -199,92 +198,7 @@ pub fn importer_place() -> Result<(usize, usize), Failed> {
     Ok((var(DEVICE_VAR)?, var(IMPORTERS_VAR)?))
 }
 
-/// A kernel copying `n` 32-bit words from `src` to `dst` (PTX, JIT-compiled by
-/// the driver), so that a device itself reads and writes memory.
-pub const COPY_PTX: &str = "
-.version 7.0
-.target sm_80
-.address_size 64
-
-.visible .entry copy_u32(
-    .param .u64 dst,
-    .param .u64 src,
-    .param .u32 n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
-
-    ld.param.u64 %rd1, [dst];
-    ld.param.u64 %rd2, [src];
-    ld.param.u32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.u32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd3, %rd1;
-    cvta.to.global.u64 %rd4, %rd2;
-    mul.wide.u32 %rd5, %r5, 4;
-    add.s64 %rd6, %rd4, %rd5;
-    ld.global.u32 %r6, [%rd6];
-    add.s64 %rd7, %rd3, %rd5;
-    st.global.u32 [%rd7], %r6;
-DONE:
-    ret;
-}
-\0";
-
-/// The copy kernel loaded into the current context.
-pub struct CopyKernel {
-    module: CUmodule,
-    func: CUfunction,
-}
-
-impl CopyKernel {
-    pub fn load() -> Result<CopyKernel, Failed> {
-        let mut module: CUmodule = null_mut();
-        cu!(cuModuleLoadData(&mut module, COPY_PTX.as_ptr().cast()))?;
-        let mut func: CUfunction = null_mut();
-        let got = cu!(cuModuleGetFunction(&mut func, module, c"copy_u32".as_ptr()));
-        if got.is_err() {
-            unsafe { cuModuleUnload(module) };
-        }
-        got?;
-        Ok(CopyKernel { module, func })
-    }
-
-    /// Copies `bytes` (a multiple of 4) from `src` to `dst` on `stream`.
-    pub fn copy(&self, dst: u64, src: u64, bytes: usize, stream: CUstream) -> TestResult {
-        let (mut d, mut s, mut n) = (dst, src, (bytes / 4) as u32);
-        let mut params = [
-            (&mut d as *mut u64).cast::<c_void>(),
-            (&mut s as *mut u64).cast::<c_void>(),
-            (&mut n as *mut u32).cast::<c_void>(),
-        ];
-        cu!(cuLaunchKernel(
-            self.func,
-            n.div_ceil(256),
-            1,
-            1,
-            256,
-            1,
-            1,
-            0,
-            stream,
-            params.as_mut_ptr(),
-            null_mut()
-        ))
-    }
-}
-
-impl Drop for CopyKernel {
-    fn drop(&mut self) {
-        unsafe { cuModuleUnload(self.module) };
-    }
-}
+pub use super::kernels::CopyKernel;
 
 /// One step of a conversation with every importer, in turn: tells each
 /// `say` (where given) and expects `want` back from each, within the link's

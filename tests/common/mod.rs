@@ -14,7 +14,7 @@
 //! compared with [`same`]; device memory, page-locked memory, streams, events
 //! and the host NUMA ids are in [`memory`]; VMM allocations, mappings and
 //! their POSIX descriptors in [`vmm`]; every GPU and the one loop over their
-//! pairs in [`gpus`].
+//! pairs in [`gpus`]; a copy kernel (PTX) in [`kernels`].
 // The macros wrap FFI calls in `unsafe` on purpose: every test body calls C.
 #![allow(dead_code)]
 
@@ -463,6 +463,7 @@ pub fn wait_child(mut child: std::process::Child, role: &str) -> TestResult {
 // After the macros, which they use.
 pub mod checks;
 pub mod gpus;
+pub mod kernels;
 pub mod memory;
 pub mod os;
 pub mod vmm;

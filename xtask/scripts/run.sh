@@ -63,7 +63,7 @@ visible=${CUDA_VISIBLE_DEVICES-all}
 if [ "$visible" != all ]; then ngpu=$(printf '%s' "$visible" | tr ',' '\n' | grep -c .); fi
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
 # The binaries compute-sanitizer runs: the device suite, default build.
-sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop dma_buf}
+sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop dma_buf graph_memory}
 extras=${SANITIZE_EXTRAS:-1}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 # <binary>:<test> that compute-sanitizer memcheck 2025.3.1 itself crashes in

@@ -616,8 +616,46 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     // Sections about other targets (marked) are measured by hand or by
     // `abi --target`, not here: keep them.
     let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let md = keep_by_hand(&md, &old);
     let md = crate::abi::keep_target_sections(&md, &old);
     std::fs::write(&path, md).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// Where the old document's sections written by hand begin and end: changes
+/// of entry points outside the five groups, read from the headers by hand.
+const BY_HAND: (&str, &str) = ("<!-- by hand -->", "<!-- end of by hand -->");
+
+/// `new` (generated) with the old document's section written by hand, between
+/// [`BY_HAND`]'s markers, appended.
+fn keep_by_hand(new: &str, old: &str) -> String {
+    let (begin, end) = BY_HAND;
+    let kept = old.find(begin).and_then(|b| {
+        let e = old[b..].find(end)? + b + end.len();
+        Some(&old[b..e])
+    });
+    match kept {
+        Some(section) => format!("{}\n\n{section}\n", new.trim_end()),
+        None => new.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_written_by_hand_survives_regeneration() {
+        let old = "# Old\n\n## 12.1\n\nstale\n\n<!-- by hand -->\n## Graph memory\n\nkept\n<!-- end of by hand -->\n";
+        let doc = keep_by_hand("# New\n\n## 12.1\n\nfresh\n", old);
+        assert!(doc.contains("fresh") && !doc.contains("stale"), "{doc}");
+        assert!(
+            doc.contains("## Graph memory\n\nkept\n<!-- end of by hand -->"),
+            "{doc}"
+        );
+        // The wrong twin: text outside the markers is not kept.
+        let unmarked = keep_by_hand("# New\n", "# Old\n\n## Graph memory\n\nlost\n");
+        assert_eq!(unmarked, "# New\n");
+    }
 }

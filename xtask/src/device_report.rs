@@ -254,9 +254,12 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut rows = String::new();
     let mut api = String::new();
     let (mut errors, mut leaked) = (0, 0);
-    // The device binaries of no group of the five, then the groups'.
+    // The device binaries of no group of the five, then the groups', then graphs'.
     let groupless = ["device_smoke", "dma_buf"].into_iter();
-    for bin in groupless.chain(GROUPS.iter().map(|(bin, _, _)| *bin)) {
+    for bin in groupless
+        .chain(GROUPS.iter().map(|(bin, _, _)| *bin))
+        .chain(["graph_memory"])
+    {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),

@@ -9,7 +9,7 @@ use std::process::Command;
 /// Every example, with its exit code where there is no GPU: 77 ("cannot run
 /// here", as automake and meson read it) for the programs that check effects
 /// on a GPU; 0 for the demo, which also shows what it can without one.
-pub const EXAMPLES: [(&str, i32); 7] = [
+pub const EXAMPLES: [(&str, i32); 8] = [
     ("demo", 0),
     ("vmm", 77),
     ("vmm_ipc", 77),
@@ -17,6 +17,7 @@ pub const EXAMPLES: [(&str, i32); 7] = [
     ("unified_addressing", 77),
     ("tensor_map", 77),
     ("external_resources", 77),
+    ("graph_memory", 77),
 ];
 
 /// The examples in `examples/` missing from [`EXAMPLES`], and the listed

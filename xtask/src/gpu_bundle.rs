@@ -42,7 +42,7 @@ const VARIANTS: [(&str, &str, &[&str]); 6] = [
 
 /// The test targets that touch a GPU (the rest are checks against the C
 /// compiler, which prove nothing more on the GPU machine).
-pub const ON_GPU: [&str; 8] = [
+pub const ON_GPU: [&str; 9] = [
     "abi_symbols",
     "device_smoke",
     "vmm",
@@ -51,6 +51,7 @@ pub const ON_GPU: [&str; 8] = [
     "tensor_map",
     "external_interop",
     "dma_buf",
+    "graph_memory",
 ];
 
 /// The target folder of every release's device build, here and in `gpu-bundle --matrix`.

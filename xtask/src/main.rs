@@ -367,7 +367,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 18] = [
+        let examples: [&[&str]; 19] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -386,6 +386,7 @@ mod tests {
             &["changes"],
             &["wrap-check"],
             &["msvc", "12.0", "13.5"],
+            &["loom"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
