@@ -30,8 +30,9 @@ pub struct Moved {
     pub since: &'static str,
 }
 
-/// The fields that moved, found by comparing the structs of every release
-/// 12.0 to 13.5 (each field's place: direct, or in an anonymous member).
+/// The fields that moved, found by comparing each field's place (direct, or
+/// in an anonymous member) in the structs of 12.0, 12.9 and 13.0 to 13.5:
+/// these three, and no field moved back.
 pub const MOVED: [Moved; 3] = [
     Moved {
         parent: "CUmemLocation_st",
@@ -46,7 +47,7 @@ pub const MOVED: [Moved; 3] = [
     Moved {
         parent: "cudaKernelNodeParamsV2",
         field: "func",
-        since: "13.1",
+        since: "13.2",
     },
 ];
 
@@ -68,7 +69,9 @@ pub fn add(file: &mut syn::File) {
         let syn::Expr::Path(f) = &*call.func else {
             continue;
         };
-        if call.args.len() != 1 || f.path.segments.last().map(|s| s.ident.to_string()) != Some(ty.clone()) {
+        if call.args.len() != 1
+            || f.path.segments.last().map(|s| s.ident.to_string()) != Some(ty.clone())
+        {
             continue;
         }
         enumerators
@@ -126,7 +129,8 @@ fn last_ident(ty: &syn::Type) -> Option<String> {
 fn drop_derived_debug(attrs: &mut [syn::Attribute]) {
     use syn::punctuated::Punctuated;
     for a in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
-        let Ok(paths) = a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        let Ok(paths) =
+            a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
         else {
             continue;
         };
@@ -156,7 +160,9 @@ fn debug_impl(t: &syn::Ident, list: &[(syn::Ident, syn::Expr)]) -> syn::Item {
     let mut seen = BTreeSet::new();
     let arms: Vec<proc_macro2::TokenStream> = list
         .iter()
-        .filter(|(_, v)| is_literal(v) && seen.insert(quote::ToTokens::to_token_stream(v).to_string()))
+        .filter(|(_, v)| {
+            is_literal(v) && seen.insert(quote::ToTokens::to_token_stream(v).to_string())
+        })
         .map(|(n, v)| {
             let name = n.to_string();
             quote::quote!(#v => #name,)
@@ -240,7 +246,10 @@ fn add_moved_field_accessors(file: &mut syn::File) {
                 m.since
             ),
             Place::In { anon, .. } => {
-                format!("in the anonymous member `{anon}` from CUDA {} (these headers)", m.since)
+                format!(
+                    "in the anonymous member `{anon}` from CUDA {} (these headers)",
+                    m.since
+                )
             }
         };
         let mut get_doc = format!(
@@ -249,13 +258,25 @@ fn add_moved_field_accessors(file: &mut syn::File) {
         );
         let set_doc = format!(" Writes `{}` ({where_}).", m.field);
         let (ty, get, set): (&syn::Type, syn::Expr, syn::Expr) = match &place {
-            Place::Direct(ty) => (ty, syn::parse_quote!(self.#field), syn::parse_quote!(self.#field = value)),
-            Place::In { anon, union: false, ty } => (
+            Place::Direct(ty) => (
+                ty,
+                syn::parse_quote!(self.#field),
+                syn::parse_quote!(self.#field = value),
+            ),
+            Place::In {
+                anon,
+                union: false,
+                ty,
+            } => (
                 ty,
                 syn::parse_quote!(self.#anon.#field),
                 syn::parse_quote!(self.#anon.#field = value),
             ),
-            Place::In { anon, union: true, ty } => {
+            Place::In {
+                anon,
+                union: true,
+                ty,
+            } => {
                 let set = syn::parse_quote!(self.#anon.#field = value);
                 let union_ty = anon_type(file, m.parent, anon);
                 if !union_ty.as_deref().is_some_and(|u| kinds.all_plain(u)) {
@@ -305,7 +326,9 @@ fn find(file: &syn::File, m: &Moved) -> Option<Place> {
     for (name, ty) in fields.iter().filter(|f| f.0.starts_with("anon_")) {
         let ty_name = last_ident(ty)?;
         let (union, inner) = file.items.iter().find_map(|i| match i {
-            syn::Item::Union(u) if u.ident == ty_name => Some((true, fields_of(u.fields.named.iter()))),
+            syn::Item::Union(u) if u.ident == ty_name => {
+                Some((true, fields_of(u.fields.named.iter())))
+            }
             syn::Item::Struct(s) if s.ident == ty_name => Some((false, fields_of(s.fields.iter()))),
             _ => None,
         })?;
@@ -386,8 +409,25 @@ impl<'a> Kinds<'a> {
     /// references, floats' cousins `bool`/`char`, or function pointers).
     fn plain(&self, ty: &syn::Type, depth: u32) -> bool {
         const INTEGERS: [&str; 20] = [
-            "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
-            "isize", "c_char", "c_schar", "c_uchar", "c_short", "c_ushort", "c_int", "c_uint",
+            "u8",
+            "u16",
+            "u32",
+            "u64",
+            "u128",
+            "usize",
+            "i8",
+            "i16",
+            "i32",
+            "i64",
+            "i128",
+            "isize",
+            "c_char",
+            "c_schar",
+            "c_uchar",
+            "c_short",
+            "c_ushort",
+            "c_int",
+            "c_uint",
             "c_ulonglong",
         ];
         if depth > 16 {
@@ -452,24 +492,35 @@ mod tests {
         // `Debug` is no longer derived, on either newtype; the one without
         // enumerators prints its value.
         assert!(!out.contains("derive (Debug"), "{out}");
-        assert!(out.contains("impl :: core :: fmt :: Debug for none_enum"), "{out}");
+        assert!(
+            out.contains("impl :: core :: fmt :: Debug for none_enum"),
+            "{out}"
+        );
         assert!(!out.contains("impl none_enum"), "{out}");
     }
 
     #[test]
     fn moved_fields_get_accessors_in_both_places_and_a_getter_only_where_sound() {
-        let direct = generated(
-            "pub struct CUmemLocation_st { pub type_: u32, pub id: ::core::ffi::c_int }",
+        let direct =
+            generated("pub struct CUmemLocation_st { pub type_: u32, pub id: ::core::ffi::c_int }");
+        assert!(
+            direct.contains("pub fn id (& self) -> :: core :: ffi :: c_int { self . id }"),
+            "{direct}"
         );
-        assert!(direct.contains("pub fn id (& self) -> :: core :: ffi :: c_int { self . id }"), "{direct}");
         assert!(direct.contains("pub fn set_id (& mut self , value : :: core :: ffi :: c_int) { self . id = value ; }"), "{direct}");
         let in_union = generated(
             "pub struct CUmemLocation_st { pub type_: u32, pub anon_id: CUmemLocation_st__anon_id }
              pub union CUmemLocation_st__anon_id { pub id: ::core::ffi::c_int, pub localized: L }
              pub struct L { pub deviceId: ::core::ffi::c_uchar, pub localityDomainId: ::core::ffi::c_uchar }",
         );
-        assert!(in_union.contains("unsafe { self . anon_id . id }"), "{in_union}");
-        assert!(in_union.contains("self . anon_id . id = value ;"), "{in_union}");
+        assert!(
+            in_union.contains("unsafe { self . anon_id . id }"),
+            "{in_union}"
+        );
+        assert!(
+            in_union.contains("self . anon_id . id = value ;"),
+            "{in_union}"
+        );
         // The wrong twin: a union with a member that is not plain data (a
         // `bool`) gets the setter only.
         let unsound = generated(

@@ -22749,12 +22749,12 @@ impl cudaMemLocation {
     }
 }
 impl cudaKernelNodeParamsV2 {
-    /// `func` (a direct field in these headers; in an anonymous member from CUDA 13.1): the same call on every release, without `unsafe`.
+    /// `func` (a direct field in these headers; in an anonymous member from CUDA 13.2): the same call on every release, without `unsafe`.
     #[inline]
     pub fn func(&self) -> *mut ::core::ffi::c_void {
         self.func
     }
-    /// Writes `func` (a direct field in these headers; in an anonymous member from CUDA 13.1).
+    /// Writes `func` (a direct field in these headers; in an anonymous member from CUDA 13.2).
     #[inline]
     pub fn set_func(&mut self, value: *mut ::core::ffi::c_void) {
         self.func = value;
