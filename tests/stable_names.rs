@@ -53,8 +53,10 @@ fn moved_fields_read_and_write_by_one_source_without_unsafe() {
     assert_ne!(loc.id(), 5);
     assert_eq!(loc.id(), -2);
 
-    let mut rt = cudaMemLocation::default();
-    rt.type_ = cudaMemLocationTypeDevice;
+    let mut rt = cudaMemLocation {
+        type_: cudaMemLocationTypeDevice,
+        ..Default::default()
+    };
     rt.set_id(7);
     assert_eq!(rt.id(), 7);
     assert_eq!(
