@@ -211,13 +211,14 @@ fn debug_names_the_enumerator_and_its_value() {
         format!("{:?}", CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK),
         "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK (8)"
     );
-    let prop = CUmemAllocationProp {
-        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+    // (A struct holding a union, `CUmemAllocationProp` from 13.2, derives no `Debug`.)
+    let desc = CUDA_ARRAY_DESCRIPTOR {
+        Format: CU_AD_FORMAT_UNSIGNED_INT8,
         ..Default::default()
     };
-    let shown = format!("{prop:?}");
+    let shown = format!("{desc:?}");
     assert!(
-        shown.contains("type_: CU_MEM_ALLOCATION_TYPE_PINNED (1)"),
+        shown.contains("Format: CU_AD_FORMAT_UNSIGNED_INT8 (1)"),
         "{shown}"
     );
 }
