@@ -10,6 +10,7 @@ mod docs;
 mod groups;
 mod links;
 pub mod loader;
+mod ports;
 mod postprocess;
 #[allow(unused_imports)] // abi-proofs's generators read it; cuda-mem-sys's build does not
 pub use postprocess::foreign_functions;

@@ -1,9 +1,10 @@
 //! Turns bindgen's output into the crate's generated file: documented names
 //! for macro-renamed functions, stable names for anonymous members, constants
-//! bindgen drops, flag operators, Markdown docs, and one module per API group.
+//! bindgen drops, flag operators, what ports from other bindings by renaming
+//! (`ports.rs`), Markdown docs, and one module per API group.
 
 use super::preprocess::{MacroDef, Preprocessor};
-use super::{docs, groups, links, loader, Docs};
+use super::{docs, groups, links, loader, ports, Docs};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub struct Context<'a> {
@@ -44,8 +45,9 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
     add_aliases(&mut file, &aliases);
     name_anonymous_members(&mut file);
     add_flag_operators(&mut file);
+    ports::add(&mut file);
     add_macro_constants(&mut file, cx.macros);
-    (cx.lap)("names, members, operators, macro constants");
+    (cx.lap)("names, members, operators, ports, macro constants");
     // The C compiler's two questions (which negative macro constants are
     // unsigned; which `PFN_` typedef fits each driver symbol) need nothing
     // of what follows: they run beside the group modules, each in a thread.

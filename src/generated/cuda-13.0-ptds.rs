@@ -508,7 +508,7 @@ pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: CUipcMem_flags_enum = CUipcMem_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUipcMem_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUipcMem_flags_enum as CUipcMem_flags;
@@ -520,7 +520,7 @@ pub const CU_MEM_ATTACH_HOST: CUmemAttach_flags_enum = CUmemAttach_flags_enum(2)
 pub const CU_MEM_ATTACH_SINGLE: CUmemAttach_flags_enum = CUmemAttach_flags_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAttach_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAttach_flags_enum as CUmemAttach_flags;
@@ -550,7 +550,7 @@ pub const CU_CTX_SYNC_MEMOPS: CUctx_flags_enum = CUctx_flags_enum(128);
 pub const CU_CTX_FLAGS_MASK: CUctx_flags_enum = CUctx_flags_enum(255);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUctx_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUctx_flags_enum as CUctx_flags;
@@ -566,7 +566,7 @@ pub const CU_EVENT_SCHED_BLOCKING_SYNC: CUevent_sched_flags_enum = CUevent_sched
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUevent_sched_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_sched_flags_enum as CUevent_sched_flags;
@@ -576,7 +576,7 @@ pub const CU_STREAM_DEFAULT: CUstream_flags_enum = CUstream_flags_enum(0);
 pub const CU_STREAM_NON_BLOCKING: CUstream_flags_enum = CUstream_flags_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstream_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstream_flags_enum as CUstream_flags;
@@ -590,7 +590,7 @@ pub const CU_EVENT_DISABLE_TIMING: CUevent_flags_enum = CUevent_flags_enum(2);
 pub const CU_EVENT_INTERPROCESS: CUevent_flags_enum = CUevent_flags_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUevent_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_flags_enum as CUevent_flags;
@@ -604,7 +604,7 @@ pub const CU_EVENT_RECORD_EXTERNAL: CUevent_record_flags_enum = CUevent_record_f
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUevent_record_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_record_flags_enum as CUevent_record_flags;
@@ -614,7 +614,7 @@ pub const CU_EVENT_WAIT_DEFAULT: CUevent_wait_flags_enum = CUevent_wait_flags_en
 pub const CU_EVENT_WAIT_EXTERNAL: CUevent_wait_flags_enum = CUevent_wait_flags_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUevent_wait_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_wait_flags_enum as CUevent_wait_flags;
@@ -640,7 +640,7 @@ pub const CU_STREAM_WAIT_VALUE_FLUSH: CUstreamWaitValue_flags_enum = CUstreamWai
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamWaitValue_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamWaitValue_flags_enum as CUstreamWaitValue_flags;
@@ -654,7 +654,7 @@ pub const CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: CUstreamWriteValue_flags_enum
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamWriteValue_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamWriteValue_flags_enum as CUstreamWriteValue_flags;
@@ -684,7 +684,7 @@ pub const CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: CUstreamBatchMemOpType_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamBatchMemOpType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamBatchMemOpType_enum as CUstreamBatchMemOpType;
@@ -698,7 +698,7 @@ pub const CU_STREAM_MEMORY_BARRIER_TYPE_GPU: CUstreamMemoryBarrier_flags_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamMemoryBarrier_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamMemoryBarrier_flags_enum as CUstreamMemoryBarrier_flags;
@@ -880,7 +880,7 @@ pub const CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE: CUoccupancy_flags_enum = CUoccu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUoccupancy_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUoccupancy_flags_enum as CUoccupancy_flags;
@@ -894,7 +894,7 @@ pub const CU_STREAM_SET_CAPTURE_DEPENDENCIES: CUstreamUpdateCaptureDependencies_
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamUpdateCaptureDependencies_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamUpdateCaptureDependencies_flags_enum as CUstreamUpdateCaptureDependencies_flags;
@@ -904,7 +904,7 @@ pub const CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET: CUasyncNotificationType_enum =
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUasyncNotificationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUasyncNotificationType_enum as CUasyncNotificationType;
@@ -1065,7 +1065,7 @@ pub const CU_AD_FORMAT_UNORM_INT_101010_2: CUarray_format_enum = CUarray_format_
 pub const CU_AD_FORMAT_MAX: CUarray_format_enum = CUarray_format_enum(2147483647);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarray_format_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarray_format_enum as CUarray_format;
@@ -1079,7 +1079,7 @@ pub const CU_TR_ADDRESS_MODE_MIRROR: CUaddress_mode_enum = CUaddress_mode_enum(2
 pub const CU_TR_ADDRESS_MODE_BORDER: CUaddress_mode_enum = CUaddress_mode_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUaddress_mode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUaddress_mode_enum as CUaddress_mode;
@@ -1089,7 +1089,7 @@ pub const CU_TR_FILTER_MODE_POINT: CUfilter_mode_enum = CUfilter_mode_enum(0);
 pub const CU_TR_FILTER_MODE_LINEAR: CUfilter_mode_enum = CUfilter_mode_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUfilter_mode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfilter_mode_enum as CUfilter_mode;
@@ -1711,7 +1711,7 @@ pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = CUdevice_attribute_
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevice_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdevice_attribute_enum as CUdevice_attribute;
@@ -1820,7 +1820,7 @@ pub const CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: CUpointer_attribute_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUpointer_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUpointer_attribute_enum as CUpointer_attribute;
@@ -1894,7 +1894,7 @@ pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = CUfunction_attribut
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUfunction_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
@@ -1908,7 +1908,7 @@ pub const CU_FUNC_CACHE_PREFER_L1: CUfunc_cache_enum = CUfunc_cache_enum(2);
 pub const CU_FUNC_CACHE_PREFER_EQUAL: CUfunc_cache_enum = CUfunc_cache_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUfunc_cache_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunc_cache_enum as CUfunc_cache;
@@ -1926,7 +1926,7 @@ pub const CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE: CUsharedconfig_enum = CUsha
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUsharedconfig_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUsharedconfig_enum as CUsharedconfig;
@@ -1944,7 +1944,7 @@ pub const CU_SHAREDMEM_CARVEOUT_MAX_L1: CUshared_carveout_enum = CUshared_carveo
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUshared_carveout_enum(pub ::core::ffi::c_int);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUshared_carveout_enum as CUshared_carveout;
@@ -1958,7 +1958,7 @@ pub const CU_MEMORYTYPE_ARRAY: CUmemorytype_enum = CUmemorytype_enum(3);
 pub const CU_MEMORYTYPE_UNIFIED: CUmemorytype_enum = CUmemorytype_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemorytype_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemorytype_enum as CUmemorytype;
@@ -1970,7 +1970,7 @@ pub const CU_COMPUTEMODE_PROHIBITED: CUcomputemode_enum = CUcomputemode_enum(2);
 pub const CU_COMPUTEMODE_EXCLUSIVE_PROCESS: CUcomputemode_enum = CUcomputemode_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcomputemode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcomputemode_enum as CUcomputemode;
@@ -1990,7 +1990,7 @@ pub const CU_MEM_ADVISE_SET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(5
 pub const CU_MEM_ADVISE_UNSET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmem_advise_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmem_advise_enum as CUmem_advise;
@@ -2028,7 +2028,7 @@ pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID: CUmem_range_attribut
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmem_range_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmem_range_attribute_enum as CUmem_range_attribute;
@@ -2108,7 +2108,7 @@ pub const CU_JIT_SPLIT_COMPILE: CUjit_option_enum = CUjit_option_enum(34);
 pub const CU_JIT_NUM_OPTIONS: CUjit_option_enum = CUjit_option_enum(35);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUjit_option_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_option_enum as CUjit_option;
@@ -2182,7 +2182,7 @@ pub const CU_TARGET_COMPUTE_120F: CUjit_target_enum = CUjit_target_enum(131192);
 pub const CU_TARGET_COMPUTE_121F: CUjit_target_enum = CUjit_target_enum(131193);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUjit_target_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_target_enum as CUjit_target;
@@ -2192,7 +2192,7 @@ pub const CU_PREFER_PTX: CUjit_fallback_enum = CUjit_fallback_enum(0);
 pub const CU_PREFER_BINARY: CUjit_fallback_enum = CUjit_fallback_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUjit_fallback_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_fallback_enum as CUjit_fallback;
@@ -2204,7 +2204,7 @@ pub const CU_JIT_CACHE_OPTION_CG: CUjit_cacheMode_enum = CUjit_cacheMode_enum(1)
 pub const CU_JIT_CACHE_OPTION_CA: CUjit_cacheMode_enum = CUjit_cacheMode_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUjit_cacheMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_cacheMode_enum as CUjit_cacheMode;
@@ -2224,7 +2224,7 @@ pub const CU_JIT_INPUT_NVVM: CUjitInputType_enum = CUjitInputType_enum(5);
 pub const CU_JIT_NUM_INPUT_TYPES: CUjitInputType_enum = CUjitInputType_enum(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUjitInputType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjitInputType_enum as CUjitInputType;
@@ -2258,7 +2258,7 @@ pub const CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER: CUgraphicsRegisterFlags_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphicsRegisterFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphicsRegisterFlags_enum as CUgraphicsRegisterFlags;
@@ -2276,7 +2276,7 @@ pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD: CUgraphicsMapResourceFla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphicsMapResourceFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphicsMapResourceFlags_enum as CUgraphicsMapResourceFlags;
@@ -2306,7 +2306,7 @@ pub const CU_CUBEMAP_FACE_NEGATIVE_Z: CUarray_cubemap_face_enum = CUarray_cubema
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarray_cubemap_face_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarray_cubemap_face_enum as CUarray_cubemap_face;
@@ -2334,7 +2334,7 @@ pub const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: CUlimit_enum = CUlimit_enum(9);
 pub const CU_LIMIT_MAX: CUlimit_enum = CUlimit_enum(10);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlimit_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlimit_enum as CUlimit;
@@ -2348,7 +2348,7 @@ pub const CU_RESOURCE_TYPE_LINEAR: CUresourcetype_enum = CUresourcetype_enum(2);
 pub const CU_RESOURCE_TYPE_PITCH2D: CUresourcetype_enum = CUresourcetype_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUresourcetype_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUresourcetype_enum as CUresourcetype;
@@ -2366,7 +2366,7 @@ pub const CU_ACCESS_PROPERTY_PERSISTING: CUaccessProperty_enum = CUaccessPropert
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUaccessProperty_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUaccessProperty_enum as CUaccessProperty;
@@ -2567,7 +2567,7 @@ pub const CU_GRAPH_COND_TYPE_SWITCH: CUgraphConditionalNodeType_enum = CUgraphCo
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphConditionalNodeType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphConditionalNodeType_enum as CUgraphConditionalNodeType;
@@ -2630,7 +2630,7 @@ pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: CUgraphNodeType_enum = CUgraphNodeType
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphNodeType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphNodeType_enum as CUgraphNodeType;
@@ -2644,7 +2644,7 @@ pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: CUgraphDependencyType_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphDependencyType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphDependencyType_enum as CUgraphDependencyType;
@@ -2685,7 +2685,7 @@ pub const CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: CUgraphInstantiateRe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphInstantiateResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphInstantiateResult_enum as CUgraphInstantiateResult;
@@ -2727,7 +2727,7 @@ pub const CU_SYNC_POLICY_BLOCKING_SYNC: CUsynchronizationPolicy_enum = CUsynchro
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUsynchronizationPolicy_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUsynchronizationPolicy_enum as CUsynchronizationPolicy;
@@ -2745,7 +2745,7 @@ pub const CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING: CUclusterSchedulingPolicy
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUclusterSchedulingPolicy_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUclusterSchedulingPolicy_enum as CUclusterSchedulingPolicy;
@@ -2759,7 +2759,7 @@ pub const CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE: CUlaunchMemSyncDomain_enum = CUlaunc
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchMemSyncDomain_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlaunchMemSyncDomain_enum as CUlaunchMemSyncDomain;
@@ -2838,7 +2838,7 @@ pub const CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: CUlaunchAttributeI
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeID_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlaunchAttributeID_enum as CUlaunchAttributeID;
@@ -3004,7 +3004,7 @@ pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus_enum = CUs
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamCaptureStatus_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamCaptureStatus_enum as CUstreamCaptureStatus;
@@ -3022,7 +3022,7 @@ pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = CUstreamCap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamCaptureMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamCaptureMode_enum as CUstreamCaptureMode;
@@ -3046,7 +3046,7 @@ pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: CUdriverProcAddress_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdriverProcAddress_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdriverProcAddress_flags_enum as CUdriverProcAddress_flags;
@@ -3064,7 +3064,7 @@ pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: CUdriverProcAddressQueryRe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdriverProcAddressQueryResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdriverProcAddressQueryResult_enum as CUdriverProcAddressQueryResult;
@@ -3078,7 +3078,7 @@ pub const CU_EXEC_AFFINITY_TYPE_MAX: CUexecAffinityType_enum = CUexecAffinityTyp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUexecAffinityType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexecAffinityType_enum as CUexecAffinityType;
@@ -3133,7 +3133,7 @@ pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: CUcigDataType_enum = CUcigDataType_
 pub const CIG_DATA_TYPE_NV_BLOB: CUcigDataType_enum = CUcigDataType_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcigDataType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcigDataType_enum as CUcigDataType;
@@ -3184,7 +3184,7 @@ pub const CU_LIBRARY_BINARY_IS_PRESERVED: CUlibraryOption_enum = CUlibraryOption
 pub const CU_LIBRARY_NUM_OPTIONS: CUlibraryOption_enum = CUlibraryOption_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlibraryOption_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlibraryOption_enum as CUlibraryOption;
@@ -3420,7 +3420,7 @@ pub const CUDA_ERROR_KEY_ROTATION: cudaError_enum = cudaError_enum(916);
 pub const CUDA_ERROR_UNKNOWN: cudaError_enum = cudaError_enum(999);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaError_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::cudaError_enum as CUresult;
@@ -3450,7 +3450,7 @@ pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: CUdevice
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevice_P2PAttribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdevice_P2PAttribute_enum as CUdevice_P2PAttribute;
@@ -3502,7 +3502,7 @@ pub const CU_ATOMIC_OPERATION_FLOAT_MAX: CUatomicOperation_enum = CUatomicOperat
 pub const CU_ATOMIC_OPERATION_MAX: CUatomicOperation_enum = CUatomicOperation_enum(13);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUatomicOperation_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUatomicOperation_enum as CUatomicOperation;
@@ -3536,7 +3536,7 @@ pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: CUatomicOperationCapability_enum = C
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUatomicOperationCapability_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUatomicOperationCapability_enum as CUatomicOperationCapability;
@@ -4056,7 +4056,7 @@ pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC7: CUresourceViewFormat_enum = CUresourc
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUresourceViewFormat_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUresourceViewFormat_enum as CUresourceViewFormat;
@@ -4171,7 +4171,7 @@ pub const CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B: CUtensorMapDataType_enum = CUte
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapDataType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapDataType_enum as CUtensorMapDataType;
@@ -4189,7 +4189,7 @@ pub const CU_TENSOR_MAP_INTERLEAVE_32B: CUtensorMapInterleave_enum = CUtensorMap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapInterleave_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapInterleave_enum as CUtensorMapInterleave;
@@ -4223,7 +4223,7 @@ pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B: CUtensorMapSwizzle_enum = CUtenso
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapSwizzle_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapSwizzle_enum as CUtensorMapSwizzle;
@@ -4245,7 +4245,7 @@ pub const CU_TENSOR_MAP_L2_PROMOTION_L2_256B: CUtensorMapL2promotion_enum = CUte
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapL2promotion_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapL2promotion_enum as CUtensorMapL2promotion;
@@ -4259,7 +4259,7 @@ pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: CUtensorMapFloatOOB
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapFloatOOBfill_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapFloatOOBfill_enum as CUtensorMapFloatOOBfill;
@@ -4273,7 +4273,7 @@ pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128: CUtensorMapIm2ColWideMode_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMapIm2ColWideMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapIm2ColWideMode_enum as CUtensorMapIm2ColWideMode;
@@ -4302,7 +4302,7 @@ pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: CUDA_POINTER_ATTRIBUTE_ACC
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum as CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
@@ -4372,7 +4372,7 @@ pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD: CUexternalMemoryHandleType_e
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUexternalMemoryHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexternalMemoryHandleType_enum as CUexternalMemoryHandleType;
@@ -4509,7 +4509,7 @@ pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32: CUexternal
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUexternalSemaphoreHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexternalSemaphoreHandleType_enum as CUexternalSemaphoreHandleType;
@@ -4813,7 +4813,7 @@ pub const CU_MEM_HANDLE_TYPE_MAX: CUmemAllocationHandleType_enum = CUmemAllocati
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationHandleType_enum as CUmemAllocationHandleType;
@@ -4835,7 +4835,7 @@ pub const CU_MEM_ACCESS_FLAGS_PROT_MAX: CUmemAccess_flags_enum = CUmemAccess_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAccess_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAccess_flags_enum as CUmemAccess_flags;
@@ -4865,7 +4865,7 @@ pub const CU_MEM_LOCATION_TYPE_MAX: CUmemLocationType_enum = CUmemLocationType_e
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemLocationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemLocationType_enum as CUmemLocationType;
@@ -4887,7 +4887,7 @@ pub const CU_MEM_ALLOCATION_TYPE_MAX: CUmemAllocationType_enum = CUmemAllocation
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationType_enum as CUmemAllocationType;
@@ -4901,7 +4901,7 @@ pub const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: CUmemAllocationGranularity_flags
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationGranularity_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationGranularity_flags_enum as CUmemAllocationGranularity_flags;
@@ -4915,7 +4915,7 @@ pub const CU_MEM_RANGE_HANDLE_TYPE_MAX: CUmemRangeHandleType_enum = CUmemRangeHa
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemRangeHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemRangeHandleType_enum as CUmemRangeHandleType;
@@ -4925,7 +4925,7 @@ pub const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: CUmemRangeFlags_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemRangeFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemRangeFlags_enum as CUmemRangeFlags;
@@ -4939,7 +4939,7 @@ pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL: CUarraySparseSubresourceType
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarraySparseSubresourceType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarraySparseSubresourceType_enum as CUarraySparseSubresourceType;
@@ -4953,7 +4953,7 @@ pub const CU_MEM_OPERATION_TYPE_UNMAP: CUmemOperationType_enum = CUmemOperationT
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemOperationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemOperationType_enum as CUmemOperationType;
@@ -4961,7 +4961,7 @@ pub use self::CUmemOperationType_enum as CUmemOperationType;
 pub const CU_MEM_HANDLE_TYPE_GENERIC: CUmemHandleType_enum = CUmemHandleType_enum(0);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemHandleType_enum as CUmemHandleType;
@@ -5092,7 +5092,7 @@ pub const CU_MEM_ALLOCATION_COMP_GENERIC: CUmemAllocationCompType_enum = CUmemAl
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationCompType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationCompType_enum as CUmemAllocationCompType;
@@ -5138,7 +5138,7 @@ pub const CU_MULTICAST_GRANULARITY_RECOMMENDED: CUmulticastGranularity_flags_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmulticastGranularity_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmulticastGranularity_flags_enum as CUmulticastGranularity_flags;
@@ -5213,7 +5213,7 @@ pub const CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: CUgraphExecUpdateResult
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphExecUpdateResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphExecUpdateResult_enum as CUgraphExecUpdateResult;
@@ -5272,7 +5272,7 @@ pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: CUmemPool_attribute_enum = CUmemPool_at
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemPool_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemPool_attribute_enum as CUmemPool_attribute;
@@ -5328,7 +5328,7 @@ pub const CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: CUmemcpyFlags_enum = CUmem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpyFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpyFlags_enum as CUmemcpyFlags;
@@ -5354,7 +5354,7 @@ pub const CU_MEMCPY_SRC_ACCESS_ORDER_MAX: CUmemcpySrcAccessOrder_enum = CUmemcpy
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpySrcAccessOrder_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpySrcAccessOrder_enum as CUmemcpySrcAccessOrder;
@@ -5394,7 +5394,7 @@ pub const CU_MEMCPY_OPERAND_TYPE_MAX: CUmemcpy3DOperandType_enum = CUmemcpy3DOpe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpy3DOperandType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpy3DOperandType_enum as CUmemcpy3DOperandType;
@@ -5585,7 +5585,7 @@ pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: CUgraphMem_attribute_enum = CUgra
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphMem_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphMem_attribute_enum as CUgraphMem_attribute;
@@ -5599,7 +5599,7 @@ pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: CUgraphChildGraphNodeOwnership_en
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphChildGraphNodeOwnership_enum as CUgraphChildGraphNodeOwnership;
@@ -5713,7 +5713,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: CUflushGPUDirectRDMAWri
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUflushGPUDirectRDMAWritesOptions_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesOptions_enum as CUflushGPUDirectRDMAWritesOptions;
@@ -5731,7 +5731,7 @@ pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES: CUGPUDirectRDMAWritesO
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUGPUDirectRDMAWritesOrdering_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUGPUDirectRDMAWritesOrdering_enum as CUGPUDirectRDMAWritesOrdering;
@@ -5745,7 +5745,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES: CUflushGPUDirectRDMAWr
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUflushGPUDirectRDMAWritesScope_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesScope_enum as CUflushGPUDirectRDMAWritesScope;
@@ -5755,7 +5755,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: CUflushGPUDirectRD
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUflushGPUDirectRDMAWritesTarget_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesTarget_enum as CUflushGPUDirectRDMAWritesTarget;
@@ -5825,7 +5825,7 @@ pub const CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: CUgraphDebugDot_flag
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphDebugDot_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphDebugDot_flags_enum as CUgraphDebugDot_flags;
@@ -5835,7 +5835,7 @@ pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: CUuserObject_flags_enum = CUuserObj
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUuserObject_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUuserObject_flags_enum as CUuserObject_flags;
@@ -5845,7 +5845,7 @@ pub const CU_GRAPH_USER_OBJECT_MOVE: CUuserObjectRetain_flags_enum = CUuserObjec
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUuserObjectRetain_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUuserObjectRetain_flags_enum as CUuserObjectRetain_flags;
@@ -5867,7 +5867,7 @@ pub const CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: CUgraphInstantiate_flag
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphInstantiate_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphInstantiate_flags_enum as CUgraphInstantiate_flags;
@@ -5881,7 +5881,7 @@ pub const CU_DEVICE_NUMA_CONFIG_NUMA_NODE: CUdeviceNumaConfig_enum = CUdeviceNum
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdeviceNumaConfig_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdeviceNumaConfig_enum as CUdeviceNumaConfig;
@@ -5895,7 +5895,7 @@ pub const CU_PROCESS_STATE_CHECKPOINTED: CUprocessState_enum = CUprocessState_en
 pub const CU_PROCESS_STATE_FAILED: CUprocessState_enum = CUprocessState_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUprocessState_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUprocessState_enum as CUprocessState;
@@ -5962,7 +5962,7 @@ pub const CU_MODULE_EAGER_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMod
 pub const CU_MODULE_LAZY_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMode_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmoduleLoadingMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmoduleLoadingMode_enum as CUmoduleLoadingMode;
@@ -5984,7 +5984,7 @@ pub const CU_MEM_DECOMPRESS_ALGORITHM_LZ4: CUmemDecompressAlgorithm_enum = CUmem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemDecompressAlgorithm_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemDecompressAlgorithm_enum as CUmemDecompressAlgorithm;
@@ -6025,7 +6025,7 @@ pub const CU_FUNCTION_LOADING_STATE_MAX: CUfunctionLoadingState_enum = CUfunctio
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUfunctionLoadingState_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunctionLoadingState_enum as CUfunctionLoadingState;
@@ -6053,7 +6053,7 @@ pub const CU_COREDUMP_GENERATION_FLAGS: CUcoredumpSettings_enum = CUcoredumpSett
 pub const CU_COREDUMP_MAX: CUcoredumpSettings_enum = CUcoredumpSettings_enum(8);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcoredumpSettings_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcoredumpSettings_enum as CUcoredumpSettings;
@@ -6091,7 +6091,7 @@ pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpG
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUCoredumpGenerationFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
@@ -6107,7 +6107,7 @@ pub const CU_GREEN_CTX_DEFAULT_STREAM: CUgreenCtxCreate_flags = CUgreenCtxCreate
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgreenCtxCreate_flags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplit_flags = CUdevSmResourceSplit_flags(
@@ -6119,7 +6119,7 @@ pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevSmResourceSplit_flags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = CUdevResourceType(0);
@@ -6127,7 +6127,7 @@ pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = CUdevResourceType(0)
 pub const CU_DEV_RESOURCE_TYPE_SM: CUdevResourceType = CUdevResourceType(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevResourceType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
@@ -6182,7 +6182,7 @@ pub const CU_LOG_LEVEL_ERROR: CUlogLevel_enum = CUlogLevel_enum(0);
 pub const CU_LOG_LEVEL_WARNING: CUlogLevel_enum = CUlogLevel_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlogLevel_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlogLevel_enum as CUlogLevel;
@@ -6215,7 +6215,7 @@ pub const cudaRoundPosInf: cudaRoundMode = cudaRoundMode(2);
 pub const cudaRoundMinInf: cudaRoundMode = cudaRoundMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaRoundMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -6495,7 +6495,7 @@ pub const cudaErrorUnknown: cudaError = cudaError(999);
 pub const cudaErrorApiFailureBase: cudaError = cudaError(10000);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaError(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaChannelFormatKindSigned: cudaChannelFormatKind = cudaChannelFormatKind(0);
@@ -6619,7 +6619,7 @@ pub const cudaChannelFormatKindUnsignedNormalized1010102: cudaChannelFormatKind 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaChannelFormatKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -6696,7 +6696,7 @@ pub const cudaMemoryTypeDevice: cudaMemoryType = cudaMemoryType(2);
 pub const cudaMemoryTypeManaged: cudaMemoryType = cudaMemoryType(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemoryType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpyHostToHost: cudaMemcpyKind = cudaMemcpyKind(0);
@@ -6710,7 +6710,7 @@ pub const cudaMemcpyDeviceToDevice: cudaMemcpyKind = cudaMemcpyKind(3);
 pub const cudaMemcpyDefault: cudaMemcpyKind = cudaMemcpyKind(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpyKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -6856,7 +6856,7 @@ pub const cudaAccessPropertyStreaming: cudaAccessProperty = cudaAccessProperty(1
 pub const cudaAccessPropertyPersisting: cudaAccessProperty = cudaAccessProperty(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaAccessProperty(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -6927,7 +6927,7 @@ pub const cudaStreamCaptureStatusInvalidated: cudaStreamCaptureStatus = cudaStre
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaStreamCaptureStatus(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamCaptureModeGlobal: cudaStreamCaptureMode = cudaStreamCaptureMode(0);
@@ -6939,7 +6939,7 @@ pub const cudaStreamCaptureModeThreadLocal: cudaStreamCaptureMode = cudaStreamCa
 pub const cudaStreamCaptureModeRelaxed: cudaStreamCaptureMode = cudaStreamCaptureMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaStreamCaptureMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSyncPolicyAuto: cudaSynchronizationPolicy = cudaSynchronizationPolicy(1);
@@ -6953,7 +6953,7 @@ pub const cudaSyncPolicyBlockingSync: cudaSynchronizationPolicy = cudaSynchroniz
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaSynchronizationPolicy(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaClusterSchedulingPolicyDefault: cudaClusterSchedulingPolicy = cudaClusterSchedulingPolicy(
@@ -6969,7 +6969,7 @@ pub const cudaClusterSchedulingPolicyLoadBalancing: cudaClusterSchedulingPolicy 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaClusterSchedulingPolicy(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAddCaptureDependencies: cudaStreamUpdateCaptureDependenciesFlags = cudaStreamUpdateCaptureDependenciesFlags(
@@ -6981,13 +6981,13 @@ pub const cudaStreamSetCaptureDependencies: cudaStreamUpdateCaptureDependenciesF
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaStreamUpdateCaptureDependenciesFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaUserObjectNoDestructorSync: cudaUserObjectFlags = cudaUserObjectFlags(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaUserObjectFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphUserObjectMove: cudaUserObjectRetainFlags = cudaUserObjectRetainFlags(
@@ -6995,7 +6995,7 @@ pub const cudaGraphUserObjectMove: cudaUserObjectRetainFlags = cudaUserObjectRet
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaUserObjectRetainFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -7025,7 +7025,7 @@ pub const cudaGraphicsRegisterFlagsTextureGather: cudaGraphicsRegisterFlags = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphicsRegisterFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphicsMapFlagsNone: cudaGraphicsMapFlags = cudaGraphicsMapFlags(0);
@@ -7037,7 +7037,7 @@ pub const cudaGraphicsMapFlagsWriteDiscard: cudaGraphicsMapFlags = cudaGraphicsM
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphicsMapFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphicsCubeFacePositiveX: cudaGraphicsCubeFace = cudaGraphicsCubeFace(0);
@@ -7053,7 +7053,7 @@ pub const cudaGraphicsCubeFacePositiveZ: cudaGraphicsCubeFace = cudaGraphicsCube
 pub const cudaGraphicsCubeFaceNegativeZ: cudaGraphicsCubeFace = cudaGraphicsCubeFace(5);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphicsCubeFace(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaResourceTypeArray: cudaResourceType = cudaResourceType(0);
@@ -7065,7 +7065,7 @@ pub const cudaResourceTypeLinear: cudaResourceType = cudaResourceType(2);
 pub const cudaResourceTypePitch2D: cudaResourceType = cudaResourceType(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaResViewFormatNone: cudaResourceViewFormat = cudaResourceViewFormat(0);
@@ -7195,7 +7195,7 @@ pub const cudaResViewFormatUnsignedBlockCompressed7: cudaResourceViewFormat = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceViewFormat(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -7405,7 +7405,7 @@ pub const cudaFuncAttributeClusterSchedulingPolicyPreference: cudaFuncAttribute 
 pub const cudaFuncAttributeMax: cudaFuncAttribute = cudaFuncAttribute(16);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFuncAttribute(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFuncCachePreferNone: cudaFuncCache = cudaFuncCache(0);
@@ -7417,7 +7417,7 @@ pub const cudaFuncCachePreferL1: cudaFuncCache = cudaFuncCache(2);
 pub const cudaFuncCachePreferEqual: cudaFuncCache = cudaFuncCache(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFuncCache(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSharedMemBankSizeDefault: cudaSharedMemConfig = cudaSharedMemConfig(0);
@@ -7427,7 +7427,7 @@ pub const cudaSharedMemBankSizeFourByte: cudaSharedMemConfig = cudaSharedMemConf
 pub const cudaSharedMemBankSizeEightByte: cudaSharedMemConfig = cudaSharedMemConfig(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaSharedMemConfig(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSharedmemCarveoutDefault: cudaSharedCarveout = cudaSharedCarveout(-1);
@@ -7437,7 +7437,7 @@ pub const cudaSharedmemCarveoutMaxShared: cudaSharedCarveout = cudaSharedCarveou
 pub const cudaSharedmemCarveoutMaxL1: cudaSharedCarveout = cudaSharedCarveout(0);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaSharedCarveout(pub ::core::ffi::c_int);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaComputeModeDefault: cudaComputeMode = cudaComputeMode(0);
@@ -7449,7 +7449,7 @@ pub const cudaComputeModeProhibited: cudaComputeMode = cudaComputeMode(2);
 pub const cudaComputeModeExclusiveProcess: cudaComputeMode = cudaComputeMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaComputeMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLimitStackSize: cudaLimit = cudaLimit(0);
@@ -7467,7 +7467,7 @@ pub const cudaLimitMaxL2FetchGranularity: cudaLimit = cudaLimit(5);
 pub const cudaLimitPersistingL2CacheSize: cudaLimit = cudaLimit(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLimit(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemAdviseSetReadMostly: cudaMemoryAdvise = cudaMemoryAdvise(1);
@@ -7483,7 +7483,7 @@ pub const cudaMemAdviseSetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(5);
 pub const cudaMemAdviseUnsetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemoryAdvise(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemRangeAttributeReadMostly: cudaMemRangeAttribute = cudaMemRangeAttribute(
@@ -7519,7 +7519,7 @@ pub const cudaMemRangeAttributeLastPrefetchLocationId: cudaMemRangeAttribute = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemRangeAttribute(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesOptionHost: cudaFlushGPUDirectRDMAWritesOptions = cudaFlushGPUDirectRDMAWritesOptions(
@@ -7531,7 +7531,7 @@ pub const cudaFlushGPUDirectRDMAWritesOptionMemOps: cudaFlushGPUDirectRDMAWrites
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFlushGPUDirectRDMAWritesOptions(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGPUDirectRDMAWritesOrderingNone: cudaGPUDirectRDMAWritesOrdering = cudaGPUDirectRDMAWritesOrdering(
@@ -7547,7 +7547,7 @@ pub const cudaGPUDirectRDMAWritesOrderingAllDevices: cudaGPUDirectRDMAWritesOrde
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGPUDirectRDMAWritesOrdering(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesToOwner: cudaFlushGPUDirectRDMAWritesScope = cudaFlushGPUDirectRDMAWritesScope(
@@ -7559,7 +7559,7 @@ pub const cudaFlushGPUDirectRDMAWritesToAllDevices: cudaFlushGPUDirectRDMAWrites
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFlushGPUDirectRDMAWritesScope(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: cudaFlushGPUDirectRDMAWritesTarget = cudaFlushGPUDirectRDMAWritesTarget(
@@ -7567,7 +7567,7 @@ pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: cudaFlushGPUDirectRDM
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFlushGPUDirectRDMAWritesTarget(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaDevAttrMaxThreadsPerBlock: cudaDeviceAttr = cudaDeviceAttr(1);
@@ -7867,7 +7867,7 @@ pub const cudaDevAttrOnlyPartialHostNativeAtomicSupported: cudaDeviceAttr = cuda
 pub const cudaDevAttrMax: cudaDeviceAttr = cudaDeviceAttr(148);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDeviceAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemPoolReuseFollowEventDependencies: cudaMemPoolAttr = cudaMemPoolAttr(1);
@@ -7889,7 +7889,7 @@ pub const cudaMemPoolAttrUsedMemCurrent: cudaMemPoolAttr = cudaMemPoolAttr(7);
 pub const cudaMemPoolAttrUsedMemHigh: cudaMemPoolAttr = cudaMemPoolAttr(8);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemPoolAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemLocationTypeInvalid: cudaMemLocationType = cudaMemLocationType(0);
@@ -7907,7 +7907,7 @@ pub const cudaMemLocationTypeHostNumaCurrent: cudaMemLocationType = cudaMemLocat
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemLocationType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -7933,7 +7933,7 @@ pub const cudaMemAccessFlagsProtRead: cudaMemAccessFlags = cudaMemAccessFlags(1)
 pub const cudaMemAccessFlagsProtReadWrite: cudaMemAccessFlags = cudaMemAccessFlags(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAccessFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -7963,7 +7963,7 @@ pub const cudaMemAllocationTypeMax: cudaMemAllocationType = cudaMemAllocationTyp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAllocationType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemHandleTypeNone: cudaMemAllocationHandleType = cudaMemAllocationHandleType(
@@ -7987,7 +7987,7 @@ pub const cudaMemHandleTypeFabric: cudaMemAllocationHandleType = cudaMemAllocati
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAllocationHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8096,7 +8096,7 @@ pub const cudaGraphMemAttrReservedMemHigh: cudaGraphMemAttributeType = cudaGraph
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphMemAttributeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpyFlagDefault: cudaMemcpyFlags = cudaMemcpyFlags(0);
@@ -8104,7 +8104,7 @@ pub const cudaMemcpyFlagDefault: cudaMemcpyFlags = cudaMemcpyFlags(0);
 pub const cudaMemcpyFlagPreferOverlapWithCompute: cudaMemcpyFlags = cudaMemcpyFlags(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpyFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpySrcAccessOrderInvalid: cudaMemcpySrcAccessOrder = cudaMemcpySrcAccessOrder(
@@ -8128,7 +8128,7 @@ pub const cudaMemcpySrcAccessOrderMax: cudaMemcpySrcAccessOrder = cudaMemcpySrcA
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpySrcAccessOrder(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8162,7 +8162,7 @@ pub const cudaMemcpyOperandTypeMax: cudaMemcpy3DOperandType = cudaMemcpy3DOperan
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DOperandType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8273,7 +8273,7 @@ pub const cudaDevP2PAttrOnlyPartialNativeAtomicSupported: cudaDeviceP2PAttr = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDeviceP2PAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaAtomicOperationIntegerAdd: cudaAtomicOperation = cudaAtomicOperation(0);
@@ -8307,7 +8307,7 @@ pub const cudaAtomicOperationFloatMin: cudaAtomicOperation = cudaAtomicOperation
 pub const cudaAtomicOperationFloatMax: cudaAtomicOperation = cudaAtomicOperation(12);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaAtomicOperation(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaAtomicCapabilitySigned: cudaAtomicOperationCapability = cudaAtomicOperationCapability(
@@ -8339,7 +8339,7 @@ pub const cudaAtomicCapabilityVector32x4: cudaAtomicOperationCapability = cudaAt
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaAtomicOperationCapability(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaUUID_t = CUuuid_st;
@@ -8535,7 +8535,7 @@ pub const cudaExternalMemoryHandleTypeNvSciBuf: cudaExternalMemoryHandleType = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalMemoryHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8660,7 +8660,7 @@ pub const cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32: cudaExternalSem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8912,7 +8912,7 @@ pub const cudaJitMaxThreadsPerBlock: cudaJitOption = cudaJitOption(32);
 pub const cudaJitOverrideDirectiveValues: cudaJitOption = cudaJitOption(33);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaJitOption(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLibraryHostUniversalFunctionAndDataTable: cudaLibraryOption = cudaLibraryOption(
@@ -8922,7 +8922,7 @@ pub const cudaLibraryHostUniversalFunctionAndDataTable: cudaLibraryOption = cuda
 pub const cudaLibraryBinaryIsPreserved: cudaLibraryOption = cudaLibraryOption(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLibraryOption(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8950,7 +8950,7 @@ pub const cudaJitCacheOptionCG: cudaJit_CacheMode = cudaJit_CacheMode(1);
 pub const cudaJitCacheOptionCA: cudaJit_CacheMode = cudaJit_CacheMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaJit_CacheMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaPreferPtx: cudaJit_Fallback = cudaJit_Fallback(0);
@@ -8958,7 +8958,7 @@ pub const cudaPreferPtx: cudaJit_Fallback = cudaJit_Fallback(0);
 pub const cudaPreferBinary: cudaJit_Fallback = cudaJit_Fallback(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaJit_Fallback(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaLibrary_t = *mut CUlib_st;
@@ -8972,7 +8972,7 @@ pub const cudaCGScopeGrid: cudaCGScope = cudaCGScope(1);
 pub const cudaCGScopeReserved: cudaCGScope = cudaCGScope(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaCGScope(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9088,7 +9088,7 @@ pub const cudaGraphCondAssignDefault: cudaGraphConditionalHandleFlags = cudaGrap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphConditionalHandleFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphCondTypeIf: cudaGraphConditionalNodeType = cudaGraphConditionalNodeType(
@@ -9104,7 +9104,7 @@ pub const cudaGraphCondTypeSwitch: cudaGraphConditionalNodeType = cudaGraphCondi
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphConditionalNodeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9154,7 +9154,7 @@ pub const cudaGraphNodeTypeConditional: cudaGraphNodeType = cudaGraphNodeType(13
 pub const cudaGraphNodeTypeCount: cudaGraphNodeType = cudaGraphNodeType(14);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphNodeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphChildGraphOwnershipClone: cudaGraphChildGraphNodeOwnership = cudaGraphChildGraphNodeOwnership(
@@ -9166,7 +9166,7 @@ pub const cudaGraphChildGraphOwnershipMove: cudaGraphChildGraphNodeOwnership = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9269,7 +9269,7 @@ pub const cudaGraphDependencyTypeProgrammatic: cudaGraphDependencyType_enum = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphDependencyType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::cudaGraphDependencyType_enum as cudaGraphDependencyType;
@@ -9324,7 +9324,7 @@ pub const cudaGraphExecUpdateErrorAttributesChanged: cudaGraphExecUpdateResult =
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphExecUpdateResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphInstantiateSuccess: cudaGraphInstantiateResult = cudaGraphInstantiateResult(
@@ -9352,7 +9352,7 @@ pub const cudaGraphInstantiateConditionalHandleUnused: cudaGraphInstantiateResul
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphInstantiateResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9413,7 +9413,7 @@ pub const cudaGraphKernelNodeFieldEnabled: cudaGraphKernelNodeField = cudaGraphK
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphKernelNodeField(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9480,7 +9480,7 @@ pub const cudaEnablePerThreadDefaultStream: cudaGetDriverEntryPointFlags = cudaG
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGetDriverEntryPointFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaDriverEntryPointSuccess: cudaDriverEntryPointQueryResult = cudaDriverEntryPointQueryResult(
@@ -9496,7 +9496,7 @@ pub const cudaDriverEntryPointVersionNotSufficent: cudaDriverEntryPointQueryResu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDriverEntryPointQueryResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphDebugDotFlagsVerbose: cudaGraphDebugDotFlags = cudaGraphDebugDotFlags(
@@ -9544,7 +9544,7 @@ pub const cudaGraphDebugDotFlagsConditionalNodeParams: cudaGraphDebugDotFlags = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphDebugDotFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphInstantiateFlagAutoFreeOnLaunch: cudaGraphInstantiateFlags = cudaGraphInstantiateFlags(
@@ -9564,7 +9564,7 @@ pub const cudaGraphInstantiateFlagUseNodePriority: cudaGraphInstantiateFlags = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphInstantiateFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLaunchMemSyncDomainDefault: cudaLaunchMemSyncDomain = cudaLaunchMemSyncDomain(
@@ -9576,7 +9576,7 @@ pub const cudaLaunchMemSyncDomainRemote: cudaLaunchMemSyncDomain = cudaLaunchMem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchMemSyncDomain(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9649,7 +9649,7 @@ pub const cudaLaunchAttributeNvlinkUtilCentricScheduling: cudaLaunchAttributeID 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeID(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9793,7 +9793,7 @@ pub const cudaDeviceNumaConfigNone: cudaDeviceNumaConfig = cudaDeviceNumaConfig(
 pub const cudaDeviceNumaConfigNumaNode: cudaDeviceNumaConfig = cudaDeviceNumaConfig(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDeviceNumaConfig(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9809,7 +9809,7 @@ pub const cudaAsyncNotificationTypeOverBudget: cudaAsyncNotificationType_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaAsyncNotificationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::cudaAsyncNotificationType_enum as cudaAsyncNotificationType;
@@ -9866,7 +9866,7 @@ pub const cudaLogLevelError: CUDAlogLevel_enum = CUDAlogLevel_enum(0);
 pub const cudaLogLevelWarning: CUDAlogLevel_enum = CUDAlogLevel_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDAlogLevel_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::CUDAlogLevel_enum as cudaLogLevel;
@@ -9882,7 +9882,7 @@ pub const cudaBoundaryModeClamp: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMo
 pub const cudaBoundaryModeTrap: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaSurfaceBoundaryMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFormatModeForced: cudaSurfaceFormatMode = cudaSurfaceFormatMode(0);
@@ -9890,7 +9890,7 @@ pub const cudaFormatModeForced: cudaSurfaceFormatMode = cudaSurfaceFormatMode(0)
 pub const cudaFormatModeAuto: cudaSurfaceFormatMode = cudaSurfaceFormatMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaSurfaceFormatMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaSurfaceObject_t = ::core::ffi::c_ulonglong;
@@ -9904,7 +9904,7 @@ pub const cudaAddressModeMirror: cudaTextureAddressMode = cudaTextureAddressMode
 pub const cudaAddressModeBorder: cudaTextureAddressMode = cudaTextureAddressMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaTextureAddressMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFilterModePoint: cudaTextureFilterMode = cudaTextureFilterMode(0);
@@ -9912,7 +9912,7 @@ pub const cudaFilterModePoint: cudaTextureFilterMode = cudaTextureFilterMode(0);
 pub const cudaFilterModeLinear: cudaTextureFilterMode = cudaTextureFilterMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaTextureFilterMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaReadModeElementType: cudaTextureReadMode = cudaTextureReadMode(0);
@@ -9920,7 +9920,7 @@ pub const cudaReadModeElementType: cudaTextureReadMode = cudaTextureReadMode(0);
 pub const cudaReadModeNormalizedFloat: cudaTextureReadMode = cudaTextureReadMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaTextureReadMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -17538,6 +17538,5228 @@ crate::flag_operators!(
     cudaMemcpyFlags, cudaGraphConditionalHandleFlags, cudaGetDriverEntryPointFlags,
     cudaGraphDebugDotFlags, cudaGraphInstantiateFlags
 );
+/// The enumerators of `CUCoredumpGenerationFlags` as associated constants (`CUCoredumpGenerationFlags::CU_COREDUMP_DEFAULT_FLAGS`), each the crate-level constant of the same name.
+impl CUCoredumpGenerationFlags {
+    pub const CU_COREDUMP_DEFAULT_FLAGS: Self = Self(0);
+    pub const CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES: Self = Self(1);
+    pub const CU_COREDUMP_SKIP_GLOBAL_MEMORY: Self = Self(2);
+    pub const CU_COREDUMP_SKIP_SHARED_MEMORY: Self = Self(4);
+    pub const CU_COREDUMP_SKIP_LOCAL_MEMORY: Self = Self(8);
+    pub const CU_COREDUMP_SKIP_ABORT: Self = Self(16);
+    pub const CU_COREDUMP_SKIP_CONSTBANK_MEMORY: Self = Self(32);
+    pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: Self = Self(47);
+}
+/// The enumerator's name and value, `CU_COREDUMP_DEFAULT_FLAGS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUCoredumpGenerationFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_COREDUMP_DEFAULT_FLAGS",
+            1 => "CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES",
+            2 => "CU_COREDUMP_SKIP_GLOBAL_MEMORY",
+            4 => "CU_COREDUMP_SKIP_SHARED_MEMORY",
+            8 => "CU_COREDUMP_SKIP_LOCAL_MEMORY",
+            16 => "CU_COREDUMP_SKIP_ABORT",
+            32 => "CU_COREDUMP_SKIP_CONSTBANK_MEMORY",
+            47 => "CU_COREDUMP_LIGHTWEIGHT_FLAGS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum` as associated constants (`CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum::CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE`), each the crate-level constant of the same name.
+impl CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
+    pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE: Self = Self(0);
+    pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ: Self = Self(1);
+    pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE",
+            1 => "CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ",
+            3 => "CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUDAlogLevel_enum` as associated constants (`CUDAlogLevel_enum::cudaLogLevelError`), each the crate-level constant of the same name.
+impl CUDAlogLevel_enum {
+    pub const cudaLogLevelError: Self = Self(0);
+    pub const cudaLogLevelWarning: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaLogLevelError (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUDAlogLevel_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaLogLevelError",
+            1 => "cudaLogLevelWarning",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUGPUDirectRDMAWritesOrdering_enum` as associated constants (`CUGPUDirectRDMAWritesOrdering_enum::CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE`), each the crate-level constant of the same name.
+impl CUGPUDirectRDMAWritesOrdering_enum {
+    pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE: Self = Self(0);
+    pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER: Self = Self(100);
+    pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES: Self = Self(200);
+}
+/// The enumerator's name and value, `CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUGPUDirectRDMAWritesOrdering_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE",
+            100 => "CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER",
+            200 => "CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUaccessProperty_enum` as associated constants (`CUaccessProperty_enum::CU_ACCESS_PROPERTY_NORMAL`), each the crate-level constant of the same name.
+impl CUaccessProperty_enum {
+    pub const CU_ACCESS_PROPERTY_NORMAL: Self = Self(0);
+    pub const CU_ACCESS_PROPERTY_STREAMING: Self = Self(1);
+    pub const CU_ACCESS_PROPERTY_PERSISTING: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_ACCESS_PROPERTY_NORMAL (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUaccessProperty_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_ACCESS_PROPERTY_NORMAL",
+            1 => "CU_ACCESS_PROPERTY_STREAMING",
+            2 => "CU_ACCESS_PROPERTY_PERSISTING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUaddress_mode_enum` as associated constants (`CUaddress_mode_enum::CU_TR_ADDRESS_MODE_WRAP`), each the crate-level constant of the same name.
+impl CUaddress_mode_enum {
+    pub const CU_TR_ADDRESS_MODE_WRAP: Self = Self(0);
+    pub const CU_TR_ADDRESS_MODE_CLAMP: Self = Self(1);
+    pub const CU_TR_ADDRESS_MODE_MIRROR: Self = Self(2);
+    pub const CU_TR_ADDRESS_MODE_BORDER: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_TR_ADDRESS_MODE_WRAP (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUaddress_mode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TR_ADDRESS_MODE_WRAP",
+            1 => "CU_TR_ADDRESS_MODE_CLAMP",
+            2 => "CU_TR_ADDRESS_MODE_MIRROR",
+            3 => "CU_TR_ADDRESS_MODE_BORDER",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUarraySparseSubresourceType_enum` as associated constants (`CUarraySparseSubresourceType_enum::CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL`), each the crate-level constant of the same name.
+impl CUarraySparseSubresourceType_enum {
+    pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL: Self = Self(0);
+    pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUarraySparseSubresourceType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL",
+            1 => "CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUarray_cubemap_face_enum` as associated constants (`CUarray_cubemap_face_enum::CU_CUBEMAP_FACE_POSITIVE_X`), each the crate-level constant of the same name.
+impl CUarray_cubemap_face_enum {
+    pub const CU_CUBEMAP_FACE_POSITIVE_X: Self = Self(0);
+    pub const CU_CUBEMAP_FACE_NEGATIVE_X: Self = Self(1);
+    pub const CU_CUBEMAP_FACE_POSITIVE_Y: Self = Self(2);
+    pub const CU_CUBEMAP_FACE_NEGATIVE_Y: Self = Self(3);
+    pub const CU_CUBEMAP_FACE_POSITIVE_Z: Self = Self(4);
+    pub const CU_CUBEMAP_FACE_NEGATIVE_Z: Self = Self(5);
+}
+/// The enumerator's name and value, `CU_CUBEMAP_FACE_POSITIVE_X (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUarray_cubemap_face_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_CUBEMAP_FACE_POSITIVE_X",
+            1 => "CU_CUBEMAP_FACE_NEGATIVE_X",
+            2 => "CU_CUBEMAP_FACE_POSITIVE_Y",
+            3 => "CU_CUBEMAP_FACE_NEGATIVE_Y",
+            4 => "CU_CUBEMAP_FACE_POSITIVE_Z",
+            5 => "CU_CUBEMAP_FACE_NEGATIVE_Z",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUarray_format_enum` as associated constants (`CUarray_format_enum::CU_AD_FORMAT_UNSIGNED_INT8`), each the crate-level constant of the same name.
+impl CUarray_format_enum {
+    pub const CU_AD_FORMAT_UNSIGNED_INT8: Self = Self(1);
+    pub const CU_AD_FORMAT_UNSIGNED_INT16: Self = Self(2);
+    pub const CU_AD_FORMAT_UNSIGNED_INT32: Self = Self(3);
+    pub const CU_AD_FORMAT_SIGNED_INT8: Self = Self(8);
+    pub const CU_AD_FORMAT_SIGNED_INT16: Self = Self(9);
+    pub const CU_AD_FORMAT_SIGNED_INT32: Self = Self(10);
+    pub const CU_AD_FORMAT_HALF: Self = Self(16);
+    pub const CU_AD_FORMAT_FLOAT: Self = Self(32);
+    pub const CU_AD_FORMAT_NV12: Self = Self(176);
+    pub const CU_AD_FORMAT_UNORM_INT8X1: Self = Self(192);
+    pub const CU_AD_FORMAT_UNORM_INT8X2: Self = Self(193);
+    pub const CU_AD_FORMAT_UNORM_INT8X4: Self = Self(194);
+    pub const CU_AD_FORMAT_UNORM_INT16X1: Self = Self(195);
+    pub const CU_AD_FORMAT_UNORM_INT16X2: Self = Self(196);
+    pub const CU_AD_FORMAT_UNORM_INT16X4: Self = Self(197);
+    pub const CU_AD_FORMAT_SNORM_INT8X1: Self = Self(198);
+    pub const CU_AD_FORMAT_SNORM_INT8X2: Self = Self(199);
+    pub const CU_AD_FORMAT_SNORM_INT8X4: Self = Self(200);
+    pub const CU_AD_FORMAT_SNORM_INT16X1: Self = Self(201);
+    pub const CU_AD_FORMAT_SNORM_INT16X2: Self = Self(202);
+    pub const CU_AD_FORMAT_SNORM_INT16X4: Self = Self(203);
+    pub const CU_AD_FORMAT_BC1_UNORM: Self = Self(145);
+    pub const CU_AD_FORMAT_BC1_UNORM_SRGB: Self = Self(146);
+    pub const CU_AD_FORMAT_BC2_UNORM: Self = Self(147);
+    pub const CU_AD_FORMAT_BC2_UNORM_SRGB: Self = Self(148);
+    pub const CU_AD_FORMAT_BC3_UNORM: Self = Self(149);
+    pub const CU_AD_FORMAT_BC3_UNORM_SRGB: Self = Self(150);
+    pub const CU_AD_FORMAT_BC4_UNORM: Self = Self(151);
+    pub const CU_AD_FORMAT_BC4_SNORM: Self = Self(152);
+    pub const CU_AD_FORMAT_BC5_UNORM: Self = Self(153);
+    pub const CU_AD_FORMAT_BC5_SNORM: Self = Self(154);
+    pub const CU_AD_FORMAT_BC6H_UF16: Self = Self(155);
+    pub const CU_AD_FORMAT_BC6H_SF16: Self = Self(156);
+    pub const CU_AD_FORMAT_BC7_UNORM: Self = Self(157);
+    pub const CU_AD_FORMAT_BC7_UNORM_SRGB: Self = Self(158);
+    pub const CU_AD_FORMAT_P010: Self = Self(159);
+    pub const CU_AD_FORMAT_P016: Self = Self(161);
+    pub const CU_AD_FORMAT_NV16: Self = Self(162);
+    pub const CU_AD_FORMAT_P210: Self = Self(163);
+    pub const CU_AD_FORMAT_P216: Self = Self(164);
+    pub const CU_AD_FORMAT_YUY2: Self = Self(165);
+    pub const CU_AD_FORMAT_Y210: Self = Self(166);
+    pub const CU_AD_FORMAT_Y216: Self = Self(167);
+    pub const CU_AD_FORMAT_AYUV: Self = Self(168);
+    pub const CU_AD_FORMAT_Y410: Self = Self(169);
+    pub const CU_AD_FORMAT_Y416: Self = Self(177);
+    pub const CU_AD_FORMAT_Y444_PLANAR8: Self = Self(178);
+    pub const CU_AD_FORMAT_Y444_PLANAR10: Self = Self(179);
+    pub const CU_AD_FORMAT_YUV444_8bit_SemiPlanar: Self = Self(180);
+    pub const CU_AD_FORMAT_YUV444_16bit_SemiPlanar: Self = Self(181);
+    pub const CU_AD_FORMAT_UNORM_INT_101010_2: Self = Self(80);
+    pub const CU_AD_FORMAT_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_AD_FORMAT_UNSIGNED_INT8 (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUarray_format_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_AD_FORMAT_UNSIGNED_INT8",
+            2 => "CU_AD_FORMAT_UNSIGNED_INT16",
+            3 => "CU_AD_FORMAT_UNSIGNED_INT32",
+            8 => "CU_AD_FORMAT_SIGNED_INT8",
+            9 => "CU_AD_FORMAT_SIGNED_INT16",
+            10 => "CU_AD_FORMAT_SIGNED_INT32",
+            16 => "CU_AD_FORMAT_HALF",
+            32 => "CU_AD_FORMAT_FLOAT",
+            176 => "CU_AD_FORMAT_NV12",
+            192 => "CU_AD_FORMAT_UNORM_INT8X1",
+            193 => "CU_AD_FORMAT_UNORM_INT8X2",
+            194 => "CU_AD_FORMAT_UNORM_INT8X4",
+            195 => "CU_AD_FORMAT_UNORM_INT16X1",
+            196 => "CU_AD_FORMAT_UNORM_INT16X2",
+            197 => "CU_AD_FORMAT_UNORM_INT16X4",
+            198 => "CU_AD_FORMAT_SNORM_INT8X1",
+            199 => "CU_AD_FORMAT_SNORM_INT8X2",
+            200 => "CU_AD_FORMAT_SNORM_INT8X4",
+            201 => "CU_AD_FORMAT_SNORM_INT16X1",
+            202 => "CU_AD_FORMAT_SNORM_INT16X2",
+            203 => "CU_AD_FORMAT_SNORM_INT16X4",
+            145 => "CU_AD_FORMAT_BC1_UNORM",
+            146 => "CU_AD_FORMAT_BC1_UNORM_SRGB",
+            147 => "CU_AD_FORMAT_BC2_UNORM",
+            148 => "CU_AD_FORMAT_BC2_UNORM_SRGB",
+            149 => "CU_AD_FORMAT_BC3_UNORM",
+            150 => "CU_AD_FORMAT_BC3_UNORM_SRGB",
+            151 => "CU_AD_FORMAT_BC4_UNORM",
+            152 => "CU_AD_FORMAT_BC4_SNORM",
+            153 => "CU_AD_FORMAT_BC5_UNORM",
+            154 => "CU_AD_FORMAT_BC5_SNORM",
+            155 => "CU_AD_FORMAT_BC6H_UF16",
+            156 => "CU_AD_FORMAT_BC6H_SF16",
+            157 => "CU_AD_FORMAT_BC7_UNORM",
+            158 => "CU_AD_FORMAT_BC7_UNORM_SRGB",
+            159 => "CU_AD_FORMAT_P010",
+            161 => "CU_AD_FORMAT_P016",
+            162 => "CU_AD_FORMAT_NV16",
+            163 => "CU_AD_FORMAT_P210",
+            164 => "CU_AD_FORMAT_P216",
+            165 => "CU_AD_FORMAT_YUY2",
+            166 => "CU_AD_FORMAT_Y210",
+            167 => "CU_AD_FORMAT_Y216",
+            168 => "CU_AD_FORMAT_AYUV",
+            169 => "CU_AD_FORMAT_Y410",
+            177 => "CU_AD_FORMAT_Y416",
+            178 => "CU_AD_FORMAT_Y444_PLANAR8",
+            179 => "CU_AD_FORMAT_Y444_PLANAR10",
+            180 => "CU_AD_FORMAT_YUV444_8bit_SemiPlanar",
+            181 => "CU_AD_FORMAT_YUV444_16bit_SemiPlanar",
+            80 => "CU_AD_FORMAT_UNORM_INT_101010_2",
+            2147483647 => "CU_AD_FORMAT_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUasyncNotificationType_enum` as associated constants (`CUasyncNotificationType_enum::CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET`), each the crate-level constant of the same name.
+impl CUasyncNotificationType_enum {
+    pub const CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUasyncNotificationType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUatomicOperationCapability_enum` as associated constants (`CUatomicOperationCapability_enum::CU_ATOMIC_CAPABILITY_SIGNED`), each the crate-level constant of the same name.
+impl CUatomicOperationCapability_enum {
+    pub const CU_ATOMIC_CAPABILITY_SIGNED: Self = Self(1);
+    pub const CU_ATOMIC_CAPABILITY_UNSIGNED: Self = Self(2);
+    pub const CU_ATOMIC_CAPABILITY_REDUCTION: Self = Self(4);
+    pub const CU_ATOMIC_CAPABILITY_SCALAR_32: Self = Self(8);
+    pub const CU_ATOMIC_CAPABILITY_SCALAR_64: Self = Self(16);
+    pub const CU_ATOMIC_CAPABILITY_SCALAR_128: Self = Self(32);
+    pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: Self = Self(64);
+}
+/// The enumerator's name and value, `CU_ATOMIC_CAPABILITY_SIGNED (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUatomicOperationCapability_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_ATOMIC_CAPABILITY_SIGNED",
+            2 => "CU_ATOMIC_CAPABILITY_UNSIGNED",
+            4 => "CU_ATOMIC_CAPABILITY_REDUCTION",
+            8 => "CU_ATOMIC_CAPABILITY_SCALAR_32",
+            16 => "CU_ATOMIC_CAPABILITY_SCALAR_64",
+            32 => "CU_ATOMIC_CAPABILITY_SCALAR_128",
+            64 => "CU_ATOMIC_CAPABILITY_VECTOR_32x4",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUatomicOperation_enum` as associated constants (`CUatomicOperation_enum::CU_ATOMIC_OPERATION_INTEGER_ADD`), each the crate-level constant of the same name.
+impl CUatomicOperation_enum {
+    pub const CU_ATOMIC_OPERATION_INTEGER_ADD: Self = Self(0);
+    pub const CU_ATOMIC_OPERATION_INTEGER_MIN: Self = Self(1);
+    pub const CU_ATOMIC_OPERATION_INTEGER_MAX: Self = Self(2);
+    pub const CU_ATOMIC_OPERATION_INTEGER_INCREMENT: Self = Self(3);
+    pub const CU_ATOMIC_OPERATION_INTEGER_DECREMENT: Self = Self(4);
+    pub const CU_ATOMIC_OPERATION_AND: Self = Self(5);
+    pub const CU_ATOMIC_OPERATION_OR: Self = Self(6);
+    pub const CU_ATOMIC_OPERATION_XOR: Self = Self(7);
+    pub const CU_ATOMIC_OPERATION_EXCHANGE: Self = Self(8);
+    pub const CU_ATOMIC_OPERATION_CAS: Self = Self(9);
+    pub const CU_ATOMIC_OPERATION_FLOAT_ADD: Self = Self(10);
+    pub const CU_ATOMIC_OPERATION_FLOAT_MIN: Self = Self(11);
+    pub const CU_ATOMIC_OPERATION_FLOAT_MAX: Self = Self(12);
+    pub const CU_ATOMIC_OPERATION_MAX: Self = Self(13);
+}
+/// The enumerator's name and value, `CU_ATOMIC_OPERATION_INTEGER_ADD (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUatomicOperation_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_ATOMIC_OPERATION_INTEGER_ADD",
+            1 => "CU_ATOMIC_OPERATION_INTEGER_MIN",
+            2 => "CU_ATOMIC_OPERATION_INTEGER_MAX",
+            3 => "CU_ATOMIC_OPERATION_INTEGER_INCREMENT",
+            4 => "CU_ATOMIC_OPERATION_INTEGER_DECREMENT",
+            5 => "CU_ATOMIC_OPERATION_AND",
+            6 => "CU_ATOMIC_OPERATION_OR",
+            7 => "CU_ATOMIC_OPERATION_XOR",
+            8 => "CU_ATOMIC_OPERATION_EXCHANGE",
+            9 => "CU_ATOMIC_OPERATION_CAS",
+            10 => "CU_ATOMIC_OPERATION_FLOAT_ADD",
+            11 => "CU_ATOMIC_OPERATION_FLOAT_MIN",
+            12 => "CU_ATOMIC_OPERATION_FLOAT_MAX",
+            13 => "CU_ATOMIC_OPERATION_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUcigDataType_enum` as associated constants (`CUcigDataType_enum::CIG_DATA_TYPE_D3D12_COMMAND_QUEUE`), each the crate-level constant of the same name.
+impl CUcigDataType_enum {
+    pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: Self = Self(1);
+    pub const CIG_DATA_TYPE_NV_BLOB: Self = Self(2);
+}
+/// The enumerator's name and value, `CIG_DATA_TYPE_D3D12_COMMAND_QUEUE (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUcigDataType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CIG_DATA_TYPE_D3D12_COMMAND_QUEUE",
+            2 => "CIG_DATA_TYPE_NV_BLOB",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUclusterSchedulingPolicy_enum` as associated constants (`CUclusterSchedulingPolicy_enum::CU_CLUSTER_SCHEDULING_POLICY_DEFAULT`), each the crate-level constant of the same name.
+impl CUclusterSchedulingPolicy_enum {
+    pub const CU_CLUSTER_SCHEDULING_POLICY_DEFAULT: Self = Self(0);
+    pub const CU_CLUSTER_SCHEDULING_POLICY_SPREAD: Self = Self(1);
+    pub const CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_CLUSTER_SCHEDULING_POLICY_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUclusterSchedulingPolicy_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_CLUSTER_SCHEDULING_POLICY_DEFAULT",
+            1 => "CU_CLUSTER_SCHEDULING_POLICY_SPREAD",
+            2 => "CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUcomputemode_enum` as associated constants (`CUcomputemode_enum::CU_COMPUTEMODE_DEFAULT`), each the crate-level constant of the same name.
+impl CUcomputemode_enum {
+    pub const CU_COMPUTEMODE_DEFAULT: Self = Self(0);
+    pub const CU_COMPUTEMODE_PROHIBITED: Self = Self(2);
+    pub const CU_COMPUTEMODE_EXCLUSIVE_PROCESS: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_COMPUTEMODE_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUcomputemode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_COMPUTEMODE_DEFAULT",
+            2 => "CU_COMPUTEMODE_PROHIBITED",
+            3 => "CU_COMPUTEMODE_EXCLUSIVE_PROCESS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUcoredumpSettings_enum` as associated constants (`CUcoredumpSettings_enum::CU_COREDUMP_ENABLE_ON_EXCEPTION`), each the crate-level constant of the same name.
+impl CUcoredumpSettings_enum {
+    pub const CU_COREDUMP_ENABLE_ON_EXCEPTION: Self = Self(1);
+    pub const CU_COREDUMP_TRIGGER_HOST: Self = Self(2);
+    pub const CU_COREDUMP_LIGHTWEIGHT: Self = Self(3);
+    pub const CU_COREDUMP_ENABLE_USER_TRIGGER: Self = Self(4);
+    pub const CU_COREDUMP_FILE: Self = Self(5);
+    pub const CU_COREDUMP_PIPE: Self = Self(6);
+    pub const CU_COREDUMP_GENERATION_FLAGS: Self = Self(7);
+    pub const CU_COREDUMP_MAX: Self = Self(8);
+}
+/// The enumerator's name and value, `CU_COREDUMP_ENABLE_ON_EXCEPTION (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUcoredumpSettings_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_COREDUMP_ENABLE_ON_EXCEPTION",
+            2 => "CU_COREDUMP_TRIGGER_HOST",
+            3 => "CU_COREDUMP_LIGHTWEIGHT",
+            4 => "CU_COREDUMP_ENABLE_USER_TRIGGER",
+            5 => "CU_COREDUMP_FILE",
+            6 => "CU_COREDUMP_PIPE",
+            7 => "CU_COREDUMP_GENERATION_FLAGS",
+            8 => "CU_COREDUMP_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUctx_flags_enum` as associated constants (`CUctx_flags_enum::CU_CTX_SCHED_AUTO`), each the crate-level constant of the same name.
+impl CUctx_flags_enum {
+    pub const CU_CTX_SCHED_AUTO: Self = Self(0);
+    pub const CU_CTX_SCHED_SPIN: Self = Self(1);
+    pub const CU_CTX_SCHED_YIELD: Self = Self(2);
+    pub const CU_CTX_SCHED_BLOCKING_SYNC: Self = Self(4);
+    pub const CU_CTX_BLOCKING_SYNC: Self = Self(4);
+    pub const CU_CTX_SCHED_MASK: Self = Self(7);
+    pub const CU_CTX_MAP_HOST: Self = Self(8);
+    pub const CU_CTX_LMEM_RESIZE_TO_MAX: Self = Self(16);
+    pub const CU_CTX_COREDUMP_ENABLE: Self = Self(32);
+    pub const CU_CTX_USER_COREDUMP_ENABLE: Self = Self(64);
+    pub const CU_CTX_SYNC_MEMOPS: Self = Self(128);
+    pub const CU_CTX_FLAGS_MASK: Self = Self(255);
+}
+/// The enumerator's name and value, `CU_CTX_SCHED_AUTO (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUctx_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_CTX_SCHED_AUTO",
+            1 => "CU_CTX_SCHED_SPIN",
+            2 => "CU_CTX_SCHED_YIELD",
+            4 => "CU_CTX_SCHED_BLOCKING_SYNC",
+            7 => "CU_CTX_SCHED_MASK",
+            8 => "CU_CTX_MAP_HOST",
+            16 => "CU_CTX_LMEM_RESIZE_TO_MAX",
+            32 => "CU_CTX_COREDUMP_ENABLE",
+            64 => "CU_CTX_USER_COREDUMP_ENABLE",
+            128 => "CU_CTX_SYNC_MEMOPS",
+            255 => "CU_CTX_FLAGS_MASK",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdevResourceType` as associated constants (`CUdevResourceType::CU_DEV_RESOURCE_TYPE_INVALID`), each the crate-level constant of the same name.
+impl CUdevResourceType {
+    pub const CU_DEV_RESOURCE_TYPE_INVALID: Self = Self(0);
+    pub const CU_DEV_RESOURCE_TYPE_SM: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_DEV_RESOURCE_TYPE_INVALID (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdevResourceType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_DEV_RESOURCE_TYPE_INVALID",
+            1 => "CU_DEV_RESOURCE_TYPE_SM",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdevSmResourceSplit_flags` as associated constants (`CUdevSmResourceSplit_flags::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING`), each the crate-level constant of the same name.
+impl CUdevSmResourceSplit_flags {
+    pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: Self = Self(1);
+    pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdevSmResourceSplit_flags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING",
+            2 => "CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdeviceNumaConfig_enum` as associated constants (`CUdeviceNumaConfig_enum::CU_DEVICE_NUMA_CONFIG_NONE`), each the crate-level constant of the same name.
+impl CUdeviceNumaConfig_enum {
+    pub const CU_DEVICE_NUMA_CONFIG_NONE: Self = Self(0);
+    pub const CU_DEVICE_NUMA_CONFIG_NUMA_NODE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_DEVICE_NUMA_CONFIG_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdeviceNumaConfig_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_DEVICE_NUMA_CONFIG_NONE",
+            1 => "CU_DEVICE_NUMA_CONFIG_NUMA_NODE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdevice_P2PAttribute_enum` as associated constants (`CUdevice_P2PAttribute_enum::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`), each the crate-level constant of the same name.
+impl CUdevice_P2PAttribute_enum {
+    pub const CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: Self = Self(1);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED: Self = Self(2);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: Self = Self(3);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED: Self = Self(4);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: Self = Self(4);
+    pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: Self = Self(
+        5,
+    );
+}
+/// The enumerator's name and value, `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdevice_P2PAttribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK",
+            2 => "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED",
+            3 => "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED",
+            4 => "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED",
+            5 => "CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdevice_attribute_enum` as associated constants (`CUdevice_attribute_enum::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), each the crate-level constant of the same name.
+impl CUdevice_attribute_enum {
+    pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: Self = Self(1);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: Self = Self(2);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: Self = Self(3);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: Self = Self(4);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: Self = Self(5);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: Self = Self(6);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: Self = Self(7);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: Self = Self(8);
+    pub const CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK: Self = Self(8);
+    pub const CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: Self = Self(9);
+    pub const CU_DEVICE_ATTRIBUTE_WARP_SIZE: Self = Self(10);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_PITCH: Self = Self(11);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: Self = Self(12);
+    pub const CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK: Self = Self(12);
+    pub const CU_DEVICE_ATTRIBUTE_CLOCK_RATE: Self = Self(13);
+    pub const CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: Self = Self(14);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: Self = Self(15);
+    pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: Self = Self(16);
+    pub const CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: Self = Self(17);
+    pub const CU_DEVICE_ATTRIBUTE_INTEGRATED: Self = Self(18);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: Self = Self(19);
+    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: Self = Self(20);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: Self = Self(21);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: Self = Self(22);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT: Self = Self(23);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH: Self = Self(24);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT: Self = Self(25);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH: Self = Self(26);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH: Self = Self(27);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT: Self = Self(28);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS: Self = Self(29);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_WIDTH: Self = Self(27);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_HEIGHT: Self = Self(28);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES: Self = Self(29);
+    pub const CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: Self = Self(30);
+    pub const CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: Self = Self(31);
+    pub const CU_DEVICE_ATTRIBUTE_ECC_ENABLED: Self = Self(32);
+    pub const CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: Self = Self(33);
+    pub const CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: Self = Self(34);
+    pub const CU_DEVICE_ATTRIBUTE_TCC_DRIVER: Self = Self(35);
+    pub const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: Self = Self(36);
+    pub const CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: Self = Self(37);
+    pub const CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: Self = Self(38);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: Self = Self(39);
+    pub const CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: Self = Self(40);
+    pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: Self = Self(41);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH: Self = Self(42);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS: Self = Self(43);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER: Self = Self(44);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH: Self = Self(45);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT: Self = Self(46);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE: Self = Self(47);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE: Self = Self(48);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE: Self = Self(49);
+    pub const CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: Self = Self(50);
+    pub const CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: Self = Self(51);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH: Self = Self(52);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH: Self = Self(53);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS: Self = Self(54);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH: Self = Self(55);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH: Self = Self(56);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT: Self = Self(57);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH: Self = Self(58);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT: Self = Self(59);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH: Self = Self(60);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH: Self = Self(61);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS: Self = Self(62);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH: Self = Self(63);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT: Self = Self(64);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS: Self = Self(65);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH: Self = Self(66);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH: Self = Self(67);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS: Self = Self(68);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH: Self = Self(69);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH: Self = Self(70);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT: Self = Self(71);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH: Self = Self(72);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH: Self = Self(73);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT: Self = Self(74);
+    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: Self = Self(75);
+    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: Self = Self(76);
+    pub const CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH: Self = Self(77);
+    pub const CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: Self = Self(78);
+    pub const CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: Self = Self(79);
+    pub const CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: Self = Self(80);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: Self = Self(81);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: Self = Self(82);
+    pub const CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: Self = Self(83);
+    pub const CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: Self = Self(84);
+    pub const CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: Self = Self(85);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: Self = Self(86);
+    pub const CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: Self = Self(87);
+    pub const CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: Self = Self(88);
+    pub const CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: Self = Self(89);
+    pub const CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: Self = Self(90);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: Self = Self(
+        91,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1: Self = Self(92);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1: Self = Self(93);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1: Self = Self(94);
+    pub const CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: Self = Self(95);
+    pub const CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: Self = Self(96);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: Self = Self(97);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: Self = Self(98);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: Self = Self(99);
+    pub const CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: Self = Self(
+        100,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: Self = Self(101);
+    pub const CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED: Self = Self(102);
+    pub const CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(102);
+    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: Self = Self(
+        103,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED: Self = Self(104);
+    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED: Self = Self(
+        105,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: Self = Self(106);
+    pub const CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED: Self = Self(107);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: Self = Self(108);
+    pub const CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: Self = Self(109);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: Self = Self(
+        110,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: Self = Self(111);
+    pub const CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED: Self = Self(112);
+    pub const CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: Self = Self(113);
+    pub const CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: Self = Self(114);
+    pub const CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: Self = Self(115);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: Self = Self(116);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS: Self = Self(117);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: Self = Self(118);
+    pub const CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: Self = Self(119);
+    pub const CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: Self = Self(120);
+    pub const CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: Self = Self(
+        121,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: Self = Self(122);
+    pub const CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: Self = Self(123);
+    pub const CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: Self = Self(124);
+    pub const CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: Self = Self(125);
+    pub const CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: Self = Self(126);
+    pub const CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED: Self = Self(127);
+    pub const CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: Self = Self(128);
+    pub const CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS: Self = Self(129);
+    pub const CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: Self = Self(130);
+    pub const CU_DEVICE_ATTRIBUTE_NUMA_ID: Self = Self(131);
+    pub const CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: Self = Self(132);
+    pub const CU_DEVICE_ATTRIBUTE_MPS_ENABLED: Self = Self(133);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: Self = Self(134);
+    pub const CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED: Self = Self(135);
+    pub const CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK: Self = Self(136);
+    pub const CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH: Self = Self(137);
+    pub const CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED: Self = Self(138);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: Self = Self(139);
+    pub const CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID: Self = Self(140);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(
+        141,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED: Self = Self(142);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED: Self = Self(143);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED: Self = Self(144);
+    pub const CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(
+        145,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED: Self = Self(146);
+    pub const CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: Self = Self(
+        147,
+    );
+    pub const CU_DEVICE_ATTRIBUTE_MAX: Self = Self(148);
+}
+/// The enumerator's name and value, `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdevice_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
+            2 => "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X",
+            3 => "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y",
+            4 => "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z",
+            5 => "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X",
+            6 => "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y",
+            7 => "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z",
+            8 => "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK",
+            9 => "CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY",
+            10 => "CU_DEVICE_ATTRIBUTE_WARP_SIZE",
+            11 => "CU_DEVICE_ATTRIBUTE_MAX_PITCH",
+            12 => "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK",
+            13 => "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+            14 => "CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT",
+            15 => "CU_DEVICE_ATTRIBUTE_GPU_OVERLAP",
+            16 => "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT",
+            17 => "CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT",
+            18 => "CU_DEVICE_ATTRIBUTE_INTEGRATED",
+            19 => "CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY",
+            20 => "CU_DEVICE_ATTRIBUTE_COMPUTE_MODE",
+            21 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH",
+            22 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH",
+            23 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT",
+            24 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH",
+            25 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT",
+            26 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH",
+            27 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH",
+            28 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT",
+            29 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS",
+            30 => "CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT",
+            31 => "CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS",
+            32 => "CU_DEVICE_ATTRIBUTE_ECC_ENABLED",
+            33 => "CU_DEVICE_ATTRIBUTE_PCI_BUS_ID",
+            34 => "CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID",
+            35 => "CU_DEVICE_ATTRIBUTE_TCC_DRIVER",
+            36 => "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
+            37 => "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
+            38 => "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE",
+            39 => "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR",
+            40 => "CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT",
+            41 => "CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING",
+            42 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH",
+            43 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS",
+            44 => "CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER",
+            45 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH",
+            46 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT",
+            47 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE",
+            48 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE",
+            49 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE",
+            50 => "CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID",
+            51 => "CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT",
+            52 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH",
+            53 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH",
+            54 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS",
+            55 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH",
+            56 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH",
+            57 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT",
+            58 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH",
+            59 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT",
+            60 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH",
+            61 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH",
+            62 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS",
+            63 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH",
+            64 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT",
+            65 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS",
+            66 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH",
+            67 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH",
+            68 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS",
+            69 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH",
+            70 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH",
+            71 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT",
+            72 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH",
+            73 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH",
+            74 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT",
+            75 => "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+            76 => "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+            77 => "CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH",
+            78 => "CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED",
+            79 => "CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED",
+            80 => "CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED",
+            81 => "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+            82 => "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR",
+            83 => "CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY",
+            84 => "CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD",
+            85 => "CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID",
+            86 => "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED",
+            87 => "CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO",
+            88 => "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS",
+            89 => "CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS",
+            90 => "CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED",
+            91 => "CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM",
+            92 => "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1",
+            93 => "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1",
+            94 => "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1",
+            95 => "CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH",
+            96 => "CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH",
+            97 => "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+            98 => "CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES",
+            99 => "CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED",
+            100 => "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES",
+            101 => "CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST",
+            102 => "CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED",
+            103 => "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED",
+            104 => "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED",
+            105 => "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED",
+            106 => "CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR",
+            107 => "CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED",
+            108 => "CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE",
+            109 => "CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE",
+            110 => "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED",
+            111 => "CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK",
+            112 => "CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED",
+            113 => "CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED",
+            114 => "CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED",
+            115 => "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED",
+            116 => "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED",
+            117 => "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS",
+            118 => "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING",
+            119 => "CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES",
+            120 => "CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH",
+            121 => "CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED",
+            122 => "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS",
+            123 => "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR",
+            124 => "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED",
+            125 => "CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED",
+            126 => "CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT",
+            127 => "CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED",
+            128 => "CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED",
+            129 => "CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS",
+            130 => "CU_DEVICE_ATTRIBUTE_NUMA_CONFIG",
+            131 => "CU_DEVICE_ATTRIBUTE_NUMA_ID",
+            132 => "CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED",
+            133 => "CU_DEVICE_ATTRIBUTE_MPS_ENABLED",
+            134 => "CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID",
+            135 => "CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED",
+            136 => "CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK",
+            137 => "CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH",
+            138 => "CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED",
+            139 => "CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID",
+            140 => "CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID",
+            141 => "CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED",
+            142 => "CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED",
+            143 => "CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED",
+            144 => "CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED",
+            145 => "CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED",
+            146 => "CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED",
+            147 => "CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED",
+            148 => "CU_DEVICE_ATTRIBUTE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdriverProcAddressQueryResult_enum` as associated constants (`CUdriverProcAddressQueryResult_enum::CU_GET_PROC_ADDRESS_SUCCESS`), each the crate-level constant of the same name.
+impl CUdriverProcAddressQueryResult_enum {
+    pub const CU_GET_PROC_ADDRESS_SUCCESS: Self = Self(0);
+    pub const CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND: Self = Self(1);
+    pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_GET_PROC_ADDRESS_SUCCESS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdriverProcAddressQueryResult_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GET_PROC_ADDRESS_SUCCESS",
+            1 => "CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND",
+            2 => "CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUdriverProcAddress_flags_enum` as associated constants (`CUdriverProcAddress_flags_enum::CU_GET_PROC_ADDRESS_DEFAULT`), each the crate-level constant of the same name.
+impl CUdriverProcAddress_flags_enum {
+    pub const CU_GET_PROC_ADDRESS_DEFAULT: Self = Self(0);
+    pub const CU_GET_PROC_ADDRESS_LEGACY_STREAM: Self = Self(1);
+    pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_GET_PROC_ADDRESS_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUdriverProcAddress_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GET_PROC_ADDRESS_DEFAULT",
+            1 => "CU_GET_PROC_ADDRESS_LEGACY_STREAM",
+            2 => "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUevent_flags_enum` as associated constants (`CUevent_flags_enum::CU_EVENT_DEFAULT`), each the crate-level constant of the same name.
+impl CUevent_flags_enum {
+    pub const CU_EVENT_DEFAULT: Self = Self(0);
+    pub const CU_EVENT_BLOCKING_SYNC: Self = Self(1);
+    pub const CU_EVENT_DISABLE_TIMING: Self = Self(2);
+    pub const CU_EVENT_INTERPROCESS: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_EVENT_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUevent_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_EVENT_DEFAULT",
+            1 => "CU_EVENT_BLOCKING_SYNC",
+            2 => "CU_EVENT_DISABLE_TIMING",
+            4 => "CU_EVENT_INTERPROCESS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUevent_record_flags_enum` as associated constants (`CUevent_record_flags_enum::CU_EVENT_RECORD_DEFAULT`), each the crate-level constant of the same name.
+impl CUevent_record_flags_enum {
+    pub const CU_EVENT_RECORD_DEFAULT: Self = Self(0);
+    pub const CU_EVENT_RECORD_EXTERNAL: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_EVENT_RECORD_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUevent_record_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_EVENT_RECORD_DEFAULT",
+            1 => "CU_EVENT_RECORD_EXTERNAL",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUevent_sched_flags_enum` as associated constants (`CUevent_sched_flags_enum::CU_EVENT_SCHED_AUTO`), each the crate-level constant of the same name.
+impl CUevent_sched_flags_enum {
+    pub const CU_EVENT_SCHED_AUTO: Self = Self(0);
+    pub const CU_EVENT_SCHED_SPIN: Self = Self(1);
+    pub const CU_EVENT_SCHED_YIELD: Self = Self(2);
+    pub const CU_EVENT_SCHED_BLOCKING_SYNC: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_EVENT_SCHED_AUTO (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUevent_sched_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_EVENT_SCHED_AUTO",
+            1 => "CU_EVENT_SCHED_SPIN",
+            2 => "CU_EVENT_SCHED_YIELD",
+            4 => "CU_EVENT_SCHED_BLOCKING_SYNC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUevent_wait_flags_enum` as associated constants (`CUevent_wait_flags_enum::CU_EVENT_WAIT_DEFAULT`), each the crate-level constant of the same name.
+impl CUevent_wait_flags_enum {
+    pub const CU_EVENT_WAIT_DEFAULT: Self = Self(0);
+    pub const CU_EVENT_WAIT_EXTERNAL: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_EVENT_WAIT_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUevent_wait_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_EVENT_WAIT_DEFAULT",
+            1 => "CU_EVENT_WAIT_EXTERNAL",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUexecAffinityType_enum` as associated constants (`CUexecAffinityType_enum::CU_EXEC_AFFINITY_TYPE_SM_COUNT`), each the crate-level constant of the same name.
+impl CUexecAffinityType_enum {
+    pub const CU_EXEC_AFFINITY_TYPE_SM_COUNT: Self = Self(0);
+    pub const CU_EXEC_AFFINITY_TYPE_MAX: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_EXEC_AFFINITY_TYPE_SM_COUNT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUexecAffinityType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_EXEC_AFFINITY_TYPE_SM_COUNT",
+            1 => "CU_EXEC_AFFINITY_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUexternalMemoryHandleType_enum` as associated constants (`CUexternalMemoryHandleType_enum::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`), each the crate-level constant of the same name.
+impl CUexternalMemoryHandleType_enum {
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD: Self = Self(1);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32: Self = Self(2);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT: Self = Self(3);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP: Self = Self(4);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE: Self = Self(5);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE: Self = Self(6);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT: Self = Self(7);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF: Self = Self(8);
+    pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD: Self = Self(9);
+}
+/// The enumerator's name and value, `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUexternalMemoryHandleType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD",
+            2 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32",
+            3 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT",
+            4 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP",
+            5 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE",
+            6 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE",
+            7 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT",
+            8 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF",
+            9 => "CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUexternalSemaphoreHandleType_enum` as associated constants (`CUexternalSemaphoreHandleType_enum::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD`), each the crate-level constant of the same name.
+impl CUexternalSemaphoreHandleType_enum {
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD: Self = Self(1);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32: Self = Self(2);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT: Self = Self(3);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE: Self = Self(4);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE: Self = Self(5);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC: Self = Self(6);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX: Self = Self(7);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT: Self = Self(8);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD: Self = Self(9);
+    pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32: Self = Self(
+        10,
+    );
+}
+/// The enumerator's name and value, `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUexternalSemaphoreHandleType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD",
+            2 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32",
+            3 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT",
+            4 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE",
+            5 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE",
+            6 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC",
+            7 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX",
+            8 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT",
+            9 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD",
+            10 => "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUfilter_mode_enum` as associated constants (`CUfilter_mode_enum::CU_TR_FILTER_MODE_POINT`), each the crate-level constant of the same name.
+impl CUfilter_mode_enum {
+    pub const CU_TR_FILTER_MODE_POINT: Self = Self(0);
+    pub const CU_TR_FILTER_MODE_LINEAR: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_TR_FILTER_MODE_POINT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUfilter_mode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TR_FILTER_MODE_POINT",
+            1 => "CU_TR_FILTER_MODE_LINEAR",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUflushGPUDirectRDMAWritesOptions_enum` as associated constants (`CUflushGPUDirectRDMAWritesOptions_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST`), each the crate-level constant of the same name.
+impl CUflushGPUDirectRDMAWritesOptions_enum {
+    pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST: Self = Self(1);
+    pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesOptions_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST",
+            2 => "CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUflushGPUDirectRDMAWritesScope_enum` as associated constants (`CUflushGPUDirectRDMAWritesScope_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER`), each the crate-level constant of the same name.
+impl CUflushGPUDirectRDMAWritesScope_enum {
+    pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER: Self = Self(100);
+    pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES: Self = Self(200);
+}
+/// The enumerator's name and value, `CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER (100)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesScope_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            100 => "CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER",
+            200 => "CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUflushGPUDirectRDMAWritesTarget_enum` as associated constants (`CUflushGPUDirectRDMAWritesTarget_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX`), each the crate-level constant of the same name.
+impl CUflushGPUDirectRDMAWritesTarget_enum {
+    pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: Self = Self(0);
+}
+/// The enumerator's name and value, `CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesTarget_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUfunc_cache_enum` as associated constants (`CUfunc_cache_enum::CU_FUNC_CACHE_PREFER_NONE`), each the crate-level constant of the same name.
+impl CUfunc_cache_enum {
+    pub const CU_FUNC_CACHE_PREFER_NONE: Self = Self(0);
+    pub const CU_FUNC_CACHE_PREFER_SHARED: Self = Self(1);
+    pub const CU_FUNC_CACHE_PREFER_L1: Self = Self(2);
+    pub const CU_FUNC_CACHE_PREFER_EQUAL: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_FUNC_CACHE_PREFER_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUfunc_cache_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_FUNC_CACHE_PREFER_NONE",
+            1 => "CU_FUNC_CACHE_PREFER_SHARED",
+            2 => "CU_FUNC_CACHE_PREFER_L1",
+            3 => "CU_FUNC_CACHE_PREFER_EQUAL",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUfunctionLoadingState_enum` as associated constants (`CUfunctionLoadingState_enum::CU_FUNCTION_LOADING_STATE_UNLOADED`), each the crate-level constant of the same name.
+impl CUfunctionLoadingState_enum {
+    pub const CU_FUNCTION_LOADING_STATE_UNLOADED: Self = Self(0);
+    pub const CU_FUNCTION_LOADING_STATE_LOADED: Self = Self(1);
+    pub const CU_FUNCTION_LOADING_STATE_MAX: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_FUNCTION_LOADING_STATE_UNLOADED (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUfunctionLoadingState_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_FUNCTION_LOADING_STATE_UNLOADED",
+            1 => "CU_FUNCTION_LOADING_STATE_LOADED",
+            2 => "CU_FUNCTION_LOADING_STATE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUfunction_attribute_enum` as associated constants (`CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), each the crate-level constant of the same name.
+impl CUfunction_attribute_enum {
+    pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: Self = Self(0);
+    pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: Self = Self(1);
+    pub const CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: Self = Self(2);
+    pub const CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: Self = Self(3);
+    pub const CU_FUNC_ATTRIBUTE_NUM_REGS: Self = Self(4);
+    pub const CU_FUNC_ATTRIBUTE_PTX_VERSION: Self = Self(5);
+    pub const CU_FUNC_ATTRIBUTE_BINARY_VERSION: Self = Self(6);
+    pub const CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: Self = Self(7);
+    pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: Self = Self(8);
+    pub const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: Self = Self(9);
+    pub const CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: Self = Self(10);
+    pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: Self = Self(11);
+    pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: Self = Self(12);
+    pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: Self = Self(13);
+    pub const CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: Self = Self(14);
+    pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: Self = Self(15);
+    pub const CU_FUNC_ATTRIBUTE_MAX: Self = Self(16);
+}
+/// The enumerator's name and value, `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUfunction_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
+            1 => "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
+            2 => "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES",
+            3 => "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
+            4 => "CU_FUNC_ATTRIBUTE_NUM_REGS",
+            5 => "CU_FUNC_ATTRIBUTE_PTX_VERSION",
+            6 => "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
+            7 => "CU_FUNC_ATTRIBUTE_CACHE_MODE_CA",
+            8 => "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+            9 => "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT",
+            10 => "CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET",
+            11 => "CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH",
+            12 => "CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT",
+            13 => "CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH",
+            14 => "CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
+            15 => "CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE",
+            16 => "CU_FUNC_ATTRIBUTE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphChildGraphNodeOwnership_enum` as associated constants (`CUgraphChildGraphNodeOwnership_enum::CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE`), each the crate-level constant of the same name.
+impl CUgraphChildGraphNodeOwnership_enum {
+    pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: Self = Self(0);
+    pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphChildGraphNodeOwnership_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE",
+            1 => "CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphConditionalNodeType_enum` as associated constants (`CUgraphConditionalNodeType_enum::CU_GRAPH_COND_TYPE_IF`), each the crate-level constant of the same name.
+impl CUgraphConditionalNodeType_enum {
+    pub const CU_GRAPH_COND_TYPE_IF: Self = Self(0);
+    pub const CU_GRAPH_COND_TYPE_WHILE: Self = Self(1);
+    pub const CU_GRAPH_COND_TYPE_SWITCH: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_GRAPH_COND_TYPE_IF (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphConditionalNodeType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_COND_TYPE_IF",
+            1 => "CU_GRAPH_COND_TYPE_WHILE",
+            2 => "CU_GRAPH_COND_TYPE_SWITCH",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphDebugDot_flags_enum` as associated constants (`CUgraphDebugDot_flags_enum::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE`), each the crate-level constant of the same name.
+impl CUgraphDebugDot_flags_enum {
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE: Self = Self(1);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES: Self = Self(2);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS: Self = Self(4);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS: Self = Self(8);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS: Self = Self(16);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS: Self = Self(32);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS: Self = Self(64);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS: Self = Self(128);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS: Self = Self(256);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES: Self = Self(512);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES: Self = Self(1024);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS: Self = Self(2048);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS: Self = Self(4096);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS: Self = Self(8192);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO: Self = Self(16384);
+    pub const CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: Self = Self(32768);
+}
+/// The enumerator's name and value, `CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphDebugDot_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE",
+            2 => "CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES",
+            4 => "CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS",
+            8 => "CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS",
+            16 => "CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS",
+            32 => "CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS",
+            64 => "CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS",
+            128 => "CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS",
+            256 => "CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS",
+            512 => "CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES",
+            1024 => "CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES",
+            2048 => "CU_GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS",
+            4096 => "CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS",
+            8192 => "CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS",
+            16384 => "CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO",
+            32768 => "CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphDependencyType_enum` as associated constants (`CUgraphDependencyType_enum::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT`), each the crate-level constant of the same name.
+impl CUgraphDependencyType_enum {
+    pub const CU_GRAPH_DEPENDENCY_TYPE_DEFAULT: Self = Self(0);
+    pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_GRAPH_DEPENDENCY_TYPE_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphDependencyType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_DEPENDENCY_TYPE_DEFAULT",
+            1 => "CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphExecUpdateResult_enum` as associated constants (`CUgraphExecUpdateResult_enum::CU_GRAPH_EXEC_UPDATE_SUCCESS`), each the crate-level constant of the same name.
+impl CUgraphExecUpdateResult_enum {
+    pub const CU_GRAPH_EXEC_UPDATE_SUCCESS: Self = Self(0);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR: Self = Self(1);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED: Self = Self(2);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED: Self = Self(3);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED: Self = Self(4);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED: Self = Self(5);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: Self = Self(6);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE: Self = Self(7);
+    pub const CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: Self = Self(8);
+}
+/// The enumerator's name and value, `CU_GRAPH_EXEC_UPDATE_SUCCESS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphExecUpdateResult_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_EXEC_UPDATE_SUCCESS",
+            1 => "CU_GRAPH_EXEC_UPDATE_ERROR",
+            2 => "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED",
+            3 => "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED",
+            4 => "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED",
+            5 => "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED",
+            6 => "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED",
+            7 => "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE",
+            8 => "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphInstantiateResult_enum` as associated constants (`CUgraphInstantiateResult_enum::CUDA_GRAPH_INSTANTIATE_SUCCESS`), each the crate-level constant of the same name.
+impl CUgraphInstantiateResult_enum {
+    pub const CUDA_GRAPH_INSTANTIATE_SUCCESS: Self = Self(0);
+    pub const CUDA_GRAPH_INSTANTIATE_ERROR: Self = Self(1);
+    pub const CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE: Self = Self(2);
+    pub const CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED: Self = Self(3);
+    pub const CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED: Self = Self(4);
+    pub const CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: Self = Self(5);
+}
+/// The enumerator's name and value, `CUDA_GRAPH_INSTANTIATE_SUCCESS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphInstantiateResult_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CUDA_GRAPH_INSTANTIATE_SUCCESS",
+            1 => "CUDA_GRAPH_INSTANTIATE_ERROR",
+            2 => "CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE",
+            3 => "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED",
+            4 => "CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED",
+            5 => "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphInstantiate_flags_enum` as associated constants (`CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`), each the crate-level constant of the same name.
+impl CUgraphInstantiate_flags_enum {
+    pub const CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: Self = Self(1);
+    pub const CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: Self = Self(2);
+    pub const CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: Self = Self(4);
+    pub const CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: Self = Self(8);
+}
+/// The enumerator's name and value, `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphInstantiate_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH",
+            2 => "CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD",
+            4 => "CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH",
+            8 => "CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphMem_attribute_enum` as associated constants (`CUgraphMem_attribute_enum::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT`), each the crate-level constant of the same name.
+impl CUgraphMem_attribute_enum {
+    pub const CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: Self = Self(0);
+    pub const CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: Self = Self(1);
+    pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: Self = Self(2);
+    pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphMem_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT",
+            1 => "CU_GRAPH_MEM_ATTR_USED_MEM_HIGH",
+            2 => "CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT",
+            3 => "CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphNodeType_enum` as associated constants (`CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL`), each the crate-level constant of the same name.
+impl CUgraphNodeType_enum {
+    pub const CU_GRAPH_NODE_TYPE_KERNEL: Self = Self(0);
+    pub const CU_GRAPH_NODE_TYPE_MEMCPY: Self = Self(1);
+    pub const CU_GRAPH_NODE_TYPE_MEMSET: Self = Self(2);
+    pub const CU_GRAPH_NODE_TYPE_HOST: Self = Self(3);
+    pub const CU_GRAPH_NODE_TYPE_GRAPH: Self = Self(4);
+    pub const CU_GRAPH_NODE_TYPE_EMPTY: Self = Self(5);
+    pub const CU_GRAPH_NODE_TYPE_WAIT_EVENT: Self = Self(6);
+    pub const CU_GRAPH_NODE_TYPE_EVENT_RECORD: Self = Self(7);
+    pub const CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: Self = Self(8);
+    pub const CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: Self = Self(9);
+    pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: Self = Self(10);
+    pub const CU_GRAPH_NODE_TYPE_MEM_FREE: Self = Self(11);
+    pub const CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: Self = Self(12);
+    pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: Self = Self(13);
+}
+/// The enumerator's name and value, `CU_GRAPH_NODE_TYPE_KERNEL (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphNodeType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPH_NODE_TYPE_KERNEL",
+            1 => "CU_GRAPH_NODE_TYPE_MEMCPY",
+            2 => "CU_GRAPH_NODE_TYPE_MEMSET",
+            3 => "CU_GRAPH_NODE_TYPE_HOST",
+            4 => "CU_GRAPH_NODE_TYPE_GRAPH",
+            5 => "CU_GRAPH_NODE_TYPE_EMPTY",
+            6 => "CU_GRAPH_NODE_TYPE_WAIT_EVENT",
+            7 => "CU_GRAPH_NODE_TYPE_EVENT_RECORD",
+            8 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
+            9 => "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
+            10 => "CU_GRAPH_NODE_TYPE_MEM_ALLOC",
+            11 => "CU_GRAPH_NODE_TYPE_MEM_FREE",
+            12 => "CU_GRAPH_NODE_TYPE_BATCH_MEM_OP",
+            13 => "CU_GRAPH_NODE_TYPE_CONDITIONAL",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphicsMapResourceFlags_enum` as associated constants (`CUgraphicsMapResourceFlags_enum::CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE`), each the crate-level constant of the same name.
+impl CUgraphicsMapResourceFlags_enum {
+    pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE: Self = Self(0);
+    pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY: Self = Self(1);
+    pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphicsMapResourceFlags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE",
+            1 => "CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY",
+            2 => "CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgraphicsRegisterFlags_enum` as associated constants (`CUgraphicsRegisterFlags_enum::CU_GRAPHICS_REGISTER_FLAGS_NONE`), each the crate-level constant of the same name.
+impl CUgraphicsRegisterFlags_enum {
+    pub const CU_GRAPHICS_REGISTER_FLAGS_NONE: Self = Self(0);
+    pub const CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY: Self = Self(1);
+    pub const CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD: Self = Self(2);
+    pub const CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST: Self = Self(4);
+    pub const CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER: Self = Self(8);
+}
+/// The enumerator's name and value, `CU_GRAPHICS_REGISTER_FLAGS_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgraphicsRegisterFlags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_GRAPHICS_REGISTER_FLAGS_NONE",
+            1 => "CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY",
+            2 => "CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD",
+            4 => "CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST",
+            8 => "CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUgreenCtxCreate_flags` as associated constants (`CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM`), each the crate-level constant of the same name.
+impl CUgreenCtxCreate_flags {
+    pub const CU_GREEN_CTX_DEFAULT_STREAM: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_GREEN_CTX_DEFAULT_STREAM (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUgreenCtxCreate_flags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_GREEN_CTX_DEFAULT_STREAM",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUipcMem_flags_enum` as associated constants (`CUipcMem_flags_enum::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`), each the crate-level constant of the same name.
+impl CUipcMem_flags_enum {
+    pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUipcMem_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUjitInputType_enum` as associated constants (`CUjitInputType_enum::CU_JIT_INPUT_CUBIN`), each the crate-level constant of the same name.
+impl CUjitInputType_enum {
+    pub const CU_JIT_INPUT_CUBIN: Self = Self(0);
+    pub const CU_JIT_INPUT_PTX: Self = Self(1);
+    pub const CU_JIT_INPUT_FATBINARY: Self = Self(2);
+    pub const CU_JIT_INPUT_OBJECT: Self = Self(3);
+    pub const CU_JIT_INPUT_LIBRARY: Self = Self(4);
+    pub const CU_JIT_INPUT_NVVM: Self = Self(5);
+    pub const CU_JIT_NUM_INPUT_TYPES: Self = Self(6);
+}
+/// The enumerator's name and value, `CU_JIT_INPUT_CUBIN (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUjitInputType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_JIT_INPUT_CUBIN",
+            1 => "CU_JIT_INPUT_PTX",
+            2 => "CU_JIT_INPUT_FATBINARY",
+            3 => "CU_JIT_INPUT_OBJECT",
+            4 => "CU_JIT_INPUT_LIBRARY",
+            5 => "CU_JIT_INPUT_NVVM",
+            6 => "CU_JIT_NUM_INPUT_TYPES",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUjit_cacheMode_enum` as associated constants (`CUjit_cacheMode_enum::CU_JIT_CACHE_OPTION_NONE`), each the crate-level constant of the same name.
+impl CUjit_cacheMode_enum {
+    pub const CU_JIT_CACHE_OPTION_NONE: Self = Self(0);
+    pub const CU_JIT_CACHE_OPTION_CG: Self = Self(1);
+    pub const CU_JIT_CACHE_OPTION_CA: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_JIT_CACHE_OPTION_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUjit_cacheMode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_JIT_CACHE_OPTION_NONE",
+            1 => "CU_JIT_CACHE_OPTION_CG",
+            2 => "CU_JIT_CACHE_OPTION_CA",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUjit_fallback_enum` as associated constants (`CUjit_fallback_enum::CU_PREFER_PTX`), each the crate-level constant of the same name.
+impl CUjit_fallback_enum {
+    pub const CU_PREFER_PTX: Self = Self(0);
+    pub const CU_PREFER_BINARY: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_PREFER_PTX (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUjit_fallback_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_PREFER_PTX",
+            1 => "CU_PREFER_BINARY",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUjit_option_enum` as associated constants (`CUjit_option_enum::CU_JIT_MAX_REGISTERS`), each the crate-level constant of the same name.
+impl CUjit_option_enum {
+    pub const CU_JIT_MAX_REGISTERS: Self = Self(0);
+    pub const CU_JIT_THREADS_PER_BLOCK: Self = Self(1);
+    pub const CU_JIT_WALL_TIME: Self = Self(2);
+    pub const CU_JIT_INFO_LOG_BUFFER: Self = Self(3);
+    pub const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: Self = Self(4);
+    pub const CU_JIT_ERROR_LOG_BUFFER: Self = Self(5);
+    pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: Self = Self(6);
+    pub const CU_JIT_OPTIMIZATION_LEVEL: Self = Self(7);
+    pub const CU_JIT_TARGET_FROM_CUCONTEXT: Self = Self(8);
+    pub const CU_JIT_TARGET: Self = Self(9);
+    pub const CU_JIT_FALLBACK_STRATEGY: Self = Self(10);
+    pub const CU_JIT_GENERATE_DEBUG_INFO: Self = Self(11);
+    pub const CU_JIT_LOG_VERBOSE: Self = Self(12);
+    pub const CU_JIT_GENERATE_LINE_INFO: Self = Self(13);
+    pub const CU_JIT_CACHE_MODE: Self = Self(14);
+    pub const CU_JIT_NEW_SM3X_OPT: Self = Self(15);
+    pub const CU_JIT_FAST_COMPILE: Self = Self(16);
+    pub const CU_JIT_GLOBAL_SYMBOL_NAMES: Self = Self(17);
+    pub const CU_JIT_GLOBAL_SYMBOL_ADDRESSES: Self = Self(18);
+    pub const CU_JIT_GLOBAL_SYMBOL_COUNT: Self = Self(19);
+    pub const CU_JIT_LTO: Self = Self(20);
+    pub const CU_JIT_FTZ: Self = Self(21);
+    pub const CU_JIT_PREC_DIV: Self = Self(22);
+    pub const CU_JIT_PREC_SQRT: Self = Self(23);
+    pub const CU_JIT_FMA: Self = Self(24);
+    pub const CU_JIT_REFERENCED_KERNEL_NAMES: Self = Self(25);
+    pub const CU_JIT_REFERENCED_KERNEL_COUNT: Self = Self(26);
+    pub const CU_JIT_REFERENCED_VARIABLE_NAMES: Self = Self(27);
+    pub const CU_JIT_REFERENCED_VARIABLE_COUNT: Self = Self(28);
+    pub const CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: Self = Self(29);
+    pub const CU_JIT_POSITION_INDEPENDENT_CODE: Self = Self(30);
+    pub const CU_JIT_MIN_CTA_PER_SM: Self = Self(31);
+    pub const CU_JIT_MAX_THREADS_PER_BLOCK: Self = Self(32);
+    pub const CU_JIT_OVERRIDE_DIRECTIVE_VALUES: Self = Self(33);
+    pub const CU_JIT_SPLIT_COMPILE: Self = Self(34);
+    pub const CU_JIT_NUM_OPTIONS: Self = Self(35);
+}
+/// The enumerator's name and value, `CU_JIT_MAX_REGISTERS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUjit_option_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_JIT_MAX_REGISTERS",
+            1 => "CU_JIT_THREADS_PER_BLOCK",
+            2 => "CU_JIT_WALL_TIME",
+            3 => "CU_JIT_INFO_LOG_BUFFER",
+            4 => "CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES",
+            5 => "CU_JIT_ERROR_LOG_BUFFER",
+            6 => "CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES",
+            7 => "CU_JIT_OPTIMIZATION_LEVEL",
+            8 => "CU_JIT_TARGET_FROM_CUCONTEXT",
+            9 => "CU_JIT_TARGET",
+            10 => "CU_JIT_FALLBACK_STRATEGY",
+            11 => "CU_JIT_GENERATE_DEBUG_INFO",
+            12 => "CU_JIT_LOG_VERBOSE",
+            13 => "CU_JIT_GENERATE_LINE_INFO",
+            14 => "CU_JIT_CACHE_MODE",
+            15 => "CU_JIT_NEW_SM3X_OPT",
+            16 => "CU_JIT_FAST_COMPILE",
+            17 => "CU_JIT_GLOBAL_SYMBOL_NAMES",
+            18 => "CU_JIT_GLOBAL_SYMBOL_ADDRESSES",
+            19 => "CU_JIT_GLOBAL_SYMBOL_COUNT",
+            20 => "CU_JIT_LTO",
+            21 => "CU_JIT_FTZ",
+            22 => "CU_JIT_PREC_DIV",
+            23 => "CU_JIT_PREC_SQRT",
+            24 => "CU_JIT_FMA",
+            25 => "CU_JIT_REFERENCED_KERNEL_NAMES",
+            26 => "CU_JIT_REFERENCED_KERNEL_COUNT",
+            27 => "CU_JIT_REFERENCED_VARIABLE_NAMES",
+            28 => "CU_JIT_REFERENCED_VARIABLE_COUNT",
+            29 => "CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES",
+            30 => "CU_JIT_POSITION_INDEPENDENT_CODE",
+            31 => "CU_JIT_MIN_CTA_PER_SM",
+            32 => "CU_JIT_MAX_THREADS_PER_BLOCK",
+            33 => "CU_JIT_OVERRIDE_DIRECTIVE_VALUES",
+            34 => "CU_JIT_SPLIT_COMPILE",
+            35 => "CU_JIT_NUM_OPTIONS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUjit_target_enum` as associated constants (`CUjit_target_enum::CU_TARGET_COMPUTE_30`), each the crate-level constant of the same name.
+impl CUjit_target_enum {
+    pub const CU_TARGET_COMPUTE_30: Self = Self(30);
+    pub const CU_TARGET_COMPUTE_32: Self = Self(32);
+    pub const CU_TARGET_COMPUTE_35: Self = Self(35);
+    pub const CU_TARGET_COMPUTE_37: Self = Self(37);
+    pub const CU_TARGET_COMPUTE_50: Self = Self(50);
+    pub const CU_TARGET_COMPUTE_52: Self = Self(52);
+    pub const CU_TARGET_COMPUTE_53: Self = Self(53);
+    pub const CU_TARGET_COMPUTE_60: Self = Self(60);
+    pub const CU_TARGET_COMPUTE_61: Self = Self(61);
+    pub const CU_TARGET_COMPUTE_62: Self = Self(62);
+    pub const CU_TARGET_COMPUTE_70: Self = Self(70);
+    pub const CU_TARGET_COMPUTE_72: Self = Self(72);
+    pub const CU_TARGET_COMPUTE_75: Self = Self(75);
+    pub const CU_TARGET_COMPUTE_80: Self = Self(80);
+    pub const CU_TARGET_COMPUTE_86: Self = Self(86);
+    pub const CU_TARGET_COMPUTE_87: Self = Self(87);
+    pub const CU_TARGET_COMPUTE_89: Self = Self(89);
+    pub const CU_TARGET_COMPUTE_90: Self = Self(90);
+    pub const CU_TARGET_COMPUTE_100: Self = Self(100);
+    pub const CU_TARGET_COMPUTE_110: Self = Self(110);
+    pub const CU_TARGET_COMPUTE_103: Self = Self(103);
+    pub const CU_TARGET_COMPUTE_120: Self = Self(120);
+    pub const CU_TARGET_COMPUTE_121: Self = Self(121);
+    pub const CU_TARGET_COMPUTE_90A: Self = Self(65626);
+    pub const CU_TARGET_COMPUTE_100A: Self = Self(65636);
+    pub const CU_TARGET_COMPUTE_110A: Self = Self(65646);
+    pub const CU_TARGET_COMPUTE_103A: Self = Self(65639);
+    pub const CU_TARGET_COMPUTE_120A: Self = Self(65656);
+    pub const CU_TARGET_COMPUTE_121A: Self = Self(65657);
+    pub const CU_TARGET_COMPUTE_100F: Self = Self(131172);
+    pub const CU_TARGET_COMPUTE_110F: Self = Self(131182);
+    pub const CU_TARGET_COMPUTE_103F: Self = Self(131175);
+    pub const CU_TARGET_COMPUTE_120F: Self = Self(131192);
+    pub const CU_TARGET_COMPUTE_121F: Self = Self(131193);
+}
+/// The enumerator's name and value, `CU_TARGET_COMPUTE_30 (30)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUjit_target_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            30 => "CU_TARGET_COMPUTE_30",
+            32 => "CU_TARGET_COMPUTE_32",
+            35 => "CU_TARGET_COMPUTE_35",
+            37 => "CU_TARGET_COMPUTE_37",
+            50 => "CU_TARGET_COMPUTE_50",
+            52 => "CU_TARGET_COMPUTE_52",
+            53 => "CU_TARGET_COMPUTE_53",
+            60 => "CU_TARGET_COMPUTE_60",
+            61 => "CU_TARGET_COMPUTE_61",
+            62 => "CU_TARGET_COMPUTE_62",
+            70 => "CU_TARGET_COMPUTE_70",
+            72 => "CU_TARGET_COMPUTE_72",
+            75 => "CU_TARGET_COMPUTE_75",
+            80 => "CU_TARGET_COMPUTE_80",
+            86 => "CU_TARGET_COMPUTE_86",
+            87 => "CU_TARGET_COMPUTE_87",
+            89 => "CU_TARGET_COMPUTE_89",
+            90 => "CU_TARGET_COMPUTE_90",
+            100 => "CU_TARGET_COMPUTE_100",
+            110 => "CU_TARGET_COMPUTE_110",
+            103 => "CU_TARGET_COMPUTE_103",
+            120 => "CU_TARGET_COMPUTE_120",
+            121 => "CU_TARGET_COMPUTE_121",
+            65626 => "CU_TARGET_COMPUTE_90A",
+            65636 => "CU_TARGET_COMPUTE_100A",
+            65646 => "CU_TARGET_COMPUTE_110A",
+            65639 => "CU_TARGET_COMPUTE_103A",
+            65656 => "CU_TARGET_COMPUTE_120A",
+            65657 => "CU_TARGET_COMPUTE_121A",
+            131172 => "CU_TARGET_COMPUTE_100F",
+            131182 => "CU_TARGET_COMPUTE_110F",
+            131175 => "CU_TARGET_COMPUTE_103F",
+            131192 => "CU_TARGET_COMPUTE_120F",
+            131193 => "CU_TARGET_COMPUTE_121F",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUlaunchAttributeID_enum` as associated constants (`CUlaunchAttributeID_enum::CU_LAUNCH_ATTRIBUTE_IGNORE`), each the crate-level constant of the same name.
+impl CUlaunchAttributeID_enum {
+    pub const CU_LAUNCH_ATTRIBUTE_IGNORE: Self = Self(0);
+    pub const CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: Self = Self(1);
+    pub const CU_LAUNCH_ATTRIBUTE_COOPERATIVE: Self = Self(2);
+    pub const CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: Self = Self(3);
+    pub const CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: Self = Self(4);
+    pub const CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: Self = Self(5);
+    pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: Self = Self(6);
+    pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: Self = Self(7);
+    pub const CU_LAUNCH_ATTRIBUTE_PRIORITY: Self = Self(8);
+    pub const CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: Self = Self(9);
+    pub const CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: Self = Self(10);
+    pub const CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: Self = Self(11);
+    pub const CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: Self = Self(12);
+    pub const CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: Self = Self(13);
+    pub const CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: Self = Self(14);
+    pub const CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: Self = Self(16);
+}
+/// The enumerator's name and value, `CU_LAUNCH_ATTRIBUTE_IGNORE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUlaunchAttributeID_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_LAUNCH_ATTRIBUTE_IGNORE",
+            1 => "CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW",
+            2 => "CU_LAUNCH_ATTRIBUTE_COOPERATIVE",
+            3 => "CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY",
+            4 => "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION",
+            5 => "CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE",
+            6 => "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION",
+            7 => "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT",
+            8 => "CU_LAUNCH_ATTRIBUTE_PRIORITY",
+            9 => "CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP",
+            10 => "CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN",
+            11 => "CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION",
+            12 => "CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT",
+            13 => "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE",
+            14 => "CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT",
+            16 => "CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUlaunchMemSyncDomain_enum` as associated constants (`CUlaunchMemSyncDomain_enum::CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT`), each the crate-level constant of the same name.
+impl CUlaunchMemSyncDomain_enum {
+    pub const CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT: Self = Self(0);
+    pub const CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUlaunchMemSyncDomain_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT",
+            1 => "CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUlibraryOption_enum` as associated constants (`CUlibraryOption_enum::CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE`), each the crate-level constant of the same name.
+impl CUlibraryOption_enum {
+    pub const CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE: Self = Self(0);
+    pub const CU_LIBRARY_BINARY_IS_PRESERVED: Self = Self(1);
+    pub const CU_LIBRARY_NUM_OPTIONS: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUlibraryOption_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE",
+            1 => "CU_LIBRARY_BINARY_IS_PRESERVED",
+            2 => "CU_LIBRARY_NUM_OPTIONS",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUlimit_enum` as associated constants (`CUlimit_enum::CU_LIMIT_STACK_SIZE`), each the crate-level constant of the same name.
+impl CUlimit_enum {
+    pub const CU_LIMIT_STACK_SIZE: Self = Self(0);
+    pub const CU_LIMIT_PRINTF_FIFO_SIZE: Self = Self(1);
+    pub const CU_LIMIT_MALLOC_HEAP_SIZE: Self = Self(2);
+    pub const CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: Self = Self(3);
+    pub const CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: Self = Self(4);
+    pub const CU_LIMIT_MAX_L2_FETCH_GRANULARITY: Self = Self(5);
+    pub const CU_LIMIT_PERSISTING_L2_CACHE_SIZE: Self = Self(6);
+    pub const CU_LIMIT_SHMEM_SIZE: Self = Self(7);
+    pub const CU_LIMIT_CIG_ENABLED: Self = Self(8);
+    pub const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: Self = Self(9);
+    pub const CU_LIMIT_MAX: Self = Self(10);
+}
+/// The enumerator's name and value, `CU_LIMIT_STACK_SIZE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUlimit_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_LIMIT_STACK_SIZE",
+            1 => "CU_LIMIT_PRINTF_FIFO_SIZE",
+            2 => "CU_LIMIT_MALLOC_HEAP_SIZE",
+            3 => "CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH",
+            4 => "CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT",
+            5 => "CU_LIMIT_MAX_L2_FETCH_GRANULARITY",
+            6 => "CU_LIMIT_PERSISTING_L2_CACHE_SIZE",
+            7 => "CU_LIMIT_SHMEM_SIZE",
+            8 => "CU_LIMIT_CIG_ENABLED",
+            9 => "CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED",
+            10 => "CU_LIMIT_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUlogLevel_enum` as associated constants (`CUlogLevel_enum::CU_LOG_LEVEL_ERROR`), each the crate-level constant of the same name.
+impl CUlogLevel_enum {
+    pub const CU_LOG_LEVEL_ERROR: Self = Self(0);
+    pub const CU_LOG_LEVEL_WARNING: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_LOG_LEVEL_ERROR (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUlogLevel_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_LOG_LEVEL_ERROR",
+            1 => "CU_LOG_LEVEL_WARNING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAccess_flags_enum` as associated constants (`CUmemAccess_flags_enum::CU_MEM_ACCESS_FLAGS_PROT_NONE`), each the crate-level constant of the same name.
+impl CUmemAccess_flags_enum {
+    pub const CU_MEM_ACCESS_FLAGS_PROT_NONE: Self = Self(0);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_READ: Self = Self(1);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_READWRITE: Self = Self(3);
+    pub const CU_MEM_ACCESS_FLAGS_PROT_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEM_ACCESS_FLAGS_PROT_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAccess_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_ACCESS_FLAGS_PROT_NONE",
+            1 => "CU_MEM_ACCESS_FLAGS_PROT_READ",
+            3 => "CU_MEM_ACCESS_FLAGS_PROT_READWRITE",
+            2147483647 => "CU_MEM_ACCESS_FLAGS_PROT_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAllocationCompType_enum` as associated constants (`CUmemAllocationCompType_enum::CU_MEM_ALLOCATION_COMP_NONE`), each the crate-level constant of the same name.
+impl CUmemAllocationCompType_enum {
+    pub const CU_MEM_ALLOCATION_COMP_NONE: Self = Self(0);
+    pub const CU_MEM_ALLOCATION_COMP_GENERIC: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_MEM_ALLOCATION_COMP_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAllocationCompType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_ALLOCATION_COMP_NONE",
+            1 => "CU_MEM_ALLOCATION_COMP_GENERIC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAllocationGranularity_flags_enum` as associated constants (`CUmemAllocationGranularity_flags_enum::CU_MEM_ALLOC_GRANULARITY_MINIMUM`), each the crate-level constant of the same name.
+impl CUmemAllocationGranularity_flags_enum {
+    pub const CU_MEM_ALLOC_GRANULARITY_MINIMUM: Self = Self(0);
+    pub const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_MEM_ALLOC_GRANULARITY_MINIMUM (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAllocationGranularity_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_ALLOC_GRANULARITY_MINIMUM",
+            1 => "CU_MEM_ALLOC_GRANULARITY_RECOMMENDED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAllocationHandleType_enum` as associated constants (`CUmemAllocationHandleType_enum::CU_MEM_HANDLE_TYPE_NONE`), each the crate-level constant of the same name.
+impl CUmemAllocationHandleType_enum {
+    pub const CU_MEM_HANDLE_TYPE_NONE: Self = Self(0);
+    pub const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: Self = Self(1);
+    pub const CU_MEM_HANDLE_TYPE_WIN32: Self = Self(2);
+    pub const CU_MEM_HANDLE_TYPE_WIN32_KMT: Self = Self(4);
+    pub const CU_MEM_HANDLE_TYPE_FABRIC: Self = Self(8);
+    pub const CU_MEM_HANDLE_TYPE_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEM_HANDLE_TYPE_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAllocationHandleType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_HANDLE_TYPE_NONE",
+            1 => "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR",
+            2 => "CU_MEM_HANDLE_TYPE_WIN32",
+            4 => "CU_MEM_HANDLE_TYPE_WIN32_KMT",
+            8 => "CU_MEM_HANDLE_TYPE_FABRIC",
+            2147483647 => "CU_MEM_HANDLE_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAllocationType_enum` as associated constants (`CUmemAllocationType_enum::CU_MEM_ALLOCATION_TYPE_INVALID`), each the crate-level constant of the same name.
+impl CUmemAllocationType_enum {
+    pub const CU_MEM_ALLOCATION_TYPE_INVALID: Self = Self(0);
+    pub const CU_MEM_ALLOCATION_TYPE_PINNED: Self = Self(1);
+    pub const CU_MEM_ALLOCATION_TYPE_MANAGED: Self = Self(2);
+    pub const CU_MEM_ALLOCATION_TYPE_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEM_ALLOCATION_TYPE_INVALID (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAllocationType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_ALLOCATION_TYPE_INVALID",
+            1 => "CU_MEM_ALLOCATION_TYPE_PINNED",
+            2 => "CU_MEM_ALLOCATION_TYPE_MANAGED",
+            2147483647 => "CU_MEM_ALLOCATION_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemAttach_flags_enum` as associated constants (`CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL`), each the crate-level constant of the same name.
+impl CUmemAttach_flags_enum {
+    pub const CU_MEM_ATTACH_GLOBAL: Self = Self(1);
+    pub const CU_MEM_ATTACH_HOST: Self = Self(2);
+    pub const CU_MEM_ATTACH_SINGLE: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_MEM_ATTACH_GLOBAL (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemAttach_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_ATTACH_GLOBAL",
+            2 => "CU_MEM_ATTACH_HOST",
+            4 => "CU_MEM_ATTACH_SINGLE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemDecompressAlgorithm_enum` as associated constants (`CUmemDecompressAlgorithm_enum::CU_MEM_DECOMPRESS_UNSUPPORTED`), each the crate-level constant of the same name.
+impl CUmemDecompressAlgorithm_enum {
+    pub const CU_MEM_DECOMPRESS_UNSUPPORTED: Self = Self(0);
+    pub const CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE: Self = Self(1);
+    pub const CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY: Self = Self(2);
+    pub const CU_MEM_DECOMPRESS_ALGORITHM_LZ4: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_MEM_DECOMPRESS_UNSUPPORTED (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemDecompressAlgorithm_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_DECOMPRESS_UNSUPPORTED",
+            1 => "CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE",
+            2 => "CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY",
+            4 => "CU_MEM_DECOMPRESS_ALGORITHM_LZ4",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemHandleType_enum` as associated constants (`CUmemHandleType_enum::CU_MEM_HANDLE_TYPE_GENERIC`), each the crate-level constant of the same name.
+impl CUmemHandleType_enum {
+    pub const CU_MEM_HANDLE_TYPE_GENERIC: Self = Self(0);
+}
+/// The enumerator's name and value, `CU_MEM_HANDLE_TYPE_GENERIC (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemHandleType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_HANDLE_TYPE_GENERIC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemLocationType_enum` as associated constants (`CUmemLocationType_enum::CU_MEM_LOCATION_TYPE_INVALID`), each the crate-level constant of the same name.
+impl CUmemLocationType_enum {
+    pub const CU_MEM_LOCATION_TYPE_INVALID: Self = Self(0);
+    pub const CU_MEM_LOCATION_TYPE_NONE: Self = Self(0);
+    pub const CU_MEM_LOCATION_TYPE_DEVICE: Self = Self(1);
+    pub const CU_MEM_LOCATION_TYPE_HOST: Self = Self(2);
+    pub const CU_MEM_LOCATION_TYPE_HOST_NUMA: Self = Self(3);
+    pub const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: Self = Self(4);
+    pub const CU_MEM_LOCATION_TYPE_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEM_LOCATION_TYPE_INVALID (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemLocationType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEM_LOCATION_TYPE_INVALID",
+            1 => "CU_MEM_LOCATION_TYPE_DEVICE",
+            2 => "CU_MEM_LOCATION_TYPE_HOST",
+            3 => "CU_MEM_LOCATION_TYPE_HOST_NUMA",
+            4 => "CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT",
+            2147483647 => "CU_MEM_LOCATION_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemOperationType_enum` as associated constants (`CUmemOperationType_enum::CU_MEM_OPERATION_TYPE_MAP`), each the crate-level constant of the same name.
+impl CUmemOperationType_enum {
+    pub const CU_MEM_OPERATION_TYPE_MAP: Self = Self(1);
+    pub const CU_MEM_OPERATION_TYPE_UNMAP: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_MEM_OPERATION_TYPE_MAP (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemOperationType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_OPERATION_TYPE_MAP",
+            2 => "CU_MEM_OPERATION_TYPE_UNMAP",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemPool_attribute_enum` as associated constants (`CUmemPool_attribute_enum::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`), each the crate-level constant of the same name.
+impl CUmemPool_attribute_enum {
+    pub const CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: Self = Self(1);
+    pub const CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: Self = Self(2);
+    pub const CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: Self = Self(3);
+    pub const CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: Self = Self(4);
+    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: Self = Self(5);
+    pub const CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: Self = Self(6);
+    pub const CU_MEMPOOL_ATTR_USED_MEM_CURRENT: Self = Self(7);
+    pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: Self = Self(8);
+}
+/// The enumerator's name and value, `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemPool_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES",
+            2 => "CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC",
+            3 => "CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES",
+            4 => "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD",
+            5 => "CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT",
+            6 => "CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH",
+            7 => "CU_MEMPOOL_ATTR_USED_MEM_CURRENT",
+            8 => "CU_MEMPOOL_ATTR_USED_MEM_HIGH",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemRangeFlags_enum` as associated constants (`CUmemRangeFlags_enum::CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE`), each the crate-level constant of the same name.
+impl CUmemRangeFlags_enum {
+    pub const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemRangeFlags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemRangeHandleType_enum` as associated constants (`CUmemRangeHandleType_enum::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`), each the crate-level constant of the same name.
+impl CUmemRangeHandleType_enum {
+    pub const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: Self = Self(1);
+    pub const CU_MEM_RANGE_HANDLE_TYPE_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemRangeHandleType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD",
+            2147483647 => "CU_MEM_RANGE_HANDLE_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmem_advise_enum` as associated constants (`CUmem_advise_enum::CU_MEM_ADVISE_SET_READ_MOSTLY`), each the crate-level constant of the same name.
+impl CUmem_advise_enum {
+    pub const CU_MEM_ADVISE_SET_READ_MOSTLY: Self = Self(1);
+    pub const CU_MEM_ADVISE_UNSET_READ_MOSTLY: Self = Self(2);
+    pub const CU_MEM_ADVISE_SET_PREFERRED_LOCATION: Self = Self(3);
+    pub const CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: Self = Self(4);
+    pub const CU_MEM_ADVISE_SET_ACCESSED_BY: Self = Self(5);
+    pub const CU_MEM_ADVISE_UNSET_ACCESSED_BY: Self = Self(6);
+}
+/// The enumerator's name and value, `CU_MEM_ADVISE_SET_READ_MOSTLY (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmem_advise_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_ADVISE_SET_READ_MOSTLY",
+            2 => "CU_MEM_ADVISE_UNSET_READ_MOSTLY",
+            3 => "CU_MEM_ADVISE_SET_PREFERRED_LOCATION",
+            4 => "CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION",
+            5 => "CU_MEM_ADVISE_SET_ACCESSED_BY",
+            6 => "CU_MEM_ADVISE_UNSET_ACCESSED_BY",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmem_range_attribute_enum` as associated constants (`CUmem_range_attribute_enum::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY`), each the crate-level constant of the same name.
+impl CUmem_range_attribute_enum {
+    pub const CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY: Self = Self(1);
+    pub const CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION: Self = Self(2);
+    pub const CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY: Self = Self(3);
+    pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION: Self = Self(4);
+    pub const CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE: Self = Self(5);
+    pub const CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID: Self = Self(6);
+    pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE: Self = Self(7);
+    pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID: Self = Self(8);
+}
+/// The enumerator's name and value, `CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmem_range_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY",
+            2 => "CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION",
+            3 => "CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY",
+            4 => "CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION",
+            5 => "CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE",
+            6 => "CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID",
+            7 => "CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE",
+            8 => "CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemcpy3DOperandType_enum` as associated constants (`CUmemcpy3DOperandType_enum::CU_MEMCPY_OPERAND_TYPE_POINTER`), each the crate-level constant of the same name.
+impl CUmemcpy3DOperandType_enum {
+    pub const CU_MEMCPY_OPERAND_TYPE_POINTER: Self = Self(1);
+    pub const CU_MEMCPY_OPERAND_TYPE_ARRAY: Self = Self(2);
+    pub const CU_MEMCPY_OPERAND_TYPE_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEMCPY_OPERAND_TYPE_POINTER (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemcpy3DOperandType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEMCPY_OPERAND_TYPE_POINTER",
+            2 => "CU_MEMCPY_OPERAND_TYPE_ARRAY",
+            2147483647 => "CU_MEMCPY_OPERAND_TYPE_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemcpyFlags_enum` as associated constants (`CUmemcpyFlags_enum::CU_MEMCPY_FLAG_DEFAULT`), each the crate-level constant of the same name.
+impl CUmemcpyFlags_enum {
+    pub const CU_MEMCPY_FLAG_DEFAULT: Self = Self(0);
+    pub const CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_MEMCPY_FLAG_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemcpyFlags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEMCPY_FLAG_DEFAULT",
+            1 => "CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemcpySrcAccessOrder_enum` as associated constants (`CUmemcpySrcAccessOrder_enum::CU_MEMCPY_SRC_ACCESS_ORDER_INVALID`), each the crate-level constant of the same name.
+impl CUmemcpySrcAccessOrder_enum {
+    pub const CU_MEMCPY_SRC_ACCESS_ORDER_INVALID: Self = Self(0);
+    pub const CU_MEMCPY_SRC_ACCESS_ORDER_STREAM: Self = Self(1);
+    pub const CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL: Self = Self(2);
+    pub const CU_MEMCPY_SRC_ACCESS_ORDER_ANY: Self = Self(3);
+    pub const CU_MEMCPY_SRC_ACCESS_ORDER_MAX: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `CU_MEMCPY_SRC_ACCESS_ORDER_INVALID (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemcpySrcAccessOrder_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MEMCPY_SRC_ACCESS_ORDER_INVALID",
+            1 => "CU_MEMCPY_SRC_ACCESS_ORDER_STREAM",
+            2 => "CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL",
+            3 => "CU_MEMCPY_SRC_ACCESS_ORDER_ANY",
+            2147483647 => "CU_MEMCPY_SRC_ACCESS_ORDER_MAX",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmemorytype_enum` as associated constants (`CUmemorytype_enum::CU_MEMORYTYPE_HOST`), each the crate-level constant of the same name.
+impl CUmemorytype_enum {
+    pub const CU_MEMORYTYPE_HOST: Self = Self(1);
+    pub const CU_MEMORYTYPE_DEVICE: Self = Self(2);
+    pub const CU_MEMORYTYPE_ARRAY: Self = Self(3);
+    pub const CU_MEMORYTYPE_UNIFIED: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_MEMORYTYPE_HOST (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmemorytype_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MEMORYTYPE_HOST",
+            2 => "CU_MEMORYTYPE_DEVICE",
+            3 => "CU_MEMORYTYPE_ARRAY",
+            4 => "CU_MEMORYTYPE_UNIFIED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmoduleLoadingMode_enum` as associated constants (`CUmoduleLoadingMode_enum::CU_MODULE_EAGER_LOADING`), each the crate-level constant of the same name.
+impl CUmoduleLoadingMode_enum {
+    pub const CU_MODULE_EAGER_LOADING: Self = Self(1);
+    pub const CU_MODULE_LAZY_LOADING: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_MODULE_EAGER_LOADING (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmoduleLoadingMode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_MODULE_EAGER_LOADING",
+            2 => "CU_MODULE_LAZY_LOADING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUmulticastGranularity_flags_enum` as associated constants (`CUmulticastGranularity_flags_enum::CU_MULTICAST_GRANULARITY_MINIMUM`), each the crate-level constant of the same name.
+impl CUmulticastGranularity_flags_enum {
+    pub const CU_MULTICAST_GRANULARITY_MINIMUM: Self = Self(0);
+    pub const CU_MULTICAST_GRANULARITY_RECOMMENDED: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_MULTICAST_GRANULARITY_MINIMUM (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUmulticastGranularity_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_MULTICAST_GRANULARITY_MINIMUM",
+            1 => "CU_MULTICAST_GRANULARITY_RECOMMENDED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUoccupancy_flags_enum` as associated constants (`CUoccupancy_flags_enum::CU_OCCUPANCY_DEFAULT`), each the crate-level constant of the same name.
+impl CUoccupancy_flags_enum {
+    pub const CU_OCCUPANCY_DEFAULT: Self = Self(0);
+    pub const CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_OCCUPANCY_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUoccupancy_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_OCCUPANCY_DEFAULT",
+            1 => "CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUpointer_attribute_enum` as associated constants (`CUpointer_attribute_enum::CU_POINTER_ATTRIBUTE_CONTEXT`), each the crate-level constant of the same name.
+impl CUpointer_attribute_enum {
+    pub const CU_POINTER_ATTRIBUTE_CONTEXT: Self = Self(1);
+    pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: Self = Self(2);
+    pub const CU_POINTER_ATTRIBUTE_DEVICE_POINTER: Self = Self(3);
+    pub const CU_POINTER_ATTRIBUTE_HOST_POINTER: Self = Self(4);
+    pub const CU_POINTER_ATTRIBUTE_P2P_TOKENS: Self = Self(5);
+    pub const CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: Self = Self(6);
+    pub const CU_POINTER_ATTRIBUTE_BUFFER_ID: Self = Self(7);
+    pub const CU_POINTER_ATTRIBUTE_IS_MANAGED: Self = Self(8);
+    pub const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: Self = Self(9);
+    pub const CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: Self = Self(10);
+    pub const CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: Self = Self(11);
+    pub const CU_POINTER_ATTRIBUTE_RANGE_SIZE: Self = Self(12);
+    pub const CU_POINTER_ATTRIBUTE_MAPPED: Self = Self(13);
+    pub const CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: Self = Self(14);
+    pub const CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: Self = Self(15);
+    pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: Self = Self(16);
+    pub const CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: Self = Self(17);
+    pub const CU_POINTER_ATTRIBUTE_MAPPING_SIZE: Self = Self(18);
+    pub const CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: Self = Self(19);
+    pub const CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: Self = Self(20);
+    pub const CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: Self = Self(21);
+}
+/// The enumerator's name and value, `CU_POINTER_ATTRIBUTE_CONTEXT (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUpointer_attribute_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_POINTER_ATTRIBUTE_CONTEXT",
+            2 => "CU_POINTER_ATTRIBUTE_MEMORY_TYPE",
+            3 => "CU_POINTER_ATTRIBUTE_DEVICE_POINTER",
+            4 => "CU_POINTER_ATTRIBUTE_HOST_POINTER",
+            5 => "CU_POINTER_ATTRIBUTE_P2P_TOKENS",
+            6 => "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS",
+            7 => "CU_POINTER_ATTRIBUTE_BUFFER_ID",
+            8 => "CU_POINTER_ATTRIBUTE_IS_MANAGED",
+            9 => "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL",
+            10 => "CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE",
+            11 => "CU_POINTER_ATTRIBUTE_RANGE_START_ADDR",
+            12 => "CU_POINTER_ATTRIBUTE_RANGE_SIZE",
+            13 => "CU_POINTER_ATTRIBUTE_MAPPED",
+            14 => "CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES",
+            15 => "CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE",
+            16 => "CU_POINTER_ATTRIBUTE_ACCESS_FLAGS",
+            17 => "CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE",
+            18 => "CU_POINTER_ATTRIBUTE_MAPPING_SIZE",
+            19 => "CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR",
+            20 => "CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID",
+            21 => "CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUprocessState_enum` as associated constants (`CUprocessState_enum::CU_PROCESS_STATE_RUNNING`), each the crate-level constant of the same name.
+impl CUprocessState_enum {
+    pub const CU_PROCESS_STATE_RUNNING: Self = Self(0);
+    pub const CU_PROCESS_STATE_LOCKED: Self = Self(1);
+    pub const CU_PROCESS_STATE_CHECKPOINTED: Self = Self(2);
+    pub const CU_PROCESS_STATE_FAILED: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_PROCESS_STATE_RUNNING (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUprocessState_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_PROCESS_STATE_RUNNING",
+            1 => "CU_PROCESS_STATE_LOCKED",
+            2 => "CU_PROCESS_STATE_CHECKPOINTED",
+            3 => "CU_PROCESS_STATE_FAILED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUresourceViewFormat_enum` as associated constants (`CUresourceViewFormat_enum::CU_RES_VIEW_FORMAT_NONE`), each the crate-level constant of the same name.
+impl CUresourceViewFormat_enum {
+    pub const CU_RES_VIEW_FORMAT_NONE: Self = Self(0);
+    pub const CU_RES_VIEW_FORMAT_UINT_1X8: Self = Self(1);
+    pub const CU_RES_VIEW_FORMAT_UINT_2X8: Self = Self(2);
+    pub const CU_RES_VIEW_FORMAT_UINT_4X8: Self = Self(3);
+    pub const CU_RES_VIEW_FORMAT_SINT_1X8: Self = Self(4);
+    pub const CU_RES_VIEW_FORMAT_SINT_2X8: Self = Self(5);
+    pub const CU_RES_VIEW_FORMAT_SINT_4X8: Self = Self(6);
+    pub const CU_RES_VIEW_FORMAT_UINT_1X16: Self = Self(7);
+    pub const CU_RES_VIEW_FORMAT_UINT_2X16: Self = Self(8);
+    pub const CU_RES_VIEW_FORMAT_UINT_4X16: Self = Self(9);
+    pub const CU_RES_VIEW_FORMAT_SINT_1X16: Self = Self(10);
+    pub const CU_RES_VIEW_FORMAT_SINT_2X16: Self = Self(11);
+    pub const CU_RES_VIEW_FORMAT_SINT_4X16: Self = Self(12);
+    pub const CU_RES_VIEW_FORMAT_UINT_1X32: Self = Self(13);
+    pub const CU_RES_VIEW_FORMAT_UINT_2X32: Self = Self(14);
+    pub const CU_RES_VIEW_FORMAT_UINT_4X32: Self = Self(15);
+    pub const CU_RES_VIEW_FORMAT_SINT_1X32: Self = Self(16);
+    pub const CU_RES_VIEW_FORMAT_SINT_2X32: Self = Self(17);
+    pub const CU_RES_VIEW_FORMAT_SINT_4X32: Self = Self(18);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_1X16: Self = Self(19);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_2X16: Self = Self(20);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_4X16: Self = Self(21);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_1X32: Self = Self(22);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_2X32: Self = Self(23);
+    pub const CU_RES_VIEW_FORMAT_FLOAT_4X32: Self = Self(24);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC1: Self = Self(25);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC2: Self = Self(26);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC3: Self = Self(27);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC4: Self = Self(28);
+    pub const CU_RES_VIEW_FORMAT_SIGNED_BC4: Self = Self(29);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC5: Self = Self(30);
+    pub const CU_RES_VIEW_FORMAT_SIGNED_BC5: Self = Self(31);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC6H: Self = Self(32);
+    pub const CU_RES_VIEW_FORMAT_SIGNED_BC6H: Self = Self(33);
+    pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC7: Self = Self(34);
+}
+/// The enumerator's name and value, `CU_RES_VIEW_FORMAT_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUresourceViewFormat_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_RES_VIEW_FORMAT_NONE",
+            1 => "CU_RES_VIEW_FORMAT_UINT_1X8",
+            2 => "CU_RES_VIEW_FORMAT_UINT_2X8",
+            3 => "CU_RES_VIEW_FORMAT_UINT_4X8",
+            4 => "CU_RES_VIEW_FORMAT_SINT_1X8",
+            5 => "CU_RES_VIEW_FORMAT_SINT_2X8",
+            6 => "CU_RES_VIEW_FORMAT_SINT_4X8",
+            7 => "CU_RES_VIEW_FORMAT_UINT_1X16",
+            8 => "CU_RES_VIEW_FORMAT_UINT_2X16",
+            9 => "CU_RES_VIEW_FORMAT_UINT_4X16",
+            10 => "CU_RES_VIEW_FORMAT_SINT_1X16",
+            11 => "CU_RES_VIEW_FORMAT_SINT_2X16",
+            12 => "CU_RES_VIEW_FORMAT_SINT_4X16",
+            13 => "CU_RES_VIEW_FORMAT_UINT_1X32",
+            14 => "CU_RES_VIEW_FORMAT_UINT_2X32",
+            15 => "CU_RES_VIEW_FORMAT_UINT_4X32",
+            16 => "CU_RES_VIEW_FORMAT_SINT_1X32",
+            17 => "CU_RES_VIEW_FORMAT_SINT_2X32",
+            18 => "CU_RES_VIEW_FORMAT_SINT_4X32",
+            19 => "CU_RES_VIEW_FORMAT_FLOAT_1X16",
+            20 => "CU_RES_VIEW_FORMAT_FLOAT_2X16",
+            21 => "CU_RES_VIEW_FORMAT_FLOAT_4X16",
+            22 => "CU_RES_VIEW_FORMAT_FLOAT_1X32",
+            23 => "CU_RES_VIEW_FORMAT_FLOAT_2X32",
+            24 => "CU_RES_VIEW_FORMAT_FLOAT_4X32",
+            25 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC1",
+            26 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC2",
+            27 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC3",
+            28 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC4",
+            29 => "CU_RES_VIEW_FORMAT_SIGNED_BC4",
+            30 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC5",
+            31 => "CU_RES_VIEW_FORMAT_SIGNED_BC5",
+            32 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC6H",
+            33 => "CU_RES_VIEW_FORMAT_SIGNED_BC6H",
+            34 => "CU_RES_VIEW_FORMAT_UNSIGNED_BC7",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUresourcetype_enum` as associated constants (`CUresourcetype_enum::CU_RESOURCE_TYPE_ARRAY`), each the crate-level constant of the same name.
+impl CUresourcetype_enum {
+    pub const CU_RESOURCE_TYPE_ARRAY: Self = Self(0);
+    pub const CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: Self = Self(1);
+    pub const CU_RESOURCE_TYPE_LINEAR: Self = Self(2);
+    pub const CU_RESOURCE_TYPE_PITCH2D: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_RESOURCE_TYPE_ARRAY (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUresourcetype_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_RESOURCE_TYPE_ARRAY",
+            1 => "CU_RESOURCE_TYPE_MIPMAPPED_ARRAY",
+            2 => "CU_RESOURCE_TYPE_LINEAR",
+            3 => "CU_RESOURCE_TYPE_PITCH2D",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUshared_carveout_enum` as associated constants (`CUshared_carveout_enum::CU_SHAREDMEM_CARVEOUT_DEFAULT`), each the crate-level constant of the same name.
+impl CUshared_carveout_enum {
+    pub const CU_SHAREDMEM_CARVEOUT_DEFAULT: Self = Self(-1);
+    pub const CU_SHAREDMEM_CARVEOUT_MAX_SHARED: Self = Self(100);
+    pub const CU_SHAREDMEM_CARVEOUT_MAX_L1: Self = Self(0);
+}
+/// The enumerator's name and value, `CU_SHAREDMEM_CARVEOUT_DEFAULT (- 1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUshared_carveout_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            -1 => "CU_SHAREDMEM_CARVEOUT_DEFAULT",
+            100 => "CU_SHAREDMEM_CARVEOUT_MAX_SHARED",
+            0 => "CU_SHAREDMEM_CARVEOUT_MAX_L1",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUsharedconfig_enum` as associated constants (`CUsharedconfig_enum::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE`), each the crate-level constant of the same name.
+impl CUsharedconfig_enum {
+    pub const CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE: Self = Self(0);
+    pub const CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE: Self = Self(1);
+    pub const CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUsharedconfig_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE",
+            1 => "CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE",
+            2 => "CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamBatchMemOpType_enum` as associated constants (`CUstreamBatchMemOpType_enum::CU_STREAM_MEM_OP_WAIT_VALUE_32`), each the crate-level constant of the same name.
+impl CUstreamBatchMemOpType_enum {
+    pub const CU_STREAM_MEM_OP_WAIT_VALUE_32: Self = Self(1);
+    pub const CU_STREAM_MEM_OP_WRITE_VALUE_32: Self = Self(2);
+    pub const CU_STREAM_MEM_OP_WAIT_VALUE_64: Self = Self(4);
+    pub const CU_STREAM_MEM_OP_WRITE_VALUE_64: Self = Self(5);
+    pub const CU_STREAM_MEM_OP_BARRIER: Self = Self(6);
+    pub const CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_STREAM_MEM_OP_WAIT_VALUE_32 (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamBatchMemOpType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_STREAM_MEM_OP_WAIT_VALUE_32",
+            2 => "CU_STREAM_MEM_OP_WRITE_VALUE_32",
+            4 => "CU_STREAM_MEM_OP_WAIT_VALUE_64",
+            5 => "CU_STREAM_MEM_OP_WRITE_VALUE_64",
+            6 => "CU_STREAM_MEM_OP_BARRIER",
+            3 => "CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamCaptureMode_enum` as associated constants (`CUstreamCaptureMode_enum::CU_STREAM_CAPTURE_MODE_GLOBAL`), each the crate-level constant of the same name.
+impl CUstreamCaptureMode_enum {
+    pub const CU_STREAM_CAPTURE_MODE_GLOBAL: Self = Self(0);
+    pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: Self = Self(1);
+    pub const CU_STREAM_CAPTURE_MODE_RELAXED: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_STREAM_CAPTURE_MODE_GLOBAL (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamCaptureMode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_CAPTURE_MODE_GLOBAL",
+            1 => "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL",
+            2 => "CU_STREAM_CAPTURE_MODE_RELAXED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamCaptureStatus_enum` as associated constants (`CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE`), each the crate-level constant of the same name.
+impl CUstreamCaptureStatus_enum {
+    pub const CU_STREAM_CAPTURE_STATUS_NONE: Self = Self(0);
+    pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: Self = Self(1);
+    pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_STREAM_CAPTURE_STATUS_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamCaptureStatus_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_CAPTURE_STATUS_NONE",
+            1 => "CU_STREAM_CAPTURE_STATUS_ACTIVE",
+            2 => "CU_STREAM_CAPTURE_STATUS_INVALIDATED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamMemoryBarrier_flags_enum` as associated constants (`CUstreamMemoryBarrier_flags_enum::CU_STREAM_MEMORY_BARRIER_TYPE_SYS`), each the crate-level constant of the same name.
+impl CUstreamMemoryBarrier_flags_enum {
+    pub const CU_STREAM_MEMORY_BARRIER_TYPE_SYS: Self = Self(0);
+    pub const CU_STREAM_MEMORY_BARRIER_TYPE_GPU: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_STREAM_MEMORY_BARRIER_TYPE_SYS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamMemoryBarrier_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_MEMORY_BARRIER_TYPE_SYS",
+            1 => "CU_STREAM_MEMORY_BARRIER_TYPE_GPU",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamUpdateCaptureDependencies_flags_enum` as associated constants (`CUstreamUpdateCaptureDependencies_flags_enum::CU_STREAM_ADD_CAPTURE_DEPENDENCIES`), each the crate-level constant of the same name.
+impl CUstreamUpdateCaptureDependencies_flags_enum {
+    pub const CU_STREAM_ADD_CAPTURE_DEPENDENCIES: Self = Self(0);
+    pub const CU_STREAM_SET_CAPTURE_DEPENDENCIES: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_STREAM_ADD_CAPTURE_DEPENDENCIES (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamUpdateCaptureDependencies_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_ADD_CAPTURE_DEPENDENCIES",
+            1 => "CU_STREAM_SET_CAPTURE_DEPENDENCIES",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamWaitValue_flags_enum` as associated constants (`CUstreamWaitValue_flags_enum::CU_STREAM_WAIT_VALUE_GEQ`), each the crate-level constant of the same name.
+impl CUstreamWaitValue_flags_enum {
+    pub const CU_STREAM_WAIT_VALUE_GEQ: Self = Self(0);
+    pub const CU_STREAM_WAIT_VALUE_EQ: Self = Self(1);
+    pub const CU_STREAM_WAIT_VALUE_AND: Self = Self(2);
+    pub const CU_STREAM_WAIT_VALUE_NOR: Self = Self(3);
+    pub const CU_STREAM_WAIT_VALUE_FLUSH: Self = Self(1073741824);
+}
+/// The enumerator's name and value, `CU_STREAM_WAIT_VALUE_GEQ (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamWaitValue_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_WAIT_VALUE_GEQ",
+            1 => "CU_STREAM_WAIT_VALUE_EQ",
+            2 => "CU_STREAM_WAIT_VALUE_AND",
+            3 => "CU_STREAM_WAIT_VALUE_NOR",
+            1073741824 => "CU_STREAM_WAIT_VALUE_FLUSH",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstreamWriteValue_flags_enum` as associated constants (`CUstreamWriteValue_flags_enum::CU_STREAM_WRITE_VALUE_DEFAULT`), each the crate-level constant of the same name.
+impl CUstreamWriteValue_flags_enum {
+    pub const CU_STREAM_WRITE_VALUE_DEFAULT: Self = Self(0);
+    pub const CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_STREAM_WRITE_VALUE_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstreamWriteValue_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_WRITE_VALUE_DEFAULT",
+            1 => "CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUstream_flags_enum` as associated constants (`CUstream_flags_enum::CU_STREAM_DEFAULT`), each the crate-level constant of the same name.
+impl CUstream_flags_enum {
+    pub const CU_STREAM_DEFAULT: Self = Self(0);
+    pub const CU_STREAM_NON_BLOCKING: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_STREAM_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUstream_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_STREAM_DEFAULT",
+            1 => "CU_STREAM_NON_BLOCKING",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUsynchronizationPolicy_enum` as associated constants (`CUsynchronizationPolicy_enum::CU_SYNC_POLICY_AUTO`), each the crate-level constant of the same name.
+impl CUsynchronizationPolicy_enum {
+    pub const CU_SYNC_POLICY_AUTO: Self = Self(1);
+    pub const CU_SYNC_POLICY_SPIN: Self = Self(2);
+    pub const CU_SYNC_POLICY_YIELD: Self = Self(3);
+    pub const CU_SYNC_POLICY_BLOCKING_SYNC: Self = Self(4);
+}
+/// The enumerator's name and value, `CU_SYNC_POLICY_AUTO (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUsynchronizationPolicy_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_SYNC_POLICY_AUTO",
+            2 => "CU_SYNC_POLICY_SPIN",
+            3 => "CU_SYNC_POLICY_YIELD",
+            4 => "CU_SYNC_POLICY_BLOCKING_SYNC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapDataType_enum` as associated constants (`CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT8`), each the crate-level constant of the same name.
+impl CUtensorMapDataType_enum {
+    pub const CU_TENSOR_MAP_DATA_TYPE_UINT8: Self = Self(0);
+    pub const CU_TENSOR_MAP_DATA_TYPE_UINT16: Self = Self(1);
+    pub const CU_TENSOR_MAP_DATA_TYPE_UINT32: Self = Self(2);
+    pub const CU_TENSOR_MAP_DATA_TYPE_INT32: Self = Self(3);
+    pub const CU_TENSOR_MAP_DATA_TYPE_UINT64: Self = Self(4);
+    pub const CU_TENSOR_MAP_DATA_TYPE_INT64: Self = Self(5);
+    pub const CU_TENSOR_MAP_DATA_TYPE_FLOAT16: Self = Self(6);
+    pub const CU_TENSOR_MAP_DATA_TYPE_FLOAT32: Self = Self(7);
+    pub const CU_TENSOR_MAP_DATA_TYPE_FLOAT64: Self = Self(8);
+    pub const CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: Self = Self(9);
+    pub const CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ: Self = Self(10);
+    pub const CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: Self = Self(11);
+    pub const CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ: Self = Self(12);
+    pub const CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B: Self = Self(13);
+    pub const CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B: Self = Self(14);
+    pub const CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B: Self = Self(15);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_DATA_TYPE_UINT8 (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapDataType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+            1 => "CU_TENSOR_MAP_DATA_TYPE_UINT16",
+            2 => "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+            3 => "CU_TENSOR_MAP_DATA_TYPE_INT32",
+            4 => "CU_TENSOR_MAP_DATA_TYPE_UINT64",
+            5 => "CU_TENSOR_MAP_DATA_TYPE_INT64",
+            6 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+            7 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+            8 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT64",
+            9 => "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+            10 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ",
+            11 => "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32",
+            12 => "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ",
+            13 => "CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B",
+            14 => "CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B",
+            15 => "CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapFloatOOBfill_enum` as associated constants (`CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`), each the crate-level constant of the same name.
+impl CUtensorMapFloatOOBfill_enum {
+    pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: Self = Self(0);
+    pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapFloatOOBfill_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE",
+            1 => "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapIm2ColWideMode_enum` as associated constants (`CUtensorMapIm2ColWideMode_enum::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W`), each the crate-level constant of the same name.
+impl CUtensorMapIm2ColWideMode_enum {
+    pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W: Self = Self(0);
+    pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_IM2COL_WIDE_MODE_W (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapIm2ColWideMode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_IM2COL_WIDE_MODE_W",
+            1 => "CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapInterleave_enum` as associated constants (`CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE`), each the crate-level constant of the same name.
+impl CUtensorMapInterleave_enum {
+    pub const CU_TENSOR_MAP_INTERLEAVE_NONE: Self = Self(0);
+    pub const CU_TENSOR_MAP_INTERLEAVE_16B: Self = Self(1);
+    pub const CU_TENSOR_MAP_INTERLEAVE_32B: Self = Self(2);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_INTERLEAVE_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapInterleave_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_INTERLEAVE_NONE",
+            1 => "CU_TENSOR_MAP_INTERLEAVE_16B",
+            2 => "CU_TENSOR_MAP_INTERLEAVE_32B",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapL2promotion_enum` as associated constants (`CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_NONE`), each the crate-level constant of the same name.
+impl CUtensorMapL2promotion_enum {
+    pub const CU_TENSOR_MAP_L2_PROMOTION_NONE: Self = Self(0);
+    pub const CU_TENSOR_MAP_L2_PROMOTION_L2_64B: Self = Self(1);
+    pub const CU_TENSOR_MAP_L2_PROMOTION_L2_128B: Self = Self(2);
+    pub const CU_TENSOR_MAP_L2_PROMOTION_L2_256B: Self = Self(3);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_L2_PROMOTION_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapL2promotion_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_L2_PROMOTION_NONE",
+            1 => "CU_TENSOR_MAP_L2_PROMOTION_L2_64B",
+            2 => "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
+            3 => "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUtensorMapSwizzle_enum` as associated constants (`CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_NONE`), each the crate-level constant of the same name.
+impl CUtensorMapSwizzle_enum {
+    pub const CU_TENSOR_MAP_SWIZZLE_NONE: Self = Self(0);
+    pub const CU_TENSOR_MAP_SWIZZLE_32B: Self = Self(1);
+    pub const CU_TENSOR_MAP_SWIZZLE_64B: Self = Self(2);
+    pub const CU_TENSOR_MAP_SWIZZLE_128B: Self = Self(3);
+    pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B: Self = Self(4);
+    pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B: Self = Self(5);
+    pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B: Self = Self(6);
+}
+/// The enumerator's name and value, `CU_TENSOR_MAP_SWIZZLE_NONE (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUtensorMapSwizzle_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_TENSOR_MAP_SWIZZLE_NONE",
+            1 => "CU_TENSOR_MAP_SWIZZLE_32B",
+            2 => "CU_TENSOR_MAP_SWIZZLE_64B",
+            3 => "CU_TENSOR_MAP_SWIZZLE_128B",
+            4 => "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B",
+            5 => "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B",
+            6 => "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUuserObjectRetain_flags_enum` as associated constants (`CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE`), each the crate-level constant of the same name.
+impl CUuserObjectRetain_flags_enum {
+    pub const CU_GRAPH_USER_OBJECT_MOVE: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_GRAPH_USER_OBJECT_MOVE (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUuserObjectRetain_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_GRAPH_USER_OBJECT_MOVE",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `CUuserObject_flags_enum` as associated constants (`CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`), each the crate-level constant of the same name.
+impl CUuserObject_flags_enum {
+    pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_USER_OBJECT_NO_DESTRUCTOR_SYNC (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUuserObject_flags_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "CU_USER_OBJECT_NO_DESTRUCTOR_SYNC",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaAccessProperty` as associated constants (`cudaAccessProperty::cudaAccessPropertyNormal`), each the crate-level constant of the same name.
+impl cudaAccessProperty {
+    pub const cudaAccessPropertyNormal: Self = Self(0);
+    pub const cudaAccessPropertyStreaming: Self = Self(1);
+    pub const cudaAccessPropertyPersisting: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaAccessPropertyNormal (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaAccessProperty {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaAccessPropertyNormal",
+            1 => "cudaAccessPropertyStreaming",
+            2 => "cudaAccessPropertyPersisting",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaAsyncNotificationType_enum` as associated constants (`cudaAsyncNotificationType_enum::cudaAsyncNotificationTypeOverBudget`), each the crate-level constant of the same name.
+impl cudaAsyncNotificationType_enum {
+    pub const cudaAsyncNotificationTypeOverBudget: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaAsyncNotificationTypeOverBudget (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaAsyncNotificationType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaAsyncNotificationTypeOverBudget",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaAtomicOperation` as associated constants (`cudaAtomicOperation::cudaAtomicOperationIntegerAdd`), each the crate-level constant of the same name.
+impl cudaAtomicOperation {
+    pub const cudaAtomicOperationIntegerAdd: Self = Self(0);
+    pub const cudaAtomicOperationIntegerMin: Self = Self(1);
+    pub const cudaAtomicOperationIntegerMax: Self = Self(2);
+    pub const cudaAtomicOperationIntegerIncrement: Self = Self(3);
+    pub const cudaAtomicOperationIntegerDecrement: Self = Self(4);
+    pub const cudaAtomicOperationAnd: Self = Self(5);
+    pub const cudaAtomicOperationOr: Self = Self(6);
+    pub const cudaAtomicOperationXOR: Self = Self(7);
+    pub const cudaAtomicOperationExchange: Self = Self(8);
+    pub const cudaAtomicOperationCAS: Self = Self(9);
+    pub const cudaAtomicOperationFloatAdd: Self = Self(10);
+    pub const cudaAtomicOperationFloatMin: Self = Self(11);
+    pub const cudaAtomicOperationFloatMax: Self = Self(12);
+}
+/// The enumerator's name and value, `cudaAtomicOperationIntegerAdd (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaAtomicOperation {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaAtomicOperationIntegerAdd",
+            1 => "cudaAtomicOperationIntegerMin",
+            2 => "cudaAtomicOperationIntegerMax",
+            3 => "cudaAtomicOperationIntegerIncrement",
+            4 => "cudaAtomicOperationIntegerDecrement",
+            5 => "cudaAtomicOperationAnd",
+            6 => "cudaAtomicOperationOr",
+            7 => "cudaAtomicOperationXOR",
+            8 => "cudaAtomicOperationExchange",
+            9 => "cudaAtomicOperationCAS",
+            10 => "cudaAtomicOperationFloatAdd",
+            11 => "cudaAtomicOperationFloatMin",
+            12 => "cudaAtomicOperationFloatMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaAtomicOperationCapability` as associated constants (`cudaAtomicOperationCapability::cudaAtomicCapabilitySigned`), each the crate-level constant of the same name.
+impl cudaAtomicOperationCapability {
+    pub const cudaAtomicCapabilitySigned: Self = Self(1);
+    pub const cudaAtomicCapabilityUnsigned: Self = Self(2);
+    pub const cudaAtomicCapabilityReduction: Self = Self(4);
+    pub const cudaAtomicCapabilityScalar32: Self = Self(8);
+    pub const cudaAtomicCapabilityScalar64: Self = Self(16);
+    pub const cudaAtomicCapabilityScalar128: Self = Self(32);
+    pub const cudaAtomicCapabilityVector32x4: Self = Self(64);
+}
+/// The enumerator's name and value, `cudaAtomicCapabilitySigned (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaAtomicOperationCapability {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaAtomicCapabilitySigned",
+            2 => "cudaAtomicCapabilityUnsigned",
+            4 => "cudaAtomicCapabilityReduction",
+            8 => "cudaAtomicCapabilityScalar32",
+            16 => "cudaAtomicCapabilityScalar64",
+            32 => "cudaAtomicCapabilityScalar128",
+            64 => "cudaAtomicCapabilityVector32x4",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaCGScope` as associated constants (`cudaCGScope::cudaCGScopeInvalid`), each the crate-level constant of the same name.
+impl cudaCGScope {
+    pub const cudaCGScopeInvalid: Self = Self(0);
+    pub const cudaCGScopeGrid: Self = Self(1);
+    pub const cudaCGScopeReserved: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaCGScopeInvalid (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaCGScope {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaCGScopeInvalid",
+            1 => "cudaCGScopeGrid",
+            2 => "cudaCGScopeReserved",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaChannelFormatKind` as associated constants (`cudaChannelFormatKind::cudaChannelFormatKindSigned`), each the crate-level constant of the same name.
+impl cudaChannelFormatKind {
+    pub const cudaChannelFormatKindSigned: Self = Self(0);
+    pub const cudaChannelFormatKindUnsigned: Self = Self(1);
+    pub const cudaChannelFormatKindFloat: Self = Self(2);
+    pub const cudaChannelFormatKindNone: Self = Self(3);
+    pub const cudaChannelFormatKindNV12: Self = Self(4);
+    pub const cudaChannelFormatKindUnsignedNormalized8X1: Self = Self(5);
+    pub const cudaChannelFormatKindUnsignedNormalized8X2: Self = Self(6);
+    pub const cudaChannelFormatKindUnsignedNormalized8X4: Self = Self(7);
+    pub const cudaChannelFormatKindUnsignedNormalized16X1: Self = Self(8);
+    pub const cudaChannelFormatKindUnsignedNormalized16X2: Self = Self(9);
+    pub const cudaChannelFormatKindUnsignedNormalized16X4: Self = Self(10);
+    pub const cudaChannelFormatKindSignedNormalized8X1: Self = Self(11);
+    pub const cudaChannelFormatKindSignedNormalized8X2: Self = Self(12);
+    pub const cudaChannelFormatKindSignedNormalized8X4: Self = Self(13);
+    pub const cudaChannelFormatKindSignedNormalized16X1: Self = Self(14);
+    pub const cudaChannelFormatKindSignedNormalized16X2: Self = Self(15);
+    pub const cudaChannelFormatKindSignedNormalized16X4: Self = Self(16);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed1: Self = Self(17);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed1SRGB: Self = Self(18);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed2: Self = Self(19);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed2SRGB: Self = Self(20);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed3: Self = Self(21);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed3SRGB: Self = Self(22);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed4: Self = Self(23);
+    pub const cudaChannelFormatKindSignedBlockCompressed4: Self = Self(24);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed5: Self = Self(25);
+    pub const cudaChannelFormatKindSignedBlockCompressed5: Self = Self(26);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed6H: Self = Self(27);
+    pub const cudaChannelFormatKindSignedBlockCompressed6H: Self = Self(28);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed7: Self = Self(29);
+    pub const cudaChannelFormatKindUnsignedBlockCompressed7SRGB: Self = Self(30);
+    pub const cudaChannelFormatKindUnsignedNormalized1010102: Self = Self(31);
+}
+/// The enumerator's name and value, `cudaChannelFormatKindSigned (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaChannelFormatKind {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaChannelFormatKindSigned",
+            1 => "cudaChannelFormatKindUnsigned",
+            2 => "cudaChannelFormatKindFloat",
+            3 => "cudaChannelFormatKindNone",
+            4 => "cudaChannelFormatKindNV12",
+            5 => "cudaChannelFormatKindUnsignedNormalized8X1",
+            6 => "cudaChannelFormatKindUnsignedNormalized8X2",
+            7 => "cudaChannelFormatKindUnsignedNormalized8X4",
+            8 => "cudaChannelFormatKindUnsignedNormalized16X1",
+            9 => "cudaChannelFormatKindUnsignedNormalized16X2",
+            10 => "cudaChannelFormatKindUnsignedNormalized16X4",
+            11 => "cudaChannelFormatKindSignedNormalized8X1",
+            12 => "cudaChannelFormatKindSignedNormalized8X2",
+            13 => "cudaChannelFormatKindSignedNormalized8X4",
+            14 => "cudaChannelFormatKindSignedNormalized16X1",
+            15 => "cudaChannelFormatKindSignedNormalized16X2",
+            16 => "cudaChannelFormatKindSignedNormalized16X4",
+            17 => "cudaChannelFormatKindUnsignedBlockCompressed1",
+            18 => "cudaChannelFormatKindUnsignedBlockCompressed1SRGB",
+            19 => "cudaChannelFormatKindUnsignedBlockCompressed2",
+            20 => "cudaChannelFormatKindUnsignedBlockCompressed2SRGB",
+            21 => "cudaChannelFormatKindUnsignedBlockCompressed3",
+            22 => "cudaChannelFormatKindUnsignedBlockCompressed3SRGB",
+            23 => "cudaChannelFormatKindUnsignedBlockCompressed4",
+            24 => "cudaChannelFormatKindSignedBlockCompressed4",
+            25 => "cudaChannelFormatKindUnsignedBlockCompressed5",
+            26 => "cudaChannelFormatKindSignedBlockCompressed5",
+            27 => "cudaChannelFormatKindUnsignedBlockCompressed6H",
+            28 => "cudaChannelFormatKindSignedBlockCompressed6H",
+            29 => "cudaChannelFormatKindUnsignedBlockCompressed7",
+            30 => "cudaChannelFormatKindUnsignedBlockCompressed7SRGB",
+            31 => "cudaChannelFormatKindUnsignedNormalized1010102",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaClusterSchedulingPolicy` as associated constants (`cudaClusterSchedulingPolicy::cudaClusterSchedulingPolicyDefault`), each the crate-level constant of the same name.
+impl cudaClusterSchedulingPolicy {
+    pub const cudaClusterSchedulingPolicyDefault: Self = Self(0);
+    pub const cudaClusterSchedulingPolicySpread: Self = Self(1);
+    pub const cudaClusterSchedulingPolicyLoadBalancing: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaClusterSchedulingPolicyDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaClusterSchedulingPolicy {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaClusterSchedulingPolicyDefault",
+            1 => "cudaClusterSchedulingPolicySpread",
+            2 => "cudaClusterSchedulingPolicyLoadBalancing",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaComputeMode` as associated constants (`cudaComputeMode::cudaComputeModeDefault`), each the crate-level constant of the same name.
+impl cudaComputeMode {
+    pub const cudaComputeModeDefault: Self = Self(0);
+    pub const cudaComputeModeExclusive: Self = Self(1);
+    pub const cudaComputeModeProhibited: Self = Self(2);
+    pub const cudaComputeModeExclusiveProcess: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaComputeModeDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaComputeMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaComputeModeDefault",
+            1 => "cudaComputeModeExclusive",
+            2 => "cudaComputeModeProhibited",
+            3 => "cudaComputeModeExclusiveProcess",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaDeviceAttr` as associated constants (`cudaDeviceAttr::cudaDevAttrMaxThreadsPerBlock`), each the crate-level constant of the same name.
+impl cudaDeviceAttr {
+    pub const cudaDevAttrMaxThreadsPerBlock: Self = Self(1);
+    pub const cudaDevAttrMaxBlockDimX: Self = Self(2);
+    pub const cudaDevAttrMaxBlockDimY: Self = Self(3);
+    pub const cudaDevAttrMaxBlockDimZ: Self = Self(4);
+    pub const cudaDevAttrMaxGridDimX: Self = Self(5);
+    pub const cudaDevAttrMaxGridDimY: Self = Self(6);
+    pub const cudaDevAttrMaxGridDimZ: Self = Self(7);
+    pub const cudaDevAttrMaxSharedMemoryPerBlock: Self = Self(8);
+    pub const cudaDevAttrTotalConstantMemory: Self = Self(9);
+    pub const cudaDevAttrWarpSize: Self = Self(10);
+    pub const cudaDevAttrMaxPitch: Self = Self(11);
+    pub const cudaDevAttrMaxRegistersPerBlock: Self = Self(12);
+    pub const cudaDevAttrClockRate: Self = Self(13);
+    pub const cudaDevAttrTextureAlignment: Self = Self(14);
+    pub const cudaDevAttrGpuOverlap: Self = Self(15);
+    pub const cudaDevAttrMultiProcessorCount: Self = Self(16);
+    pub const cudaDevAttrKernelExecTimeout: Self = Self(17);
+    pub const cudaDevAttrIntegrated: Self = Self(18);
+    pub const cudaDevAttrCanMapHostMemory: Self = Self(19);
+    pub const cudaDevAttrComputeMode: Self = Self(20);
+    pub const cudaDevAttrMaxTexture1DWidth: Self = Self(21);
+    pub const cudaDevAttrMaxTexture2DWidth: Self = Self(22);
+    pub const cudaDevAttrMaxTexture2DHeight: Self = Self(23);
+    pub const cudaDevAttrMaxTexture3DWidth: Self = Self(24);
+    pub const cudaDevAttrMaxTexture3DHeight: Self = Self(25);
+    pub const cudaDevAttrMaxTexture3DDepth: Self = Self(26);
+    pub const cudaDevAttrMaxTexture2DLayeredWidth: Self = Self(27);
+    pub const cudaDevAttrMaxTexture2DLayeredHeight: Self = Self(28);
+    pub const cudaDevAttrMaxTexture2DLayeredLayers: Self = Self(29);
+    pub const cudaDevAttrSurfaceAlignment: Self = Self(30);
+    pub const cudaDevAttrConcurrentKernels: Self = Self(31);
+    pub const cudaDevAttrEccEnabled: Self = Self(32);
+    pub const cudaDevAttrPciBusId: Self = Self(33);
+    pub const cudaDevAttrPciDeviceId: Self = Self(34);
+    pub const cudaDevAttrTccDriver: Self = Self(35);
+    pub const cudaDevAttrMemoryClockRate: Self = Self(36);
+    pub const cudaDevAttrGlobalMemoryBusWidth: Self = Self(37);
+    pub const cudaDevAttrL2CacheSize: Self = Self(38);
+    pub const cudaDevAttrMaxThreadsPerMultiProcessor: Self = Self(39);
+    pub const cudaDevAttrAsyncEngineCount: Self = Self(40);
+    pub const cudaDevAttrUnifiedAddressing: Self = Self(41);
+    pub const cudaDevAttrMaxTexture1DLayeredWidth: Self = Self(42);
+    pub const cudaDevAttrMaxTexture1DLayeredLayers: Self = Self(43);
+    pub const cudaDevAttrMaxTexture2DGatherWidth: Self = Self(45);
+    pub const cudaDevAttrMaxTexture2DGatherHeight: Self = Self(46);
+    pub const cudaDevAttrMaxTexture3DWidthAlt: Self = Self(47);
+    pub const cudaDevAttrMaxTexture3DHeightAlt: Self = Self(48);
+    pub const cudaDevAttrMaxTexture3DDepthAlt: Self = Self(49);
+    pub const cudaDevAttrPciDomainId: Self = Self(50);
+    pub const cudaDevAttrTexturePitchAlignment: Self = Self(51);
+    pub const cudaDevAttrMaxTextureCubemapWidth: Self = Self(52);
+    pub const cudaDevAttrMaxTextureCubemapLayeredWidth: Self = Self(53);
+    pub const cudaDevAttrMaxTextureCubemapLayeredLayers: Self = Self(54);
+    pub const cudaDevAttrMaxSurface1DWidth: Self = Self(55);
+    pub const cudaDevAttrMaxSurface2DWidth: Self = Self(56);
+    pub const cudaDevAttrMaxSurface2DHeight: Self = Self(57);
+    pub const cudaDevAttrMaxSurface3DWidth: Self = Self(58);
+    pub const cudaDevAttrMaxSurface3DHeight: Self = Self(59);
+    pub const cudaDevAttrMaxSurface3DDepth: Self = Self(60);
+    pub const cudaDevAttrMaxSurface1DLayeredWidth: Self = Self(61);
+    pub const cudaDevAttrMaxSurface1DLayeredLayers: Self = Self(62);
+    pub const cudaDevAttrMaxSurface2DLayeredWidth: Self = Self(63);
+    pub const cudaDevAttrMaxSurface2DLayeredHeight: Self = Self(64);
+    pub const cudaDevAttrMaxSurface2DLayeredLayers: Self = Self(65);
+    pub const cudaDevAttrMaxSurfaceCubemapWidth: Self = Self(66);
+    pub const cudaDevAttrMaxSurfaceCubemapLayeredWidth: Self = Self(67);
+    pub const cudaDevAttrMaxSurfaceCubemapLayeredLayers: Self = Self(68);
+    pub const cudaDevAttrMaxTexture1DLinearWidth: Self = Self(69);
+    pub const cudaDevAttrMaxTexture2DLinearWidth: Self = Self(70);
+    pub const cudaDevAttrMaxTexture2DLinearHeight: Self = Self(71);
+    pub const cudaDevAttrMaxTexture2DLinearPitch: Self = Self(72);
+    pub const cudaDevAttrMaxTexture2DMipmappedWidth: Self = Self(73);
+    pub const cudaDevAttrMaxTexture2DMipmappedHeight: Self = Self(74);
+    pub const cudaDevAttrComputeCapabilityMajor: Self = Self(75);
+    pub const cudaDevAttrComputeCapabilityMinor: Self = Self(76);
+    pub const cudaDevAttrMaxTexture1DMipmappedWidth: Self = Self(77);
+    pub const cudaDevAttrStreamPrioritiesSupported: Self = Self(78);
+    pub const cudaDevAttrGlobalL1CacheSupported: Self = Self(79);
+    pub const cudaDevAttrLocalL1CacheSupported: Self = Self(80);
+    pub const cudaDevAttrMaxSharedMemoryPerMultiprocessor: Self = Self(81);
+    pub const cudaDevAttrMaxRegistersPerMultiprocessor: Self = Self(82);
+    pub const cudaDevAttrManagedMemory: Self = Self(83);
+    pub const cudaDevAttrIsMultiGpuBoard: Self = Self(84);
+    pub const cudaDevAttrMultiGpuBoardGroupID: Self = Self(85);
+    pub const cudaDevAttrHostNativeAtomicSupported: Self = Self(86);
+    pub const cudaDevAttrSingleToDoublePrecisionPerfRatio: Self = Self(87);
+    pub const cudaDevAttrPageableMemoryAccess: Self = Self(88);
+    pub const cudaDevAttrConcurrentManagedAccess: Self = Self(89);
+    pub const cudaDevAttrComputePreemptionSupported: Self = Self(90);
+    pub const cudaDevAttrCanUseHostPointerForRegisteredMem: Self = Self(91);
+    pub const cudaDevAttrReserved92: Self = Self(92);
+    pub const cudaDevAttrReserved93: Self = Self(93);
+    pub const cudaDevAttrReserved94: Self = Self(94);
+    pub const cudaDevAttrCooperativeLaunch: Self = Self(95);
+    pub const cudaDevAttrReserved96: Self = Self(96);
+    pub const cudaDevAttrMaxSharedMemoryPerBlockOptin: Self = Self(97);
+    pub const cudaDevAttrCanFlushRemoteWrites: Self = Self(98);
+    pub const cudaDevAttrHostRegisterSupported: Self = Self(99);
+    pub const cudaDevAttrPageableMemoryAccessUsesHostPageTables: Self = Self(100);
+    pub const cudaDevAttrDirectManagedMemAccessFromHost: Self = Self(101);
+    pub const cudaDevAttrMaxBlocksPerMultiprocessor: Self = Self(106);
+    pub const cudaDevAttrMaxPersistingL2CacheSize: Self = Self(108);
+    pub const cudaDevAttrMaxAccessPolicyWindowSize: Self = Self(109);
+    pub const cudaDevAttrReservedSharedMemoryPerBlock: Self = Self(111);
+    pub const cudaDevAttrSparseCudaArraySupported: Self = Self(112);
+    pub const cudaDevAttrHostRegisterReadOnlySupported: Self = Self(113);
+    pub const cudaDevAttrTimelineSemaphoreInteropSupported: Self = Self(114);
+    pub const cudaDevAttrMemoryPoolsSupported: Self = Self(115);
+    pub const cudaDevAttrGPUDirectRDMASupported: Self = Self(116);
+    pub const cudaDevAttrGPUDirectRDMAFlushWritesOptions: Self = Self(117);
+    pub const cudaDevAttrGPUDirectRDMAWritesOrdering: Self = Self(118);
+    pub const cudaDevAttrMemoryPoolSupportedHandleTypes: Self = Self(119);
+    pub const cudaDevAttrClusterLaunch: Self = Self(120);
+    pub const cudaDevAttrDeferredMappingCudaArraySupported: Self = Self(121);
+    pub const cudaDevAttrReserved122: Self = Self(122);
+    pub const cudaDevAttrReserved123: Self = Self(123);
+    pub const cudaDevAttrReserved124: Self = Self(124);
+    pub const cudaDevAttrIpcEventSupport: Self = Self(125);
+    pub const cudaDevAttrMemSyncDomainCount: Self = Self(126);
+    pub const cudaDevAttrReserved127: Self = Self(127);
+    pub const cudaDevAttrReserved128: Self = Self(128);
+    pub const cudaDevAttrReserved129: Self = Self(129);
+    pub const cudaDevAttrNumaConfig: Self = Self(130);
+    pub const cudaDevAttrNumaId: Self = Self(131);
+    pub const cudaDevAttrReserved132: Self = Self(132);
+    pub const cudaDevAttrMpsEnabled: Self = Self(133);
+    pub const cudaDevAttrHostNumaId: Self = Self(134);
+    pub const cudaDevAttrD3D12CigSupported: Self = Self(135);
+    pub const cudaDevAttrVulkanCigSupported: Self = Self(138);
+    pub const cudaDevAttrGpuPciDeviceId: Self = Self(139);
+    pub const cudaDevAttrGpuPciSubsystemId: Self = Self(140);
+    pub const cudaDevAttrReserved141: Self = Self(141);
+    pub const cudaDevAttrHostNumaMemoryPoolsSupported: Self = Self(142);
+    pub const cudaDevAttrHostNumaMultinodeIpcSupported: Self = Self(143);
+    pub const cudaDevAttrHostMemoryPoolsSupported: Self = Self(144);
+    pub const cudaDevAttrReserved145: Self = Self(145);
+    pub const cudaDevAttrOnlyPartialHostNativeAtomicSupported: Self = Self(147);
+    pub const cudaDevAttrMax: Self = Self(148);
+}
+/// The enumerator's name and value, `cudaDevAttrMaxThreadsPerBlock (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaDeviceAttr {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaDevAttrMaxThreadsPerBlock",
+            2 => "cudaDevAttrMaxBlockDimX",
+            3 => "cudaDevAttrMaxBlockDimY",
+            4 => "cudaDevAttrMaxBlockDimZ",
+            5 => "cudaDevAttrMaxGridDimX",
+            6 => "cudaDevAttrMaxGridDimY",
+            7 => "cudaDevAttrMaxGridDimZ",
+            8 => "cudaDevAttrMaxSharedMemoryPerBlock",
+            9 => "cudaDevAttrTotalConstantMemory",
+            10 => "cudaDevAttrWarpSize",
+            11 => "cudaDevAttrMaxPitch",
+            12 => "cudaDevAttrMaxRegistersPerBlock",
+            13 => "cudaDevAttrClockRate",
+            14 => "cudaDevAttrTextureAlignment",
+            15 => "cudaDevAttrGpuOverlap",
+            16 => "cudaDevAttrMultiProcessorCount",
+            17 => "cudaDevAttrKernelExecTimeout",
+            18 => "cudaDevAttrIntegrated",
+            19 => "cudaDevAttrCanMapHostMemory",
+            20 => "cudaDevAttrComputeMode",
+            21 => "cudaDevAttrMaxTexture1DWidth",
+            22 => "cudaDevAttrMaxTexture2DWidth",
+            23 => "cudaDevAttrMaxTexture2DHeight",
+            24 => "cudaDevAttrMaxTexture3DWidth",
+            25 => "cudaDevAttrMaxTexture3DHeight",
+            26 => "cudaDevAttrMaxTexture3DDepth",
+            27 => "cudaDevAttrMaxTexture2DLayeredWidth",
+            28 => "cudaDevAttrMaxTexture2DLayeredHeight",
+            29 => "cudaDevAttrMaxTexture2DLayeredLayers",
+            30 => "cudaDevAttrSurfaceAlignment",
+            31 => "cudaDevAttrConcurrentKernels",
+            32 => "cudaDevAttrEccEnabled",
+            33 => "cudaDevAttrPciBusId",
+            34 => "cudaDevAttrPciDeviceId",
+            35 => "cudaDevAttrTccDriver",
+            36 => "cudaDevAttrMemoryClockRate",
+            37 => "cudaDevAttrGlobalMemoryBusWidth",
+            38 => "cudaDevAttrL2CacheSize",
+            39 => "cudaDevAttrMaxThreadsPerMultiProcessor",
+            40 => "cudaDevAttrAsyncEngineCount",
+            41 => "cudaDevAttrUnifiedAddressing",
+            42 => "cudaDevAttrMaxTexture1DLayeredWidth",
+            43 => "cudaDevAttrMaxTexture1DLayeredLayers",
+            45 => "cudaDevAttrMaxTexture2DGatherWidth",
+            46 => "cudaDevAttrMaxTexture2DGatherHeight",
+            47 => "cudaDevAttrMaxTexture3DWidthAlt",
+            48 => "cudaDevAttrMaxTexture3DHeightAlt",
+            49 => "cudaDevAttrMaxTexture3DDepthAlt",
+            50 => "cudaDevAttrPciDomainId",
+            51 => "cudaDevAttrTexturePitchAlignment",
+            52 => "cudaDevAttrMaxTextureCubemapWidth",
+            53 => "cudaDevAttrMaxTextureCubemapLayeredWidth",
+            54 => "cudaDevAttrMaxTextureCubemapLayeredLayers",
+            55 => "cudaDevAttrMaxSurface1DWidth",
+            56 => "cudaDevAttrMaxSurface2DWidth",
+            57 => "cudaDevAttrMaxSurface2DHeight",
+            58 => "cudaDevAttrMaxSurface3DWidth",
+            59 => "cudaDevAttrMaxSurface3DHeight",
+            60 => "cudaDevAttrMaxSurface3DDepth",
+            61 => "cudaDevAttrMaxSurface1DLayeredWidth",
+            62 => "cudaDevAttrMaxSurface1DLayeredLayers",
+            63 => "cudaDevAttrMaxSurface2DLayeredWidth",
+            64 => "cudaDevAttrMaxSurface2DLayeredHeight",
+            65 => "cudaDevAttrMaxSurface2DLayeredLayers",
+            66 => "cudaDevAttrMaxSurfaceCubemapWidth",
+            67 => "cudaDevAttrMaxSurfaceCubemapLayeredWidth",
+            68 => "cudaDevAttrMaxSurfaceCubemapLayeredLayers",
+            69 => "cudaDevAttrMaxTexture1DLinearWidth",
+            70 => "cudaDevAttrMaxTexture2DLinearWidth",
+            71 => "cudaDevAttrMaxTexture2DLinearHeight",
+            72 => "cudaDevAttrMaxTexture2DLinearPitch",
+            73 => "cudaDevAttrMaxTexture2DMipmappedWidth",
+            74 => "cudaDevAttrMaxTexture2DMipmappedHeight",
+            75 => "cudaDevAttrComputeCapabilityMajor",
+            76 => "cudaDevAttrComputeCapabilityMinor",
+            77 => "cudaDevAttrMaxTexture1DMipmappedWidth",
+            78 => "cudaDevAttrStreamPrioritiesSupported",
+            79 => "cudaDevAttrGlobalL1CacheSupported",
+            80 => "cudaDevAttrLocalL1CacheSupported",
+            81 => "cudaDevAttrMaxSharedMemoryPerMultiprocessor",
+            82 => "cudaDevAttrMaxRegistersPerMultiprocessor",
+            83 => "cudaDevAttrManagedMemory",
+            84 => "cudaDevAttrIsMultiGpuBoard",
+            85 => "cudaDevAttrMultiGpuBoardGroupID",
+            86 => "cudaDevAttrHostNativeAtomicSupported",
+            87 => "cudaDevAttrSingleToDoublePrecisionPerfRatio",
+            88 => "cudaDevAttrPageableMemoryAccess",
+            89 => "cudaDevAttrConcurrentManagedAccess",
+            90 => "cudaDevAttrComputePreemptionSupported",
+            91 => "cudaDevAttrCanUseHostPointerForRegisteredMem",
+            92 => "cudaDevAttrReserved92",
+            93 => "cudaDevAttrReserved93",
+            94 => "cudaDevAttrReserved94",
+            95 => "cudaDevAttrCooperativeLaunch",
+            96 => "cudaDevAttrReserved96",
+            97 => "cudaDevAttrMaxSharedMemoryPerBlockOptin",
+            98 => "cudaDevAttrCanFlushRemoteWrites",
+            99 => "cudaDevAttrHostRegisterSupported",
+            100 => "cudaDevAttrPageableMemoryAccessUsesHostPageTables",
+            101 => "cudaDevAttrDirectManagedMemAccessFromHost",
+            106 => "cudaDevAttrMaxBlocksPerMultiprocessor",
+            108 => "cudaDevAttrMaxPersistingL2CacheSize",
+            109 => "cudaDevAttrMaxAccessPolicyWindowSize",
+            111 => "cudaDevAttrReservedSharedMemoryPerBlock",
+            112 => "cudaDevAttrSparseCudaArraySupported",
+            113 => "cudaDevAttrHostRegisterReadOnlySupported",
+            114 => "cudaDevAttrTimelineSemaphoreInteropSupported",
+            115 => "cudaDevAttrMemoryPoolsSupported",
+            116 => "cudaDevAttrGPUDirectRDMASupported",
+            117 => "cudaDevAttrGPUDirectRDMAFlushWritesOptions",
+            118 => "cudaDevAttrGPUDirectRDMAWritesOrdering",
+            119 => "cudaDevAttrMemoryPoolSupportedHandleTypes",
+            120 => "cudaDevAttrClusterLaunch",
+            121 => "cudaDevAttrDeferredMappingCudaArraySupported",
+            122 => "cudaDevAttrReserved122",
+            123 => "cudaDevAttrReserved123",
+            124 => "cudaDevAttrReserved124",
+            125 => "cudaDevAttrIpcEventSupport",
+            126 => "cudaDevAttrMemSyncDomainCount",
+            127 => "cudaDevAttrReserved127",
+            128 => "cudaDevAttrReserved128",
+            129 => "cudaDevAttrReserved129",
+            130 => "cudaDevAttrNumaConfig",
+            131 => "cudaDevAttrNumaId",
+            132 => "cudaDevAttrReserved132",
+            133 => "cudaDevAttrMpsEnabled",
+            134 => "cudaDevAttrHostNumaId",
+            135 => "cudaDevAttrD3D12CigSupported",
+            138 => "cudaDevAttrVulkanCigSupported",
+            139 => "cudaDevAttrGpuPciDeviceId",
+            140 => "cudaDevAttrGpuPciSubsystemId",
+            141 => "cudaDevAttrReserved141",
+            142 => "cudaDevAttrHostNumaMemoryPoolsSupported",
+            143 => "cudaDevAttrHostNumaMultinodeIpcSupported",
+            144 => "cudaDevAttrHostMemoryPoolsSupported",
+            145 => "cudaDevAttrReserved145",
+            147 => "cudaDevAttrOnlyPartialHostNativeAtomicSupported",
+            148 => "cudaDevAttrMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaDeviceNumaConfig` as associated constants (`cudaDeviceNumaConfig::cudaDeviceNumaConfigNone`), each the crate-level constant of the same name.
+impl cudaDeviceNumaConfig {
+    pub const cudaDeviceNumaConfigNone: Self = Self(0);
+    pub const cudaDeviceNumaConfigNumaNode: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaDeviceNumaConfigNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaDeviceNumaConfig {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaDeviceNumaConfigNone",
+            1 => "cudaDeviceNumaConfigNumaNode",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaDeviceP2PAttr` as associated constants (`cudaDeviceP2PAttr::cudaDevP2PAttrPerformanceRank`), each the crate-level constant of the same name.
+impl cudaDeviceP2PAttr {
+    pub const cudaDevP2PAttrPerformanceRank: Self = Self(1);
+    pub const cudaDevP2PAttrAccessSupported: Self = Self(2);
+    pub const cudaDevP2PAttrNativeAtomicSupported: Self = Self(3);
+    pub const cudaDevP2PAttrCudaArrayAccessSupported: Self = Self(4);
+    pub const cudaDevP2PAttrOnlyPartialNativeAtomicSupported: Self = Self(5);
+}
+/// The enumerator's name and value, `cudaDevP2PAttrPerformanceRank (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaDeviceP2PAttr {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaDevP2PAttrPerformanceRank",
+            2 => "cudaDevP2PAttrAccessSupported",
+            3 => "cudaDevP2PAttrNativeAtomicSupported",
+            4 => "cudaDevP2PAttrCudaArrayAccessSupported",
+            5 => "cudaDevP2PAttrOnlyPartialNativeAtomicSupported",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaDriverEntryPointQueryResult` as associated constants (`cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess`), each the crate-level constant of the same name.
+impl cudaDriverEntryPointQueryResult {
+    pub const cudaDriverEntryPointSuccess: Self = Self(0);
+    pub const cudaDriverEntryPointSymbolNotFound: Self = Self(1);
+    pub const cudaDriverEntryPointVersionNotSufficent: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaDriverEntryPointSuccess (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaDriverEntryPointQueryResult {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaDriverEntryPointSuccess",
+            1 => "cudaDriverEntryPointSymbolNotFound",
+            2 => "cudaDriverEntryPointVersionNotSufficent",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaError` as associated constants (`cudaError::cudaSuccess`), each the crate-level constant of the same name.
+impl cudaError {
+    pub const cudaSuccess: Self = Self(0);
+    pub const cudaErrorInvalidValue: Self = Self(1);
+    pub const cudaErrorMemoryAllocation: Self = Self(2);
+    pub const cudaErrorInitializationError: Self = Self(3);
+    pub const cudaErrorCudartUnloading: Self = Self(4);
+    pub const cudaErrorProfilerDisabled: Self = Self(5);
+    pub const cudaErrorProfilerNotInitialized: Self = Self(6);
+    pub const cudaErrorProfilerAlreadyStarted: Self = Self(7);
+    pub const cudaErrorProfilerAlreadyStopped: Self = Self(8);
+    pub const cudaErrorInvalidConfiguration: Self = Self(9);
+    pub const cudaErrorInvalidPitchValue: Self = Self(12);
+    pub const cudaErrorInvalidSymbol: Self = Self(13);
+    pub const cudaErrorInvalidHostPointer: Self = Self(16);
+    pub const cudaErrorInvalidDevicePointer: Self = Self(17);
+    pub const cudaErrorInvalidTexture: Self = Self(18);
+    pub const cudaErrorInvalidTextureBinding: Self = Self(19);
+    pub const cudaErrorInvalidChannelDescriptor: Self = Self(20);
+    pub const cudaErrorInvalidMemcpyDirection: Self = Self(21);
+    pub const cudaErrorAddressOfConstant: Self = Self(22);
+    pub const cudaErrorTextureFetchFailed: Self = Self(23);
+    pub const cudaErrorTextureNotBound: Self = Self(24);
+    pub const cudaErrorSynchronizationError: Self = Self(25);
+    pub const cudaErrorInvalidFilterSetting: Self = Self(26);
+    pub const cudaErrorInvalidNormSetting: Self = Self(27);
+    pub const cudaErrorMixedDeviceExecution: Self = Self(28);
+    pub const cudaErrorNotYetImplemented: Self = Self(31);
+    pub const cudaErrorMemoryValueTooLarge: Self = Self(32);
+    pub const cudaErrorStubLibrary: Self = Self(34);
+    pub const cudaErrorInsufficientDriver: Self = Self(35);
+    pub const cudaErrorCallRequiresNewerDriver: Self = Self(36);
+    pub const cudaErrorInvalidSurface: Self = Self(37);
+    pub const cudaErrorDuplicateVariableName: Self = Self(43);
+    pub const cudaErrorDuplicateTextureName: Self = Self(44);
+    pub const cudaErrorDuplicateSurfaceName: Self = Self(45);
+    pub const cudaErrorDevicesUnavailable: Self = Self(46);
+    pub const cudaErrorIncompatibleDriverContext: Self = Self(49);
+    pub const cudaErrorMissingConfiguration: Self = Self(52);
+    pub const cudaErrorPriorLaunchFailure: Self = Self(53);
+    pub const cudaErrorLaunchMaxDepthExceeded: Self = Self(65);
+    pub const cudaErrorLaunchFileScopedTex: Self = Self(66);
+    pub const cudaErrorLaunchFileScopedSurf: Self = Self(67);
+    pub const cudaErrorSyncDepthExceeded: Self = Self(68);
+    pub const cudaErrorLaunchPendingCountExceeded: Self = Self(69);
+    pub const cudaErrorInvalidDeviceFunction: Self = Self(98);
+    pub const cudaErrorNoDevice: Self = Self(100);
+    pub const cudaErrorInvalidDevice: Self = Self(101);
+    pub const cudaErrorDeviceNotLicensed: Self = Self(102);
+    pub const cudaErrorSoftwareValidityNotEstablished: Self = Self(103);
+    pub const cudaErrorStartupFailure: Self = Self(127);
+    pub const cudaErrorInvalidKernelImage: Self = Self(200);
+    pub const cudaErrorDeviceUninitialized: Self = Self(201);
+    pub const cudaErrorMapBufferObjectFailed: Self = Self(205);
+    pub const cudaErrorUnmapBufferObjectFailed: Self = Self(206);
+    pub const cudaErrorArrayIsMapped: Self = Self(207);
+    pub const cudaErrorAlreadyMapped: Self = Self(208);
+    pub const cudaErrorNoKernelImageForDevice: Self = Self(209);
+    pub const cudaErrorAlreadyAcquired: Self = Self(210);
+    pub const cudaErrorNotMapped: Self = Self(211);
+    pub const cudaErrorNotMappedAsArray: Self = Self(212);
+    pub const cudaErrorNotMappedAsPointer: Self = Self(213);
+    pub const cudaErrorECCUncorrectable: Self = Self(214);
+    pub const cudaErrorUnsupportedLimit: Self = Self(215);
+    pub const cudaErrorDeviceAlreadyInUse: Self = Self(216);
+    pub const cudaErrorPeerAccessUnsupported: Self = Self(217);
+    pub const cudaErrorInvalidPtx: Self = Self(218);
+    pub const cudaErrorInvalidGraphicsContext: Self = Self(219);
+    pub const cudaErrorNvlinkUncorrectable: Self = Self(220);
+    pub const cudaErrorJitCompilerNotFound: Self = Self(221);
+    pub const cudaErrorUnsupportedPtxVersion: Self = Self(222);
+    pub const cudaErrorJitCompilationDisabled: Self = Self(223);
+    pub const cudaErrorUnsupportedExecAffinity: Self = Self(224);
+    pub const cudaErrorUnsupportedDevSideSync: Self = Self(225);
+    pub const cudaErrorContained: Self = Self(226);
+    pub const cudaErrorInvalidSource: Self = Self(300);
+    pub const cudaErrorFileNotFound: Self = Self(301);
+    pub const cudaErrorSharedObjectSymbolNotFound: Self = Self(302);
+    pub const cudaErrorSharedObjectInitFailed: Self = Self(303);
+    pub const cudaErrorOperatingSystem: Self = Self(304);
+    pub const cudaErrorInvalidResourceHandle: Self = Self(400);
+    pub const cudaErrorIllegalState: Self = Self(401);
+    pub const cudaErrorLossyQuery: Self = Self(402);
+    pub const cudaErrorSymbolNotFound: Self = Self(500);
+    pub const cudaErrorNotReady: Self = Self(600);
+    pub const cudaErrorIllegalAddress: Self = Self(700);
+    pub const cudaErrorLaunchOutOfResources: Self = Self(701);
+    pub const cudaErrorLaunchTimeout: Self = Self(702);
+    pub const cudaErrorLaunchIncompatibleTexturing: Self = Self(703);
+    pub const cudaErrorPeerAccessAlreadyEnabled: Self = Self(704);
+    pub const cudaErrorPeerAccessNotEnabled: Self = Self(705);
+    pub const cudaErrorSetOnActiveProcess: Self = Self(708);
+    pub const cudaErrorContextIsDestroyed: Self = Self(709);
+    pub const cudaErrorAssert: Self = Self(710);
+    pub const cudaErrorTooManyPeers: Self = Self(711);
+    pub const cudaErrorHostMemoryAlreadyRegistered: Self = Self(712);
+    pub const cudaErrorHostMemoryNotRegistered: Self = Self(713);
+    pub const cudaErrorHardwareStackError: Self = Self(714);
+    pub const cudaErrorIllegalInstruction: Self = Self(715);
+    pub const cudaErrorMisalignedAddress: Self = Self(716);
+    pub const cudaErrorInvalidAddressSpace: Self = Self(717);
+    pub const cudaErrorInvalidPc: Self = Self(718);
+    pub const cudaErrorLaunchFailure: Self = Self(719);
+    pub const cudaErrorCooperativeLaunchTooLarge: Self = Self(720);
+    pub const cudaErrorTensorMemoryLeak: Self = Self(721);
+    pub const cudaErrorNotPermitted: Self = Self(800);
+    pub const cudaErrorNotSupported: Self = Self(801);
+    pub const cudaErrorSystemNotReady: Self = Self(802);
+    pub const cudaErrorSystemDriverMismatch: Self = Self(803);
+    pub const cudaErrorCompatNotSupportedOnDevice: Self = Self(804);
+    pub const cudaErrorMpsConnectionFailed: Self = Self(805);
+    pub const cudaErrorMpsRpcFailure: Self = Self(806);
+    pub const cudaErrorMpsServerNotReady: Self = Self(807);
+    pub const cudaErrorMpsMaxClientsReached: Self = Self(808);
+    pub const cudaErrorMpsMaxConnectionsReached: Self = Self(809);
+    pub const cudaErrorMpsClientTerminated: Self = Self(810);
+    pub const cudaErrorCdpNotSupported: Self = Self(811);
+    pub const cudaErrorCdpVersionMismatch: Self = Self(812);
+    pub const cudaErrorStreamCaptureUnsupported: Self = Self(900);
+    pub const cudaErrorStreamCaptureInvalidated: Self = Self(901);
+    pub const cudaErrorStreamCaptureMerge: Self = Self(902);
+    pub const cudaErrorStreamCaptureUnmatched: Self = Self(903);
+    pub const cudaErrorStreamCaptureUnjoined: Self = Self(904);
+    pub const cudaErrorStreamCaptureIsolation: Self = Self(905);
+    pub const cudaErrorStreamCaptureImplicit: Self = Self(906);
+    pub const cudaErrorCapturedEvent: Self = Self(907);
+    pub const cudaErrorStreamCaptureWrongThread: Self = Self(908);
+    pub const cudaErrorTimeout: Self = Self(909);
+    pub const cudaErrorGraphExecUpdateFailure: Self = Self(910);
+    pub const cudaErrorExternalDevice: Self = Self(911);
+    pub const cudaErrorInvalidClusterSize: Self = Self(912);
+    pub const cudaErrorFunctionNotLoaded: Self = Self(913);
+    pub const cudaErrorInvalidResourceType: Self = Self(914);
+    pub const cudaErrorInvalidResourceConfiguration: Self = Self(915);
+    pub const cudaErrorUnknown: Self = Self(999);
+    pub const cudaErrorApiFailureBase: Self = Self(10000);
+}
+/// The enumerator's name and value, `cudaSuccess (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaError {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaSuccess",
+            1 => "cudaErrorInvalidValue",
+            2 => "cudaErrorMemoryAllocation",
+            3 => "cudaErrorInitializationError",
+            4 => "cudaErrorCudartUnloading",
+            5 => "cudaErrorProfilerDisabled",
+            6 => "cudaErrorProfilerNotInitialized",
+            7 => "cudaErrorProfilerAlreadyStarted",
+            8 => "cudaErrorProfilerAlreadyStopped",
+            9 => "cudaErrorInvalidConfiguration",
+            12 => "cudaErrorInvalidPitchValue",
+            13 => "cudaErrorInvalidSymbol",
+            16 => "cudaErrorInvalidHostPointer",
+            17 => "cudaErrorInvalidDevicePointer",
+            18 => "cudaErrorInvalidTexture",
+            19 => "cudaErrorInvalidTextureBinding",
+            20 => "cudaErrorInvalidChannelDescriptor",
+            21 => "cudaErrorInvalidMemcpyDirection",
+            22 => "cudaErrorAddressOfConstant",
+            23 => "cudaErrorTextureFetchFailed",
+            24 => "cudaErrorTextureNotBound",
+            25 => "cudaErrorSynchronizationError",
+            26 => "cudaErrorInvalidFilterSetting",
+            27 => "cudaErrorInvalidNormSetting",
+            28 => "cudaErrorMixedDeviceExecution",
+            31 => "cudaErrorNotYetImplemented",
+            32 => "cudaErrorMemoryValueTooLarge",
+            34 => "cudaErrorStubLibrary",
+            35 => "cudaErrorInsufficientDriver",
+            36 => "cudaErrorCallRequiresNewerDriver",
+            37 => "cudaErrorInvalidSurface",
+            43 => "cudaErrorDuplicateVariableName",
+            44 => "cudaErrorDuplicateTextureName",
+            45 => "cudaErrorDuplicateSurfaceName",
+            46 => "cudaErrorDevicesUnavailable",
+            49 => "cudaErrorIncompatibleDriverContext",
+            52 => "cudaErrorMissingConfiguration",
+            53 => "cudaErrorPriorLaunchFailure",
+            65 => "cudaErrorLaunchMaxDepthExceeded",
+            66 => "cudaErrorLaunchFileScopedTex",
+            67 => "cudaErrorLaunchFileScopedSurf",
+            68 => "cudaErrorSyncDepthExceeded",
+            69 => "cudaErrorLaunchPendingCountExceeded",
+            98 => "cudaErrorInvalidDeviceFunction",
+            100 => "cudaErrorNoDevice",
+            101 => "cudaErrorInvalidDevice",
+            102 => "cudaErrorDeviceNotLicensed",
+            103 => "cudaErrorSoftwareValidityNotEstablished",
+            127 => "cudaErrorStartupFailure",
+            200 => "cudaErrorInvalidKernelImage",
+            201 => "cudaErrorDeviceUninitialized",
+            205 => "cudaErrorMapBufferObjectFailed",
+            206 => "cudaErrorUnmapBufferObjectFailed",
+            207 => "cudaErrorArrayIsMapped",
+            208 => "cudaErrorAlreadyMapped",
+            209 => "cudaErrorNoKernelImageForDevice",
+            210 => "cudaErrorAlreadyAcquired",
+            211 => "cudaErrorNotMapped",
+            212 => "cudaErrorNotMappedAsArray",
+            213 => "cudaErrorNotMappedAsPointer",
+            214 => "cudaErrorECCUncorrectable",
+            215 => "cudaErrorUnsupportedLimit",
+            216 => "cudaErrorDeviceAlreadyInUse",
+            217 => "cudaErrorPeerAccessUnsupported",
+            218 => "cudaErrorInvalidPtx",
+            219 => "cudaErrorInvalidGraphicsContext",
+            220 => "cudaErrorNvlinkUncorrectable",
+            221 => "cudaErrorJitCompilerNotFound",
+            222 => "cudaErrorUnsupportedPtxVersion",
+            223 => "cudaErrorJitCompilationDisabled",
+            224 => "cudaErrorUnsupportedExecAffinity",
+            225 => "cudaErrorUnsupportedDevSideSync",
+            226 => "cudaErrorContained",
+            300 => "cudaErrorInvalidSource",
+            301 => "cudaErrorFileNotFound",
+            302 => "cudaErrorSharedObjectSymbolNotFound",
+            303 => "cudaErrorSharedObjectInitFailed",
+            304 => "cudaErrorOperatingSystem",
+            400 => "cudaErrorInvalidResourceHandle",
+            401 => "cudaErrorIllegalState",
+            402 => "cudaErrorLossyQuery",
+            500 => "cudaErrorSymbolNotFound",
+            600 => "cudaErrorNotReady",
+            700 => "cudaErrorIllegalAddress",
+            701 => "cudaErrorLaunchOutOfResources",
+            702 => "cudaErrorLaunchTimeout",
+            703 => "cudaErrorLaunchIncompatibleTexturing",
+            704 => "cudaErrorPeerAccessAlreadyEnabled",
+            705 => "cudaErrorPeerAccessNotEnabled",
+            708 => "cudaErrorSetOnActiveProcess",
+            709 => "cudaErrorContextIsDestroyed",
+            710 => "cudaErrorAssert",
+            711 => "cudaErrorTooManyPeers",
+            712 => "cudaErrorHostMemoryAlreadyRegistered",
+            713 => "cudaErrorHostMemoryNotRegistered",
+            714 => "cudaErrorHardwareStackError",
+            715 => "cudaErrorIllegalInstruction",
+            716 => "cudaErrorMisalignedAddress",
+            717 => "cudaErrorInvalidAddressSpace",
+            718 => "cudaErrorInvalidPc",
+            719 => "cudaErrorLaunchFailure",
+            720 => "cudaErrorCooperativeLaunchTooLarge",
+            721 => "cudaErrorTensorMemoryLeak",
+            800 => "cudaErrorNotPermitted",
+            801 => "cudaErrorNotSupported",
+            802 => "cudaErrorSystemNotReady",
+            803 => "cudaErrorSystemDriverMismatch",
+            804 => "cudaErrorCompatNotSupportedOnDevice",
+            805 => "cudaErrorMpsConnectionFailed",
+            806 => "cudaErrorMpsRpcFailure",
+            807 => "cudaErrorMpsServerNotReady",
+            808 => "cudaErrorMpsMaxClientsReached",
+            809 => "cudaErrorMpsMaxConnectionsReached",
+            810 => "cudaErrorMpsClientTerminated",
+            811 => "cudaErrorCdpNotSupported",
+            812 => "cudaErrorCdpVersionMismatch",
+            900 => "cudaErrorStreamCaptureUnsupported",
+            901 => "cudaErrorStreamCaptureInvalidated",
+            902 => "cudaErrorStreamCaptureMerge",
+            903 => "cudaErrorStreamCaptureUnmatched",
+            904 => "cudaErrorStreamCaptureUnjoined",
+            905 => "cudaErrorStreamCaptureIsolation",
+            906 => "cudaErrorStreamCaptureImplicit",
+            907 => "cudaErrorCapturedEvent",
+            908 => "cudaErrorStreamCaptureWrongThread",
+            909 => "cudaErrorTimeout",
+            910 => "cudaErrorGraphExecUpdateFailure",
+            911 => "cudaErrorExternalDevice",
+            912 => "cudaErrorInvalidClusterSize",
+            913 => "cudaErrorFunctionNotLoaded",
+            914 => "cudaErrorInvalidResourceType",
+            915 => "cudaErrorInvalidResourceConfiguration",
+            999 => "cudaErrorUnknown",
+            10000 => "cudaErrorApiFailureBase",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaError_enum` as associated constants (`cudaError_enum::CUDA_SUCCESS`), each the crate-level constant of the same name.
+impl cudaError_enum {
+    pub const CUDA_SUCCESS: Self = Self(0);
+    pub const CUDA_ERROR_INVALID_VALUE: Self = Self(1);
+    pub const CUDA_ERROR_OUT_OF_MEMORY: Self = Self(2);
+    pub const CUDA_ERROR_NOT_INITIALIZED: Self = Self(3);
+    pub const CUDA_ERROR_DEINITIALIZED: Self = Self(4);
+    pub const CUDA_ERROR_PROFILER_DISABLED: Self = Self(5);
+    pub const CUDA_ERROR_PROFILER_NOT_INITIALIZED: Self = Self(6);
+    pub const CUDA_ERROR_PROFILER_ALREADY_STARTED: Self = Self(7);
+    pub const CUDA_ERROR_PROFILER_ALREADY_STOPPED: Self = Self(8);
+    pub const CUDA_ERROR_STUB_LIBRARY: Self = Self(34);
+    pub const CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER: Self = Self(36);
+    pub const CUDA_ERROR_DEVICE_UNAVAILABLE: Self = Self(46);
+    pub const CUDA_ERROR_NO_DEVICE: Self = Self(100);
+    pub const CUDA_ERROR_INVALID_DEVICE: Self = Self(101);
+    pub const CUDA_ERROR_DEVICE_NOT_LICENSED: Self = Self(102);
+    pub const CUDA_ERROR_INVALID_IMAGE: Self = Self(200);
+    pub const CUDA_ERROR_INVALID_CONTEXT: Self = Self(201);
+    pub const CUDA_ERROR_CONTEXT_ALREADY_CURRENT: Self = Self(202);
+    pub const CUDA_ERROR_MAP_FAILED: Self = Self(205);
+    pub const CUDA_ERROR_UNMAP_FAILED: Self = Self(206);
+    pub const CUDA_ERROR_ARRAY_IS_MAPPED: Self = Self(207);
+    pub const CUDA_ERROR_ALREADY_MAPPED: Self = Self(208);
+    pub const CUDA_ERROR_NO_BINARY_FOR_GPU: Self = Self(209);
+    pub const CUDA_ERROR_ALREADY_ACQUIRED: Self = Self(210);
+    pub const CUDA_ERROR_NOT_MAPPED: Self = Self(211);
+    pub const CUDA_ERROR_NOT_MAPPED_AS_ARRAY: Self = Self(212);
+    pub const CUDA_ERROR_NOT_MAPPED_AS_POINTER: Self = Self(213);
+    pub const CUDA_ERROR_ECC_UNCORRECTABLE: Self = Self(214);
+    pub const CUDA_ERROR_UNSUPPORTED_LIMIT: Self = Self(215);
+    pub const CUDA_ERROR_CONTEXT_ALREADY_IN_USE: Self = Self(216);
+    pub const CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: Self = Self(217);
+    pub const CUDA_ERROR_INVALID_PTX: Self = Self(218);
+    pub const CUDA_ERROR_INVALID_GRAPHICS_CONTEXT: Self = Self(219);
+    pub const CUDA_ERROR_NVLINK_UNCORRECTABLE: Self = Self(220);
+    pub const CUDA_ERROR_JIT_COMPILER_NOT_FOUND: Self = Self(221);
+    pub const CUDA_ERROR_UNSUPPORTED_PTX_VERSION: Self = Self(222);
+    pub const CUDA_ERROR_JIT_COMPILATION_DISABLED: Self = Self(223);
+    pub const CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY: Self = Self(224);
+    pub const CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC: Self = Self(225);
+    pub const CUDA_ERROR_CONTAINED: Self = Self(226);
+    pub const CUDA_ERROR_INVALID_SOURCE: Self = Self(300);
+    pub const CUDA_ERROR_FILE_NOT_FOUND: Self = Self(301);
+    pub const CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: Self = Self(302);
+    pub const CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: Self = Self(303);
+    pub const CUDA_ERROR_OPERATING_SYSTEM: Self = Self(304);
+    pub const CUDA_ERROR_INVALID_HANDLE: Self = Self(400);
+    pub const CUDA_ERROR_ILLEGAL_STATE: Self = Self(401);
+    pub const CUDA_ERROR_LOSSY_QUERY: Self = Self(402);
+    pub const CUDA_ERROR_NOT_FOUND: Self = Self(500);
+    pub const CUDA_ERROR_NOT_READY: Self = Self(600);
+    pub const CUDA_ERROR_ILLEGAL_ADDRESS: Self = Self(700);
+    pub const CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: Self = Self(701);
+    pub const CUDA_ERROR_LAUNCH_TIMEOUT: Self = Self(702);
+    pub const CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING: Self = Self(703);
+    pub const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: Self = Self(704);
+    pub const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: Self = Self(705);
+    pub const CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE: Self = Self(708);
+    pub const CUDA_ERROR_CONTEXT_IS_DESTROYED: Self = Self(709);
+    pub const CUDA_ERROR_ASSERT: Self = Self(710);
+    pub const CUDA_ERROR_TOO_MANY_PEERS: Self = Self(711);
+    pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: Self = Self(712);
+    pub const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: Self = Self(713);
+    pub const CUDA_ERROR_HARDWARE_STACK_ERROR: Self = Self(714);
+    pub const CUDA_ERROR_ILLEGAL_INSTRUCTION: Self = Self(715);
+    pub const CUDA_ERROR_MISALIGNED_ADDRESS: Self = Self(716);
+    pub const CUDA_ERROR_INVALID_ADDRESS_SPACE: Self = Self(717);
+    pub const CUDA_ERROR_INVALID_PC: Self = Self(718);
+    pub const CUDA_ERROR_LAUNCH_FAILED: Self = Self(719);
+    pub const CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: Self = Self(720);
+    pub const CUDA_ERROR_TENSOR_MEMORY_LEAK: Self = Self(721);
+    pub const CUDA_ERROR_NOT_PERMITTED: Self = Self(800);
+    pub const CUDA_ERROR_NOT_SUPPORTED: Self = Self(801);
+    pub const CUDA_ERROR_SYSTEM_NOT_READY: Self = Self(802);
+    pub const CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: Self = Self(803);
+    pub const CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: Self = Self(804);
+    pub const CUDA_ERROR_MPS_CONNECTION_FAILED: Self = Self(805);
+    pub const CUDA_ERROR_MPS_RPC_FAILURE: Self = Self(806);
+    pub const CUDA_ERROR_MPS_SERVER_NOT_READY: Self = Self(807);
+    pub const CUDA_ERROR_MPS_MAX_CLIENTS_REACHED: Self = Self(808);
+    pub const CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED: Self = Self(809);
+    pub const CUDA_ERROR_MPS_CLIENT_TERMINATED: Self = Self(810);
+    pub const CUDA_ERROR_CDP_NOT_SUPPORTED: Self = Self(811);
+    pub const CUDA_ERROR_CDP_VERSION_MISMATCH: Self = Self(812);
+    pub const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: Self = Self(900);
+    pub const CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: Self = Self(901);
+    pub const CUDA_ERROR_STREAM_CAPTURE_MERGE: Self = Self(902);
+    pub const CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: Self = Self(903);
+    pub const CUDA_ERROR_STREAM_CAPTURE_UNJOINED: Self = Self(904);
+    pub const CUDA_ERROR_STREAM_CAPTURE_ISOLATION: Self = Self(905);
+    pub const CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: Self = Self(906);
+    pub const CUDA_ERROR_CAPTURED_EVENT: Self = Self(907);
+    pub const CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: Self = Self(908);
+    pub const CUDA_ERROR_TIMEOUT: Self = Self(909);
+    pub const CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: Self = Self(910);
+    pub const CUDA_ERROR_EXTERNAL_DEVICE: Self = Self(911);
+    pub const CUDA_ERROR_INVALID_CLUSTER_SIZE: Self = Self(912);
+    pub const CUDA_ERROR_FUNCTION_NOT_LOADED: Self = Self(913);
+    pub const CUDA_ERROR_INVALID_RESOURCE_TYPE: Self = Self(914);
+    pub const CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION: Self = Self(915);
+    pub const CUDA_ERROR_KEY_ROTATION: Self = Self(916);
+    pub const CUDA_ERROR_UNKNOWN: Self = Self(999);
+}
+/// The enumerator's name and value, `CUDA_SUCCESS (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaError_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CUDA_SUCCESS",
+            1 => "CUDA_ERROR_INVALID_VALUE",
+            2 => "CUDA_ERROR_OUT_OF_MEMORY",
+            3 => "CUDA_ERROR_NOT_INITIALIZED",
+            4 => "CUDA_ERROR_DEINITIALIZED",
+            5 => "CUDA_ERROR_PROFILER_DISABLED",
+            6 => "CUDA_ERROR_PROFILER_NOT_INITIALIZED",
+            7 => "CUDA_ERROR_PROFILER_ALREADY_STARTED",
+            8 => "CUDA_ERROR_PROFILER_ALREADY_STOPPED",
+            34 => "CUDA_ERROR_STUB_LIBRARY",
+            36 => "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER",
+            46 => "CUDA_ERROR_DEVICE_UNAVAILABLE",
+            100 => "CUDA_ERROR_NO_DEVICE",
+            101 => "CUDA_ERROR_INVALID_DEVICE",
+            102 => "CUDA_ERROR_DEVICE_NOT_LICENSED",
+            200 => "CUDA_ERROR_INVALID_IMAGE",
+            201 => "CUDA_ERROR_INVALID_CONTEXT",
+            202 => "CUDA_ERROR_CONTEXT_ALREADY_CURRENT",
+            205 => "CUDA_ERROR_MAP_FAILED",
+            206 => "CUDA_ERROR_UNMAP_FAILED",
+            207 => "CUDA_ERROR_ARRAY_IS_MAPPED",
+            208 => "CUDA_ERROR_ALREADY_MAPPED",
+            209 => "CUDA_ERROR_NO_BINARY_FOR_GPU",
+            210 => "CUDA_ERROR_ALREADY_ACQUIRED",
+            211 => "CUDA_ERROR_NOT_MAPPED",
+            212 => "CUDA_ERROR_NOT_MAPPED_AS_ARRAY",
+            213 => "CUDA_ERROR_NOT_MAPPED_AS_POINTER",
+            214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
+            215 => "CUDA_ERROR_UNSUPPORTED_LIMIT",
+            216 => "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
+            217 => "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+            218 => "CUDA_ERROR_INVALID_PTX",
+            219 => "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT",
+            220 => "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+            221 => "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
+            222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            223 => "CUDA_ERROR_JIT_COMPILATION_DISABLED",
+            224 => "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
+            225 => "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC",
+            226 => "CUDA_ERROR_CONTAINED",
+            300 => "CUDA_ERROR_INVALID_SOURCE",
+            301 => "CUDA_ERROR_FILE_NOT_FOUND",
+            302 => "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND",
+            303 => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
+            304 => "CUDA_ERROR_OPERATING_SYSTEM",
+            400 => "CUDA_ERROR_INVALID_HANDLE",
+            401 => "CUDA_ERROR_ILLEGAL_STATE",
+            402 => "CUDA_ERROR_LOSSY_QUERY",
+            500 => "CUDA_ERROR_NOT_FOUND",
+            600 => "CUDA_ERROR_NOT_READY",
+            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            701 => "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
+            703 => "CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING",
+            704 => "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+            705 => "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
+            708 => "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE",
+            709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+            710 => "CUDA_ERROR_ASSERT",
+            711 => "CUDA_ERROR_TOO_MANY_PEERS",
+            712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+            713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+            714 => "CUDA_ERROR_HARDWARE_STACK_ERROR",
+            715 => "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+            716 => "CUDA_ERROR_MISALIGNED_ADDRESS",
+            717 => "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+            718 => "CUDA_ERROR_INVALID_PC",
+            719 => "CUDA_ERROR_LAUNCH_FAILED",
+            720 => "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+            721 => "CUDA_ERROR_TENSOR_MEMORY_LEAK",
+            800 => "CUDA_ERROR_NOT_PERMITTED",
+            801 => "CUDA_ERROR_NOT_SUPPORTED",
+            802 => "CUDA_ERROR_SYSTEM_NOT_READY",
+            803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            804 => "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+            805 => "CUDA_ERROR_MPS_CONNECTION_FAILED",
+            806 => "CUDA_ERROR_MPS_RPC_FAILURE",
+            807 => "CUDA_ERROR_MPS_SERVER_NOT_READY",
+            808 => "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED",
+            809 => "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED",
+            810 => "CUDA_ERROR_MPS_CLIENT_TERMINATED",
+            811 => "CUDA_ERROR_CDP_NOT_SUPPORTED",
+            812 => "CUDA_ERROR_CDP_VERSION_MISMATCH",
+            900 => "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+            901 => "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+            902 => "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+            903 => "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+            904 => "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+            905 => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+            906 => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+            907 => "CUDA_ERROR_CAPTURED_EVENT",
+            908 => "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+            909 => "CUDA_ERROR_TIMEOUT",
+            910 => "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+            911 => "CUDA_ERROR_EXTERNAL_DEVICE",
+            912 => "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+            913 => "CUDA_ERROR_FUNCTION_NOT_LOADED",
+            914 => "CUDA_ERROR_INVALID_RESOURCE_TYPE",
+            915 => "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION",
+            916 => "CUDA_ERROR_KEY_ROTATION",
+            999 => "CUDA_ERROR_UNKNOWN",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaExternalMemoryHandleType` as associated constants (`cudaExternalMemoryHandleType::cudaExternalMemoryHandleTypeOpaqueFd`), each the crate-level constant of the same name.
+impl cudaExternalMemoryHandleType {
+    pub const cudaExternalMemoryHandleTypeOpaqueFd: Self = Self(1);
+    pub const cudaExternalMemoryHandleTypeOpaqueWin32: Self = Self(2);
+    pub const cudaExternalMemoryHandleTypeOpaqueWin32Kmt: Self = Self(3);
+    pub const cudaExternalMemoryHandleTypeD3D12Heap: Self = Self(4);
+    pub const cudaExternalMemoryHandleTypeD3D12Resource: Self = Self(5);
+    pub const cudaExternalMemoryHandleTypeD3D11Resource: Self = Self(6);
+    pub const cudaExternalMemoryHandleTypeD3D11ResourceKmt: Self = Self(7);
+    pub const cudaExternalMemoryHandleTypeNvSciBuf: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaExternalMemoryHandleTypeOpaqueFd (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaExternalMemoryHandleType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaExternalMemoryHandleTypeOpaqueFd",
+            2 => "cudaExternalMemoryHandleTypeOpaqueWin32",
+            3 => "cudaExternalMemoryHandleTypeOpaqueWin32Kmt",
+            4 => "cudaExternalMemoryHandleTypeD3D12Heap",
+            5 => "cudaExternalMemoryHandleTypeD3D12Resource",
+            6 => "cudaExternalMemoryHandleTypeD3D11Resource",
+            7 => "cudaExternalMemoryHandleTypeD3D11ResourceKmt",
+            8 => "cudaExternalMemoryHandleTypeNvSciBuf",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaExternalSemaphoreHandleType` as associated constants (`cudaExternalSemaphoreHandleType::cudaExternalSemaphoreHandleTypeOpaqueFd`), each the crate-level constant of the same name.
+impl cudaExternalSemaphoreHandleType {
+    pub const cudaExternalSemaphoreHandleTypeOpaqueFd: Self = Self(1);
+    pub const cudaExternalSemaphoreHandleTypeOpaqueWin32: Self = Self(2);
+    pub const cudaExternalSemaphoreHandleTypeOpaqueWin32Kmt: Self = Self(3);
+    pub const cudaExternalSemaphoreHandleTypeD3D12Fence: Self = Self(4);
+    pub const cudaExternalSemaphoreHandleTypeD3D11Fence: Self = Self(5);
+    pub const cudaExternalSemaphoreHandleTypeNvSciSync: Self = Self(6);
+    pub const cudaExternalSemaphoreHandleTypeKeyedMutex: Self = Self(7);
+    pub const cudaExternalSemaphoreHandleTypeKeyedMutexKmt: Self = Self(8);
+    pub const cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd: Self = Self(9);
+    pub const cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32: Self = Self(10);
+}
+/// The enumerator's name and value, `cudaExternalSemaphoreHandleTypeOpaqueFd (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaExternalSemaphoreHandleType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaExternalSemaphoreHandleTypeOpaqueFd",
+            2 => "cudaExternalSemaphoreHandleTypeOpaqueWin32",
+            3 => "cudaExternalSemaphoreHandleTypeOpaqueWin32Kmt",
+            4 => "cudaExternalSemaphoreHandleTypeD3D12Fence",
+            5 => "cudaExternalSemaphoreHandleTypeD3D11Fence",
+            6 => "cudaExternalSemaphoreHandleTypeNvSciSync",
+            7 => "cudaExternalSemaphoreHandleTypeKeyedMutex",
+            8 => "cudaExternalSemaphoreHandleTypeKeyedMutexKmt",
+            9 => "cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd",
+            10 => "cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaFlushGPUDirectRDMAWritesOptions` as associated constants (`cudaFlushGPUDirectRDMAWritesOptions::cudaFlushGPUDirectRDMAWritesOptionHost`), each the crate-level constant of the same name.
+impl cudaFlushGPUDirectRDMAWritesOptions {
+    pub const cudaFlushGPUDirectRDMAWritesOptionHost: Self = Self(1);
+    pub const cudaFlushGPUDirectRDMAWritesOptionMemOps: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaFlushGPUDirectRDMAWritesOptionHost (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesOptions {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaFlushGPUDirectRDMAWritesOptionHost",
+            2 => "cudaFlushGPUDirectRDMAWritesOptionMemOps",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaFlushGPUDirectRDMAWritesScope` as associated constants (`cudaFlushGPUDirectRDMAWritesScope::cudaFlushGPUDirectRDMAWritesToOwner`), each the crate-level constant of the same name.
+impl cudaFlushGPUDirectRDMAWritesScope {
+    pub const cudaFlushGPUDirectRDMAWritesToOwner: Self = Self(100);
+    pub const cudaFlushGPUDirectRDMAWritesToAllDevices: Self = Self(200);
+}
+/// The enumerator's name and value, `cudaFlushGPUDirectRDMAWritesToOwner (100)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesScope {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            100 => "cudaFlushGPUDirectRDMAWritesToOwner",
+            200 => "cudaFlushGPUDirectRDMAWritesToAllDevices",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaFlushGPUDirectRDMAWritesTarget` as associated constants (`cudaFlushGPUDirectRDMAWritesTarget::cudaFlushGPUDirectRDMAWritesTargetCurrentDevice`), each the crate-level constant of the same name.
+impl cudaFlushGPUDirectRDMAWritesTarget {
+    pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: Self = Self(0);
+}
+/// The enumerator's name and value, `cudaFlushGPUDirectRDMAWritesTargetCurrentDevice (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesTarget {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaFlushGPUDirectRDMAWritesTargetCurrentDevice",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaFuncAttribute` as associated constants (`cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize`), each the crate-level constant of the same name.
+impl cudaFuncAttribute {
+    pub const cudaFuncAttributeMaxDynamicSharedMemorySize: Self = Self(8);
+    pub const cudaFuncAttributePreferredSharedMemoryCarveout: Self = Self(9);
+    pub const cudaFuncAttributeClusterDimMustBeSet: Self = Self(10);
+    pub const cudaFuncAttributeRequiredClusterWidth: Self = Self(11);
+    pub const cudaFuncAttributeRequiredClusterHeight: Self = Self(12);
+    pub const cudaFuncAttributeRequiredClusterDepth: Self = Self(13);
+    pub const cudaFuncAttributeNonPortableClusterSizeAllowed: Self = Self(14);
+    pub const cudaFuncAttributeClusterSchedulingPolicyPreference: Self = Self(15);
+    pub const cudaFuncAttributeMax: Self = Self(16);
+}
+/// The enumerator's name and value, `cudaFuncAttributeMaxDynamicSharedMemorySize (8)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaFuncAttribute {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            8 => "cudaFuncAttributeMaxDynamicSharedMemorySize",
+            9 => "cudaFuncAttributePreferredSharedMemoryCarveout",
+            10 => "cudaFuncAttributeClusterDimMustBeSet",
+            11 => "cudaFuncAttributeRequiredClusterWidth",
+            12 => "cudaFuncAttributeRequiredClusterHeight",
+            13 => "cudaFuncAttributeRequiredClusterDepth",
+            14 => "cudaFuncAttributeNonPortableClusterSizeAllowed",
+            15 => "cudaFuncAttributeClusterSchedulingPolicyPreference",
+            16 => "cudaFuncAttributeMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaFuncCache` as associated constants (`cudaFuncCache::cudaFuncCachePreferNone`), each the crate-level constant of the same name.
+impl cudaFuncCache {
+    pub const cudaFuncCachePreferNone: Self = Self(0);
+    pub const cudaFuncCachePreferShared: Self = Self(1);
+    pub const cudaFuncCachePreferL1: Self = Self(2);
+    pub const cudaFuncCachePreferEqual: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaFuncCachePreferNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaFuncCache {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaFuncCachePreferNone",
+            1 => "cudaFuncCachePreferShared",
+            2 => "cudaFuncCachePreferL1",
+            3 => "cudaFuncCachePreferEqual",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGPUDirectRDMAWritesOrdering` as associated constants (`cudaGPUDirectRDMAWritesOrdering::cudaGPUDirectRDMAWritesOrderingNone`), each the crate-level constant of the same name.
+impl cudaGPUDirectRDMAWritesOrdering {
+    pub const cudaGPUDirectRDMAWritesOrderingNone: Self = Self(0);
+    pub const cudaGPUDirectRDMAWritesOrderingOwner: Self = Self(100);
+    pub const cudaGPUDirectRDMAWritesOrderingAllDevices: Self = Self(200);
+}
+/// The enumerator's name and value, `cudaGPUDirectRDMAWritesOrderingNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGPUDirectRDMAWritesOrdering {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGPUDirectRDMAWritesOrderingNone",
+            100 => "cudaGPUDirectRDMAWritesOrderingOwner",
+            200 => "cudaGPUDirectRDMAWritesOrderingAllDevices",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGetDriverEntryPointFlags` as associated constants (`cudaGetDriverEntryPointFlags::cudaEnableDefault`), each the crate-level constant of the same name.
+impl cudaGetDriverEntryPointFlags {
+    pub const cudaEnableDefault: Self = Self(0);
+    pub const cudaEnableLegacyStream: Self = Self(1);
+    pub const cudaEnablePerThreadDefaultStream: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaEnableDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGetDriverEntryPointFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaEnableDefault",
+            1 => "cudaEnableLegacyStream",
+            2 => "cudaEnablePerThreadDefaultStream",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphChildGraphNodeOwnership` as associated constants (`cudaGraphChildGraphNodeOwnership::cudaGraphChildGraphOwnershipClone`), each the crate-level constant of the same name.
+impl cudaGraphChildGraphNodeOwnership {
+    pub const cudaGraphChildGraphOwnershipClone: Self = Self(0);
+    pub const cudaGraphChildGraphOwnershipMove: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaGraphChildGraphOwnershipClone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphChildGraphNodeOwnership {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphChildGraphOwnershipClone",
+            1 => "cudaGraphChildGraphOwnershipMove",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphConditionalHandleFlags` as associated constants (`cudaGraphConditionalHandleFlags::cudaGraphCondAssignDefault`), each the crate-level constant of the same name.
+impl cudaGraphConditionalHandleFlags {
+    pub const cudaGraphCondAssignDefault: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaGraphCondAssignDefault (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphConditionalHandleFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaGraphCondAssignDefault",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphConditionalNodeType` as associated constants (`cudaGraphConditionalNodeType::cudaGraphCondTypeIf`), each the crate-level constant of the same name.
+impl cudaGraphConditionalNodeType {
+    pub const cudaGraphCondTypeIf: Self = Self(0);
+    pub const cudaGraphCondTypeWhile: Self = Self(1);
+    pub const cudaGraphCondTypeSwitch: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaGraphCondTypeIf (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphConditionalNodeType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphCondTypeIf",
+            1 => "cudaGraphCondTypeWhile",
+            2 => "cudaGraphCondTypeSwitch",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphDebugDotFlags` as associated constants (`cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose`), each the crate-level constant of the same name.
+impl cudaGraphDebugDotFlags {
+    pub const cudaGraphDebugDotFlagsVerbose: Self = Self(1);
+    pub const cudaGraphDebugDotFlagsKernelNodeParams: Self = Self(4);
+    pub const cudaGraphDebugDotFlagsMemcpyNodeParams: Self = Self(8);
+    pub const cudaGraphDebugDotFlagsMemsetNodeParams: Self = Self(16);
+    pub const cudaGraphDebugDotFlagsHostNodeParams: Self = Self(32);
+    pub const cudaGraphDebugDotFlagsEventNodeParams: Self = Self(64);
+    pub const cudaGraphDebugDotFlagsExtSemasSignalNodeParams: Self = Self(128);
+    pub const cudaGraphDebugDotFlagsExtSemasWaitNodeParams: Self = Self(256);
+    pub const cudaGraphDebugDotFlagsKernelNodeAttributes: Self = Self(512);
+    pub const cudaGraphDebugDotFlagsHandles: Self = Self(1024);
+    pub const cudaGraphDebugDotFlagsConditionalNodeParams: Self = Self(32768);
+}
+/// The enumerator's name and value, `cudaGraphDebugDotFlagsVerbose (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphDebugDotFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaGraphDebugDotFlagsVerbose",
+            4 => "cudaGraphDebugDotFlagsKernelNodeParams",
+            8 => "cudaGraphDebugDotFlagsMemcpyNodeParams",
+            16 => "cudaGraphDebugDotFlagsMemsetNodeParams",
+            32 => "cudaGraphDebugDotFlagsHostNodeParams",
+            64 => "cudaGraphDebugDotFlagsEventNodeParams",
+            128 => "cudaGraphDebugDotFlagsExtSemasSignalNodeParams",
+            256 => "cudaGraphDebugDotFlagsExtSemasWaitNodeParams",
+            512 => "cudaGraphDebugDotFlagsKernelNodeAttributes",
+            1024 => "cudaGraphDebugDotFlagsHandles",
+            32768 => "cudaGraphDebugDotFlagsConditionalNodeParams",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphDependencyType_enum` as associated constants (`cudaGraphDependencyType_enum::cudaGraphDependencyTypeDefault`), each the crate-level constant of the same name.
+impl cudaGraphDependencyType_enum {
+    pub const cudaGraphDependencyTypeDefault: Self = Self(0);
+    pub const cudaGraphDependencyTypeProgrammatic: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaGraphDependencyTypeDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphDependencyType_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphDependencyTypeDefault",
+            1 => "cudaGraphDependencyTypeProgrammatic",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphExecUpdateResult` as associated constants (`cudaGraphExecUpdateResult::cudaGraphExecUpdateSuccess`), each the crate-level constant of the same name.
+impl cudaGraphExecUpdateResult {
+    pub const cudaGraphExecUpdateSuccess: Self = Self(0);
+    pub const cudaGraphExecUpdateError: Self = Self(1);
+    pub const cudaGraphExecUpdateErrorTopologyChanged: Self = Self(2);
+    pub const cudaGraphExecUpdateErrorNodeTypeChanged: Self = Self(3);
+    pub const cudaGraphExecUpdateErrorFunctionChanged: Self = Self(4);
+    pub const cudaGraphExecUpdateErrorParametersChanged: Self = Self(5);
+    pub const cudaGraphExecUpdateErrorNotSupported: Self = Self(6);
+    pub const cudaGraphExecUpdateErrorUnsupportedFunctionChange: Self = Self(7);
+    pub const cudaGraphExecUpdateErrorAttributesChanged: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaGraphExecUpdateSuccess (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphExecUpdateResult {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphExecUpdateSuccess",
+            1 => "cudaGraphExecUpdateError",
+            2 => "cudaGraphExecUpdateErrorTopologyChanged",
+            3 => "cudaGraphExecUpdateErrorNodeTypeChanged",
+            4 => "cudaGraphExecUpdateErrorFunctionChanged",
+            5 => "cudaGraphExecUpdateErrorParametersChanged",
+            6 => "cudaGraphExecUpdateErrorNotSupported",
+            7 => "cudaGraphExecUpdateErrorUnsupportedFunctionChange",
+            8 => "cudaGraphExecUpdateErrorAttributesChanged",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphInstantiateFlags` as associated constants (`cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch`), each the crate-level constant of the same name.
+impl cudaGraphInstantiateFlags {
+    pub const cudaGraphInstantiateFlagAutoFreeOnLaunch: Self = Self(1);
+    pub const cudaGraphInstantiateFlagUpload: Self = Self(2);
+    pub const cudaGraphInstantiateFlagDeviceLaunch: Self = Self(4);
+    pub const cudaGraphInstantiateFlagUseNodePriority: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaGraphInstantiateFlagAutoFreeOnLaunch (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphInstantiateFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaGraphInstantiateFlagAutoFreeOnLaunch",
+            2 => "cudaGraphInstantiateFlagUpload",
+            4 => "cudaGraphInstantiateFlagDeviceLaunch",
+            8 => "cudaGraphInstantiateFlagUseNodePriority",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphInstantiateResult` as associated constants (`cudaGraphInstantiateResult::cudaGraphInstantiateSuccess`), each the crate-level constant of the same name.
+impl cudaGraphInstantiateResult {
+    pub const cudaGraphInstantiateSuccess: Self = Self(0);
+    pub const cudaGraphInstantiateError: Self = Self(1);
+    pub const cudaGraphInstantiateInvalidStructure: Self = Self(2);
+    pub const cudaGraphInstantiateNodeOperationNotSupported: Self = Self(3);
+    pub const cudaGraphInstantiateMultipleDevicesNotSupported: Self = Self(4);
+    pub const cudaGraphInstantiateConditionalHandleUnused: Self = Self(5);
+}
+/// The enumerator's name and value, `cudaGraphInstantiateSuccess (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphInstantiateResult {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphInstantiateSuccess",
+            1 => "cudaGraphInstantiateError",
+            2 => "cudaGraphInstantiateInvalidStructure",
+            3 => "cudaGraphInstantiateNodeOperationNotSupported",
+            4 => "cudaGraphInstantiateMultipleDevicesNotSupported",
+            5 => "cudaGraphInstantiateConditionalHandleUnused",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphKernelNodeField` as associated constants (`cudaGraphKernelNodeField::cudaGraphKernelNodeFieldInvalid`), each the crate-level constant of the same name.
+impl cudaGraphKernelNodeField {
+    pub const cudaGraphKernelNodeFieldInvalid: Self = Self(0);
+    pub const cudaGraphKernelNodeFieldGridDim: Self = Self(1);
+    pub const cudaGraphKernelNodeFieldParam: Self = Self(2);
+    pub const cudaGraphKernelNodeFieldEnabled: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaGraphKernelNodeFieldInvalid (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphKernelNodeField {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphKernelNodeFieldInvalid",
+            1 => "cudaGraphKernelNodeFieldGridDim",
+            2 => "cudaGraphKernelNodeFieldParam",
+            3 => "cudaGraphKernelNodeFieldEnabled",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphMemAttributeType` as associated constants (`cudaGraphMemAttributeType::cudaGraphMemAttrUsedMemCurrent`), each the crate-level constant of the same name.
+impl cudaGraphMemAttributeType {
+    pub const cudaGraphMemAttrUsedMemCurrent: Self = Self(0);
+    pub const cudaGraphMemAttrUsedMemHigh: Self = Self(1);
+    pub const cudaGraphMemAttrReservedMemCurrent: Self = Self(2);
+    pub const cudaGraphMemAttrReservedMemHigh: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaGraphMemAttrUsedMemCurrent (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphMemAttributeType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphMemAttrUsedMemCurrent",
+            1 => "cudaGraphMemAttrUsedMemHigh",
+            2 => "cudaGraphMemAttrReservedMemCurrent",
+            3 => "cudaGraphMemAttrReservedMemHigh",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphNodeType` as associated constants (`cudaGraphNodeType::cudaGraphNodeTypeKernel`), each the crate-level constant of the same name.
+impl cudaGraphNodeType {
+    pub const cudaGraphNodeTypeKernel: Self = Self(0);
+    pub const cudaGraphNodeTypeMemcpy: Self = Self(1);
+    pub const cudaGraphNodeTypeMemset: Self = Self(2);
+    pub const cudaGraphNodeTypeHost: Self = Self(3);
+    pub const cudaGraphNodeTypeGraph: Self = Self(4);
+    pub const cudaGraphNodeTypeEmpty: Self = Self(5);
+    pub const cudaGraphNodeTypeWaitEvent: Self = Self(6);
+    pub const cudaGraphNodeTypeEventRecord: Self = Self(7);
+    pub const cudaGraphNodeTypeExtSemaphoreSignal: Self = Self(8);
+    pub const cudaGraphNodeTypeExtSemaphoreWait: Self = Self(9);
+    pub const cudaGraphNodeTypeMemAlloc: Self = Self(10);
+    pub const cudaGraphNodeTypeMemFree: Self = Self(11);
+    pub const cudaGraphNodeTypeConditional: Self = Self(13);
+    pub const cudaGraphNodeTypeCount: Self = Self(14);
+}
+/// The enumerator's name and value, `cudaGraphNodeTypeKernel (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphNodeType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphNodeTypeKernel",
+            1 => "cudaGraphNodeTypeMemcpy",
+            2 => "cudaGraphNodeTypeMemset",
+            3 => "cudaGraphNodeTypeHost",
+            4 => "cudaGraphNodeTypeGraph",
+            5 => "cudaGraphNodeTypeEmpty",
+            6 => "cudaGraphNodeTypeWaitEvent",
+            7 => "cudaGraphNodeTypeEventRecord",
+            8 => "cudaGraphNodeTypeExtSemaphoreSignal",
+            9 => "cudaGraphNodeTypeExtSemaphoreWait",
+            10 => "cudaGraphNodeTypeMemAlloc",
+            11 => "cudaGraphNodeTypeMemFree",
+            13 => "cudaGraphNodeTypeConditional",
+            14 => "cudaGraphNodeTypeCount",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphicsCubeFace` as associated constants (`cudaGraphicsCubeFace::cudaGraphicsCubeFacePositiveX`), each the crate-level constant of the same name.
+impl cudaGraphicsCubeFace {
+    pub const cudaGraphicsCubeFacePositiveX: Self = Self(0);
+    pub const cudaGraphicsCubeFaceNegativeX: Self = Self(1);
+    pub const cudaGraphicsCubeFacePositiveY: Self = Self(2);
+    pub const cudaGraphicsCubeFaceNegativeY: Self = Self(3);
+    pub const cudaGraphicsCubeFacePositiveZ: Self = Self(4);
+    pub const cudaGraphicsCubeFaceNegativeZ: Self = Self(5);
+}
+/// The enumerator's name and value, `cudaGraphicsCubeFacePositiveX (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphicsCubeFace {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphicsCubeFacePositiveX",
+            1 => "cudaGraphicsCubeFaceNegativeX",
+            2 => "cudaGraphicsCubeFacePositiveY",
+            3 => "cudaGraphicsCubeFaceNegativeY",
+            4 => "cudaGraphicsCubeFacePositiveZ",
+            5 => "cudaGraphicsCubeFaceNegativeZ",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphicsMapFlags` as associated constants (`cudaGraphicsMapFlags::cudaGraphicsMapFlagsNone`), each the crate-level constant of the same name.
+impl cudaGraphicsMapFlags {
+    pub const cudaGraphicsMapFlagsNone: Self = Self(0);
+    pub const cudaGraphicsMapFlagsReadOnly: Self = Self(1);
+    pub const cudaGraphicsMapFlagsWriteDiscard: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaGraphicsMapFlagsNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphicsMapFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphicsMapFlagsNone",
+            1 => "cudaGraphicsMapFlagsReadOnly",
+            2 => "cudaGraphicsMapFlagsWriteDiscard",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaGraphicsRegisterFlags` as associated constants (`cudaGraphicsRegisterFlags::cudaGraphicsRegisterFlagsNone`), each the crate-level constant of the same name.
+impl cudaGraphicsRegisterFlags {
+    pub const cudaGraphicsRegisterFlagsNone: Self = Self(0);
+    pub const cudaGraphicsRegisterFlagsReadOnly: Self = Self(1);
+    pub const cudaGraphicsRegisterFlagsWriteDiscard: Self = Self(2);
+    pub const cudaGraphicsRegisterFlagsSurfaceLoadStore: Self = Self(4);
+    pub const cudaGraphicsRegisterFlagsTextureGather: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaGraphicsRegisterFlagsNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaGraphicsRegisterFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaGraphicsRegisterFlagsNone",
+            1 => "cudaGraphicsRegisterFlagsReadOnly",
+            2 => "cudaGraphicsRegisterFlagsWriteDiscard",
+            4 => "cudaGraphicsRegisterFlagsSurfaceLoadStore",
+            8 => "cudaGraphicsRegisterFlagsTextureGather",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaJitOption` as associated constants (`cudaJitOption::cudaJitMaxRegisters`), each the crate-level constant of the same name.
+impl cudaJitOption {
+    pub const cudaJitMaxRegisters: Self = Self(0);
+    pub const cudaJitThreadsPerBlock: Self = Self(1);
+    pub const cudaJitWallTime: Self = Self(2);
+    pub const cudaJitInfoLogBuffer: Self = Self(3);
+    pub const cudaJitInfoLogBufferSizeBytes: Self = Self(4);
+    pub const cudaJitErrorLogBuffer: Self = Self(5);
+    pub const cudaJitErrorLogBufferSizeBytes: Self = Self(6);
+    pub const cudaJitOptimizationLevel: Self = Self(7);
+    pub const cudaJitFallbackStrategy: Self = Self(10);
+    pub const cudaJitGenerateDebugInfo: Self = Self(11);
+    pub const cudaJitLogVerbose: Self = Self(12);
+    pub const cudaJitGenerateLineInfo: Self = Self(13);
+    pub const cudaJitCacheMode: Self = Self(14);
+    pub const cudaJitPositionIndependentCode: Self = Self(30);
+    pub const cudaJitMinCtaPerSm: Self = Self(31);
+    pub const cudaJitMaxThreadsPerBlock: Self = Self(32);
+    pub const cudaJitOverrideDirectiveValues: Self = Self(33);
+}
+/// The enumerator's name and value, `cudaJitMaxRegisters (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaJitOption {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaJitMaxRegisters",
+            1 => "cudaJitThreadsPerBlock",
+            2 => "cudaJitWallTime",
+            3 => "cudaJitInfoLogBuffer",
+            4 => "cudaJitInfoLogBufferSizeBytes",
+            5 => "cudaJitErrorLogBuffer",
+            6 => "cudaJitErrorLogBufferSizeBytes",
+            7 => "cudaJitOptimizationLevel",
+            10 => "cudaJitFallbackStrategy",
+            11 => "cudaJitGenerateDebugInfo",
+            12 => "cudaJitLogVerbose",
+            13 => "cudaJitGenerateLineInfo",
+            14 => "cudaJitCacheMode",
+            30 => "cudaJitPositionIndependentCode",
+            31 => "cudaJitMinCtaPerSm",
+            32 => "cudaJitMaxThreadsPerBlock",
+            33 => "cudaJitOverrideDirectiveValues",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaJit_CacheMode` as associated constants (`cudaJit_CacheMode::cudaJitCacheOptionNone`), each the crate-level constant of the same name.
+impl cudaJit_CacheMode {
+    pub const cudaJitCacheOptionNone: Self = Self(0);
+    pub const cudaJitCacheOptionCG: Self = Self(1);
+    pub const cudaJitCacheOptionCA: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaJitCacheOptionNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaJit_CacheMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaJitCacheOptionNone",
+            1 => "cudaJitCacheOptionCG",
+            2 => "cudaJitCacheOptionCA",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaJit_Fallback` as associated constants (`cudaJit_Fallback::cudaPreferPtx`), each the crate-level constant of the same name.
+impl cudaJit_Fallback {
+    pub const cudaPreferPtx: Self = Self(0);
+    pub const cudaPreferBinary: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaPreferPtx (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaJit_Fallback {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaPreferPtx",
+            1 => "cudaPreferBinary",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaLaunchAttributeID` as associated constants (`cudaLaunchAttributeID::cudaLaunchAttributeIgnore`), each the crate-level constant of the same name.
+impl cudaLaunchAttributeID {
+    pub const cudaLaunchAttributeIgnore: Self = Self(0);
+    pub const cudaLaunchAttributeAccessPolicyWindow: Self = Self(1);
+    pub const cudaLaunchAttributeCooperative: Self = Self(2);
+    pub const cudaLaunchAttributeSynchronizationPolicy: Self = Self(3);
+    pub const cudaLaunchAttributeClusterDimension: Self = Self(4);
+    pub const cudaLaunchAttributeClusterSchedulingPolicyPreference: Self = Self(5);
+    pub const cudaLaunchAttributeProgrammaticStreamSerialization: Self = Self(6);
+    pub const cudaLaunchAttributeProgrammaticEvent: Self = Self(7);
+    pub const cudaLaunchAttributePriority: Self = Self(8);
+    pub const cudaLaunchAttributeMemSyncDomainMap: Self = Self(9);
+    pub const cudaLaunchAttributeMemSyncDomain: Self = Self(10);
+    pub const cudaLaunchAttributePreferredClusterDimension: Self = Self(11);
+    pub const cudaLaunchAttributeLaunchCompletionEvent: Self = Self(12);
+    pub const cudaLaunchAttributeDeviceUpdatableKernelNode: Self = Self(13);
+    pub const cudaLaunchAttributePreferredSharedMemoryCarveout: Self = Self(14);
+    pub const cudaLaunchAttributeNvlinkUtilCentricScheduling: Self = Self(16);
+}
+/// The enumerator's name and value, `cudaLaunchAttributeIgnore (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaLaunchAttributeID {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaLaunchAttributeIgnore",
+            1 => "cudaLaunchAttributeAccessPolicyWindow",
+            2 => "cudaLaunchAttributeCooperative",
+            3 => "cudaLaunchAttributeSynchronizationPolicy",
+            4 => "cudaLaunchAttributeClusterDimension",
+            5 => "cudaLaunchAttributeClusterSchedulingPolicyPreference",
+            6 => "cudaLaunchAttributeProgrammaticStreamSerialization",
+            7 => "cudaLaunchAttributeProgrammaticEvent",
+            8 => "cudaLaunchAttributePriority",
+            9 => "cudaLaunchAttributeMemSyncDomainMap",
+            10 => "cudaLaunchAttributeMemSyncDomain",
+            11 => "cudaLaunchAttributePreferredClusterDimension",
+            12 => "cudaLaunchAttributeLaunchCompletionEvent",
+            13 => "cudaLaunchAttributeDeviceUpdatableKernelNode",
+            14 => "cudaLaunchAttributePreferredSharedMemoryCarveout",
+            16 => "cudaLaunchAttributeNvlinkUtilCentricScheduling",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaLaunchMemSyncDomain` as associated constants (`cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainDefault`), each the crate-level constant of the same name.
+impl cudaLaunchMemSyncDomain {
+    pub const cudaLaunchMemSyncDomainDefault: Self = Self(0);
+    pub const cudaLaunchMemSyncDomainRemote: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaLaunchMemSyncDomainDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaLaunchMemSyncDomain {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaLaunchMemSyncDomainDefault",
+            1 => "cudaLaunchMemSyncDomainRemote",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaLibraryOption` as associated constants (`cudaLibraryOption::cudaLibraryHostUniversalFunctionAndDataTable`), each the crate-level constant of the same name.
+impl cudaLibraryOption {
+    pub const cudaLibraryHostUniversalFunctionAndDataTable: Self = Self(0);
+    pub const cudaLibraryBinaryIsPreserved: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaLibraryHostUniversalFunctionAndDataTable (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaLibraryOption {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaLibraryHostUniversalFunctionAndDataTable",
+            1 => "cudaLibraryBinaryIsPreserved",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaLimit` as associated constants (`cudaLimit::cudaLimitStackSize`), each the crate-level constant of the same name.
+impl cudaLimit {
+    pub const cudaLimitStackSize: Self = Self(0);
+    pub const cudaLimitPrintfFifoSize: Self = Self(1);
+    pub const cudaLimitMallocHeapSize: Self = Self(2);
+    pub const cudaLimitDevRuntimeSyncDepth: Self = Self(3);
+    pub const cudaLimitDevRuntimePendingLaunchCount: Self = Self(4);
+    pub const cudaLimitMaxL2FetchGranularity: Self = Self(5);
+    pub const cudaLimitPersistingL2CacheSize: Self = Self(6);
+}
+/// The enumerator's name and value, `cudaLimitStackSize (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaLimit {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaLimitStackSize",
+            1 => "cudaLimitPrintfFifoSize",
+            2 => "cudaLimitMallocHeapSize",
+            3 => "cudaLimitDevRuntimeSyncDepth",
+            4 => "cudaLimitDevRuntimePendingLaunchCount",
+            5 => "cudaLimitMaxL2FetchGranularity",
+            6 => "cudaLimitPersistingL2CacheSize",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemAccessFlags` as associated constants (`cudaMemAccessFlags::cudaMemAccessFlagsProtNone`), each the crate-level constant of the same name.
+impl cudaMemAccessFlags {
+    pub const cudaMemAccessFlagsProtNone: Self = Self(0);
+    pub const cudaMemAccessFlagsProtRead: Self = Self(1);
+    pub const cudaMemAccessFlagsProtReadWrite: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaMemAccessFlagsProtNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemAccessFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemAccessFlagsProtNone",
+            1 => "cudaMemAccessFlagsProtRead",
+            3 => "cudaMemAccessFlagsProtReadWrite",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemAllocationHandleType` as associated constants (`cudaMemAllocationHandleType::cudaMemHandleTypeNone`), each the crate-level constant of the same name.
+impl cudaMemAllocationHandleType {
+    pub const cudaMemHandleTypeNone: Self = Self(0);
+    pub const cudaMemHandleTypePosixFileDescriptor: Self = Self(1);
+    pub const cudaMemHandleTypeWin32: Self = Self(2);
+    pub const cudaMemHandleTypeWin32Kmt: Self = Self(4);
+    pub const cudaMemHandleTypeFabric: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaMemHandleTypeNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemAllocationHandleType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemHandleTypeNone",
+            1 => "cudaMemHandleTypePosixFileDescriptor",
+            2 => "cudaMemHandleTypeWin32",
+            4 => "cudaMemHandleTypeWin32Kmt",
+            8 => "cudaMemHandleTypeFabric",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemAllocationType` as associated constants (`cudaMemAllocationType::cudaMemAllocationTypeInvalid`), each the crate-level constant of the same name.
+impl cudaMemAllocationType {
+    pub const cudaMemAllocationTypeInvalid: Self = Self(0);
+    pub const cudaMemAllocationTypePinned: Self = Self(1);
+    pub const cudaMemAllocationTypeManaged: Self = Self(2);
+    pub const cudaMemAllocationTypeMax: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `cudaMemAllocationTypeInvalid (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemAllocationType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemAllocationTypeInvalid",
+            1 => "cudaMemAllocationTypePinned",
+            2 => "cudaMemAllocationTypeManaged",
+            2147483647 => "cudaMemAllocationTypeMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemLocationType` as associated constants (`cudaMemLocationType::cudaMemLocationTypeInvalid`), each the crate-level constant of the same name.
+impl cudaMemLocationType {
+    pub const cudaMemLocationTypeInvalid: Self = Self(0);
+    pub const cudaMemLocationTypeNone: Self = Self(0);
+    pub const cudaMemLocationTypeDevice: Self = Self(1);
+    pub const cudaMemLocationTypeHost: Self = Self(2);
+    pub const cudaMemLocationTypeHostNuma: Self = Self(3);
+    pub const cudaMemLocationTypeHostNumaCurrent: Self = Self(4);
+}
+/// The enumerator's name and value, `cudaMemLocationTypeInvalid (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemLocationType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemLocationTypeInvalid",
+            1 => "cudaMemLocationTypeDevice",
+            2 => "cudaMemLocationTypeHost",
+            3 => "cudaMemLocationTypeHostNuma",
+            4 => "cudaMemLocationTypeHostNumaCurrent",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemPoolAttr` as associated constants (`cudaMemPoolAttr::cudaMemPoolReuseFollowEventDependencies`), each the crate-level constant of the same name.
+impl cudaMemPoolAttr {
+    pub const cudaMemPoolReuseFollowEventDependencies: Self = Self(1);
+    pub const cudaMemPoolReuseAllowOpportunistic: Self = Self(2);
+    pub const cudaMemPoolReuseAllowInternalDependencies: Self = Self(3);
+    pub const cudaMemPoolAttrReleaseThreshold: Self = Self(4);
+    pub const cudaMemPoolAttrReservedMemCurrent: Self = Self(5);
+    pub const cudaMemPoolAttrReservedMemHigh: Self = Self(6);
+    pub const cudaMemPoolAttrUsedMemCurrent: Self = Self(7);
+    pub const cudaMemPoolAttrUsedMemHigh: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaMemPoolReuseFollowEventDependencies (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemPoolAttr {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaMemPoolReuseFollowEventDependencies",
+            2 => "cudaMemPoolReuseAllowOpportunistic",
+            3 => "cudaMemPoolReuseAllowInternalDependencies",
+            4 => "cudaMemPoolAttrReleaseThreshold",
+            5 => "cudaMemPoolAttrReservedMemCurrent",
+            6 => "cudaMemPoolAttrReservedMemHigh",
+            7 => "cudaMemPoolAttrUsedMemCurrent",
+            8 => "cudaMemPoolAttrUsedMemHigh",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemRangeAttribute` as associated constants (`cudaMemRangeAttribute::cudaMemRangeAttributeReadMostly`), each the crate-level constant of the same name.
+impl cudaMemRangeAttribute {
+    pub const cudaMemRangeAttributeReadMostly: Self = Self(1);
+    pub const cudaMemRangeAttributePreferredLocation: Self = Self(2);
+    pub const cudaMemRangeAttributeAccessedBy: Self = Self(3);
+    pub const cudaMemRangeAttributeLastPrefetchLocation: Self = Self(4);
+    pub const cudaMemRangeAttributePreferredLocationType: Self = Self(5);
+    pub const cudaMemRangeAttributePreferredLocationId: Self = Self(6);
+    pub const cudaMemRangeAttributeLastPrefetchLocationType: Self = Self(7);
+    pub const cudaMemRangeAttributeLastPrefetchLocationId: Self = Self(8);
+}
+/// The enumerator's name and value, `cudaMemRangeAttributeReadMostly (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemRangeAttribute {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaMemRangeAttributeReadMostly",
+            2 => "cudaMemRangeAttributePreferredLocation",
+            3 => "cudaMemRangeAttributeAccessedBy",
+            4 => "cudaMemRangeAttributeLastPrefetchLocation",
+            5 => "cudaMemRangeAttributePreferredLocationType",
+            6 => "cudaMemRangeAttributePreferredLocationId",
+            7 => "cudaMemRangeAttributeLastPrefetchLocationType",
+            8 => "cudaMemRangeAttributeLastPrefetchLocationId",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemcpy3DOperandType` as associated constants (`cudaMemcpy3DOperandType::cudaMemcpyOperandTypePointer`), each the crate-level constant of the same name.
+impl cudaMemcpy3DOperandType {
+    pub const cudaMemcpyOperandTypePointer: Self = Self(1);
+    pub const cudaMemcpyOperandTypeArray: Self = Self(2);
+    pub const cudaMemcpyOperandTypeMax: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `cudaMemcpyOperandTypePointer (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemcpy3DOperandType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaMemcpyOperandTypePointer",
+            2 => "cudaMemcpyOperandTypeArray",
+            2147483647 => "cudaMemcpyOperandTypeMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemcpyFlags` as associated constants (`cudaMemcpyFlags::cudaMemcpyFlagDefault`), each the crate-level constant of the same name.
+impl cudaMemcpyFlags {
+    pub const cudaMemcpyFlagDefault: Self = Self(0);
+    pub const cudaMemcpyFlagPreferOverlapWithCompute: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaMemcpyFlagDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemcpyFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemcpyFlagDefault",
+            1 => "cudaMemcpyFlagPreferOverlapWithCompute",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemcpyKind` as associated constants (`cudaMemcpyKind::cudaMemcpyHostToHost`), each the crate-level constant of the same name.
+impl cudaMemcpyKind {
+    pub const cudaMemcpyHostToHost: Self = Self(0);
+    pub const cudaMemcpyHostToDevice: Self = Self(1);
+    pub const cudaMemcpyDeviceToHost: Self = Self(2);
+    pub const cudaMemcpyDeviceToDevice: Self = Self(3);
+    pub const cudaMemcpyDefault: Self = Self(4);
+}
+/// The enumerator's name and value, `cudaMemcpyHostToHost (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemcpyKind {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemcpyHostToHost",
+            1 => "cudaMemcpyHostToDevice",
+            2 => "cudaMemcpyDeviceToHost",
+            3 => "cudaMemcpyDeviceToDevice",
+            4 => "cudaMemcpyDefault",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemcpySrcAccessOrder` as associated constants (`cudaMemcpySrcAccessOrder::cudaMemcpySrcAccessOrderInvalid`), each the crate-level constant of the same name.
+impl cudaMemcpySrcAccessOrder {
+    pub const cudaMemcpySrcAccessOrderInvalid: Self = Self(0);
+    pub const cudaMemcpySrcAccessOrderStream: Self = Self(1);
+    pub const cudaMemcpySrcAccessOrderDuringApiCall: Self = Self(2);
+    pub const cudaMemcpySrcAccessOrderAny: Self = Self(3);
+    pub const cudaMemcpySrcAccessOrderMax: Self = Self(2147483647);
+}
+/// The enumerator's name and value, `cudaMemcpySrcAccessOrderInvalid (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemcpySrcAccessOrder {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemcpySrcAccessOrderInvalid",
+            1 => "cudaMemcpySrcAccessOrderStream",
+            2 => "cudaMemcpySrcAccessOrderDuringApiCall",
+            3 => "cudaMemcpySrcAccessOrderAny",
+            2147483647 => "cudaMemcpySrcAccessOrderMax",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemoryAdvise` as associated constants (`cudaMemoryAdvise::cudaMemAdviseSetReadMostly`), each the crate-level constant of the same name.
+impl cudaMemoryAdvise {
+    pub const cudaMemAdviseSetReadMostly: Self = Self(1);
+    pub const cudaMemAdviseUnsetReadMostly: Self = Self(2);
+    pub const cudaMemAdviseSetPreferredLocation: Self = Self(3);
+    pub const cudaMemAdviseUnsetPreferredLocation: Self = Self(4);
+    pub const cudaMemAdviseSetAccessedBy: Self = Self(5);
+    pub const cudaMemAdviseUnsetAccessedBy: Self = Self(6);
+}
+/// The enumerator's name and value, `cudaMemAdviseSetReadMostly (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemoryAdvise {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaMemAdviseSetReadMostly",
+            2 => "cudaMemAdviseUnsetReadMostly",
+            3 => "cudaMemAdviseSetPreferredLocation",
+            4 => "cudaMemAdviseUnsetPreferredLocation",
+            5 => "cudaMemAdviseSetAccessedBy",
+            6 => "cudaMemAdviseUnsetAccessedBy",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaMemoryType` as associated constants (`cudaMemoryType::cudaMemoryTypeUnregistered`), each the crate-level constant of the same name.
+impl cudaMemoryType {
+    pub const cudaMemoryTypeUnregistered: Self = Self(0);
+    pub const cudaMemoryTypeHost: Self = Self(1);
+    pub const cudaMemoryTypeDevice: Self = Self(2);
+    pub const cudaMemoryTypeManaged: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaMemoryTypeUnregistered (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaMemoryType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaMemoryTypeUnregistered",
+            1 => "cudaMemoryTypeHost",
+            2 => "cudaMemoryTypeDevice",
+            3 => "cudaMemoryTypeManaged",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaResourceType` as associated constants (`cudaResourceType::cudaResourceTypeArray`), each the crate-level constant of the same name.
+impl cudaResourceType {
+    pub const cudaResourceTypeArray: Self = Self(0);
+    pub const cudaResourceTypeMipmappedArray: Self = Self(1);
+    pub const cudaResourceTypeLinear: Self = Self(2);
+    pub const cudaResourceTypePitch2D: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaResourceTypeArray (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaResourceType {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaResourceTypeArray",
+            1 => "cudaResourceTypeMipmappedArray",
+            2 => "cudaResourceTypeLinear",
+            3 => "cudaResourceTypePitch2D",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaResourceViewFormat` as associated constants (`cudaResourceViewFormat::cudaResViewFormatNone`), each the crate-level constant of the same name.
+impl cudaResourceViewFormat {
+    pub const cudaResViewFormatNone: Self = Self(0);
+    pub const cudaResViewFormatUnsignedChar1: Self = Self(1);
+    pub const cudaResViewFormatUnsignedChar2: Self = Self(2);
+    pub const cudaResViewFormatUnsignedChar4: Self = Self(3);
+    pub const cudaResViewFormatSignedChar1: Self = Self(4);
+    pub const cudaResViewFormatSignedChar2: Self = Self(5);
+    pub const cudaResViewFormatSignedChar4: Self = Self(6);
+    pub const cudaResViewFormatUnsignedShort1: Self = Self(7);
+    pub const cudaResViewFormatUnsignedShort2: Self = Self(8);
+    pub const cudaResViewFormatUnsignedShort4: Self = Self(9);
+    pub const cudaResViewFormatSignedShort1: Self = Self(10);
+    pub const cudaResViewFormatSignedShort2: Self = Self(11);
+    pub const cudaResViewFormatSignedShort4: Self = Self(12);
+    pub const cudaResViewFormatUnsignedInt1: Self = Self(13);
+    pub const cudaResViewFormatUnsignedInt2: Self = Self(14);
+    pub const cudaResViewFormatUnsignedInt4: Self = Self(15);
+    pub const cudaResViewFormatSignedInt1: Self = Self(16);
+    pub const cudaResViewFormatSignedInt2: Self = Self(17);
+    pub const cudaResViewFormatSignedInt4: Self = Self(18);
+    pub const cudaResViewFormatHalf1: Self = Self(19);
+    pub const cudaResViewFormatHalf2: Self = Self(20);
+    pub const cudaResViewFormatHalf4: Self = Self(21);
+    pub const cudaResViewFormatFloat1: Self = Self(22);
+    pub const cudaResViewFormatFloat2: Self = Self(23);
+    pub const cudaResViewFormatFloat4: Self = Self(24);
+    pub const cudaResViewFormatUnsignedBlockCompressed1: Self = Self(25);
+    pub const cudaResViewFormatUnsignedBlockCompressed2: Self = Self(26);
+    pub const cudaResViewFormatUnsignedBlockCompressed3: Self = Self(27);
+    pub const cudaResViewFormatUnsignedBlockCompressed4: Self = Self(28);
+    pub const cudaResViewFormatSignedBlockCompressed4: Self = Self(29);
+    pub const cudaResViewFormatUnsignedBlockCompressed5: Self = Self(30);
+    pub const cudaResViewFormatSignedBlockCompressed5: Self = Self(31);
+    pub const cudaResViewFormatUnsignedBlockCompressed6H: Self = Self(32);
+    pub const cudaResViewFormatSignedBlockCompressed6H: Self = Self(33);
+    pub const cudaResViewFormatUnsignedBlockCompressed7: Self = Self(34);
+}
+/// The enumerator's name and value, `cudaResViewFormatNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaResourceViewFormat {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaResViewFormatNone",
+            1 => "cudaResViewFormatUnsignedChar1",
+            2 => "cudaResViewFormatUnsignedChar2",
+            3 => "cudaResViewFormatUnsignedChar4",
+            4 => "cudaResViewFormatSignedChar1",
+            5 => "cudaResViewFormatSignedChar2",
+            6 => "cudaResViewFormatSignedChar4",
+            7 => "cudaResViewFormatUnsignedShort1",
+            8 => "cudaResViewFormatUnsignedShort2",
+            9 => "cudaResViewFormatUnsignedShort4",
+            10 => "cudaResViewFormatSignedShort1",
+            11 => "cudaResViewFormatSignedShort2",
+            12 => "cudaResViewFormatSignedShort4",
+            13 => "cudaResViewFormatUnsignedInt1",
+            14 => "cudaResViewFormatUnsignedInt2",
+            15 => "cudaResViewFormatUnsignedInt4",
+            16 => "cudaResViewFormatSignedInt1",
+            17 => "cudaResViewFormatSignedInt2",
+            18 => "cudaResViewFormatSignedInt4",
+            19 => "cudaResViewFormatHalf1",
+            20 => "cudaResViewFormatHalf2",
+            21 => "cudaResViewFormatHalf4",
+            22 => "cudaResViewFormatFloat1",
+            23 => "cudaResViewFormatFloat2",
+            24 => "cudaResViewFormatFloat4",
+            25 => "cudaResViewFormatUnsignedBlockCompressed1",
+            26 => "cudaResViewFormatUnsignedBlockCompressed2",
+            27 => "cudaResViewFormatUnsignedBlockCompressed3",
+            28 => "cudaResViewFormatUnsignedBlockCompressed4",
+            29 => "cudaResViewFormatSignedBlockCompressed4",
+            30 => "cudaResViewFormatUnsignedBlockCompressed5",
+            31 => "cudaResViewFormatSignedBlockCompressed5",
+            32 => "cudaResViewFormatUnsignedBlockCompressed6H",
+            33 => "cudaResViewFormatSignedBlockCompressed6H",
+            34 => "cudaResViewFormatUnsignedBlockCompressed7",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaRoundMode` as associated constants (`cudaRoundMode::cudaRoundNearest`), each the crate-level constant of the same name.
+impl cudaRoundMode {
+    pub const cudaRoundNearest: Self = Self(0);
+    pub const cudaRoundZero: Self = Self(1);
+    pub const cudaRoundPosInf: Self = Self(2);
+    pub const cudaRoundMinInf: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaRoundNearest (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaRoundMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaRoundNearest",
+            1 => "cudaRoundZero",
+            2 => "cudaRoundPosInf",
+            3 => "cudaRoundMinInf",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaSharedCarveout` as associated constants (`cudaSharedCarveout::cudaSharedmemCarveoutDefault`), each the crate-level constant of the same name.
+impl cudaSharedCarveout {
+    pub const cudaSharedmemCarveoutDefault: Self = Self(-1);
+    pub const cudaSharedmemCarveoutMaxShared: Self = Self(100);
+    pub const cudaSharedmemCarveoutMaxL1: Self = Self(0);
+}
+/// The enumerator's name and value, `cudaSharedmemCarveoutDefault (- 1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaSharedCarveout {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            -1 => "cudaSharedmemCarveoutDefault",
+            100 => "cudaSharedmemCarveoutMaxShared",
+            0 => "cudaSharedmemCarveoutMaxL1",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaSharedMemConfig` as associated constants (`cudaSharedMemConfig::cudaSharedMemBankSizeDefault`), each the crate-level constant of the same name.
+impl cudaSharedMemConfig {
+    pub const cudaSharedMemBankSizeDefault: Self = Self(0);
+    pub const cudaSharedMemBankSizeFourByte: Self = Self(1);
+    pub const cudaSharedMemBankSizeEightByte: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaSharedMemBankSizeDefault (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaSharedMemConfig {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaSharedMemBankSizeDefault",
+            1 => "cudaSharedMemBankSizeFourByte",
+            2 => "cudaSharedMemBankSizeEightByte",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaStreamCaptureMode` as associated constants (`cudaStreamCaptureMode::cudaStreamCaptureModeGlobal`), each the crate-level constant of the same name.
+impl cudaStreamCaptureMode {
+    pub const cudaStreamCaptureModeGlobal: Self = Self(0);
+    pub const cudaStreamCaptureModeThreadLocal: Self = Self(1);
+    pub const cudaStreamCaptureModeRelaxed: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaStreamCaptureModeGlobal (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaStreamCaptureMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaStreamCaptureModeGlobal",
+            1 => "cudaStreamCaptureModeThreadLocal",
+            2 => "cudaStreamCaptureModeRelaxed",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaStreamCaptureStatus` as associated constants (`cudaStreamCaptureStatus::cudaStreamCaptureStatusNone`), each the crate-level constant of the same name.
+impl cudaStreamCaptureStatus {
+    pub const cudaStreamCaptureStatusNone: Self = Self(0);
+    pub const cudaStreamCaptureStatusActive: Self = Self(1);
+    pub const cudaStreamCaptureStatusInvalidated: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaStreamCaptureStatusNone (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaStreamCaptureStatus {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaStreamCaptureStatusNone",
+            1 => "cudaStreamCaptureStatusActive",
+            2 => "cudaStreamCaptureStatusInvalidated",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaStreamUpdateCaptureDependenciesFlags` as associated constants (`cudaStreamUpdateCaptureDependenciesFlags::cudaStreamAddCaptureDependencies`), each the crate-level constant of the same name.
+impl cudaStreamUpdateCaptureDependenciesFlags {
+    pub const cudaStreamAddCaptureDependencies: Self = Self(0);
+    pub const cudaStreamSetCaptureDependencies: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaStreamAddCaptureDependencies (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaStreamUpdateCaptureDependenciesFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaStreamAddCaptureDependencies",
+            1 => "cudaStreamSetCaptureDependencies",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaSurfaceBoundaryMode` as associated constants (`cudaSurfaceBoundaryMode::cudaBoundaryModeZero`), each the crate-level constant of the same name.
+impl cudaSurfaceBoundaryMode {
+    pub const cudaBoundaryModeZero: Self = Self(0);
+    pub const cudaBoundaryModeClamp: Self = Self(1);
+    pub const cudaBoundaryModeTrap: Self = Self(2);
+}
+/// The enumerator's name and value, `cudaBoundaryModeZero (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaSurfaceBoundaryMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaBoundaryModeZero",
+            1 => "cudaBoundaryModeClamp",
+            2 => "cudaBoundaryModeTrap",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaSurfaceFormatMode` as associated constants (`cudaSurfaceFormatMode::cudaFormatModeForced`), each the crate-level constant of the same name.
+impl cudaSurfaceFormatMode {
+    pub const cudaFormatModeForced: Self = Self(0);
+    pub const cudaFormatModeAuto: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaFormatModeForced (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaSurfaceFormatMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaFormatModeForced",
+            1 => "cudaFormatModeAuto",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaSynchronizationPolicy` as associated constants (`cudaSynchronizationPolicy::cudaSyncPolicyAuto`), each the crate-level constant of the same name.
+impl cudaSynchronizationPolicy {
+    pub const cudaSyncPolicyAuto: Self = Self(1);
+    pub const cudaSyncPolicySpin: Self = Self(2);
+    pub const cudaSyncPolicyYield: Self = Self(3);
+    pub const cudaSyncPolicyBlockingSync: Self = Self(4);
+}
+/// The enumerator's name and value, `cudaSyncPolicyAuto (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaSynchronizationPolicy {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaSyncPolicyAuto",
+            2 => "cudaSyncPolicySpin",
+            3 => "cudaSyncPolicyYield",
+            4 => "cudaSyncPolicyBlockingSync",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaTextureAddressMode` as associated constants (`cudaTextureAddressMode::cudaAddressModeWrap`), each the crate-level constant of the same name.
+impl cudaTextureAddressMode {
+    pub const cudaAddressModeWrap: Self = Self(0);
+    pub const cudaAddressModeClamp: Self = Self(1);
+    pub const cudaAddressModeMirror: Self = Self(2);
+    pub const cudaAddressModeBorder: Self = Self(3);
+}
+/// The enumerator's name and value, `cudaAddressModeWrap (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaTextureAddressMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaAddressModeWrap",
+            1 => "cudaAddressModeClamp",
+            2 => "cudaAddressModeMirror",
+            3 => "cudaAddressModeBorder",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaTextureFilterMode` as associated constants (`cudaTextureFilterMode::cudaFilterModePoint`), each the crate-level constant of the same name.
+impl cudaTextureFilterMode {
+    pub const cudaFilterModePoint: Self = Self(0);
+    pub const cudaFilterModeLinear: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaFilterModePoint (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaTextureFilterMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaFilterModePoint",
+            1 => "cudaFilterModeLinear",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaTextureReadMode` as associated constants (`cudaTextureReadMode::cudaReadModeElementType`), each the crate-level constant of the same name.
+impl cudaTextureReadMode {
+    pub const cudaReadModeElementType: Self = Self(0);
+    pub const cudaReadModeNormalizedFloat: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaReadModeElementType (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaTextureReadMode {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "cudaReadModeElementType",
+            1 => "cudaReadModeNormalizedFloat",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaUserObjectFlags` as associated constants (`cudaUserObjectFlags::cudaUserObjectNoDestructorSync`), each the crate-level constant of the same name.
+impl cudaUserObjectFlags {
+    pub const cudaUserObjectNoDestructorSync: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaUserObjectNoDestructorSync (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaUserObjectFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaUserObjectNoDestructorSync",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+/// The enumerators of `cudaUserObjectRetainFlags` as associated constants (`cudaUserObjectRetainFlags::cudaGraphUserObjectMove`), each the crate-level constant of the same name.
+impl cudaUserObjectRetainFlags {
+    pub const cudaGraphUserObjectMove: Self = Self(1);
+}
+/// The enumerator's name and value, `cudaGraphUserObjectMove (1)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaUserObjectRetainFlags {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            1 => "cudaGraphUserObjectMove",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl CUmemLocation_st {
+    /// `id` (a direct field in these headers; in an anonymous member from CUDA 13.2): the same call on every release, without `unsafe`.
+    #[inline]
+    pub fn id(&self) -> ::core::ffi::c_int {
+        self.id
+    }
+    /// Writes `id` (a direct field in these headers; in an anonymous member from CUDA 13.2).
+    #[inline]
+    pub fn set_id(&mut self, value: ::core::ffi::c_int) {
+        self.id = value;
+    }
+}
+impl cudaMemLocation {
+    /// `id` (a direct field in these headers; in an anonymous member from CUDA 13.3): the same call on every release, without `unsafe`.
+    #[inline]
+    pub fn id(&self) -> ::core::ffi::c_int {
+        self.id
+    }
+    /// Writes `id` (a direct field in these headers; in an anonymous member from CUDA 13.3).
+    #[inline]
+    pub fn set_id(&mut self, value: ::core::ffi::c_int) {
+        self.id = value;
+    }
+}
+impl cudaKernelNodeParamsV2 {
+    /// `func` (a direct field in these headers; in an anonymous member from CUDA 13.2): the same call on every release, without `unsafe`.
+    #[inline]
+    pub fn func(&self) -> *mut ::core::ffi::c_void {
+        self.func
+    }
+    /// Writes `func` (a direct field in these headers; in an anonymous member from CUDA 13.2).
+    #[inline]
+    pub fn set_func(&mut self, value: *mut ::core::ffi::c_void) {
+        self.func = value;
+    }
+}
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 ///
 /// `#define CU_STREAM_LEGACY ((CUstream)0x1)` (cuda.h)

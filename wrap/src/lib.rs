@@ -7,6 +7,11 @@
 //! - [`pool`]: a stream-ordered memory pool ([`pool::Pool`]) with
 //!   allocations made and freed in the order of a stream ([`pool::Stream`],
 //!   [`pool::PoolBuffer`]).
+//! - [`graph`]: a stream capture ([`graph::Capture`]) with allocations owned
+//!   by the graph it records ([`graph::GraphBuffer`]), which cannot outlive
+//!   the recording; the graph instantiated and launched.
+//! - A VMM mapping exported as a DMA-BUF file descriptor
+//!   ([`vmm::Mapping::export_dma_buf`], Unix), page alignment checked first.
 //!
 //! Every failing call is an [`Error`]: the call, the code the driver or the
 //! runtime returned, and its name. With cuda-mem-sys's `dynamic-loading` the
@@ -43,9 +48,22 @@
 //! # Ok(()) }
 //! ```
 
+//! cuda-mem-sys's enumerators are associated constants too, spelled as
+//! cudarc's `sys` spells its enum variants (`CUresult::CUDA_SUCCESS`), and
+//! only those the headers declare: a name they lack does not compile.
+//!
+//! ```compile_fail,E0599
+//! let _ = cuda_mem_sys::CUresult::CUDA_ERROR_NO_SUCH_CODE; // error[E0599]: no associated item named ...
+//! ```
+//!
+//! ```
+//! assert_eq!(cuda_mem_sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY, cuda_mem_sys::CUDA_ERROR_OUT_OF_MEMORY);
+//! ```
+
 use core::ffi::{c_char, CStr};
 use cuda_mem_sys as sys;
 
+pub mod graph;
 pub mod location;
 pub mod pool;
 pub mod vmm;
@@ -63,13 +81,24 @@ pub enum Error {
         call: &'static str,
         code: sys::cudaError_t,
     },
+    /// Refused before `call`: `value` (an address or a size) is not a
+    /// multiple of `align` (the host's page size, for a DMA-BUF export).
+    /// Its [`code`](Error::code) is what the driver returns for the same
+    /// input, `CUDA_ERROR_INVALID_VALUE` (1).
+    Misaligned {
+        call: &'static str,
+        value: u64,
+        align: usize,
+    },
 }
 
 impl Error {
     /// The call that failed (`cuMemMap`).
     pub fn call(&self) -> &'static str {
         match *self {
-            Error::Driver { call, .. } | Error::Runtime { call, .. } => call,
+            Error::Driver { call, .. }
+            | Error::Runtime { call, .. }
+            | Error::Misaligned { call, .. } => call,
         }
     }
 
@@ -78,6 +107,7 @@ impl Error {
         match *self {
             Error::Driver { code, .. } => code.0,
             Error::Runtime { code, .. } => code.0,
+            Error::Misaligned { .. } => sys::CUDA_ERROR_INVALID_VALUE.0,
         }
     }
 
@@ -99,6 +129,7 @@ impl Error {
             }
             // SAFETY: returns a static string (or a message for an unknown code).
             Error::Runtime { code, .. } => unsafe { sys::cudaGetErrorName(code) },
+            Error::Misaligned { .. } => return Some("CUDA_ERROR_INVALID_VALUE"),
         };
         if name.is_null() {
             return None;
@@ -144,9 +175,16 @@ fn unnamed(code: sys::CUresult) -> Option<&'static str> {
 
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let kind = match self {
+        let kind = match *self {
             Error::Driver { .. } => "CUresult",
             Error::Runtime { .. } => "cudaError_t",
+            Error::Misaligned { call, value, align } => {
+                return write!(
+                    f,
+                    "{call} refused before the call: {value:#x} is not a multiple of the page \
+                     size ({align}): CUDA_ERROR_INVALID_VALUE (1)"
+                )
+            }
         };
         match self.name() {
             Some(name) => write!(f, "{} returned {name} ({})", self.call(), self.code()),
@@ -251,6 +289,19 @@ mod tests {
         assert_eq!(
             Error::driver("cuInit", sys::CUDA_ERROR_STUB_LIBRARY, 7),
             Err(stub)
+        );
+        // Refused before the call: the driver's code for the same input, by name.
+        let unaligned = Error::Misaligned {
+            call: "cuMemGetHandleForAddressRange",
+            value: 0x7f00_0000_1001,
+            align: 4096,
+        };
+        assert_eq!(unaligned.code(), 1);
+        assert_eq!(unaligned.name(), Some("CUDA_ERROR_INVALID_VALUE"));
+        assert_eq!(
+            unaligned.to_string(),
+            "cuMemGetHandleForAddressRange refused before the call: 0x7f0000001001 is not a \
+             multiple of the page size (4096): CUDA_ERROR_INVALID_VALUE (1)"
         );
         let rt = Error::runtime("cudaFreeAsync", sys::cudaErrorInvalidValue, ());
         assert_eq!(

@@ -36,6 +36,29 @@ fn properties(ctx: &Context) -> sys::CUmemAllocationProp {
     }
 }
 
+/// A device attribute of `ctx`'s device (`cuDeviceGetAttribute`).
+fn attribute(ctx: &Context, attr: sys::CUdevice_attribute) -> Result<i32, Error> {
+    let mut v = 0;
+    // SAFETY: a valid out-pointer and device.
+    let r = unsafe { sys::cuDeviceGetAttribute(&mut v, attr, ctx.device()) };
+    Error::driver("cuDeviceGetAttribute", r, v)
+}
+
+/// Whether `ctx`'s device can export memory as a DMA-BUF
+/// (`CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`) and its VMM memory can be
+/// created for GPUDirect RDMA
+/// (`CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`): what
+/// [`PhysicalMemory::new_rdma`] and [`Mapping::export_dma_buf`] need.
+pub fn dma_buf_supported(ctx: &Context) -> Result<bool, Error> {
+    Ok(
+        attribute(ctx, sys::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)? == 1
+            && attribute(
+                ctx,
+                sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+            )? == 1,
+    )
+}
+
 /// The minimum granularity of [`PhysicalMemory`] on `ctx`'s device: sizes,
 /// offsets and reservations are multiples of it.
 pub fn granularity(ctx: &Context) -> Result<usize, Error> {
@@ -59,7 +82,19 @@ pub struct PhysicalMemory<'c> {
 impl<'c> PhysicalMemory<'c> {
     /// `size` bytes (a multiple of [`granularity`]) on `ctx`'s device.
     pub fn new(ctx: &'c Context, size: usize) -> Result<Self, Error> {
-        let prop = properties(ctx);
+        Self::create(properties(ctx), size)
+    }
+
+    /// `size` bytes that GPUDirect RDMA may reach
+    /// (`allocFlags.gpuDirectRDMACapable`): what a DMA-BUF export of VMM
+    /// memory needs ([`dma_buf_supported`]).
+    pub fn new_rdma(ctx: &'c Context, size: usize) -> Result<Self, Error> {
+        let mut prop = properties(ctx);
+        prop.allocFlags.gpuDirectRDMACapable = 1;
+        Self::create(prop, size)
+    }
+
+    fn create(prop: sys::CUmemAllocationProp, size: usize) -> Result<Self, Error> {
         let mut handle = 0;
         // SAFETY: valid pointers; the handle is released by `Drop`.
         let r = unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) };
@@ -267,6 +302,53 @@ impl Mapping<'_> {
         Error::driver("cuMemcpyDtoH", r, ())
     }
 
+    /// `[offset, offset + len)` of the mapping as a DMA-BUF file descriptor
+    /// (`cuMemGetHandleForAddressRange`, `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`),
+    /// for an RDMA device to import; closed when the `OwnedFd` drops (the
+    /// exporter keeps the memory while an importer holds it). The address
+    /// and the size must be multiples of the host's page size: otherwise
+    /// [`Error::Misaligned`], before any call (the driver would return
+    /// `CUDA_ERROR_INVALID_VALUE`). A range outside the mapping is refused
+    /// with `CUDA_ERROR_INVALID_VALUE`; the memory must come from
+    /// [`PhysicalMemory::new_rdma`] where the driver asks for it.
+    #[cfg(unix)]
+    pub fn export_dma_buf(&self, offset: usize, len: usize) -> Result<std::os::fd::OwnedFd, Error> {
+        use std::os::fd::FromRawFd;
+        let call = "cuMemGetHandleForAddressRange";
+        if !self.holds(offset, len) || len == 0 {
+            return Err(invalid(call));
+        }
+        let page = page_size();
+        let ptr = self.ptr + offset as sys::CUdeviceptr;
+        for value in [ptr, len as u64] {
+            if value % page as u64 != 0 {
+                return Err(Error::Misaligned {
+                    call,
+                    value,
+                    align: page,
+                });
+            }
+        }
+        let mut fd: core::ffi::c_int = -1;
+        // SAFETY: inside the mapping, page-aligned; the driver writes an
+        // `int` descriptor into `fd`, which the `OwnedFd` then owns alone.
+        let r = unsafe {
+            sys::cuMemGetHandleForAddressRange(
+                (&mut fd as *mut core::ffi::c_int).cast(),
+                ptr,
+                len,
+                sys::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                0,
+            )
+        };
+        Error::driver(call, r, ())?;
+        if fd < 0 {
+            return Err(invalid(call));
+        }
+        // SAFETY: a descriptor the driver just opened for us, owned by no one else.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Unmaps now, with the driver's code.
     pub fn unmap(self) -> Result<(), Error> {
         let (ptr, size) = (self.ptr, self.size);
@@ -283,4 +365,12 @@ impl Drop for Mapping<'_> {
             sys::cuMemUnmap(self.ptr, self.size);
         }
     }
+}
+
+/// The host's page size (`sysconf(_SC_PAGESIZE)`), 4096 where it cannot be read.
+#[cfg(unix)]
+pub fn page_size() -> usize {
+    // SAFETY: no arguments but the name; returns -1 on error.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
 }

@@ -5,6 +5,7 @@
 //! `cuDeviceGetCount`'s code), never passes empty.
 
 use cuda_mem_sys as sys;
+use cuda_mem_wrap::graph::{CaptureMode, NodeKind};
 use cuda_mem_wrap::pool::{Pool, Stream};
 use cuda_mem_wrap::vmm::{self, Access, PhysicalMemory, Reservation};
 use cuda_mem_wrap::{device_count, location, Context, Error};
@@ -12,8 +13,18 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 type TestResult = Result<(), Failed>;
 
+/// A test that may find, once it runs, that the device lacks what it needs:
+/// `Ok(Some(reason))` reports it ignored with that reason.
+type MaybeResult = Result<Option<String>, Failed>;
+
 /// A test's body, or why this build cannot run it.
-type Body = Result<fn() -> TestResult, String>;
+type Body = Result<Test, String>;
+
+#[derive(Clone, Copy)]
+enum Test {
+    Runs(fn() -> TestResult),
+    May(fn() -> MaybeResult),
+}
 
 /// Fails with `message` unless `cond` holds.
 macro_rules! ensure {
@@ -247,6 +258,184 @@ fn pool_refuses_what_does_not_fit() -> TestResult {
     same(&back, &data, "the pool buffer after the refusals")
 }
 
+/// Allocation inside a capture, in each capture mode: `cudaMallocAsync` on
+/// the capturing stream records an allocation node whose address is the
+/// buffer's and whose size is its size; the memset, the copy out and the
+/// free are nodes too. The graph, launched three times, leaves 0x5a in the
+/// buffer outside it each time (zeroed before). The wrong case: a copy into
+/// a smaller buffer is refused (cudaErrorInvalidValue) and records nothing.
+fn captured_allocation_is_a_graph_node_and_runs_in_each_launch() -> TestResult {
+    let _ctx = Context::primary(0)?;
+    let n = 1 << 20;
+    let pool = Pool::new(0)?;
+    let outside = Stream::new()?;
+    let small = pool.alloc_async(n / 2, &outside)?;
+    for mode in [
+        CaptureMode::Global,
+        CaptureMode::ThreadLocal,
+        CaptureMode::Relaxed,
+    ] {
+        // `out` is borrowed by the graph once the copy into it is recorded:
+        // zeroed first, outside the capture.
+        let mut out = pool.alloc_async(n, &outside)?;
+        out.memset_async(0)?;
+        outside.synchronize()?;
+        let mut stream = Stream::new()?;
+        let capture = stream.begin_capture(mode)?;
+        let mut buf = capture.alloc(n)?;
+        let addr = buf.ptr();
+        buf.memset(0x5a)?;
+        expect_err(
+            buf.copy_into(&small),
+            Error::Runtime {
+                call: "cudaMemcpyAsync",
+                code: sys::cudaErrorInvalidValue,
+            },
+            "1 MiB into 512 KiB",
+        )?;
+        buf.copy_into(&out)?;
+        buf.free()?;
+        let graph = capture.end()?;
+        let nodes = graph.nodes()?;
+        println!("  {mode:?}: {nodes:?}");
+        ensure!(
+            nodes.contains(&NodeKind::MemAlloc { ptr: addr, size: n }),
+            "{mode:?}: no allocation node of {n} bytes at {addr:?}: {nodes:?}"
+        );
+        for kind in [NodeKind::Memset, NodeKind::Memcpy, NodeKind::MemFree] {
+            ensure!(
+                nodes.contains(&kind),
+                "{mode:?}: no {kind:?} node: {nodes:?}"
+            );
+        }
+        ensure!(
+            nodes.len() == 4,
+            "{mode:?}: {} nodes, expected 4",
+            nodes.len()
+        );
+        let exec = graph.instantiate()?;
+        for launch in 0..3 {
+            exec.launch(&stream)?;
+            stream.synchronize()?;
+            let mut back = vec![0u8; n];
+            out.copy_to_host(0, &mut back)?;
+            same(&back, &vec![0x5a; n], &format!("{mode:?}, launch {launch}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The same from a pool of one's own (`cudaMallocFromPoolAsync` in the
+/// capture): the allocation node's address is the buffer's, and a launch
+/// leaves the pattern outside the graph. A capture dropped without `end`
+/// leaves its stream usable (a plain allocation on it works after).
+fn pool_allocation_in_a_capture_is_a_graph_node() -> TestResult {
+    let _ctx = Context::primary(0)?;
+    let n = 1 << 20;
+    let pool = Pool::new(0)?;
+    let outside = Stream::new()?;
+    let mut out = pool.alloc_async(n, &outside)?;
+    out.memset_async(0)?;
+    outside.synchronize()?;
+    let graph_pool = Pool::new(0)?;
+    let mut stream = Stream::new()?;
+    {
+        let abandoned = stream.begin_capture(CaptureMode::Global)?;
+        let _buf = abandoned.alloc(n)?;
+    }
+    let mut after = pool.alloc_async(4096, &stream)?;
+    after.memset_async(1)?;
+    after.free()?;
+    stream.synchronize()?;
+    let capture = stream.begin_capture(CaptureMode::Global)?;
+    let mut buf = capture.alloc_from(&graph_pool, n)?;
+    let addr = buf.ptr();
+    buf.memset(0xc3)?;
+    buf.copy_into(&out)?;
+    drop(buf); // the free node, recorded by Drop
+    let graph = capture.end()?;
+    let nodes = graph.nodes()?;
+    ensure!(
+        nodes.contains(&NodeKind::MemAlloc { ptr: addr, size: n })
+            && nodes.contains(&NodeKind::MemFree),
+        "nodes: {nodes:?}"
+    );
+    let exec = graph.instantiate()?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    let mut back = vec![0u8; n];
+    out.copy_to_host(0, &mut back)?;
+    same(&back, &vec![0xc3; n], "the pool buffer after one launch")
+}
+
+/// A VMM mapping of GPUDirect-RDMA-capable memory exported as a DMA-BUF:
+/// the descriptor's size (`lseek` to its end) is the range's, for the whole
+/// mapping and for one page at page 1. The wrong cases: an address one byte
+/// off a page and a size one byte over are refused before the call
+/// (`Error::Misaligned`, code 1), a range past the mapping with
+/// CUDA_ERROR_INVALID_VALUE; then the export still works. Ignored where the
+/// device does not support DMA-BUF or RDMA with VMM memory.
+#[cfg(unix)]
+fn vmm_range_exports_a_dma_buf_of_its_size() -> MaybeResult {
+    use std::io::{Seek, SeekFrom};
+    let ctx = Context::primary(0)?;
+    if !vmm::dma_buf_supported(&ctx)? {
+        return Ok(Some(
+            "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED or GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED \
+             is 0 on device 0"
+                .into(),
+        ));
+    }
+    let g = vmm::granularity(&ctx)?;
+    let page = vmm::page_size();
+    let range = Reservation::new(&ctx, 2 * g)?;
+    let mem = PhysicalMemory::new_rdma(&ctx, 2 * g)?;
+    let mut map = range.map(0, &mem)?;
+    map.set_access(&ctx, Access::ReadWrite)?;
+    let size_of = |fd: std::os::fd::OwnedFd| -> Result<u64, Failed> {
+        let mut file = std::fs::File::from(fd);
+        Ok(file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| format!("lseek: {e}"))?)
+    };
+    for (offset, len) in [(0, 2 * g), (page, page)] {
+        let fd = map.export_dma_buf(offset, len)?;
+        let size = size_of(fd)?;
+        println!("  [{offset:#x}, +{len:#x}): a descriptor of {size} bytes");
+        ensure!(size == len as u64, "[{offset:#x}, +{len:#x}): {size} bytes");
+    }
+    let ptr = map.ptr();
+    let call = "cuMemGetHandleForAddressRange";
+    expect_err(
+        map.export_dma_buf(1, page),
+        Error::Misaligned {
+            call,
+            value: ptr + 1,
+            align: page,
+        },
+        "an address 1 byte off a page",
+    )?;
+    expect_err(
+        map.export_dma_buf(0, page + 1),
+        Error::Misaligned {
+            call,
+            value: page as u64 + 1,
+            align: page,
+        },
+        "a size 1 byte over a page",
+    )?;
+    expect_err(
+        map.export_dma_buf(g, 2 * g),
+        drv(call, sys::CUDA_ERROR_INVALID_VALUE),
+        "2 granules from granule 1 of 2",
+    )?;
+    let e = map.export_dma_buf(1, page).err().map(|e| e.code());
+    ensure!(e == Some(1), "the refusal's code: {e:?}");
+    let size = size_of(map.export_dma_buf(0, g)?)?;
+    ensure!(size == g as u64, "after the refusals: {size} bytes");
+    Ok(None)
+}
+
 /// Why the device tests cannot run here, if they cannot.
 fn unavailable() -> Option<String> {
     match device_count() {
@@ -259,24 +448,43 @@ fn unavailable() -> Option<String> {
 fn main() {
     let args = Arguments::from_args();
     let why = unavailable();
+    let runs = |f: fn() -> TestResult| -> Body { Ok(Test::Runs(f)) };
     let mut tests: Vec<(&str, Body)> = vec![
         (
             "vmm_range_holds_what_was_written",
-            Ok(vmm_range_holds_what_was_written),
+            runs(vmm_range_holds_what_was_written),
         ),
         (
             "vmm_range_refuses_what_does_not_fit",
-            Ok(vmm_range_refuses_what_does_not_fit),
+            runs(vmm_range_refuses_what_does_not_fit),
         ),
         (
             "pool_allocation_holds_what_was_written",
-            Ok(pool_allocation_holds_what_was_written),
+            runs(pool_allocation_holds_what_was_written),
+        ),
+        (
+            "captured_allocation_is_a_graph_node_and_runs_in_each_launch",
+            runs(captured_allocation_is_a_graph_node_and_runs_in_each_launch),
+        ),
+        (
+            "pool_allocation_in_a_capture_is_a_graph_node",
+            runs(pool_allocation_in_a_capture_is_a_graph_node),
         ),
     ];
+    #[cfg(unix)]
+    tests.push((
+        "vmm_range_exports_a_dma_buf_of_its_size",
+        Ok(Test::May(vmm_range_exports_a_dma_buf_of_its_size)),
+    ));
+    #[cfg(not(unix))]
+    tests.push((
+        "vmm_range_exports_a_dma_buf_of_its_size",
+        Err("DMA-BUF descriptors are Unix only".into()),
+    ));
     #[cfg(cuda_12020)]
     tests.push((
         "pool_refuses_what_does_not_fit",
-        Ok(pool_refuses_what_does_not_fit),
+        runs(pool_refuses_what_does_not_fit),
     ));
     #[cfg(not(cuda_12020))]
     tests.push((
@@ -293,7 +501,11 @@ fn main() {
             let why = why.clone();
             Trial::ignorable_test(name, move || match (test, why) {
                 (Err(reason), _) | (_, Some(reason)) => Ok(Completion::ignored_with(reason)),
-                (Ok(f), None) => f().map(|()| Completion::Completed),
+                (Ok(Test::Runs(f)), None) => f().map(|()| Completion::Completed),
+                (Ok(Test::May(f)), None) => f().map(|ignored| match ignored {
+                    Some(reason) => Completion::ignored_with(reason),
+                    None => Completion::Completed,
+                }),
             })
         })
         .collect();

@@ -1,0 +1,535 @@
+//! What code written against another `-sys` crate's bindings (cudarc's
+//! `sys`, whose C enums are Rust enums) needs to port by renaming alone:
+//!
+//! - **Enumerators as associated constants.** Every enum newtype also has its
+//!   enumerators as associated constants, `CUresult::CUDA_SUCCESS` beside the
+//!   crate-level `CUDA_SUCCESS`, the same value. They sit on the newtype
+//!   bindgen names after the C tag (`cudaError_enum`); its typedef names
+//!   (`CUresult`, a `use ... as`) are the same type and share them.
+//! - **`Debug` by name.** Every enum newtype prints the enumerator's name and
+//!   value, `CUDA_ERROR_OUT_OF_MEMORY (2)`, or the bare value (`123456`) for
+//!   one the headers do not list: one `match` per newtype, `no_std`, no
+//!   allocation. Where several enumerators share a value the first declared
+//!   in the headers names it (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`
+//!   and its alias `CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK` are 8: the
+//!   first prints).
+//! - **Moved fields.** A field that moved into an anonymous union between
+//!   releases ([`MOVED`]) gets a getter and a setter (`loc.id()`,
+//!   `loc.set_id(3)`) on every release that has it, direct or not: the same
+//!   source compiles everywhere, with no `unsafe` at the call site and no
+//!   `unused_unsafe` warning where the field is direct.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A field that moved into an anonymous member of its struct.
+pub struct Moved {
+    /// The struct as bindgen names it (the C tag).
+    pub parent: &'static str,
+    pub field: &'static str,
+    /// The release whose headers first put it in an anonymous member.
+    pub since: &'static str,
+}
+
+/// The fields that moved, found by comparing each field's place (direct, or
+/// in an anonymous member) in the structs of 12.0, 12.9 and 13.0 to 13.5:
+/// these three, and no field moved back.
+pub const MOVED: [Moved; 3] = [
+    Moved {
+        parent: "CUmemLocation_st",
+        field: "id",
+        since: "13.2",
+    },
+    Moved {
+        parent: "cudaMemLocation",
+        field: "id",
+        since: "13.3",
+    },
+    Moved {
+        parent: "cudaKernelNodeParamsV2",
+        field: "func",
+        since: "13.2",
+    },
+];
+
+/// Adds the associated constants and `Debug` of every enum newtype (and takes
+/// `Debug` out of its derive), and the moved fields' accessors.
+pub fn add(file: &mut syn::File) {
+    let newtypes = enum_newtypes(file);
+    let mut enumerators: BTreeMap<String, Vec<(syn::Ident, syn::Expr)>> = BTreeMap::new();
+    for item in &file.items {
+        let syn::Item::Const(c) = item else { continue };
+        let Some(ty) = last_ident(&c.ty).filter(|t| newtypes.contains(t)) else {
+            continue;
+        };
+        // `pub const NAME: T = T(value);`: an enumerator (a macro naming one
+        // is `= OTHER`, not a call, and is no enumerator of the C enum).
+        let syn::Expr::Call(call) = &*c.expr else {
+            continue;
+        };
+        let syn::Expr::Path(f) = &*call.func else {
+            continue;
+        };
+        if call.args.len() != 1
+            || f.path.segments.last().map(|s| s.ident.to_string()) != Some(ty.clone())
+        {
+            continue;
+        }
+        enumerators
+            .entry(ty)
+            .or_default()
+            .push((c.ident.clone(), call.args[0].clone()));
+    }
+    for item in &mut file.items {
+        if let syn::Item::Struct(s) = item {
+            if newtypes.contains(&s.ident.to_string()) {
+                drop_derived_debug(&mut s.attrs);
+            }
+        }
+    }
+    for ty in &newtypes {
+        let list = enumerators.get(ty).map(Vec::as_slice).unwrap_or_default();
+        let t = syn::Ident::new(ty, proc_macro2::Span::call_site());
+        if !list.is_empty() {
+            file.items.push(associated_constants(&t, list));
+        }
+        file.items.push(debug_impl(&t, list));
+    }
+    add_moved_field_accessors(file);
+}
+
+/// The C enums' newtypes: `#[repr(transparent)] struct T(pub c_uint);`.
+fn enum_newtypes(file: &syn::File) -> BTreeSet<String> {
+    file.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s)
+                if matches!(&s.fields, syn::Fields::Unnamed(f) if f.unnamed.len() == 1)
+                    && s.attrs.iter().any(|a| {
+                        a.path().is_ident("repr")
+                            && a.meta
+                                .require_list()
+                                .is_ok_and(|l| l.tokens.to_string() == "transparent")
+                    }) =>
+            {
+                Some(s.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn last_ident(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Path(p) => Some(p.path.segments.last()?.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// `#[derive(Debug, Copy, ...)]` → `#[derive(Copy, ...)]`.
+fn drop_derived_debug(attrs: &mut [syn::Attribute]) {
+    use syn::punctuated::Punctuated;
+    for a in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
+        let Ok(paths) =
+            a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let kept = paths.into_iter().filter(|p| !p.is_ident("Debug"));
+        *a = syn::parse_quote!(#[derive(#(#kept),*)]);
+    }
+}
+
+fn associated_constants(t: &syn::Ident, list: &[(syn::Ident, syn::Expr)]) -> syn::Item {
+    let names = list.iter().map(|(n, _)| n);
+    let values = list.iter().map(|(_, v)| v);
+    let doc = format!(
+        " The enumerators of `{t}` as associated constants (`{t}::{}`), each the crate-level \
+         constant of the same name.",
+        list[0].0
+    );
+    syn::parse_quote! {
+        #[doc = #doc]
+        impl #t {
+            #(pub const #names: Self = Self(#values);)*
+        }
+    }
+}
+
+/// One `match` on the value; the first declared enumerator of a value names it.
+fn debug_impl(t: &syn::Ident, list: &[(syn::Ident, syn::Expr)]) -> syn::Item {
+    let mut seen = BTreeSet::new();
+    let arms: Vec<proc_macro2::TokenStream> = list
+        .iter()
+        .filter(|(_, v)| {
+            is_literal(v) && seen.insert(quote::ToTokens::to_token_stream(v).to_string())
+        })
+        .map(|(n, v)| {
+            let name = n.to_string();
+            quote::quote!(#v => #name,)
+        })
+        .collect();
+    let doc = format!(
+        " The enumerator's name and value, `{}`; the bare value for one the headers do not \
+         list. Where enumerators share a value, the first declared names it.",
+        match list.first() {
+            Some((n, v)) => format!("{n} ({})", quote::ToTokens::to_token_stream(v)),
+            None => "7".into(),
+        }
+    );
+    if arms.is_empty() {
+        return syn::parse_quote! {
+            #[doc = #doc]
+            impl ::core::fmt::Debug for #t {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    ::core::fmt::Display::fmt(&self.0, f)
+                }
+            }
+        };
+    }
+    syn::parse_quote! {
+        #[doc = #doc]
+        impl ::core::fmt::Debug for #t {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                let name = match self.0 {
+                    #(#arms)*
+                    _ => return ::core::fmt::Display::fmt(&self.0, f),
+                };
+                ::core::write!(f, "{} ({})", name, self.0)
+            }
+        }
+    }
+}
+
+/// An integer literal, or a negated one: usable as a pattern.
+fn is_literal(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(_),
+            ..
+        }) => true,
+        syn::Expr::Unary(u) => matches!(u.op, syn::UnOp::Neg(_)) && is_literal(&u.expr),
+        _ => false,
+    }
+}
+
+/// Where a moved field is: direct, or in the anonymous member `anon` (a
+/// union, or a struct), of type `ty`.
+enum Place {
+    Direct(syn::Type),
+    In {
+        anon: syn::Ident,
+        union: bool,
+        ty: syn::Type,
+    },
+}
+
+/// A getter and a setter for each field of [`MOVED`] the bindings have.
+///
+/// Reading a union member is `unsafe` in Rust because the bytes may not be a
+/// valid value of its type. The getter reads a member of a union only if
+/// every member of that union is plain data (integers, raw pointers, enum
+/// newtypes, and structs and arrays of them: [`plain`]), so that whatever was
+/// written through one member reads as a valid value of another. Where a
+/// release's union holds anything else, no getter is generated and code
+/// calling it does not compile, rather than reading what may be invalid.
+fn add_moved_field_accessors(file: &mut syn::File) {
+    let kinds = Kinds::of(file);
+    let mut impls = vec![];
+    for m in &MOVED {
+        let Some(place) = find(file, m) else { continue };
+        let field = syn::Ident::new(m.field, proc_macro2::Span::call_site());
+        let setter = syn::Ident::new(&format!("set_{}", m.field), field.span());
+        let parent = syn::Ident::new(m.parent, field.span());
+        let where_ = match &place {
+            Place::Direct(_) => format!(
+                "a direct field in these headers; in an anonymous member from CUDA {}",
+                m.since
+            ),
+            Place::In { anon, .. } => {
+                format!(
+                    "in the anonymous member `{anon}` from CUDA {} (these headers)",
+                    m.since
+                )
+            }
+        };
+        let mut get_doc = format!(
+            " `{}` ({where_}): the same call on every release, without `unsafe`.",
+            m.field
+        );
+        let set_doc = format!(" Writes `{}` ({where_}).", m.field);
+        let (ty, get, set): (&syn::Type, syn::Expr, syn::Expr) = match &place {
+            Place::Direct(ty) => (
+                ty,
+                syn::parse_quote!(self.#field),
+                syn::parse_quote!(self.#field = value),
+            ),
+            Place::In {
+                anon,
+                union: false,
+                ty,
+            } => (
+                ty,
+                syn::parse_quote!(self.#anon.#field),
+                syn::parse_quote!(self.#anon.#field = value),
+            ),
+            Place::In {
+                anon,
+                union: true,
+                ty,
+            } => {
+                let set = syn::parse_quote!(self.#anon.#field = value);
+                let union_ty = anon_type(file, m.parent, anon);
+                if !union_ty.as_deref().is_some_and(|u| kinds.all_plain(u)) {
+                    // Not provably sound: the setter alone.
+                    impls.push(syn::parse_quote! {
+                        impl #parent {
+                            #[doc = #set_doc]
+                            #[inline]
+                            pub fn #setter(&mut self, value: #ty) { #set; }
+                        }
+                    });
+                    continue;
+                }
+                // The reason it is sound, where rustdoc shows it (a comment
+                // would not reach the generated text).
+                let note = format!(
+                    "\n\n Reading the union is sound: every member of `{anon}` is plain data \
+                     (integers, raw pointers, enum newtypes, structs and arrays of them), so \
+                     whatever bytes one member wrote are a valid value of another. (A union \
+                     literal naming a smaller member leaves the other bytes uninitialised; \
+                     `Default`, `zeroed` and the setter write them all.)"
+                );
+                get_doc.push_str(&note);
+                (ty, syn::parse_quote!(unsafe { self.#anon.#field }), set)
+            }
+        };
+        impls.push(syn::parse_quote! {
+            impl #parent {
+                #[doc = #get_doc]
+                #[inline]
+                pub fn #field(&self) -> #ty { #get }
+                #[doc = #set_doc]
+                #[inline]
+                pub fn #setter(&mut self, value: #ty) { #set; }
+            }
+        });
+    }
+    file.items.extend(impls);
+}
+
+/// Where `m.field` is in `m.parent`, if the bindings declare both.
+fn find(file: &syn::File, m: &Moved) -> Option<Place> {
+    let fields = named_fields(file, m.parent)?;
+    if let Some(f) = fields.iter().find(|f| f.0 == m.field) {
+        return Some(Place::Direct(f.1.clone()));
+    }
+    for (name, ty) in fields.iter().filter(|f| f.0.starts_with("anon_")) {
+        let ty_name = last_ident(ty)?;
+        let (union, inner) = file.items.iter().find_map(|i| match i {
+            syn::Item::Union(u) if u.ident == ty_name => {
+                Some((true, fields_of(u.fields.named.iter())))
+            }
+            syn::Item::Struct(s) if s.ident == ty_name => Some((false, fields_of(s.fields.iter()))),
+            _ => None,
+        })?;
+        if let Some(f) = inner.iter().find(|f| f.0 == m.field) {
+            return Some(Place::In {
+                anon: syn::Ident::new(name, proc_macro2::Span::call_site()),
+                union,
+                ty: f.1.clone(),
+            });
+        }
+    }
+    None
+}
+
+fn fields_of<'a>(fields: impl Iterator<Item = &'a syn::Field>) -> Vec<(String, syn::Type)> {
+    fields
+        .filter_map(|f| Some((f.ident.as_ref()?.to_string(), f.ty.clone())))
+        .collect()
+}
+
+fn named_fields(file: &syn::File, name: &str) -> Option<Vec<(String, syn::Type)>> {
+    file.items.iter().find_map(|i| match i {
+        syn::Item::Struct(s) if s.ident == name => Some(fields_of(s.fields.iter())),
+        syn::Item::Union(u) if u.ident == name => Some(fields_of(u.fields.named.iter())),
+        _ => None,
+    })
+}
+
+/// The type name of `parent`'s anonymous member `anon`.
+fn anon_type(file: &syn::File, parent: &str, anon: &syn::Ident) -> Option<String> {
+    let fields = named_fields(file, parent)?;
+    let (_, ty) = fields.iter().find(|f| *anon == f.0)?;
+    last_ident(ty)
+}
+
+/// What each type name of the bindings is, for [`Kinds::plain`].
+struct Kinds<'a> {
+    aliases: BTreeMap<String, &'a syn::Type>,
+    records: BTreeMap<String, (bool, Vec<&'a syn::Type>)>,
+    newtypes: BTreeSet<String>,
+}
+
+impl<'a> Kinds<'a> {
+    fn of(file: &'a syn::File) -> Self {
+        let mut k = Kinds {
+            aliases: BTreeMap::new(),
+            records: BTreeMap::new(),
+            newtypes: enum_newtypes(file),
+        };
+        for item in &file.items {
+            match item {
+                syn::Item::Type(t) => {
+                    k.aliases.insert(t.ident.to_string(), &t.ty);
+                }
+                syn::Item::Struct(s) => {
+                    let tys = s.fields.iter().map(|f| &f.ty).collect();
+                    k.records.insert(s.ident.to_string(), (false, tys));
+                }
+                syn::Item::Union(u) => {
+                    let tys = u.fields.named.iter().map(|f| &f.ty).collect();
+                    k.records.insert(u.ident.to_string(), (true, tys));
+                }
+                _ => {}
+            }
+        }
+        k
+    }
+
+    /// Whether every member of the union `name` is [`plain`](Self::plain).
+    fn all_plain(&self, name: &str) -> bool {
+        self.records
+            .get(name)
+            .is_some_and(|(_, tys)| tys.iter().all(|t| self.plain(t, 0)))
+    }
+
+    /// Every bit pattern of its size is a valid value: integers, raw
+    /// pointers, enum newtypes, and arrays and structs of them (not unions,
+    /// references, floats' cousins `bool`/`char`, or function pointers).
+    fn plain(&self, ty: &syn::Type, depth: u32) -> bool {
+        const INTEGERS: [&str; 20] = [
+            "u8",
+            "u16",
+            "u32",
+            "u64",
+            "u128",
+            "usize",
+            "i8",
+            "i16",
+            "i32",
+            "i64",
+            "i128",
+            "isize",
+            "c_char",
+            "c_schar",
+            "c_uchar",
+            "c_short",
+            "c_ushort",
+            "c_int",
+            "c_uint",
+            "c_ulonglong",
+        ];
+        if depth > 16 {
+            return false;
+        }
+        match ty {
+            syn::Type::Ptr(_) => true,
+            syn::Type::Array(a) => self.plain(&a.elem, depth + 1),
+            syn::Type::Path(p) => {
+                let Some(name) = p.path.segments.last().map(|s| s.ident.to_string()) else {
+                    return false;
+                };
+                if INTEGERS.contains(&name.as_str())
+                    || ["c_long", "c_ulong", "c_longlong"].contains(&name.as_str())
+                    || self.newtypes.contains(&name)
+                {
+                    return true;
+                }
+                if let Some(t) = self.aliases.get(&name) {
+                    return self.plain(t, depth + 1);
+                }
+                match self.records.get(&name) {
+                    Some((false, tys)) => tys.iter().all(|t| self.plain(t, depth + 1)),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generated(src: &str) -> String {
+        let mut file: syn::File = syn::parse_str(src).unwrap();
+        add(&mut file);
+        quote::ToTokens::to_token_stream(&file).to_string()
+    }
+
+    #[test]
+    fn enumerators_become_associated_constants_and_name_their_values() {
+        let out = generated(
+            "#[repr(transparent)] #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] \
+             pub struct e_enum(pub ::core::ffi::c_int);
+             pub const E_A: e_enum = e_enum(0);
+             pub const E_B: e_enum = e_enum(-1);
+             pub const E_ALIAS: e_enum = e_enum(0);
+             pub const E_MACRO: e_enum = E_A;
+             #[repr(transparent)] #[derive(Debug, Copy, Clone)] pub struct none_enum(pub u32);",
+        );
+        assert!(out.contains("pub const E_A : Self = Self (0) ;"), "{out}");
+        assert!(out.contains("pub const E_B : Self = Self (- 1) ;"), "{out}");
+        // The first declared of a value names it; the alias is a constant still.
+        assert!(out.contains("0 => \"E_A\" ,"), "{out}");
+        assert!(!out.contains("0 => \"E_ALIAS\""), "{out}");
+        assert!(out.contains("pub const E_ALIAS : Self"), "{out}");
+        assert!(out.contains("- 1 => \"E_B\" ,"), "{out}");
+        // A macro naming an enumerator is no enumerator.
+        assert!(!out.contains("pub const E_MACRO : Self"), "{out}");
+        // `Debug` is no longer derived, on either newtype; the one without
+        // enumerators prints its value.
+        assert!(!out.contains("derive (Debug"), "{out}");
+        assert!(
+            out.contains("impl :: core :: fmt :: Debug for none_enum"),
+            "{out}"
+        );
+        assert!(!out.contains("impl none_enum"), "{out}");
+    }
+
+    #[test]
+    fn moved_fields_get_accessors_in_both_places_and_a_getter_only_where_sound() {
+        let direct =
+            generated("pub struct CUmemLocation_st { pub type_: u32, pub id: ::core::ffi::c_int }");
+        assert!(
+            direct.contains("pub fn id (& self) -> :: core :: ffi :: c_int { self . id }"),
+            "{direct}"
+        );
+        assert!(direct.contains("pub fn set_id (& mut self , value : :: core :: ffi :: c_int) { self . id = value ; }"), "{direct}");
+        let in_union = generated(
+            "pub struct CUmemLocation_st { pub type_: u32, pub anon_id: CUmemLocation_st__anon_id }
+             pub union CUmemLocation_st__anon_id { pub id: ::core::ffi::c_int, pub localized: L }
+             pub struct L { pub deviceId: ::core::ffi::c_uchar, pub localityDomainId: ::core::ffi::c_uchar }",
+        );
+        assert!(
+            in_union.contains("unsafe { self . anon_id . id }"),
+            "{in_union}"
+        );
+        assert!(
+            in_union.contains("self . anon_id . id = value ;"),
+            "{in_union}"
+        );
+        // The wrong twin: a union with a member that is not plain data (a
+        // `bool`) gets the setter only.
+        let unsound = generated(
+            "pub struct CUmemLocation_st { pub type_: u32, pub anon_id: U }
+             pub union U { pub id: ::core::ffi::c_int, pub flag: bool }",
+        );
+        assert!(unsound.contains("pub fn set_id"), "{unsound}");
+        assert!(!unsound.contains("pub fn id"), "{unsound}");
+        // Not declared by these headers: nothing.
+        assert!(!generated("pub struct other { pub id: i32 }").contains("fn id"));
+    }
+}
