@@ -8,10 +8,7 @@
 //! Runs the build machine's compilers over the CUDA headers the crate was
 //! built with: the same code the build script runs.
 
-#[path = "../build/preprocess.rs"]
-#[allow(dead_code)] // the build script's other questions are not asked here
-mod preprocess;
-
+use generator::preprocess;
 use libtest_mimic::{Completion, Failed};
 use std::path::PathBuf;
 
