@@ -31,6 +31,9 @@ pub struct Plan<'a> {
     pub runtime_soname_major: u32,
     /// `dynamic-loading`: load the driver (and a shared runtime) at run time.
     pub dynamic_loading: bool,
+    /// The target's `CARGO_CFG_TARGET_OS` and `_ENV` (as `Config` read them).
+    pub target_os: &'a str,
+    pub target_env: &'a str,
 }
 
 /// What the build links, for the cfgs `build/main.rs` sets.
@@ -64,7 +67,7 @@ pub fn emit(plan: &Plan) -> Result<(Linked, Stubs), String> {
     if plan.dynamic_loading {
         return Ok((emit_loaded(plan)?, Stubs(vec![])));
     }
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
+    if plan.target_os == "windows" {
         emit_windows(plan)?;
         let linked = Linked {
             runtime_loaded: false,
@@ -166,13 +169,13 @@ fn static_runtime_system_libs() {
 fn emit_loaded(plan: &Plan) -> Result<Linked, String> {
     // dlopen/dlsym (in libc itself from glibc 2.34; libdl before); Windows:
     // LoadLibraryW from kernel32, which every program links.
-    let windows = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows");
+    let windows = plan.target_os == "windows";
     if !windows {
         println!("cargo:rustc-link-lib=dylib=dl");
     }
     // The static runtime: `libcudart_static.a` on Linux, `cudart_static.lib`
     // for MSVC; MinGW cannot link NVIDIA's MSVC archive, so it loads the DLL.
-    let msvc = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("msvc");
+    let msvc = plan.target_env == "msvc";
     let (archive, dll) = if windows {
         (
             msvc.then_some("cudart_static.lib"),
@@ -218,7 +221,7 @@ fn emit_loaded(plan: &Plan) -> Result<Linked, String> {
 /// a stub DLL and its import library (entry points return the stub-library
 /// error, as on Linux); an MSVC build stops with an error. Never an ELF stub.
 fn emit_windows(plan: &Plan) -> Result<(), String> {
-    let gnu = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
+    let gnu = plan.target_env == "gnu";
     let dll = format!("cudart64_{}.dll", plan.runtime_soname_major);
     let import = |lib: &str, dll: &str, symbols: &[String]| -> Result<(), String> {
         let dir = match find_in(plan.lib_dirs, &format!("{lib}.lib")) {

@@ -2,7 +2,7 @@
 //! generator makes from the pinned release's headers, and a build without
 //! CUDA uses them. Both sides are documented alike: by links to NVIDIA's
 //! reference, none of the headers' comments (`Docs::Links`: `cargo xtask
-//! regen` writes the committed copies so, and abi-proofs/build.rs generates so).
+//! regen` writes the committed copies so, and abi-proofs/build/main.rs generates so).
 //!
 //! The build script writes its bindings as tokens, one item a line; `cargo xtask regen`
 //! pretty-prints the same tree. So the two are compared as tokens: both are

@@ -1,7 +1,7 @@
 //! The generator: headers in, one self-contained Rust file out.
 //!
 //! Shared by `build/main.rs` (bindings for the headers found at build time),
-//! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
+//! `cargo xtask regen` (the committed fallback) and `abi-proofs/build/main.rs` (the
 //! bindings the ABI proofs are made from), so all produce the same tokens
 //! (`build/main.rs` writes them one item a line, `regen` pretty-printed).
 
@@ -64,7 +64,8 @@ pub struct Output {
     /// functions (`<name>__extern`), if the bindings declare any.
     pub static_wrappers_c: Option<String>,
     /// The headers as the C preprocessor wrote them (the ABI proofs spell C
-    /// types with the tags they declare).
+    /// types with the tags they declare); the build script leaves it unread.
+    #[allow(dead_code)]
     pub preprocessed: String,
 }
 
@@ -196,7 +197,7 @@ fn ask_preprocessor(
     let (macros, files, preprocessed) = match pp.macros(WRAPPER) {
         Ok(m) => m,
         Err(e) => {
-            pp.cuda_version()
+            pp.cuda_version(None)
                 .map_err(|e| {
                     format!(
                         "{} does not preprocess: the C preprocessor stopped on `#include \
@@ -212,7 +213,7 @@ fn ask_preprocessor(
             return Err(Asking::Headers(e));
         }
     };
-    let cuda_version = preprocess::cuda_version_of(&macros).map_err(Asking::Headers)?;
+    let cuda_version = pp.cuda_version(Some(&macros)).map_err(Asking::Headers)?;
     check_release(&headers[0], cuda_version).map_err(Asking::Headers)?;
     let mut headers_read: Vec<PathBuf> = files
         .into_iter()

@@ -157,7 +157,7 @@ pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), Strin
     }
     let all = args == ["--all"];
     let releases: Vec<String> = if all {
-        headers::RELEASES
+        crate::releases::ALL
             .iter()
             .map(|r| r.to_string())
             .chain([FALLBACK.to_string()])

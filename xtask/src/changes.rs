@@ -11,7 +11,7 @@
 //! `CUresult`/`cudaError_t`): size and alignment changes, fields added,
 //! removed, moved or retyped, enum values added, removed or renumbered.
 
-use crate::{abi, headers};
+use crate::abi;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -506,7 +506,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             groups.entry(g).or_default().push(f);
         }
     }
-    let releases: Vec<(&str, Release)> = headers::RELEASES
+    let releases: Vec<(&str, Release)> = crate::releases::ALL
         .iter()
         .map(|r| load(workspace, r).map(|rel| (*r, rel)))
         .collect::<Result<_, _>>()?;

@@ -31,12 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-/// The releases of the matrix (the unseen-release fixture last).
-pub const RELEASES: [&str; 5] = ["12.0", "12.9", "13.0", "13.5", UNSEEN];
-
 /// The release of the committed bindings: the only one a build without
 /// `bindgen` may link.
-const PINNED: &str = "13.0";
+const PINNED: &str = crate::release::PINNED_RELEASE;
 
 /// The start of cuda-mem-sys's named error for headers of another release
 /// than the committed bindings', linked, without `bindgen`
@@ -82,7 +79,11 @@ impl Case<'_> {
 /// Every case, in the order they run.
 pub fn cases() -> Vec<Case<'static>> {
     let mut cases = vec![];
-    for release in RELEASES {
+    // The range's ends, the pinned release, then the unseen-release fixture.
+    let releases = crate::releases::ends_and_pinned()
+        .into_iter()
+        .chain([UNSEEN]);
+    for release in releases {
         for loaded in [false, true] {
             for default_features in [true, false] {
                 cases.push(Case {
