@@ -5,15 +5,14 @@
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
 
-use crate::cmd::{cargo, cargo_of, discard, ensure_libclang, run_cmd, step};
-use crate::headers;
+use crate::cmd::{
+    cargo, discard, ensure_libclang, install_toolchain, run_cmd, step, toolchain_cargo,
+};
+use crate::{headers, releases};
 use std::path::Path;
 use std::process::Command;
 
-/// Releases whose layouts and symbols CI checks besides the pinned 13.0.
-pub const ABI_CHECKED_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
-
-/// clang 19, besides gcc: `tests/loader_type_check.rs` runs the build
+/// clang 19, besides gcc: `generator/tests/loader_type_check.rs` runs the build
 /// script's type check of the loader table under both (it reports ignored
 /// without clang).
 pub fn ensure_clang() -> Result<(), String> {
@@ -25,8 +24,6 @@ pub fn ensure_clang() -> Result<(), String> {
     Ok(())
 }
 
-/// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
-pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
 pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
 pub const WINDOWS: &str = "x86_64-pc-windows-gnu";
 
@@ -121,7 +118,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     step(&format!(
         "device tests and examples against CUDA {} and an unseen release, linked and loaded",
-        crate::device_compile::DEVICE_COMPILED_RELEASES.join(" ")
+        releases::device_compiled().join(" ")
     ));
     let started = std::time::Instant::now();
     crate::device_compile::run(workspace, &["--ci"])?;
@@ -231,10 +228,11 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
-    step("documentation as docs.rs builds it: the loader module, the linked declarations and their links");
+    step("documentation as docs.rs builds it (nightly, --cfg docsrs): the loader module, the linked declarations and their links, feature badges only");
     crate::docs_rs::check(workspace)?;
 
-    for release in ABI_CHECKED_RELEASES {
+    // Beside the pinned release: the range's ends.
+    for release in releases::ends() {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
         discard(&crate::abi::target_dir(workspace, release));
@@ -265,13 +263,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     step(&format!(
         "rust-version {version}: the library builds with that toolchain"
     ));
-    run_cmd(Command::new("rustup").args([
-        "toolchain",
-        "install",
-        &version,
-        "--profile",
-        "minimal",
-    ]))?;
+    install_toolchain(&version)?;
     let cases: [(&str, &[&str], bool); 4] = [
         ("no CUDA", &[], false),
         ("the 13.0 headers", &[], true),
@@ -284,22 +276,10 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     ];
     for (what, args, headers) in cases {
         println!("-- {what}");
-        let mut rustup = Command::new("rustup");
-        rustup.args(["run", &version, "cargo"]);
-        let mut c = cargo_of(rustup, workspace);
+        let mut c = toolchain_cargo(workspace, &version);
         c.args(["check", "-p", "cuda-mem-sys", "--lib"])
             .args(args)
             .env("CARGO_TARGET_DIR", workspace.join("target/msrv"));
-        // The outer cargo's choices must not leak into the older toolchain's build.
-        for var in [
-            "RUSTC",
-            "RUSTDOC",
-            "RUSTUP_TOOLCHAIN",
-            "CARGO",
-            "RUSTC_WRAPPER",
-        ] {
-            c.env_remove(var);
-        }
         if headers {
             c.env(crate::locate::INCLUDE_DIR_VAR, pinned);
         }
@@ -313,7 +293,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
 pub fn cross(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_target(AARCH64)?;
-    for release in AARCH64_RELEASES {
+    for release in releases::ends_and_pinned() {
         let started = std::time::Instant::now();
         step(&format!(
             "{AARCH64}, CUDA {release}: ABI checks under qemu-aarch64{}",
