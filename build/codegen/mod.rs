@@ -123,27 +123,17 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         Asking::Headers(e) | Asking::Later(e) => e,
     })?;
     (input.lap)("bindgen, and the preprocessor beside it");
-    let Asked {
-        cuda_version,
-        macros,
-        headers_read,
-        preprocessed,
-        expansions,
-        comments,
-        typedefs,
-    } = asked;
-
     let (file, header) = postprocess::run(
         &postprocess::Context {
             pp: &pp,
             wrapper: WRAPPER,
-            macros: &macros,
-            expansions: &expansions,
-            comments: &comments,
-            cuda_version,
+            macros: &asked.macros,
+            expansions: &asked.expansions,
+            comments: &asked.comments,
+            cuda_version: asked.cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
             docs: input.docs,
-            typedefs: &typedefs,
+            typedefs: &asked.typedefs,
             lap: input.lap,
         },
         &bindings,
@@ -154,12 +144,12 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         .filter(|c| c.contains("__extern"))
         .map(|c| loader::private_names_c(&loader::c_callees(&file)) + &c);
     Ok(Output {
-        cuda_version,
+        cuda_version: asked.cuda_version,
         file,
         header,
-        headers_read,
+        headers_read: asked.headers_read,
         static_wrappers_c,
-        preprocessed,
+        preprocessed: asked.preprocessed,
     })
 }
 

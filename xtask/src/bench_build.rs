@@ -275,7 +275,7 @@ fn loadavg() -> String {
 
 pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     crate::cmd::ensure_libclang()?;
-    let include = headers::fetch(workspace, "13.0")?;
+    let include = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     let bench = workspace.join("target/bench");
     // A one-line library: `pub use` of `dependency`, or, with `build_rs`, a
     // library whose build script (that text) is all that uses it.

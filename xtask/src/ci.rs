@@ -59,7 +59,7 @@ pub fn ensure_target(target: &str) -> Result<(), String> {
 
 pub fn demo(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let include = headers::fetch(workspace, "13.0")?;
+    let include = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     run_cmd(
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
@@ -79,14 +79,14 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
 /// `cargo xtask examples`: the CI step for the examples alone.
 pub fn examples(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_clang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
 
     step("format and lints");
     run_cmd(cargo(workspace).args(["fmt", "--all", "--", "--check"]))?;
@@ -244,7 +244,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 /// `cargo xtask msrv`: the CI step for the crate's `rust-version` alone.
 pub fn msrv_alone(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     msrv(workspace, &pinned)
 }
 
@@ -297,7 +297,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
         let started = std::time::Instant::now();
         step(&format!(
             "{AARCH64}, CUDA {release}: ABI checks under qemu-aarch64{}",
-            if release == "13.0" {
+            if release == crate::release::PINNED_RELEASE {
                 " (with the bad-input fixture and the fallback comparison)"
             } else {
                 ""
@@ -330,40 +330,38 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
 /// Linux MinGW one, see `test-support`'s `host_output`), the bad-input
 /// fixture, stable names and the committed bindings' comparison.
 fn windows(workspace: &Path) -> Result<(), String> {
-    let include = headers::fetch_for(workspace, "13.0", WINDOWS)?;
-    let dir = crate::abi::target_dir_for(workspace, "13.0", WINDOWS);
-    let mut cmd = cargo(workspace);
-    cmd.arg("test");
-    for t in crate::abi::WINDOWS_ABI_TESTS {
-        cmd.args(["--test", t]);
-    }
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    run_cmd(
+    let include = headers::fetch_for(workspace, crate::release::PINNED_RELEASE, WINDOWS)?;
+    let dir = crate::abi::target_dir_for(workspace, crate::release::PINNED_RELEASE, WINDOWS);
+    // cargo `args` for the target, against those headers, in its own folder.
+    let windows_cargo = |args: &[&str]| -> Result<Command, String> {
+        let mut cmd = cargo(workspace);
+        cmd.args(args);
+        crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
         cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_TARGET_DIR", &dir),
-    )?;
+            .env("CARGO_TARGET_DIR", &dir);
+        Ok(cmd)
+    };
+    let mut tests = vec!["test"];
+    for t in crate::abi::WINDOWS_ABI_TESTS {
+        tests.extend(["--test", t]);
+    }
+    run_cmd(&mut windows_cargo(&tests)?)?;
 
     // The run-time loader's Windows half (LoadLibraryExW, GetProcAddress): the
     // demo built with `dynamic-loading` starts under wine, where there is no
     // nvcuda.dll, and reports that through the loader's API.
-    let mut cmd = cargo(workspace);
-    cmd.args([
+    let out = windows_cargo(&[
         "run",
         "--quiet",
         "--example",
         "demo",
         "--features",
         "dynamic-loading",
-    ]);
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    let out = cmd
-        .env(crate::locate::INCLUDE_DIR_VAR, &include)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_TARGET_DIR", &dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cargo run --example demo: {e}"))?;
+    ])?
+    .stderr(std::process::Stdio::inherit())
+    .output()
+    .map_err(|e| format!("cargo run --example demo: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     print!("{stdout}");
     let what = crate::examples::verdict(
@@ -384,20 +382,13 @@ fn windows(workspace: &Path) -> Result<(), String> {
     // working folder or beside the program is not loaded, a variable holding
     // a non-ASCII path loads that file (tests/windows_dll_search.rs).
     let started = std::time::Instant::now();
-    let mut cmd = cargo(workspace);
-    cmd.args([
+    run_cmd(&mut windows_cargo(&[
         "test",
         "--features",
         "dynamic-loading",
         "--test",
         "windows_dll_search",
-    ]);
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    run_cmd(
-        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_TARGET_DIR", &dir),
-    )?;
+    ])?)?;
     println!(
         "windows_dll_search under wine: {:.0} s",
         started.elapsed().as_secs_f64()

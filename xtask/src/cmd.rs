@@ -118,6 +118,19 @@ pub fn wine_shim(workspace: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// `cargo` (a build of programs for `.gpu-bundle/`) run: no debug
+/// information (the symbol table stays: abi_symbols reads it), its messages
+/// as JSON on stdout (each program's `executable`), its diagnostics shown.
+pub fn bundle_build(cargo: &mut Command) -> Result<std::process::Output, String> {
+    cargo
+        .arg("--message-format=json-render-diagnostics")
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{cargo:?}: {e}"))
+}
+
 /// This toolchain's cargo in `workspace`, with no CUDA location in its environment.
 pub fn cargo(workspace: &Path) -> Command {
     cargo_of(Command::new(env!("CARGO")), workspace)

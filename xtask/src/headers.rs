@@ -60,7 +60,12 @@ pub fn headers_only_from(target: &str, release: &str) -> Option<&'static str> {
 }
 
 pub fn cache_root_for(workspace: &Path, release: &str, target: &str) -> PathBuf {
-    let base = workspace.join("target/cuda-headers");
+    per_target(&workspace.join("target/cuda-headers"), release, target)
+}
+
+/// `base/<release>` for x86_64 Linux, `base/<triple>/<release>` for another
+/// target: how the headers' cache and the ABI checks' folders are laid out.
+pub fn per_target(base: &Path, release: &str, target: &str) -> PathBuf {
     if target == HOST_TARGET {
         base.join(release)
     } else {

@@ -142,14 +142,17 @@ fn release_checks(
         "the loader's DLL search, the runtime DLL loaded (under wine)",
         cargo_in(&search, "dynamic-loading,dynamic-cudart"),
     )?;
-    let check = ["check", "-p", "cuda-mem-sys", "--examples", "--tests"];
-    timed(
-        "every example and every test (device tests included) compiles, linked",
-        cargo_in(&check, ""),
-    )?;
-    timed(
-        "every example and every test compiles, dynamic-loading",
-        cargo_in(&check, "dynamic-loading"),
+    // `cargo check` of `args`, linked and with `dynamic-loading`.
+    let compiles = |what: &str, args: &[&str]| -> Result<(), String> {
+        timed(&format!("{what} compiles, linked"), cargo_in(args, ""))?;
+        timed(
+            &format!("{what} compiles, dynamic-loading"),
+            cargo_in(args, "dynamic-loading"),
+        )
+    };
+    compiles(
+        "every example and every test (device tests included)",
+        &["check", "-p", "cuda-mem-sys", "--examples", "--tests"],
     )?;
     let loaded = "dynamic-loading,dynamic-cudart";
     timed(
@@ -170,14 +173,9 @@ fn release_checks(
     device_tests_under_wine(&format!("{MSVC}, CUDA {release}"), linux_lists, |args| {
         cargo_in(args, loaded)
     })?;
-    let wrap = ["check", "-p", "cuda-mem-wrap", "--all-targets"];
-    timed(
-        "the wrapper crate (wrap/) compiles, linked",
-        cargo_in(&wrap, ""),
-    )?;
-    timed(
-        "the wrapper crate compiles, dynamic-loading",
-        cargo_in(&wrap, "dynamic-loading"),
+    compiles(
+        "the wrapper crate (wrap/)",
+        &["check", "-p", "cuda-mem-wrap", "--all-targets"],
     )?;
     // Its tests link with the runtime DLL's import library (the static
     // runtime needs Microsoft's CRT): its host test runs, its device tests
