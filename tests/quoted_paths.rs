@@ -135,8 +135,9 @@ fn every_path_the_documents_and_comments_name_exists() {
 }
 
 /// The wrong twin: a comment naming a file that moved (abi-proofs' build
-/// script, once `abi-proofs/build.rs`) is caught; its new name, a path from
-/// a package's folder and words that are no path of the repository pass.
+/// script, once `build.rs` at the package's root) is caught; its new name, a
+/// path from a package's folder and words that are no path of the
+/// repository pass.
 #[test]
 fn a_moved_file_is_caught_and_paths_that_exist_pass() {
     let root = Path::new(ROOT);
