@@ -18,6 +18,8 @@ pub enum Source {
     /// write, documented as the committed copies are, by links to NVIDIA's
     /// online reference instead of the headers' comments
     /// (`codegen::Docs::Links`; the headers are on this machine to read).
+    /// Only a build with the generator can tell (`same_headers`).
+    #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
