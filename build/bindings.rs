@@ -18,6 +18,8 @@ pub enum Source {
     /// write, documented as the committed copies are, by links to NVIDIA's
     /// online reference instead of the headers' comments
     /// (`codegen::Docs::Links`; the headers are on this machine to read).
+    /// Only a build with the generator can tell (`same_headers`).
+    #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
@@ -121,12 +123,12 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
         }
         return Ok(Source::Fallback);
     }
-    let (major, minor) = (version / 1000, version % 1000 / 10);
+    let found = release::release_name(version);
     if !config.dynamic_loading {
         return Err(match why {
             NoGenerator::Libclang(message) => message,
             NoGenerator::Feature => format!(
-                "the CUDA headers in {headers} are release {major}.{minor} (CUDA_VERSION \
+                "the CUDA headers in {headers} are release {found} (CUDA_VERSION \
                  {version}), and this build has no `bindgen` feature: its committed bindings \
                  declare CUDA {pinned}, and linking them against another release's libraries is \
                  an ABI mismatch. Either turn on the `bindgen` feature (a default feature; it \
@@ -137,7 +139,7 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
         });
     }
     config.warn(format_args!(
-        "the CUDA headers in {headers} are release {major}.{minor}, not that of the committed \
+        "the CUDA headers in {headers} are release {found}, not that of the committed \
          bindings ({pinned}), which are used: with `dynamic-loading` nothing of that release is \
          linked (the runtime too is loaded at run time, that of CUDA {}), and each function is \
          looked up when first called.",
@@ -174,7 +176,7 @@ fn headers_version(config: &Config, cuda: &Cuda) -> Result<u32, String> {
         defines: vec![],
         work_dir: &config.work_dir()?,
     }
-    .cuda_version()?;
+    .cuda_version(None)?;
     release::check_release(&cuda.include_dirs[0], version)?;
     Ok(version)
 }

@@ -1,6 +1,8 @@
-//! Step 1: the build's environment, read once. Cargo sets these variables for
-//! every build script; one missing (the script run by hand) or not text is
-//! an error that names it, never a panic.
+//! Step 1: the build's environment as cargo sets it (folders, target, host,
+//! features, the C compiler), read once: the other steps take it from
+//! [`Config`]; only the variables naming where CUDA is are `locate.rs`'s.
+//! Cargo sets these variables for every build script; one missing (the
+//! script run by hand) or not text is an error that names it, never a panic.
 
 use std::env::{self, VarError};
 use std::path::{Path, PathBuf};
@@ -8,11 +10,13 @@ use std::path::{Path, PathBuf};
 /// Set: the build script says what each of its steps cost.
 pub const BUILD_TIMINGS: &str = super::timings::VAR;
 
-/// `CUDA_VERSION` of every release this crate knows, for the `cuda_NNNNN` cfgs.
-pub const RELEASES: [u32; 16] = [
-    12000, 12010, 12020, 12030, 12040, 12050, 12060, 12080, 12090, 13000, 13010, 13020, 13030,
-    13040, 13050, 13060,
-];
+/// `CUDA_VERSION` of every release this crate knows
+/// (`release::KNOWN_RELEASES`), for the `cuda_NNNNN` cfgs.
+pub fn releases() -> impl Iterator<Item = u32> {
+    super::release::KNOWN_RELEASES
+        .into_iter()
+        .map(|r| super::release::cuda_version(r).expect("KNOWN_RELEASES are major.minor"))
+}
 
 /// The cfgs this script may set (besides `cuda_NNNNN`).
 const CFGS: [&str; 3] = [
@@ -33,6 +37,8 @@ pub struct Config {
     pub host: String,
     pub target_arch: String,
     pub target_os: String,
+    /// `CARGO_CFG_TARGET_ENV` (`gnu`, `msvc`, ...).
+    pub target_env: String,
     /// Feature `per-thread-default-stream`.
     pub ptds: bool,
     /// Feature `dynamic-cudart`.
@@ -72,6 +78,7 @@ impl Config {
             host,
             target_arch: env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(),
             target_os: env::var("CARGO_CFG_TARGET_OS").unwrap_or_default(),
+            target_env: env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default(),
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
             dynamic_cudart: feature("DYNAMIC_CUDART"),
             dynamic_loading: feature("DYNAMIC_LOADING"),
@@ -95,7 +102,7 @@ impl Config {
         for cfg in CFGS {
             println!("cargo::rustc-check-cfg=cfg({cfg})");
         }
-        for r in RELEASES {
+        for r in releases() {
             println!("cargo::rustc-check-cfg=cfg(cuda_{r})");
         }
     }

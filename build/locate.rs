@@ -1,7 +1,7 @@
 //! Where CUDA is: the one place that knows how to find the headers and libraries.
 //!
-//! Shared by the build script and, through `shared.rs` (one `#[path]` mount
-//! each), by xtask and abi-proofs.
+//! Shared by the build script and, through `shared.rs` (the `generator`
+//! package), by xtask and abi-proofs.
 
 use std::env;
 use std::path::{Path, PathBuf};

@@ -12,8 +12,6 @@
 
 mod bindings;
 #[cfg(feature = "bindgen")]
-// What serves only `cargo xtask regen` and abi-proofs goes unused here.
-#[allow(dead_code)]
 mod codegen;
 mod config;
 mod link;
@@ -115,6 +113,8 @@ fn run() -> Result<(), String> {
         runtime_symbols: &made.symbols.1,
         runtime_soname_major: made.cuda_version / 1000,
         dynamic_loading: config.dynamic_loading,
+        target_os: &config.target_os,
+        target_env: &config.target_env,
     })?;
     lap("link");
 
@@ -136,7 +136,7 @@ fn run() -> Result<(), String> {
 /// The `cuda_NNNNN` cfgs of the release the bindings declare, and whether
 /// the driver is loaded at run time.
 fn describe(made: &bindings::Made, dynamic_loading: bool) {
-    for r in config::RELEASES.iter().filter(|&&r| r <= made.cuda_version) {
+    for r in config::releases().filter(|&r| r <= made.cuda_version) {
         println!("cargo:rustc-cfg=cuda_{r}");
     }
     if dynamic_loading {

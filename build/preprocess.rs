@@ -21,16 +21,6 @@ pub struct MacroDef {
     pub file: PathBuf,
 }
 
-/// `CUDA_VERSION` among the macros of [`Preprocessor::macros`] (its last definition).
-pub fn cuda_version_of(macros: &[MacroDef]) -> Result<u32, String> {
-    macros
-        .iter()
-        .rev()
-        .find(|m| m.name == "CUDA_VERSION" && !m.function_like)
-        .and_then(|m| m.body.trim().parse().ok())
-        .ok_or_else(|| "cuda.h does not define CUDA_VERSION as a number".to_string())
-}
-
 impl Preprocessor<'_> {
     fn run(&self, file_name: &str, source: &str, flags: &[&str]) -> Result<String, String> {
         let path = self.work_dir.join(file_name);
@@ -56,18 +46,31 @@ impl Preprocessor<'_> {
         self.run(file_name, source, &[])
     }
 
-    /// `CUDA_VERSION` as the preprocessor sees it after `#include <cuda.h>`.
-    pub fn cuda_version(&self) -> Result<u32, String> {
-        let out = self.run(
-            "cuda_mem_sys_version.c",
-            "#include <cuda.h>\ncuda_mem_sys_version = CUDA_VERSION;\n",
-            &[],
-        )?;
-        out.lines()
-            .rev()
-            .find_map(|l| l.trim().strip_prefix("cuda_mem_sys_version ="))
-            .and_then(|v| v.trim().trim_end_matches(';').trim().parse().ok())
-            .ok_or_else(|| "cuda.h does not define CUDA_VERSION as a number".to_string())
+    /// `CUDA_VERSION` as the preprocessor sees it after `#include <cuda.h>`:
+    /// its last definition among `macros` where a [`Preprocessor::macros`]
+    /// run gave them, else from a run of its own over `cuda.h`. The one place
+    /// the headers' release is read (the build script's choice, the
+    /// generator); [`super::release::check_release`] then refuses those too old.
+    pub fn cuda_version(&self, macros: Option<&[MacroDef]>) -> Result<u32, String> {
+        let number = match macros {
+            Some(macros) => macros
+                .iter()
+                .rev()
+                .find(|m| m.name == "CUDA_VERSION" && !m.function_like)
+                .and_then(|m| m.body.trim().parse().ok()),
+            None => {
+                let out = self.run(
+                    "cuda_mem_sys_version.c",
+                    "#include <cuda.h>\ncuda_mem_sys_version = CUDA_VERSION;\n",
+                    &[],
+                )?;
+                out.lines()
+                    .rev()
+                    .find_map(|l| l.trim().strip_prefix("cuda_mem_sys_version ="))
+                    .and_then(|v| v.trim().trim_end_matches(';').trim().parse().ok())
+            }
+        };
+        number.ok_or_else(|| "cuda.h does not define CUDA_VERSION as a number".to_string())
     }
 
     /// Every `#define` of `wrapper.h` (after conditionals are resolved), with

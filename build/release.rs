@@ -4,8 +4,30 @@
 
 use std::path::{Path, PathBuf};
 
+/// Every release this crate knows, oldest first: 12.0 to 13.5, each with
+/// NVIDIA's wheels (there was no 12.7). The one list: the build's
+/// `cuda_NNNNN` cfgs (build/config.rs) and every release set of xtask
+/// (`xtask/src/releases.rs`, `cargo xtask headers`) are read from it.
+pub const KNOWN_RELEASES: [&str; 15] = [
+    "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9", "13.0", "13.1", "13.2",
+    "13.3", "13.4", "13.5",
+];
+
 /// The reference release of the committed fallback bindings.
 pub const PINNED_RELEASE: &str = "13.0";
+
+/// `CUDA_VERSION` of a release written `major.minor` ("13.0": 13000); `None`
+/// for other text.
+pub fn cuda_version(release: &str) -> Option<u32> {
+    let (major, minor) = release.split_once('.')?;
+    let (major, minor) = (major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?);
+    (minor < 100).then_some(major * 1000 + minor * 10)
+}
+
+/// The release a `CUDA_VERSION` stands for, as NVIDIA writes it (13000: "13.0").
+pub fn release_name(cuda_version: u32) -> String {
+    format!("{}.{}", cuda_version / 1000, cuda_version % 1000 / 10)
+}
 /// Defined by the `per-thread-default-stream` feature.
 pub const PTDS_DEFINE: &str = "CUDA_API_PER_THREAD_DEFAULT_STREAM";
 
@@ -60,20 +82,18 @@ pub fn read_symbols(text: &str) -> Result<(Vec<String>, Vec<String>), String> {
 
 /// `CUDA_VERSION` of [`PINNED_RELEASE`].
 pub fn pinned_cuda_version() -> u32 {
-    let (major, minor) = PINNED_RELEASE.split_once('.').unwrap();
-    major.parse::<u32>().unwrap() * 1000 + minor.parse::<u32>().unwrap() * 10
+    cuda_version(PINNED_RELEASE).expect("PINNED_RELEASE is major.minor")
 }
 
 /// Headers before 12.0 are refused with the fix named.
 pub fn check_release(include_dir: &Path, cuda_version: u32) -> Result<(), String> {
     if cuda_version < 12000 {
         return Err(format!(
-            "the CUDA headers in {} are release {}.{} (CUDA_VERSION {cuda_version}); \
+            "the CUDA headers in {} are release {} (CUDA_VERSION {cuda_version}); \
              cuda-mem-sys needs 12.0 or newer. Point CUDA_MEM_SYS_INCLUDE_DIR at newer headers. \
              {}.",
             include_dir.display(),
-            cuda_version / 1000,
-            cuda_version % 1000 / 10,
+            release_name(cuda_version),
             super::locate::GET_HEADERS
         ));
     }

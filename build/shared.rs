@@ -2,18 +2,14 @@
 //! (`codegen/`) with its syn-free helpers (`preprocess`, `release`), the
 //! one place that finds CUDA (`locate`) and the timing lines (`timings`).
 //!
-//! xtask and abi-proofs' build script each mount this file, once:
-//!
-//! ```ignore
-//! #[path = "../../build/shared.rs"]
-//! mod shared;
-//! ```
-//!
-//! A file mounted with `#[path]` finds its `mod`s beside it, so these are
-//! the very files the build script (`main.rs`) declares; they name each
-//! other through `super::`, which is this module there and the crate root in
-//! the build script. Nothing here is compiled into the build script twice:
-//! `main.rs` does not declare this module.
+//! It is the library of the `generator` package (`generator/Cargo.toml`,
+//! `[lib] path`, not published), which xtask and abi-proofs' build script
+//! depend on and whose unit tests (`#[cfg(test)]` in these files) and
+//! integration tests (`generator/tests/`) `cargo test --workspace` runs.
+//! The files are the very files the build script (`main.rs`) declares as
+//! its own modules; they name each other through `super::`, which is the
+//! crate root in both. Nothing here is compiled into the build script
+//! twice: `main.rs` does not declare this module.
 
 pub mod codegen;
 pub mod locate;

@@ -300,7 +300,7 @@ fn an_include_dir_without_crt_host_defines_h_is_named() {
 
 /// A stray CUDA tree two levels above the include folder (not NVIDIA's
 /// wheel layout), with its own `cuda_runtime_api.h` and `crt/`, is named by
-/// the build, not mixed into it (`tests/finding_cuda.rs` has each case).
+/// the build, not mixed into it (`generator/tests/finding_cuda.rs` has each case).
 /// The deliberately right case: without the stray tree, the same folder is
 /// refused only as incomplete.
 fn a_stray_cuda_tree_two_levels_up_is_named_by_the_build() {

@@ -338,14 +338,8 @@ fn with_export_c_names_a_cdylib_takes_over_other_libraries_cuda_calls() -> Resul
 }
 
 fn main() {
-    test_support::main(vec![
-        (
-            "by_default_a_cdylib_exports_no_cuda_name_and_other_libraries_reach_libcuda",
-            by_default_a_cdylib_exports_no_cuda_name_and_other_libraries_reach_libcuda,
-        ),
-        (
-            "with_export_c_names_a_cdylib_takes_over_other_libraries_cuda_calls",
-            with_export_c_names_a_cdylib_takes_over_other_libraries_cuda_calls,
-        ),
+    test_support::main(test_support::checks![
+        by_default_a_cdylib_exports_no_cuda_name_and_other_libraries_reach_libcuda,
+        with_export_c_names_a_cdylib_takes_over_other_libraries_cuda_calls,
     ]);
 }

@@ -173,14 +173,8 @@ fn cast_macros_have_their_c_values() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    test_support::main(vec![
-        (
-            "every_macro_is_provided_or_explained",
-            every_macro_is_provided_or_explained,
-        ),
-        (
-            "cast_macros_have_their_c_values",
-            cast_macros_have_their_c_values,
-        ),
+    test_support::main(test_support::checks![
+        every_macro_is_provided_or_explained,
+        cast_macros_have_their_c_values,
     ]);
 }

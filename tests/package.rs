@@ -158,7 +158,7 @@ fn readme_starts_with_the_dependency_and_stays_a_guide() {
         "the quick start's [dependencies] should come first (line {first:?})"
     );
     assert!(
-        lines.len() <= 340,
+        lines.len() <= 345,
         "the README is a user's guide of about 300 lines; it has {} (the record goes in docs/)",
         lines.len()
     );
@@ -166,6 +166,30 @@ fn readme_starts_with_the_dependency_and_stays_a_guide() {
         assert!(
             lines.iter().any(|l| l.strip_prefix("## ") == Some(section)),
             "the README has no \"## {section}\""
+        );
+    }
+    // Someone who clones the repository finds, right after the quick start,
+    // the command that shows the crate working and the one that runs its tests.
+    let heading = |h: &str| lines.iter().position(|l| l.strip_prefix("## ") == Some(h));
+    let clone = heading("From a clone").expect("the README has no \"## From a clone\"");
+    assert_eq!(
+        heading("Quick start").map(|q| q < clone),
+        Some(true),
+        "\"From a clone\" comes after the quick start"
+    );
+    assert!(
+        heading("Features").is_some_and(|f| clone < f),
+        "\"From a clone\" comes before the reference sections (Features, ...)"
+    );
+    let section = lines[clone..]
+        .iter()
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "));
+    let text: Vec<&&str> = section.collect();
+    for command in ["cargo xtask demo", "cargo xtask ci", "no GPU:"] {
+        assert!(
+            text.iter().any(|l| l.contains(command)),
+            "\"From a clone\" does not show `{command}`"
         );
     }
 }

@@ -17,13 +17,10 @@
 
 mod abi_checks;
 mod layout_check;
-// cuda-mem-sys's generator and its helpers: build/'s shared part, one mount
-// (the locator and the timing lines in it serve other packages).
-#[allow(dead_code)]
-#[path = "../../build/shared.rs"]
-mod shared;
 
-use shared::{codegen, release};
+// cuda-mem-sys's generator and its helpers: build/'s shared part (the
+// `generator` package).
+use generator::{codegen, release};
 use std::path::{Path, PathBuf};
 
 fn main() {

@@ -93,14 +93,8 @@ fn a_wrong_parameter_type_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    test_support::main(vec![
-        (
-            "every_declaration_matches_its_c_prototype",
-            every_declaration_matches_its_c_prototype,
-        ),
-        (
-            "a_wrong_parameter_type_is_caught",
-            a_wrong_parameter_type_is_caught,
-        ),
+    test_support::main(test_support::checks![
+        every_declaration_matches_its_c_prototype,
+        a_wrong_parameter_type_is_caught,
     ]);
 }

@@ -495,15 +495,9 @@ fn a_wrong_mapping_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    test_support::main(vec![
-        (
-            "every_function_links_the_symbol_c_calls",
-            every_function_links_the_symbol_c_calls,
-        ),
-        ("a_wrong_mapping_is_caught", a_wrong_mapping_is_caught),
-        (
-            "a_stripped_executable_is_named",
-            a_stripped_executable_is_named,
-        ),
+    test_support::main(test_support::checks![
+        every_function_links_the_symbol_c_calls,
+        a_wrong_mapping_is_caught,
+        a_stripped_executable_is_named,
     ]);
 }

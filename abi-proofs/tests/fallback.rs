@@ -2,7 +2,7 @@
 //! generator makes from the pinned release's headers, and a build without
 //! CUDA uses them. Both sides are documented alike: by links to NVIDIA's
 //! reference, none of the headers' comments (`Docs::Links`: `cargo xtask
-//! regen` writes the committed copies so, and abi-proofs/build.rs generates so).
+//! regen` writes the committed copies so, and abi-proofs/build/main.rs generates so).
 //!
 //! The build script writes its bindings as tokens, one item a line; `cargo xtask regen`
 //! pretty-prints the same tree. So the two are compared as tokens: both are
@@ -271,26 +271,11 @@ fn an_enum_newtype_of_msvc_type_is_caught() -> Result<Completion, Failed> {
 }
 
 fn main() {
-    test_support::main(vec![
-        (
-            "every_enum_newtype_has_one_type_on_every_target",
-            every_enum_newtype_has_one_type_on_every_target,
-        ),
-        (
-            "an_enum_newtype_of_msvc_type_is_caught",
-            an_enum_newtype_of_msvc_type_is_caught,
-        ),
-        (
-            "the_token_comparison_catches_a_changed_token",
-            the_token_comparison_catches_a_changed_token,
-        ),
-        (
-            "committed_bindings_match_the_pinned_headers",
-            committed_bindings_match_the_pinned_headers,
-        ),
-        (
-            "a_build_without_cuda_uses_the_fallback",
-            a_build_without_cuda_uses_the_fallback,
-        ),
+    test_support::main(test_support::checks![
+        every_enum_newtype_has_one_type_on_every_target,
+        an_enum_newtype_of_msvc_type_is_caught,
+        the_token_comparison_catches_a_changed_token,
+        committed_bindings_match_the_pinned_headers,
+        a_build_without_cuda_uses_the_fallback,
     ]);
 }

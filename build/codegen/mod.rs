@@ -1,7 +1,7 @@
 //! The generator: headers in, one self-contained Rust file out.
 //!
 //! Shared by `build/main.rs` (bindings for the headers found at build time),
-//! `cargo xtask regen` (the committed fallback) and `abi-proofs/build.rs` (the
+//! `cargo xtask regen` (the committed fallback) and `abi-proofs/build/main.rs` (the
 //! bindings the ABI proofs are made from), so all produce the same tokens
 //! (`build/main.rs` writes them one item a line, `regen` pretty-printed).
 
@@ -65,7 +65,8 @@ pub struct Output {
     /// functions (`<name>__extern`), if the bindings declare any.
     pub static_wrappers_c: Option<String>,
     /// The headers as the C preprocessor wrote them (the ABI proofs spell C
-    /// types with the tags they declare).
+    /// types with the tags they declare); the build script leaves it unread.
+    #[allow(dead_code)]
     pub preprocessed: String,
 }
 
@@ -123,27 +124,17 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         Asking::Headers(e) | Asking::Later(e) => e,
     })?;
     (input.lap)("bindgen, and the preprocessor beside it");
-    let Asked {
-        cuda_version,
-        macros,
-        headers_read,
-        preprocessed,
-        expansions,
-        comments,
-        typedefs,
-    } = asked;
-
     let (file, header) = postprocess::run(
         &postprocess::Context {
             pp: &pp,
             wrapper: WRAPPER,
-            macros: &macros,
-            expansions: &expansions,
-            comments: &comments,
-            cuda_version,
+            macros: &asked.macros,
+            expansions: &asked.expansions,
+            comments: &asked.comments,
+            cuda_version: asked.cuda_version,
             per_thread_default_stream: input.per_thread_default_stream,
             docs: input.docs,
-            typedefs: &typedefs,
+            typedefs: &asked.typedefs,
             lap: input.lap,
         },
         &bindings,
@@ -154,12 +145,12 @@ pub fn generate(input: &Input) -> Result<Output, String> {
         .filter(|c| c.contains("__extern"))
         .map(|c| loader::private_names_c(&loader::c_callees(&file)) + &c);
     Ok(Output {
-        cuda_version,
+        cuda_version: asked.cuda_version,
         file,
         header,
-        headers_read,
+        headers_read: asked.headers_read,
         static_wrappers_c,
-        preprocessed,
+        preprocessed: asked.preprocessed,
     })
 }
 
@@ -197,7 +188,7 @@ fn ask_preprocessor(
     let (macros, files, preprocessed) = match pp.macros(WRAPPER) {
         Ok(m) => m,
         Err(e) => {
-            pp.cuda_version()
+            pp.cuda_version(None)
                 .map_err(|e| {
                     format!(
                         "{} does not preprocess: the C preprocessor stopped on `#include \
@@ -213,7 +204,7 @@ fn ask_preprocessor(
             return Err(Asking::Headers(e));
         }
     };
-    let cuda_version = preprocess::cuda_version_of(&macros).map_err(Asking::Headers)?;
+    let cuda_version = pp.cuda_version(Some(&macros)).map_err(Asking::Headers)?;
     check_release(&headers[0], cuda_version).map_err(Asking::Headers)?;
     let mut headers_read: Vec<PathBuf> = files
         .into_iter()

@@ -33,7 +33,19 @@ pub const ROOT_VARS: [&str; 5] = [
     "CUDA_TOOLKIT_ROOT_DIR",
 ];
 
-pub type Check = (&'static str, fn() -> Result<Completion, Failed>);
+pub type Check = (&'static str, CheckFn);
+
+/// The [`Check`]s of functions, each named by its function:
+/// `test_support::main(test_support::checks![a_fact, its_wrong_twin])`.
+#[macro_export]
+macro_rules! checks {
+    ($($check:ident),+ $(,)?) => {
+        vec![$((stringify!($check), $check as $crate::CheckFn)),+]
+    };
+}
+
+/// What a check is: `Ok(Completion::Ignored { reason })` where it cannot run.
+pub type CheckFn = fn() -> Result<Completion, Failed>;
 
 pub fn main(checks: Vec<Check>) {
     let args = Arguments::from_args();

@@ -60,12 +60,7 @@ pub fn target_dir(workspace: &Path, release: &str) -> PathBuf {
 
 /// `target/abi/<release>` for x86_64 Linux, `target/abi/<triple>/<release>` for another target.
 pub fn target_dir_for(workspace: &Path, release: &str, target: &str) -> PathBuf {
-    let base = workspace.join("target/abi");
-    if target == HOST {
-        base.join(release)
-    } else {
-        base.join(target).join(release)
-    }
+    headers::per_target(&workspace.join("target/abi"), release, target)
 }
 
 use headers::HOST_TARGET as HOST;
@@ -157,7 +152,7 @@ pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), Strin
     }
     let all = args == ["--all"];
     let releases: Vec<String> = if all {
-        headers::RELEASES
+        crate::releases::ALL
             .iter()
             .map(|r| r.to_string())
             .chain([FALLBACK.to_string()])

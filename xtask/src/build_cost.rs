@@ -158,7 +158,7 @@ pub fn builds_without_bindgen(workspace: &Path, pinned: &Path) -> Result<(), Str
 
 /// `cargo xtask build-cost`: the two checks CI runs, alone.
 pub fn check(workspace: &Path) -> Result<(), String> {
-    let pinned = crate::headers::fetch(workspace, "13.0")?;
+    let pinned = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     no_duplicate_dependencies(workspace)?;
     builds_without_bindgen(workspace, &pinned)
 }

@@ -11,7 +11,7 @@
 //! `CUresult`/`cudaError_t`): size and alignment changes, fields added,
 //! removed, moved or retyped, enum values added, removed or renumbered.
 
-use crate::{abi, headers};
+use crate::abi;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -391,18 +391,9 @@ fn type_changes(name: &str, a: &Release, b: &Release) -> Vec<String> {
                 (old != v).then(|| format!("`{k}` {old} → {v}"))
             })
             .collect();
-        if !added.is_empty() {
-            out.push(format!("`{name}`: new values {}", added.join(", ")));
-        }
-        if !removed.is_empty() {
-            out.push(format!("`{name}`: values removed {}", removed.join(", ")));
-        }
-        if !changed.is_empty() {
-            out.push(format!(
-                "`{name}`: values renumbered {}",
-                changed.join(", ")
-            ));
-        }
+        say(&mut out, name, "new values", &added, ", ");
+        say(&mut out, name, "values removed", &removed, ", ");
+        say(&mut out, name, "values renumbered", &changed, ", ");
         return out;
     }
     let Some(&(size, align)) = b.types.get(name) else {
@@ -477,21 +468,10 @@ fn type_changes(name: &str, a: &Release, b: &Release) -> Vec<String> {
             (!what.is_empty()).then(|| format!("`{}` {}", short(k), what.join(", ")))
         })
         .collect();
-    if !into_anon.is_empty() {
-        out.push(format!("`{name}`: {}", into_anon.join("; ")));
-    }
-    if !added.is_empty() {
-        out.push(format!("`{name}`: new fields {}", added.join(", ")));
-    }
-    if !removed.is_empty() {
-        out.push(format!("`{name}`: fields removed {}", removed.join(", ")));
-    }
-    if !moved.is_empty() {
-        out.push(format!(
-            "`{name}`: fields moved or resized {}",
-            moved.join("; ")
-        ));
-    }
+    say(&mut out, name, "", &into_anon, "; ");
+    say(&mut out, name, "new fields", &added, ", ");
+    say(&mut out, name, "fields removed", &removed, ", ");
+    say(&mut out, name, "fields moved or resized", &moved, "; ");
     out
 }
 
@@ -506,7 +486,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             groups.entry(g).or_default().push(f);
         }
     }
-    let releases: Vec<(&str, Release)> = headers::RELEASES
+    let releases: Vec<(&str, Release)> = crate::releases::ALL
         .iter()
         .map(|r| load(workspace, r).map(|rel| (*r, rel)))
         .collect::<Result<_, _>>()?;
@@ -621,6 +601,18 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     std::fs::write(&path, md).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// `` `name`: what a, b `` in `out`, where `items` has any.
+fn say(out: &mut Vec<String>, name: &str, what: &str, items: &[String], sep: &str) {
+    if !items.is_empty() {
+        let what = if what.is_empty() {
+            String::new()
+        } else {
+            format!("{what} ")
+        };
+        out.push(format!("`{name}`: {what}{}", items.join(sep)));
+    }
 }
 
 /// Where the old document's sections written by hand begin and end: changes

@@ -5,15 +5,14 @@
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
 
-use crate::cmd::{cargo, cargo_of, discard, ensure_libclang, run_cmd, step};
-use crate::headers;
+use crate::cmd::{
+    cargo, discard, ensure_libclang, install_toolchain, run_cmd, step, toolchain_cargo,
+};
+use crate::{headers, releases};
 use std::path::Path;
 use std::process::Command;
 
-/// Releases whose layouts and symbols CI checks besides the pinned 13.0.
-pub const ABI_CHECKED_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
-
-/// clang 19, besides gcc: `tests/loader_type_check.rs` runs the build
+/// clang 19, besides gcc: `generator/tests/loader_type_check.rs` runs the build
 /// script's type check of the loader table under both (it reports ignored
 /// without clang).
 pub fn ensure_clang() -> Result<(), String> {
@@ -25,8 +24,6 @@ pub fn ensure_clang() -> Result<(), String> {
     Ok(())
 }
 
-/// Releases CI checks for aarch64 Linux (built for it, run under qemu-aarch64).
-pub const AARCH64_RELEASES: [&str; 4] = ["12.0", "12.9", "13.0", "13.5"];
 pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
 pub const WINDOWS: &str = "x86_64-pc-windows-gnu";
 
@@ -62,7 +59,7 @@ pub fn ensure_target(target: &str) -> Result<(), String> {
 
 pub fn demo(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let include = headers::fetch(workspace, "13.0")?;
+    let include = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     run_cmd(
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
@@ -82,14 +79,14 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
 /// `cargo xtask examples`: the CI step for the examples alone.
 pub fn examples(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_clang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
 
     step("format and lints");
     run_cmd(cargo(workspace).args(["fmt", "--all", "--", "--check"]))?;
@@ -121,7 +118,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     step(&format!(
         "device tests and examples against CUDA {} and an unseen release, linked and loaded",
-        crate::device_compile::DEVICE_COMPILED_RELEASES.join(" ")
+        releases::device_compiled().join(" ")
     ));
     let started = std::time::Instant::now();
     crate::device_compile::run(workspace, &["--ci"])?;
@@ -241,10 +238,11 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
-    step("documentation as docs.rs builds it: the loader module, the linked declarations and their links");
+    step("documentation as docs.rs builds it (nightly, --cfg docsrs): the loader module, the linked declarations and their links, feature badges only");
     crate::docs_rs::check(workspace)?;
 
-    for release in ABI_CHECKED_RELEASES {
+    // Beside the pinned release: the range's ends.
+    for release in releases::ends() {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
         discard(&crate::abi::target_dir(workspace, release));
@@ -272,7 +270,7 @@ pub fn loom(workspace: &Path) -> Result<(), String> {
 
 pub fn msrv_alone(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, "13.0")?;
+    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     msrv(workspace, &pinned)
 }
 
@@ -291,13 +289,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     step(&format!(
         "rust-version {version}: the library builds with that toolchain"
     ));
-    run_cmd(Command::new("rustup").args([
-        "toolchain",
-        "install",
-        &version,
-        "--profile",
-        "minimal",
-    ]))?;
+    install_toolchain(&version)?;
     let cases: [(&str, &[&str], bool); 4] = [
         ("no CUDA", &[], false),
         ("the 13.0 headers", &[], true),
@@ -310,22 +302,10 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
     ];
     for (what, args, headers) in cases {
         println!("-- {what}");
-        let mut rustup = Command::new("rustup");
-        rustup.args(["run", &version, "cargo"]);
-        let mut c = cargo_of(rustup, workspace);
+        let mut c = toolchain_cargo(workspace, &version);
         c.args(["check", "-p", "cuda-mem-sys", "--lib"])
             .args(args)
             .env("CARGO_TARGET_DIR", workspace.join("target/msrv"));
-        // The outer cargo's choices must not leak into the older toolchain's build.
-        for var in [
-            "RUSTC",
-            "RUSTDOC",
-            "RUSTUP_TOOLCHAIN",
-            "CARGO",
-            "RUSTC_WRAPPER",
-        ] {
-            c.env_remove(var);
-        }
         if headers {
             c.env(crate::locate::INCLUDE_DIR_VAR, pinned);
         }
@@ -339,11 +319,11 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
 pub fn cross(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_target(AARCH64)?;
-    for release in AARCH64_RELEASES {
+    for release in releases::ends_and_pinned() {
         let started = std::time::Instant::now();
         step(&format!(
             "{AARCH64}, CUDA {release}: ABI checks under qemu-aarch64{}",
-            if release == "13.0" {
+            if release == crate::release::PINNED_RELEASE {
                 " (with the bad-input fixture and the fallback comparison)"
             } else {
                 ""
@@ -376,40 +356,38 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
 /// Linux MinGW one, see `test-support`'s `host_output`), the bad-input
 /// fixture, stable names and the committed bindings' comparison.
 fn windows(workspace: &Path) -> Result<(), String> {
-    let include = headers::fetch_for(workspace, "13.0", WINDOWS)?;
-    let dir = crate::abi::target_dir_for(workspace, "13.0", WINDOWS);
-    let mut cmd = cargo(workspace);
-    cmd.arg("test");
-    for t in crate::abi::WINDOWS_ABI_TESTS {
-        cmd.args(["--test", t]);
-    }
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    run_cmd(
+    let include = headers::fetch_for(workspace, crate::release::PINNED_RELEASE, WINDOWS)?;
+    let dir = crate::abi::target_dir_for(workspace, crate::release::PINNED_RELEASE, WINDOWS);
+    // cargo `args` for the target, against those headers, in its own folder.
+    let windows_cargo = |args: &[&str]| -> Result<Command, String> {
+        let mut cmd = cargo(workspace);
+        cmd.args(args);
+        crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
         cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_TARGET_DIR", &dir),
-    )?;
+            .env("CARGO_TARGET_DIR", &dir);
+        Ok(cmd)
+    };
+    let mut tests = vec!["test"];
+    for t in crate::abi::WINDOWS_ABI_TESTS {
+        tests.extend(["--test", t]);
+    }
+    run_cmd(&mut windows_cargo(&tests)?)?;
 
     // The run-time loader's Windows half (LoadLibraryExW, GetProcAddress): the
     // demo built with `dynamic-loading` starts under wine, where there is no
     // nvcuda.dll, and reports that through the loader's API.
-    let mut cmd = cargo(workspace);
-    cmd.args([
+    let out = windows_cargo(&[
         "run",
         "--quiet",
         "--example",
         "demo",
         "--features",
         "dynamic-loading",
-    ]);
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    let out = cmd
-        .env(crate::locate::INCLUDE_DIR_VAR, &include)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_TARGET_DIR", &dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cargo run --example demo: {e}"))?;
+    ])?
+    .stderr(std::process::Stdio::inherit())
+    .output()
+    .map_err(|e| format!("cargo run --example demo: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     print!("{stdout}");
     let what = crate::examples::verdict(
@@ -430,20 +408,13 @@ fn windows(workspace: &Path) -> Result<(), String> {
     // working folder or beside the program is not loaded, a variable holding
     // a non-ASCII path loads that file (tests/windows_dll_search.rs).
     let started = std::time::Instant::now();
-    let mut cmd = cargo(workspace);
-    cmd.args([
+    run_cmd(&mut windows_cargo(&[
         "test",
         "--features",
         "dynamic-loading",
         "--test",
         "windows_dll_search",
-    ]);
-    crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-    run_cmd(
-        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_TARGET_DIR", &dir),
-    )?;
+    ])?)?;
     println!(
         "windows_dll_search under wine: {:.0} s",
         started.elapsed().as_secs_f64()

@@ -13,6 +13,11 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// Writes `contents` to `path`; the error names the file.
+pub fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), String> {
+    std::fs::write(path, contents).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
 /// Runs a command, failing with its description if it fails.
 pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
     let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
@@ -113,9 +118,52 @@ pub fn wine_shim(workspace: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// `cargo` (a build of programs for `.gpu-bundle/`) run: no debug
+/// information (the symbol table stays: abi_symbols reads it), its messages
+/// as JSON on stdout (each program's `executable`), its diagnostics shown.
+pub fn bundle_build(cargo: &mut Command) -> Result<std::process::Output, String> {
+    cargo
+        .arg("--message-format=json-render-diagnostics")
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{cargo:?}: {e}"))
+}
+
 /// This toolchain's cargo in `workspace`, with no CUDA location in its environment.
 pub fn cargo(workspace: &Path) -> Command {
     cargo_of(Command::new(env!("CARGO")), workspace)
+}
+
+/// rustup's `toolchain`, installed if missing (minimal profile).
+pub fn install_toolchain(toolchain: &str) -> Result<(), String> {
+    run_cmd(Command::new("rustup").args([
+        "toolchain",
+        "install",
+        toolchain,
+        "--profile",
+        "minimal",
+    ]))
+}
+
+/// The cargo of rustup's `toolchain` ([`install_toolchain`]) in `workspace`,
+/// with no CUDA location in its environment and none of the outer cargo's
+/// choices (its rustc, rustdoc, toolchain).
+pub fn toolchain_cargo(workspace: &Path, toolchain: &str) -> Command {
+    let mut rustup = Command::new("rustup");
+    rustup.args(["run", toolchain, "cargo"]);
+    let mut c = cargo_of(rustup, workspace);
+    for var in [
+        "RUSTC",
+        "RUSTDOC",
+        "RUSTUP_TOOLCHAIN",
+        "CARGO",
+        "RUSTC_WRAPPER",
+    ] {
+        c.env_remove(var);
+    }
+    c
 }
 
 /// `command` (a cargo) in `workspace`, with no CUDA location in its environment.

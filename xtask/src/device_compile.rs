@@ -1,31 +1,20 @@
 //! `cargo xtask device-compile`: the device tests and the examples compiled
 //! against the headers of a release, in the linked and the dynamic-loading
 //! builds (`cargo test --no-run` of the device tests, `cargo build
-//! --examples`). What CI does for [`DEVICE_COMPILED_RELEASES`] and the unseen-release
+//! --examples`). What CI does for `releases::device_compiled` and the unseen-release
 //! fixture; `--all` does every release 12.0 to 13.5 and the fixture.
 //!
 //! The release-dependent forms live in the programs themselves (the build's
 //! `cuda_NNNNN` cfgs); this only builds them.
 
-use crate::headers;
+use crate::{headers, releases};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// The releases CI compiles the device suite and the examples against, besides
-/// the unseen-release fixture: the first and last of each major, and the
-/// releases where the five groups' signatures or layouts change
-/// (docs/release-changes.md: 12.2 location types and `maxSize`, 12.8 the wide
-/// im2col tensor map, 13.0 the `CUmemLocation` forms, 13.2 the anonymous union).
-pub const DEVICE_COMPILED_RELEASES: [&str; 6] = ["12.0", "12.2", "12.8", "13.0", "13.2", "13.5"];
-
 /// The fixture's name on the command line: headers claiming a release this
-/// crate does not know ([`UNSEEN_VERSION`]).
+/// crate does not know (`releases::unseen_version`).
 pub const UNSEEN: &str = "unseen";
-
-/// `CUDA_VERSION` of the unseen-release fixture: newer than every release the
-/// crate lists (build/main.rs's cfgs go to 13060) and than every wheel.
-pub const UNSEEN_VERSION: u32 = 13070;
 
 /// The builds: (name, cargo features).
 pub const BUILDS: [(&str, &str); 2] = [("linked", ""), ("loaded", "dynamic-loading")];
@@ -56,23 +45,23 @@ pub fn parse(args: &[&str]) -> Result<(Parts, Vec<String>), String> {
             "--examples-only" => parts = Parts::Examples,
             "--tests-only" => parts = Parts::Tests,
             "--all" => releases.extend(
-                headers::RELEASES
+                releases::ALL
                     .iter()
                     .map(|r| r.to_string())
                     .chain([UNSEEN.to_string()]),
             ),
             "--ci" => releases.extend(
-                DEVICE_COMPILED_RELEASES
+                releases::device_compiled()
                     .iter()
                     .map(|r| r.to_string())
                     .chain([UNSEEN.to_string()]),
             ),
-            r if r == UNSEEN || headers::RELEASES.contains(&r) => releases.push(r.to_string()),
+            r if r == UNSEEN || releases::ALL.contains(&r) => releases.push(r.to_string()),
             other => {
                 return Err(format!(
                     "device-compile: {other:?} is no release (known: {} {UNSEEN}), --all, --ci, \
                      --examples-only or --tests-only",
-                    headers::RELEASES.join(" ")
+                    releases::ALL.join(" ")
                 ))
             }
         }
@@ -92,15 +81,16 @@ pub fn include_for(workspace: &Path, release: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// The unseen-release fixture: the 13.5 headers with `CUDA_VERSION` and
-/// `CUDART_VERSION` set to [`UNSEEN_VERSION`], in
-/// `target/cuda-headers/unseen-<version>/nvidia/cu13/include`, its `lib/`
-/// 13.5's (the static runtime the linked build takes). Remade when missing.
+/// The unseen-release fixture: the newest release's headers (13.5) with
+/// `CUDA_VERSION` and `CUDART_VERSION` set to `releases::unseen_version`,
+/// in `target/unseen-<version>/nvidia/cu13/include`, its `lib/` the newest
+/// release's (the static runtime the linked build takes). Remade when missing.
 pub fn unseen_fixture(workspace: &Path) -> Result<PathBuf, String> {
-    let base = headers::fetch(workspace, "13.5")?;
+    let base = headers::fetch(workspace, releases::newest())?;
+    let version = releases::unseen_version();
     let root = workspace
         .join("target")
-        .join(format!("unseen-{UNSEEN_VERSION}/nvidia/cu13"));
+        .join(format!("unseen-{version}/nvidia/cu13"));
     let include = root.join("include");
     if include.join("cuda.h").is_file() {
         return Ok(include);
@@ -117,7 +107,7 @@ pub fn unseen_fixture(workspace: &Path) -> Result<PathBuf, String> {
     ] {
         let path = include.join(file);
         let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-        let new = set_version(&text, name, UNSEEN_VERSION)
+        let new = set_version(&text, name, version)
             .ok_or_else(|| format!("{}: no `#define {name}`", path.display()))?;
         std::fs::write(&path, new).map_err(|e| e.to_string())?;
     }
@@ -243,23 +233,15 @@ mod tests {
     }
 
     #[test]
-    fn the_fixture_is_newer_than_every_known_release() {
-        let newest = headers::RELEASES.last().unwrap();
-        let (major, minor) = newest.split_once('.').unwrap();
-        let newest: u32 = major.parse::<u32>().unwrap() * 1000 + minor.parse::<u32>().unwrap() * 10;
-        assert!(UNSEEN_VERSION > newest);
-    }
-
-    #[test]
     fn the_command_line_names_releases_or_is_refused() {
         let (parts, r) = parse(&["--examples-only", "12.0", "unseen"]).unwrap();
         assert_eq!(parts, Parts::Examples);
         assert_eq!(r, ["12.0", "unseen"]);
         assert_eq!(
             parse(&["--ci"]).unwrap().1.len(),
-            DEVICE_COMPILED_RELEASES.len() + 1
+            releases::device_compiled().len() + 1
         );
-        assert_eq!(parse(&["--all"]).unwrap().1.len(), 16);
+        assert_eq!(parse(&["--all"]).unwrap().1.len(), releases::ALL.len() + 1);
         assert!(parse(&["12.7"]).is_err());
         assert!(parse(&["--examples-only"]).is_err());
     }

@@ -130,21 +130,14 @@ pub fn bundle_with(
     target_dir: &Path,
     bundle: &Path,
 ) -> Result<(), String> {
-    let out = Command::new(env!("CARGO"))
-        .current_dir(workspace)
-        .args([
-            "build",
-            "--examples",
-            "--message-format=json-render-diagnostics",
-        ])
-        .args(["--package", "cuda-mem-sys", "--features", features])
-        .env(crate::locate::INCLUDE_DIR_VAR, include)
-        .env("CARGO_TARGET_DIR", target_dir)
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
+    let out = crate::cmd::bundle_build(
+        Command::new(env!("CARGO"))
+            .current_dir(workspace)
+            .args(["build", "--examples", "--package", "cuda-mem-sys"])
+            .args(["--features", features])
+            .env(crate::locate::INCLUDE_DIR_VAR, include)
+            .env("CARGO_TARGET_DIR", target_dir),
+    )?;
     if !out.status.success() {
         return Err("building the examples failed".into());
     }

@@ -13,7 +13,7 @@ use std::process::Command;
 const MATRIX_BUILDS: [(&str, &str, &[&str]); 2] =
     [("linked", "", &[]), ("loaded", "dynamic-loading", &[])];
 
-/// The per-thread-default-stream builds of the matrix, for [`PTDS_RELEASES`]
+/// The per-thread-default-stream builds of the matrix, for the range's ends (`releases::ends`)
 /// only: the binaries whose outcome the feature changes.
 const PTDS_BUILDS: [(&str, &str, &[&str]); 2] = [
     (
@@ -27,9 +27,6 @@ const PTDS_BUILDS: [(&str, &str, &[&str]); 2] = [
         &["abi_symbols", "device_smoke"],
     ),
 ];
-
-/// The releases whose per-thread-default-stream builds go to the GPU.
-const PTDS_RELEASES: [&str; 3] = ["12.0", "12.9", "13.5"];
 
 /// What one call to the GPU machine may carry (64 MiB, with room for the
 /// working tree that travels with it).
@@ -87,7 +84,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
         let builds = MATRIX_BUILDS.iter().chain(
             PTDS_BUILDS
                 .iter()
-                .filter(|_| PTDS_RELEASES.contains(release) && !examples_only),
+                .filter(|_| crate::releases::ends().contains(release) && !examples_only),
         );
         for (build, features, tests) in builds {
             let Some((tests, build_tests_here, examples)) =
@@ -265,7 +262,7 @@ pub fn check_matrix_args(args: &[&str]) -> Result<(), String> {
 
 fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, String> {
     if args.is_empty() {
-        return Ok(headers::RELEASES.iter().map(|r| (*r, vec![])).collect());
+        return Ok(crate::releases::ALL.iter().map(|r| (*r, vec![])).collect());
     }
     let mut out = vec![];
     for a in args {
@@ -273,7 +270,7 @@ fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, 
             Some((r, bins)) => (r, bins.split(',').collect::<Vec<_>>()),
             None => (*a, vec![]),
         };
-        if !headers::RELEASES.contains(&r) {
+        if !crate::releases::ALL.contains(&r) {
             return Err(format!("gpu-bundle --matrix: no release {r}"));
         }
         if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {

@@ -6,11 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every release with wheels, 12.0 to 13.5 (there was no 12.7).
-pub const RELEASES: [&str; 15] = [
-    "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9", "13.0", "13.1", "13.2",
-    "13.3", "13.4", "13.5",
-];
+use crate::releases;
 
 /// The wheels holding a release's headers: (runtime + libcudart, `crt/`).
 fn wheels(release: &str) -> Result<[String; 2], String> {
@@ -19,10 +15,10 @@ fn wheels(release: &str) -> Result<[String; 2], String> {
         .next()
         .and_then(|m| m.parse().ok())
         .ok_or_else(|| format!("not a release: {release}"))?;
-    if !RELEASES.contains(&release) {
+    if !releases::ALL.contains(&release) {
         return Err(format!(
             "no wheels for CUDA {release}; known releases: {}",
-            RELEASES.join(" ")
+            releases::ALL.join(" ")
         ));
     }
     Ok(match major {
@@ -64,7 +60,12 @@ pub fn headers_only_from(target: &str, release: &str) -> Option<&'static str> {
 }
 
 pub fn cache_root_for(workspace: &Path, release: &str, target: &str) -> PathBuf {
-    let base = workspace.join("target/cuda-headers");
+    per_target(&workspace.join("target/cuda-headers"), release, target)
+}
+
+/// `base/<release>` for x86_64 Linux, `base/<triple>/<release>` for another
+/// target: how the headers' cache and the ABI checks' folders are laid out.
+pub fn per_target(base: &Path, release: &str, target: &str) -> PathBuf {
     if target == HOST_TARGET {
         base.join(release)
     } else {

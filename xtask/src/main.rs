@@ -16,16 +16,13 @@ mod gpu_matrix;
 mod headers;
 mod msvc;
 mod regen;
-// The generator and its helpers, the locator, the build script's timing
-// lines: build/'s shared part, one mount (its modules name each other
-// through `super::`). What serves only the build script goes unused here.
-#[allow(dead_code)]
-#[path = "../../build/shared.rs"]
-mod shared;
+mod releases;
 mod wrap;
 
 use cmd::workspace;
-use shared::{codegen, locate, release, timings};
+// The generator and its helpers, the locator, the build script's timing
+// lines: build/'s shared part (the `generator` package).
+use generator::{codegen, locate, release, timings};
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
@@ -267,8 +264,8 @@ mod tests {
     fn xtask_imports() -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
-        // The modules main.rs declares (its own files and the build's shared
-        // part), and the shared part's modules it brings to the crate root.
+        // The modules main.rs declares (its own files), and the build's shared
+        // part's modules it brings to the crate root.
         let mut modules: BTreeSet<String> = main
             .lines()
             .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
@@ -276,8 +273,8 @@ mod tests {
             .collect();
         let shared = main
             .lines()
-            .find_map(|l| l.strip_prefix("use shared::{")?.strip_suffix("};"))
-            .expect("main.rs brings build/shared.rs's modules in with `use shared::{...};`");
+            .find_map(|l| l.strip_prefix("use generator::{")?.strip_suffix("};"))
+            .expect("main.rs brings build/shared.rs's modules in with `use generator::{...};`");
         modules.extend(shared.split(',').map(|m| m.trim().to_string()));
         let mut graph = BTreeMap::new();
         for entry in std::fs::read_dir(&src).unwrap() {

@@ -31,12 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-/// The releases of the matrix (the unseen-release fixture last).
-pub const RELEASES: [&str; 5] = ["12.0", "12.9", "13.0", "13.5", UNSEEN];
-
 /// The release of the committed bindings: the only one a build without
 /// `bindgen` may link.
-const PINNED: &str = "13.0";
+const PINNED: &str = crate::release::PINNED_RELEASE;
 
 /// The start of cuda-mem-sys's named error for headers of another release
 /// than the committed bindings', linked, without `bindgen`
@@ -65,16 +62,17 @@ impl Case<'_> {
         !self.default_features && !self.loaded && self.release != PINNED
     }
 
+    /// `linked` or `loaded`.
+    fn build(&self) -> &'static str {
+        ["linked", "loaded"][usize::from(self.loaded)]
+    }
+
     fn describe(&self) -> String {
         format!(
             "CUDA {}, {}, {}",
             self.release,
-            if self.loaded { "loaded" } else { "linked" },
-            if self.default_features {
-                "default features"
-            } else {
-                "default-features = false"
-            }
+            self.build(),
+            ["default-features = false", "default features"][usize::from(self.default_features)]
         )
     }
 }
@@ -82,7 +80,11 @@ impl Case<'_> {
 /// Every case, in the order they run.
 pub fn cases() -> Vec<Case<'static>> {
     let mut cases = vec![];
-    for release in RELEASES {
+    // The range's ends, the pinned release, then the unseen-release fixture.
+    let releases = crate::releases::ends_and_pinned()
+        .into_iter()
+        .chain([UNSEEN]);
+    for release in releases {
         for loaded in [false, true] {
             for default_features in [true, false] {
                 cases.push(Case {
@@ -176,12 +178,8 @@ fn matrix(workspace: &Path) -> Result<(), String> {
         rows.push(format!(
             "| {} | {} | {} | {} | {secs:.0} s |",
             case.release,
-            if case.loaded { "loaded" } else { "linked" },
-            if case.default_features {
-                "default"
-            } else {
-                "none"
-            },
+            case.build(),
+            ["none", "default"][usize::from(case.default_features)],
             result.as_ref().map_or("FAILED", |v| v)
         ));
         if let Err(e) = result {
@@ -446,36 +444,29 @@ fn packaged(workspace: &Path) -> Result<(), String> {
 /// headers) linked and loaded into `bundle/bin/wrap_device` and
 /// `wrap_device-loaded`, which `run.sh` runs with the rest.
 pub fn bundle(workspace: &Path) -> Result<(), String> {
-    let include = crate::headers::fetch(workspace, "13.0")?;
+    let include = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
     let bin = workspace.join(".gpu-bundle/bin");
     for (suffix, features) in [("", "bindgen"), ("-loaded", "dynamic-loading")] {
-        let out = cargo(workspace)
-            .args([
-                "test",
-                "--no-run",
-                "--message-format=json-render-diagnostics",
-            ])
-            .args([
-                "-p",
-                "cuda-mem-wrap",
-                "--test",
-                "wrap_device",
-                "--features",
-                features,
-            ])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
-            // The folders of the bundle's own builds: cuda-mem-sys built once.
-            .env(
-                "CARGO_TARGET_DIR",
-                workspace
-                    .join("target/gpu-bundle")
-                    .join(format!("build{suffix}")),
-            )
-            .env("CARGO_PROFILE_DEV_DEBUG", "0")
-            .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| e.to_string())?;
+        let out = crate::cmd::bundle_build(
+            cargo(workspace)
+                .args([
+                    "test",
+                    "--no-run",
+                    "-p",
+                    "cuda-mem-wrap",
+                    "--test",
+                    "wrap_device",
+                ])
+                .args(["--features", features])
+                .env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+                // The folders of the bundle's own builds: cuda-mem-sys built once.
+                .env(
+                    "CARGO_TARGET_DIR",
+                    workspace
+                        .join("target/gpu-bundle")
+                        .join(format!("build{suffix}")),
+                ),
+        )?;
         if !out.status.success() {
             return Err(format!(
                 "building the wrapper's device tests ({features}) failed"

@@ -1,5 +1,5 @@
 //! The loader table's type check (`Preprocessor::failing_asserts`,
-//! `build/codegen/preprocess.rs`) reports exactly the `PFN_` typedefs whose
+//! `build/preprocess.rs`) reports exactly the `PFN_` typedefs whose
 //! type is not the function's, under gcc and under clang, however many there
 //! are (clang stops at 20 errors unless told otherwise), and a check that
 //! does not compile is an error, never "nothing failed" (which would let the
@@ -8,10 +8,7 @@
 //! Runs the build machine's compilers over the CUDA headers the crate was
 //! built with: the same code the build script runs.
 
-#[path = "../build/preprocess.rs"]
-#[allow(dead_code)] // the build script's other questions are not asked here
-mod preprocess;
-
+use generator::preprocess;
 use libtest_mimic::{Completion, Failed};
 use std::path::PathBuf;
 

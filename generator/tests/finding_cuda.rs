@@ -5,14 +5,9 @@
 //! never mixed in, and gets a named error instead. Each case is a fixture
 //! tree of its own, in a scratch folder of this test.
 
-use test_support as abi_support;
-
-#[path = "../build/locate.rs"]
-#[allow(dead_code)] // `find` and the library search serve the build script
-mod locate;
-
-use abi_support::{scratch, Scratch};
+use generator::locate;
 use std::path::{Path, PathBuf};
+use test_support::{scratch, Scratch};
 
 /// A scratch folder holding `files` (paths below it; contents are their names).
 fn tree(name: &str, files: &[&str]) -> Scratch {
