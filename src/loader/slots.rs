@@ -8,10 +8,10 @@ use super::once::publish;
 use super::slot_state::{
     BELOW_INTRODUCTION, LAST_STATE, NOT_FOUND, NO_LIBRARY, TOO_OLD, UNRESOLVED,
 };
+use super::sys::{AtomicUsize, Ordering};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
-use super::sys::{AtomicUsize, Ordering};
 
 static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
 static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =

@@ -9,10 +9,10 @@ use core::ffi::c_char;
 use core::ffi::{c_int, c_void, CStr};
 // Under `--cfg cuda_mem_sys_valgrind` (never in a normal build) the same
 // atomics, each operation told to valgrind's race detectors.
-#[cfg(not(cuda_mem_sys_valgrind))]
-pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(cuda_mem_sys_valgrind)]
 pub use super::valgrind::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(cuda_mem_sys_valgrind))]
+pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 

@@ -101,10 +101,12 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                     out.status
                 ));
             }
-            let errors = error_count(&text).ok_or_else(|| {
-                format!("{name}: no ERROR SUMMARY in {}:\n{text}", log.display())
-            })?;
-            print!("{name}, {tool}: {errors} errors ({}); {stdout}", log.display());
+            let errors = error_count(&text)
+                .ok_or_else(|| format!("{name}: no ERROR SUMMARY in {}:\n{text}", log.display()))?;
+            print!(
+                "{name}, {tool}: {errors} errors ({}); {stdout}",
+                log.display()
+            );
             match (name, errors) {
                 ("real", 0) => {}
                 ("real", n) => failures.push(format!(
@@ -204,7 +206,10 @@ mod tests {
         let log = "==1== Conflicting load\n==1== ERROR SUMMARY: 12 errors from 3 contexts \
                    (suppressed: 4 from 2)\n";
         assert_eq!(error_count(log), Some(12));
-        assert_eq!(error_count("==1== ERROR SUMMARY: 0 errors from 0 contexts\n"), Some(0));
+        assert_eq!(
+            error_count("==1== ERROR SUMMARY: 0 errors from 0 contexts\n"),
+            Some(0)
+        );
         assert_eq!(error_count("==1== killed\n"), None);
     }
 }
