@@ -130,6 +130,13 @@ mod windows;
 
 #[cfg(unix)]
 use unix as sys;
+// valgrind's view of the atomics (`--cfg cuda_mem_sys_valgrind`: `cargo
+// xtask valgrind`); never compiled in a normal build.
+#[cfg(cuda_mem_sys_valgrind)]
+mod valgrind;
+/// A trampoline's cache (`trampoline!`): `core`'s `AtomicPtr`, or under
+/// `--cfg cuda_mem_sys_valgrind` the same told to valgrind.
+pub(crate) use sys::AtomicPtr;
 #[cfg(windows)]
 use windows as sys;
 

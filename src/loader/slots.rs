@@ -8,10 +8,10 @@ use super::once::publish;
 use super::slot_state::{
     BELOW_INTRODUCTION, LAST_STATE, NOT_FOUND, NO_LIBRARY, TOO_OLD, UNRESOLVED,
 };
+use super::sys::{AtomicUsize, Ordering};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicUsize, Ordering};
 
 static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
 static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
@@ -88,8 +88,8 @@ macro_rules! trampoline {
         #[allow(dead_code)] // without `export-c-names`, only Rust's first calls use it
         pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
             type Function = unsafe extern "C" fn($($ty),*) $(-> $ret)?;
-            static RESOLVED: ::core::sync::atomic::AtomicPtr<::core::ffi::c_void> =
-                ::core::sync::atomic::AtomicPtr::new(::core::ptr::null_mut());
+            static RESOLVED: $crate::loader::AtomicPtr<::core::ffi::c_void> =
+                $crate::loader::AtomicPtr::new(::core::ptr::null_mut());
             #[cold]
             #[inline(never)]
             unsafe extern "C" fn first_call($($arg: $ty),*) $(-> $ret)? {

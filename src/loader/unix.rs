@@ -7,7 +7,12 @@ use super::Soname;
 #[cfg(target_os = "linux")]
 use core::ffi::c_char;
 use core::ffi::{c_int, c_void, CStr};
-pub use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+// Under `--cfg cuda_mem_sys_valgrind` (never in a normal build) the same
+// atomics, each operation told to valgrind's race detectors.
+#[cfg(cuda_mem_sys_valgrind)]
+pub use super::valgrind::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(cuda_mem_sys_valgrind))]
+pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 

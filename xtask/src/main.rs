@@ -17,6 +17,7 @@ mod headers;
 mod msvc;
 mod regen;
 mod releases;
+mod valgrind;
 mod wrap;
 
 use cmd::workspace;
@@ -27,13 +28,14 @@ use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 21] = [
+const COMMANDS: [(&str, &str); 22] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
     ("ci", "the whole test suite as CI runs it (installs what it needs)"),
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
+    ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -71,6 +73,7 @@ enum Task<'a> {
     Examples,
     Msrv,
     Loom,
+    Valgrind,
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -121,6 +124,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["examples"] => Task::Examples,
         ["msrv"] => Task::Msrv,
         ["loom"] => Task::Loom,
+        ["valgrind"] => Task::Valgrind,
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -171,6 +175,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::Examples => ci::examples(&workspace()),
         Task::Msrv => ci::msrv_alone(&workspace()),
         Task::Loom => ci::loom(&workspace()),
+        Task::Valgrind => valgrind::run(&workspace()),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
@@ -364,7 +369,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 19] = [
+        let examples: [&[&str]; 20] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -384,6 +389,7 @@ mod tests {
             &["wrap-check"],
             &["msvc", "12.0", "13.5"],
             &["loom"],
+            &["valgrind"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
