@@ -9,7 +9,11 @@
  * 580.159.04, compute-sanitizer 2025.3.1: tests/graph_memory.rs's
  * rt_memory_nodes_peer_access passes on 2 and 4 GPUs without the tool
  * (bytes read back right, the peer's access flags read-write) and gets 99
- * such reports under memcheck. No crate in it: the same steps in CUDA C.
+ * such reports under memcheck. This program, on 2 x H200 (toolkit 13.0,
+ * compute-sanitizer 2025.3.1): plain, exit 0 and the words read right;
+ * under memcheck, exit 1 (cudaErrorLaunchFailure) with 65539 errors, the
+ * first 100 of them "Invalid __global__ read"; --owner-reads under memcheck,
+ * exit 0, 0 errors, 0 bytes leaked. No crate in it: the same steps in CUDA C.
  *
  *   1. on device 0, a graph: an allocation node (cudaGraphAddMemAllocNode)
  *      whose access descriptors grant device 1 read-write, then a memset
