@@ -29,7 +29,7 @@
  * Exit 0 and "OK" when every word read back is the pattern; 1 with the
  * failing call or the first wrong word otherwise; 77 with fewer than 2 GPUs
  * (or when device 1 cannot access device 0). `run.sh --sanitize` compiles it
- * with nvcc (`nvcc -o <out> graph_peer_read_memcheck.cu`) and runs it plain
+ * with nvcc (`nvcc -o <out> graph_peer_read_memcheck.cu -lcuda`) and runs it plain
  * (must exit 0), under memcheck (the fault: "Invalid __global__ read") and
  * with --owner-reads under memcheck (control: exit 0, 0 errors); its outcome
  * is in summary.json ("known_tool_faults").
