@@ -7,15 +7,14 @@
 #        (--leak-check full --report-api-errors no --target-processes all) over
 #        each device binary, racecheck and synccheck over tensor_map, and the
 #        self-test (a pool-IPC importer that deliberately keeps its import must
-#        show up as leaked), and the known tool crash's C reproduction
-#        (repro/, compiled here with nvcc), with and without memcheck.
-#        Verdict ("bar"): "met" when every binary exits 0 under the tool with
-#        0 errors and 0 bytes leaked and the self-test is caught; "tool crash,
-#        named: ..." when that holds and only the reproduction crashes the tool
-#        (it exits 0 without it, and its controls exit 0 under it); else
-#        "failed: <why>" (a non-zero exit fails it, whatever the counts).
-#        Tests that crash the tool with several GPUs visible (ONE_GPU_UNDER_TOOL)
-#        run under it with CUDA_VISIBLE_DEVICES=0, apart from their binary.
+#        show up as leaked), and the named tool faults' reproductions
+#        (TOOL_FAULTS; repro/, compiled here with nvcc), with and without
+#        memcheck. Verdict ("bar"): "met" when every binary exits 0 under the
+#        tool with 0 errors and 0 bytes leaked and the self-test is caught;
+#        "tool fault, named: ..." when that holds and only reproductions show
+#        the tool's faults (each exits 0 without the tool, and its controls
+#        are clean under it); else "failed: <why>" (a non-zero exit fails it,
+#        whatever the counts).
 #   run.sh --api-errors [test filter]  memcheck with API errors reported: counts
 #        the deliberate bad calls per binary ("Program hit" lines).
 #   --skip-suite   with either: skip the plain run of the suite (already done).
@@ -66,10 +65,18 @@ toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9
 sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop dma_buf graph_memory}
 extras=${SANITIZE_EXTRAS:-1}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-# <binary>:<test> that compute-sanitizer memcheck 2025.3.1 itself crashes in
-# with 4 GPUs visible (repro/pool_destroy_sanitizer_crash.c): under the tool
-# they run with one GPU visible (the test's pool is on device 0 either way).
-ONE_GPU_UNDER_TOOL="stream_ordered_allocator:pool_destroy_with_outstanding_allocation"
+# The named faults of compute-sanitizer memcheck 2025.3.1, one a line:
+#   <reproduction (repro/<it>.c or .cu)> <binary>:<test (libtest filter)> <how>
+# where <how> is how that test runs under memcheck: one-gpu, apart from its
+# binary with CUDA_VISIBLE_DEVICES=0; skip, left out (its binary's other
+# tests still run under the tool with every GPU visible).
+# - pool_destroy_sanitizer_crash: the tool crashes (SIGSEGV) with 4 GPUs
+#   visible; the test's pool is on device 0 either way.
+# - graph_peer_read_memcheck: the tool does not know a graph allocation's
+#   mapping on a peer device and reports the peer's reads of it as invalid
+#   (then aborts the kernel: the context is lost for the later tests).
+TOOL_FAULTS="pool_destroy_sanitizer_crash stream_ordered_allocator:pool_destroy_with_outstanding_allocation one-gpu
+graph_peer_read_memcheck graph_memory:memory_nodes_peer_access skip"
 # Sum of the numbers after `$2` on the lines of log $1 that contain it.
 sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
 {
@@ -129,15 +136,16 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     }
     for n in $sanitized; do
       [ -x "$here/bin/$n" ] || continue
-      skip=()
-      for bt in $ONE_GPU_UNDER_TOOL; do
-        [ "${bt%%:*}" = "$n" ] && skip+=(--skip "${bt#*:}")
-      done
-      memcheck "$n" "$out/memcheck-$n.log" "$here/bin/$n" --test-threads=1 "${skip[@]}" "$@"
-      for bt in $ONE_GPU_UNDER_TOOL; do
+      skip=(); alone=()
+      while read -r _ bt how; do
         [ "${bt%%:*}" = "$n" ] || continue
-        CUDA_VISIBLE_DEVICES=0 memcheck "$n/${bt#*:} (CUDA_VISIBLE_DEVICES=0)" \
-          "$out/memcheck-$n-${bt#*:}.log" "$here/bin/$n" --test-threads=1 --exact "${bt#*:}"
+        skip+=(--skip "${bt#*:}")
+        [ "$how" = one-gpu ] && alone+=("${bt#*:}")
+      done <<<"$TOOL_FAULTS"
+      memcheck "$n" "$out/memcheck-$n.log" "$here/bin/$n" --test-threads=1 "${skip[@]}" "$@"
+      for t in "${alone[@]}"; do
+        CUDA_VISIBLE_DEVICES=0 memcheck "$n/$t (CUDA_VISIBLE_DEVICES=0)" \
+          "$out/memcheck-$n-$t.log" "$here/bin/$n" --test-threads=1 --exact "$t"
       done
     done
     printf '\n    },\n'
@@ -170,37 +178,77 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
         verdict="self-test MISSED the deliberate leak"; why="$why${why:+; }self-test missed"; fi
       echo "$verdict" >&2
     fi
-    # The known tool crash, reproduced without the crate: plain (must exit 0),
-    # under memcheck, and under memcheck without the destroy or the final
-    # allocation (controls: must exit 0, or the crash is not the one named).
-    crash=""
+    # The named tool faults, reproduced without the crate. One run of
+    # reproduction $r: its label (those with "tool" in it run under memcheck),
+    # then its arguments; sets rc and e (its errors), prints its field and
+    # appends its output to $log.
+    repro() {
+      local label=$1 tool=(); shift
+      case $label in *tool*) tool=("$cs" --tool memcheck --leak-check full --report-api-errors no) ;; esac
+      timeout "$st_limit" "${tool[@]}" "$out/$r" "$@" </dev/null >"$out/repro-run.log" 2>&1
+      rc=$?
+      e=$(sum_after "$out/repro-run.log" 'ERROR SUMMARY:')
+      { echo "== $label"; cat "$out/repro-run.log"; } >>"$log"
+      printf ', "%s": %d' "$label" $rc
+      echo "repro $r $label: exit $rc, $e errors" >&2
+    }
+    faults=""
     if [ "$extras" = 1 ]; then
-      r=pool_destroy_sanitizer_crash; log="$out/repro-$r.log"
-      printf '    "known_tool_crash": {"name": "%s", "gpus": %s' $r "$ngpu"
-      if "$nvcc" -o "$out/$r" "$here/repro/$r.c" -lcuda >"$log" 2>&1; then
-        for run in plain tool tool-no-destroy tool-no-final-allocation driver-plain driver-tool; do
-          args=(); tool=()
-          case $run in *no-destroy) args=(--no-destroy) ;; *no-final-allocation) args=(--no-final-allocation) ;; esac
-          case $run in driver-*) args+=(driver) ;; esac
-          case $run in *tool*) tool=("$cs" --tool memcheck --leak-check full --report-api-errors no) ;; esac
-          echo "== $run" >>"$log"
-          timeout "$st_limit" "${tool[@]}" "$out/$r" "${args[@]}" >>"$log" 2>&1
-          rc=$?
-          printf ', "%s": %d' "$run" $rc
-          echo "repro $r $run: exit $rc" >&2
-          case $run in
-            *plain|*-no-*) [ $rc = 0 ] || why="$why${why:+; }$r $run exited $rc" ;;
-            *) [ $rc = 0 ] || crash="$crash${crash:+, }$run exit $rc" ;;
-          esac
-        done
-      else
-        why="$why${why:+; }$r did not compile (see repro-$r.log)"
-        printf ', "compiled": false'
-      fi
-      printf '},\n'
+      printf '    "known_tool_faults": {'
+      sep=""
+      while read -r r _ _; do
+        log="$out/repro-$r.log"; src="$here/repro/$r.cu"; [ -e "$src" ] || src="$here/repro/$r.c"
+        printf '%s\n      "%s": {"gpus": %s' "$sep" $r "$ngpu"; sep=,
+        if ! "$nvcc" -o "$out/$r" "$src" -lcuda >"$log" 2>&1; then
+          why="$why${why:+; }$r did not compile (see repro-$r.log)"
+          printf ', "compiled": false}'
+          continue
+        fi
+        case $r in
+          pool_destroy_sanitizer_crash)
+            # Plain (must exit 0), under memcheck, and under memcheck without
+            # the destroy or the final allocation (controls: must exit 0, or
+            # the crash is not the one named); runtime and driver API.
+            crash=""
+            for run in plain tool tool-no-destroy tool-no-final-allocation driver-plain driver-tool; do
+              args=()
+              case $run in *no-destroy) args=(--no-destroy) ;; *no-final-allocation) args=(--no-final-allocation) ;; esac
+              case $run in driver-*) args+=(driver) ;; esac
+              repro $run "${args[@]}"
+              case $run in
+                *plain|*-no-*) [ $rc = 0 ] || why="$why${why:+; }$r $run exited $rc" ;;
+                *) [ $rc = 0 ] || crash="$crash${crash:+, }$run exit $rc" ;;
+              esac
+            done
+            [ -z "$crash" ] || faults="$faults${faults:+; }$r under memcheck ($crash) with $ngpu GPUs visible; exits 0 without the tool" ;;
+          graph_peer_read_memcheck)
+            # Plain (must exit 0 with 2 GPUs or more: 77 is fewer than 2),
+            # under memcheck (the fault: its invalid-read reports), and the
+            # control under memcheck, the owner reading (must exit 0, 0 errors).
+            repro plain
+            if [ $rc = 77 ] && [ "$ngpu" -lt 2 ]; then
+              printf ', "skipped": "fewer than 2 GPUs"}'; continue
+            fi
+            [ $rc = 0 ] || why="$why${why:+; }$r plain exited $rc"
+            repro tool
+            reads=$(grep -c 'Invalid __global__ read' "$out/repro-run.log")
+            printf ', "tool_invalid_reads": %d' "$reads"
+            if [ "$reads" -gt 0 ]; then
+              faults="$faults${faults:+; }$r under memcheck (tool exit $rc, $reads Invalid __global__ read reports of a peer's read) with $ngpu GPUs visible; exits 0 without the tool, its control (the owner reads) clean under it"
+            else
+              why="$why${why:+; }$r no longer reproduces under memcheck (tool exit $rc, no Invalid __global__ read): drop it from TOOL_FAULTS"
+            fi
+            repro tool-owner-reads --owner-reads
+            printf ', "tool-owner-reads_errors": %d' "$e"
+            [ $rc = 0 ] && [ "$e" = 0 ] || why="$why${why:+; }$r tool-owner-reads exited $rc with $e errors" ;;
+        esac
+        printf '}'
+      done <<<"$TOOL_FAULTS"
+      rm -f "$out/repro-run.log"
+      printf '\n    },\n'
     fi
     if [ -n "$why" ]; then bar="failed: $why"
-    elif [ -n "$crash" ]; then bar="tool crash, named: pool_destroy_sanitizer_crash under memcheck ($crash) with $ngpu GPUs visible; exits 0 without the tool"
+    elif [ -n "$faults" ]; then bar="tool fault, named: $faults"
     else bar=met; [ "$extras" = 1 ] || bar="met by these binaries (self-test and reproduction in another run)"; fi
     printf '    "total_errors": %d,\n    "total_leaked_bytes": %d,\n    "self_test": "%s",\n    "bar": "%s"\n  }' \
       "$total_e" "$total_l" "$verdict" "$bar"

@@ -317,7 +317,7 @@ fn sanitizer(dir: &Dirs) -> String {
         );
     }
     // The verdict is run.sh's (exit codes, counts, the self-test and the
-    // known tool crash's reproduction; unit-tested in gpu_bundle.rs).
+    // named tool faults' reproductions; unit-tested in gpu_bundle.rs).
     for bar in dir.all("summary.json").iter().filter_map(|t| {
         let at = t.find("\"bar\": \"")? + 8;
         Some(t[at..at + t[at..].find('"')?].to_string())

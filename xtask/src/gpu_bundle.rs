@@ -202,7 +202,7 @@ pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 /// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
 const RUN_SH: &str = include_str!("../scripts/run.sh");
 
-/// `run.sh` in `into`, with the C reproductions of `tests/repro/` beside it
+/// `run.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` beside it
 /// in `repro/` (`run.sh --sanitize` compiles and runs them there).
 pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
     std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
@@ -211,7 +211,7 @@ pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
     std::fs::create_dir_all(into.join("repro")).map_err(|e| e.to_string())?;
     for e in std::fs::read_dir(&repro).map_err(|e| format!("{}: {e}", repro.display()))? {
         let path = e.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|x| x == "c") {
+        if path.extension().is_some_and(|x| x == "c" || x == "cu") {
             std::fs::copy(&path, into.join("repro").join(path.file_name().unwrap()))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -236,9 +236,15 @@ mod tests {
     /// that are shell scripts, a fake compute-sanitizer (it runs the program,
     /// sets `FAKE_TOOL`, reports 0 errors, 0 bytes leaked unless the
     /// self-test's variable is set, and exits with the program's code) and a
-    /// fake nvcc (its "reproduction" exits `FAKE_REPRO_TOOL_EXIT` under the
-    /// tool, `FAKE_REPRO_CONTROL_EXIT` under it with a control flag, 0
-    /// without it). Returns summary.json and the logs' folder.
+    /// fake nvcc (its pool "reproduction" exits `FAKE_REPRO_TOOL_EXIT` under
+    /// the tool, `FAKE_REPRO_CONTROL_EXIT` under it with a control flag, 0
+    /// without it; its graph peer-read one exits 77 with fewer than 2 GPUs,
+    /// `FAKE_GRAPH_PLAIN_EXIT` without the tool, reports two invalid reads
+    /// and exits 1 under it unless `FAKE_GRAPH_TOOL_CLEAN` is set, and with
+    /// `--owner-reads` under it reports `FAKE_GRAPH_CONTROL_ERRORS` errors and
+    /// exits `FAKE_GRAPH_CONTROL_EXIT`) and a fake nvidia-smi listing
+    /// `FAKE_NGPU` GPUs (4 unless set). Returns summary.json and the logs'
+    /// folder.
     fn sanitize(case: &str, env: &[(&str, &str)]) -> (String, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("run-sh-{}-{case}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -248,6 +254,7 @@ mod tests {
         std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
         std::fs::write(dir.join("headers.txt"), "fake\n").unwrap();
         std::fs::write(dir.join("repro/pool_destroy_sanitizer_crash.c"), "").unwrap();
+        std::fs::write(dir.join("repro/graph_peer_read_memcheck.cu"), "").unwrap();
         let bin = |n: &str, exit_var: &str| {
             script(
                 &dir.join("bin").join(n),
@@ -260,6 +267,7 @@ mod tests {
         bin("device_smoke", "FAKE_SMOKE_EXIT");
         bin("stream_ordered_allocator", "FAKE_SOA_EXIT");
         bin("tensor_map", "FAKE_TM_EXIT");
+        bin("graph_memory", "FAKE_GM_EXIT");
         script(
             &dir.join("tools/compute-sanitizer"),
             "while [ $# -gt 0 ]; do case \"$1\" in --*) shift 2 ;; *) break ;; esac; done\n\
@@ -269,7 +277,17 @@ mod tests {
         );
         script(
             &dir.join("tools/repro"),
-            "if [ -n \"$FAKE_TOOL\" ]; then\n\
+            "case \"$0\" in *graph_peer_read_memcheck)\n\
+             [ \"$FAKE_NGPU\" -lt 2 ] && exit 77\n\
+             [ -z \"$FAKE_TOOL\" ] && exit ${FAKE_GRAPH_PLAIN_EXIT:-0}\n\
+             if [ \"$1\" = --owner-reads ]; then\n\
+             echo \"========= ERROR SUMMARY: ${FAKE_GRAPH_CONTROL_ERRORS:-0} errors\"\n\
+             exit ${FAKE_GRAPH_CONTROL_EXIT:-0}\nfi\n\
+             [ -n \"$FAKE_GRAPH_TOOL_CLEAN\" ] && exit 0\n\
+             echo '========= Invalid __global__ read of size 4 bytes'\n\
+             echo '========= Invalid __global__ read of size 4 bytes'\n\
+             echo '========= ERROR SUMMARY: 2 errors'\nexit 1 ;;\nesac\n\
+             if [ -n \"$FAKE_TOOL\" ]; then\n\
              case \"$*\" in *--no-*) exit ${FAKE_REPRO_CONTROL_EXIT:-0} ;; esac\n\
              exit ${FAKE_REPRO_TOOL_EXIT:-0}\nfi\nexit 0",
         );
@@ -280,15 +298,27 @@ mod tests {
                 dir.join("tools/repro").display()
             ),
         );
+        script(
+            &dir.join("tools/nvidia-smi"),
+            "i=0; while [ $i -lt $FAKE_NGPU ]; do echo \"GPU $i: Fake\"; i=$((i+1)); done",
+        );
+        let path = format!(
+            "{}:{}",
+            dir.join("tools").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         let out = Command::new("bash")
             .arg(dir.join("run.sh"))
             .args(["--sanitize", "--skip-suite"])
             .env("OUT", dir.join("out"))
             .env("COMPUTE_SANITIZER", dir.join("tools/compute-sanitizer"))
             .env("NVCC", dir.join("tools/nvcc"))
+            .env("PATH", path)
+            .env("FAKE_NGPU", "4")
+            .env_remove("CUDA_VISIBLE_DEVICES")
             .env(
                 "SANITIZE_BINARIES",
-                "device_smoke stream_ordered_allocator tensor_map",
+                "device_smoke stream_ordered_allocator tensor_map graph_memory",
             )
             .envs(env.iter().copied())
             .output()
@@ -305,17 +335,18 @@ mod tests {
 
     #[test]
     fn the_sanitizer_verdict_is_met_only_when_every_binary_exits_0() {
-        let (summary, logs) = sanitize("clean", &[]);
+        // One GPU: the graph peer-read reproduction has no peer (exit 77).
+        let (summary, logs) = sanitize("clean", &[("FAKE_NGPU", "1")]);
         assert_eq!(bar(&summary), "met", "{summary}");
         assert!(summary.contains("\"self_test\": \"self-test caught: 4194304 bytes leaked\""));
         assert!(
             summary.contains(
-                "\"known_tool_crash\": {\"name\": \"pool_destroy_sanitizer_crash\", \"gpus\": "
+                "\"known_tool_faults\": {\n      \"pool_destroy_sanitizer_crash\": {\"gpus\": 1, \"plain\": 0, \"tool\": 0, \"tool-no-destroy\": 0"
             ),
             "{summary}"
         );
         assert!(
-            summary.contains("\"plain\": 0, \"tool\": 0, \"tool-no-destroy\": 0"),
+            summary.contains("\"graph_peer_read_memcheck\": {\"gpus\": 1, \"plain\": 77, \"skipped\": \"fewer than 2 GPUs\"}"),
             "{summary}"
         );
         // The test that crashes the tool with several GPUs: left out of its
@@ -355,14 +386,18 @@ mod tests {
         let (summary, _) = sanitize("crash", &[("FAKE_REPRO_TOOL_EXIT", "139")]);
         assert!(
             bar(&summary).starts_with(
-                "tool crash, named: pool_destroy_sanitizer_crash under memcheck (tool exit 139, driver-tool exit 139)"
+                "tool fault, named: pool_destroy_sanitizer_crash under memcheck (tool exit 139, driver-tool exit 139) with 4 GPUs visible; exits 0 without the tool; graph_peer_read_memcheck under memcheck"
             ),
             "{summary}"
         );
         // ... and with anything else wrong besides, failed.
         let (summary, _) = sanitize(
             "crash-and-exit",
-            &[("FAKE_REPRO_TOOL_EXIT", "139"), ("FAKE_TM_EXIT", "1")],
+            &[
+                ("FAKE_REPRO_TOOL_EXIT", "139"),
+                ("FAKE_NGPU", "1"),
+                ("FAKE_TM_EXIT", "1"),
+            ],
         );
         assert_eq!(bar(&summary), "failed: tensor_map exited 1; racecheck tensor_map exited 1; synccheck tensor_map exited 1", "{summary}");
         // A crash the controls show too is not the named one.
@@ -378,5 +413,71 @@ mod tests {
                 .starts_with("failed: pool_destroy_sanitizer_crash tool-no-destroy exited 139"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn the_graph_peer_read_fault_alone_is_named_not_passed() {
+        let (summary, logs) = sanitize("graph-fault", &[]);
+        assert_eq!(
+            bar(&summary),
+            "tool fault, named: graph_peer_read_memcheck under memcheck (tool exit 1, \
+             2 Invalid __global__ read reports of a peer's read) with 4 GPUs visible; exits 0 \
+             without the tool, its control (the owner reads) clean under it",
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "\"graph_peer_read_memcheck\": {\"gpus\": 4, \"plain\": 0, \"tool\": 1, \
+                 \"tool_invalid_reads\": 2, \"tool-owner-reads\": 0, \"tool-owner-reads_errors\": 0}"
+            ),
+            "{summary}"
+        );
+        // Under the tool the peer-read tests are left out of their binary,
+        // which still runs with every GPU visible, and not run apart.
+        let whole = std::fs::read_to_string(logs.join("memcheck-graph_memory.log")).unwrap();
+        assert!(
+            whole.contains("--test-threads=1 --skip memory_nodes_peer_access visible: all"),
+            "{whole}"
+        );
+        assert!(!summary.contains("graph_memory/"), "{summary}");
+        // Its errors under the tool are the fault's, not the suite's.
+        assert!(summary.contains("\"total_errors\": 0,"), "{summary}");
+    }
+
+    #[test]
+    fn the_graph_peer_read_fault_fails_the_verdict_when_its_plain_run_or_control_fails() {
+        for (case, env, why) in [
+            (
+                "graph-plain",
+                ("FAKE_GRAPH_PLAIN_EXIT", "1"),
+                "failed: graph_peer_read_memcheck plain exited 1",
+            ),
+            // 77 (no peer) with 2 GPUs or more is no skip.
+            (
+                "graph-plain-77",
+                ("FAKE_GRAPH_PLAIN_EXIT", "77"),
+                "failed: graph_peer_read_memcheck plain exited 77",
+            ),
+            (
+                "graph-control-exit",
+                ("FAKE_GRAPH_CONTROL_EXIT", "1"),
+                "failed: graph_peer_read_memcheck tool-owner-reads exited 1 with 0 errors",
+            ),
+            (
+                "graph-control-errors",
+                ("FAKE_GRAPH_CONTROL_ERRORS", "3"),
+                "failed: graph_peer_read_memcheck tool-owner-reads exited 0 with 3 errors",
+            ),
+            // A tool that reads it right: the left-out tests must come back.
+            (
+                "graph-tool-clean",
+                ("FAKE_GRAPH_TOOL_CLEAN", "1"),
+                "failed: graph_peer_read_memcheck no longer reproduces under memcheck \
+                 (tool exit 0, no Invalid __global__ read): drop it from TOOL_FAULTS",
+            ),
+        ] {
+            let (summary, _) = sanitize(case, &[env]);
+            assert_eq!(bar(&summary), why, "{case}: {summary}");
+        }
     }
 }
