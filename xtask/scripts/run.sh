@@ -138,7 +138,8 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
       [ -x "$here/bin/$n" ] || continue
       skip=(); alone=()
       while read -r _ bt how; do
-        [ "${bt%%:*}" = "$n" ] || continue
+        # The fault's binary in every build of it (`vmm-loaded` is `vmm`).
+        [ "${bt%%:*}" = "${n%%-*}" ] || continue
         skip+=(--skip "${bt#*:}")
         [ "$how" = one-gpu ] && alone+=("${bt#*:}")
       done <<<"$TOOL_FAULTS"
