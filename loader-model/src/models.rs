@@ -8,6 +8,7 @@
 
 use crate::once::{publish, ForkWatch, Once, Stuck};
 use crate::sys::{self, enter, Arc, Thread, World, Wrong};
+use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 #[cfg(loom)]
@@ -428,29 +429,36 @@ fn an_initialisation_that_unwinds_poisons_the_load() {
 
 // --- slot publication racing function() ------------------------------------
 
+// A slot's values as `src/loader/slot_state.rs` makes them: a state is an
+// address without provenance; ADDRESS stands for a library's function (never
+// called here). Threads hand back addresses: a pointer is not `Send`.
 const UNRESOLVED: usize = 0;
 const NOT_FOUND: usize = 3;
 const ADDRESS: usize = 0x7000;
 
+fn value(n: usize) -> *mut c_void {
+    std::ptr::null_mut::<c_void>().wrapping_byte_add(n)
+}
+
 fn publication(wrong: Wrong) {
     model(move || {
         let w = World::new(wrong);
-        let slot = Arc::new(sys::AtomicUsize::new(UNRESOLVED));
+        let slot = Arc::new(sys::AtomicPtr::new(value(UNRESOLVED)));
         // Two first calls whose lookups answer differently.
         let spawn = |found: usize, id| {
             let (w, s) = (w.clone(), slot.clone());
             thread::spawn(move || {
                 enter(&w, me(id));
-                publish(&s, UNRESOLVED, found)
+                publish(&s, value(UNRESOLVED), value(found)) as usize
             })
         };
         let a = spawn(ADDRESS, 1);
         let b = spawn(NOT_FOUND, 2);
         // function(): reads the slot meanwhile.
         enter(&w, me(3));
-        let seen = slot.load(Ordering::Acquire);
+        let seen = slot.load(Ordering::Acquire) as usize;
         let (a, b) = (a.join().unwrap(), b.join().unwrap());
-        let last = slot.load(Ordering::Acquire);
+        let last = slot.load(Ordering::Acquire) as usize;
         assert_eq!(a, b, "the two callers disagree");
         assert_eq!(a, last, "function() disagrees with the callers");
         assert!(seen == UNRESOLVED || seen == last, "the slot changed twice");

@@ -16,8 +16,8 @@ use std::cell::RefCell;
 pub struct Wrong {
     /// Every ordering weakened to `Relaxed` (loom's atomics only).
     pub relaxed: bool,
-    /// A slot's compare-and-exchange done as a plain store (the old
-    /// unconditional publication; loom's atomics only).
+    /// A slot's (an `AtomicPtr`'s) compare-and-exchange done as a plain
+    /// store (the old unconditional publication; loom's atomics only).
     pub cas_is_store: bool,
     /// No thread token: the thread id alone tells re-entrancy (the old rule).
     pub no_token: bool,
@@ -138,7 +138,7 @@ pub fn sleep_briefly() {
 }
 
 #[cfg(not(loom))]
-pub use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+pub use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 #[cfg(loom)]
 fn weaken(o: Ordering) -> Ordering {
@@ -178,10 +178,6 @@ macro_rules! atomic {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$t, $t> {
-                if wrong().cas_is_store && stringify!($name) == "AtomicUsize" {
-                    self.0.store(new, weaken(success));
-                    return Ok(current);
-                }
                 let failure = weaken(failure);
                 let success = match (weaken(success), failure) {
                     (Ordering::Relaxed, Ordering::Acquire) => Ordering::Acquire,
@@ -199,3 +195,38 @@ atomic!(AtomicU32, u32);
 atomic!(AtomicU64, u64);
 #[cfg(loom)]
 atomic!(AtomicUsize, usize);
+
+/// loom's, with the wrong variants: a slot (`publish`).
+#[cfg(loom)]
+pub struct AtomicPtr<T>(loom::sync::atomic::AtomicPtr<T>);
+
+#[cfg(loom)]
+impl<T> AtomicPtr<T> {
+    pub fn new(v: *mut T) -> AtomicPtr<T> {
+        AtomicPtr(loom::sync::atomic::AtomicPtr::new(v))
+    }
+    pub fn load(&self, o: Ordering) -> *mut T {
+        self.0.load(weaken(o))
+    }
+    pub fn store(&self, v: *mut T, o: Ordering) {
+        self.0.store(v, weaken(o))
+    }
+    pub fn compare_exchange(
+        &self,
+        current: *mut T,
+        new: *mut T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<*mut T, *mut T> {
+        if wrong().cas_is_store {
+            self.0.store(new, weaken(success));
+            return Ok(current);
+        }
+        let failure = weaken(failure);
+        let success = match (weaken(success), failure) {
+            (Ordering::Relaxed, Ordering::Acquire) => Ordering::Acquire,
+            (s, _) => s,
+        };
+        self.0.compare_exchange(current, new, success, failure)
+    }
+}

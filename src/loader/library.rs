@@ -324,8 +324,8 @@ impl Library {
         let mut stub = asked == CUDA_ERROR_STUB_LIBRARY;
         let mut v: c_int = 0;
         if f > LAST_STATE {
-            // The address cuGetProcAddress gave (`ask`), exposed there.
-            let f = f as *const c_void;
+            // The pointer cuGetProcAddress gave (`ask`), as it gave it.
+            let f = f.cast_const();
             // SAFETY: PFN_cuDriverGetVersion_v2020, asked as such.
             let r = unsafe { core::mem::transmute::<*const c_void, GetVersion>(f)(&mut v) };
             stub |= r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
@@ -441,15 +441,15 @@ impl LibraryState {
     }
 
     /// The slot value for `entry`: its address, or why there is none.
-    pub(super) fn lookup(&self, entry: &Entry) -> usize {
+    pub(super) fn lookup(&self, entry: &Entry) -> *mut c_void {
         self.ask(entry).1
     }
 
     /// The slot value for `entry`, and `cuGetProcAddress`'s result
     /// (`CUDA_SUCCESS` where it was not asked).
-    pub(super) fn ask(&self, entry: &Entry) -> (CUresult, usize) {
+    pub(super) fn ask(&self, entry: &Entry) -> (CUresult, *mut c_void) {
         if entry.version == 0 || self.get_proc.is_null() {
-            let v = sys::symbol(self.handle, entry.symbol).map_or(NOT_FOUND, |p| p as usize);
+            let v = sys::symbol(self.handle, entry.symbol).map_or(NOT_FOUND, |p| p.cast_mut());
             return (CUDA_SUCCESS, v);
         }
         // cuda.h (Driver Entry Point Access): a version above the driver's
@@ -481,8 +481,9 @@ impl LibraryState {
                 )
             }
         };
+        // The address compared, the pointer itself kept (never an integer).
         let v = if r == CUDA_SUCCESS && p as usize >= LOWEST_ADDRESS {
-            p as usize
+            p
         } else if r == CUDA_SUCCESS && p.is_null() && status == VERSION_NOT_SUFFICIENT {
             BELOW_INTRODUCTION
         } else if r == CUDA_ERROR_INVALID_VALUE && self.version == 0 {

@@ -8,7 +8,8 @@
 //! is the platform's (`unix.rs`, `windows.rs`); `loader-model/` compiles
 //! this same file against a fake one and checks it with loom.
 
-use super::sys::{self, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use super::sys::{self, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::ffi::c_void;
 
 /// Why a one-time initialisation cannot be waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,8 +248,14 @@ impl Once {
 /// value either way. A slot changes once: a second lookup that answers
 /// otherwise (a driver that says "not found" the second time) cannot
 /// replace what the first published, so every caller, and
-/// [`function`](super::function), sees the same value.
-pub(super) fn publish(slot: &AtomicUsize, unresolved: usize, found: usize) -> usize {
+/// [`function`](super::function), sees the same value. A slot holds a
+/// pointer: the library's function, its provenance kept, or a state (an
+/// address without provenance), compared by address.
+pub(super) fn publish(
+    slot: &AtomicPtr<c_void>,
+    unresolved: *mut c_void,
+    found: *mut c_void,
+) -> *mut c_void {
     match slot.compare_exchange(unresolved, found, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => found,
         Err(published) => published,

@@ -5,28 +5,34 @@
 
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
 use super::once::publish;
-use super::slot_state::{
-    BELOW_INTRODUCTION, LAST_STATE, NOT_FOUND, NO_LIBRARY, TOO_OLD, UNRESOLVED,
-};
-use super::sys::{AtomicUsize, Ordering};
+use super::slot_state::{BELOW_INTRODUCTION, LAST_STATE, NO_LIBRARY, TOO_OLD, UNRESOLVED};
+use super::sys::{AtomicPtr, Ordering};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
 
-static DRIVER_SLOTS: [AtomicUsize; N_DRIVER] = [const { AtomicUsize::new(UNRESOLVED) }; N_DRIVER];
-static RUNTIME_SLOTS: [AtomicUsize; N_RUNTIME] =
-    [const { AtomicUsize::new(UNRESOLVED) }; N_RUNTIME];
+static DRIVER_SLOTS: [AtomicPtr<c_void>; N_DRIVER] =
+    [const { AtomicPtr::new(UNRESOLVED) }; N_DRIVER];
+static RUNTIME_SLOTS: [AtomicPtr<c_void>; N_RUNTIME] =
+    [const { AtomicPtr::new(UNRESOLVED) }; N_RUNTIME];
 
 /// What a slot's value says; `stub`: the library is NVIDIA's stub (a
 /// `NO_LIBRARY` then says so).
-fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
-    match v {
-        NO_LIBRARY if stub => Err(Unavailable::StubLibrary),
-        NO_LIBRARY => Err(Unavailable::LibraryNotLoaded),
-        TOO_OLD => Err(Unavailable::DriverTooOld),
-        NOT_FOUND => Err(Unavailable::NotFound),
-        BELOW_INTRODUCTION => Err(Unavailable::VersionBelowIntroduction),
-        p => Ok(p as *const c_void),
+fn decode(v: *mut c_void, stub: bool) -> Result<*const c_void, Unavailable> {
+    // Compared by address (a state is never a pattern: a pointer).
+    if v > LAST_STATE {
+        Ok(v.cast_const())
+    } else if v == NO_LIBRARY && stub {
+        Err(Unavailable::StubLibrary)
+    } else if v == NO_LIBRARY {
+        Err(Unavailable::LibraryNotLoaded)
+    } else if v == TOO_OLD {
+        Err(Unavailable::DriverTooOld)
+    } else if v == BELOW_INTRODUCTION {
+        Err(Unavailable::VersionBelowIntroduction)
+    } else {
+        // NOT_FOUND (UNRESOLVED is never decoded: it is resolved first).
+        Err(Unavailable::NotFound)
     }
 }
 
@@ -37,7 +43,7 @@ fn decode(v: usize, stub: bool) -> Result<*const c_void, Unavailable> {
 pub(super) fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
     let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
     if v > LAST_STATE {
-        return Ok(v as *const c_void);
+        return Ok(v.cast_const());
     }
     resolve(Api::Driver, slot)
 }
@@ -47,7 +53,7 @@ pub(super) fn driver_fn(slot: usize) -> Result<*const c_void, Unavailable> {
 pub(super) fn runtime_fn(slot: usize) -> Result<*const c_void, Unavailable> {
     let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
     if v > LAST_STATE {
-        return Ok(v as *const c_void);
+        return Ok(v.cast_const());
     }
     resolve(Api::Runtime, slot)
 }
@@ -177,7 +183,7 @@ pub(crate) use call;
 #[inline(always)]
 pub fn driver_ready(slot: usize) -> Option<*const c_void> {
     let v = DRIVER_SLOTS[slot].load(Ordering::Acquire);
-    (v > LAST_STATE).then_some(v as *const c_void)
+    (v > LAST_STATE).then_some(v.cast_const())
 }
 
 /// The runtime function in `slot` if it is already resolved.
@@ -185,7 +191,7 @@ pub fn driver_ready(slot: usize) -> Option<*const c_void> {
 #[inline(always)]
 pub fn runtime_ready(slot: usize) -> Option<*const c_void> {
     let v = RUNTIME_SLOTS[slot].load(Ordering::Acquire);
-    (v > LAST_STATE).then_some(v as *const c_void)
+    (v > LAST_STATE).then_some(v.cast_const())
 }
 
 /// Resolves the driver function in `slot` (the trampolines' cold path: first
