@@ -9,8 +9,9 @@
 
 pub mod sys;
 
+// The models are its only users: mounted for the tests alone.
+#[cfg(test)]
 #[path = "../../src/loader/once.rs"]
-#[allow(dead_code)]
 mod once;
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ pub(super) enum Stuck {
 }
 
 impl Stuck {
+    #[allow(dead_code)] // loader-model's models never word a verdict
     pub(super) fn message(self) -> &'static str {
         match self {
             Stuck::Reentrant => {
@@ -306,6 +307,7 @@ impl ForkWatch {
     }
 
     /// The handler's work, in the child.
+    #[allow(dead_code)] // loader-model's models fork by their own hand
     pub(super) fn forked(&self) {
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
