@@ -5,7 +5,7 @@
 //!
 //! A [`Capture`] holds its [`Stream`] mutably: while it records, nothing
 //! else can enqueue on that stream, allocate from it or free to it (a
-//! [`PoolBuffer`](crate::pool::PoolBuffer) of the stream cannot even exist),
+//! [`PoolBuffer`] of the stream cannot even exist),
 //! and nothing can wait for it (`cudaStreamSynchronize` during a capture
 //! fails and ends the capture). A [`GraphBuffer`], allocated in the capture,
 //! is owned by the graph being recorded: its allocation and its free are
