@@ -46,13 +46,7 @@ fn cc(args: &[&str], dir: &Path) -> Result<(), Failed> {
         .current_dir(dir)
         .output()
         .map_err(|e| format!("cc: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cc {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
+    test_support::succeeded(out, format_args!("cc {args:?}"))?;
     Ok(())
 }
 
@@ -130,13 +124,7 @@ fn cdylib(features: &str) -> Result<PathBuf, Failed> {
         cmd.env_remove(var);
     }
     let out = cmd.output().map_err(|e| format!("cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building the cdylib ({features}) failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
+    test_support::succeeded(out, format_args!("building the cdylib ({features})"))?;
     Ok(base.join("target/debug/libprobe.so"))
 }
 

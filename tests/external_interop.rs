@@ -174,11 +174,7 @@ mod interop {
 
     pub fn vmm_allocation_imported_as_external_memory() -> TestResult {
         let gpu = Gpu::new(0)?;
-        gpu.require(
-            CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-            "device 0 does not support POSIX file descriptor handles",
-        )?;
-        let vmm = Mapping::shareable(&gpu, 2)?;
+        let vmm = Mapping::posix_shareable(&gpu, 2)?;
         cu!(cuMemsetD8(vmm.ptr, 0x11, vmm.size))?;
 
         let fd = vmm.export_fd()?;

@@ -1351,17 +1351,6 @@ fn replays_10000<A: Api>() -> TestResult {
     c.finish()
 }
 
-macro_rules! twins {
-    ($($scenario:ident => $rt:ident, $drv:ident;)*) => {$(
-        fn $rt() -> TestResult {
-            $scenario::<Rt>()
-        }
-        fn $drv() -> TestResult {
-            $scenario::<Drv>()
-        }
-    )*};
-}
-
 twins! {
     capture_each_mode => rt_capture_each_mode_current_and_own_pool, drv_capture_each_mode_current_and_own_pool;
     capture_modes_unsafe_calls => rt_capture_modes_unsafe_calls, drv_capture_modes_unsafe_calls;

@@ -404,14 +404,19 @@ fn committed_bindings_carry_no_nvidia_text() -> Result<Completion, Failed> {
     for (name, rust) in committed() {
         found.extend(found_in(corpus, name, &rust_strings(rust)?));
     }
-    if !found.is_empty() {
-        return Err(format!(
-            "the committed bindings carry NVIDIA's text (run `cargo xtask regen`):\n {}",
-            found.join("\n ")
-        )
-        .into());
+    none_found(
+        "the committed bindings carry NVIDIA's text (run `cargo xtask regen`)",
+        &found,
+    )
+}
+
+/// Completed where nothing was found; else `what`, then each place found on a
+/// line of its own.
+fn none_found(what: &str, found: &[String]) -> Result<Completion, Failed> {
+    if found.is_empty() {
+        return Ok(Completion::Completed);
     }
-    Ok(Completion::Completed)
+    Err(format!("{what}:\n {}", found.join("\n ")).into())
 }
 
 /// Needs no headers: every item links, each function its group module's page;
@@ -469,12 +474,7 @@ fn packaged_files() -> Result<Vec<(String, String)>, String> {
         .current_dir(crate_dir())
         .output()
         .map_err(|e| format!("running cargo package --list: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo package --list failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let out = abi_support::succeeded(out, "cargo package --list")?;
     let mut files = vec![];
     for name in String::from_utf8_lossy(&out.stdout).lines() {
         let source = match name {
@@ -518,14 +518,10 @@ fn no_packaged_file_carries_nvidia_text() -> Result<Completion, Failed> {
     };
     let files = packaged_files()?;
     let found = found_in_package(corpus, &files)?;
-    if !found.is_empty() {
-        return Err(format!(
-            "the package (cargo package --list) carries NVIDIA's text:\n {}",
-            found.join("\n ")
-        )
-        .into());
-    }
-    Ok(Completion::Completed)
+    none_found(
+        "the package (cargo package --list) carries NVIDIA's text",
+        &found,
+    )
 }
 
 /// The wrong twins: one of NVIDIA's sentences planted in a committed file, as

@@ -1120,19 +1120,6 @@ impl Api for Drv {
     }
 }
 
-/// `twins!(scenario => rt_test, drv_test; ..)`: the runtime's and the
-/// driver's test of one twin scenario, under their registered names.
-macro_rules! twins {
-    ($($scenario:ident => $rt:ident, $drv:ident;)*) => {$(
-        fn $rt() -> TestResult {
-            $scenario::<Rt>()
-        }
-        fn $drv() -> TestResult {
-            $scenario::<Drv>()
-        }
-    )*};
-}
-
 twins! {
     default_pool_round_trip => rt_default_pool_round_trip, drv_default_pool_round_trip;
     peer_pool_access => rt_peer_pool_access, drv_peer_pool_access;

@@ -563,11 +563,7 @@ fn retain_handle_and_reference_counting() -> TestResult {
 fn posix_fd_across_two_processes() -> TestResult {
     let n = gpus::device_count()? as usize;
     let gpu = Gpu::new(0)?;
-    gpu.require(
-        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-        "no POSIX file descriptor handles on device 0",
-    )?;
-    let m = Mapping::shareable(&gpu, 2)?;
+    let m = Mapping::posix_shareable(&gpu, 2)?;
     write(m.ptr, &pattern(m.size, 20))?;
     // Checked open there.
     let fd = m.export_fd()?;

@@ -105,15 +105,6 @@ struct Model {
     renames: Vec<(String, String, String)>,
 }
 
-fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
-    match tree {
-        syn::UseTree::Path(p) => use_renames(&p.tree, out),
-        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
-        _ => {}
-    }
-}
-
 const INTS: [&str; 23] = [
     "u8",
     "u16",
@@ -250,7 +241,7 @@ impl Model {
                 // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
                 syn::Item::Use(u) => {
                     let mut renames = vec![];
-                    use_renames(&u.tree, &mut renames);
+                    generator::codegen::use_renames(&u.tree, &mut renames);
                     self.renames.extend(
                         renames
                             .into_iter()

@@ -91,31 +91,72 @@ fn run() -> &'static Result<Result<Run, String>, String> {
     })
 }
 
-fn summary(run: &Run) -> String {
+/// What a run counts, for its summary and its dump.
+struct Counts {
+    types: usize,
+    records: usize,
+    enums: usize,
+    typedefs: usize,
+    opaque: usize,
+    nested: usize,
+    fields: usize,
+    offset_only: usize,
+    bitfields: usize,
+    constants: usize,
+    uncompared: usize,
+    rust_only: usize,
+    mismatches: usize,
+}
+
+fn counts(run: &Run) -> Counts {
     let c = &run.cmp;
-    let version = c
+    Counts {
+        types: c.count("type"),
+        records: table::RECORDS.len(),
+        enums: table::ENUMS.len(),
+        typedefs: table::TYPEDEFS.len(),
+        opaque: table::OPAQUE.len(),
+        nested: table::NESTED.len(),
+        fields: c.count("field"),
+        offset_only: c.offset_only,
+        bitfields: c.count("bits"),
+        constants: c.count("const"),
+        uncompared: table::UNCOMPARED.len(),
+        rust_only: table::RUST_ONLY.len(),
+        mismatches: c.mismatches.len(),
+    }
+}
+
+fn summary(run: &Run) -> String {
+    let version = run
+        .cmp
         .cuda_version
         .map_or("?".into(), |v| format!("{}.{}", v / 1000, v % 1000 / 10));
+    let Counts {
+        types,
+        records,
+        enums,
+        typedefs,
+        opaque,
+        nested,
+        fields,
+        offset_only,
+        bitfields,
+        constants,
+        uncompared,
+        rust_only,
+        mismatches,
+    } = counts(run);
     format!(
         "abi_layout: {BINDINGS}, CUDA {version} headers, C compiler {}:\n  \
-         {} types checked ({} structs/unions, {} enums, {} typedefs; {} opaque types skipped: no layout; \
-         {} nested types checked through their parents)\n  \
-         {} fields checked ({} anonymous members by offset only), {} bitfields, {} constants \
-         ({} not comparable); {} Rust-only members (bitfield storage, padding)\n  {} mismatches",
+         {types} types checked ({records} structs/unions, {enums} enums, {typedefs} typedefs; \
+         {opaque} opaque types skipped: no layout; \
+         {nested} nested types checked through their parents)\n  \
+         {fields} fields checked ({offset_only} anonymous members by offset only), \
+         {bitfields} bitfields, {constants} constants \
+         ({uncompared} not comparable); {rust_only} Rust-only members (bitfield storage, padding)\n  \
+         {mismatches} mismatches",
         run.compiler,
-        c.count("type"),
-        table::RECORDS.len(),
-        table::ENUMS.len(),
-        table::TYPEDEFS.len(),
-        table::OPAQUE.len(),
-        table::NESTED.len(),
-        c.count("field"),
-        c.offset_only,
-        c.count("bits"),
-        c.count("const"),
-        table::UNCOMPARED.len(),
-        table::RUST_ONLY.len(),
-        c.mismatches.len()
     )
 }
 
@@ -134,22 +175,23 @@ fn dump(run: &Run, path: &str) -> std::io::Result<()> {
     );
     let _ = writeln!(s, "compiler {}", run.compiler);
     let _ = writeln!(s, "cuda_version {}", c.cuda_version.unwrap_or(0));
+    let n = counts(run);
     let _ = writeln!(
         s,
         "summary types={} records={} enums={} typedefs={} opaque={} nested={} fields={} offset_only={} \
          bitfields={} constants={} uncompared={} mismatches={}",
-        c.count("type"),
-        table::RECORDS.len(),
-        table::ENUMS.len(),
-        table::TYPEDEFS.len(),
-        table::OPAQUE.len(),
-        table::NESTED.len(),
-        c.count("field"),
-        c.offset_only,
-        c.count("bits"),
-        c.count("const"),
-        table::UNCOMPARED.len(),
-        c.mismatches.len()
+        n.types,
+        n.records,
+        n.enums,
+        n.typedefs,
+        n.opaque,
+        n.nested,
+        n.fields,
+        n.offset_only,
+        n.bitfields,
+        n.constants,
+        n.uncompared,
+        n.mismatches
     );
     for m in &c.mismatches {
         let _ = writeln!(s, "mismatch {m}");

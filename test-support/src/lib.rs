@@ -247,6 +247,21 @@ fn exit_status(code: i32) -> std::process::ExitStatus {
     std::os::unix::process::ExitStatusExt::from_raw(code << 8)
 }
 
+/// `out` where its program exited successfully; else `"{what} failed:"` and
+/// the program's stderr.
+pub fn succeeded(
+    out: std::process::Output,
+    what: impl std::fmt::Display,
+) -> Result<std::process::Output, String> {
+    if out.status.success() {
+        return Ok(out);
+    }
+    Err(format!(
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
 /// A scratch folder under the target folder (a Linux path also under Wine,
 /// where `temp_dir()` is a Windows one the Linux C compiler cannot read).
 pub fn scratch_under_target(name: &str) -> Scratch {

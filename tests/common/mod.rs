@@ -362,6 +362,21 @@ pub fn expect_error<C: Code>(r: C, expected: C, what: &str) -> TestResult {
     Err(format!("{what} returned {}, expected {}", r.name(), expected.name()).into())
 }
 
+/// `twins!(scenario => rt_test, drv_test; ..)`: the runtime's and the
+/// driver's test of one twin scenario generic over its API (the `Rt` and
+/// `Drv` types in scope where it is used), under their registered names.
+#[macro_export]
+macro_rules! twins {
+    ($($scenario:ident => $rt:ident, $drv:ident;)*) => {$(
+        fn $rt() -> $crate::common::TestResult {
+            $scenario::<Rt>()
+        }
+        fn $drv() -> $crate::common::TestResult {
+            $scenario::<Drv>()
+        }
+    )*};
+}
+
 /// Driver call that must succeed: `cu!(cuMemCreate(&mut h, size, &prop, 0))?`.
 #[macro_export]
 macro_rules! cu {

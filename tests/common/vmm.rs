@@ -117,6 +117,19 @@ impl Mapping {
         Mapping::new(&prop, granules * min_granularity(&prop)?, gpu.dev)
     }
 
+    /// [`Mapping::shareable`], on a device that must support POSIX file
+    /// descriptor handles (else it fails, naming the device).
+    pub fn posix_shareable(gpu: &Gpu, granules: usize) -> Result<Mapping, Failed> {
+        gpu.require(
+            CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+            &format!(
+                "device {} does not support POSIX file descriptor handles",
+                gpu.dev
+            ),
+        )?;
+        Mapping::shareable(gpu, granules)
+    }
+
     /// A new POSIX file descriptor for the allocation (ours until imported).
     #[cfg(unix)]
     pub fn export_fd(&self) -> Result<i32, Failed> {

@@ -39,17 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "repro_common.h"
+
 #define WORDS (1u << 20) /* 4 MiB */
 #define PATTERN 0xC0FFEE5Au
-
-#define RT(call)                                                              \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorName(e_));         \
-            return 1;                                                         \
-        }                                                                     \
-    } while (0)
 
 __global__ void copy_u32(unsigned *dst, const unsigned *src, size_t n)
 {

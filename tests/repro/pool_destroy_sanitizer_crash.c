@@ -26,16 +26,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define N (2u << 20)
+#include "repro_common.h"
 
-#define RT(call)                                                              \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorName(e_));         \
-            return 1;                                                         \
-        }                                                                     \
-    } while (0)
+#define N (2u << 20)
 
 #define DRV(call)                                                             \
     do {                                                                      \

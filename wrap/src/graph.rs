@@ -5,7 +5,7 @@
 //!
 //! A [`Capture`] holds its [`Stream`] mutably: while it records, nothing
 //! else can enqueue on that stream, allocate from it or free to it (a
-//! [`PoolBuffer`](crate::pool::PoolBuffer) of the stream cannot even exist),
+//! [`PoolBuffer`] of the stream cannot even exist),
 //! and nothing can wait for it (`cudaStreamSynchronize` during a capture
 //! fails and ends the capture). A [`GraphBuffer`], allocated in the capture,
 //! is owned by the graph being recorded: its allocation and its free are
@@ -51,7 +51,7 @@
 //! # Ok(()) }
 //! ```
 
-use crate::pool::{Pool, PoolBuffer, Stream};
+use crate::pool::{Pool, PoolBuffer, Stream, StreamAlloc};
 use crate::Error;
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -132,9 +132,11 @@ impl<'d> Capture<'_, 'd> {
     ) -> Result<GraphBuffer<'_, 'd>, Error> {
         Error::runtime(call, r, ())?;
         Ok(GraphBuffer {
-            ptr,
-            size,
-            stream: self.stream,
+            alloc: StreamAlloc {
+                ptr,
+                size,
+                stream: self.stream,
+            },
             _capture: PhantomData,
         })
     }
@@ -181,66 +183,46 @@ impl Drop for Capture<'_, '_> {
 /// runs.
 #[derive(Debug)]
 pub struct GraphBuffer<'c, 'd> {
-    ptr: *mut c_void,
-    size: usize,
-    stream: sys::cudaStream_t,
+    alloc: StreamAlloc,
     _capture: PhantomData<(&'c (), &'d ())>,
 }
 
 impl<'d> GraphBuffer<'_, 'd> {
     /// The address the graph's launches use.
     pub fn ptr(&self) -> *mut c_void {
-        self.ptr
+        self.alloc.ptr
     }
 
     pub fn size(&self) -> usize {
-        self.size
+        self.alloc.size
     }
 
     /// Records setting every byte to `value` (`cudaMemsetAsync`).
     pub fn memset(&mut self, value: u8) -> Result<(), Error> {
-        // SAFETY: our allocation, its whole size, recorded in the capture.
-        let r = unsafe { sys::cudaMemsetAsync(self.ptr, value.into(), self.size, self.stream) };
-        Error::runtime("cudaMemsetAsync", r, ())
+        self.alloc.memset(value)
     }
 
     /// Records copying the whole buffer into `dst` (`cudaMemcpyAsync`,
     /// device to device), which the graph then borrows. `cudaErrorInvalidValue`,
     /// before any call, where it would not fit.
     pub fn copy_into(&self, dst: &'d PoolBuffer<'_>) -> Result<(), Error> {
-        if dst.size() < self.size {
+        let a = &self.alloc;
+        if dst.size() < a.size {
             return Err(Error::Runtime {
                 call: "cudaMemcpyAsync",
                 code: sys::cudaErrorInvalidValue,
             });
         }
         let kind = sys::cudaMemcpyDeviceToDevice;
-        // SAFETY: both device allocations, `self.size` bytes inside each; the
+        // SAFETY: both device allocations, `a.size` bytes inside each; the
         // destination outlives the graph ('d).
-        let r = unsafe { sys::cudaMemcpyAsync(dst.ptr(), self.ptr, self.size, kind, self.stream) };
+        let r = unsafe { sys::cudaMemcpyAsync(dst.ptr(), a.ptr, a.size, kind, a.stream) };
         Error::runtime("cudaMemcpyAsync", r, ())
     }
 
     /// Records the free now (`cudaFreeAsync`), with the runtime's code.
     pub fn free(self) -> Result<(), Error> {
-        let (ptr, stream) = (self.ptr, self.stream);
-        core::mem::forget(self);
-        // SAFETY: allocated in the capture, freed once, in the capture.
-        Error::runtime(
-            "cudaFreeAsync",
-            unsafe { sys::cudaFreeAsync(ptr, stream) },
-            (),
-        )
-    }
-}
-
-impl Drop for GraphBuffer<'_, '_> {
-    fn drop(&mut self) {
-        // SAFETY: allocated in the capture, freed once, in the capture
-        // (which outlives the buffer).
-        unsafe {
-            sys::cudaFreeAsync(self.ptr, self.stream);
-        }
+        self.alloc.free()
     }
 }
 

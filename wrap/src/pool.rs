@@ -100,9 +100,11 @@ impl Pool {
         let r = unsafe { sys::cudaMallocFromPoolAsync(&mut ptr, size, self.raw, stream.raw) };
         Error::runtime("cudaMallocFromPoolAsync", r, ())?;
         Ok(PoolBuffer {
-            ptr,
-            size,
-            stream: stream.raw,
+            alloc: StreamAlloc {
+                ptr,
+                size,
+                stream: stream.raw,
+            },
             _borrows: PhantomData,
         })
     }
@@ -122,26 +124,64 @@ impl Drop for Pool {
 /// Memory from a [`Pool`], used and freed in the order of one [`Stream`].
 #[derive(Debug)]
 pub struct PoolBuffer<'a> {
-    ptr: *mut c_void,
-    size: usize,
-    stream: sys::cudaStream_t,
+    alloc: StreamAlloc,
     _borrows: PhantomData<&'a Pool>,
+}
+
+/// A stream-ordered allocation: `size` bytes at `ptr`, set and freed in
+/// `stream`'s order (a capturing stream's: recorded in its graph). Freed on
+/// drop (`cudaFreeAsync`), or by [`StreamAlloc::free`]. What it is allocated
+/// from and in outlives it (its owner's borrows).
+#[derive(Debug)]
+pub(crate) struct StreamAlloc {
+    pub(crate) ptr: *mut c_void,
+    pub(crate) size: usize,
+    pub(crate) stream: sys::cudaStream_t,
+}
+
+impl StreamAlloc {
+    /// Sets every byte to `value` (`cudaMemsetAsync`).
+    pub(crate) fn memset(&mut self, value: u8) -> Result<(), Error> {
+        // SAFETY: our allocation, its whole size, in its stream.
+        let r = unsafe { sys::cudaMemsetAsync(self.ptr, value.into(), self.size, self.stream) };
+        Error::runtime("cudaMemsetAsync", r, ())
+    }
+
+    /// Frees now, in the stream's order, with the runtime's code (`cudaFreeAsync`).
+    pub(crate) fn free(self) -> Result<(), Error> {
+        let (ptr, stream) = (self.ptr, self.stream);
+        core::mem::forget(self);
+        // SAFETY: allocated in this stream, freed once, in it.
+        Error::runtime(
+            "cudaFreeAsync",
+            unsafe { sys::cudaFreeAsync(ptr, stream) },
+            (),
+        )
+    }
+}
+
+impl Drop for StreamAlloc {
+    fn drop(&mut self) {
+        // SAFETY: allocated in this stream, freed once, in it (the stream
+        // outlives the allocation).
+        unsafe {
+            sys::cudaFreeAsync(self.ptr, self.stream);
+        }
+    }
 }
 
 impl PoolBuffer<'_> {
     pub fn ptr(&self) -> *mut c_void {
-        self.ptr
+        self.alloc.ptr
     }
 
     pub fn size(&self) -> usize {
-        self.size
+        self.alloc.size
     }
 
     /// Sets every byte to `value`, in the stream's order (`cudaMemsetAsync`).
     pub fn memset_async(&mut self, value: u8) -> Result<(), Error> {
-        // SAFETY: our allocation, its whole size, in its stream.
-        let r = unsafe { sys::cudaMemsetAsync(self.ptr, value.into(), self.size, self.stream) };
-        Error::runtime("cudaMemsetAsync", r, ())
+        self.alloc.memset(value)
     }
 
     /// Copies `data` in at `offset`, in the stream's order, and waits for it
@@ -152,7 +192,13 @@ impl PoolBuffer<'_> {
         let kind = sys::cudaMemcpyHostToDevice;
         // SAFETY: inside our allocation; `data` outlives the copy (waited for).
         let r = unsafe {
-            sys::cudaMemcpyAsync(dst, data.as_ptr().cast(), data.len(), kind, self.stream)
+            sys::cudaMemcpyAsync(
+                dst,
+                data.as_ptr().cast(),
+                data.len(),
+                kind,
+                self.alloc.stream,
+            )
         };
         Error::runtime("cudaMemcpyAsync", r, ())?;
         self.wait()
@@ -165,7 +211,13 @@ impl PoolBuffer<'_> {
         let kind = sys::cudaMemcpyDeviceToHost;
         // SAFETY: inside our allocation; `out` outlives the copy (waited for).
         let r = unsafe {
-            sys::cudaMemcpyAsync(out.as_mut_ptr().cast(), src, out.len(), kind, self.stream)
+            sys::cudaMemcpyAsync(
+                out.as_mut_ptr().cast(),
+                src,
+                out.len(),
+                kind,
+                self.alloc.stream,
+            )
         };
         Error::runtime("cudaMemcpyAsync", r, ())?;
         self.wait()
@@ -173,20 +225,15 @@ impl PoolBuffer<'_> {
 
     /// Frees now, in the stream's order, with the runtime's code (`cudaFreeAsync`).
     pub fn free(self) -> Result<(), Error> {
-        let (ptr, stream) = (self.ptr, self.stream);
-        core::mem::forget(self);
-        // SAFETY: allocated in `alloc_async`, freed once, in its stream.
-        Error::runtime(
-            "cudaFreeAsync",
-            unsafe { sys::cudaFreeAsync(ptr, stream) },
-            (),
-        )
+        self.alloc.free()
     }
 
     /// The address of `[offset, offset + len)`, if it lies inside.
     fn at(&self, offset: usize, len: usize, call: &'static str) -> Result<*mut c_void, Error> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.size => Ok(self.ptr.cast::<u8>().wrapping_add(offset).cast()),
+            Some(end) if end <= self.alloc.size => {
+                Ok(self.alloc.ptr.cast::<u8>().wrapping_add(offset).cast())
+            }
             _ => Err(Error::Runtime {
                 call,
                 code: sys::cudaErrorInvalidValue,
@@ -196,17 +243,7 @@ impl PoolBuffer<'_> {
 
     fn wait(&self) -> Result<(), Error> {
         // SAFETY: the stream outlives the buffer.
-        let r = unsafe { sys::cudaStreamSynchronize(self.stream) };
+        let r = unsafe { sys::cudaStreamSynchronize(self.alloc.stream) };
         Error::runtime("cudaStreamSynchronize", r, ())
-    }
-}
-
-impl Drop for PoolBuffer<'_> {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `alloc_async`, freed once, in its stream
-        // (which outlives the buffer).
-        unsafe {
-            sys::cudaFreeAsync(self.ptr, self.stream);
-        }
     }
 }

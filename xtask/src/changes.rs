@@ -155,15 +155,6 @@ fn idents(ty: &syn::Type, out: &mut BTreeSet<String>) {
     }
 }
 
-fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
-    match tree {
-        syn::UseTree::Path(p) => use_renames(&p.tree, out),
-        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
-        _ => {}
-    }
-}
-
 /// `x.__bindgen_anon_1.y` and `x.anon_y.y` both become `x.<anon>.y`.
 fn normalize_key(key: &str) -> String {
     key.split('.')
@@ -226,7 +217,7 @@ fn load(workspace: &Path, release: &str) -> Result<Release, String> {
             // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
             syn::Item::Use(u) => {
                 let mut renames = vec![];
-                use_renames(&u.tree, &mut renames);
+                generator::codegen::use_renames(&u.tree, &mut renames);
                 for (from, to) in renames {
                     if let Ok(ty) = syn::parse_str::<syn::Type>(&from) {
                         r.aliases.insert(to, ty);

@@ -94,14 +94,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             .arg(bundle.join("include")),
     )?;
     write_run_sh(workspace, &bundle)?;
-    std::fs::write(
-        bundle.join("headers.txt"),
-        format!(
-            "CUDA {GPU_RELEASE} headers from {}\n",
-            headers::wheel_names(workspace, GPU_RELEASE)
-        ),
-    )
-    .map_err(|e| e.to_string())?;
+    write_headers_txt(workspace, &bundle, GPU_RELEASE, None)?;
     run_cmd(Command::new("du").arg("-sh").arg(&bundle))?;
     println!(
         "{}\nOn the GPU machine: .gpu-bundle/run.sh [--sanitize] [--api-errors] [test filter]  \
@@ -199,11 +192,30 @@ pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     Some(&line[start..start + len])
 }
 
+/// `headers.txt` in `into`: the CUDA `release` whose headers the bundle was
+/// built with (and `build`, its build's name, where there are several), and the
+/// wheels they came from.
+pub fn write_headers_txt(
+    workspace: &Path,
+    into: &Path,
+    release: &str,
+    build: Option<&str>,
+) -> Result<(), String> {
+    let build = build.map(|b| format!(" ({b})")).unwrap_or_default();
+    let wheels = headers::wheel_names(workspace, release);
+    std::fs::write(
+        into.join("headers.txt"),
+        format!("CUDA {release} headers{build} from {wheels}\n"),
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
 const RUN_SH: &str = include_str!("../scripts/run.sh");
 
-/// `run.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` beside it
-/// in `repro/` (`run.sh --sanitize` compiles and runs them there).
+/// `run.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` (and
+/// the header they share) beside it in `repro/` (`run.sh --sanitize` compiles and
+/// runs them there).
 pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
     std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
@@ -211,7 +223,10 @@ pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
     std::fs::create_dir_all(into.join("repro")).map_err(|e| e.to_string())?;
     for e in std::fs::read_dir(&repro).map_err(|e| format!("{}: {e}", repro.display()))? {
         let path = e.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|x| x == "c" || x == "cu") {
+        if path
+            .extension()
+            .is_some_and(|x| x == "c" || x == "cu" || x == "h")
+        {
             std::fs::copy(&path, into.join("repro").join(path.file_name().unwrap()))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }

@@ -3,7 +3,7 @@
 //! that each run in one call of the GPU machine (`matrix.sh`).
 
 use crate::cmd::run_cmd;
-use crate::gpu_bundle::{build_tests, device_target_dir, write_run_sh, ON_GPU};
+use crate::gpu_bundle::{build_tests, device_target_dir, write_headers_txt, write_run_sh, ON_GPU};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
@@ -110,14 +110,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
             }
             write_run_sh(workspace, &into)?;
-            std::fs::write(
-                into.join("headers.txt"),
-                format!(
-                    "CUDA {release} headers ({build}) from {}\n",
-                    headers::wheel_names(workspace, release)
-                ),
-            )
-            .map_err(|e| e.to_string())?;
+            write_headers_txt(workspace, &into, release, Some(build))?;
             std::os::unix::fs::symlink("../include", into.join("include"))
                 .map_err(|e| e.to_string())?;
         }
