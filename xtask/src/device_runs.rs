@@ -197,11 +197,21 @@ pub fn parts(text: &str) -> Vec<Part> {
     }
     let mut bar = sanitizer_bar(text);
     let mut examples = Some(examples);
+    // The sanitizer's verdict is of the build its binaries are (the first
+    // under memcheck names it: `vmm-loaded` is the loaded build's).
+    let sanitized = build_of(
+        text.split("\"memcheck\": {")
+            .nth(1)
+            .and_then(|m| m.lines().find_map(json_name))
+            .and_then(|n| n.split_once('-').map(|(_, s)| s.to_string()))
+            .as_deref(),
+    );
     if builds.is_empty() && bar.is_some() {
-        builds.insert("linked".into(), vec![]);
+        builds.insert(sanitized.clone(), vec![]);
     }
     for (build, bins) in builds {
         let linked = build == "linked";
+        let verdict = build == sanitized;
         out.push((
             release.clone(),
             build,
@@ -211,7 +221,7 @@ pub fn parts(text: &str) -> Vec<Part> {
                 .then(|| examples.take())
                 .flatten()
                 .unwrap_or_default(),
-            linked.then(|| bar.take()).flatten(),
+            verdict.then(|| bar.take()).flatten(),
         ));
     }
     out
@@ -426,6 +436,25 @@ mod tests {
   }
 }
 "#;
+
+    /// A sanitizer-only run of the loaded build gives its verdict to the
+    /// loaded cell; the wrong twin, the linked build's run, to the linked one.
+    #[test]
+    fn a_sanitizer_run_goes_to_the_build_of_its_binaries() {
+        let run = |bin: &str| {
+            format!(
+                "{{\n  \"gpus\": 2,\n  \"headers\": \"CUDA 13.0 headers\",\n  \"binaries\": {{\n\n  }},\n  \"sanitizer\": {{\n    \"memcheck\": {{\n      \"{bin}\": {{\"exit\": 0, \"errors\": 0}}\n    }},\n    \"bar\": \"met\"\n  }}\n}}\n"
+            )
+        };
+        let builds = |t: &str| -> Vec<(String, bool)> {
+            parts(t)
+                .into_iter()
+                .map(|(_, b, _, _, _, bar)| (b, bar.is_some()))
+                .collect()
+        };
+        assert_eq!(builds(&run("vmm-loaded")), [("loaded".to_string(), true)]);
+        assert_eq!(builds(&run("vmm")), [("linked".to_string(), true)]);
+    }
 
     #[test]
     fn a_summary_parses_into_binaries_and_examples() {
