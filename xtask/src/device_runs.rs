@@ -195,23 +195,40 @@ pub fn parts(text: &str) -> Vec<Part> {
         b.name = base;
         builds.entry(build).or_default().push(b);
     }
-    let mut bar = sanitizer_bar(text);
+    let bar = sanitizer_bar(text);
     let mut examples = Some(examples);
-    // The sanitizer's verdict is of the build its binaries are (the first
-    // under memcheck names it: `vmm-loaded` is the loaded build's).
-    let sanitized = build_of(
-        text.split("\"memcheck\": {")
-            .nth(1)
-            .and_then(|m| m.lines().find_map(json_name))
-            .and_then(|n| n.split_once('-').map(|(_, s)| s.to_string()))
-            .as_deref(),
-    );
+    // The sanitizer's verdict is of the builds its binaries are (`vmm-loaded`
+    // is the loaded build's): every build among those under memcheck.
+    let sanitized: Vec<String> = text
+        .split("\"memcheck\": {")
+        .nth(1)
+        .and_then(|m| m.split("\n    }").next())
+        .map(|m| {
+            let mut b: Vec<String> = m
+                .lines()
+                .filter_map(json_name)
+                .map(|n| {
+                    build_of(
+                        n.split_once('-')
+                            .map(|(_, s)| s.split('/').next().unwrap_or(s)),
+                    )
+                })
+                .collect();
+            b.dedup();
+            b
+        })
+        .unwrap_or_default();
     if builds.is_empty() && bar.is_some() {
-        builds.insert(sanitized.clone(), vec![]);
+        for b in &sanitized {
+            builds.insert(b.clone(), vec![]);
+        }
+        if sanitized.is_empty() {
+            builds.insert("linked".into(), vec![]);
+        }
     }
     for (build, bins) in builds {
         let linked = build == "linked";
-        let verdict = build == sanitized;
+        let verdict = sanitized.contains(&build) || (sanitized.is_empty() && linked);
         out.push((
             release.clone(),
             build,
@@ -221,7 +238,7 @@ pub fn parts(text: &str) -> Vec<Part> {
                 .then(|| examples.take())
                 .flatten()
                 .unwrap_or_default(),
-            verdict.then(|| bar.take()).flatten(),
+            verdict.then(|| bar.clone()).flatten(),
         ));
     }
     out
@@ -454,6 +471,15 @@ mod tests {
         };
         assert_eq!(builds(&run("vmm-loaded")), [("loaded".to_string(), true)]);
         assert_eq!(builds(&run("vmm")), [("linked".to_string(), true)]);
+        // Both builds under the tool: the verdict is each one's.
+        let both = run("vmm").replace(
+            "\"vmm\": {",
+            "\"vmm\": {\"exit\": 0},\n      \"vmm-loaded\": {",
+        );
+        assert_eq!(
+            builds(&both),
+            [("linked".to_string(), true), ("loaded".to_string(), true)]
+        );
     }
 
     #[test]
