@@ -397,7 +397,9 @@ fn windows(workspace: &Path) -> Result<(), String> {
         out.status.code(),
         &stdout,
     )?;
-    let expected = "no driver: LoadLibraryExW failed with Windows error 126 (nvcuda.dll)";
+    // Each file tried with its own reason (`LoadError::attempts`).
+    let expected =
+        "no driver: nvcuda.dll: LoadLibraryExW failed with Windows error 126 (nvcuda.dll)";
     if !stdout.contains(expected) {
         return Err(format!(
             "the loaded demo under wine did not say {expected:?}"
