@@ -38,14 +38,19 @@ const PART_SECONDS: u64 = 480;
 
 /// Seconds a release's builds take on an H100 (runs 17-19): every binary
 /// and example, 2 × (device tests without the soak tests, about 30 s;
-/// examples, about 5 s) and the ptds builds a few seconds ...
-const RELEASE_SECONDS: u64 = 80;
+/// examples, about 5 s), the ptds builds and the wrapper's device tests a
+/// few seconds each ...
+const RELEASE_SECONDS: u64 = 90;
 /// ... or, for each binary named (`<release>:<binary>,...`, the examples
 /// counting as one), about 6 s in each of the two builds.
 const NAMED_SECONDS: u64 = 12;
 
 /// In `<release>:<binary>,...`, the examples.
 const EXAMPLES: &str = "examples";
+
+/// In `<release>:<binary>,...`, the wrapper crate's device tests
+/// (`wrap/tests/wrap_device.rs`), built in the linked and loaded builds.
+const WRAPPER: &str = crate::wrap::DEVICE_TESTS;
 
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
@@ -58,10 +63,14 @@ const EXAMPLES: &str = "examples";
 /// `part-<n>.tar.xz` files of at most [`PART_LIMIT`], each with `matrix.sh`,
 /// which runs every build it holds (`matrix.sh` says which tests run where).
 ///
+/// The linked and loaded builds also hold the wrapper crate's device tests
+/// (`wrap_device`), built against the same headers.
+///
 /// `--examples-only`: the examples alone (no per-thread-default-stream builds).
 /// `<release>:<binary>,<binary>`: only those device-test binaries of that
-/// release's linked and loaded builds, and the examples only if `examples`
-/// is among them (a re-run of what changed since a release's full run, e.g.
+/// release's linked and loaded builds, the examples only if `examples` is
+/// among them and the wrapper's only if `wrap_device` is (a re-run of what
+/// changed since a release's full run, e.g.
 /// `12.2:unified_addressing,abi_symbols`).
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let examples_only = args.first() == Some(&"--examples-only");
@@ -87,8 +96,12 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 .filter(|_| crate::releases::ends().contains(release) && !examples_only),
         );
         for (build, features, tests) in builds {
-            let Some((tests, build_tests_here, examples)) =
-                plan_build(tests, subset_of(release), examples_only)
+            let Some(Plan {
+                tests,
+                build_tests: build_tests_here,
+                examples,
+                wrapper,
+            }) = plan_build(tests, subset_of(release), examples_only)
             else {
                 continue;
             };
@@ -108,6 +121,15 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             }
             if examples {
                 crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
+            }
+            if wrapper {
+                crate::wrap::build_device_tests(
+                    workspace,
+                    &include,
+                    features,
+                    &target_dir,
+                    &into.join("bin").join(WRAPPER),
+                )?;
             }
             write_run_sh(workspace, &into)?;
             write_headers_txt(workspace, &into, release, Some(build))?;
@@ -266,9 +288,12 @@ fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, 
         if !crate::releases::ALL.contains(&r) {
             return Err(format!("gpu-bundle --matrix: no release {r}"));
         }
-        if let Some(b) = bins.iter().find(|b| !ON_GPU.contains(b) && **b != EXAMPLES) {
+        if let Some(b) = bins
+            .iter()
+            .find(|b| !ON_GPU.contains(b) && **b != EXAMPLES && **b != WRAPPER)
+        {
             return Err(format!(
-                "gpu-bundle --matrix: {b} is not a device-test binary ({}) or `{EXAMPLES}`",
+                "gpu-bundle --matrix: {b} is not a device-test binary ({}), `{WRAPPER}` or `{EXAMPLES}`",
                 ON_GPU.join(", ")
             ));
         }
@@ -277,19 +302,35 @@ fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, 
     Ok(out)
 }
 
-/// What one build of a release holds: its test binaries (`tests` of
-/// [`MATRIX_BUILDS`] / [`PTDS_BUILDS`], empty for all), narrowed to those
-/// `named`; whether to build them; whether the examples go with it. `None`:
-/// nothing of this build was named.
-fn plan_build<'a>(
-    tests: &[&'a str],
-    named: &[&'a str],
-    examples_only: bool,
-) -> Option<(Vec<&'a str>, bool, bool)> {
-    let examples = tests.is_empty() && (named.is_empty() || named.contains(&EXAMPLES));
-    let tests: Vec<&str> = match (tests.is_empty(), named.is_empty()) {
+/// What one build of a release holds.
+#[derive(Debug, PartialEq)]
+struct Plan<'a> {
+    /// Its test binaries (`tests` of [`MATRIX_BUILDS`] / [`PTDS_BUILDS`],
+    /// empty for all), narrowed to those named.
+    tests: Vec<&'a str>,
+    /// Whether to build them.
+    build_tests: bool,
+    /// Whether the examples go with it.
+    examples: bool,
+    /// Whether the wrapper's device tests go with it.
+    wrapper: bool,
+}
+
+/// The [`Plan`] of one build of a release, from the names given for it
+/// (`named`, empty for everything). `None`: nothing of this build was named.
+fn plan_build<'a>(tests: &[&'a str], named: &[&'a str], examples_only: bool) -> Option<Plan<'a>> {
+    // Only the linked and loaded builds (every binary: `tests` empty) get the
+    // examples and the wrapper.
+    let every = tests.is_empty();
+    let examples = every && (named.is_empty() || named.contains(&EXAMPLES));
+    let wrapper = every && !examples_only && (named.is_empty() || named.contains(&WRAPPER));
+    let tests: Vec<&str> = match (every, named.is_empty()) {
         (_, true) => tests.to_vec(),
-        (true, false) => named.iter().copied().filter(|b| *b != EXAMPLES).collect(),
+        (true, false) => named
+            .iter()
+            .copied()
+            .filter(|b| *b != EXAMPLES && *b != WRAPPER)
+            .collect(),
         (false, false) => tests
             .iter()
             .copied()
@@ -297,7 +338,12 @@ fn plan_build<'a>(
             .collect(),
     };
     let build_tests = !examples_only && (named.is_empty() || !tests.is_empty());
-    (build_tests || examples).then_some((tests, build_tests, examples))
+    (build_tests || examples || wrapper).then_some(Plan {
+        tests,
+        build_tests,
+        examples,
+        wrapper,
+    })
 }
 
 /// Runs every `<release>/<build>/run.sh` beside it, each writing
@@ -348,15 +394,28 @@ mod tests {
             ("12.2", vec!["unified_addressing", "abi_symbols"])
         );
         assert_eq!(named[1], ("12.4", vec![]));
-        // linked/loaded (every binary) narrowed to those named, no examples
+        let plan = |tests, build_tests, examples, wrapper| {
+            Some(Plan {
+                tests,
+                build_tests,
+                examples,
+                wrapper,
+            })
+        };
+        // linked/loaded (every binary) narrowed to those named, no examples, no wrapper
         assert_eq!(
             plan_build(&[], &named[0].1, false),
-            Some((vec!["unified_addressing", "abi_symbols"], true, false))
+            plan(
+                vec!["unified_addressing", "abi_symbols"],
+                true,
+                false,
+                false
+            )
         );
         // ptds (abi_symbols, device_smoke): abi_symbols alone
         assert_eq!(
             plan_build(&["abi_symbols", "device_smoke"], &named[0].1, false),
-            Some((vec!["abi_symbols"], true, false))
+            plan(vec!["abi_symbols"], true, false, false)
         );
         // a ptds build none of whose binaries is named: left out
         assert_eq!(
@@ -366,10 +425,22 @@ mod tests {
         // `examples` named: the examples go with the named binaries
         assert_eq!(
             plan_build(&[], &["vmm", "examples"], false),
-            Some((vec!["vmm"], true, true))
+            plan(vec!["vmm"], true, true, false)
         );
-        // none named: everything (empty = every binary), examples included
-        assert_eq!(plan_build(&[], &[], false), Some((vec![], true, true)));
+        // none named: everything (empty = every binary), examples and wrapper included
+        assert_eq!(plan_build(&[], &[], false), plan(vec![], true, true, true));
+        // the wrapper alone: no crate test binary built, and never in a ptds build
+        assert_eq!(
+            plan_build(&[], &["wrap_device"], false),
+            plan(vec![], false, false, true)
+        );
+        assert_eq!(
+            plan_build(&["abi_symbols", "device_smoke"], &["wrap_device"], false),
+            None
+        );
+        assert!(named_releases(&["12.2:dma_buf,wrap_device"]).is_ok());
+        // --examples-only: the examples, nothing else
+        assert_eq!(plan_build(&[], &[], true), plan(vec![], false, true, false));
         // The wrong cases: a name that is no device binary, a release that is none.
         assert!(named_releases(&["12.2:vmmm"]).is_err());
         assert!(named_releases(&["12.7"]).is_err());
