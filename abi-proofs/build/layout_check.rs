@@ -105,32 +105,6 @@ struct Model {
     renames: Vec<(String, String, String)>,
 }
 
-const INTS: [&str; 23] = [
-    "u8",
-    "u16",
-    "u32",
-    "u64",
-    "u128",
-    "usize",
-    "i8",
-    "i16",
-    "i32",
-    "i64",
-    "i128",
-    "isize",
-    "c_char",
-    "c_schar",
-    "c_uchar",
-    "c_short",
-    "c_ushort",
-    "c_int",
-    "c_uint",
-    "c_long",
-    "c_ulong",
-    "c_longlong",
-    "c_ulonglong",
-];
-
 /// bindgen appends `_` to C names that are Rust keywords (`type` → `type_`).
 const KEYWORDS: [&str; 52] = [
     "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
@@ -386,7 +360,7 @@ impl Model {
                 let Some(name) = type_ident(ty) else {
                     return ValueKind::Other("type");
                 };
-                if INTS.contains(&name.as_str()) {
+                if generator::codegen::INTEGERS.contains(&name.as_str()) {
                     ValueKind::Int
                 } else if name == "bool" {
                     ValueKind::Bool

@@ -24,6 +24,36 @@ use std::path::{Path, PathBuf};
 
 pub const WRAPPER: &str = "#include \"wrapper.h\"\n";
 
+/// The Rust integer types bindgen writes for C's (the primitives and
+/// `core::ffi`'s aliases): every bit pattern of their size is a value. The
+/// accessors of moved fields (`ports`) and abi-proofs's layout checks read
+/// the same list.
+pub const INTEGERS: [&str; 23] = [
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "c_char",
+    "c_schar",
+    "c_uchar",
+    "c_short",
+    "c_ushort",
+    "c_int",
+    "c_uint",
+    "c_long",
+    "c_ulong",
+    "c_longlong",
+    "c_ulonglong",
+];
+
 /// What the generated items' documentation says.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Docs {

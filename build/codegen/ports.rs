@@ -408,28 +408,6 @@ impl<'a> Kinds<'a> {
     /// pointers, enum newtypes, and arrays and structs of them (not unions,
     /// references, floats' cousins `bool`/`char`, or function pointers).
     fn plain(&self, ty: &syn::Type, depth: u32) -> bool {
-        const INTEGERS: [&str; 20] = [
-            "u8",
-            "u16",
-            "u32",
-            "u64",
-            "u128",
-            "usize",
-            "i8",
-            "i16",
-            "i32",
-            "i64",
-            "i128",
-            "isize",
-            "c_char",
-            "c_schar",
-            "c_uchar",
-            "c_short",
-            "c_ushort",
-            "c_int",
-            "c_uint",
-            "c_ulonglong",
-        ];
         if depth > 16 {
             return false;
         }
@@ -440,10 +418,7 @@ impl<'a> Kinds<'a> {
                 let Some(name) = p.path.segments.last().map(|s| s.ident.to_string()) else {
                     return false;
                 };
-                if INTEGERS.contains(&name.as_str())
-                    || ["c_long", "c_ulong", "c_longlong"].contains(&name.as_str())
-                    || self.newtypes.contains(&name)
-                {
+                if super::INTEGERS.contains(&name.as_str()) || self.newtypes.contains(&name) {
                     return true;
                 }
                 if let Some(t) = self.aliases.get(&name) {
