@@ -16,3 +16,6 @@ mod once;
 
 #[cfg(test)]
 mod models;
+
+#[cfg(test)]
+mod fork_models;

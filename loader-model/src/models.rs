@@ -549,7 +549,7 @@ fn wrong_twin_claiming_the_runtime_first_deadlocks() {
 /// violation" for a data race, "maximum number of branches" for a wait that
 /// never ends).
 #[cfg(loom)]
-fn must_fail(name: &str, why: &str) {
+pub(crate) fn must_fail(name: &str, why: &str) {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "--test-threads=1", name])
         .output()
