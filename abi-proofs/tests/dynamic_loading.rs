@@ -1948,6 +1948,146 @@ fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
     Ok(Completion::Completed)
 }
 
+/// Whether `out` (the role `bad-driver`, no `libcuda.so.1` on the library
+/// path and a `libcuda.so` there that exists but cannot be loaded) leads
+/// with the fall-back's own reason `cause`: the second file tried, the
+/// first that exists. The message's first reason is `libcuda.so`'s, and
+/// `Attempts::most_telling` names it; `libcuda.so.1` keeps its "no such
+/// file", after it.
+fn leads_with_the_fall_back(out: &str, cause: &str) -> Result<(), String> {
+    let why = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver Err "))
+        .ok_or_else(|| format!("no load error reported:\n{out}"))?;
+    let message = why
+        .strip_prefix("libcuda.so.1, libcuda.so: ")
+        .ok_or_else(|| format!("`tried` is not the usual names: {why}"))?;
+    let mut reasons = message.split("; ");
+    let lead = reasons.next().unwrap_or_default();
+    if !lead.starts_with("libcuda.so: ") || !lead.contains(cause) {
+        return Err(format!(
+            "the message does not lead with libcuda.so's own reason ({cause}), the most \
+             telling, but with the first file tried: {message}"
+        ));
+    }
+    if !reasons.any(|r| r.starts_with("libcuda.so.1: ") && r.contains("No such file")) {
+        return Err(format!(
+            "libcuda.so.1's \"no such file\" is lost: {message}"
+        ));
+    }
+    if !out.lines().any(|l| l == "driver most telling libcuda.so") {
+        return Err(format!(
+            "Attempts::most_telling is not libcuda.so, the file that exists:\n{out}"
+        ));
+    }
+    if !out
+        .lines()
+        .any(|l| l.starts_with("driver attempt libcuda.so missing false: ") && l.contains(cause))
+    {
+        return Err(format!("libcuda.so's own reason is not {cause}:\n{out}"));
+    }
+    Ok(())
+}
+
+/// Issue 41: "the most telling reason first" means the first file that
+/// exists and failed, not the first file tried. With no `libcuda.so.1` and
+/// a `libcuda.so` that is a text file, the message leads with
+/// `libcuda.so`'s "invalid ELF header", and `Attempts::most_telling` is
+/// `libcuda.so`. (`a_broken_libcuda_so_1_is_reported_with_its_own_reason`
+/// breaks the first file tried, where both rules agree.) The wrong twin:
+/// the report that leads with the first file tried fails the same check.
+fn a_later_file_that_exists_and_failed_leads_the_message() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("the usual names and dlerror's text are Linux's") {
+        return Ok(c);
+    }
+    let first_tried_first = "driver Err libcuda.so.1, libcuda.so: libcuda.so.1: cannot open \
+        shared object file: No such file or directory; libcuda.so: /tmp/x/libcuda.so: invalid \
+        ELF header\ndriver attempt libcuda.so.1 missing true: libcuda.so.1: cannot open shared \
+        object file: No such file or directory\ndriver attempt libcuda.so missing false: \
+        /tmp/x/libcuda.so: invalid ELF header\ndriver most telling libcuda.so.1";
+    if leads_with_the_fall_back(first_tried_first, "invalid ELF header").is_ok() {
+        return Err("the check takes a message that leads with the first file tried".into());
+    }
+    let dir = test_support::scratch("fall-back-text");
+    std::fs::write(
+        dir.path().join("libcuda.so"),
+        "not a library: the fall-back name holds this text, and no libcuda.so.1 is here\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let out = child_with("bad-driver", &[("LD_LIBRARY_PATH", dir.path().as_os_str())])?;
+    print!("no libcuda.so.1, libcuda.so a text file:\n{out}");
+    if out.lines().any(|l| l.starts_with("driver Ok")) {
+        return Ok(Completion::ignored_with(
+            "a CUDA driver is installed here: libcuda.so.1 loads it",
+        ));
+    }
+    expect_lines(&out, &["cuInit 303 303"])?;
+    leads_with_the_fall_back(&out, "invalid ELF header")?;
+    Ok(Completion::Completed)
+}
+
+/// Issue 41: each of the loader's tells of NVIDIA's stub library alone
+/// makes it the stub (`the_toolkits_stub_library_is_told_and_every_call_returns_34`
+/// builds stubs that the exported `cuDriverGetVersion` tells as well, so
+/// either of the other tells could go unseen): `cuGetProcAddress`'s own
+/// answer 34, with no `cuDriverGetVersion` exported; a `cuGetProcAddress`
+/// that hands out functions, whose `cuDriverGetVersion` answers 34. Each
+/// is refused as the stub (every call 34, `driver()` naming its file). The
+/// wrong twin: the same library whose functions answer 0 is taken.
+fn each_of_the_stubs_answers_alone_tells_the_stub() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let stub_c = fixture("fake_stub_libcuda.c");
+    for (case, defines) in [
+        (
+            "the lookup's answer 34 alone",
+            &["-DSTUB_NO_EXPORTED_VERSION"][..],
+        ),
+        (
+            "the version call's answer 34 alone",
+            &["-DSTUB_GIVES_POINTERS", "-DSTUB_NO_EXPORTED_VERSION"][..],
+        ),
+    ] {
+        let (_s, stub) = shared_library("stub-alone", &stub_c, defines)?;
+        let out = child("bad-driver", Some(&stub))?;
+        print!("{case}:\n{out}");
+        expect_lines(
+            &out,
+            &[
+                "cuInit 34 34",
+                "cuMemAdvise 34",
+                "function cuInit Err(StubLibrary)",
+            ],
+        )
+        .map_err(|e| {
+            format!(
+                "{case}: not told as the stub: {}",
+                e.message().unwrap_or("")
+            )
+        })?;
+        let why = out
+            .lines()
+            .find_map(|l| l.strip_prefix("driver Err "))
+            .ok_or_else(|| format!("{case}: driver() is not an error:\n{out}"))?;
+        if !why.contains("NVIDIA's stub libcuda") {
+            return Err(format!("{case}: driver() does not say it is the stub: {why}").into());
+        }
+        names_the_stub(why, &stub)?;
+    }
+    let twin = [
+        "-DSTUB_GIVES_POINTERS",
+        "-DSTUB_NO_EXPORTED_VERSION",
+        "-DSTUB_ANSWER=0",
+    ];
+    let (_s, lib) = shared_library("stub-alone-twin", &stub_c, &twin)?;
+    let out = child("bad-driver", Some(&lib))?;
+    print!("the same library answering 0:\n{out}");
+    let taken = format!("driver Ok {}", lib.display());
+    expect_lines(&out, &["cuInit 0 0", "function cuInit Ok", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
 #[cfg(feature = "dynamic-loading")]
 mod roles {
     use cuda_mem_sys::loader;
@@ -2942,6 +3082,14 @@ fn main() {
         (
             "the_static_runtime_reports_its_variable_not_used",
             the_static_runtime_reports_its_variable_not_used,
+        ),
+        (
+            "a_later_file_that_exists_and_failed_leads_the_message",
+            a_later_file_that_exists_and_failed_leads_the_message,
+        ),
+        (
+            "each_of_the_stubs_answers_alone_tells_the_stub",
+            each_of_the_stubs_answers_alone_tells_the_stub,
         ),
     ]);
 }
