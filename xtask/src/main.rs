@@ -15,6 +15,7 @@ mod gpu_bundle;
 mod gpu_matrix;
 mod headers;
 mod msvc;
+mod mutants;
 mod regen;
 mod releases;
 mod valgrind;
@@ -28,7 +29,7 @@ use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 22] = [
+const COMMANDS: [(&str, &str); 23] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -49,6 +50,7 @@ const COMMANDS: [(&str, &str); 22] = [
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
+    ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --summary: the per-file table (docs/mutation-testing.md)"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
     ("(any command) -h | --help", "this list, nothing run"),
 ];
@@ -85,6 +87,7 @@ enum Task<'a> {
     Msvc(&'a [&'a str]),
     Changes,
     WrapCheck,
+    Mutants(&'a [&'a str]),
 }
 
 /// Why the words are no task: an unknown command (the usage follows), or
@@ -144,6 +147,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msvc", rest @ ..] => Task::Msvc(rest),
         ["changes"] => Task::Changes,
         ["wrap-check"] => Task::WrapCheck,
+        ["mutants", rest @ ..] => Task::Mutants(rest),
         _ => return Err(BadArgs::Unknown),
     })
     .and_then(|task| check(&task).map(|()| task).map_err(wrong))
@@ -157,6 +161,7 @@ fn check(task: &Task) -> Result<(), String> {
         Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        Task::Mutants(rest) => mutants::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -187,10 +192,15 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msvc(rest) => msvc::run(&workspace(), rest),
         Task::Changes => changes::run(&workspace()),
         Task::WrapCheck => wrap::run(&workspace()),
+        Task::Mutants(rest) => mutants::run(&workspace(), rest),
     }
 }
 
 fn main() -> ExitCode {
+    // cargo-mutants' `cargo`, in `cargo xtask mutants`.
+    if let Some(code) = mutants::as_cargo() {
+        return code;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match parse(&args) {
@@ -369,7 +379,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 20] = [
+        let examples: [&[&str]; 21] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -390,6 +400,7 @@ mod tests {
             &["msvc", "12.0", "13.5"],
             &["loom"],
             &["valgrind"],
+            &["mutants", "--shard", "0/4"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));

@@ -1,0 +1,564 @@
+//! `cargo xtask mutants`: cargo-mutants (crates.io; installed if missing)
+//! over the run-time loader (`src/loader/`) and the generator (`build/`,
+//! compiled as the `generator` package), each mutant tested by the checks
+//! that need no GPU and can see it ([`GROUPS`]), with a timeout per mutant
+//! and in shards (`--shard k/n`), so that a run fits in pieces.
+//!
+//! cargo-mutants runs `cargo test` in its copy of the tree (never the tree
+//! itself: no `--in-place`). Its `cargo` is this program ([`as_cargo`],
+//! through `CARGO`), which runs, for the one file the mutant changed, the
+//! groups of tests that compile that file: the loader's tests and the ABI
+//! proofs with `dynamic-loading`, the loom models for `once.rs` (under
+//! `--cfg loom`, in a target folder of their own), the generator's tests
+//! and the proofs for `build/`. The baseline (no file changed) runs them
+//! all. `.cargo/mutants.toml` holds what cargo-mutants reads itself (the
+//! files left out, and why). The tests' builds share `target/mutants/`
+//! across mutants and runs; each run's outcomes go to
+//! `target/mutants/out/<files>-<shard>/`, and `--summary` tabulates runs
+//! per file (docs/mutation-testing.md).
+
+use crate::cmd::{run_cmd, step};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Set: this program is cargo-mutants' `cargo`; the value is the tree the
+/// mutants are copied from.
+const ORIGINAL_VAR: &str = "CUDA_MEM_SYS_MUTANTS_ORIGINAL";
+/// The real cargo, for [`as_cargo`].
+const CARGO_VAR: &str = "CUDA_MEM_SYS_MUTANTS_CARGO";
+
+/// The files mutated unless `--file` names others (cargo-mutants' globs;
+/// `build/`'s files are the `generator` package's, which cargo-mutants
+/// names `generator/../build/...`: `**/build/...` matches them).
+pub const FILES: [&str; 2] = ["src/loader/**", "**/build/**"];
+/// The globs of the run, for the baseline's groups.
+const FILES_VAR: &str = "CUDA_MEM_SYS_MUTANTS_FILES";
+
+/// One group of tests: the files whose mutants it sees (path prefixes,
+/// from the workspace root), and its `cargo test` arguments.
+pub struct Group {
+    pub name: &'static str,
+    pub files: &'static [&'static str],
+    pub args: &'static [&'static str],
+    /// Built and run under `--cfg loom`, in a target folder of its own.
+    pub loom: bool,
+}
+
+/// Every test that needs no GPU and compiles a mutated file, in the order
+/// run (the first failure ends a mutant's run: caught). Not here: the
+/// device tests (they need a GPU; here each reports itself ignored) and
+/// the tests of the test kit and the documents (`pair_loop`, `os_helpers`,
+/// `process_death_plumbing`, `quoted_paths`, `package`), which compile
+/// neither the loader's nor the generator's code into what they check.
+pub const GROUPS: [Group; 7] = [
+    Group {
+        name: "loader",
+        files: &["src/loader/", "build/codegen/loader.rs"],
+        args: &[
+            "-p",
+            "cuda-mem-sys",
+            "-p",
+            "abi-proofs",
+            "--features",
+            "abi-proofs/dynamic-loading",
+            "--lib",
+            "--test",
+            "dynamic_loading",
+            "--test",
+            "abi_symbols",
+        ],
+        loom: false,
+    },
+    Group {
+        name: "models",
+        files: &["src/loader/once.rs"],
+        args: &["-p", "loader-model"],
+        loom: false,
+    },
+    Group {
+        name: "loom",
+        files: &["src/loader/once.rs"],
+        args: &["-p", "loader-model", "--release"],
+        loom: true,
+    },
+    Group {
+        name: "c-names",
+        files: &[
+            "src/loader/slots.rs",
+            "src/loader/mod.rs",
+            "build/codegen/loader.rs",
+        ],
+        args: &[
+            "-p",
+            "cuda-mem-sys",
+            "--features",
+            "dynamic-loading",
+            "--test",
+            "exported_c_names",
+        ],
+        loom: false,
+    },
+    Group {
+        name: "generator",
+        files: &["build/"],
+        args: &["-p", "generator"],
+        loom: false,
+    },
+    Group {
+        name: "proofs",
+        files: &["build/"],
+        args: &["-p", "abi-proofs", "--features", "dynamic-loading"],
+        loom: false,
+    },
+    Group {
+        name: "crate",
+        files: &["build/"],
+        args: &[
+            "-p",
+            "cuda-mem-sys",
+            "--test",
+            "build_errors",
+            "--test",
+            "metadata",
+            "--test",
+            "macros",
+            "--test",
+            "entry_points",
+            "--test",
+            "stable_names",
+            "--test",
+            "nvidia_text",
+            "--test",
+            "ignored_reasons",
+        ],
+        loom: false,
+    },
+];
+
+/// The groups that see a mutant of `changed`; for the baseline (nothing
+/// changed), the groups that see any file of the run's `globs`.
+pub fn groups_for(changed: &[String], globs: &[&str]) -> Vec<&'static Group> {
+    // A glob's literal start: `**/build/codegen/*.rs` -> `build/codegen/`.
+    let starts: Vec<&str> = globs
+        .iter()
+        .map(|g| {
+            let g = g
+                .trim_start_matches("**/")
+                .trim_start_matches("generator/../");
+            &g[..g.find('*').unwrap_or(g.len())]
+        })
+        .collect();
+    GROUPS
+        .iter()
+        .filter(|g| {
+            if changed.is_empty() {
+                starts
+                    .iter()
+                    .any(|s| g.files.iter().any(|f| f.starts_with(s) || s.starts_with(f)))
+            } else {
+                changed
+                    .iter()
+                    .any(|c| g.files.iter().any(|f| c.starts_with(f)))
+            }
+        })
+        .collect()
+}
+
+/// `cargo xtask mutants`'s arguments.
+#[derive(Debug, PartialEq)]
+pub struct Args<'a> {
+    pub shard: Option<(u32, u32)>,
+    pub files: Vec<&'a str>,
+    /// Seconds a mutant's tests may take.
+    pub timeout: u32,
+    /// Skip cargo-mutants' unmutated run (the timeout is given).
+    pub no_baseline: bool,
+    pub list: bool,
+    /// `--summary <dir>...`: tabulate finished runs instead.
+    pub summary: Vec<&'a str>,
+}
+
+pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
+    let mut a = Args {
+        shard: None,
+        files: vec![],
+        timeout: 600,
+        no_baseline: false,
+        list: false,
+        summary: vec![],
+    };
+    let mut i = 0;
+    while i < rest.len() {
+        let value = rest.get(i + 1).copied();
+        match (rest[i], value) {
+            ("--shard", Some(v)) => {
+                let shard = v
+                    .split_once('/')
+                    .and_then(|(k, n)| Some((k.parse().ok()?, n.parse().ok()?)))
+                    .filter(|&(k, n)| n > 0 && k < n);
+                a.shard = Some(shard.ok_or_else(|| {
+                    format!("--shard takes k/n with 0 <= k < n (cargo-mutants' form), not {v:?}")
+                })?);
+                i += 2;
+            }
+            ("--file", Some(v)) => {
+                a.files.push(v);
+                i += 2;
+            }
+            ("--timeout", Some(v)) => {
+                a.timeout = v
+                    .parse()
+                    .ok()
+                    .filter(|&t| t > 0)
+                    .ok_or_else(|| format!("--timeout takes seconds above 0, not {v:?}"))?;
+                i += 2;
+            }
+            ("--no-baseline", _) => {
+                a.no_baseline = true;
+                i += 1;
+            }
+            ("--list", _) => {
+                a.list = true;
+                i += 1;
+            }
+            ("--summary", _) => {
+                a.summary = rest[i + 1..].to_vec();
+                if a.summary.is_empty() {
+                    return Err("--summary takes the output folders of runs".into());
+                }
+                break;
+            }
+            (other, _) => return Err(format!("mutants: unknown or incomplete argument {other:?}")),
+        }
+    }
+    Ok(a)
+}
+
+/// cargo-mutants, installed from crates.io where missing.
+fn ensure_cargo_mutants() -> Result<(), String> {
+    let installed = Command::new("cargo-mutants")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        step("installing cargo-mutants (cargo install cargo-mutants --locked)");
+        run_cmd(Command::new(env!("CARGO")).args(["install", "cargo-mutants", "--locked"]))?;
+    }
+    Ok(())
+}
+
+pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
+    let args = parse(rest)?;
+    if !args.summary.is_empty() {
+        print!("{}", summary(&args.summary)?);
+        return Ok(());
+    }
+    ensure_cargo_mutants()?;
+    crate::cmd::ensure_libclang()?;
+    let pinned = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let files: Vec<&str> = if args.files.is_empty() {
+        FILES.to_vec()
+    } else {
+        args.files.clone()
+    };
+    let base = workspace.join("target/mutants");
+    // This program as cargo-mutants' cargo: a copy, which a later build of
+    // xtask cannot replace under a running shard.
+    let shim = base.join("bin/cargo");
+    std::fs::create_dir_all(shim.parent().unwrap()).map_err(|e| e.to_string())?;
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&shim);
+    std::fs::copy(&me, &shim).map_err(|e| format!("copying {}: {e}", me.display()))?;
+    let name = files
+        .iter()
+        .map(|f| {
+            f.replace(['/', '*', '.'], "_")
+                .trim_matches('_')
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("+");
+    let out = base.join("out").join(match args.shard {
+        Some((k, n)) => format!("{name}-{k}of{n}"),
+        None => name,
+    });
+    let mut cmd = Command::new("cargo-mutants");
+    cmd.arg("mutants")
+        .current_dir(workspace)
+        .args(["--workspace", "--jobs", "1"])
+        .arg("--timeout")
+        .arg(args.timeout.to_string())
+        .arg("--build-timeout")
+        .arg((args.timeout * 2).to_string())
+        .arg("--output")
+        .arg(&out);
+    for f in &files {
+        cmd.args(["--file", f]);
+    }
+    if let Some((k, n)) = args.shard {
+        cmd.arg("--shard").arg(format!("{k}/{n}"));
+    }
+    if args.no_baseline {
+        cmd.args(["--baseline", "skip"]);
+    }
+    if args.list {
+        cmd.arg("--list");
+    }
+    cmd.env("CARGO", &shim)
+        .env(CARGO_VAR, env!("CARGO"))
+        .env(ORIGINAL_VAR, workspace)
+        .env(FILES_VAR, files.join(" "))
+        .env(crate::locate::INCLUDE_DIR_VAR, &pinned);
+    step(&format!(
+        "cargo-mutants over {} ({}), each mutant's tests within {} s; outcomes in {}",
+        files.join(" "),
+        args.shard
+            .map_or("every mutant".into(), |(k, n)| format!("shard {k}/{n}")),
+        args.timeout,
+        out.display()
+    ));
+    // cargo-mutants fails where a mutant was missed: the outcome, not an error.
+    let status = cmd.status().map_err(|e| format!("cargo-mutants: {e}"))?;
+    if !args.list {
+        print!("{}", summary(&[&out.to_string_lossy()])?);
+    }
+    match status.code() {
+        // 0: all caught; 2: some missed; 3: some timed out (cargo-mutants' codes).
+        Some(0 | 2 | 3) => Ok(()),
+        _ => Err(format!(
+            "cargo-mutants failed ({status}); its log: {}",
+            out.display()
+        )),
+    }
+}
+
+/// When this program runs as cargo-mutants' `cargo` ([`ORIGINAL_VAR`]
+/// set): `test` (and `test --no-run`, its build) runs the groups that see
+/// the changed file; anything else goes to the real cargo.
+pub fn as_cargo() -> Option<ExitCode> {
+    let original = PathBuf::from(std::env::var_os(ORIGINAL_VAR)?);
+    let real = std::env::var_os(CARGO_VAR).unwrap_or_else(|| "cargo".into());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) != Some("test") {
+        let status = Command::new(&real).args(&args).status();
+        return Some(match status {
+            Ok(s) if s.success() => ExitCode::SUCCESS,
+            _ => ExitCode::FAILURE,
+        });
+    }
+    let build_only = args.iter().any(|a| a == "--no-run");
+    let tree = std::env::current_dir().ok()?;
+    let changed = changed_files(&tree, &original);
+    let globs = std::env::var(FILES_VAR).unwrap_or_else(|_| FILES.join(" "));
+    let globs: Vec<&str> = globs.split(' ').collect();
+    let groups = groups_for(&changed, &globs);
+    let target = original.join("target/mutants");
+    eprintln!(
+        "mutants: {} changed; groups {}",
+        if changed.is_empty() {
+            "nothing (the baseline)".to_string()
+        } else {
+            changed.join(" ")
+        },
+        groups.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+    );
+    for g in groups {
+        let mut c = Command::new(&real);
+        c.current_dir(&tree).arg("test");
+        if build_only {
+            c.arg("--no-run");
+        }
+        c.args(g.args).env_remove("CARGO_ENCODED_RUSTFLAGS");
+        if g.loom {
+            c.env("CARGO_TARGET_DIR", target.join("loom"))
+                .env("RUSTFLAGS", "--cfg loom")
+                .env("LOOM_MAX_PREEMPTIONS", "3");
+        } else {
+            c.env("CARGO_TARGET_DIR", target.join("build"))
+                .env_remove("RUSTFLAGS");
+        }
+        eprintln!("mutants: group {}: {c:?}", g.name);
+        match c.status() {
+            Ok(s) if s.success() => {}
+            _ => {
+                eprintln!("mutants: group {} failed", g.name);
+                return Some(ExitCode::FAILURE);
+            }
+        }
+    }
+    Some(ExitCode::SUCCESS)
+}
+
+/// The files of the loader and the generator that differ between
+/// cargo-mutants' copy `tree` and `original` (the mutant's one file).
+fn changed_files(tree: &Path, original: &Path) -> Vec<String> {
+    let mut found = vec![];
+    let mut stack = vec![PathBuf::from("src/loader"), PathBuf::from("build")];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(tree.join(&rel)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let r = rel.join(e.file_name());
+            if e.path().is_dir() {
+                stack.push(r);
+            } else if std::fs::read(e.path()).ok() != std::fs::read(original.join(&r)).ok() {
+                found.push(r.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Per file: mutants, caught, missed, unviable, timeouts, over the runs'
+/// output folders (cargo-mutants' `caught.txt`, `missed.txt`,
+/// `unviable.txt`, `timeout.txt`, one mutant a line `file:line:col: what`),
+/// as a Markdown table; then every missed and timed-out mutant.
+pub fn summary(dirs: &[&str]) -> Result<String, String> {
+    const KINDS: [&str; 4] = ["caught", "missed", "unviable", "timeout"];
+    let mut per_file: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+    let mut survivors = vec![];
+    for dir in dirs {
+        let dir = Path::new(dir);
+        // cargo-mutants writes into `mutants.out` under --output.
+        let dir = if dir.join("mutants.out").is_dir() {
+            dir.join("mutants.out")
+        } else {
+            dir.to_path_buf()
+        };
+        for (k, kind) in KINDS.iter().enumerate() {
+            let Ok(text) = std::fs::read_to_string(dir.join(format!("{kind}.txt"))) else {
+                continue;
+            };
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let line = line.replace("generator/../", "");
+                let file = line.split(':').next().unwrap_or_default().to_string();
+                per_file.entry(file).or_default()[k] += 1;
+                if k == 1 || k == 3 {
+                    survivors.push(format!("{kind}: {line}"));
+                }
+            }
+        }
+    }
+    let mut t = String::from(
+        "| file | mutants | caught | missed | unviable | timeouts | caught of viable |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (file, [c, m, u, to]) in &per_file {
+        let viable = c + m + to;
+        let share = if viable == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0} %", 100.0 * *c as f64 / viable as f64)
+        };
+        t.push_str(&format!(
+            "| `{file}` | {} | {c} | {m} | {u} | {to} | {share} |\n",
+            c + m + u + to
+        ));
+    }
+    t.push('\n');
+    for s in survivors {
+        t.push_str(&s);
+        t.push('\n');
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mutant of each kind of file runs the groups that compile it; the
+    /// wrong cases: a loader mutant never runs the generator's tests, a
+    /// mutant outside once.rs never runs loom, the baseline runs all.
+    #[test]
+    fn each_file_is_tested_by_the_groups_that_compile_it() {
+        let names = |c: &[&str]| -> Vec<&str> {
+            let c: Vec<String> = c.iter().map(|s| s.to_string()).collect();
+            groups_for(&c, &FILES).iter().map(|g| g.name).collect()
+        };
+        assert_eq!(names(&["src/loader/once.rs"]), ["loader", "models", "loom"]);
+        assert_eq!(names(&["src/loader/library.rs"]), ["loader"]);
+        assert_eq!(names(&["src/loader/slots.rs"]), ["loader", "c-names"]);
+        assert_eq!(
+            names(&["build/codegen/loader.rs"]),
+            ["loader", "c-names", "generator", "proofs", "crate"]
+        );
+        assert_eq!(
+            names(&["build/codegen/postprocess.rs"]),
+            ["generator", "proofs", "crate"]
+        );
+        assert_eq!(names(&[]).len(), GROUPS.len());
+        // The baseline of a run over the loader alone, or once.rs alone.
+        let base = |globs: &[&str]| -> Vec<&str> {
+            groups_for(&[], globs).iter().map(|g| g.name).collect()
+        };
+        assert_eq!(
+            base(&["src/loader/**"]),
+            ["loader", "models", "loom", "c-names"]
+        );
+        assert_eq!(base(&["src/loader/once.rs"]), ["loader", "models", "loom"]);
+        assert_eq!(
+            base(&["**/build/codegen/postprocess.rs"]),
+            ["generator", "proofs", "crate"]
+        );
+    }
+
+    #[test]
+    fn shards_and_timeouts_are_checked() {
+        let a = parse(&[
+            "--shard",
+            "2/8",
+            "--timeout",
+            "300",
+            "--file",
+            "src/loader/once.rs",
+        ])
+        .unwrap();
+        assert_eq!(a.shard, Some((2, 8)));
+        assert_eq!(a.timeout, 300);
+        assert_eq!(a.files, ["src/loader/once.rs"]);
+        for bad in [
+            &["--shard", "8/8"][..],
+            &["--shard", "1"],
+            &["--shard", "0/0"],
+            &["--timeout", "0"],
+            &["--timeout"],
+            &["--summary"],
+            &["--nonsense"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_each_outcome_per_file() {
+        let dir = std::env::temp_dir().join(format!("xtask-mutants-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("caught.txt"),
+            "src/loader/once.rs:1:1: a\nsrc/loader/once.rs:2:1: b\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("missed.txt"),
+            "generator/../build/codegen/docs.rs:3:1: c\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("timeout.txt"), "src/loader/once.rs:4:1: d\n").unwrap();
+        let t = summary(&[&dir.to_string_lossy()]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            t.contains("| `src/loader/once.rs` | 3 | 2 | 0 | 0 | 1 | 67 % |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| `build/codegen/docs.rs` | 1 | 0 | 1 | 0 | 0 | 0 % |"),
+            "{t}"
+        );
+        assert!(t.contains("missed: build/codegen/docs.rs:3:1: c"), "{t}");
+    }
+}
