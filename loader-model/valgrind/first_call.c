@@ -15,12 +15,27 @@
  * - probe_driver_version: loader::driver(), which reads the loaded library's
  *   state.
  *
+ * The load is held (the fake's FAKE_HOLD, in its constructor, inside the
+ * loading thread's dlopen) until every other thread has had the time to
+ * find it claimed and wait: a releaser thread, which touches none of the
+ * loader's memory, creates the release file HOLD_MS after the hold began.
+ * So every run has waiters that see the load's DONE and then read what
+ * the loading thread wrote, ordered by DONE's release alone; without the
+ * hold, the loading thread could finish before the others ran (under
+ * valgrind, threads take turns), and a DONE weakened to Relaxed went
+ * unseen in 3 of 10 runs.
+ *
  * Each thread checks the effects (the fake's version 13000, its cuInit(7)
  * answering 0); the program prints one line per check and exits 1 where one
  * failed. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define THREADS 32
 
@@ -29,6 +44,29 @@ int probe_init(void);
 int probe_driver_version(void);
 
 static pthread_barrier_t start;
+
+/* How long the load is held once it began (ms). */
+#define HOLD_MS 500
+
+static char hold_dir[] = "/tmp/cuda-mem-sys-valgrind-hold-XXXXXX";
+
+/* Waits for <hold_dir>/holding (the load began), then HOLD_MS, then creates
+ * <hold_dir>/release. System calls only: no memory the loader touches, and
+ * no stdio (whose list of open files the fake's fopen also links into,
+ * under a glibc lock the tools do not see). */
+static void *releaser(void *arg) {
+    (void)arg;
+    char holding[128], release[128];
+    snprintf(holding, sizeof holding, "%s/holding", hold_dir);
+    snprintf(release, sizeof release, "%s/release", hold_dir);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 60000 && access(holding, F_OK) != 0; i++) nanosleep(&ms, 0);
+    struct timespec hold = {HOLD_MS / 1000, (HOLD_MS % 1000) * 1000000L};
+    nanosleep(&hold, 0);
+    int fd = open(release, O_CREAT | O_WRONLY, 0600);
+    if (fd >= 0) close(fd);
+    return 0;
+}
 
 struct answer {
     int get_version, version, init, driver_version;
@@ -46,6 +84,12 @@ static void *first_call(void *arg) {
 int main(void) {
     pthread_t threads[THREADS];
     struct answer answers[THREADS] = {{0}};
+    pthread_t release_thread;
+    if (!mkdtemp(hold_dir) || setenv("FAKE_HOLD", hold_dir, 1) ||
+        pthread_create(&release_thread, 0, releaser, 0)) {
+        printf("the hold could not be set up\n");
+        return 1;
+    }
     pthread_barrier_init(&start, 0, THREADS);
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&threads[i], 0, first_call, &answers[i])) {
@@ -53,6 +97,13 @@ int main(void) {
             return 1;
         }
     for (int i = 0; i < THREADS; i++) pthread_join(threads[i], 0);
+    pthread_join(release_thread, 0);
+    char file[128];
+    snprintf(file, sizeof file, "%s/holding", hold_dir);
+    unlink(file);
+    snprintf(file, sizeof file, "%s/release", hold_dir);
+    unlink(file);
+    rmdir(hold_dir);
     pthread_barrier_destroy(&start);
     int good = 0;
     for (int i = 0; i < THREADS; i++) {
