@@ -169,7 +169,7 @@ pub fn toolchain_cargo(workspace: &Path, toolchain: &str) -> Command {
 /// `command` (a cargo) in `workspace`, with no CUDA location in its environment.
 pub fn cargo_of(mut command: Command, workspace: &Path) -> Command {
     command.current_dir(workspace);
-    for var in crate::locate::ROOT_VARS {
+    for var in generator::locate::ROOT_VARS {
         command.env_remove(var);
     }
     command

@@ -26,14 +26,14 @@
 //! Also [`bundle`]: the wrapper's device tests for `.gpu-bundle/`.
 
 use crate::cmd::{cargo, run_cmd, step};
-use crate::device_compile::{include_for, UNSEEN};
+use crate::gpu_lab::compile::{include_for, UNSEEN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
 /// The release of the committed bindings: the only one a build without
 /// `bindgen` may link.
-const PINNED: &str = crate::release::PINNED_RELEASE;
+const PINNED: &str = generator::release::PINNED_RELEASE;
 
 /// The start of cuda-mem-sys's named error for headers of another release
 /// than the committed bindings', linked, without `bindgen`
@@ -444,7 +444,7 @@ fn packaged(workspace: &Path) -> Result<(), String> {
 /// headers) linked and loaded into `bundle/bin/wrap_device` and
 /// `wrap_device-loaded`, which `run.sh` runs with the rest.
 pub fn bundle(workspace: &Path) -> Result<(), String> {
-    let include = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let include = crate::headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     let bin = workspace.join(".gpu-bundle/bin");
     for (suffix, features) in [("", "bindgen"), ("-loaded", "dynamic-loading")] {
         // The folders of the bundle's own builds: cuda-mem-sys built once.
@@ -502,8 +502,8 @@ pub fn build_device_tests(
         .lines()
         .filter(|l| l.contains("\"test\":true"))
         .find_map(|l| {
-            (crate::gpu_bundle::json_str(l, "name") == Some(DEVICE_TESTS))
-                .then(|| crate::gpu_bundle::json_str(l, "executable"))
+            (crate::gpu_lab::bundle::json_str(l, "name") == Some(DEVICE_TESTS))
+                .then(|| crate::gpu_lab::bundle::json_str(l, "executable"))
                 .flatten()
         })
         .ok_or("cargo named no wrap_device executable")?;

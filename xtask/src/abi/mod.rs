@@ -6,6 +6,11 @@
 //!
 //! Each run leaves, in `target/abi/<release>/`, the bindings (`cuda_mem_sys.rs`)
 //! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
+//!
+//! The wing of the C-compiler proofs: this command, and [`msvc`] (the same
+//! proofs for x86_64-pc-windows-msvc with no file from Microsoft).
+
+pub mod msvc;
 
 use crate::headers;
 use std::fmt::Write as _;
@@ -22,7 +27,7 @@ pub const WINDOWS_ABI_TESTS: [&str; 5] = [
 ];
 
 // The release of the committed fallback bindings (`build/release.rs`).
-use crate::release::PINNED_RELEASE;
+use generator::release::PINNED_RELEASE;
 const FALLBACK: &str = "fallback";
 
 /// One release's result.
@@ -128,7 +133,7 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     }
     for_target(&mut cmd, workspace, target)?;
     cmd.env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env(crate::locate::INCLUDE_DIR_VAR, &include)
+        .env(generator::locate::INCLUDE_DIR_VAR, &include)
         // The 12.x wheels hold only libcudart.so.12, linked dynamically.
         .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
         .env(
@@ -273,7 +278,7 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
             cmd.arg("--no-default-features");
         }
         for_target(&mut cmd, workspace, target)?;
-        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
+        cmd.env(generator::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_TARGET_DIR", &dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CUDA_MEM_SYS_ABI_DUMP", &dump)

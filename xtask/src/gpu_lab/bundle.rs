@@ -79,7 +79,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         )?;
     }
     // The examples, built like the first variant's tests (run.sh runs them).
-    crate::examples::bundle(
+    crate::ci::examples::bundle(
         workspace,
         &include,
         &workspace.join("target/gpu-bundle/build"),
@@ -129,7 +129,7 @@ pub fn build_tests(
         )
         .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
         .args(["--features", features])
-        .env(crate::locate::INCLUDE_DIR_VAR, include)
+        .env(generator::locate::INCLUDE_DIR_VAR, include)
         .env("CARGO_TARGET_DIR", target_dir)
         // No debug information (the symbol table stays: abi_symbols reads it).
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
@@ -167,7 +167,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
                 .current_dir(workspace)
                 .args(["build", "--release", "--package", "cuda-mem-sys-bench"])
                 .args(["--features", features])
-                .env(crate::locate::INCLUDE_DIR_VAR, include)
+                .env(generator::locate::INCLUDE_DIR_VAR, include)
                 .env("CARGO_TARGET_DIR", &target_dir),
         )?;
         std::fs::copy(
@@ -183,7 +183,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
 /// Seven rounds of the three builds, their order rotated each round, pinned
 /// to one core; the loaded build adds its same-process comparison. Prints
 /// every figure and the median per (build, operation).
-const BENCH_SH: &str = include_str!("../scripts/bench.sh");
+const BENCH_SH: &str = include_str!("scripts/bench.sh");
 
 /// The string value of `"key":"..."` in one line of cargo's JSON output.
 pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -210,8 +210,8 @@ pub fn write_headers_txt(
     .map_err(|e| e.to_string())
 }
 
-/// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
-const RUN_SH: &str = include_str!("../scripts/run.sh");
+/// `run.sh` of a bundle (`xtask/src/gpu_lab/scripts/run.sh`: how to call it is at its top).
+const RUN_SH: &str = include_str!("scripts/run.sh");
 
 /// `run.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` (and
 /// the header they share) beside it in `repro/` (`run.sh --sanitize` compiles and

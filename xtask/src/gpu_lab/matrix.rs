@@ -2,8 +2,8 @@
 //! examples, built here against that release's headers, packed into parts
 //! that each run in one call of the GPU machine (`matrix.sh`).
 
+use super::bundle::{build_tests, device_target_dir, write_headers_txt, write_run_sh, ON_GPU};
 use crate::cmd::run_cmd;
-use crate::gpu_bundle::{build_tests, device_target_dir, write_headers_txt, write_run_sh, ON_GPU};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
@@ -50,7 +50,7 @@ const EXAMPLES: &str = "examples";
 
 /// In `<release>:<binary>,...`, the wrapper crate's device tests
 /// (`wrap/tests/wrap_device.rs`), built in the linked and loaded builds.
-const WRAPPER: &str = crate::wrap::DEVICE_TESTS;
+const WRAPPER: &str = crate::ci::wrap::DEVICE_TESTS;
 
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
@@ -120,10 +120,16 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 )?;
             }
             if examples {
-                crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
+                crate::ci::examples::bundle_with(
+                    workspace,
+                    &include,
+                    features,
+                    &target_dir,
+                    &into,
+                )?;
             }
             if wrapper {
-                crate::wrap::build_device_tests(
+                crate::ci::wrap::build_device_tests(
                     workspace,
                     &include,
                     features,
@@ -351,7 +357,7 @@ fn plan_build<'a>(tests: &[&'a str], named: &[&'a str], examples_only: bool) -> 
 /// run where: the soak tests (10 000 cycles each, most of the suite's time)
 /// only in `SOAK_IN`; elsewhere libtest's `--skip` leaves them out (they are
 /// then not counted). A 12.x release gets its wheel's `libcudart.so.12`.
-const MATRIX_SH: &str = include_str!("../scripts/matrix.sh");
+const MATRIX_SH: &str = include_str!("scripts/matrix.sh");
 
 #[cfg(test)]
 mod tests {

@@ -92,14 +92,14 @@ fn measure(
                 // dependencies (this crate here) incrementally, and registry
                 // ones (cudarc here, this crate in a user's build) not.
                 .env("CARGO_INCREMENTAL", "0");
-            for var in crate::locate::ROOT_VARS {
+            for var in generator::locate::ROOT_VARS {
                 c.env_remove(var);
             }
             for (k, v) in env {
                 c.env(k, v);
             }
             // The build script's steps (this crate's; others ignore it).
-            c.env(crate::timings::VAR, "1");
+            c.env(generator::timings::VAR, "1");
             c
         };
         let (wall, c, _) = timed(&mut build("--timings"))?;
@@ -275,7 +275,7 @@ fn loadavg() -> String {
 
 pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     crate::cmd::ensure_libclang()?;
-    let include = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let include = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     let bench = workspace.join("target/bench");
     // A one-line library: `pub use` of `dependency`, or, with `build_rs`, a
     // library whose build script (that text) is all that uses it.
@@ -369,7 +369,7 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     }
     let load_before = loadavg();
     let started = std::time::SystemTime::now();
-    let headers = [(crate::locate::INCLUDE_DIR_VAR, include.as_path())];
+    let headers = [(generator::locate::INCLUDE_DIR_VAR, include.as_path())];
     // Other 13.0 headers: the same with one byte more in cuda.h, so that the
     // committed bindings cannot stand in and bindgen runs.
     let changed = bench.join("headers-changed");
@@ -378,7 +378,7 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     let mut cuda_h = std::fs::read(changed.join("cuda.h")).map_err(|e| e.to_string())?;
     cuda_h.push(b'\n');
     write_file(&changed.join("cuda.h"), &cuda_h)?;
-    let other_headers = [(crate::locate::INCLUDE_DIR_VAR, changed.as_path())];
+    let other_headers = [(generator::locate::INCLUDE_DIR_VAR, changed.as_path())];
     let cases = [
         (
             "cuda-mem-sys, (a) the committed bindings' own CUDA 13.0 headers found (no bindgen run)",

@@ -1,5 +1,5 @@
 //! `cargo xtask device-report`: without arguments, the table of
-//! `docs/device-results.md` (see `device_runs.rs`); with `<results folder>`s,
+//! `docs/device-results.md` (see `runs.rs`); with `<results folder>`s,
 //! the Markdown of one run, made from what `.gpu-bundle/run.sh` left in its
 //! `$OUT` (the tests' own output, nothing typed by hand):
 //!
@@ -45,8 +45,8 @@ const GROUPS: [(&str, &str, &str); 5] = [
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     match args {
-        [] => return crate::device_runs::run(workspace, false),
-        ["--check"] => return crate::device_runs::run(workspace, true),
+        [] => return super::runs::run(workspace, false),
+        ["--check"] => return super::runs::run(workspace, true),
         _ => {}
     }
     let dirs: Vec<&Path> = args.iter().map(Path::new).collect();
@@ -317,7 +317,7 @@ fn sanitizer(dir: &Dirs) -> String {
         );
     }
     // The verdict is run.sh's (exit codes, counts, the self-test and the
-    // named tool faults' reproductions; unit-tested in gpu_bundle.rs).
+    // named tool faults' reproductions; unit-tested in bundle.rs).
     for bar in dir.all("summary.json").iter().filter_map(|t| {
         let at = t.find("\"bar\": \"")? + 8;
         Some(t[at..at + t[at..].find('"')?].to_string())

@@ -87,14 +87,14 @@ pub fn check_without_gpu(
     crate::cmd::run_cmd(
         cargo()
             .args(["build", "--examples"])
-            .env(crate::locate::INCLUDE_DIR_VAR, include),
+            .env(generator::locate::INCLUDE_DIR_VAR, include),
     )?;
     let mut failures = vec![];
     for (name, no_gpu_exit) in EXAMPLES {
         // `cargo run` puts the build's stub libcuda on the library path.
         let out = cargo()
             .args(["run", "--quiet", "--example", name])
-            .env(crate::locate::INCLUDE_DIR_VAR, include)
+            .env(generator::locate::INCLUDE_DIR_VAR, include)
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| format!("cargo run --example {name}: {e}"))?;
@@ -135,7 +135,7 @@ pub fn bundle_with(
             .current_dir(workspace)
             .args(["build", "--examples", "--package", "cuda-mem-sys"])
             .args(["--features", features])
-            .env(crate::locate::INCLUDE_DIR_VAR, include)
+            .env(generator::locate::INCLUDE_DIR_VAR, include)
             .env("CARGO_TARGET_DIR", target_dir),
     )?;
     if !out.status.success() {
