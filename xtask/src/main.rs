@@ -42,7 +42,7 @@ const COMMANDS: [(&str, &str); 22] = [
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
     ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
-    ("device-report [--check | <dir>...]", "docs/device-results.md's table from docs/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
+    ("device-report [--check | <dir>...]", "docs/device-results.md's table from records/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),

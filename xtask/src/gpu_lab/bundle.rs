@@ -98,7 +98,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     run_cmd(Command::new("du").arg("-sh").arg(&bundle))?;
     println!(
         "{}\nOn the GPU machine: .gpu-bundle/run.sh [--sanitize] [--api-errors] [test filter]  \
-         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in docs/device-runs/)",
+         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in records/device-runs/)",
         bundle.display()
     );
     Ok(())

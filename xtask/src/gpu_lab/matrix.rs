@@ -200,7 +200,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     println!(
         "On the GPU machine, one call per part (carry .gpu-bundle-matrix/part-<n>.tar.xz):\n  \
          mkdir -p /tmp/m && tar xJf .gpu-bundle-matrix/part-<n>.tar.xz -C /tmp/m && /tmp/m/matrix.sh\n\
-         writes $OUT/<release>/<build>/summary.json; then record it in docs/device-runs/ (docs/gpu-tests.md) and run `cargo xtask device-report`"
+         writes $OUT/<release>/<build>/summary.json; then record it in records/device-runs/ (docs/gpu-tests.md) and run `cargo xtask device-report`"
     );
     Ok(())
 }
