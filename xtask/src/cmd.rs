@@ -174,3 +174,10 @@ pub fn cargo_of(mut command: Command, workspace: &Path) -> Command {
     }
     command
 }
+
+/// The string value of `"key":"..."` in one line of cargo's JSON output.
+pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let len = line[start..].find('"')?;
+    Some(&line[start..start + len])
+}

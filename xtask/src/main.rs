@@ -177,9 +177,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
-        Task::GpuBundle => {
-            gpu_lab::bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace()))
-        }
+        Task::GpuBundle => gpu_lab::bundle::run(&workspace()),
         Task::GpuMatrix(rest) => gpu_lab::matrix::matrix(&workspace(), rest),
         Task::DeviceCompile(rest) => gpu_lab::compile::run(&workspace(), rest),
         Task::DeviceReport(rest) => gpu_lab::report::run(&workspace(), rest),

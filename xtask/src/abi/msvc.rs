@@ -312,11 +312,12 @@ pub fn device_tests_under_wine(
 }
 
 /// The test targets of cuda-mem-sys that need a GPU (those of
-/// [`crate::gpu_lab::bundle::ON_GPU`] in `tests/`; `abi_symbols` is abi-proofs').
-fn device_tests(workspace: &Path) -> Vec<&'static str> {
-    crate::gpu_lab::bundle::ON_GPU
-        .into_iter()
-        .filter(|t| workspace.join(format!("tests/{t}.rs")).is_file())
+/// [`crate::gpu_lab::suite::DEVICE_TESTS`] of the crate's package).
+fn device_tests() -> Vec<&'static str> {
+    crate::gpu_lab::suite::DEVICE_TESTS
+        .iter()
+        .filter(|t| t.package == "cuda-mem-sys")
+        .map(|t| t.name)
         .collect()
 }
 
@@ -324,7 +325,7 @@ fn device_tests(workspace: &Path) -> Vec<&'static str> {
 /// headers): the names the Windows run must report.
 pub fn linux_lists(workspace: &Path) -> Result<Vec<(&'static str, Vec<String>)>, String> {
     let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
-    let tests = device_tests(workspace);
+    let tests = device_tests();
     step("the device tests' names on Linux (--list, the pinned headers)");
     let mut lists = vec![];
     for test in tests {
@@ -412,7 +413,7 @@ mod tests {
 
     #[test]
     fn the_device_tests_are_cuda_mem_sys_own() {
-        let tests = device_tests(&crate::cmd::workspace());
+        let tests = device_tests();
         assert!(
             tests.contains(&"vmm") && tests.contains(&"external_interop"),
             "{tests:?}"

@@ -132,7 +132,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     let started = std::time::Instant::now();
     crate::gpu_lab::compile::run(workspace, &["--ci"])?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
-    discard(&crate::gpu_lab::bundle::device_target_dir(workspace));
+    discard(&crate::gpu_lab::build::device_target_dir(workspace));
 
     step("per-thread default stream: symbols and signatures");
     run_cmd(

@@ -142,8 +142,8 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
     match parts {
         Parts::Tests => {
             cmd.args(["test", "--no-run"]);
-            for t in super::bundle::ON_GPU {
-                cmd.args(["--test", t]);
+            for t in super::suite::DEVICE_TESTS {
+                cmd.args(["--test", t.name]);
             }
             // abi_symbols is abi-proofs' (the ABI proofs' own package).
             cmd.args(["--package", "abi-proofs"]);
@@ -158,7 +158,7 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
         // crate once per (release, build).
         .env(
             "CARGO_TARGET_DIR",
-            super::bundle::device_target_dir(workspace),
+            super::build::device_target_dir(workspace),
         )
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         // As `gpu-bundle --matrix` builds (the same folder, one build for both).
