@@ -270,7 +270,7 @@ pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
     }
     ensure_cargo_mutants()?;
     crate::cmd::ensure_libclang()?;
-    let pinned = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let pinned = crate::headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     let files: Vec<&str> = if args.files.is_empty() {
         FILES.to_vec()
     } else {
@@ -326,7 +326,7 @@ pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
         .env(CARGO_VAR, env!("CARGO"))
         .env(ORIGINAL_VAR, workspace)
         .env(FILES_VAR, files.join(" "))
-        .env(crate::locate::INCLUDE_DIR_VAR, &pinned);
+        .env(generator::locate::INCLUDE_DIR_VAR, &pinned);
     step(&format!(
         "cargo-mutants over {} ({}), each mutant's tests within {} s; outcomes in {}",
         files.join(" "),
