@@ -2074,6 +2074,16 @@ fn each_of_the_stubs_answers_alone_tells_the_stub() -> Result<Completion, Failed
             return Err(format!("{case}: driver() does not say it is the stub: {why}").into());
         }
         names_the_stub(why, &stub)?;
+        // The refusal is the file's own reason: an attempt that exists.
+        let attempt = format!(
+            "driver attempt {} missing false: the library is NVIDIA's stub libcuda",
+            stub.display()
+        );
+        if !out.lines().any(|l| l.starts_with(&attempt)) {
+            return Err(
+                format!("{case}: the stub is not an attempt with its reason:\n{out}").into(),
+            );
+        }
     }
     let twin = [
         "-DSTUB_GIVES_POINTERS",
@@ -2085,6 +2095,65 @@ fn each_of_the_stubs_answers_alone_tells_the_stub() -> Result<Completion, Failed
     print!("the same library answering 0:\n{out}");
     let taken = format!("driver Ok {}", lib.display());
     expect_lines(&out, &["cuInit 0 0", "function cuInit Ok", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
+/// A value too long names the loader's limit: "more than the loader's
+/// 4095" (a path buffer of 4096 bytes, its NUL included). The wrong twin: a
+/// message naming another limit fails the same check.
+fn a_value_too_long_names_the_loaders_limit() -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    let says = "CUDA_MEM_SYS_LIBCUDA is 5000 bytes long, more than the loader's 4095: nothing \
+                is loaded";
+    let names_the_limit = |out: &str| out.lines().any(|l| l.contains(says));
+    if names_the_limit(&format!("driver Err {}", says.replace("4095", "4097"))) {
+        return Err("the check takes another limit".into());
+    }
+    let value = "/".repeat(5000);
+    let out = child("bad-driver", Some(Path::new(&value)))?;
+    if !names_the_limit(&out) {
+        return Err(format!("the message does not name the limit 4095:\n{out}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// With a loaded runtime (`dynamic-cudart`), a driver that
+/// `CUDA_MEM_SYS_LIBCUDA` names and that did not load keeps the runtime
+/// from loading (its own dlopen("libcuda.so.1") would open another
+/// driver): `runtime()` says so. The wrong twin: the same with a named
+/// driver that loads, the runtime loads.
+fn a_named_driver_that_did_not_load_keeps_the_runtime_out() -> Result<Completion, Failed> {
+    if let Some(c) = needs_loaded_runtime_build()? {
+        return Ok(c);
+    }
+    let (_r, runtime) = fake_runtime()?;
+    let dir = test_support::scratch("named-driver-missing");
+    let missing = dir.path().join("libcuda-not-here.so.1");
+    let out = child_with(
+        "runtime-after-driver",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", missing.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+        ],
+    )?;
+    print!("a named driver that did not load:\n{out}");
+    let says = "runtime message not loaded: CUDA_MEM_SYS_LIBCUDA names a driver that did not load";
+    if !out.lines().any(|l| l.starts_with(says)) || !out.lines().any(|l| l == "runtime Err") {
+        return Err(format!("the runtime was not kept out:\n{out}").into());
+    }
+    let (_d, driver) = fake_driver(&[])?;
+    let out = child_with(
+        "runtime-after-driver",
+        &[
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+        ],
+    )?;
+    print!("a named driver that loads:\n{out}");
+    let taken = format!("runtime Ok {}", runtime.display());
+    expect_lines(&out, &[taken.as_str()])?;
     Ok(Completion::Completed)
 }
 
@@ -2793,6 +2862,10 @@ mod roles {
             "runtime-mode" => {
                 runtime_linked();
             }
+            "runtime-after-driver" => {
+                let _ = loader::driver();
+                report("runtime", loader::runtime());
+            }
             "lock-order" => lock_order(),
             "low-pointer" => unsafe {
                 let mut d = 0;
@@ -3090,6 +3163,14 @@ fn main() {
         (
             "each_of_the_stubs_answers_alone_tells_the_stub",
             each_of_the_stubs_answers_alone_tells_the_stub,
+        ),
+        (
+            "a_value_too_long_names_the_loaders_limit",
+            a_value_too_long_names_the_loaders_limit,
+        ),
+        (
+            "a_named_driver_that_did_not_load_keeps_the_runtime_out",
+            a_named_driver_that_did_not_load_keeps_the_runtime_out,
         ),
     ]);
 }
