@@ -251,8 +251,8 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
 
 /// cargo-mutants, installed from crates.io where missing.
 fn ensure_cargo_mutants() -> Result<(), String> {
-    let installed = Command::new("cargo-mutants")
-        .arg("--version")
+    let installed = Command::new(env!("CARGO"))
+        .args(["mutants", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !installed {
