@@ -15,6 +15,7 @@
 //! headers and libclang the generator's preprocessed headers also give the
 //! signature asserts their C tags.
 
+mod abi_by_type;
 mod abi_checks;
 mod layout_check;
 
@@ -236,7 +237,8 @@ fn layout_and_functions(dir: &Path, file: &syn::File) -> Result<(), String> {
     write_if_changed(&dir.join("functions.rs"), &abi_checks::function_table(file))?;
     let layout = layout_check::generate_from(file, "::cuda_mem_sys");
     write_if_changed(&dir.join("layout_rust.rs"), &layout.rust)?;
-    write_if_changed(&dir.join("layout_check.c"), &layout.c)
+    write_if_changed(&dir.join("layout_check.c"), &layout.c)?;
+    abi_by_type::write(dir, file)
 }
 
 /// The C signature checks the ABI tests compile (also for a deliberately
