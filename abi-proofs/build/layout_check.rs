@@ -40,6 +40,7 @@
 //! writes from the preprocessed headers (`LC_ID_x`: identifier `x` occurs;
 //! `LC_STRUCT_x`, `LC_UNION_x`, `LC_ENUM_x`: tag `x` exists).
 
+pub mod constant_table;
 pub mod field_types;
 
 use std::collections::{BTreeMap, BTreeSet};

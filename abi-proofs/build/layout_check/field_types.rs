@@ -147,7 +147,9 @@ impl FieldGen<'_> {
             }
             let key = format!("{top}.{}", rust_path(&here));
             let path = c_path(&here);
-            let rust_ty = quote::quote!(#ty).to_string().replace(":: core :: ffi :: ", "");
+            let rust_ty = quote::quote!(#ty)
+                .to_string()
+                .replace(":: core :: ffi :: ", "");
             let mut used = BTreeSet::new();
             let spelled = match self.spell_field(ty, &mut used) {
                 Ok(s) => s,
@@ -199,7 +201,11 @@ impl FieldGen<'_> {
     }
 
     /// The C type name of a field's Rust type; `used` gets the `FT_` names.
-    fn spell_field(&mut self, ty: &syn::Type, used: &mut BTreeSet<String>) -> Result<String, String> {
+    fn spell_field(
+        &mut self,
+        ty: &syn::Type,
+        used: &mut BTreeSet<String>,
+    ) -> Result<String, String> {
         let s = self.decl(ty, "", false)?;
         for word in s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
             if let Some(n) = word.strip_prefix("FT_") {
