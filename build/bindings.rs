@@ -82,9 +82,13 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 /// default stream (its `static inline` copies are compiled from the
 /// generator's C). Their docs are the committed copies' links, not these
 /// headers' comments: regenerating for the comments alone would cost the
-/// bindgen run (seconds) this reuse saves.
+/// bindgen run (seconds) this reuse saves. Never with
+/// `CUDA_MEM_SYS_ALWAYS_GENERATE` ([`super::config::ALWAYS_GENERATE`]).
 #[cfg(feature = "bindgen")]
 fn same_headers(config: &Config, cuda: &Cuda) -> bool {
+    if config.always_generate {
+        return false;
+    }
     let inputs = release::inputs_path(&config.crate_dir, false);
     println!("cargo:rerun-if-changed={}", inputs.display());
     let Some(headers) = std::fs::read_to_string(&inputs)

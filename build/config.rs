@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 /// Set: the build script says what each of its steps cost.
 pub const BUILD_TIMINGS: &str = super::timings::VAR;
 
+/// Set (not empty, not `0`): bindgen runs even for the very headers the
+/// committed bindings were made from (`cargo xtask abi` sets it, so that the
+/// ABI checks prove the generator's output for that release too).
+pub const ALWAYS_GENERATE: &str = "CUDA_MEM_SYS_ALWAYS_GENERATE";
+
 /// `CUDA_VERSION` of every release this crate knows
 /// (`release::KNOWN_RELEASES`), for the `cuda_NNNNN` cfgs.
 pub fn releases() -> impl Iterator<Item = u32> {
@@ -51,6 +56,8 @@ pub struct Config {
     pub docs_rs: bool,
     /// [`BUILD_TIMINGS`] is set (not empty, not `0`).
     pub timings: bool,
+    /// [`ALWAYS_GENERATE`] is set (not empty, not `0`).
+    pub always_generate: bool,
     /// The target's C compiler, set up once: its clones share one detection
     /// (cc asks the compiler its family and flags once, not at every use).
     pub cc: cc::Build,
@@ -85,6 +92,8 @@ impl Config {
             export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),
+            always_generate: env::var_os(ALWAYS_GENERATE)
+                .is_some_and(|v| !v.is_empty() && v != "0"),
             cc,
         })
     }
@@ -93,9 +102,10 @@ impl Config {
     /// running it spells it), and the cfgs it may set.
     pub fn declare(&self, wrapper: &str, vars_read: &[&str]) {
         println!("cargo:rerun-if-changed={wrapper}");
-        for var in vars_read
-            .iter()
-            .chain(&["DOCS_RS", "LIBCLANG_PATH", BUILD_TIMINGS])
+        for var in
+            vars_read
+                .iter()
+                .chain(&["DOCS_RS", "LIBCLANG_PATH", BUILD_TIMINGS, ALWAYS_GENERATE])
         {
             println!("cargo:rerun-if-env-changed={var}");
         }

@@ -13,13 +13,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The ABI checks that run on the Windows targets (under Wine), MinGW's and MSVC's.
-pub const WINDOWS_ABI_TESTS: [&str; 5] = [
+pub const WINDOWS_ABI_TESTS: [&str; 7] = [
     "abi_layout",
+    "abi_field_types",
+    "abi_constants",
     "abi_signatures",
     "abi_bad_input",
     "stable_names",
     "fallback",
 ];
+
+/// The ABI checks by type and by presence: every field's C type, every
+/// constant of the headers bound with C's value (associated ones too).
+pub const BY_TYPE: [&str; 2] = ["abi_field_types", "abi_constants"];
+
+/// Set for the crate's build: bindgen runs even for the pinned release's
+/// headers (not `committed-same-headers`), so the checks prove the
+/// generator's output on every release named (`build/config.rs`).
+pub const ALWAYS_GENERATE: &str = "CUDA_MEM_SYS_ALWAYS_GENERATE";
 
 // The release of the committed fallback bindings (`build/release.rs`).
 use crate::release::PINNED_RELEASE;
@@ -122,12 +133,14 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"]);
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .args(BY_TYPE.iter().flat_map(|t| ["--test", t]));
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
     for_target(&mut cmd, workspace, target)?;
     cmd.env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env(ALWAYS_GENERATE, "1")
         .env(crate::locate::INCLUDE_DIR_VAR, &include)
         // The 12.x wheels hold only libcudart.so.12, linked dynamically.
         .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
@@ -265,7 +278,8 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(workspace)
             // abi_layout is abi-proofs', stable_names the crate's: both default members.
-            .args(["test", "--test", test]);
+            .args(["test", "--test", test])
+            .env(ALWAYS_GENERATE, "1");
         // The committed bindings against the headers found: a build without
         // the `bindgen` feature takes them for headers of their release
         // (abi-proofs still makes its inputs from those headers).
@@ -300,6 +314,7 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
         .summary
         .as_ref()
         .is_some_and(|s| !s.mismatches.is_empty());
+
     if (!out.status.success() && !mismatches) || row.summary.is_none() {
         // The compiler's errors, or the test's failures and ignore reasons.
         let errors: Vec<&str> = stderr
@@ -318,6 +333,14 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
             failures.join("\n"),
             errors.join("\n")
         ));
+    }
+    let mut by_type = cargo(BY_TYPE[0])?;
+    by_type.args(BY_TYPE[1..].iter().flat_map(|t| ["--test", t]));
+    if let Some(failure) = crate::abi_by_type::check(!fallback, &dump, by_type)? {
+        row.failure = Some(match row.failure.take() {
+            Some(f) => format!("{f}\n{failure}"),
+            None => failure,
+        });
     }
     let names = cargo("stable_names")?
         .output()

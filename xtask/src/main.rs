@@ -1,6 +1,7 @@
 //! Project tasks: `cargo xtask <command>`.
 
 mod abi;
+mod abi_by_type;
 mod bench_build;
 mod build_cost;
 mod changes;

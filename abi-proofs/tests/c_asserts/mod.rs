@@ -79,13 +79,19 @@ pub fn judge(
         "-fmax-errors=0"
     };
     let mut cc = command();
-    cc.args(["-fsyntax-only", "-std=gnu11", "-w", no_limit])
-        .arg(dir.join(&c_file));
+    cc.args([
+        "-fsyntax-only",
+        "-std=gnu11",
+        "-w",
+        "-fno-diagnostics-show-caret",
+    ])
+    .arg(no_limit)
+    .arg(dir.join(&c_file));
     let out = run(&mut cc, "compiling the asserts")?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut failed = vec![];
     let mut other = vec![];
-    for line in stderr.lines().filter(|l| l.contains("error")) {
+    for line in stderr.lines().filter(|l| l.contains("error: ")) {
         match line.rsplit_once(marker) {
             Some((_, m)) if line.contains("static assert") => {
                 failed.push(m.trim().trim_end_matches('"').to_string())
