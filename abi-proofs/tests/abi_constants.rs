@@ -58,6 +58,7 @@ mod table {
 
 #[allow(
     dead_code,
+    unused_imports,
     non_camel_case_types,
     non_upper_case_globals,
     non_snake_case,
@@ -84,10 +85,13 @@ struct CConstant {
     enum_names: Vec<String>,
 }
 
+/// The include folders and the headers' constants; `Ok(Err(reason))`:
+/// nothing to read here (reported ignored); `Err`: reading them failed.
+type Headers = Result<Result<(Vec<PathBuf>, Vec<CConstant>), String>, String>;
+
 /// The headers' constants, once per run.
-fn headers() -> &'static Result<Result<(Vec<PathBuf>, Vec<CConstant>), String>, String> {
-    static H: OnceLock<Result<Result<(Vec<PathBuf>, Vec<CConstant>), String>, String>> =
-        OnceLock::new();
+fn headers() -> &'static Headers {
+    static H: OnceLock<Headers> = OnceLock::new();
     H.get_or_init(|| {
         let dirs = match c_asserts::include_dirs() {
             Ok(d) => d,
