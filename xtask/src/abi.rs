@@ -1,7 +1,10 @@
 //! `cargo xtask abi <release>... | fallback | --all`: builds the crate against
 //! each CUDA release's headers (one target directory per release under
 //! `target/abi/`) and runs `abi-proofs/tests/abi_layout.rs` (layout and constants against
-//! the C compiler) and `tests/stable_names.rs`. `--all` does every release and
+//! the C compiler), `abi_field_types` and `abi_constants` (every field's type,
+//! every constant of the headers; `abi_by_type.rs`) and `tests/stable_names.rs`.
+//! The crate generates its bindings for every release named, the pinned one
+//! too ([`ALWAYS_GENERATE`]). `--all` does every release and
 //! the committed fallback and writes `docs/abi-report.md`.
 //!
 //! Each run leaves, in `target/abi/<release>/`, the bindings (`cuda_mem_sys.rs`)
@@ -551,6 +554,11 @@ fn report(workspace: &Path, rows: &[Row]) -> String {
          - Constants: the value of every enum constant and macro constant, pointer constants \
            (`CU_STREAM_LEGACY`) as addresses; none of other types (floating point) occurs.\n\
          - Opaque types (`struct CUctx_st`, declared but never defined) have no layout: counted, skipped.\n\
+         - Beside this table, for each release: every field's type against C's \
+           (`abi-proofs/tests/abi_field_types.rs`) and every constant of the headers present with \
+           C's value, associated constants too (`abi-proofs/tests/abi_constants.rs`), with the \
+           crate generating its bindings (`CUDA_MEM_SYS_ALWAYS_GENERATE`); a failure of either \
+           is listed under Mismatches as the check not completing.\n\
          - Function signatures are not compared with C here (docs/release-changes.md tracks how they \
            change between releases).\n\n## Headers\n\n",
     );
