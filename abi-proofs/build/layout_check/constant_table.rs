@@ -224,7 +224,7 @@ pub fn planted_copy(file: &syn::File) -> Result<(syn::File, Planted), String> {
     )?;
     in_impl(
         "CUmemLocationType_enum",
-        "CU_MEM_LOCATION_TYPE_HOST",
+        "CU_MEM_LOCATION_TYPE_INVALID",
         None,
         "an associated constant dropped",
     )?;
