@@ -73,20 +73,16 @@ pub fn judge(
         "lc_names.h",
         &layout_support::names_header(&String::from_utf8_lossy(&out.stdout)),
     )?;
-    let no_limit = if tool.is_like_clang() {
-        "-ferror-limit=0"
+    // No error limit, no source lines echoed: gcc's flags, or clang's.
+    let flags = if tool.is_like_clang() {
+        ["-ferror-limit=0", "-fno-caret-diagnostics"]
     } else {
-        "-fmax-errors=0"
+        ["-fmax-errors=0", "-fno-diagnostics-show-caret"]
     };
     let mut cc = command();
-    cc.args([
-        "-fsyntax-only",
-        "-std=gnu11",
-        "-w",
-        "-fno-diagnostics-show-caret",
-    ])
-    .arg(no_limit)
-    .arg(dir.join(&c_file));
+    cc.args(["-fsyntax-only", "-std=gnu11", "-w"])
+        .args(flags)
+        .arg(dir.join(&c_file));
     let out = run(&mut cc, "compiling the asserts")?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut failed = vec![];
