@@ -9,7 +9,8 @@
 //! (an enum is compatible with its integer type), a second assert says which:
 //! the field is compared with two enums of this file's own, one of each
 //! integer type; a plain integer is compatible with the one of its type, an
-//! enum with neither.
+//! enum with neither (an array's element is asked; a pointee is not: a
+//! pointer to an enum and one to its integer type pass as the same).
 //!
 //! Fields reached as the layout check reaches them ([`super::Gen::fields`]):
 //! nested types with no C name through their parent's path
