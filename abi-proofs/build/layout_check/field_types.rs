@@ -9,8 +9,8 @@
 //! (an enum is compatible with its integer type), a second assert says which:
 //! the field is compared with two enums of this file's own, one of each
 //! integer type; a plain integer is compatible with the one of its type, an
-//! enum with neither (an array's element is asked; a pointee is not: a
-//! pointer to an enum and one to its integer type pass as the same).
+//! enum with neither (asked of an array's element and a pointer's pointee
+//! too).
 //!
 //! Fields reached as the layout check reaches them ([`super::Gen::fields`]):
 //! nested types with no C name through their parent's path
@@ -171,23 +171,34 @@ impl FieldGen<'_> {
                 self.body,
                 "_Static_assert(FT_COMPAT(FT_FIELD({t}, {path}), {spelled}), \"ABI-FIELD {key}: the C type is not {rust_ty}\");"
             );
-            // Which of enum and plain integer, on the element of an array.
-            let element = format!("{path}{}", "[0]".repeat(dims.len()));
+            // Which of enum and plain integer, on an array's element and a
+            // pointer's pointee (`__typeof__` evaluates neither).
+            let mut element = format!("FT_FIELD({t}, {path})");
             let mut elem_ty = ty;
-            while let syn::Type::Array(a) = elem_ty {
-                elem_ty = &a.elem;
+            loop {
+                match elem_ty {
+                    syn::Type::Array(a) => {
+                        element = format!("({element})[0]");
+                        elem_ty = &a.elem;
+                    }
+                    syn::Type::Ptr(p) => {
+                        element = format!("(*{element})");
+                        elem_ty = &p.elem;
+                    }
+                    _ => break,
+                }
             }
             match m.value_kind(elem_ty, 0) {
                 ValueKind::Newtype => {
                     let _ = writeln!(
                         self.body,
-                        "_Static_assert(!FT_INT_SIZED(FT_FIELD({t}, {element})) || FT_IS_ENUM(FT_FIELD({t}, {element})), \"ABI-FIELD {key}: C declares a plain integer, Rust the enum {rust_ty}\");"
+                        "_Static_assert(!FT_INT_SIZED({element}) || FT_IS_ENUM({element}), \"ABI-FIELD {key}: C declares a plain integer, Rust the enum {rust_ty}\");"
                     );
                 }
                 ValueKind::Int => {
                     let _ = writeln!(
                         self.body,
-                        "_Static_assert(!FT_IS_ENUM(FT_FIELD({t}, {element})), \"ABI-FIELD {key}: C declares an enum, Rust the plain {rust_ty}\");"
+                        "_Static_assert(!FT_IS_ENUM({element}), \"ABI-FIELD {key}: C declares an enum, Rust the plain {rust_ty}\");"
                     );
                 }
                 _ => {}
