@@ -8,7 +8,9 @@
 //! is the platform's (`unix.rs`, `windows.rs`); `loader-model/` compiles
 //! this same file against a fake one and checks it with loom.
 
-use super::sys::{self, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(unix)]
+use super::sys::AtomicU32;
+use super::sys::{self, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use core::ffi::c_void;
 
 /// Why a one-time initialisation cannot be waited for.
