@@ -215,7 +215,7 @@ impl Model {
                 // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
                 syn::Item::Use(u) => {
                     let mut renames = vec![];
-                    generator::codegen::use_renames(&u.tree, &mut renames);
+                    generator::tools::use_renames(&u.tree, &mut renames);
                     self.renames.extend(
                         renames
                             .into_iter()

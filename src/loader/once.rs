@@ -39,7 +39,6 @@ pub(super) enum Stuck {
 }
 
 impl Stuck {
-    #[allow(dead_code)] // loader-model's models never word a verdict
     pub(super) fn message(self) -> &'static str {
         match self {
             Stuck::Reentrant => {
@@ -311,7 +310,6 @@ impl ForkWatch {
     }
 
     /// The handler's work, in the child.
-    #[allow(dead_code)] // loader-model's models fork by their own hand
     pub(super) fn forked(&self) {
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
