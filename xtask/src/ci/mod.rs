@@ -6,7 +6,7 @@
 //! check a machine without a GPU can run; device tests report ignored.
 //!
 //! The CI wing: each step that is more than a command line has its file
-//! here ([`examples`], [`valgrind`], [`docs_rs`], [`wrap`], [`build_cost`]).
+//! here ([`examples`](mod@examples), [`valgrind`], [`docs_rs`], [`wrap`], [`build_cost`]).
 
 pub mod build_cost;
 pub mod docs_rs;
