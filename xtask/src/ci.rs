@@ -179,6 +179,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     loom(workspace)?;
     crate::valgrind::run(workspace)?;
+    crate::fuzz_elf::run(workspace, &[])?;
 
     step("no CUDA at all: the committed fallback bindings");
     run_cmd(
