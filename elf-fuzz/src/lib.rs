@@ -14,9 +14,13 @@
 #[allow(dead_code)]
 #[path = "../../src/loader/elf.rs"]
 mod elf;
+// Under test, `elf.rs` declares the image itself (for its own tests).
+#[cfg(not(test))]
 #[allow(dead_code)]
 #[path = "../../src/loader/elf_image.rs"]
 mod image;
+#[cfg(test)]
+use elf::image;
 
 use elf::*;
 use image::{Image, Layout};

@@ -164,12 +164,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         run_cmd(
             cargo(workspace)
                 .args(["test", "--features", features])
-                // --lib: the loader's unit tests (the ELF walk), built only
-                // with `dynamic-loading`.
+                // --lib: the loader's unit tests (the ELF reader), built only
+                // with `dynamic-loading`; malformed_elf: the reader on
+                // hand-made libraries glibc loads.
                 .args([
                     "--lib",
                     "--test",
                     "dynamic_loading",
+                    "--test",
+                    "malformed_elf",
                     "--test",
                     "abi_symbols",
                 ])
