@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 const ROLE: &str = "CUDA_MEM_SYS_MALFORMED_ELF_ROLE";
 
 /// What the loader says once the `SONAME` was read as `libcuda.so.1`.
-const PAST_THE_SONAME: &str = "the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress";
+const PAST_THE_SONAME: &str =
+    "the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress";
 /// What it says of a dynamic section it refuses, before the reason.
 const UNREADABLE: &str = "the library's dynamic section cannot be read (";
 
@@ -60,7 +61,11 @@ impl Elf {
         const PT_GNU_STACK: u32 = 0x6474_e551;
         const PF_W: u32 = 2;
         const PF_R: u32 = 4;
-        let machine: u16 = if cfg!(target_arch = "aarch64") { 183 } else { 62 };
+        let machine: u16 = if cfg!(target_arch = "aarch64") {
+            183
+        } else {
+            62
+        };
         let phnum = self.extra_loads + 3;
         let dynamic = (self.phoff + phnum * 56).next_multiple_of(8) + self.dynamic_skew;
         let mut strings = vec![0u8];
@@ -171,8 +176,8 @@ fn child(file: &Path) -> Result<String, Failed> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let out = c.wait_with_output().map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         return Err(format!("the child exited with {}:\n{text}", out.status).into());
     }
