@@ -20,13 +20,13 @@ mod regen;
 mod releases;
 
 use abi::msvc;
-use ci::{build_cost, valgrind, wrap};
+use ci::{build_cost, fuzz_elf, valgrind, wrap};
 use cmd::workspace;
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 22] = [
+const COMMANDS: [(&str, &str); 23] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -34,6 +34,7 @@ const COMMANDS: [(&str, &str); 22] = [
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
+    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -72,6 +73,7 @@ enum Task<'a> {
     Msrv,
     Loom,
     Valgrind,
+    FuzzElf(&'a [&'a str]),
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -123,6 +125,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msrv"] => Task::Msrv,
         ["loom"] => Task::Loom,
         ["valgrind"] => Task::Valgrind,
+        ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -155,6 +158,7 @@ fn check(task: &Task) -> Result<(), String> {
         Task::GpuMatrix(rest) => gpu_lab::matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        Task::FuzzElf(rest) => fuzz_elf::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -174,6 +178,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msrv => ci::msrv_alone(&workspace()),
         Task::Loom => ci::loom(&workspace()),
         Task::Valgrind => valgrind::run(&workspace()),
+        Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
@@ -370,7 +375,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 20] = [
+        let examples: [&[&str]; 21] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -391,6 +396,7 @@ mod tests {
             &["msvc", "12.0", "13.5"],
             &["loom"],
             &["valgrind"],
+            &["fuzz-elf", "--seconds", "5"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
@@ -427,6 +433,8 @@ mod tests {
             &["abi"],
             &["msvc", "12.7"],
             &["msvc", "--all", "13.0"],
+            &["fuzz-elf", "--seconds", "0"],
+            &["fuzz-elf", "--minutes", "1"],
         ] {
             assert!(
                 matches!(parse(args), Err(BadArgs::Wrong(_))),
