@@ -28,13 +28,15 @@ const LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: u32 = 0x0000_1000;
 extern "system" {
     fn LoadLibraryExW(name: *const u16, file: *mut c_void, flags: u32) -> *mut c_void;
     fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
-    fn FreeLibrary(module: *mut c_void) -> i32;
     fn GetLastError() -> u32;
     fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
     fn GetCurrentThreadId() -> u32;
     fn GetModuleFileNameW(module: *mut c_void, name: *mut u16, size: u32) -> u32;
     fn SwitchToThread() -> i32;
     fn Sleep(milliseconds: u32);
+    fn TlsAlloc() -> u32;
+    fn TlsGetValue(index: u32) -> *mut c_void;
+    fn TlsSetValue(index: u32, value: *mut c_void) -> i32;
 }
 
 /// No setuid programs on Windows.
@@ -59,6 +61,48 @@ pub fn thread_id() -> u32 {
 /// id (`once.rs`).
 pub fn thread_token() -> usize {
     0
+}
+
+/// The thread-local index keeping each thread's lookup depth, plus 1; 0:
+/// not made yet; `usize::MAX`: refused.
+static DEPTH_INDEX: AtomicUsize = AtomicUsize::new(0);
+
+fn depth_index() -> Option<u32> {
+    const TLS_OUT_OF_INDEXES: u32 = u32::MAX;
+    match DEPTH_INDEX.load(Ordering::Acquire) {
+        usize::MAX => None,
+        0 => {
+            // SAFETY: no arguments. An index made twice by racing threads
+            // is a small leak, never a wrong value: the first one is kept.
+            let i = unsafe { TlsAlloc() };
+            let made = if i == TLS_OUT_OF_INDEXES {
+                usize::MAX
+            } else {
+                i as usize + 1
+            };
+            let _ = DEPTH_INDEX.compare_exchange(0, made, Ordering::AcqRel, Ordering::Acquire);
+            depth_index()
+        }
+        i => Some((i - 1) as u32),
+    }
+}
+
+/// How many lookups of a loaded library's functions this thread is inside;
+/// 0 where no thread-local index can be had (nothing is bounded then).
+pub fn lookup_depth() -> usize {
+    match depth_index() {
+        // SAFETY: a live index; the value is a number, never dereferenced.
+        Some(i) => unsafe { TlsGetValue(i) as usize },
+        None => 0,
+    }
+}
+
+/// Sets this thread's [`lookup_depth`].
+pub fn set_lookup_depth(depth: usize) {
+    if let Some(i) = depth_index() {
+        // SAFETY: a live index; the value is a number, never dereferenced.
+        unsafe { TlsSetValue(i, depth as *mut c_void) };
+    }
 }
 
 /// Not asked on Windows (no `fork`; a thread is not asked by its id):
@@ -228,9 +272,10 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
-pub fn close(handle: usize) {
-    // SAFETY: a handle from LoadLibraryExW.
-    unsafe { FreeLibrary(handle as *mut _) };
+/// Not asked on Windows, where the runtime loads `nvcuda.dll` from
+/// `System32` by its name, whatever module of another name is loaded.
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
+    false
 }
 
 /// The symbol `name` (NUL-terminated) of the module `handle`: a pointer as
