@@ -29,6 +29,7 @@ pub(super) enum Stuck {
     Poisoned,
     /// The environment (read before any library is claimed) is being read
     /// by this very thread: a `getenv` that called back into the crate.
+    #[allow(dead_code)] // made by environment.rs, which loader-model does not compile
     EnvironmentReentrant,
     /// The runtime, while the named driver (loaded first) is being loaded
     /// by this very thread.

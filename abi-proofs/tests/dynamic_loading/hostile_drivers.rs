@@ -406,9 +406,14 @@ mod roles {
         stat[stat.rfind(')')? + 1..].trim_start().chars().next()
     }
 
-    /// Exits the process (failing) after `secs` unless it ended before.
-    fn watchdog(what: &'static str, secs: u64) {
+    /// Exits the process (failing) `secs` after `armed` is set, unless it
+    /// ended before. Started before the load: a thread that ended inside
+    /// `dlopen` may hold a lock a later thread's creation needs.
+    fn watchdog(what: &'static str, secs: u64, armed: &'static AtomicBool) {
         std::thread::spawn(move || {
+            while !armed.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             std::thread::sleep(Duration::from_secs(secs));
             println!("{what} hung");
             unsafe { libc::_exit(1) };
@@ -418,6 +423,8 @@ mod roles {
     /// See `a_zombie_main_thread_that_was_loading_gives_303_not_a_hang`.
     fn zombie_leader() {
         static FINISHED: AtomicBool = AtomicBool::new(false);
+        static LATER_CALL: AtomicBool = AtomicBool::new(false);
+        watchdog("later call", 10, &LATER_CALL);
         let leader = std::process::id();
         let later = std::thread::spawn(move || {
             let start = Instant::now();
@@ -435,7 +442,7 @@ mod roles {
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            watchdog("later call", 10);
+            LATER_CALL.store(true, Ordering::SeqCst);
             report_later(unsafe { cuInit(7).0 } as c_int);
             // The main thread may hold the dynamic loader's lock (it ended
             // inside dlopen): no exit handlers.
@@ -454,7 +461,8 @@ mod roles {
 
     /// See `a_forced_unwind_in_the_constructor_is_told_as_the_thread_ending`.
     fn forced_unwind() {
-        watchdog("the forced unwind's role", 20);
+        static ARMED: AtomicBool = AtomicBool::new(true);
+        watchdog("the forced unwind's role", 20, &ARMED);
         let mut t: libc::pthread_t = 0;
         // SAFETY: a thread running an `extern "C"` function, joined below.
         unsafe {
