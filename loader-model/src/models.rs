@@ -162,17 +162,21 @@ fn reused_id(wrong: Wrong) {
         let w = World::new(wrong);
         let once = Arc::new(Once::new());
         let b_done = Arc::new(AtomicBool::new(false));
-        let (w2, o2, d2) = (w.clone(), once.clone(), b_done.clone());
+        let ended = Arc::new(AtomicBool::new(false));
+        let (w2, o2, d2, e2) = (w.clone(), once.clone(), b_done.clone(), ended.clone());
         let owner = thread::spawn(move || {
             enter(&w2, me(5));
             let _ = o2.call(|| {
                 // Ends inside the load (seen as gone from here on; it never
                 // finishes before the later thread is done).
                 w2.end(5);
+                e2.store(true, Ordering::Release);
                 until(&d2);
             });
         });
-        // This thread gets the id 5 again: its own token.
+        // This thread gets the id 5 again, its own token: only once the
+        // owner has ended (two live threads never share an id).
+        until(&ended);
         enter(
             &w,
             Thread {
@@ -182,7 +186,7 @@ fn reused_id(wrong: Wrong) {
             },
         );
         let r = once.call(|| {});
-        assert!(r == Ok(()) || r == Err(Stuck::OwnerGone), "{r:?}");
+        assert_eq!(r, Err(Stuck::OwnerGone), "{r:?}");
         b_done.store(true, Ordering::Release);
         owner.join().unwrap();
     });
@@ -708,7 +712,7 @@ fn wrong_twin_an_unconditional_store_overwrites_the_first_answer_is_caught() {
 fn wrong_twin_without_the_liveness_check_an_ended_unwind_is_a_panic_is_caught() {
     must_fail(
         "models::wrong_twin_without_the_liveness_check_an_ended_unwind_is_a_panic",
-        "the ended thread told as Poisoned",
+        "the ended thread told as Err(Poisoned)",
     );
 }
 

@@ -150,14 +150,34 @@ pub fn getenv(var: &[u8], buf: &mut [u8]) -> Result<Option<usize>, usize> {
         return Ok(None);
     }
     if n >= wide.len() {
-        return Err(n - 1);
+        return Err(utf8_len_of_long_value(&name));
     }
     match wtf8_encode(&wide[..n], buf) {
         Some(len) if len < buf.len() => {
             buf[len] = 0;
             Ok(Some(len))
         }
-        _ => Err(n),
+        // Too long as UTF-8: its length in bytes, as the limit counts.
+        _ => Err(super::text::utf8_len_of_utf16(&wide[..n])),
+    }
+}
+
+/// The length in UTF-8 bytes (the limit's unit, not UTF-16's) of the
+/// variable `name` (NUL-terminated UTF-16), whose value is more than 4,095
+/// UTF-16 units long: read whole into room for any value (Windows keeps at
+/// most 32,767 units), on this rare path only.
+#[inline(never)]
+fn utf8_len_of_long_value(name: &[u16]) -> usize {
+    let mut wide = [0u16; 32768];
+    // SAFETY: a NUL-terminated name and a buffer of the size given.
+    let n = unsafe { GetEnvironmentVariableW(name.as_ptr(), wide.as_mut_ptr(), wide.len() as u32) }
+        as usize;
+    match n {
+        // Changed meanwhile, or longer than Windows allows: at least as
+        // many bytes as units.
+        0 => 4096,
+        n if n >= wide.len() => n - 1,
+        n => super::text::utf8_len_of_utf16(&wide[..n]),
     }
 }
 
