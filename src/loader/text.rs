@@ -111,8 +111,11 @@ mod tests {
         // bytes; U+1F600 two units, four bytes; an unpaired surrogate one
         // unit, three bytes (generalized UTF-8). The wrong twin, the count
         // of units, is 1 + 1 + 1 + 2 + 1 = 6.
-        let wide: Vec<u16> = "aé€😀".encode_utf16().chain([0xD800]).collect();
-        assert_eq!(wide.len(), 6);
+        let mut wide = [0u16; 6];
+        for (w, u) in wide.iter_mut().zip("aé€😀".encode_utf16().chain([0xD800])) {
+            *w = u;
+        }
+        assert_eq!(wide[5], 0xD800);
         assert_eq!(utf8_len_of_utf16(&wide), 1 + 2 + 3 + 4 + 3);
         assert_eq!(utf8_len_of_utf16(&[]), 0);
         // A high surrogate at the end, and a low one alone.
