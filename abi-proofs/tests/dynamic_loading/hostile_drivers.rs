@@ -406,11 +406,23 @@ mod roles {
         stat[stat.rfind(')')? + 1..].trim_start().chars().next()
     }
 
+    /// Waits until `flag` is set.
+    fn until(flag: &AtomicBool) {
+        while !flag.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Exits the process (failing) `secs` after `armed` is set, unless it
-    /// ended before. Started before the load: a thread that ended inside
-    /// `dlopen` may hold a lock a later thread's creation needs.
+    /// ended before. Started, and past its first print, before the load: a
+    /// thread that ended inside `dlopen` holds the dynamic loader's lock,
+    /// which a thread's first use of a thread-local with a destructor (a
+    /// first print) takes.
     fn watchdog(what: &'static str, secs: u64, armed: &'static AtomicBool) {
+        static READY: AtomicBool = AtomicBool::new(false);
         std::thread::spawn(move || {
+            println!("watchdog ready");
+            READY.store(true, Ordering::SeqCst);
             while !armed.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -418,6 +430,7 @@ mod roles {
             println!("{what} hung");
             unsafe { libc::_exit(1) };
         });
+        until(&READY);
     }
 
     /// See `a_zombie_main_thread_that_was_loading_gives_303_not_a_hang`.
@@ -425,8 +438,13 @@ mod roles {
         static FINISHED: AtomicBool = AtomicBool::new(false);
         static LATER_CALL: AtomicBool = AtomicBool::new(false);
         watchdog("later call", 10, &LATER_CALL);
+        static LATER_READY: AtomicBool = AtomicBool::new(false);
         let leader = std::process::id();
         let later = std::thread::spawn(move || {
+            // Past its first print before the main thread loads (see
+            // `watchdog`).
+            println!("later thread ready");
+            LATER_READY.store(true, Ordering::SeqCst);
             let start = Instant::now();
             loop {
                 if FINISHED.load(Ordering::SeqCst) {
@@ -448,6 +466,7 @@ mod roles {
             // inside dlopen): no exit handlers.
             unsafe { libc::_exit(0) };
         });
+        until(&LATER_READY);
         let r = unsafe { cuInit(7).0 };
         println!("main cuInit(7) {r}");
         FINISHED.store(true, Ordering::SeqCst);
