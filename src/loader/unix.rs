@@ -109,11 +109,16 @@ pub fn thread_id() -> u32 {
     }
 }
 
-/// Whether the thread `id` ([`thread_id`]) is one of this process's.
-/// Linux: `tgkill(getpid(), id, 0)`, which sends nothing and fails with
-/// `ESRCH` where the process has no such thread (it ended, or this process
-/// is a child that has only the thread that made it). Elsewhere no thread
-/// can be asked by its id: assumed to exist.
+/// Whether the thread `id` ([`thread_id`]) is one of this process's and
+/// still runs. Linux: `tgkill(getpid(), id, 0)`, which sends nothing and
+/// fails with `ESRCH` where the process has no such thread (it ended, or
+/// this process is a child that has only the thread that made it); where
+/// it succeeds, `/proc/self/task/<id>/stat` is asked for the thread's
+/// state, since `tgkill` succeeds on a zombie too: the thread-group leader
+/// (the main thread) that ended while other threads run stays a zombie
+/// (state `Z`) until the process ends. Where `/proc` cannot be read (not
+/// mounted), `tgkill`'s answer stands. Elsewhere no thread can be asked by
+/// its id: assumed to exist.
 pub fn thread_exists(id: u32) -> bool {
     #[cfg(target_os = "linux")]
     {
@@ -126,12 +131,63 @@ pub fn thread_exists(id: u32) -> bool {
                 0 as libc::c_int,
             )
         };
-        r == 0 || errno() != libc::ESRCH
+        if r != 0 {
+            return errno() != libc::ESRCH;
+        }
+        !matches!(task_state(id), Some(b'Z' | b'X' | b'x'))
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = id;
         true
+    }
+}
+
+/// The state letter of this process's thread `id`
+/// (`/proc/self/task/<id>/stat`, the field after the command's closing
+/// parenthesis); `None` where it cannot be read.
+#[cfg(target_os = "linux")]
+fn task_state(id: u32) -> Option<u8> {
+    // "/proc/self/task/" + at most 10 digits + "/stat" + NUL.
+    let mut path = [0u8; 40];
+    let prefix = b"/proc/self/task/";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let (mut i, mut n) = (digits.len(), id);
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let end = prefix.len() + digits.len() - i;
+    path[prefix.len()..end].copy_from_slice(&digits[i..]);
+    path[end..end + 5].copy_from_slice(b"/stat");
+    // SAFETY: a NUL-terminated path (the array's rest is 0); the
+    // descriptor is closed below.
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: a buffer of the size given.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: the descriptor opened above, used by nothing else.
+    unsafe { libc::close(fd) };
+    let text = buf.get(..usize::try_from(n).ok()?)?;
+    stat_state(text)
+}
+
+/// The state in a `stat` line: `<id> (<command>) <state> ...`; the command
+/// may hold any byte, a `)` included, so the last `)` ends it.
+#[cfg(target_os = "linux")]
+fn stat_state(stat: &[u8]) -> Option<u8> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    match stat.get(close + 1..close + 3)? {
+        [b' ', state] => Some(*state),
+        _ => None,
     }
 }
 
@@ -144,29 +200,56 @@ fn errno() -> libc::c_int {
 /// The `pthread_key_t` keeping each thread's token, plus 1; 0: not made
 /// yet; `usize::MAX`: refused.
 static TOKEN_KEY: AtomicUsize = AtomicUsize::new(0);
+/// The same for each thread's lookup depth ([`lookup_depth`]).
+static DEPTH_KEY: AtomicUsize = AtomicUsize::new(0);
 /// The next thread token.
 static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(1);
 
 fn token_key() -> Option<libc::pthread_key_t> {
-    match TOKEN_KEY.load(Ordering::Acquire) {
+    key_in(&TOKEN_KEY)
+}
+
+/// The thread-specific key kept in `slot` (made on first use), where one
+/// could be made.
+fn key_in(slot: &AtomicUsize) -> Option<libc::pthread_key_t> {
+    match slot.load(Ordering::Acquire) {
         usize::MAX => return None,
         0 => {}
         k => return Some((k - 1) as libc::pthread_key_t),
     }
     let mut key: libc::pthread_key_t = 0;
-    // SAFETY: a key without destructor (a token is a number, not memory).
+    // SAFETY: a key without destructor (its values are numbers, not memory).
     if unsafe { libc::pthread_key_create(&mut key, None) } != 0 {
-        let _ = TOKEN_KEY.compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire);
-        return token_key();
+        let _ = slot.compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire);
+        return key_in(slot);
     }
-    match TOKEN_KEY.compare_exchange(0, key as usize + 1, Ordering::AcqRel, Ordering::Acquire) {
+    match slot.compare_exchange(0, key as usize + 1, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Some(key),
         Err(_) => {
             // Another thread made one first: this one is not needed.
             // SAFETY: a key this thread made, used by nothing.
             unsafe { libc::pthread_key_delete(key) };
-            token_key()
+            key_in(slot)
         }
+    }
+}
+
+/// How many lookups of a loaded library's functions this thread is inside
+/// (a driver whose `cuGetProcAddress` calls back into the crate nests
+/// them); 0 where no key can be kept (then nothing is bounded).
+pub fn lookup_depth() -> usize {
+    match key_in(&DEPTH_KEY) {
+        // SAFETY: a live key; the value is a number, never dereferenced.
+        Some(key) => unsafe { libc::pthread_getspecific(key) as usize },
+        None => 0,
+    }
+}
+
+/// Sets this thread's [`lookup_depth`].
+pub fn set_lookup_depth(depth: usize) {
+    if let Some(key) = key_in(&DEPTH_KEY) {
+        // SAFETY: a live key; the value is a number, never dereferenced.
+        unsafe { libc::pthread_setspecific(key, depth as *const libc::c_void) };
     }
 }
 
@@ -220,9 +303,31 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
-pub fn close(handle: usize) {
-    // SAFETY: a handle from dlopen, used by nothing else yet.
-    unsafe { libc::dlclose(handle as *mut _) };
+/// Whether a library answering to `soname` (NUL-terminated:
+/// `libcuda.so.1`) is already in the process and is another file than
+/// `file` (NUL-terminated: the path a variable names): its path, as the
+/// dynamic loader opened it, is then pushed to `out`. Asked with
+/// `RTLD_NOLOAD`, which loads nothing; the dynamic loader tells the same
+/// file by its device and inode, whatever the path. The handles it gives
+/// are kept (nothing the loader opens is closed).
+pub fn another_already_loaded(soname: &[u8], file: &[u8], out: &mut Text) -> bool {
+    // SAFETY: NUL-terminated; RTLD_NOLOAD loads nothing (no code runs).
+    let loaded =
+        unsafe { libc::dlopen(soname.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if loaded.is_null() {
+        return false;
+    }
+    // SAFETY: as above.
+    let same = unsafe { libc::dlopen(file.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if same == loaded {
+        return false;
+    }
+    let before = out.len;
+    path(loaded as usize, out);
+    if out.len == before {
+        out.push(&soname[..soname.len() - 1]);
+    }
+    true
 }
 
 /// The symbol `name` (NUL-terminated) of the library `handle`: a pointer as
@@ -447,5 +552,30 @@ mod tests {
               (needed by /x/libcuda.so.1)"
         ));
         assert!(!not_found(name, b"/x/libcuda.so.1: invalid ELF header"));
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod thread_tests {
+    //! A thread's state as `/proc` says it: the zombie leader `tgkill`
+    //! cannot tell from a live thread.
+
+    use super::*;
+
+    #[test]
+    fn the_state_follows_the_last_parenthesis() {
+        assert_eq!(stat_state(b"12 (cat) Z 1 12 12 0"), Some(b'Z'));
+        // A command holding ") R": the last parenthesis ends it.
+        assert_eq!(stat_state(b"12 (a) R (b) Z 1 12"), Some(b'Z'));
+        assert_eq!(stat_state(b"12 (cat) S 1 12"), Some(b'S'));
+        assert_eq!(stat_state(b"12 (cat"), None);
+        assert_eq!(stat_state(b"12 (cat)"), None);
+    }
+
+    #[test]
+    fn this_thread_exists_and_runs() {
+        let me = thread_id();
+        assert!(matches!(task_state(me), Some(b'R' | b'S')));
+        assert!(thread_exists(me));
     }
 }
