@@ -347,14 +347,16 @@ fn problems(
                 format!("((unsigned long long)(uintptr_t)({c_name}) == {p}ULL)"),
                 format!("the address {p}"),
             ),
-            Value::Other => return,
+            Value::Other => return false,
         };
         asserted += 1;
         let _ = writeln!(
             source,
             "_Static_assert({test}, \"{MARKER}{key}: C's value is not Rust's {said}\");"
         );
+        true
     };
+    let no_value = |key: &str| format!("{key}: its Rust type has no integer or address to compare");
     for k in c.iter().filter(|k| in_allowlist(&k.name)) {
         let Some(rust) = by_name.get(k.name.as_str()) else {
             found.push(format!(
@@ -363,7 +365,9 @@ fn problems(
             ));
             continue;
         };
-        assert(&k.name, &k.name, rust.value, &mut source);
+        if !assert(&k.name, &k.name, rust.value, &mut source) {
+            found.push(no_value(&k.name));
+        }
         if k.origin.starts_with("enumerator") {
             // The newtype C's enum is in Rust (by its tag, else its typedef);
             // an anonymous enum has none: the constant's own type.
@@ -390,7 +394,11 @@ fn problems(
             let key = format!("{newtype}::{}", k.name);
             match by_name.get(key.as_str()) {
                 None => found.push(format!("{key}: missing from the bindings ({})", k.origin)),
-                Some(a) => assert(&key, &k.name, a.value, &mut source),
+                Some(a) => {
+                    if !assert(&key, &k.name, a.value, &mut source) {
+                        found.push(no_value(&key));
+                    }
+                }
             }
         }
     }
@@ -456,8 +464,8 @@ fn every_c_constant_is_bound_with_its_value() -> Result<Completion, Failed> {
 }
 
 /// The planted bugs (dropped enumerator, macro and cast-macro constants, a
-/// dropped and a wrong associated constant, a wrong value) are each named,
-/// and nothing else.
+/// dropped and a wrong associated constant, a wrong value, an enumerator
+/// given another enum's newtype) are each named, and nothing else.
 fn each_planted_constant_bug_is_named() -> Result<Completion, Failed> {
     let (dirs, c) = match headers() {
         Err(e) => return Err(e.clone().into()),

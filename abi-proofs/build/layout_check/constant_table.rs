@@ -128,7 +128,7 @@ pub type Planted = Vec<(String, String)>;
 /// The bindings' types and constants alone (no functions, no impls but
 /// those of associated constants, no docs), with bugs planted: a dropped
 /// enumerator, a dropped macro constant, a dropped and a wrong associated
-/// constant, a wrong crate-level value. Each by name; one that cannot be
+/// constant, a wrong crate-level value, an enumerator of another newtype. Each by name; one that cannot be
 /// planted is an error.
 pub fn planted_copy(file: &syn::File) -> Result<(syn::File, Planted), String> {
     let mut items: Vec<syn::Item> = vec![];
@@ -247,6 +247,20 @@ pub fn planted_copy(file: &syn::File) -> Result<(syn::File, Planted), String> {
     planted.push((
         "CU_MEM_ACCESS_FLAGS_PROT_READ".into(),
         "an enumerator's value 1 -> 2".into(),
+    ));
+    // A crate-level enumerator given another enum's newtype (same value).
+    let c = items
+        .iter_mut()
+        .find_map(|i| match i {
+            syn::Item::Const(c) if c.ident == "CU_MEM_ALLOCATION_TYPE_PINNED" => Some(c),
+            _ => None,
+        })
+        .ok_or("constants' wrong twin: no CU_MEM_ALLOCATION_TYPE_PINNED")?;
+    c.ty = Box::new(syn::parse_quote!(CUmemLocationType_enum));
+    c.expr = Box::new(syn::parse_quote!(CUmemLocationType_enum(1)));
+    planted.push((
+        "CU_MEM_ALLOCATION_TYPE_PINNED".into(),
+        "an enumerator given another enum's newtype".into(),
     ));
     Ok((
         {
