@@ -256,8 +256,8 @@ pub fn planted_copy(file: &syn::File) -> Result<(syn::File, Planted), String> {
             _ => None,
         })
         .ok_or("constants' wrong twin: no CU_MEM_ALLOCATION_TYPE_PINNED")?;
-    c.ty = Box::new(syn::parse_quote!(CUmemLocationType_enum));
-    c.expr = Box::new(syn::parse_quote!(CUmemLocationType_enum(1)));
+    *c.ty = syn::parse_quote!(CUmemLocationType_enum);
+    *c.expr = syn::parse_quote!(CUmemLocationType_enum(1));
     planted.push((
         "CU_MEM_ALLOCATION_TYPE_PINNED".into(),
         "an enumerator given another enum's newtype".into(),
