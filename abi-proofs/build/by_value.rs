@@ -526,7 +526,7 @@ fn twin_items(m: &Model, case: &Case, krate: &str, out: &mut String) -> String {
     }
     twin(
         "aligned",
-        "Expect::Fails",
+        "Expect::FailsUnlessIndirect",
         format!(
             "#[repr(C, align(128))] {derive} pub {keyword} {n}__aligned {{ {} }}",
             fields(&r.fields, None)

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The ABI checks that run on the Windows targets (under Wine), MinGW's and MSVC's.
-pub const WINDOWS_ABI_TESTS: [&str; 5] = [
+pub const WINDOWS_ABI_TESTS: [&str; 6] = [
     "abi_layout",
+    "abi_by_value",
     "abi_signatures",
     "abi_bad_input",
     "stable_names",
@@ -122,7 +123,8 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"]);
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .args(["--test", "abi_by_value"]);
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
