@@ -47,7 +47,6 @@ enum Kind {
 struct Record {
     kind: Kind,
     fields: Vec<(String, syn::Type)>,
-    attrs: String,
 }
 
 #[derive(Default)]
@@ -104,12 +103,9 @@ impl Model {
                         }
                         syn::Fields::Unit => (Kind::Opaque, vec![]),
                     };
-                    let attrs = repr_of(&s.attrs);
-                    self.records.entry(s.ident.to_string()).or_insert(Record {
-                        kind,
-                        fields,
-                        attrs,
-                    });
+                    self.records
+                        .entry(s.ident.to_string())
+                        .or_insert(Record { kind, fields });
                 }
                 syn::Item::Union(u) if u.generics.params.is_empty() => {
                     let fields = u
@@ -118,11 +114,9 @@ impl Model {
                         .iter()
                         .map(|f| (f.ident.as_ref().unwrap().to_string(), f.ty.clone()))
                         .collect();
-                    let attrs = repr_of(&u.attrs);
                     self.records.entry(u.ident.to_string()).or_insert(Record {
                         kind: Kind::Union,
                         fields,
-                        attrs,
                     });
                 }
                 syn::Item::Type(t) if t.generics.params.is_empty() => {
@@ -159,15 +153,6 @@ impl Model {
         }
         None
     }
-}
-
-fn repr_of(attrs: &[syn::Attribute]) -> String {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("repr"))
-        .map(|a| quote::quote!(#a).to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The foreign functions of the bindings, every module but `#[cfg]` ones.
@@ -559,7 +544,6 @@ fn twin_items(m: &Model, case: &Case, krate: &str, out: &mut String) -> String {
             ),
         );
     }
-    let _ = &r.attrs;
     items.join(", ")
 }
 

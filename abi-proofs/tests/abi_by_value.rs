@@ -97,7 +97,7 @@ fn chosen(leaves: &[Leaf], unions: usize) -> Vec<usize> {
         .collect()
 }
 
-fn active<'a>(leaves: &'a [Leaf], unions: usize) -> impl Iterator<Item = (usize, &'a Leaf)> {
+fn active(leaves: &[Leaf], unions: usize) -> impl Iterator<Item = (usize, &Leaf)> {
     let chosen = chosen(leaves, unions);
     leaves
         .iter()
