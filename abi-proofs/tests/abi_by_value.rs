@@ -309,7 +309,7 @@ impl Cases {
     }
 }
 
-#[allow(non_snake_case, dead_code, clippy::all)]
+#[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
 mod generated {
     use super::{span, Case, Cases, Expect, Leaf, Twin};
     include!(concat!(env!("OUT_DIR"), "/abi/by_value.rs"));

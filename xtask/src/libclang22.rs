@@ -34,16 +34,20 @@ fn ensure_libclang22() -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask libclang22 [<release>...]`: CI's ABI releases unless named.
+/// `libclang22`'s releases, checked: CI's ABI releases unless named.
+pub fn parse<'a>(args: &[&'a str]) -> Result<Vec<&'a str>, String> {
+    if args.is_empty() {
+        return Ok(crate::releases::ends_and_pinned());
+    }
+    for a in args {
+        headers::check(a, headers::HOST_TARGET).map_err(|e| format!("libclang22: {e}"))?;
+    }
+    Ok(args.to_vec())
+}
+
+/// `cargo xtask libclang22 [<release>...]`.
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
-    let releases: Vec<&str> = if args.is_empty() {
-        crate::releases::ends_and_pinned()
-    } else {
-        for a in args {
-            headers::check(a, headers::HOST_TARGET).map_err(|e| format!("libclang22: {e}"))?;
-        }
-        args.to_vec()
-    };
+    let releases = parse(args)?;
     crate::cmd::ensure_libclang()?;
     ensure_libclang22()?;
     let started = std::time::Instant::now();

@@ -167,6 +167,7 @@ fn check(task: &Task) -> Result<(), String> {
         Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        Task::Libclang22(rest) => libclang22::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -381,7 +382,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 20] = [
+        let examples: [&[&str]; 21] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -402,6 +403,7 @@ mod tests {
             &["msvc", "12.0", "13.5"],
             &["loom"],
             &["valgrind"],
+            &["libclang22", "13.0"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
@@ -428,6 +430,7 @@ mod tests {
         for args in [
             &["headers", "12.7"][..],
             &["headers", "--target", "13.0"],
+            &["libclang22", "12.7"],
             &["headers", "13.0", "--target", "riscv64gc-unknown-linux-gnu"],
             &["headers", "13.0", "14.0"],
             &["bench-build", "--runs", "0"],
