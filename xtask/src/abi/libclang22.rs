@@ -15,7 +15,8 @@
 //! the step.
 
 use crate::cmd::{run_cmd, step};
-use crate::{codegen, headers, locate};
+use crate::headers;
+use generator::{codegen, locate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
