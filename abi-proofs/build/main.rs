@@ -127,8 +127,12 @@ fn run() -> Result<(), String> {
             println!("cargo:rerun-if-changed={}", symbols.display());
             by_value::write_unavailable(
                 &dir,
-                "the committed bindings stand in here (no libclang, or \
-                 headers of another release): no C half is made for them",
+                if built.include.is_none() {
+                    "no CUDA headers found: no C half to pass the structs to"
+                } else {
+                    "the committed bindings stand in here (no libclang, or headers of another \
+                     release): no C half is made for them"
+                },
             )?;
             let text = read(&rust)?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &text)?;
