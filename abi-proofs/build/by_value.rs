@@ -124,7 +124,7 @@ impl Model {
                 }
                 syn::Item::Use(u) => {
                     let mut renames = vec![];
-                    generator::codegen::use_renames(&u.tree, &mut renames);
+                    generator::tools::use_renames(&u.tree, &mut renames);
                     for (from, to) in renames {
                         if let Ok(ty) = syn::parse_str::<syn::Type>(&from) {
                             self.aliases.insert(to, ty);

@@ -105,7 +105,7 @@ fn run() -> Result<(), String> {
             let (driver, runtime) = codegen::linked_symbols(&out.file);
             write_if_changed(
                 &dir.join("symbols.txt"),
-                &release::symbols_text(&driver, &runtime),
+                &generator::tools::symbols_text(&driver, &runtime),
             )?;
             let include = built.include.as_deref().unwrap_or_default();
             by_value::write(&dir, &out.file, &out.preprocessed, include, built.ptds)?;

@@ -20,13 +20,13 @@ mod regen;
 mod releases;
 
 use abi::{libclang22, msvc};
-use ci::{build_cost, valgrind, wrap};
+use ci::{build_cost, fuzz_elf, valgrind, wrap};
 use cmd::workspace;
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 23] = [
+const COMMANDS: [(&str, &str); 24] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -34,6 +34,7 @@ const COMMANDS: [(&str, &str); 23] = [
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
+    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -76,6 +77,7 @@ enum Task<'a> {
     Msrv,
     Loom,
     Valgrind,
+    FuzzElf(&'a [&'a str]),
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -130,6 +132,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msrv"] => Task::Msrv,
         ["loom"] => Task::Loom,
         ["valgrind"] => Task::Valgrind,
+        ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -165,6 +168,7 @@ fn check(task: &Task) -> Result<(), String> {
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
         Task::Libclang22(rest) => libclang22::parse(rest).map(drop),
+        Task::FuzzElf(rest) => fuzz_elf::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -184,6 +188,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msrv => ci::msrv_alone(&workspace()),
         Task::Loom => ci::loom(&workspace()),
         Task::Valgrind => valgrind::run(&workspace()),
+        Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
@@ -382,7 +387,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 21] = [
+        let examples: [&[&str]; 22] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -404,6 +409,7 @@ mod tests {
             &["loom"],
             &["valgrind"],
             &["libclang22", "13.0"],
+            &["fuzz-elf", "--seconds", "5"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
@@ -441,6 +447,8 @@ mod tests {
             &["abi"],
             &["msvc", "12.7"],
             &["msvc", "--all", "13.0"],
+            &["fuzz-elf", "--seconds", "0"],
+            &["fuzz-elf", "--minutes", "1"],
         ] {
             assert!(
                 matches!(parse(args), Err(BadArgs::Wrong(_))),
