@@ -17,6 +17,7 @@
 
 mod abi_by_type;
 mod abi_checks;
+mod by_value;
 mod layout_check;
 
 // cuda-mem-sys's generator and its helpers: build/'s shared part (the
@@ -107,6 +108,8 @@ fn run() -> Result<(), String> {
                 &dir.join("symbols.txt"),
                 &generator::tools::symbols_text(&driver, &runtime),
             )?;
+            let include = built.include.as_deref().unwrap_or_default();
+            by_value::write(&dir, &out.file, &out.preprocessed, include, built.ptds)?;
             layout_and_functions(&dir, &out.file)
         }
         None if built.bindings == "generated" => Err(
@@ -123,6 +126,15 @@ fn run() -> Result<(), String> {
             let symbols = release::symbols_path(&crate_dir, built.ptds);
             println!("cargo:rerun-if-changed={}", rust.display());
             println!("cargo:rerun-if-changed={}", symbols.display());
+            by_value::write_unavailable(
+                &dir,
+                if built.include.is_none() {
+                    "no CUDA headers found: no C half to pass the structs to"
+                } else {
+                    "the committed bindings stand in here (no libclang, or headers of another \
+                     release): no C half is made for them"
+                },
+            )?;
             let text = read(&rust)?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &text)?;
             write_if_changed(&dir.join("symbols.txt"), &read(&symbols)?)?;

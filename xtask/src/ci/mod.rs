@@ -256,6 +256,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     step("documentation as docs.rs builds it (nightly, --cfg docsrs): the loader module, the linked declarations and their links, feature badges only");
     docs_rs::check(workspace)?;
 
+    // bindgen with libclang 22 (rust-bindgen #3383): the same bindings as 19's.
+    crate::abi::libclang22::run(workspace, &[])?;
+
     // Beside the pinned release: the range's ends.
     for release in releases::ends() {
         step(&format!("CUDA {release}: ABI checks"));
