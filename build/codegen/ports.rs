@@ -163,7 +163,10 @@ fn no_comparisons_through_function_pointers(file: &mut syn::File) {
             .into_iter()
             .filter(|d| !["PartialEq", "Eq", "Hash"].contains(&d.as_str()))
             .collect();
-        set_derives(&mut s.attrs, &kept.iter().map(String::as_str).collect::<Vec<_>>());
+        set_derives(
+            &mut s.attrs,
+            &kept.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
     }
 }
 
@@ -185,7 +188,15 @@ fn derives(attrs: &[syn::Attribute]) -> Vec<String> {
 /// What an enum newtype derives: everything an integer has but `Debug`
 /// (written by name, [`debug_impl`]) and `Default` (0 need not be an
 /// enumerator). `PartialOrd`/`Ord` compare the values, as C's `<` does.
-const NEWTYPE_DERIVES: &[&str] = &["Copy", "Clone", "Hash", "PartialEq", "Eq", "PartialOrd", "Ord"];
+const NEWTYPE_DERIVES: &[&str] = &[
+    "Copy",
+    "Clone",
+    "Hash",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+];
 
 /// What an opaque handle struct (`struct CUctx_st;` in C, `_unused: [u8; 0]`
 /// here) derives: C never has one as a value, so copying one (zero bytes) is
@@ -272,7 +283,10 @@ fn set_derives(attrs: &mut Vec<syn::Attribute>, derives: &[&str]) {
     let paths = derives
         .iter()
         .map(|d| syn::Ident::new(d, proc_macro2::Span::call_site()));
-    attrs.insert(at.min(attrs.len()), syn::parse_quote!(#[derive(#(#paths),*)]));
+    attrs.insert(
+        at.min(attrs.len()),
+        syn::parse_quote!(#[derive(#(#paths),*)]),
+    );
 }
 
 fn associated_constants(t: &syn::Ident, list: &[(syn::Ident, syn::Expr)]) -> syn::Item {
