@@ -18,6 +18,7 @@
  * not read: cudaGL.h: OpenGL interoperability (groups CUDA_GL, CUDA_GL_DEPRECATED); needs the system's OpenGL headers
  * not read: cudaVDPAU.h: VDPAU interoperability (group CUDA_VDPAU); needs the system's VDPAU headers
  * not read: cuda_runtime.h: in C it adds nothing of its own to the headers it includes; the rest is C++ templates
+ * not read: crt/host_config.h: nvcc's check of the host compiler; declares nothing
  * not read: channel_descriptor.h: C++ templates only (cudaCreateChannelDesc<T>); empty in C
  * not read: driver_functions.h: static inline helpers (make_cudaPitchedPtr, make_cudaPos, make_cudaExtent): no symbol to link
  * not read: vector_functions.h: static inline constructors of the vector types (make_int2, ...): no symbol to link
