@@ -29533,18 +29533,18 @@ pub mod loader_table {
         },
         crate::loader::Entry {
             symbol: b"cuProfilerInitialize\0",
-            base: b"\0",
-            version: 0u32,
+            base: b"cuProfilerInitialize\0",
+            version: 4000u32,
         },
         crate::loader::Entry {
             symbol: b"cuProfilerStart\0",
-            base: b"\0",
-            version: 0u32,
+            base: b"cuProfilerStart\0",
+            version: 4000u32,
         },
         crate::loader::Entry {
             symbol: b"cuProfilerStop\0",
-            base: b"\0",
-            version: 0u32,
+            base: b"cuProfilerStop\0",
+            version: 4000u32,
         },
         crate::loader::Entry {
             symbol: b"cuSignalExternalSemaphoresAsync_ptsz\0",
