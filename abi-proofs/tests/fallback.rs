@@ -476,8 +476,10 @@ fn every_item_derives_what_its_fields_allow() -> Result<Completion, Failed> {
     ordered::<cuda_mem_sys::CUresult>();
     ordered::<cuda_mem_sys::cudaError_t>();
     ordered::<cuda_mem_sys::CUmemAllocationHandleType>();
+    // Comparable on every release (a struct whose field moved into an
+    // anonymous union, `CUmemAllocationProp` from 13.2, is not there).
     comparable::<cuda_mem_sys::CUuuid>();
-    comparable::<cuda_mem_sys::CUmemAllocationProp>();
+    comparable::<cuda_mem_sys::CUDA_ARRAY_DESCRIPTOR>();
     fn copied<T: Copy>() {}
     copied::<cuda_mem_sys::CUctx_st>();
     copied::<cuda_mem_sys::CUstream_st>();

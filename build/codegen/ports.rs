@@ -657,4 +657,53 @@ mod tests {
         // Not declared by these headers: nothing.
         assert!(!generated("pub struct other { pub id: i32 }").contains("fn id"));
     }
+
+    #[test]
+    fn newtypes_order_and_convert_opaque_handles_copy_function_pointers_do_not_compare() {
+        let out = generated(
+            "#[repr(transparent)] #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] \
+             pub struct e_enum(pub ::core::ffi::c_uint);
+             #[repr(C)] #[derive(Debug)] pub struct CUctx_st { _unused: [u8; 0] }
+             pub type CUhostFn = ::core::option::Option<unsafe extern \"C\" fn(u: *mut ::core::ffi::c_void)>;
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct host_st { pub fn_: CUhostFn, pub data: u32 }
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct outer_st { pub inner: [host_st; 2] }
+             pub use self::host_st as host;
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct by_alias_st { pub h: host }
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct plain_st { pub a: u32, pub p: *mut host_st }",
+        );
+        let derive = |name: &str| {
+            let at = out.find(&format!("pub struct {name}")).unwrap();
+            let start = out[..at].rfind("# [derive").unwrap();
+            out[start..at].to_string()
+        };
+        assert!(
+            derive("e_enum").contains("Copy , Clone , Hash , PartialEq , Eq , PartialOrd , Ord"),
+            "{out}"
+        );
+        assert!(derive("CUctx_st").contains("Debug , Copy , Clone"), "{out}");
+        // Through the alias, an array, a `use` rename: no comparison.
+        for name in ["host_st", "outer_st", "by_alias_st"] {
+            assert!(!derive(name).contains("PartialEq"), "{name}: {out}");
+            assert!(derive(name).contains("Copy , Clone"), "{name}: {out}");
+        }
+        // The wrong twin: a raw pointer to such a struct is an address, compared as one.
+        assert!(derive("plain_st").contains("Hash , PartialEq , Eq"), "{out}");
+        // `From` both ways, with the newtype's own inner type.
+        assert!(
+            out.contains("impl :: core :: convert :: From < e_enum > for :: core :: ffi :: c_uint"),
+            "{out}"
+        );
+        assert!(
+            out.contains("impl :: core :: convert :: From < :: core :: ffi :: c_uint > for e_enum"),
+            "{out}"
+        );
+        let signed = generated(
+            "#[repr(transparent)] #[derive(Copy, Clone)] pub struct s_enum(pub ::core::ffi::c_int);",
+        );
+        assert!(
+            signed.contains("From < s_enum > for :: core :: ffi :: c_int"),
+            "{signed}"
+        );
+        assert!(!signed.contains("c_uint"), "{signed}");
+    }
 }

@@ -122,7 +122,8 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"]);
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .args(["--test", "header_coverage"]);
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
