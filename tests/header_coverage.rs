@@ -10,7 +10,7 @@
 //!   are another reference's)
 //!
 //! is read by `wrapper.h` or listed with a reason, and no header listed as
-//! left out is read.
+//! left out is read. And what those headers add is in the bindings.
 
 use libtest_mimic::{Completion, Failed};
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,9 +164,89 @@ fn a_header_taken_out_of_the_list_is_named() -> Result<Completion, Failed> {
     Ok(Completion::Completed)
 }
 
+const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/cuda_mem_sys.rs"));
+
+/// The items of the headers `wrapper.h` reads beside `cuda.h` and
+/// `cuda_runtime_api.h`, each with the header that declares it: expected in
+/// the bindings wherever that header (in `dirs`) declares it.
+const ITEMS: [(&str, &str); 11] = [
+    ("cudaProfiler.h", "fn cuProfilerInitialize"),
+    ("cudaProfiler.h", "fn cuProfilerStart"),
+    ("cudaProfiler.h", "fn cuProfilerStop"),
+    ("cudaProfiler.h", "CUoutput_mode"),
+    ("cuda_profiler_api.h", "fn cudaProfilerStart"),
+    ("cuda_profiler_api.h", "fn cudaProfilerStop"),
+    ("library_types.h", "cudaDataType_t"),
+    ("library_types.h", "cudaDataType"),
+    ("library_types.h", "cudaEmulationStrategy_t"),
+    ("library_types.h", "cudaEmulationMantissaControl_t"),
+    ("library_types.h", "cudaEmulationSpecialValuesSupport_t"),
+];
+
+/// The [`ITEMS`] the headers in `dirs` declare and `bindings` lacks.
+fn missing_items(bindings: &str, dirs: &[PathBuf]) -> Vec<String> {
+    let mut missing = vec![];
+    for (header, item) in ITEMS {
+        let name = item.trim_start_matches("fn ");
+        let declared = dirs.iter().any(|d| {
+            std::fs::read_to_string(d.join(header)).is_ok_and(|text| {
+                text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .any(|w| w == name)
+            })
+        });
+        let present = bindings
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|w| w == name)
+            && (!item.starts_with("fn ") || bindings.contains(item));
+        if declared && !present {
+            missing.push(format!("{name} ({header})"));
+        }
+    }
+    missing
+}
+
+/// The profiler's functions and `library_types.h`'s types are in the
+/// bindings of these headers wherever the headers declare them (the
+/// emulation enums from 13.0; the profiler headers where installed).
+fn the_profiler_and_library_types_are_declared() -> Result<Completion, Failed> {
+    let dirs = match test_support::include_dirs() {
+        Ok(d) => d,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    let missing = missing_items(GENERATED, &dirs);
+    if !missing.is_empty() {
+        return Err(format!("the headers declare, the bindings lack: {missing:?}").into());
+    }
+    if !dirs.iter().any(|d| d.join("cudaProfiler.h").is_file()) {
+        return Ok(Completion::ignored_with(
+            "the types are declared; these headers hold no cudaProfiler.h (no profiler package)",
+        ));
+    }
+    Ok(Completion::Completed)
+}
+
+/// The wrong twin: bindings without `cuProfilerStop` are caught, naming it.
+fn a_missing_profiler_function_is_named() -> Result<Completion, Failed> {
+    let dirs = match test_support::include_dirs() {
+        Ok(d) => d,
+        Err(reason) => return Ok(Completion::ignored_with(reason)),
+    };
+    if !dirs.iter().any(|d| d.join("cudaProfiler.h").is_file()) {
+        return Ok(Completion::ignored_with("these headers hold no cudaProfiler.h"));
+    }
+    let planted = GENERATED.replace("cuProfilerStop", "cuProfilerStopped");
+    let missing = missing_items(&planted, &dirs);
+    if missing != ["cuProfilerStop (cudaProfiler.h)"] {
+        return Err(format!("bindings without cuProfilerStop: {missing:?}").into());
+    }
+    Ok(Completion::Completed)
+}
+
 fn main() {
     test_support::main(test_support::checks![
         every_header_is_read_or_left_out_with_a_reason,
         a_header_taken_out_of_the_list_is_named,
+        the_profiler_and_library_types_are_declared,
+        a_missing_profiler_function_is_named,
     ]);
 }

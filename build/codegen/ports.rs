@@ -13,6 +13,10 @@
 //!   in the headers names it (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`
 //!   and its alias `CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK` are 8: the
 //!   first prints).
+//! - **Derives and conversions.** Every enum newtype derives `PartialOrd`
+//!   and `Ord` besides `Hash`, `PartialEq`, `Eq`, and converts to and from
+//!   its C integer type with `From`; opaque handle structs derive `Copy` and
+//!   `Clone`; no struct compares through a function pointer.
 //! - **Moved fields.** A field that moved into an anonymous union between
 //!   releases ([`MOVED`]) gets a getter and a setter (`loc.id()`,
 //!   `loc.set_id(3)`) on every release that has it, direct or not: the same
