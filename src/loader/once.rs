@@ -269,13 +269,15 @@ pub(super) fn publish(
 /// (it never waits for it, and never reads anything else): siblings always
 /// agree, and a child forked before the handler was registered keeps its
 /// parent's generation, where [`sys::thread_exists`] tells it that the
-/// owner is not among its threads.
+/// owner is not among its threads. Unix only (Windows has no `fork`).
+#[cfg(unix)]
 pub(super) struct ForkWatch {
     generation: AtomicU32,
     /// 0 not registered, 1 being registered, 2 registered, 3 refused.
     state: AtomicU32,
 }
 
+#[cfg(unix)]
 impl ForkWatch {
     #[cfg(not(loom))]
     pub(super) const fn new() -> ForkWatch {

@@ -1,29 +1,27 @@
 //! Project tasks: `cargo xtask <command>`.
 
+//!
+//! The tasks stand in wings, each a folder: [`gpu_lab`] (what runs on GPUs
+//! and the report of its runs), [`abi`] (the C-compiler proofs), [`ci`] (the
+//! CI steps), [`bench_build`] (the build-time measurements). Beside them the
+//! plumbing every task shares ([`cmd`], [`headers`], [`releases`]) and the
+//! one-file tasks ([`changes`], [`regen`]). A wing imports the plumbing,
+//! other wings below it and the `generator` package; nothing imports from
+//! this file (a unit test checks).
+
 mod abi;
 mod bench_build;
-mod build_cost;
 mod changes;
 mod ci;
 mod cmd;
-mod device_compile;
-mod device_report;
-mod device_runs;
-mod docs_rs;
-mod examples;
-mod gpu_bundle;
-mod gpu_matrix;
+mod gpu_lab;
 mod headers;
-mod msvc;
 mod regen;
 mod releases;
-mod valgrind;
-mod wrap;
 
+use abi::msvc;
+use ci::{build_cost, valgrind, wrap};
 use cmd::workspace;
-// The generator and its helpers, the locator, the build script's timing
-// lines: build/'s shared part (the `generator` package).
-use generator::{codegen, locate, release, timings};
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
@@ -44,7 +42,7 @@ const COMMANDS: [(&str, &str); 22] = [
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
     ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
-    ("device-report [--check | <dir>...]", "docs/device-results.md's table from docs/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
+    ("device-report [--check | <dir>...]", "docs/device-results.md's table from records/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
@@ -153,8 +151,8 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
 fn check(task: &Task) -> Result<(), String> {
     match task {
         Task::Headers { release, target } => headers::check(release, target),
-        Task::DeviceCompile(rest) => device_compile::parse(rest).map(drop),
-        Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
+        Task::DeviceCompile(rest) => gpu_lab::compile::parse(rest).map(drop),
+        Task::GpuMatrix(rest) => gpu_lab::matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
         _ => Ok(()),
@@ -179,10 +177,10 @@ fn run(task: Task) -> Result<(), String> {
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
-        Task::GpuBundle => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
-        Task::GpuMatrix(rest) => gpu_matrix::matrix(&workspace(), rest),
-        Task::DeviceCompile(rest) => device_compile::run(&workspace(), rest),
-        Task::DeviceReport(rest) => device_report::run(&workspace(), rest),
+        Task::GpuBundle => gpu_lab::bundle::run(&workspace()),
+        Task::GpuMatrix(rest) => gpu_lab::matrix::matrix(&workspace(), rest),
+        Task::DeviceCompile(rest) => gpu_lab::compile::run(&workspace(), rest),
+        Task::DeviceReport(rest) => gpu_lab::report::run(&workspace(), rest),
         Task::Abi(rest) => abi::run(&workspace(), rest),
         Task::Msvc(rest) => msvc::run(&workspace(), rest),
         Task::Changes => changes::run(&workspace()),
@@ -264,65 +262,68 @@ mod tests {
             .find_map(|n| visit(n, graph, &mut vec![], &mut done))
     }
 
-    /// Each file of xtask/src but main.rs, with the modules and other names it
-    /// reaches through `crate::`.
+    /// The top-level modules main.rs declares (the wings, the plumbing, the
+    /// one-file tasks), and for each the others its files reach through
+    /// `crate::` (a wing's files reach each other through `super::`).
     fn xtask_imports() -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
-        // The modules main.rs declares (its own files), and the build's shared
-        // part's modules it brings to the crate root.
-        let mut modules: BTreeSet<String> = main
+        let modules: BTreeSet<String> = main
             .lines()
             .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
             .map(str::to_string)
             .collect();
-        let shared = main
-            .lines()
-            .find_map(|l| l.strip_prefix("use generator::{")?.strip_suffix("};"))
-            .expect("main.rs brings build/shared.rs's modules in with `use generator::{...};`");
-        modules.extend(shared.split(',').map(|m| m.trim().to_string()));
-        let mut graph = BTreeMap::new();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            if name != "main" && path.extension().is_some_and(|e| e == "rs") {
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut folders = vec![src.clone()];
+        while let Some(dir) = folders.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                    continue;
+                }
+                if path.extension() != Some("rs".as_ref()) || path == src.join("main.rs") {
+                    continue;
+                }
+                let top = path
+                    .strip_prefix(&src)
+                    .unwrap()
+                    .components()
+                    .next()
+                    .unwrap();
+                let top = std::path::Path::new(top.as_os_str());
+                let top = top.file_stem().unwrap().to_string_lossy().into_owned();
                 let text = std::fs::read_to_string(&path).unwrap();
-                graph.insert(name, crate_references(&text));
+                let names = graph.entry(top.clone()).or_default();
+                names.extend(crate_references(&text).into_iter().filter(|n| *n != top));
             }
         }
         (modules, graph)
     }
 
     #[test]
-    fn no_task_imports_from_main_and_the_tasks_import_no_circle() {
+    fn no_task_imports_from_main_and_the_wings_import_no_circle() {
         let (modules, graph) = xtask_imports();
         assert!(
-            modules.contains("cmd") && modules.contains("ci") && graph.contains_key("abi"),
+            ["cmd", "ci", "abi", "gpu_lab"]
+                .iter()
+                .all(|m| modules.contains(*m) && graph.contains_key(*m)),
             "the check does not see xtask's modules: {modules:?}"
         );
         for (module, names) in &graph {
             let up: Vec<&String> = names.iter().filter(|n| !modules.contains(*n)).collect();
             assert!(
                 up.is_empty(),
-                "{module}.rs imports {up:?} from main.rs (the plumbing lives in cmd.rs)"
+                "{module} imports {up:?} from main.rs (the plumbing lives in cmd.rs, \
+                 the generator's modules come from the `generator` package)"
             );
         }
-        let graph: BTreeMap<String, BTreeSet<String>> = graph
-            .into_iter()
-            .map(|(m, names)| {
-                (
-                    m,
-                    names.into_iter().filter(|n| modules.contains(n)).collect(),
-                )
-            })
-            .collect();
         assert_eq!(circle(&graph), None, "xtask's modules import in a circle");
-        // The build's mounted modules (`locate`, ...) are no tasks.
-        let tasks: Vec<&String> = graph["cmd"]
-            .iter()
-            .filter(|n| graph.contains_key(*n))
-            .collect();
-        assert!(tasks.is_empty(), "cmd.rs imports tasks: {tasks:?}");
+        assert!(
+            graph["cmd"].is_empty(),
+            "cmd.rs imports tasks: {:?}",
+            graph["cmd"]
+        );
     }
 
     /// The deliberately wrong cases: an import back up and a circle are seen.

@@ -3,7 +3,8 @@
 //! documentation links to NVIDIA's online reference in place of the headers'
 //! comments ([`codegen::Docs::Links`]).
 
-use crate::{codegen, headers, locate};
+use crate::headers;
+use generator::{codegen, locate};
 use std::path::Path;
 
 pub fn run(workspace: &Path) -> Result<(), String> {

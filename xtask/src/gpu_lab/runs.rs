@@ -1,6 +1,6 @@
 //! `cargo xtask device-report` (no argument): the table of
 //! `docs/device-results.md`, per release × build × GPU count the latest
-//! result, made from the runs listed in `docs/device-runs/runs.tsv` and the
+//! result, made from the runs listed in `records/device-runs/runs.tsv` and the
 //! raw summaries they name (what `run.sh` / `matrix.sh` wrote), and the list
 //! of every run below it. It rewrites the part of the page between
 //! [`BEGIN`] and [`END`]; `--check` only says whether that part is current.
@@ -389,12 +389,12 @@ pub fn page(
 
 /// `cargo xtask device-report [--check]`.
 pub fn run(workspace: &Path, check: bool) -> Result<(), String> {
-    let dir = workspace.join("docs/device-runs");
+    let dir = workspace.join("records/device-runs");
     let index = std::fs::read_to_string(dir.join("runs.tsv"))
-        .map_err(|e| format!("docs/device-runs/runs.tsv: {e}"))?;
+        .map_err(|e| format!("records/device-runs/runs.tsv: {e}"))?;
     let runs = read_index(&index)?;
     let (table, cited) = page(&runs, |f| {
-        std::fs::read_to_string(dir.join(f)).map_err(|e| format!("docs/device-runs/{f}: {e}"))
+        std::fs::read_to_string(dir.join(f)).map_err(|e| format!("records/device-runs/{f}: {e}"))
     })?;
     let mut stray = vec![];
     for e in std::fs::read_dir(&dir)
@@ -408,7 +408,7 @@ pub fn run(workspace: &Path, check: bool) -> Result<(), String> {
     }
     if !stray.is_empty() {
         return Err(format!(
-            "docs/device-runs/ holds files the table does not cite (delete them, and set their \
+            "records/device-runs/ holds files the table does not cite (delete them, and set their \
              run's raw field in runs.tsv to -): {}",
             stray.join(", ")
         ));
@@ -425,7 +425,7 @@ pub fn run(workspace: &Path, check: bool) -> Result<(), String> {
         return if new == text {
             Ok(())
         } else {
-            Err("docs/device-results.md is not what `cargo xtask device-report` makes of docs/device-runs/: run it".into())
+            Err("docs/device-results.md is not what `cargo xtask device-report` makes of records/device-runs/: run it".into())
         };
     }
     std::fs::write(&path, new).map_err(|e| e.to_string())?;

@@ -142,8 +142,8 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
     match parts {
         Parts::Tests => {
             cmd.args(["test", "--no-run"]);
-            for t in crate::gpu_bundle::ON_GPU {
-                cmd.args(["--test", t]);
+            for t in super::suite::DEVICE_TESTS {
+                cmd.args(["--test", t.name]);
             }
             // abi_symbols is abi-proofs' (the ABI proofs' own package).
             cmd.args(["--package", "abi-proofs"]);
@@ -153,12 +153,12 @@ fn command(workspace: &Path, include: &Path, features: &str, parts: Parts) -> Co
         }
     }
     cmd.args(["--package", "cuda-mem-sys", "--features", features])
-        .env(crate::locate::INCLUDE_DIR_VAR, include)
+        .env(generator::locate::INCLUDE_DIR_VAR, include)
         // One folder for every release: the dependencies build once, the
         // crate once per (release, build).
         .env(
             "CARGO_TARGET_DIR",
-            crate::gpu_bundle::device_target_dir(workspace),
+            super::build::device_target_dir(workspace),
         )
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         // As `gpu-bundle --matrix` builds (the same folder, one build for both).

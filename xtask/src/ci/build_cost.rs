@@ -132,11 +132,11 @@ pub fn builds_without_bindgen(workspace: &Path, pinned: &Path) -> Result<(), Str
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", &target)
             .env("LIBCLANG_PATH", &no_libclang);
-        for var in crate::locate::ROOT_VARS {
+        for var in generator::locate::ROOT_VARS {
             c.env_remove(var);
         }
         if let Some(i) = include {
-            c.env(crate::locate::INCLUDE_DIR_VAR, i);
+            c.env(generator::locate::INCLUDE_DIR_VAR, i);
         }
         crate::cmd::run_cmd(&mut c)?;
         let compiled: Vec<String> = std::fs::read_dir(target.join("debug/deps"))
@@ -158,7 +158,7 @@ pub fn builds_without_bindgen(workspace: &Path, pinned: &Path) -> Result<(), Str
 
 /// `cargo xtask build-cost`: the two checks CI runs, alone.
 pub fn check(workspace: &Path) -> Result<(), String> {
-    let pinned = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let pinned = crate::headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     no_duplicate_dependencies(workspace)?;
     builds_without_bindgen(workspace, &pinned)
 }

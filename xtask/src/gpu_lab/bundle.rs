@@ -2,6 +2,7 @@
 //! 13.0 headers (the GPU machine's toolkit and driver), in `.gpu-bundle/`
 //! with `run.sh`, which runs them all and writes `summary.json`.
 
+use super::{build, suite};
 use crate::cmd::run_cmd;
 use crate::headers;
 use std::path::Path;
@@ -11,64 +12,42 @@ use std::process::Command;
 const GPU_RELEASE: &str = "13.0";
 
 /// Builds of the test suite that go to the GPU: (name suffix, cargo features,
-/// test targets; empty for all). The feature builds only carry the tests
+/// every device test or only those the feature builds carry, with the
+/// wrapper's device tests too). The feature builds only carry the tests
 /// whose outcome the feature changes, to keep the bundle small.
-const VARIANTS: [(&str, &str, &[&str]); 6] = [
-    ("", "", &[]),
+const VARIANTS: [(&str, &str, bool, bool); 6] = [
+    ("", "", true, true),
     // Run-time loading: the whole device suite through the loader, with the
     // static runtime and with libcudart.so loaded too.
-    ("-loaded", "dynamic-loading", &[]),
+    ("-loaded", "dynamic-loading", true, true),
     (
         "-loaded-dynamic-cudart",
         "dynamic-loading,dynamic-cudart",
-        &[],
+        true,
+        false,
     ),
     (
         "-loaded-ptds",
         "dynamic-loading,per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
+        false,
+        false,
     ),
-    (
-        "-ptds",
-        "per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
-    ),
-    (
-        "-dynamic-cudart",
-        "dynamic-cudart",
-        &["abi_symbols", "device_smoke"],
-    ),
+    ("-ptds", "per-thread-default-stream", false, false),
+    ("-dynamic-cudart", "dynamic-cudart", false, false),
 ];
-
-/// The test targets that touch a GPU (the rest are checks against the C
-/// compiler, which prove nothing more on the GPU machine).
-pub const ON_GPU: [&str; 9] = [
-    "abi_symbols",
-    "device_smoke",
-    "vmm",
-    "unified_addressing",
-    "stream_ordered_allocator",
-    "tensor_map",
-    "external_interop",
-    "dma_buf",
-    "graph_memory",
-];
-
-/// The target folder of every release's device build, here and in `gpu-bundle --matrix`.
-pub fn device_target_dir(workspace: &Path) -> std::path::PathBuf {
-    workspace.join("target/device-compile")
-}
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     let include = headers::fetch(workspace, GPU_RELEASE)?;
     let bundle = workspace.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(bundle.join("bin")).map_err(|e| e.to_string())?;
-    for (suffix, features, tests) in VARIANTS {
+    let feature_builds = suite::feature_build_names();
+    for (suffix, features, every, wrapper) in VARIANTS {
         let target_dir = workspace
             .join("target/gpu-bundle")
             .join(format!("build{suffix}"));
-        build_tests(
+        let tests: &[&str] = if every { &[] } else { &feature_builds };
+        build::tests(
             workspace,
             &include,
             features,
@@ -77,14 +56,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             &bundle,
             suffix,
         )?;
+        if wrapper {
+            let name = format!("{}{suffix}", suite::WRAPPER.name);
+            let dest = bundle.join("bin").join(name);
+            build::wrapper(workspace, &include, features, &target_dir, &dest)?;
+        }
     }
     // The examples, built like the first variant's tests (run.sh runs them).
-    crate::examples::bundle(
-        workspace,
-        &include,
-        &workspace.join("target/gpu-bundle/build"),
-        &bundle,
-    )?;
+    let target_dir = workspace.join("target/gpu-bundle/build");
+    build::examples(workspace, &include, "", &target_dir, &bundle)?;
     bench(workspace, &include, &bundle)?;
     // The symbol test preprocesses the same headers on the GPU machine.
     run_cmd(
@@ -98,61 +78,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     run_cmd(Command::new("du").arg("-sh").arg(&bundle))?;
     println!(
         "{}\nOn the GPU machine: .gpu-bundle/run.sh [--sanitize] [--api-errors] [test filter]  \
-         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in docs/device-runs/)",
+         (writes $OUT or .gpu-bundle/results; then `cargo xtask device-report <that folder>`, and record it in records/device-runs/)",
         bundle.display()
     );
-    Ok(())
-}
-
-/// `cargo test --no-run` of `tests` (every device test where empty) with
-/// `features`, each test binary copied into `into/bin/<name><suffix>`.
-pub fn build_tests(
-    workspace: &Path,
-    include: &Path,
-    features: &str,
-    tests: &[&str],
-    target_dir: &Path,
-    into: &Path,
-    suffix: &str,
-) -> Result<(), String> {
-    let out = Command::new(env!("CARGO"))
-        .current_dir(workspace)
-        .args([
-            "test",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-        ])
-        .args(
-            if tests.is_empty() { &ON_GPU[..] } else { tests }
-                .iter()
-                .map(|t| format!("--test={t}")),
-        )
-        .args(["--package", "cuda-mem-sys", "--package", "abi-proofs"])
-        .args(["--features", features])
-        .env(crate::locate::INCLUDE_DIR_VAR, include)
-        .env("CARGO_TARGET_DIR", target_dir)
-        // No debug information (the symbol table stays: abi_symbols reads it).
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
-        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "building the device tests ({features:?}, {}) failed",
-            include.display()
-        ));
-    }
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
-            continue;
-        };
-        if !line.contains("\"test\":true") || !ON_GPU.contains(&name) {
-            continue;
-        }
-        let dest = into.join("bin").join(format!("{name}{suffix}"));
-        std::fs::copy(exe, &dest).map_err(|e| format!("copying {exe}: {e}"))?;
-    }
     Ok(())
 }
 
@@ -167,7 +95,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
                 .current_dir(workspace)
                 .args(["build", "--release", "--package", "cuda-mem-sys-bench"])
                 .args(["--features", features])
-                .env(crate::locate::INCLUDE_DIR_VAR, include)
+                .env(generator::locate::INCLUDE_DIR_VAR, include)
                 .env("CARGO_TARGET_DIR", &target_dir),
         )?;
         std::fs::copy(
@@ -183,14 +111,7 @@ fn bench(workspace: &Path, include: &Path, bundle: &Path) -> Result<(), String> 
 /// Seven rounds of the three builds, their order rotated each round, pinned
 /// to one core; the loaded build adds its same-process comparison. Prints
 /// every figure and the median per (build, operation).
-const BENCH_SH: &str = include_str!("../scripts/bench.sh");
-
-/// The string value of `"key":"..."` in one line of cargo's JSON output.
-pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
-    let len = line[start..].find('"')?;
-    Some(&line[start..start + len])
-}
+const BENCH_SH: &str = include_str!("scripts/bench.sh");
 
 /// `headers.txt` in `into`: the CUDA `release` whose headers the bundle was
 /// built with (and `build`, its build's name, where there are several), and the
@@ -210,14 +131,15 @@ pub fn write_headers_txt(
     .map_err(|e| e.to_string())
 }
 
-/// `run.sh` of a bundle (`xtask/scripts/run.sh`: how to call it is at its top).
-const RUN_SH: &str = include_str!("../scripts/run.sh");
+/// `run.sh` of a bundle (`xtask/src/gpu_lab/scripts/run.sh`: how to call it is at its top).
+pub const RUN_SH: &str = include_str!("scripts/run.sh");
 
-/// `run.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` (and
+/// `run.sh` and the suite's `suite.sh` in `into`, with the C and CUDA C reproductions of `tests/repro/` (and
 /// the header they share) beside it in `repro/` (`run.sh --sanitize` compiles and
 /// runs them there).
 pub fn write_run_sh(workspace: &Path, into: &Path) -> Result<(), String> {
     std::fs::write(into.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    suite::write_suite_sh(into)?;
     run_cmd(Command::new("chmod").arg("+x").arg(into.join("run.sh")))?;
     let repro = workspace.join("tests/repro");
     std::fs::create_dir_all(into.join("repro")).map_err(|e| e.to_string())?;
@@ -267,6 +189,7 @@ mod tests {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
+        crate::gpu_lab::suite::write_suite_sh(&dir).unwrap();
         std::fs::write(dir.join("headers.txt"), "fake\n").unwrap();
         std::fs::write(dir.join("repro/pool_destroy_sanitizer_crash.c"), "").unwrap();
         std::fs::write(dir.join("repro/graph_peer_read_memcheck.cu"), "").unwrap();

@@ -41,7 +41,7 @@ use tools::{dlltool, for_msvc, llvm, toolchain, Toolchain};
 /// unless told.
 pub fn parse<'a>(args: &[&'a str]) -> Result<Vec<&'a str>, String> {
     match args {
-        [] => Ok(vec![crate::release::PINNED_RELEASE]),
+        [] => Ok(vec![generator::release::PINNED_RELEASE]),
         ["--all"] => Ok(crate::releases::ALL.to_vec()),
         named => match named.iter().find(|r| !crate::releases::ALL.contains(r)) {
             Some(bad) => Err(format!(
@@ -76,7 +76,7 @@ fn release_checks(
     linux_lists: &[(&str, Vec<String>)],
 ) -> Result<(), String> {
     let include = headers::fetch_for(workspace, release, MSVC)?;
-    let dir = crate::abi::target_dir_for(workspace, release, MSVC);
+    let dir = super::target_dir_for(workspace, release, MSVC);
     let lib_dir = cuda_libraries(workspace, tc, release, &include)?;
     let cargo_in = |args: &[&str], features: &str| {
         let mut cmd = cargo(workspace);
@@ -101,7 +101,7 @@ fn release_checks(
         Ok(())
     };
     let mut abi = vec!["test"];
-    for t in crate::abi::WINDOWS_ABI_TESTS {
+    for t in super::WINDOWS_ABI_TESTS {
         abi.extend(["--test", t]);
     }
     step(&format!(
@@ -197,7 +197,7 @@ fn release_checks(
 /// ignored, and would otherwise pass the step.
 fn unexpected_ignores(stdout: &str, release: &str) -> Vec<String> {
     let mut allowed = vec!["a_build_without_cuda_uses_the_fallback"];
-    if release != crate::release::PINNED_RELEASE {
+    if release != generator::release::PINNED_RELEASE {
         allowed.push("committed_bindings_match_the_pinned_headers");
     }
     outcomes(stdout)
@@ -229,7 +229,7 @@ fn cuda_libraries(
         return Ok(Some(dir));
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let pinned = headers::fetch_for(workspace, crate::release::PINNED_RELEASE, MSVC)?;
+    let pinned = headers::fetch_for(workspace, generator::release::PINNED_RELEASE, MSVC)?;
     let cuda = pinned.parent().unwrap().join("lib/x64/cuda.lib");
     std::fs::copy(&cuda, dir.join("cuda.lib")).map_err(|e| format!("{}: {e}", cuda.display()))?;
     let dll = find_cudart(&root.join("bin"))
@@ -312,19 +312,20 @@ pub fn device_tests_under_wine(
 }
 
 /// The test targets of cuda-mem-sys that need a GPU (those of
-/// [`crate::gpu_bundle::ON_GPU`] in `tests/`; `abi_symbols` is abi-proofs').
-fn device_tests(workspace: &Path) -> Vec<&'static str> {
-    crate::gpu_bundle::ON_GPU
-        .into_iter()
-        .filter(|t| workspace.join(format!("tests/{t}.rs")).is_file())
+/// [`crate::gpu_lab::suite::DEVICE_TESTS`] of the crate's package).
+fn device_tests() -> Vec<&'static str> {
+    crate::gpu_lab::suite::DEVICE_TESTS
+        .iter()
+        .filter(|t| t.package == "cuda-mem-sys")
+        .map(|t| t.name)
         .collect()
 }
 
 /// What each device test lists on Linux (`--list`, against the pinned
 /// headers): the names the Windows run must report.
 pub fn linux_lists(workspace: &Path) -> Result<Vec<(&'static str, Vec<String>)>, String> {
-    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
-    let tests = device_tests(workspace);
+    let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
+    let tests = device_tests();
     step("the device tests' names on Linux (--list, the pinned headers)");
     let mut lists = vec![];
     for test in tests {
@@ -339,7 +340,7 @@ pub fn linux_lists(workspace: &Path) -> Result<Vec<(&'static str, Vec<String>)>,
                 "--",
                 "--list",
             ])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned)
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| format!("cargo test --test {test} -- --list: {e}"))?;
@@ -412,7 +413,7 @@ mod tests {
 
     #[test]
     fn the_device_tests_are_cuda_mem_sys_own() {
-        let tests = device_tests(&crate::cmd::workspace());
+        let tests = device_tests();
         assert!(
             tests.contains(&"vmm") && tests.contains(&"external_interop"),
             "{tests:?}"

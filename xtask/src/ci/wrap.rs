@@ -26,14 +26,14 @@
 //! Also [`bundle`]: the wrapper's device tests for `.gpu-bundle/`.
 
 use crate::cmd::{cargo, run_cmd, step};
-use crate::device_compile::{include_for, UNSEEN};
+use crate::gpu_lab::compile::{include_for, UNSEEN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
 /// The release of the committed bindings: the only one a build without
 /// `bindgen` may link.
-const PINNED: &str = crate::release::PINNED_RELEASE;
+const PINNED: &str = generator::release::PINNED_RELEASE;
 
 /// The start of cuda-mem-sys's named error for headers of another release
 /// than the committed bindings', linked, without `bindgen`
@@ -437,77 +437,6 @@ fn packaged(workspace: &Path) -> Result<(), String> {
         ));
     }
     println!("wrong twin: a package without {MISSING} fails to build, naming it");
-    Ok(())
-}
-
-/// The wrapper's device tests, built against `include` (the bundle's 13.0
-/// headers) linked and loaded into `bundle/bin/wrap_device` and
-/// `wrap_device-loaded`, which `run.sh` runs with the rest.
-pub fn bundle(workspace: &Path) -> Result<(), String> {
-    let include = crate::headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
-    let bin = workspace.join(".gpu-bundle/bin");
-    for (suffix, features) in [("", "bindgen"), ("-loaded", "dynamic-loading")] {
-        // The folders of the bundle's own builds: cuda-mem-sys built once.
-        let target_dir = workspace
-            .join("target/gpu-bundle")
-            .join(format!("build{suffix}"));
-        let dest = bin.join(format!("wrap_device{suffix}"));
-        build_device_tests(workspace, &include, features, &target_dir, &dest)?;
-        println!("{}", dest.display());
-    }
-    Ok(())
-}
-
-/// The name of the wrapper's device-test binary in a bundle (`run.sh` runs
-/// it with the crate's own; `gpu-bundle --matrix` builds it for each release).
-pub const DEVICE_TESTS: &str = "wrap_device";
-
-/// Builds `wrap/tests/wrap_device.rs` against the headers in `include` with
-/// `features` of cuda-mem-sys (`bindgen` for a linked build; an empty list
-/// means the same) in `target_dir`, and copies the executable to `dest`.
-pub fn build_device_tests(
-    workspace: &Path,
-    include: &Path,
-    features: &str,
-    target_dir: &Path,
-    dest: &Path,
-) -> Result<(), String> {
-    let features = if features.is_empty() {
-        "bindgen"
-    } else {
-        features
-    };
-    let out = crate::cmd::bundle_build(
-        cargo(workspace)
-            .args([
-                "test",
-                "--no-run",
-                "-p",
-                "cuda-mem-wrap",
-                "--test",
-                DEVICE_TESTS,
-            ])
-            .args(["--features", features])
-            .env("CUDA_MEM_SYS_INCLUDE_DIR", include)
-            .env("CARGO_TARGET_DIR", target_dir),
-    )?;
-    if !out.status.success() {
-        return Err(format!(
-            "building the wrapper's device tests ({features}) against {} failed",
-            include.display()
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let exe = stdout
-        .lines()
-        .filter(|l| l.contains("\"test\":true"))
-        .find_map(|l| {
-            (crate::gpu_bundle::json_str(l, "name") == Some(DEVICE_TESTS))
-                .then(|| crate::gpu_bundle::json_str(l, "executable"))
-                .flatten()
-        })
-        .ok_or("cargo named no wrap_device executable")?;
-    std::fs::copy(exe, dest).map_err(|e| format!("copying {exe}: {e}"))?;
     Ok(())
 }
 

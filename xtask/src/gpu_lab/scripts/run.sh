@@ -61,22 +61,19 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 visible=${CUDA_VISIBLE_DEVICES-all}
 if [ "$visible" != all ]; then ngpu=$(printf '%s' "$visible" | tr ',' '\n' | grep -c .); fi
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
+# The suite's list (xtask/src/gpu_lab/suite.rs): SUITE_MEMCHECK,
+# SUITE_RACECHECK, SUITE_SELF_TEST, TOOL_FAULTS.
+. "$here/suite.sh"
 # The binaries compute-sanitizer runs: the device suite, default build.
-sanitized=${SANITIZE_BINARIES:-device_smoke vmm unified_addressing stream_ordered_allocator tensor_map external_interop dma_buf graph_memory}
+sanitized=${SANITIZE_BINARIES:-$SUITE_MEMCHECK}
 extras=${SANITIZE_EXTRAS:-1}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-# The named faults of compute-sanitizer memcheck 2025.3.1, one a line:
+# The named faults of compute-sanitizer memcheck 2025.3.1 (TOOL_FAULTS, from
+# suite.sh), one a line:
 #   <reproduction (repro/<it>.c or .cu)> <binary>:<test (libtest filter)> <how>
 # where <how> is how that test runs under memcheck: one-gpu, apart from its
 # binary with CUDA_VISIBLE_DEVICES=0; skip, left out (its binary's other
 # tests still run under the tool with every GPU visible).
-# - pool_destroy_sanitizer_crash: the tool crashes (SIGSEGV) with 4 GPUs
-#   visible; the test's pool is on device 0 either way.
-# - graph_peer_read_memcheck: the tool does not know a graph allocation's
-#   mapping on a peer device and reports the peer's reads of it as invalid
-#   (then aborts the kernel: the context is lost for the later tests).
-TOOL_FAULTS="pool_destroy_sanitizer_crash stream_ordered_allocator:pool_destroy_with_outstanding_allocation one-gpu
-graph_peer_read_memcheck graph_memory:memory_nodes_peer_access skip"
 # Sum of the numbers after `$2` on the lines of log $1 that contain it.
 sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
 {
@@ -153,9 +150,9 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
     [ "$total_e" = 0 ] || why="$why${why:+; }$total_e errors"
     [ "$total_l" = 0 ] || why="$why${why:+; }$total_l bytes leaked"
     st=0; verdict="self-test not run (SANITIZE_EXTRAS=0)"
-    [ "$extras" = 1 ] && for tool in racecheck synccheck; do
-      log="$out/$tool-tensor_map.log"
-      timeout "$st_limit" "$cs" --tool $tool --target-processes all "$here/bin/tensor_map" --test-threads=1 "$@" >"$log" 2>&1
+    [ "$extras" = 1 ] && for rb in $SUITE_RACECHECK; do for tool in racecheck synccheck; do
+      log="$out/$tool-$rb.log"
+      timeout "$st_limit" "$cs" --tool $tool --target-processes all "$here/bin/$rb" --test-threads=1 "$@" >"$log" 2>&1
       rc=$?
       if [ $tool = racecheck ]; then
         e=$(grep -o 'RACECHECK SUMMARY: .*(\([0-9]*\) errors' "$log" | grep -o '([0-9]* errors' | tr -d '(' | awk '{s+=$1} END {print s+0}')
@@ -163,17 +160,17 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
         e=$(sum_after "$log" 'ERROR SUMMARY:')
       fi
       total_e=$((total_e + e))
-      [ $rc = 0 ] || why="$why${why:+; }$tool tensor_map exited $rc"
-      [ "$e" = 0 ] || why="$why${why:+; }$tool tensor_map: $e errors"
-      printf '    "%s_tensor_map": {"exit": %d, "errors": %d},\n' $tool $rc "$e"
-      echo "$tool tensor_map: exit $rc, $e errors" >&2
-    done
+      [ $rc = 0 ] || why="$why${why:+; }$tool $rb exited $rc"
+      [ "$e" = 0 ] || why="$why${why:+; }$tool $rb: $e errors"
+      printf '    "%s_%s": {"exit": %d, "errors": %d},\n' $tool "$rb" $rc "$e"
+      echo "$tool $rb: exit $rc, $e errors" >&2
+    done; done
     # Self-test: the importer child keeps its 4 MiB import; memcheck must say so.
     if [ "$extras" = 1 ]; then
       log="$out/memcheck-selftest.log"
       CUDA_MEM_SYS_SELFTEST_LEAK_IMPORT=1 timeout "$st_limit" "$cs" --tool memcheck --leak-check full \
-        --report-api-errors no --target-processes all "$here/bin/stream_ordered_allocator" \
-        --test-threads=1 --exact rt_ipc_two_processes >"$log" 2>&1
+        --report-api-errors no --target-processes all "$here/bin/${SUITE_SELF_TEST% *}" \
+        --test-threads=1 --exact "${SUITE_SELF_TEST#* }" >"$log" 2>&1
       st=$(sum_after "$log" 'LEAK SUMMARY:')
       if [ "$st" -gt 0 ]; then verdict="self-test caught: $st bytes leaked"; else
         verdict="self-test MISSED the deliberate leak"; why="$why${why:+; }self-test missed"; fi

@@ -2,29 +2,28 @@
 //! examples, built here against that release's headers, packed into parts
 //! that each run in one call of the GPU machine (`matrix.sh`).
 
+use super::build::{self, device_target_dir};
+use super::bundle::{write_headers_txt, write_run_sh};
+use super::suite;
 use crate::cmd::run_cmd;
-use crate::gpu_bundle::{build_tests, device_target_dir, write_headers_txt, write_run_sh, ON_GPU};
 use crate::headers;
 use std::path::Path;
 use std::process::Command;
 
 /// The release matrix: the builds each release gets, (name, cargo features,
-/// test targets; empty for every device test of [`ON_GPU`]).
-const MATRIX_BUILDS: [(&str, &str, &[&str]); 2] =
-    [("linked", "", &[]), ("loaded", "dynamic-loading", &[])];
+/// every device test of [`suite::DEVICE_TESTS`] or only those the feature
+/// builds carry).
+const MATRIX_BUILDS: [(&str, &str, bool); 2] =
+    [("linked", "", true), ("loaded", "dynamic-loading", true)];
 
 /// The per-thread-default-stream builds of the matrix, for the range's ends (`releases::ends`)
 /// only: the binaries whose outcome the feature changes.
-const PTDS_BUILDS: [(&str, &str, &[&str]); 2] = [
-    (
-        "linked-ptds",
-        "per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
-    ),
+const PTDS_BUILDS: [(&str, &str, bool); 2] = [
+    ("linked-ptds", "per-thread-default-stream", false),
     (
         "loaded-ptds",
         "dynamic-loading,per-thread-default-stream",
-        &["abi_symbols", "device_smoke"],
+        false,
     ),
 ];
 
@@ -50,7 +49,7 @@ const EXAMPLES: &str = "examples";
 
 /// In `<release>:<binary>,...`, the wrapper crate's device tests
 /// (`wrap/tests/wrap_device.rs`), built in the linked and loaded builds.
-const WRAPPER: &str = crate::wrap::DEVICE_TESTS;
+const WRAPPER: &str = suite::WRAPPER.name;
 
 /// `cargo xtask gpu-bundle --matrix [<release>...]`: for each release (every
 /// one 12.0 to 13.5 by default) and build, the device test binaries and the
@@ -95,7 +94,9 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 .iter()
                 .filter(|_| crate::releases::ends().contains(release) && !examples_only),
         );
-        for (build, features, tests) in builds {
+        let feature_builds = suite::feature_build_names();
+        for (build, features, every) in builds {
+            let tests: &[&str] = if *every { &[] } else { &feature_builds };
             let Some(Plan {
                 tests,
                 build_tests: build_tests_here,
@@ -109,7 +110,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
             std::fs::create_dir_all(into.join("bin")).map_err(|e| e.to_string())?;
             let target_dir = device_target_dir(workspace);
             if build_tests_here {
-                build_tests(
+                build::tests(
                     workspace,
                     &include,
                     features,
@@ -120,10 +121,10 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
                 )?;
             }
             if examples {
-                crate::examples::bundle_with(workspace, &include, features, &target_dir, &into)?;
+                build::examples(workspace, &include, features, &target_dir, &into)?;
             }
             if wrapper {
-                crate::wrap::build_device_tests(
+                build::wrapper(
                     workspace,
                     &include,
                     features,
@@ -172,6 +173,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
         );
     }
     std::fs::write(root.join("tree/matrix.sh"), MATRIX_SH).map_err(|e| e.to_string())?;
+    suite::write_suite_sh(&root.join("tree"))?;
     run_cmd(
         Command::new("chmod")
             .arg("+x")
@@ -194,7 +196,7 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     println!(
         "On the GPU machine, one call per part (carry .gpu-bundle-matrix/part-<n>.tar.xz):\n  \
          mkdir -p /tmp/m && tar xJf .gpu-bundle-matrix/part-<n>.tar.xz -C /tmp/m && /tmp/m/matrix.sh\n\
-         writes $OUT/<release>/<build>/summary.json; then record it in docs/device-runs/ (docs/gpu-tests.md) and run `cargo xtask device-report`"
+         writes $OUT/<release>/<build>/summary.json; then record it in records/device-runs/ (docs/gpu-tests.md) and run `cargo xtask device-report`"
     );
     Ok(())
 }
@@ -257,7 +259,7 @@ fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
                 .arg(&tree)
                 .args(["-cJf"])
                 .arg(&file)
-                .arg("matrix.sh")
+                .args(["matrix.sh", "suite.sh"])
                 .args(part)
                 .env("XZ_OPT", "-9 -T0"),
         )?;
@@ -290,11 +292,11 @@ fn named_releases<'a>(args: &[&'a str]) -> Result<Vec<(&'a str, Vec<&'a str>)>, 
         }
         if let Some(b) = bins
             .iter()
-            .find(|b| !ON_GPU.contains(b) && **b != EXAMPLES && **b != WRAPPER)
+            .find(|b| !suite::device_test_names().contains(b) && **b != EXAMPLES && **b != WRAPPER)
         {
             return Err(format!(
                 "gpu-bundle --matrix: {b} is not a device-test binary ({}), `{WRAPPER}` or `{EXAMPLES}`",
-                ON_GPU.join(", ")
+                suite::device_test_names().join(", ")
             ));
         }
         out.push((r, bins));
@@ -347,11 +349,11 @@ fn plan_build<'a>(tests: &[&'a str], named: &[&'a str], examples_only: bool) -> 
 }
 
 /// Runs every `<release>/<build>/run.sh` beside it, each writing
-/// `$OUT/<release>/<build>/summary.json`. The one place that says which tests
-/// run where: the soak tests (10 000 cycles each, most of the suite's time)
-/// only in `SOAK_IN`; elsewhere libtest's `--skip` leaves them out (they are
-/// then not counted). A 12.x release gets its wheel's `libcudart.so.12`.
-const MATRIX_SH: &str = include_str!("../scripts/matrix.sh");
+/// `$OUT/<release>/<build>/summary.json`: the soak tests (10 000 cycles
+/// each, most of the suite's time) only in [`suite::SOAK_IN`] (read from
+/// `suite.sh`); elsewhere libtest's `--skip` leaves them out (they are then
+/// not counted). A 12.x release gets its wheel's `libcudart.so.12`.
+pub const MATRIX_SH: &str = include_str!("scripts/matrix.sh");
 
 #[cfg(test)]
 mod tests {

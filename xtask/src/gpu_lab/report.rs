@@ -1,5 +1,5 @@
 //! `cargo xtask device-report`: without arguments, the table of
-//! `docs/device-results.md` (see `device_runs.rs`); with `<results folder>`s,
+//! `docs/device-results.md` (see `runs.rs`); with `<results folder>`s,
 //! the Markdown of one run, made from what `.gpu-bundle/run.sh` left in its
 //! `$OUT` (the tests' own output, nothing typed by hand):
 //!
@@ -10,6 +10,7 @@
 //! - compute-sanitizer's errors and leaked bytes per binary, and the count of
 //!   deliberate bad calls, from `summary.json`'s logs, and run.sh's verdict.
 
+use super::suite::{self, Sanitizer};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -45,8 +46,8 @@ const GROUPS: [(&str, &str, &str); 5] = [
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     match args {
-        [] => return crate::device_runs::run(workspace, false),
-        ["--check"] => return crate::device_runs::run(workspace, true),
+        [] => return super::runs::run(workspace, false),
+        ["--check"] => return super::runs::run(workspace, true),
         _ => {}
     }
     let dirs: Vec<&Path> = args.iter().map(Path::new).collect();
@@ -254,12 +255,11 @@ fn sanitizer(dir: &Dirs) -> String {
     let mut rows = String::new();
     let mut api = String::new();
     let (mut errors, mut leaked) = (0, 0);
-    // The device binaries of no group of the five, then the groups', then graphs'.
-    let groupless = ["device_smoke", "dma_buf"].into_iter();
-    for bin in groupless
-        .chain(GROUPS.iter().map(|(bin, _, _)| *bin))
-        .chain(["graph_memory"])
-    {
+    // The binaries the tool runs over, in the suite's order.
+    let sanitized = suite::DEVICE_TESTS
+        .iter()
+        .filter(|b| b.sanitizer != Sanitizer::Not);
+    for bin in sanitized.clone().map(|b| b.name) {
         if let Some(t) = dir.read(&format!("memcheck-{bin}.log")) {
             let (e, l) = (
                 sum_after(&t, "ERROR SUMMARY:"),
@@ -287,8 +287,9 @@ fn sanitizer(dir: &Dirs) -> String {
         md.push_str(&rows);
         md.push('\n');
     }
-    for tool in ["racecheck", "synccheck"] {
-        if let Some(t) = dir.read(&format!("{tool}-tensor_map.log")) {
+    let racechecked = sanitized.filter(|b| b.sanitizer == Sanitizer::MemcheckRacecheckSynccheck);
+    for (bin, tool) in racechecked.flat_map(|b| [(b.name, "racecheck"), (b.name, "synccheck")]) {
+        if let Some(t) = dir.read(&format!("{tool}-{bin}.log")) {
             errors += if tool == "racecheck" {
                 // `RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)`
                 sum_after(&t, "displayed (")
@@ -301,7 +302,7 @@ fn sanitizer(dir: &Dirs) -> String {
                 .map(|l| l.trim_start_matches('=').trim())
                 .collect::<Vec<_>>()
                 .join("; ");
-            let _ = writeln!(md, "- {tool} over `tensor_map`: {summary}");
+            let _ = writeln!(md, "- {tool} over `{bin}`: {summary}");
         }
     }
     if let Some(t) = dir.read("memcheck-selftest.log") {
@@ -317,7 +318,7 @@ fn sanitizer(dir: &Dirs) -> String {
         );
     }
     // The verdict is run.sh's (exit codes, counts, the self-test and the
-    // named tool faults' reproductions; unit-tested in gpu_bundle.rs).
+    // named tool faults' reproductions; unit-tested in bundle.rs).
     for bar in dir.all("summary.json").iter().filter_map(|t| {
         let at = t.find("\"bar\": \"")? + 8;
         Some(t[at..at + t[at..].find('"')?].to_string())

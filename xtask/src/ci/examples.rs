@@ -3,24 +3,11 @@
 //! and exit with its documented code; `gpu-bundle` carries them to the GPU
 //! machine, where `run.sh` runs them and records each.
 
+use crate::gpu_lab::suite::EXAMPLES;
 use std::path::Path;
 use std::process::Command;
 
-/// Every example, with its exit code where there is no GPU: 77 ("cannot run
-/// here", as automake and meson read it) for the programs that check effects
-/// on a GPU; 0 for the demo, which also shows what it can without one.
-pub const EXAMPLES: [(&str, i32); 8] = [
-    ("demo", 0),
-    ("vmm", 77),
-    ("vmm_ipc", 77),
-    ("stream_ordered", 77),
-    ("unified_addressing", 77),
-    ("tensor_map", 77),
-    ("external_resources", 77),
-    ("graph_memory", 77),
-];
-
-/// The examples in `examples/` missing from [`EXAMPLES`], and the listed
+/// The examples in `examples/` missing from the suite's list ([`EXAMPLES`]), and the listed
 /// ones that have no file.
 pub fn unlisted(files: &[String], listed: &[&str]) -> Vec<String> {
     let mut problems: Vec<String> = files
@@ -79,7 +66,7 @@ pub fn check_without_gpu(
     include: &Path,
     cargo: impl Fn() -> Command,
 ) -> Result<(), String> {
-    let listed: Vec<&str> = EXAMPLES.iter().map(|(n, _)| *n).collect();
+    let listed: Vec<&str> = EXAMPLES.iter().map(|e| e.name).collect();
     let problems = unlisted(&example_files(workspace)?, &listed);
     if !problems.is_empty() {
         return Err(problems.join("\n"));
@@ -87,14 +74,15 @@ pub fn check_without_gpu(
     crate::cmd::run_cmd(
         cargo()
             .args(["build", "--examples"])
-            .env(crate::locate::INCLUDE_DIR_VAR, include),
+            .env(generator::locate::INCLUDE_DIR_VAR, include),
     )?;
     let mut failures = vec![];
-    for (name, no_gpu_exit) in EXAMPLES {
+    for e in EXAMPLES {
+        let (name, no_gpu_exit) = (e.name, e.no_gpu_exit);
         // `cargo run` puts the build's stub libcuda on the library path.
         let out = cargo()
             .args(["run", "--quiet", "--example", name])
-            .env(crate::locate::INCLUDE_DIR_VAR, include)
+            .env(generator::locate::INCLUDE_DIR_VAR, include)
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| format!("cargo run --example {name}: {e}"))?;
@@ -109,64 +97,6 @@ pub fn check_without_gpu(
     } else {
         Err(failures.join("\n"))
     }
-}
-
-/// Builds every example against `include` (as `gpu-bundle` builds the tests,
-/// into the same target folder) and copies them into `bundle/examples/`.
-pub fn bundle(
-    workspace: &Path,
-    include: &Path,
-    target_dir: &Path,
-    bundle: &Path,
-) -> Result<(), String> {
-    bundle_with(workspace, include, "", target_dir, bundle)
-}
-
-/// [`bundle`] for a build with `features` (cargo's `--features`).
-pub fn bundle_with(
-    workspace: &Path,
-    include: &Path,
-    features: &str,
-    target_dir: &Path,
-    bundle: &Path,
-) -> Result<(), String> {
-    let out = crate::cmd::bundle_build(
-        Command::new(env!("CARGO"))
-            .current_dir(workspace)
-            .args(["build", "--examples", "--package", "cuda-mem-sys"])
-            .args(["--features", features])
-            .env(crate::locate::INCLUDE_DIR_VAR, include)
-            .env("CARGO_TARGET_DIR", target_dir),
-    )?;
-    if !out.status.success() {
-        return Err("building the examples failed".into());
-    }
-    let dir = bundle.join("examples");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut copied = vec![];
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        if !line.contains("\"kind\":[\"example\"]") {
-            continue;
-        }
-        let (Some(exe), Some(name)) = (json_str(line, "executable"), json_str(line, "name")) else {
-            continue;
-        };
-        std::fs::copy(exe, dir.join(name)).map_err(|e| format!("copying {exe}: {e}"))?;
-        copied.push(name.to_string());
-    }
-    for (name, _) in EXAMPLES {
-        if !copied.iter().any(|c| c == name) {
-            return Err(format!("the example {name} was not built"));
-        }
-    }
-    Ok(())
-}
-
-/// The string value of `"key":"..."` in one line of cargo's JSON output.
-fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
-    let len = line[start..].find('"')?;
-    Some(&line[start..start + len])
 }
 
 #[cfg(test)]
@@ -199,7 +129,7 @@ mod tests {
     fn every_example_file_is_listed_with_its_exit_code() {
         let files = example_files(&crate::cmd::workspace()).unwrap();
         assert_eq!(
-            unlisted(&files, &EXAMPLES.map(|(n, _)| n)),
+            unlisted(&files, &EXAMPLES.map(|e| e.name)),
             Vec::<String>::new()
         );
     }

@@ -4,6 +4,15 @@
 //! Installs libclang 19 where it is missing (Debian/Ubuntu, as root), fetches
 //! the CUDA headers it needs from the Python package index, then runs every
 //! check a machine without a GPU can run; device tests report ignored.
+//!
+//! The CI wing: each step that is more than a command line has its file
+//! here ([`examples`], [`valgrind`], [`docs_rs`], [`wrap`], [`build_cost`]).
+
+pub mod build_cost;
+pub mod docs_rs;
+pub mod examples;
+pub mod valgrind;
+pub mod wrap;
 
 use crate::cmd::{
     cargo, discard, ensure_libclang, install_toolchain, run_cmd, step, toolchain_cargo,
@@ -59,11 +68,11 @@ pub fn ensure_target(target: &str) -> Result<(), String> {
 
 pub fn demo(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let include = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let include = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     run_cmd(
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
-            .env(crate::locate::INCLUDE_DIR_VAR, &include),
+            .env(generator::locate::INCLUDE_DIR_VAR, &include),
     )?;
     println!(
         "\n---- the same program, loading the driver at run time (--features dynamic-loading)"
@@ -72,21 +81,21 @@ pub fn demo(workspace: &Path) -> Result<(), String> {
         cargo(workspace)
             .args(["run", "--quiet", "--example", "demo"])
             .args(["--features", "dynamic-loading"])
-            .env(crate::locate::INCLUDE_DIR_VAR, &include),
+            .env(generator::locate::INCLUDE_DIR_VAR, &include),
     )
 }
 
 /// `cargo xtask examples`: the CI step for the examples alone.
 pub fn examples(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
-    crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))
+    let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
+    examples::check_without_gpu(workspace, &pinned, || cargo(workspace))
 }
 
 pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_clang()?;
-    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
 
     step("format and lints");
     run_cmd(cargo(workspace).args(["fmt", "--all", "--", "--check"]))?;
@@ -100,30 +109,30 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "-D",
                 "warnings",
             ])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
 
     step("the whole suite against the CUDA 13.0 headers (device tests report ignored)");
     run_cmd(
         cargo(workspace)
             .args(["test", "--workspace"])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
     // The nested builds of tests/build_errors.rs and tests/exported_c_names.rs.
     discard(&workspace.join("target/build-errors"));
     discard(&workspace.join("target/exported-c-names"));
 
     step("examples: each built, and run without a GPU (documented `no GPU:` line and exit code)");
-    crate::examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
+    examples::check_without_gpu(workspace, &pinned, || cargo(workspace))?;
 
     step(&format!(
         "device tests and examples against CUDA {} and an unseen release, linked and loaded",
         releases::device_compiled().join(" ")
     ));
     let started = std::time::Instant::now();
-    crate::device_compile::run(workspace, &["--ci"])?;
+    crate::gpu_lab::compile::run(workspace, &["--ci"])?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
-    discard(&crate::gpu_bundle::device_target_dir(workspace));
+    discard(&crate::gpu_lab::build::device_target_dir(workspace));
 
     step("per-thread default stream: symbols and signatures");
     run_cmd(
@@ -137,7 +146,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "--test",
                 "fallback",
             ])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned),
     )?;
 
     step("dynamic libcudart: symbols resolve in libcudart.so");
@@ -151,7 +160,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                 "--test",
                 "abi_symbols",
             ])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned)
             .env("LD_LIBRARY_PATH", &lib),
     )?;
 
@@ -173,12 +182,12 @@ pub fn run(workspace: &Path) -> Result<(), String> {
                     "--test",
                     "abi_symbols",
                 ])
-                .env(crate::locate::INCLUDE_DIR_VAR, &pinned),
+                .env(generator::locate::INCLUDE_DIR_VAR, &pinned),
         )?;
     }
 
     loom(workspace)?;
-    crate::valgrind::run(workspace)?;
+    valgrind::run(workspace)?;
 
     step("no CUDA at all: the committed fallback bindings");
     run_cmd(
@@ -200,7 +209,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     discard(&workspace.join("target/fallback"));
 
     step("build cost: one copy of each dependency; no bindgen, no libclang without the feature");
-    crate::build_cost::check(workspace)?;
+    build_cost::check(workspace)?;
     discard(&workspace.join("target/ci-duplicates"));
     discard(&workspace.join("target/ci-no-bindgen"));
 
@@ -213,7 +222,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     std::fs::create_dir_all(&no_libclang).map_err(|e| e.to_string())?;
     let out = cargo(workspace)
         .args(["package", "--allow-dirty", "-p", "cuda-mem-sys", "-vv"])
-        .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
+        .env(generator::locate::INCLUDE_DIR_VAR, &pinned)
         .env("LIBCLANG_PATH", &no_libclang)
         .output()
         .map_err(|e| e.to_string())?;
@@ -228,7 +237,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     println!("the packaged crate took the committed bindings for their very headers");
     discard(&workspace.join("target/package"));
 
-    crate::wrap::run(workspace)?;
+    wrap::run(workspace)?;
 
     msrv(workspace, &pinned)?;
 
@@ -236,11 +245,11 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     run_cmd(
         cargo(workspace)
             .args(["doc", "--no-deps", "-p", "cuda-mem-sys"])
-            .env(crate::locate::INCLUDE_DIR_VAR, &pinned)
+            .env(generator::locate::INCLUDE_DIR_VAR, &pinned)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     step("documentation as docs.rs builds it (nightly, --cfg docsrs): the loader module, the linked declarations and their links, feature badges only");
-    crate::docs_rs::check(workspace)?;
+    docs_rs::check(workspace)?;
 
     // Beside the pinned release: the range's ends.
     for release in releases::ends() {
@@ -271,7 +280,7 @@ pub fn loom(workspace: &Path) -> Result<(), String> {
 
 pub fn msrv_alone(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
-    let pinned = headers::fetch(workspace, crate::release::PINNED_RELEASE)?;
+    let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
     msrv(workspace, &pinned)
 }
 
@@ -308,7 +317,7 @@ fn msrv(workspace: &Path, pinned: &Path) -> Result<(), String> {
             .args(args)
             .env("CARGO_TARGET_DIR", workspace.join("target/msrv"));
         if headers {
-            c.env(crate::locate::INCLUDE_DIR_VAR, pinned);
+            c.env(generator::locate::INCLUDE_DIR_VAR, pinned);
         }
         run_cmd(&mut c)?;
     }
@@ -324,7 +333,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
         let started = std::time::Instant::now();
         step(&format!(
             "{AARCH64}, CUDA {release}: ABI checks under qemu-aarch64{}",
-            if release == crate::release::PINNED_RELEASE {
+            if release == generator::release::PINNED_RELEASE {
                 " (with the bad-input fixture and the fallback comparison)"
             } else {
                 ""
@@ -332,7 +341,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
         ));
         crate::abi::ci_release_for(workspace, release, AARCH64)?;
         println!("({:.0} s)", started.elapsed().as_secs_f64());
-        if release != crate::release::PINNED_RELEASE {
+        if release != generator::release::PINNED_RELEASE {
             discard(&crate::abi::target_dir_for(workspace, release, AARCH64));
         }
     }
@@ -348,7 +357,7 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
     step(&format!("{WINDOWS}: cross-build of the crate and its ABI tests against the win_amd64 13.0 headers; run under wine"));
     windows(workspace)?;
     println!("({:.0} s)", started.elapsed().as_secs_f64());
-    crate::msvc::run(workspace, &[])
+    crate::abi::msvc::run(workspace, &[])
 }
 
 /// Windows x86_64 (MinGW): the crate and its ABI tests built against the
@@ -357,14 +366,14 @@ pub fn cross(workspace: &Path) -> Result<(), String> {
 /// Linux MinGW one, see `test-support`'s `host_output`), the bad-input
 /// fixture, stable names and the committed bindings' comparison.
 fn windows(workspace: &Path) -> Result<(), String> {
-    let include = headers::fetch_for(workspace, crate::release::PINNED_RELEASE, WINDOWS)?;
-    let dir = crate::abi::target_dir_for(workspace, crate::release::PINNED_RELEASE, WINDOWS);
+    let include = headers::fetch_for(workspace, generator::release::PINNED_RELEASE, WINDOWS)?;
+    let dir = crate::abi::target_dir_for(workspace, generator::release::PINNED_RELEASE, WINDOWS);
     // cargo `args` for the target, against those headers, in its own folder.
     let windows_cargo = |args: &[&str]| -> Result<Command, String> {
         let mut cmd = cargo(workspace);
         cmd.args(args);
         crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
+        cmd.env(generator::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CARGO_TARGET_DIR", &dir);
         Ok(cmd)
@@ -391,7 +400,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
     .map_err(|e| format!("cargo run --example demo: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     print!("{stdout}");
-    let what = crate::examples::verdict(
+    let what = examples::verdict(
         "demo (windows, dynamic-loading)",
         0,
         out.status.code(),
@@ -433,7 +442,7 @@ fn windows(workspace: &Path) -> Result<(), String> {
             cmd.args(["--features", features]);
         }
         crate::abi::for_target(&mut cmd, workspace, WINDOWS)?;
-        cmd.env(crate::locate::INCLUDE_DIR_VAR, &include)
+        cmd.env(generator::locate::INCLUDE_DIR_VAR, &include)
             .env("CARGO_PROFILE_DEV_DEBUG", "0")
             .env("CARGO_TARGET_DIR", &dir);
         Ok(cmd)
@@ -450,8 +459,10 @@ fn windows(workspace: &Path) -> Result<(), String> {
         &["test", "-p", "cuda-mem-sys", "--test", "os_helpers"],
         loaded,
     )?)?;
-    let linux_lists = crate::msvc::linux_lists(workspace)?;
-    crate::msvc::device_tests_under_wine(&format!("{WINDOWS}, CUDA 13.0"), &linux_lists, |args| {
-        cargo_in(args, loaded).expect("the target was set up above")
-    })
+    let linux_lists = crate::abi::msvc::linux_lists(workspace)?;
+    crate::abi::msvc::device_tests_under_wine(
+        &format!("{WINDOWS}, CUDA 13.0"),
+        &linux_lists,
+        |args| cargo_in(args, loaded).expect("the target was set up above"),
+    )
 }

@@ -4,9 +4,10 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/results}
-# The soak tests, and the one release/build that runs them.
-SOAK_TESTS="no_leak_over_10000_cycles rt_leak_10000_cycles drv_leak_10000_cycles"
-SOAK_IN=${SOAK_IN:-13.0/linked}
+# The soak tests (SOAK_TESTS), and the one release/build that runs them
+# (the suite's list, xtask/src/gpu_lab/suite.rs).
+. "$here/suite.sh"
+SOAK_IN=${SOAK_IN:-$SOAK_IN_DEFAULT}
 builds=("$@")
 if [ ${#builds[@]} = 0 ]; then
   for d in "$here"/*/*/run.sh; do builds+=("$(basename "$(dirname "$(dirname "$d")")")/$(basename "$(dirname "$d")")"); done

@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_manifests_docs_rs_features_include_dynamic_loading() {
-        let manifest = include_str!("../../Cargo.toml");
+        let manifest = include_str!("../../../Cargo.toml");
         assert!(features(manifest)
             .unwrap()
             .contains(&"dynamic-loading".to_string()));
