@@ -232,7 +232,9 @@ fn a_missing_profiler_function_is_named() -> Result<Completion, Failed> {
         Err(reason) => return Ok(Completion::ignored_with(reason)),
     };
     if !dirs.iter().any(|d| d.join("cudaProfiler.h").is_file()) {
-        return Ok(Completion::ignored_with("these headers hold no cudaProfiler.h"));
+        return Ok(Completion::ignored_with(
+            "these headers hold no cudaProfiler.h",
+        ));
     }
     let planted = GENERATED.replace("cuProfilerStop", "cuProfilerStopped");
     let missing = missing_items(&planted, &dirs);

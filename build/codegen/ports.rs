@@ -691,7 +691,10 @@ mod tests {
             assert!(derive(name).contains("Copy , Clone"), "{name}: {out}");
         }
         // The wrong twin: a raw pointer to such a struct is an address, compared as one.
-        assert!(derive("plain_st").contains("Hash , PartialEq , Eq"), "{out}");
+        assert!(
+            derive("plain_st").contains("Hash , PartialEq , Eq"),
+            "{out}"
+        );
         // `From` both ways, with the newtype's own inner type.
         assert!(
             out.contains("impl :: core :: convert :: From < e_enum > for :: core :: ffi :: c_uint"),

@@ -199,16 +199,25 @@ fn a_wheels_profiler_package_is_taken_beside_the_runtime() {
 
     // A sibling of that name holding a cuda.h: another tree, not taken.
     std::fs::write(profiler.join("cuda.h"), "other").unwrap();
-    assert_eq!(find(&include, None).unwrap().include_dirs, [include.clone()]);
+    assert_eq!(
+        find(&include, None).unwrap().include_dirs,
+        [include.clone()]
+    );
     std::fs::remove_file(profiler.join("cuda.h")).unwrap();
 
     // Headers that have their own (the 13.x wheel, a toolkit): nothing added.
     std::fs::write(include.join("cudaProfiler.h"), "own").unwrap();
-    assert_eq!(find(&include, None).unwrap().include_dirs, [include.clone()]);
+    assert_eq!(
+        find(&include, None).unwrap().include_dirs,
+        [include.clone()]
+    );
 
     // Not a wheel's layout: no sibling is looked for.
     let mut flat = vec!["cuda/include/cuda.h", "cuda/include/cuda_runtime_api.h"];
-    flat.extend(["cuda/include/crt/host_defines.h", "cuda_profiler_api/include/cudaProfiler.h"]);
+    flat.extend([
+        "cuda/include/crt/host_defines.h",
+        "cuda_profiler_api/include/cudaProfiler.h",
+    ]);
     let f = tree("profiler-flat", &flat);
     let include = f.path().join("cuda/include");
     assert_eq!(find(&include, None).unwrap().include_dirs, [include]);
