@@ -201,7 +201,7 @@ fn a_wheels_profiler_package_is_taken_beside_the_runtime() {
     std::fs::write(profiler.join("cuda.h"), "other").unwrap();
     assert_eq!(
         find(&include, None).unwrap().include_dirs,
-        [include.clone()]
+        std::slice::from_ref(&include)
     );
     std::fs::remove_file(profiler.join("cuda.h")).unwrap();
 
@@ -209,7 +209,7 @@ fn a_wheels_profiler_package_is_taken_beside_the_runtime() {
     std::fs::write(include.join("cudaProfiler.h"), "own").unwrap();
     assert_eq!(
         find(&include, None).unwrap().include_dirs,
-        [include.clone()]
+        std::slice::from_ref(&include)
     );
 
     // Not a wheel's layout: no sibling is looked for.
