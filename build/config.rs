@@ -25,8 +25,6 @@ const CFGS: [&str; 3] = [
     "cuda_mem_sys_load_runtime",
 ];
 
-// Without the generator the settings of its choice (target OS) go unread.
-#[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 pub struct Config {
     /// The crate's folder (`wrapper.h`, `src/generated/`).
     pub crate_dir: PathBuf,
@@ -45,7 +43,9 @@ pub struct Config {
     pub dynamic_cudart: bool,
     /// Feature `dynamic-loading`.
     pub dynamic_loading: bool,
-    /// Feature `export-c-names` (the trampolines' C names exported).
+    /// Feature `export-c-names` (the trampolines' C names exported; the
+    /// generator's static wrappers ask).
+    #[cfg(feature = "bindgen")]
     pub export_c_names: bool,
     /// docs.rs: no CUDA is searched for, nothing linked.
     pub docs_rs: bool,
@@ -82,6 +82,7 @@ impl Config {
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
             dynamic_cudart: feature("DYNAMIC_CUDART"),
             dynamic_loading: feature("DYNAMIC_LOADING"),
+            #[cfg(feature = "bindgen")]
             export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),

@@ -16,6 +16,7 @@
 //! signature asserts their C tags.
 
 mod abi_checks;
+mod by_value;
 mod layout_check;
 
 // cuda-mem-sys's generator and its helpers: build/'s shared part (the
@@ -104,8 +105,10 @@ fn run() -> Result<(), String> {
             let (driver, runtime) = codegen::linked_symbols(&out.file);
             write_if_changed(
                 &dir.join("symbols.txt"),
-                &release::symbols_text(&driver, &runtime),
+                &generator::tools::symbols_text(&driver, &runtime),
             )?;
+            let include = built.include.as_deref().unwrap_or_default();
+            by_value::write(&dir, &out.file, &out.preprocessed, include, built.ptds)?;
             layout_and_functions(&dir, &out.file)
         }
         None if built.bindings == "generated" => Err(
@@ -122,6 +125,15 @@ fn run() -> Result<(), String> {
             let symbols = release::symbols_path(&crate_dir, built.ptds);
             println!("cargo:rerun-if-changed={}", rust.display());
             println!("cargo:rerun-if-changed={}", symbols.display());
+            by_value::write_unavailable(
+                &dir,
+                if built.include.is_none() {
+                    "no CUDA headers found: no C half to pass the structs to"
+                } else {
+                    "the committed bindings stand in here (no libclang, or headers of another \
+                     release): no C half is made for them"
+                },
+            )?;
             let text = read(&rust)?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &text)?;
             write_if_changed(&dir.join("symbols.txt"), &read(&symbols)?)?;

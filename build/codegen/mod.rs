@@ -274,17 +274,6 @@ fn ask_preprocessor(
     })
 }
 
-/// The `(name, new name)` of every `use name as new_name` in a use tree.
-#[allow(dead_code)] // xtask's and abi-proofs's readers use it; cuda-mem-sys's build does not
-pub fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
-    match tree {
-        syn::UseTree::Path(p) => use_renames(&p.tree, out),
-        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
-        _ => {}
-    }
-}
-
 /// The symbols generated code links to, split into driver (`cu*`) and
 /// runtime (`cuda*`) ones; read back from the generated text itself.
 pub fn linked_symbols(file: &syn::File) -> (Vec<String>, Vec<String>) {

@@ -140,12 +140,14 @@ fn no_comparisons_through_function_pointers(file: &mut syn::File) {
                 syn::Item::Struct(s) if s.fields.iter().any(|f| holds(&f.ty, &tainted)) => {
                     s.ident.to_string()
                 }
-                syn::Item::Use(u) => {
-                    let mut renames = vec![];
-                    super::use_renames(&u.tree, &mut renames);
-                    for (from, to) in renames {
-                        if tainted.contains(&from) {
-                            tainted.insert(to);
+                // bindgen's `pub use self::X as Y;` (a typedef of an enum or struct).
+                syn::Item::Use(syn::ItemUse {
+                    tree: syn::UseTree::Path(p),
+                    ..
+                }) => {
+                    if let syn::UseTree::Rename(r) = &*p.tree {
+                        if tainted.contains(&r.ident.to_string()) {
+                            tainted.insert(r.rename.to_string());
                         }
                     }
                     continue;

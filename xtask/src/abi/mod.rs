@@ -7,9 +7,11 @@
 //! Each run leaves, in `target/abi/<release>/`, the bindings (`cuda_mem_sys.rs`)
 //! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
 //!
-//! The wing of the C-compiler proofs: this command, and [`msvc`] (the same
-//! proofs for x86_64-pc-windows-msvc with no file from Microsoft).
+//! The wing of the C-compiler proofs: this command, [`msvc`] (the same
+//! proofs for x86_64-pc-windows-msvc with no file from Microsoft) and
+//! [`libclang22`] (the bindings from libclang 22 against 19's).
 
+pub mod libclang22;
 pub mod msvc;
 mod report;
 
@@ -21,8 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The ABI checks that run on the Windows targets (under Wine), MinGW's and MSVC's.
-pub const WINDOWS_ABI_TESTS: [&str; 5] = [
+pub const WINDOWS_ABI_TESTS: [&str; 6] = [
     "abi_layout",
+    "abi_by_value",
     "abi_signatures",
     "abi_bad_input",
     "stable_names",
@@ -131,7 +134,7 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
         .args(["--test", "abi_layout", "--test", "stable_names"])
-        .args(["--test", "header_coverage"]);
+        .args(["--test", "abi_by_value", "--test", "header_coverage"]);
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
