@@ -284,11 +284,21 @@ fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
     Ok(out_rows)
 }
 
-/// The `PFN_*` typedefs of the headers' `cudaTypedefs.h`.
+/// The headers the bindings read (`wrapper.h`) and the `PFN_*` typedefs:
+/// `cudaTypedefs.h`, and the profiler's where its header is there (what the
+/// generator's loader table reads, `build/codegen/loader.rs`).
+const TYPEDEFS_HEAD: &str = concat!(
+    include_str!("../../wrapper.h"),
+    "\n#include <cudaTypedefs.h>\n",
+    "#if __has_include(<cudaProfiler.h>) && __has_include(<cudaProfilerTypedefs.h>)\n",
+    "#include <cudaProfilerTypedefs.h>\n#endif\n"
+);
+
+/// The `PFN_*` typedefs of the headers' `cudaTypedefs.h` (and the profiler's).
 fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>, Failed> {
     let dir = test_support::scratch("loading-typedef-names");
     let tu = dir.path().join("typedefs.c");
-    std::fs::write(&tu, "#include <cuda.h>\n#include <cudaTypedefs.h>\n").unwrap();
+    std::fs::write(&tu, TYPEDEFS_HEAD).unwrap();
     let text = test_support::c_compiler(dirs)
         .file(&tu)
         .try_expand()
@@ -347,7 +357,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
         Err(reason) => return Ok(Err(reason)),
     };
     let dir = test_support::scratch("loading-typedefs");
-    let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
+    let head = TYPEDEFS_HEAD;
     let typedefs = typedef_names(&dirs)?;
     let mut disagree = vec![];
     let mut src = String::from(head);

@@ -240,14 +240,16 @@ fn ask_preprocessor(
         .into_iter()
         .filter(|f| headers.iter().any(|d| f.starts_with(d)))
         .collect();
-    // The loader's table reads `cudaTypedefs.h` too, in a preprocessor run of
-    // its own (it includes nothing `cuda.h` does not).
-    headers_read.extend(
-        headers
-            .iter()
-            .map(|d| d.join("cudaTypedefs.h"))
-            .find(|t| t.is_file()),
-    );
+    // The loader's table reads `cudaTypedefs.h` (and the profiler's) too, in a
+    // preprocessor run of its own (they include nothing `wrapper.h` does not).
+    for typedefs in loader::TYPEDEF_HEADERS {
+        headers_read.extend(
+            headers
+                .iter()
+                .map(|d| d.join(typedefs))
+                .find(|t| t.is_file()),
+        );
+    }
     let macros: Vec<_> = macros
         .into_iter()
         .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))

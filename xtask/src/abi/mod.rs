@@ -150,7 +150,7 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
         .args(["--test", "abi_layout", "--test", "stable_names"])
         .args(BY_TYPE.iter().flat_map(|t| ["--test", t]))
-        .args(["--test", "abi_by_value"]);
+        .args(["--test", "abi_by_value", "--test", "header_coverage"]);
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
