@@ -3,7 +3,7 @@
 //! `abi-proofs/…`, …), names a file or folder that exists: from the
 //! repository's root, or from the folder of a workspace package (a comment
 //! in `abi-proofs/` says `tests/fallback.rs`). The GPU records
-//! (`docs/device-results.md`, `docs/device-runs/`) are left as they were
+//! (`docs/device-results.md`, `records/device-runs/`) are left as they were
 //! written: they name the tree of their run.
 
 use std::path::{Path, PathBuf};

@@ -105,9 +105,10 @@ fn c_symbols(names: &[&str]) -> Result<Result<HashMap<String, String>, String>, 
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };
-    let mut src = String::from(
-        "#include <cuda.h>\n#include <cuda_runtime_api.h>\n\
-         #define CMS_STR2(x) #x\n#define CMS_STR(x) CMS_STR2(x)\ncms_begin\n",
+    // The headers the bindings read (`wrapper.h`, the one list of them).
+    let mut src = format!(
+        "{}\n#define CMS_STR2(x) #x\n#define CMS_STR(x) CMS_STR2(x)\ncms_begin\n",
+        include_str!("../../wrapper.h")
     );
     for n in names {
         src.push_str(&format!("\"{n}\" CMS_STR({n})\n"));

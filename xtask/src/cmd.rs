@@ -169,8 +169,15 @@ pub fn toolchain_cargo(workspace: &Path, toolchain: &str) -> Command {
 /// `command` (a cargo) in `workspace`, with no CUDA location in its environment.
 pub fn cargo_of(mut command: Command, workspace: &Path) -> Command {
     command.current_dir(workspace);
-    for var in crate::locate::ROOT_VARS {
+    for var in generator::locate::ROOT_VARS {
         command.env_remove(var);
     }
     command
+}
+
+/// The string value of `"key":"..."` in one line of cargo's JSON output.
+pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let len = line[start..].find('"')?;
+    Some(&line[start..start + len])
 }

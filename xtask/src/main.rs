@@ -1,34 +1,32 @@
 //! Project tasks: `cargo xtask <command>`.
 
+//!
+//! The tasks stand in wings, each a folder: [`gpu_lab`] (what runs on GPUs
+//! and the report of its runs), [`abi`] (the C-compiler proofs), [`ci`] (the
+//! CI steps), [`bench_build`] (the build-time measurements). Beside them the
+//! plumbing every task shares ([`cmd`], [`headers`], [`releases`]) and the
+//! one-file tasks ([`changes`], [`regen`]). A wing imports the plumbing,
+//! other wings below it and the `generator` package; nothing imports from
+//! this file (a unit test checks).
+
 mod abi;
 mod bench_build;
-mod build_cost;
 mod changes;
 mod ci;
 mod cmd;
-mod device_compile;
-mod device_report;
-mod device_runs;
-mod docs_rs;
-mod examples;
-mod gpu_bundle;
-mod gpu_matrix;
+mod gpu_lab;
 mod headers;
-mod msvc;
 mod regen;
 mod releases;
-mod valgrind;
-mod wrap;
 
+use abi::{libclang22, msvc};
+use ci::{build_cost, fuzz_elf, valgrind, wrap};
 use cmd::workspace;
-// The generator and its helpers, the locator, the build script's timing
-// lines: build/'s shared part (the `generator` package).
-use generator::{codegen, locate, release, timings};
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 22] = [
+const COMMANDS: [(&str, &str); 24] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -36,6 +34,7 @@ const COMMANDS: [(&str, &str); 22] = [
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
+    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -44,10 +43,11 @@ const COMMANDS: [(&str, &str); 22] = [
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
     ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
-    ("device-report [--check | <dir>...]", "docs/device-results.md's table from docs/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
+    ("device-report [--check | <dir>...]", "docs/device-results.md's table from records/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
+    ("libclang22 [<release>...]", "the bindings generated with libclang 22 against libclang 19's, item by item (installs libclang-22-dev if missing; CI's ABI releases unless told; a step of `ci`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
     ("(any command) -h | --help", "this list, nothing run"),
@@ -66,7 +66,10 @@ fn usage() -> String {
 #[derive(Debug, PartialEq)]
 enum Task<'a> {
     Help,
-    Headers { release: &'a str, target: &'a str },
+    Headers {
+        release: &'a str,
+        target: &'a str,
+    },
     Demo,
     Ci,
     CiCross,
@@ -74,6 +77,7 @@ enum Task<'a> {
     Msrv,
     Loom,
     Valgrind,
+    FuzzElf(&'a [&'a str]),
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -85,6 +89,9 @@ enum Task<'a> {
     Msvc(&'a [&'a str]),
     Changes,
     WrapCheck,
+    Libclang22(&'a [&'a str]),
+    /// The child `libclang22` starts: (include folder, output file).
+    LibclangBindings(&'a str, &'a str),
 }
 
 /// Why the words are no task: an unknown command (the usage follows), or
@@ -125,6 +132,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msrv"] => Task::Msrv,
         ["loom"] => Task::Loom,
         ["valgrind"] => Task::Valgrind,
+        ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -144,6 +152,8 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msvc", rest @ ..] => Task::Msvc(rest),
         ["changes"] => Task::Changes,
         ["wrap-check"] => Task::WrapCheck,
+        ["libclang22", rest @ ..] => Task::Libclang22(rest),
+        ["libclang-bindings", include, out] => Task::LibclangBindings(include, out),
         _ => return Err(BadArgs::Unknown),
     })
     .and_then(|task| check(&task).map(|()| task).map_err(wrong))
@@ -153,10 +163,12 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
 fn check(task: &Task) -> Result<(), String> {
     match task {
         Task::Headers { release, target } => headers::check(release, target),
-        Task::DeviceCompile(rest) => device_compile::parse(rest).map(drop),
-        Task::GpuMatrix(rest) => gpu_matrix::check_matrix_args(rest),
+        Task::DeviceCompile(rest) => gpu_lab::compile::parse(rest).map(drop),
+        Task::GpuMatrix(rest) => gpu_lab::matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        Task::Libclang22(rest) => libclang22::parse(rest).map(drop),
+        Task::FuzzElf(rest) => fuzz_elf::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -176,17 +188,20 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msrv => ci::msrv_alone(&workspace()),
         Task::Loom => ci::loom(&workspace()),
         Task::Valgrind => valgrind::run(&workspace()),
+        Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
-        Task::GpuBundle => gpu_bundle::run(&workspace()).and_then(|()| wrap::bundle(&workspace())),
-        Task::GpuMatrix(rest) => gpu_matrix::matrix(&workspace(), rest),
-        Task::DeviceCompile(rest) => device_compile::run(&workspace(), rest),
-        Task::DeviceReport(rest) => device_report::run(&workspace(), rest),
+        Task::GpuBundle => gpu_lab::bundle::run(&workspace()),
+        Task::GpuMatrix(rest) => gpu_lab::matrix::matrix(&workspace(), rest),
+        Task::DeviceCompile(rest) => gpu_lab::compile::run(&workspace(), rest),
+        Task::DeviceReport(rest) => gpu_lab::report::run(&workspace(), rest),
         Task::Abi(rest) => abi::run(&workspace(), rest),
         Task::Msvc(rest) => msvc::run(&workspace(), rest),
         Task::Changes => changes::run(&workspace()),
         Task::WrapCheck => wrap::run(&workspace()),
+        Task::Libclang22(rest) => libclang22::run(&workspace(), rest),
+        Task::LibclangBindings(include, out) => libclang22::child(include, out),
     }
 }
 
@@ -264,65 +279,68 @@ mod tests {
             .find_map(|n| visit(n, graph, &mut vec![], &mut done))
     }
 
-    /// Each file of xtask/src but main.rs, with the modules and other names it
-    /// reaches through `crate::`.
+    /// The top-level modules main.rs declares (the wings, the plumbing, the
+    /// one-file tasks), and for each the others its files reach through
+    /// `crate::` (a wing's files reach each other through `super::`).
     fn xtask_imports() -> (BTreeSet<String>, BTreeMap<String, BTreeSet<String>>) {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
-        // The modules main.rs declares (its own files), and the build's shared
-        // part's modules it brings to the crate root.
-        let mut modules: BTreeSet<String> = main
+        let modules: BTreeSet<String> = main
             .lines()
             .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
             .map(str::to_string)
             .collect();
-        let shared = main
-            .lines()
-            .find_map(|l| l.strip_prefix("use generator::{")?.strip_suffix("};"))
-            .expect("main.rs brings build/shared.rs's modules in with `use generator::{...};`");
-        modules.extend(shared.split(',').map(|m| m.trim().to_string()));
-        let mut graph = BTreeMap::new();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            if name != "main" && path.extension().is_some_and(|e| e == "rs") {
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut folders = vec![src.clone()];
+        while let Some(dir) = folders.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                    continue;
+                }
+                if path.extension() != Some("rs".as_ref()) || path == src.join("main.rs") {
+                    continue;
+                }
+                let top = path
+                    .strip_prefix(&src)
+                    .unwrap()
+                    .components()
+                    .next()
+                    .unwrap();
+                let top = std::path::Path::new(top.as_os_str());
+                let top = top.file_stem().unwrap().to_string_lossy().into_owned();
                 let text = std::fs::read_to_string(&path).unwrap();
-                graph.insert(name, crate_references(&text));
+                let names = graph.entry(top.clone()).or_default();
+                names.extend(crate_references(&text).into_iter().filter(|n| *n != top));
             }
         }
         (modules, graph)
     }
 
     #[test]
-    fn no_task_imports_from_main_and_the_tasks_import_no_circle() {
+    fn no_task_imports_from_main_and_the_wings_import_no_circle() {
         let (modules, graph) = xtask_imports();
         assert!(
-            modules.contains("cmd") && modules.contains("ci") && graph.contains_key("abi"),
+            ["cmd", "ci", "abi", "gpu_lab"]
+                .iter()
+                .all(|m| modules.contains(*m) && graph.contains_key(*m)),
             "the check does not see xtask's modules: {modules:?}"
         );
         for (module, names) in &graph {
             let up: Vec<&String> = names.iter().filter(|n| !modules.contains(*n)).collect();
             assert!(
                 up.is_empty(),
-                "{module}.rs imports {up:?} from main.rs (the plumbing lives in cmd.rs)"
+                "{module} imports {up:?} from main.rs (the plumbing lives in cmd.rs, \
+                 the generator's modules come from the `generator` package)"
             );
         }
-        let graph: BTreeMap<String, BTreeSet<String>> = graph
-            .into_iter()
-            .map(|(m, names)| {
-                (
-                    m,
-                    names.into_iter().filter(|n| modules.contains(n)).collect(),
-                )
-            })
-            .collect();
         assert_eq!(circle(&graph), None, "xtask's modules import in a circle");
-        // The build's mounted modules (`locate`, ...) are no tasks.
-        let tasks: Vec<&String> = graph["cmd"]
-            .iter()
-            .filter(|n| graph.contains_key(*n))
-            .collect();
-        assert!(tasks.is_empty(), "cmd.rs imports tasks: {tasks:?}");
+        assert!(
+            graph["cmd"].is_empty(),
+            "cmd.rs imports tasks: {:?}",
+            graph["cmd"]
+        );
     }
 
     /// The deliberately wrong cases: an import back up and a circle are seen.
@@ -369,7 +387,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 20] = [
+        let examples: [&[&str]; 22] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -390,6 +408,8 @@ mod tests {
             &["msvc", "12.0", "13.5"],
             &["loom"],
             &["valgrind"],
+            &["libclang22", "13.0"],
+            &["fuzz-elf", "--seconds", "5"],
         ];
         for args in examples {
             assert!(parse(args).is_ok(), "{args:?}: {:?}", parse(args));
@@ -416,6 +436,7 @@ mod tests {
         for args in [
             &["headers", "12.7"][..],
             &["headers", "--target", "13.0"],
+            &["libclang22", "12.7"],
             &["headers", "13.0", "--target", "riscv64gc-unknown-linux-gnu"],
             &["headers", "13.0", "14.0"],
             &["bench-build", "--runs", "0"],
@@ -426,6 +447,8 @@ mod tests {
             &["abi"],
             &["msvc", "12.7"],
             &["msvc", "--all", "13.0"],
+            &["fuzz-elf", "--seconds", "0"],
+            &["fuzz-elf", "--minutes", "1"],
         ] {
             assert!(
                 matches!(parse(args), Err(BadArgs::Wrong(_))),

@@ -3,7 +3,7 @@
 //! subset a job uses, derived from it by a named rule or named here as a
 //! policy with its reason. No other file spells a list of releases.
 
-use crate::release::{cuda_version, KNOWN_RELEASES, PINNED_RELEASE};
+use generator::release::{cuda_version, KNOWN_RELEASES, PINNED_RELEASE};
 
 /// Every known release, oldest first (`cargo xtask headers` fetches these).
 pub const ALL: [&str; KNOWN_RELEASES.len()] = KNOWN_RELEASES;
