@@ -19,7 +19,7 @@ pub enum Source {
     /// online reference instead of the headers' comments
     /// (`codegen::Docs::Links`; the headers are on this machine to read).
     /// Only a build with the generator can tell (`same_headers`).
-    #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
+    #[cfg(feature = "bindgen")]
     SameHeaders,
     /// The committed bindings in place of generated ones (the
     /// `cuda_mem_sys_fallback` cfg): no headers found; headers of their
@@ -35,10 +35,10 @@ pub enum Source {
 /// Why the bindings cannot be generated from the headers found.
 enum NoGenerator {
     /// The build has no `bindgen` feature.
-    #[cfg_attr(feature = "bindgen", allow(dead_code))]
+    #[cfg(not(feature = "bindgen"))]
     Feature,
     /// bindgen cannot load libclang (the error to give).
-    #[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
+    #[cfg(feature = "bindgen")]
     Libclang(String),
 }
 
@@ -82,9 +82,13 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
 /// default stream (its `static inline` copies are compiled from the
 /// generator's C). Their docs are the committed copies' links, not these
 /// headers' comments: regenerating for the comments alone would cost the
-/// bindgen run (seconds) this reuse saves.
+/// bindgen run (seconds) this reuse saves. Never with
+/// `CUDA_MEM_SYS_ALWAYS_GENERATE` ([`super::config::ALWAYS_GENERATE`]).
 #[cfg(feature = "bindgen")]
 fn same_headers(config: &Config, cuda: &Cuda) -> bool {
+    if config.always_generate {
+        return false;
+    }
     let inputs = release::inputs_path(&config.crate_dir, false);
     println!("cargo:rerun-if-changed={}", inputs.display());
     let Some(headers) = std::fs::read_to_string(&inputs)
@@ -113,20 +117,22 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
     let headers = cuda.include_dirs[0].display();
     let pinned = release::PINNED_RELEASE;
     if version == release::pinned_cuda_version() {
-        if let NoGenerator::Libclang(_) = why {
-            config.warn(format_args!(
-                "libclang was not found, so bindgen cannot read the CUDA headers in {headers}; \
-                 they are release {pinned}, that of the committed bindings, which are used \
-                 instead. Install libclang (Debian/Ubuntu: libclang-19-dev) or set LIBCLANG_PATH \
-                 to generate them from your headers."
-            ));
-        }
+        // With the generator, only libclang's absence brings the build here.
+        #[cfg(feature = "bindgen")]
+        config.warn(format_args!(
+            "libclang was not found, so bindgen cannot read the CUDA headers in {headers}; \
+             they are release {pinned}, that of the committed bindings, which are used \
+             instead. Install libclang (Debian/Ubuntu: libclang-19-dev) or set LIBCLANG_PATH \
+             to generate them from your headers."
+        ));
         return Ok(Source::Fallback);
     }
     let found = release::release_name(version);
     if !config.dynamic_loading {
         return Err(match why {
+            #[cfg(feature = "bindgen")]
             NoGenerator::Libclang(message) => message,
+            #[cfg(not(feature = "bindgen"))]
             NoGenerator::Feature => format!(
                 "the CUDA headers in {headers} are release {found} (CUDA_VERSION \
                  {version}), and this build has no `bindgen` feature: its committed bindings \

@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 /// Set: the build script says what each of its steps cost.
 pub const BUILD_TIMINGS: &str = super::timings::VAR;
 
+/// Set (not empty, not `0`): bindgen runs even for the very headers the
+/// committed bindings were made from (`cargo xtask abi` sets it, so that the
+/// ABI checks prove the generator's output for that release too).
+pub const ALWAYS_GENERATE: &str = "CUDA_MEM_SYS_ALWAYS_GENERATE";
+
 /// `CUDA_VERSION` of every release this crate knows
 /// (`release::KNOWN_RELEASES`), for the `cuda_NNNNN` cfgs.
 pub fn releases() -> impl Iterator<Item = u32> {
@@ -25,8 +30,6 @@ const CFGS: [&str; 3] = [
     "cuda_mem_sys_load_runtime",
 ];
 
-// Without the generator the settings of its choice (target OS) go unread.
-#[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
 pub struct Config {
     /// The crate's folder (`wrapper.h`, `src/generated/`).
     pub crate_dir: PathBuf,
@@ -45,12 +48,18 @@ pub struct Config {
     pub dynamic_cudart: bool,
     /// Feature `dynamic-loading`.
     pub dynamic_loading: bool,
-    /// Feature `export-c-names` (the trampolines' C names exported).
+    /// Feature `export-c-names` (the trampolines' C names exported; the
+    /// generator's static wrappers ask).
+    #[cfg(feature = "bindgen")]
     pub export_c_names: bool,
     /// docs.rs: no CUDA is searched for, nothing linked.
     pub docs_rs: bool,
     /// [`BUILD_TIMINGS`] is set (not empty, not `0`).
     pub timings: bool,
+    /// [`ALWAYS_GENERATE`] is set (not empty, not `0`); only a build that can
+    /// generate asks.
+    #[cfg(feature = "bindgen")]
+    pub always_generate: bool,
     /// The target's C compiler, set up once: its clones share one detection
     /// (cc asks the compiler its family and flags once, not at every use).
     pub cc: cc::Build,
@@ -82,9 +91,13 @@ impl Config {
             ptds: feature("PER_THREAD_DEFAULT_STREAM"),
             dynamic_cudart: feature("DYNAMIC_CUDART"),
             dynamic_loading: feature("DYNAMIC_LOADING"),
+            #[cfg(feature = "bindgen")]
             export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),
+            #[cfg(feature = "bindgen")]
+            always_generate: env::var_os(ALWAYS_GENERATE)
+                .is_some_and(|v| !v.is_empty() && v != "0"),
             cc,
         })
     }
@@ -93,9 +106,10 @@ impl Config {
     /// running it spells it), and the cfgs it may set.
     pub fn declare(&self, wrapper: &str, vars_read: &[&str]) {
         println!("cargo:rerun-if-changed={wrapper}");
-        for var in vars_read
-            .iter()
-            .chain(&["DOCS_RS", "LIBCLANG_PATH", BUILD_TIMINGS])
+        for var in
+            vars_read
+                .iter()
+                .chain(&["DOCS_RS", "LIBCLANG_PATH", BUILD_TIMINGS, ALWAYS_GENERATE])
         {
             println!("cargo:rerun-if-env-changed={var}");
         }

@@ -21,8 +21,8 @@ pub const ROOT_VARS: [&str; 5] = [
 pub const LIB_DIR_VAR: &str = "CUDA_MEM_SYS_LIB_DIR";
 
 /// A CUDA installation: header directories (the one holding `cuda.h` first,
-/// then one holding `crt/host_defines.h` if it is elsewhere) and candidate
-/// library directories.
+/// then one holding `crt/host_defines.h` if it is elsewhere, then the
+/// profiler package's if it is elsewhere) and candidate library directories.
 #[derive(Debug, Clone)]
 pub struct Cuda {
     pub include_dirs: Vec<PathBuf>,
@@ -243,6 +243,28 @@ fn crt_dir(include: &Path) -> Result<Option<PathBuf>, String> {
     }
 }
 
+/// The profiler API's headers (`cudaProfiler.h`, `cuda_profiler_api.h`,
+/// which `wrapper.h` reads where they exist) come in a package of their own
+/// in NVIDIA's 12.x wheels (`nvidia-cuda-profiler-api-cu12`:
+/// `nvidia/cuda_profiler_api/include`); the 13.x wheel puts them beside
+/// `cuda.h`, as the toolkit does. Taken only where `include` lacks them, is a
+/// wheel's include folder, and the sibling holds those two headers and no
+/// CUDA tree of its own.
+fn profiler_dir(include: &Path) -> Option<PathBuf> {
+    if include.join(PROFILER_HEADER).is_file() {
+        return None;
+    }
+    let dir = wheel_packages(include)?.join("cuda_profiler_api/include");
+    let tree = ["cuda.h", "cuda_runtime_api.h"]
+        .iter()
+        .any(|h| dir.join(h).is_file());
+    (dir.join(PROFILER_HEADER).is_file() && !tree).then_some(dir)
+}
+
+/// The driver API's profiler header, the first `wrapper.h` reads of the
+/// profiler package.
+const PROFILER_HEADER: &str = "cudaProfiler.h";
+
 /// `crt/host_defines.h`, which `cuda_runtime_api.h` includes.
 const CRT_HEADER: &str = "crt/host_defines.h";
 
@@ -377,6 +399,7 @@ pub fn at_root_exposing(
             None => crt.parent().unwrap_or(crt).to_path_buf(),
         });
     }
+    include_dirs.extend(profiler_dir(&include));
     // `find` has refused a non-UTF-8 value already.
     let mut lib_dirs = match non_empty_env(LIB_DIR_VAR) {
         Ok(Some(dirs)) => env::split_paths(&dirs).collect(),

@@ -36,6 +36,7 @@ impl Built<'_> {
         match self.source {
             #[cfg(feature = "bindgen")]
             Source::Generate => "generated",
+            #[cfg(feature = "bindgen")]
             Source::SameHeaders => "committed-same-headers",
             Source::Fallback | Source::OtherRelease => "committed",
         }

@@ -74,29 +74,3 @@ pub fn cpu_seconds() -> Option<f64> {
     }
     Some(ticks / 100.0)
 }
-
-/// A line of [`Timings`] (`cargo:warning=` already taken off): the step, its
-/// CPU seconds (`None`: not measured) and wall seconds.
-#[allow(dead_code)] // `cargo xtask bench-build` reads them; the build script writes them
-pub fn parse_line(line: &str) -> Option<(String, Option<f64>, f64)> {
-    let (step, rest) = line.strip_prefix(PREFIX)?.rsplit_once(": ")?;
-    let (cpu, wall) = rest.strip_suffix(" s wall")?.split_once(" s CPU, ")?;
-    Some((step.to_string(), cpu.parse().ok(), wall.parse().ok()?))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn reads_back_its_lines() {
-        assert_eq!(
-            super::parse_line("timing bindgen: 1.25 s CPU, 2.00 s wall"),
-            Some(("bindgen".to_string(), Some(1.25), 2.0))
-        );
-        assert_eq!(
-            super::parse_line("timing link: ? s CPU, 0.10 s wall"),
-            Some(("link".to_string(), None, 0.1))
-        );
-        // Not a timing line: another warning.
-        assert_eq!(super::parse_line("no libcuda.so in ...: linked"), None);
-    }
-}

@@ -18,10 +18,10 @@
 // union in CUDA 13.2, and `loc.id = 0` compiles on every release where a struct
 // literal does not.
 #![allow(clippy::field_reassign_with_default)]
-// On Windows only `main` runs (it says why nothing else does).
-#![cfg_attr(not(unix), allow(dead_code))]
 
+#[cfg(unix)]
 use cuda_mem_sys::*;
+#[cfg(unix)]
 use std::ffi::{c_void, CStr};
 #[cfg(unix)]
 use std::io::{Read, Write};
@@ -31,11 +31,16 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::exit;
 
+#[cfg(unix)]
 const PTX: &str = concat!(include_str!("kernels/fill.ptx"), "\0");
+#[cfg(unix)]
 const SOCKET_VAR: &str = "VMM_IPC_SOCKET";
+#[cfg(unix)]
 const PARENT_SALT: u32 = 0x5EED_0001;
+#[cfg(unix)]
 const CHILD_SALT: u32 = 0xC41D_0002;
 
+#[cfg(unix)]
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {{
         let r = unsafe { $f($($arg),*) };
@@ -45,6 +50,7 @@ macro_rules! cu {
     }};
 }
 
+#[cfg(unix)]
 fn error_name(r: CUresult) -> String {
     let mut s = std::ptr::null();
     match unsafe { cuGetErrorName(r, &mut s) } {
@@ -57,6 +63,7 @@ fn error_name(r: CUresult) -> String {
     }
 }
 
+#[cfg(unix)]
 fn role() -> &'static str {
     if std::env::var_os(SOCKET_VAR).is_some() {
         "importer"
@@ -65,11 +72,13 @@ fn role() -> &'static str {
     }
 }
 
+#[cfg(unix)]
 fn fail(what: &str) -> ! {
     println!("FAILED ({}): {what}", role());
     exit(1)
 }
 
+#[cfg(unix)]
 fn init_or_skip() {
     let r = unsafe { cuInit(0) };
     if r != CUDA_SUCCESS {
@@ -83,6 +92,7 @@ fn io<T>(r: std::io::Result<T>, what: &str) -> T {
     r.unwrap_or_else(|e| fail(&format!("{what}: {e}")))
 }
 
+#[cfg(unix)]
 /// Device-0 memory that can be exported as a POSIX file descriptor.
 fn shareable_prop() -> CUmemAllocationProp {
     let mut prop = CUmemAllocationProp::default();
@@ -93,6 +103,7 @@ fn shareable_prop() -> CUmemAllocationProp {
     prop
 }
 
+#[cfg(unix)]
 /// Reserves a range for `handle`, maps it and lets device 0 read and write it.
 fn map(handle: CUmemGenericAllocationHandle, size: usize) -> CUdeviceptr {
     let mut va = 0;
@@ -106,11 +117,13 @@ fn map(handle: CUmemGenericAllocationHandle, size: usize) -> CUdeviceptr {
     va
 }
 
+#[cfg(unix)]
 fn unmap(va: CUdeviceptr, size: usize) {
     cu!(cuMemUnmap(va, size));
     cu!(cuMemAddressFree(va, size));
 }
 
+#[cfg(unix)]
 /// A context on device 0 and the `fill` kernel in it.
 fn setup() -> CUfunction {
     init_or_skip();
@@ -124,6 +137,7 @@ fn setup() -> CUfunction {
     f
 }
 
+#[cfg(unix)]
 fn fill(f: CUfunction, va: CUdeviceptr, bytes: usize, salt: u32) {
     let (mut out, mut n, mut salt) = (va, (bytes / 4) as u32, salt);
     let mut params = [
@@ -148,6 +162,7 @@ fn fill(f: CUfunction, va: CUdeviceptr, bytes: usize, salt: u32) {
     cu!(cuCtxSynchronize());
 }
 
+#[cfg(unix)]
 fn expect_filled(va: CUdeviceptr, bytes: usize, salt: u32, what: &str) {
     let mut host = vec![0u32; bytes / 4];
     cu!(cuMemcpyDtoH(host.as_mut_ptr().cast(), va, bytes));

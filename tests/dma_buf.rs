@@ -14,9 +14,18 @@
 //! given another range's descriptor, and the dma-buf check given a `memfd`
 //! of the right size, must refuse them. Every descriptor is closed.
 //!
-//! Where `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` is 0 (or, for the VMM
-//! cases, `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`) each
-//! test reports itself ignored with that reason. Linux only: the
+//! A `gpuDirectRDMACapable` allocation reads the flag back
+//! (`cuMemGetAllocationPropertiesFromHandle`; one made without it must not).
+//! The bytes of two exported subranges are read through their descriptors
+//! (`mmap`), each its own and not the other's; where this driver's exporter
+//! does not map a dma-buf, the test prints the errno and checks instead
+//! that the two exports are two dma-bufs.
+//!
+//! Where every query says the device cannot export
+//! (`CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` 0 and an export refused; for the
+//! VMM cases `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED` 0
+//! and a `gpuDirectRDMACapable` `cuMemCreate` refused) each test reports
+//! itself ignored with that reason; queries that disagree fail it. Linux only: the
 //! descriptors are Linux dma-bufs (reported ignored elsewhere with
 //! [`common::POSIX_ONLY`]).
 // The driver's structs are filled in field by field, as C code does.
@@ -154,27 +163,99 @@ fn check_refuses_the_wrong(fd: &OwnedFd, size: usize) -> TestResult {
     Ok(())
 }
 
+/// A yes/no device attribute, by its name: 0 or 1, else a failure (a
+/// wrong constant reads another attribute's value).
+#[cfg(unix)]
+fn yes_no(gpu: &Gpu, attr: CUdevice_attribute, name: &str) -> Result<bool, Failed> {
+    let v = gpu.attribute(attr)?;
+    println!("  {name} = {v}");
+    ensure!(
+        v == 0 || v == 1,
+        "{name} reads {v} on device 0, not 0 or 1 (a wrong constant?)"
+    );
+    Ok(v == 1)
+}
+
 /// Device 0 when it exports dma-bufs (and, with `vmm`, exports VMM
 /// allocations made for GPUDirect RDMA); else the reason, for the test to
-/// report itself ignored.
+/// report itself ignored. Every query that can say so is asked
+/// (`DMA_BUF_SUPPORTED`; `GPU_DIRECT_RDMA_SUPPORTED` through the driver and
+/// the runtime; `GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`), and the act
+/// itself (an export; a `gpuDirectRDMACapable` `cuMemCreate`): the test is
+/// ignored only where they all say no. Queries that disagree, or one that
+/// says no where the act succeeds, fail it (a wrong constant reads 0 too).
 #[cfg(unix)]
 fn device(vmm: bool) -> Result<Result<Gpu, String>, Failed> {
     let gpu = Gpu::new(0)?;
-    let mut needs = vec![CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED];
-    if vmm {
-        needs.push(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED);
+    let dma_buf = yes_no(
+        &gpu,
+        CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+        "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED",
+    )?;
+    let rdma = yes_no(
+        &gpu,
+        CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+        "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED",
+    )?;
+    let mut rt_rdma = -1;
+    rt!(cudaDeviceGetAttribute(
+        &mut rt_rdma,
+        cudaDevAttrGPUDirectRDMASupported,
+        0
+    ))?;
+    println!("  cudaDevAttrGPUDirectRDMASupported = {rt_rdma}");
+    ensure!(
+        rt_rdma == rdma as i32,
+        "GPUDirect RDMA: the driver's attribute reads {}, the runtime's {rt_rdma}",
+        rdma as i32
+    );
+    // The act: a 2 MiB cuMemAlloc exported.
+    let buf = DeviceBuf::new(2 * MIB)?;
+    let (r, fd) = export_raw(buf.ptr, buf.len, 0);
+    drop((fd, buf));
+    println!(
+        "  cuMemGetHandleForAddressRange(DMA_BUF_FD, a cuMemAlloc) returned {}",
+        common::error_name(r)
+    );
+    if !dma_buf {
+        ensure!(
+            r != CUDA_SUCCESS,
+            "device 0 exports a dma-buf, yet CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED reads 0"
+        );
+        return Ok(Err(format!(
+            "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0 on device 0, and an export returns {}",
+            common::error_name(r)
+        )));
     }
-    for attr in needs {
-        let v = gpu.attribute(attr)?;
-        let name = if attr == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED {
-            "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED"
-        } else {
-            "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED"
-        };
-        println!("  {name} = {v}");
-        if v != 1 {
-            return Ok(Err(format!("{name} is {v} on device 0")));
+    if !vmm {
+        return Ok(Ok(gpu));
+    }
+    let vmm_rdma = yes_no(
+        &gpu,
+        CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+        "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED",
+    )?;
+    if !vmm_rdma {
+        // The act: a gpuDirectRDMACapable allocation of one granule.
+        let prop = rdma_prop(&gpu);
+        let g = min_granularity(&prop)?;
+        let mut h: Handle = 0;
+        let r = unsafe { cuMemCreate(&mut h, g, &prop, 0) };
+        if r == CUDA_SUCCESS {
+            cu!(cuMemRelease(h))?;
         }
+        ensure!(
+            r != CUDA_SUCCESS,
+            "device 0 makes gpuDirectRDMACapable VMM memory, yet \
+             CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED reads 0 \
+             (GPU_DIRECT_RDMA_SUPPORTED {})",
+            rdma as i32
+        );
+        return Ok(Err(format!(
+            "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is 0 on device 0, \
+             and a gpuDirectRDMACapable cuMemCreate returns {}",
+            common::error_name(r)
+        )));
     }
     Ok(Ok(gpu))
 }
@@ -195,6 +276,28 @@ fn rdma_prop(gpu: &Gpu) -> CUmemAllocationProp {
     let mut prop = common::vmm::device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE);
     prop.allocFlags.gpuDirectRDMACapable = 1;
     prop
+}
+
+/// `allocFlags.gpuDirectRDMACapable` of the allocation `h`, as
+/// `cuMemGetAllocationPropertiesFromHandle` reads it back (poisoned first).
+#[cfg(unix)]
+fn rdma_flag(h: Handle) -> Result<u8, Failed> {
+    let mut p = CUmemAllocationProp::default();
+    p.allocFlags.gpuDirectRDMACapable = 0x7f;
+    cu!(cuMemGetAllocationPropertiesFromHandle(&mut p, h))?;
+    Ok(p.allocFlags.gpuDirectRDMACapable)
+}
+
+/// `Ok` if allocation `h` reads back as made for GPUDirect RDMA.
+#[cfg(unix)]
+fn reads_rdma_capable(h: Handle, what: &str) -> TestResult {
+    let flag = rdma_flag(h)?;
+    println!("  {what}: gpuDirectRDMACapable reads back {flag}");
+    ensure!(
+        flag == 1,
+        "{what}: gpuDirectRDMACapable reads back {flag} (cuMemGetAllocationPropertiesFromHandle), set 1"
+    );
+    Ok(())
 }
 
 /// `handles.len()` allocations of `each` bytes mapped one after another in
@@ -275,10 +378,22 @@ fn rdma_capable_vmm_mapping_exports_its_size() -> MayIgnore {
         let prop = rdma_prop(gpu);
         let g = min_granularity(&prop)?;
         let h = common::vmm::create(g, &prop)?;
+        let mut c = Checks::new();
+        c.ok(reads_rdma_capable(h, "the cuMemCreate allocation"));
+        // The wrong twin: an allocation made without the flag must be refused.
+        let plain = common::vmm::create(
+            g,
+            &common::vmm::device_prop(gpu.dev, CU_MEM_HANDLE_TYPE_NONE),
+        )?;
+        c.that(
+            reads_rdma_capable(plain, "wrong twin: an allocation made without the flag").is_err(),
+            "the read-back took an allocation made without gpuDirectRDMACapable for one made with it",
+        );
+        cu!(cuMemRelease(plain))?;
         let ptr = map_contiguous(gpu, &[h], g)?;
-        let checked = export(ptr, g, "a gpuDirectRDMACapable cuMemCreate mapping").map(drop);
+        c.ok(export(ptr, g, "a gpuDirectRDMACapable cuMemCreate mapping").map(drop));
         common::vmm::unmap_release_free(ptr, g, h)?;
-        checked
+        c.finish()
     })
 }
 
@@ -296,6 +411,9 @@ fn vmm_range_of_two_allocations_exports_its_size() -> MayIgnore {
         ];
         let ptr = map_contiguous(gpu, &hs, g)?;
         let mut c = Checks::new();
+        for (k, &h) in hs.iter().enumerate() {
+            c.ok(reads_rdma_capable(h, &format!("allocation {k}")));
+        }
         c.ok(export(ptr, 2 * g, "a range over two allocations").map(drop));
         c.ok(export(ptr, g, "its first allocation").map(drop));
         c.ok(export(ptr + g as u64, g, "its second allocation").map(drop));
@@ -304,6 +422,115 @@ fn vmm_range_of_two_allocations_exports_its_size() -> MayIgnore {
             cu!(cuMemRelease(h))?;
         }
         cu!(cuMemAddressFree(ptr, 2 * g))?;
+        c.finish()
+    })
+}
+
+/// `DMA_BUF_IOCTL_SYNC` (`_IOW('b', 0, struct dma_buf_sync)`, linux/dma-buf.h)
+/// and its flags: a CPU access to a mapped dma-buf is bracketed by it.
+#[cfg(unix)]
+const DMA_BUF_IOCTL_SYNC: libc::c_ulong = 0x4008_6200;
+#[cfg(unix)]
+const DMA_BUF_SYNC_READ: u64 = 1;
+#[cfg(unix)]
+const DMA_BUF_SYNC_END: u64 = 4;
+
+/// The bytes of the dma-buf `fd` (`len` of them), read through a
+/// read-only shared mapping of the descriptor (the consumer a process has);
+/// `Err(errno)` where the exporter does not map it.
+#[cfg(unix)]
+fn mapped_bytes(fd: &OwnedFd, len: usize) -> Result<Result<Vec<u8>, std::io::Error>, Failed> {
+    let raw = fd.as_raw_fd();
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            raw,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Ok(Err(std::io::Error::last_os_error()));
+    }
+    let sync = |flags: u64| {
+        let r = unsafe { libc::ioctl(raw, DMA_BUF_IOCTL_SYNC as _, &flags) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            println!("  DMA_BUF_IOCTL_SYNC({flags:#x}) on descriptor {raw}: {e}");
+        }
+    };
+    sync(DMA_BUF_SYNC_READ);
+    let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
+    sync(DMA_BUF_SYNC_READ | DMA_BUF_SYNC_END);
+    let unmapped = unsafe { libc::munmap(p, len) } == 0;
+    let e = std::io::Error::last_os_error();
+    ensure!(unmapped, "munmap of the dma-buf mapping: {e}");
+    Ok(Ok(bytes))
+}
+
+/// The bytes of two page-aligned subranges of a written `cuMemAlloc`, each
+/// exported, read through their descriptors: each reads as its own
+/// subrange's bytes, and (the wrong twin) not as the other's. Where this
+/// driver's exporter does not map a dma-buf to the CPU (`mmap` fails), the
+/// test says so with the errno measured, and checks instead what a process
+/// can: the two exports are two dma-bufs (their inodes differ), each of its
+/// subrange's size.
+#[cfg(unix)]
+fn exported_bytes_read_through_the_descriptor() -> MayIgnore {
+    on_device(false, |_| {
+        let page = page_size();
+        let buf = DeviceBuf::new(2 * MIB)?;
+        let data = common::pattern(buf.len, 0x0d3a);
+        common::write(buf.ptr, &data)?;
+        cu!(cuCtxSynchronize())?;
+        let subranges = [(page, "page 1"), (3 * page, "page 3")];
+        let mut fds = vec![];
+        for &(at, what) in &subranges {
+            fds.push(export(buf.ptr + at as u64, page, what)?);
+        }
+        let mut c = Checks::new();
+        let mut read = vec![];
+        for (fd, &(at, what)) in fds.iter().zip(&subranges) {
+            match mapped_bytes(fd, page)? {
+                Ok(bytes) => {
+                    c.ok(common::same(&bytes, &data[at..at + page], what));
+                    read.push(bytes);
+                }
+                Err(e) => println!(
+                    "  mmap of the dma-buf of {what}: {e} (errno {}): this driver's exporter does not map it to the CPU",
+                    e.raw_os_error().unwrap_or(0)
+                ),
+            }
+        }
+        if read.len() == 2 {
+            let (other_at, other) = (subranges[1].0, subranges[1].1);
+            c.that(
+                common::same(&read[0], &data[other_at..other_at + page], other).is_err(),
+                "the byte check took page 1's dma-buf for page 3's",
+            );
+            return c.finish();
+        }
+        c.that(
+            read.is_empty(),
+            "one subrange's dma-buf maps and the other's does not",
+        );
+        // What a process can check without a mapping: two dma-bufs, each of
+        // its subrange's size ([`export`] checked the sizes).
+        let ino = |fd: &OwnedFd| -> Result<u64, Failed> {
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0;
+            let e = std::io::Error::last_os_error();
+            ensure!(ok, "fstat of a dma-buf: {e}");
+            Ok(st.st_ino as u64)
+        };
+        let (a, b) = (ino(&fds[0])?, ino(&fds[1])?);
+        println!("  the two exports' inodes: {a}, {b}");
+        c.that(
+            a != b,
+            format!("the exports of page 1 and page 3 are one dma-buf (inode {a})"),
+        );
         c.finish()
     })
 }
@@ -368,6 +595,7 @@ fn main() {
         device_tests![
             mem_alloc_exports_its_size if cfg(unix) else common::POSIX_ONLY,
             page_aligned_subrange_exports_its_size if cfg(unix) else common::POSIX_ONLY,
+            exported_bytes_read_through_the_descriptor if cfg(unix) else common::POSIX_ONLY,
             unaligned_range_refused if cfg(unix) else common::POSIX_ONLY,
             rdma_capable_vmm_mapping_exports_its_size if cfg(unix) else common::POSIX_ONLY,
             vmm_range_of_two_allocations_exports_its_size if cfg(unix) else common::POSIX_ONLY,

@@ -378,15 +378,36 @@ trait Api: Sized + 'static {
         Self::check(Self::access_raw(&mut flags, pool, dev))?;
         Ok(flags)
     }
+    /// Sets device `dev`'s access to `pool`, then reads it back
+    /// (`c(uda)MemPoolGetAccess`): it must be `flags`.
     fn set_access(pool: CUmemoryPool, dev: i32, flags: CUmemAccess_flags) -> TestResult {
-        Self::check(Self::set_access_raw(pool, dev, flags))
+        let (r, name) = Self::set_access_raw(pool, dev, flags);
+        Self::ok(r, &format!("{name}(pool, device {dev}, flags {})", flags.0))?;
+        let got = Self::access(pool, dev)?;
+        ensure!(
+            got == flags,
+            "{name}(pool, device {dev}, flags {}): device {dev}'s access reads back {}",
+            flags.0,
+            got.0
+        );
+        Ok(())
     }
     /// Read-only peer access to a pool: refused with "not supported" (measured
-    /// on two H200s, driver 580.159; the reference's lists do not name it).
+    /// on two H200s, driver 580.159; the reference's lists do not name it),
+    /// and the device's access reads back as it was.
     fn read_only_refused(pool: CUmemoryPool, dev: i32) -> TestResult {
+        let before = Self::access(pool, dev)?;
         let (r, name) = Self::set_access_raw(pool, dev, CU_MEM_ACCESS_FLAGS_PROT_READ);
         let what = format!("{name}(pool, device {dev}, read-only)");
-        common::expect_error(r, Self::NOT_SUPPORTED, &what)
+        let refused = common::expect_error(r, Self::NOT_SUPPORTED, &what);
+        let after = Self::access(pool, dev)?;
+        ensure!(
+            after == before,
+            "{what}: device {dev}'s access was {}, reads back {} after the refusal",
+            before.0,
+            after.0
+        );
+        refused
     }
     fn alloc(n: usize, s: CUstream) -> Result<CUdeviceptr, Failed> {
         let mut p = 0;
@@ -1431,7 +1452,8 @@ fn bad_input<A: Api>() -> TestResult {
     let mut c = BadInput::new(|_| A::alive(&s));
     let pool = TwinPool::<A>::create(&A::props_max(64 * MIB))?;
     let dflt = A::default_pools(&gpu)?[0].1;
-    let (mut p, mut v, mut fd) = (0, 0u64, -1);
+    // `v`: what a refused set would have set (3 MiB, no pool's default).
+    let (mut p, mut v, mut fd) = (0, 3 * MIB as u64, -1);
     let v = (&mut v as *mut u64).cast();
     let (inval, threshold) = (A::INVALID_VALUE, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
 
@@ -1491,13 +1513,21 @@ fn bad_input<A: Api>() -> TestResult {
     let create = A::pool_create_raw(&mut none_pool, core::ptr::null());
     A::bad(&mut c, inval, create, "null properties");
 
-    // Unknown attributes.
+    // Unknown attributes; a refused set leaves the release threshold (the
+    // value `v` would set, were the attribute taken for it) as it was.
+    let threshold_was = A::get_u64(pool.0, threshold)?;
     for attr in [CUmemPool_attribute(0), CUmemPool_attribute(0x7fff)] {
         for set in [false, true] {
             let case = format!("pool, attribute {}", attr.0);
             A::bad(&mut c, inval, A::attr_raw(pool.0, attr, set, v), &case);
         }
     }
+    let threshold_now = A::get_u64(pool.0, threshold)?;
+    c.eq(
+        "release threshold after the refused unknown-attribute sets",
+        threshold_now,
+        threshold_was,
+    );
 
     // The default pool cannot be destroyed: it still allocates afterwards.
     A::bad(&mut c, inval, A::pool_destroy_raw(dflt), "the default pool");
@@ -1531,9 +1561,17 @@ fn bad_input<A: Api>() -> TestResult {
     A::bad(&mut c, inval, unknown, "a host stack address");
     // Access for a device that does not exist: "invalid device" as measured
     // through the runtime (its reference lists only invalid value).
+    // Device 0's access (read-write: its own pool) reads back unchanged.
+    let before = A::access(pool.0, 0)?;
     let access = A::set_access_raw(pool.0, 999, RW);
     let case = "pool, device 999, read-write";
     A::bad(&mut c, A::INVALID_DEVICE, access, case);
+    let after = A::access(pool.0, 0)?;
+    c.eq(
+        "device 0's access after the refused set for device 999",
+        after,
+        before,
+    );
     // After all that, the pools still report sane figures.
     let f = A::figures(pool.0)?;
     ensure!(f.used == 0, "the bad calls left {} bytes used", f.used);
@@ -1672,6 +1710,13 @@ fn pool_import<A: Api>(fd: i32, f: &pd::Fields) -> Result<Box<dyn pd::Held>, Str
     let (mut r, _) = A::access_raw(&mut flags, k.pool, 0);
     if r == A::SUCCESS && flags != RW {
         r = A::set_access_raw(k.pool, 0, RW).0;
+        // Read back: the set must have granted read-write.
+        if r == A::SUCCESS {
+            r = A::access_raw(&mut flags, k.pool, 0).0;
+            if r == A::SUCCESS && flags != RW {
+                return Err(format!("access read back {} after the set", flags.0));
+            }
+        }
     }
     if r != A::SUCCESS {
         return Err(format!("access:{}", pd::code(r)));

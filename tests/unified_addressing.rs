@@ -1785,13 +1785,17 @@ fn pointer_attributes_vmm() -> TestResult {
         location: dev_loc(0),
         flags: CU_MEM_ACCESS_FLAGS_PROT_READ,
     };
-    cu!(cuMemSetAccess(va, 2 * g, &rw, 1))?;
-    // Bytes into both, then B becomes read-only.
+    common::vmm::set_access(va, 2 * g, &[rw])?;
+    // Bytes into both, then B becomes read-only. A copy from pageable memory
+    // may still be under way when cuMemcpyHtoD returns (NVIDIA's "API
+    // synchronization behavior"): synchronised before B's access changes.
     let da = pattern(0x7A, g / 4);
     let db = pattern(0x7B, g / 4);
     cu!(cuMemcpyHtoD(va, da.as_ptr().cast(), g))?;
     cu!(cuMemcpyHtoD(va + g as u64, db.as_ptr().cast(), g))?;
-    cu!(cuMemSetAccess(va + g as u64, g, &ro, 1))?;
+    cu!(cuCtxSynchronize())?;
+    common::vmm::set_access(va + g as u64, g, &[ro])?;
+    common::vmm::read_back(va, g, &[rw])?;
 
     use Want::*;
     let common_wants = |base: u64| {
@@ -1895,7 +1899,7 @@ fn pointer_attributes_vmm() -> TestResult {
             let _uc = Defer(move || unsafe {
                 cuMemUnmap(vc, g);
             });
-            cu!(cuMemSetAccess(vc, g, &rw, 1))?;
+            common::vmm::set_access(vc, g, &[rw])?;
             check_pointer(
                 &mut c,
                 "VMM C (usage HW_DECOMPRESS)",

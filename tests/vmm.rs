@@ -188,6 +188,13 @@ fn device_memory_map_round_trip() -> TestResult {
     println!("  access after cuMemSetAccess: {after} (last byte {inside})");
     c.eq("access (READWRITE is 3)", after, RW);
     c.eq("last byte access", inside, RW);
+    // The wrong twin of the read-back every access set gets (common::vmm::
+    // set_access): the range taken for read-only must be refused.
+    let read_only = access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READ);
+    c.that(
+        common::vmm::read_back(ptr, size, &[read_only]).is_err(),
+        "the access read-back took a read-write range for read-only",
+    );
 
     let data = pattern(size, 1);
     write(ptr, &data)?;
@@ -1222,8 +1229,17 @@ fn bad_input_error_codes() -> TestResult {
     // cuMemSetAccess on a reserved, unmapped range.
     let d = access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
     bad!(c, INVALID, cuMemSetAccess(r + 2 * gg, 2 * g, &d, 1));
-    // ... and on a range only partly mapped.
+    // ... and on a range only partly mapped: refused, and the mapped part
+    // keeps the access it had (none: never set), at its first and last byte.
     bad!(c, INVALID, cuMemSetAccess(r, 4 * g, &d, 1));
+    let unchanged = access_desc(device_location(gpu.dev), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    let what = "the mapped part's access after the refused cuMemSetAccess";
+    c.note(what, read_back(r, 2 * g, &[unchanged]));
+    // The wrong twin: the refused read-write taken as granted must be caught.
+    c.that(
+        read_back(r, 2 * g, &[d]).is_err(),
+        "the read-back took the refused read-write for granted",
+    );
     // "Users cannot specify CU_MEM_LOCATION_TYPE_HOST_NUMA accessibility for
     // allocations created on with other location types." (12.2 on)
     #[cfg(cuda_12020)]
@@ -1237,6 +1253,8 @@ fn bad_input_error_codes() -> TestResult {
             CUDA_ERROR_NOT_SUPPORTED,
             "cuMemSetAccess(HOST_NUMA access to device memory)",
         );
+        let what = "the device's access after the refused HOST_NUMA cuMemSetAccess";
+        c.note(what, read_back(r, 2 * g, &[unchanged]));
         c.still_works();
     }
     let mut flags = 0u64;

@@ -57,7 +57,8 @@ pub fn signature_asserts(
         .cloned()
         .collect();
     let tags = &tags;
-    let mut out = String::from("#include <cuda.h>\n#include <cuda_runtime_api.h>\n\n");
+    // The headers the bindings read (`wrapper.h`, the one list of them).
+    let mut out = format!("{}\n", include_str!("../../wrapper.h"));
     let (mut checked, mut skipped) = (0, vec![]);
     for item in &file.items {
         let syn::Item::ForeignMod(m) = item else {

@@ -15,7 +15,9 @@
 //! headers and libclang the generator's preprocessed headers also give the
 //! signature asserts their C tags.
 
+mod abi_by_type;
 mod abi_checks;
+mod by_value;
 mod layout_check;
 
 // cuda-mem-sys's generator and its helpers: build/'s shared part (the
@@ -104,8 +106,10 @@ fn run() -> Result<(), String> {
             let (driver, runtime) = codegen::linked_symbols(&out.file);
             write_if_changed(
                 &dir.join("symbols.txt"),
-                &release::symbols_text(&driver, &runtime),
+                &generator::tools::symbols_text(&driver, &runtime),
             )?;
+            let include = built.include.as_deref().unwrap_or_default();
+            by_value::write(&dir, &out.file, &out.preprocessed, include, built.ptds)?;
             layout_and_functions(&dir, &out.file)
         }
         None if built.bindings == "generated" => Err(
@@ -122,6 +126,15 @@ fn run() -> Result<(), String> {
             let symbols = release::symbols_path(&crate_dir, built.ptds);
             println!("cargo:rerun-if-changed={}", rust.display());
             println!("cargo:rerun-if-changed={}", symbols.display());
+            by_value::write_unavailable(
+                &dir,
+                if built.include.is_none() {
+                    "no CUDA headers found: no C half to pass the structs to"
+                } else {
+                    "the committed bindings stand in here (no libclang, or headers of another \
+                     release): no C half is made for them"
+                },
+            )?;
             let text = read(&rust)?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &text)?;
             write_if_changed(&dir.join("symbols.txt"), &read(&symbols)?)?;
@@ -236,7 +249,8 @@ fn layout_and_functions(dir: &Path, file: &syn::File) -> Result<(), String> {
     write_if_changed(&dir.join("functions.rs"), &abi_checks::function_table(file))?;
     let layout = layout_check::generate_from(file, "::cuda_mem_sys");
     write_if_changed(&dir.join("layout_rust.rs"), &layout.rust)?;
-    write_if_changed(&dir.join("layout_check.c"), &layout.c)
+    write_if_changed(&dir.join("layout_check.c"), &layout.c)?;
+    abi_by_type::write(dir, file)
 }
 
 /// The C signature checks the ABI tests compile (also for a deliberately

@@ -174,6 +174,8 @@ fn dump(run: &Run, path: &str) -> std::io::Result<()> {
         }
     );
     let _ = writeln!(s, "compiler {}", run.compiler);
+    // What cuda-mem-sys's build did (`generated`, `committed-same-headers`, `committed`).
+    let _ = writeln!(s, "crate_bindings {}", test_support::BINDINGS);
     let _ = writeln!(s, "cuda_version {}", c.cuda_version.unwrap_or(0));
     let n = counts(run);
     let _ = writeln!(

@@ -284,11 +284,21 @@ fn requests(driver: &Path) -> Result<Vec<(String, String, u32, u64)>, Failed> {
     Ok(out_rows)
 }
 
-/// The `PFN_*` typedefs of the headers' `cudaTypedefs.h`.
+/// The headers the bindings read (`wrapper.h`) and the `PFN_*` typedefs:
+/// `cudaTypedefs.h`, and the profiler's where its header is there (what the
+/// generator's loader table reads, `build/codegen/loader.rs`).
+const TYPEDEFS_HEAD: &str = concat!(
+    include_str!("../../wrapper.h"),
+    "\n#include <cudaTypedefs.h>\n",
+    "#if __has_include(<cudaProfiler.h>) && __has_include(<cudaProfilerTypedefs.h>)\n",
+    "#include <cudaProfilerTypedefs.h>\n#endif\n"
+);
+
+/// The `PFN_*` typedefs of the headers' `cudaTypedefs.h` (and the profiler's).
 fn typedef_names(dirs: &[PathBuf]) -> Result<std::collections::BTreeSet<String>, Failed> {
     let dir = test_support::scratch("loading-typedef-names");
     let tu = dir.path().join("typedefs.c");
-    std::fs::write(&tu, "#include <cuda.h>\n#include <cudaTypedefs.h>\n").unwrap();
+    std::fs::write(&tu, TYPEDEFS_HEAD).unwrap();
     let text = test_support::c_compiler(dirs)
         .file(&tu)
         .try_expand()
@@ -347,7 +357,7 @@ fn c_disagrees(table: &[(String, String, u32)]) -> Result<Result<Vec<String>, St
         Err(reason) => return Ok(Err(reason)),
     };
     let dir = test_support::scratch("loading-typedefs");
-    let head = "#include <cuda.h>\n#include <cudaTypedefs.h>\n";
+    let head = TYPEDEFS_HEAD;
     let typedefs = typedef_names(&dirs)?;
     let mut disagree = vec![];
     let mut src = String::from(head);
@@ -2188,7 +2198,7 @@ mod roles {
         }
     }
 
-    fn report_driver() {
+    pub(crate) fn report_driver() {
         match loader::driver() {
             Ok(l) => {
                 println!("driver Ok {}", l.file);
@@ -2605,7 +2615,7 @@ mod roles {
         (tid, gone)
     }
 
-    fn report_later(r: c_int) {
+    pub(crate) fn report_later(r: c_int) {
         println!("later cuInit(7) {r}");
         match loader::driver() {
             Ok(l) => println!("later driver Ok {}", l.file),
@@ -3017,13 +3027,48 @@ mod roles {
     }
 }
 
+/// Drivers built to break the loader (zombie owners, forced unwinds, re-entry
+/// through getenv and lookups, a second libcuda.so.1, refused libraries).
+#[path = "dynamic_loading/hostile_drivers.rs"]
+mod hostile_drivers;
+
 fn main() {
     #[cfg(feature = "dynamic-loading")]
     if let Ok(role) = std::env::var(ROLE) {
-        roles::run(&role);
+        if !hostile_drivers::run_role(&role) {
+            roles::run(&role);
+        }
         return;
     }
     test_support::main(vec![
+        (
+            "a_zombie_main_thread_that_was_loading_gives_303_not_a_hang",
+            hostile_drivers::a_zombie_main_thread_that_was_loading_gives_303_not_a_hang,
+        ),
+        (
+            "a_forced_unwind_in_the_constructor_is_told_as_the_thread_ending",
+            hostile_drivers::a_forced_unwind_in_the_constructor_is_told_as_the_thread_ending,
+        ),
+        (
+            "a_getenv_calling_back_while_the_environment_is_read_leaves_no_failed_load",
+            hostile_drivers::a_getenv_calling_back_while_the_environment_is_read_leaves_no_failed_load,
+        ),
+        (
+            "a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both",
+            hostile_drivers::a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both,
+        ),
+        (
+            "a_lookup_calling_back_every_time_is_bounded_not_a_stack_overflow",
+            hostile_drivers::a_lookup_calling_back_every_time_is_bounded_not_a_stack_overflow,
+        ),
+        (
+            "a_refused_library_stays_loaded_its_signal_handler_runs",
+            hostile_drivers::a_refused_library_stays_loaded_its_signal_handler_runs,
+        ),
+        (
+            "the_exported_cudrivergetversion_answer_is_kept",
+            hostile_drivers::the_exported_cudrivergetversion_answer_is_kept,
+        ),
         (
             "a_loaded_binary_needs_no_cuda_library",
             a_loaded_binary_needs_no_cuda_library,

@@ -270,8 +270,268 @@ fn an_enum_newtype_of_msvc_type_is_caught() -> Result<Completion, Failed> {
     Ok(Completion::Completed)
 }
 
+/// What each enum newtype derives (`Debug` is written by name, not derived).
+const NEWTYPE: &[&str] = &[
+    "Copy",
+    "Clone",
+    "Hash",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+];
+/// What each opaque handle struct (`struct CUctx_st;` in C) derives at least.
+const OPAQUE: &[&str] = &["Copy", "Clone"];
+/// What a struct whose fields all allow comparing derives at least.
+const COMPARABLE: &[&str] = &["PartialEq", "Eq", "Hash"];
+
+/// The names a `#[derive(...)]` list gives.
+fn derived(attrs: &[syn::Attribute]) -> Vec<String> {
+    use syn::punctuated::Punctuated;
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .filter_map(|a| {
+            a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .filter_map(|p| p.get_ident().map(|i| i.to_string()))
+        .collect()
+}
+
+/// The items of `text` whose derives break the rules, each named with what
+/// it lacks or should not have: enum newtypes derive [`NEWTYPE`] exactly;
+/// opaque structs [`OPAQUE`]; a struct derives [`COMPARABLE`] exactly where
+/// every field is an integer, a raw pointer, an enum newtype, an array of
+/// those or a struct that derives them (found here on its own, not by asking
+/// bindgen): a union or a function pointer inside forbids all three, a float
+/// `Eq` and `Hash` (`PartialEq` stays, as bindgen derives it). Returns the
+/// misses and the counts (newtypes, opaque, comparable structs).
+fn derive_misses(text: &str) -> Result<(Vec<String>, [usize; 3]), String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let file = syn::parse_file(text).map_err(|e| e.to_string())?;
+    let mut structs: BTreeMap<String, &syn::ItemStruct> = BTreeMap::new();
+    let mut aliases: BTreeMap<String, syn::Type> = BTreeMap::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Struct(s) => {
+                structs.insert(s.ident.to_string(), s);
+            }
+            syn::Item::Type(t) => {
+                aliases.insert(t.ident.to_string(), (*t.ty).clone());
+            }
+            // `pub use self::CUoutput_mode_enum as CUoutput_mode;`
+            syn::Item::Use(syn::ItemUse {
+                tree: syn::UseTree::Path(p),
+                ..
+            }) => {
+                if let syn::UseTree::Rename(r) = &*p.tree {
+                    let from = syn::parse_str(&r.ident.to_string()).map_err(|e| e.to_string())?;
+                    aliases.insert(r.rename.to_string(), from);
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_newtype =
+        |s: &syn::ItemStruct| matches!(&s.fields, syn::Fields::Unnamed(f) if f.unnamed.len() == 1);
+    let is_opaque = |s: &syn::ItemStruct| {
+        s.fields.len() == 1
+            && s.fields
+                .iter()
+                .next()
+                .and_then(|f| f.ident.as_ref())
+                .is_some_and(|i| i == "_unused")
+    };
+    /// Whether a field of type `ty` allows comparing (`floats`: with `PartialEq` only).
+    fn allows(
+        ty: &syn::Type,
+        ok: &BTreeSet<String>,
+        aliases: &BTreeMap<String, syn::Type>,
+        floats: bool,
+        depth: usize,
+    ) -> bool {
+        let integer = |n: &str| {
+            (n.starts_with("c_") && n != "c_void")
+                || [
+                    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+                    "isize",
+                ]
+                .contains(&n)
+        };
+        match ty {
+            syn::Type::Ptr(_) => true,
+            syn::Type::Array(a) => allows(&a.elem, ok, aliases, floats, depth),
+            syn::Type::Path(p) if depth < 16 => {
+                let Some(last) = p.path.segments.last() else {
+                    return false;
+                };
+                let name = last.ident.to_string();
+                if integer(&name) || (floats && (name == "f32" || name == "f64")) {
+                    return true;
+                }
+                if name == "__BindgenBitfieldUnit" {
+                    return matches!(&last.arguments, syn::PathArguments::AngleBracketed(a)
+                        if a.args.iter().all(|g| matches!(g, syn::GenericArgument::Type(t)
+                            if allows(t, ok, aliases, floats, depth + 1))));
+                }
+                ok.contains(&name)
+                    || aliases
+                        .get(&name)
+                        .is_some_and(|t| allows(t, ok, aliases, floats, depth + 1))
+            }
+            _ => false,
+        }
+    }
+    // The structs that allow comparing, without floats (`Eq`) and with (`PartialEq`).
+    let fixpoint = |floats: bool| {
+        let mut ok: BTreeSet<String> = structs
+            .iter()
+            .filter(|(_, s)| is_newtype(s))
+            .map(|(n, _)| n.clone())
+            .collect();
+        loop {
+            let before = ok.len();
+            for (name, s) in &structs {
+                if !ok.contains(name)
+                    && !is_opaque(s)
+                    && s.fields
+                        .iter()
+                        .all(|f| allows(&f.ty, &ok, &aliases, floats, 0))
+                {
+                    ok.insert(name.clone());
+                }
+            }
+            if ok.len() == before {
+                return ok;
+            }
+        }
+    };
+    let (eq, partial_eq) = (fixpoint(false), fixpoint(true));
+    let mut misses = vec![];
+    let mut counts = [0; 3];
+    for (name, s) in &structs {
+        let has = derived(&s.attrs);
+        let lacks = |want: &[&'static str]| -> Vec<&'static str> {
+            want.iter()
+                .copied()
+                .filter(|w| !has.iter().any(|h| h == w))
+                .collect()
+        };
+        let also = |allowed: &[&str]| -> Vec<String> {
+            has.iter()
+                .filter(|h| COMPARABLE.contains(&h.as_str()) || NEWTYPE[5..].contains(&h.as_str()))
+                .filter(|h| !allowed.contains(&h.as_str()))
+                .cloned()
+                .collect()
+        };
+        let (want, allowed): (&[&'static str], &[&str]) = if is_newtype(s) {
+            counts[0] += 1;
+            (NEWTYPE, NEWTYPE)
+        } else if is_opaque(s) {
+            counts[1] += 1;
+            (OPAQUE, &[])
+        } else if eq.contains(name) {
+            counts[2] += 1;
+            (COMPARABLE, COMPARABLE)
+        } else if partial_eq.contains(name) {
+            (&["PartialEq"], &["PartialEq"])
+        } else {
+            (&[], &[])
+        };
+        let (lacking, extra) = (lacks(want), also(allowed));
+        if !lacking.is_empty() || !extra.is_empty() {
+            misses.push(format!(
+                "{name}: lacks {lacking:?}, derives {extra:?} its fields forbid"
+            ));
+        }
+    }
+    Ok((misses, counts))
+}
+
+/// The derives cudarc's `sys` has and code ported from it relies on: each
+/// enum newtype `Copy`, `Clone`, `Hash`, `PartialEq`, `Eq`, `PartialOrd`,
+/// `Ord`; each opaque handle `Copy`, `Clone`; each struct whose fields allow
+/// it `PartialEq`, `Eq`, `Hash` (none through a union, float or function
+/// pointer), in the bindings this build uses (generated, or committed).
+fn every_item_derives_what_its_fields_allow() -> Result<Completion, Failed> {
+    let (misses, counts) = derive_misses(GENERATED)?;
+    if counts[0] < 100 || counts[1] < 20 || counts[2] < 100 {
+        return Err(
+            format!("too few items found (newtypes, opaque, comparable): {counts:?}").into(),
+        );
+    }
+    if !misses.is_empty() {
+        return Err(format!(
+            "{} items derive the wrong traits: {}",
+            misses.len(),
+            misses.join("; ")
+        )
+        .into());
+    }
+    // Compile-time: the traits hold where code ported from cudarc uses them.
+    fn ordered<T: Copy + Eq + Ord + core::hash::Hash>() {}
+    fn comparable<T: Copy + Eq + core::hash::Hash>() {}
+    ordered::<cuda_mem_sys::CUresult>();
+    ordered::<cuda_mem_sys::cudaError_t>();
+    ordered::<cuda_mem_sys::CUmemAllocationHandleType>();
+    // Comparable on every release (a struct whose field moved into an
+    // anonymous union, `CUmemAllocationProp` from 13.2, is not there).
+    comparable::<cuda_mem_sys::CUuuid>();
+    comparable::<cuda_mem_sys::CUDA_ARRAY_DESCRIPTOR>();
+    fn copied<T: Copy>() {}
+    copied::<cuda_mem_sys::CUctx_st>();
+    copied::<cuda_mem_sys::CUstream_st>();
+    let _: core::ffi::c_uint = cuda_mem_sys::CUDA_ERROR_OUT_OF_MEMORY.into();
+    let e = cuda_mem_sys::CUresult::from(2);
+    if e != cuda_mem_sys::CUDA_ERROR_OUT_OF_MEMORY || u32::from(e) != 2 {
+        return Err("From does not convert an enum newtype to its value and back".into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// The derive check names the item where one derive goes missing, one is
+/// added through a function pointer, or an opaque handle loses `Copy`.
+fn a_missing_derive_is_caught() -> Result<Completion, Failed> {
+    let committed = committed();
+    for (right, wrong, name) in [
+        (
+            "#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]\npub struct cudaError_enum(",
+            "#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd)]\npub struct cudaError_enum(",
+            "cudaError_enum",
+        ),
+        (
+            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]\npub struct CUuuid_st {",
+            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq)]\npub struct CUuuid_st {",
+            "CUuuid_st",
+        ),
+        (
+            "#[derive(Debug, Copy, Clone)]\npub struct CUDA_HOST_NODE_PARAMS_st {",
+            "#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]\npub struct CUDA_HOST_NODE_PARAMS_st {",
+            "CUDA_HOST_NODE_PARAMS_st",
+        ),
+        (
+            "#[derive(Debug, Copy, Clone)]\npub struct CUctx_st {",
+            "#[derive(Debug)]\npub struct CUctx_st {",
+            "CUctx_st",
+        ),
+    ] {
+        if !committed.contains(right) {
+            return Err(format!("src/generated has no `{right}`").into());
+        }
+        let (found, _) = derive_misses(&committed.replacen(right, wrong, 1))?;
+        if found.len() != 1 || !found[0].starts_with(&format!("{name}:")) {
+            return Err(format!("`{wrong}` was not caught alone: {found:?}").into());
+        }
+    }
+    Ok(Completion::Completed)
+}
+
 fn main() {
     test_support::main(test_support::checks![
+        every_item_derives_what_its_fields_allow,
+        a_missing_derive_is_caught,
         every_enum_newtype_has_one_type_on_every_target,
         an_enum_newtype_of_msvc_type_is_caught,
         the_token_comparison_catches_a_changed_token,

@@ -36,6 +36,13 @@ pub fn builder(
         .layout_tests(false)
         .derive_default(true)
         .derive_debug(true)
+        // Where every field allows it: bindgen's own analysis leaves out
+        // unions, and `Eq`/`Hash` where a float is inside (cudarc's `sys`
+        // derives the same). The enum newtypes' `PartialOrd`/`Ord` and the
+        // opaque handles' `Clone`/`Copy` are added in `ports.rs`.
+        .derive_partialeq(true)
+        .derive_eq(true)
+        .derive_hash(true)
         .impl_debug(false)
         .generate_comments(comments)
         // Both would make bindgen parse its whole output with syn and print it

@@ -49,10 +49,19 @@ fn split_symbol(symbol: &str) -> (&str, Option<&'static str>, u32) {
     (rest, ptds, 1)
 }
 
-/// `wrapper` with `cudaTypedefs.h`.
+/// `wrapper` with `cudaTypedefs.h`, and the profiler's typedefs where
+/// `wrapper.h` read the profiler's header (`cudaTypedefs.h` leaves them out).
 fn with_typedefs(wrapper: &str) -> String {
-    format!("{wrapper}#include <cudaTypedefs.h>\n")
+    format!(
+        "{wrapper}#include <cudaTypedefs.h>\n\
+         #if __has_include(<cudaProfiler.h>) && __has_include(<cudaProfilerTypedefs.h>)\n\
+         #include <cudaProfilerTypedefs.h>\n\
+         #endif\n"
+    )
 }
+
+/// The typedef headers [`typedef_names`] reads (for the headers read).
+pub const TYPEDEF_HEADERS: [&str; 2] = ["cudaTypedefs.h", "cudaProfilerTypedefs.h"];
 
 /// The `PFN_cu*` typedefs of `cudaTypedefs.h` after `wrapper`, from the C
 /// preprocessor (it needs nothing from bindgen: the generator asks it

@@ -240,14 +240,16 @@ fn ask_preprocessor(
         .into_iter()
         .filter(|f| headers.iter().any(|d| f.starts_with(d)))
         .collect();
-    // The loader's table reads `cudaTypedefs.h` too, in a preprocessor run of
-    // its own (it includes nothing `cuda.h` does not).
-    headers_read.extend(
-        headers
-            .iter()
-            .map(|d| d.join("cudaTypedefs.h"))
-            .find(|t| t.is_file()),
-    );
+    // The loader's table reads `cudaTypedefs.h` (and the profiler's) too, in a
+    // preprocessor run of its own (they include nothing `wrapper.h` does not).
+    for typedefs in loader::TYPEDEF_HEADERS {
+        headers_read.extend(
+            headers
+                .iter()
+                .map(|d| d.join(typedefs))
+                .find(|t| t.is_file()),
+        );
+    }
     let macros: Vec<_> = macros
         .into_iter()
         .filter(|m| include_dirs.iter().any(|d| m.file.starts_with(d)))
@@ -270,17 +272,6 @@ fn ask_preprocessor(
         comments,
         typedefs,
     })
-}
-
-/// The `(name, new name)` of every `use name as new_name` in a use tree.
-#[allow(dead_code)] // xtask's and abi-proofs's readers use it; cuda-mem-sys's build does not
-pub fn use_renames(tree: &syn::UseTree, out: &mut Vec<(String, String)>) {
-    match tree {
-        syn::UseTree::Path(p) => use_renames(&p.tree, out),
-        syn::UseTree::Rename(r) => out.push((r.ident.to_string(), r.rename.to_string())),
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_renames(t, out)),
-        _ => {}
-    }
 }
 
 /// The symbols generated code links to, split into driver (`cu*`) and

@@ -13,6 +13,10 @@
 //!   in the headers names it (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`
 //!   and its alias `CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK` are 8: the
 //!   first prints).
+//! - **Derives and conversions.** Every enum newtype derives `PartialOrd`
+//!   and `Ord` besides `Hash`, `PartialEq`, `Eq`, and converts to and from
+//!   its C integer type with `From`; opaque handle structs derive `Copy` and
+//!   `Clone`; no struct compares through a function pointer.
 //! - **Moved fields.** A field that moved into an anonymous union between
 //!   releases ([`MOVED`]) gets a getter and a setter (`loc.id()`,
 //!   `loc.set_id(3)`) on every release that has it, direct or not: the same
@@ -79,11 +83,16 @@ pub fn add(file: &mut syn::File) {
             .or_default()
             .push((c.ident.clone(), call.args[0].clone()));
     }
+    let mut inner_types = BTreeMap::new();
     for item in &mut file.items {
-        if let syn::Item::Struct(s) = item {
-            if newtypes.contains(&s.ident.to_string()) {
-                drop_derived_debug(&mut s.attrs);
+        let syn::Item::Struct(s) = item else { continue };
+        if newtypes.contains(&s.ident.to_string()) {
+            set_derives(&mut s.attrs, NEWTYPE_DERIVES);
+            if let syn::Fields::Unnamed(f) = &s.fields {
+                inner_types.insert(s.ident.to_string(), f.unnamed[0].ty.clone());
             }
+        } else if is_opaque(s) {
+            set_derives(&mut s.attrs, OPAQUE_DERIVES);
         }
     }
     for ty in &newtypes {
@@ -93,8 +102,150 @@ pub fn add(file: &mut syn::File) {
             file.items.push(associated_constants(&t, list));
         }
         file.items.push(debug_impl(&t, list));
+        if let Some(inner) = inner_types.get(ty) {
+            file.items.extend(conversions(&t, inner));
+        }
     }
+    no_comparisons_through_function_pointers(file);
     add_moved_field_accessors(file);
+}
+
+/// Takes `PartialEq`, `Eq` and `Hash` from every struct that holds a
+/// function pointer, directly, in an array, or through a struct or alias that
+/// does (`CUDA_HOST_NODE_PARAMS` holds a `CUhostFn`). bindgen derives them
+/// there, but two pointers to one function may compare unequal (and two to
+/// different functions equal) once code is duplicated or merged: rustc's
+/// `unpredictable_function_pointer_comparisons`. A raw pointer to such a
+/// struct is an address and compares as one.
+fn no_comparisons_through_function_pointers(file: &mut syn::File) {
+    fn holds(ty: &syn::Type, tainted: &BTreeSet<String>) -> bool {
+        match ty {
+            syn::Type::FnPtr(_) => true,
+            syn::Type::Array(a) => holds(&a.elem, tainted),
+            syn::Type::Paren(p) => holds(&p.elem, tainted),
+            syn::Type::Path(p) => p.path.segments.iter().any(|seg| {
+                tainted.contains(&seg.ident.to_string())
+                    || matches!(&seg.arguments, syn::PathArguments::AngleBracketed(a)
+                        if a.args.iter().any(|g| matches!(g, syn::GenericArgument::Type(t) if holds(t, tainted))))
+            }),
+            _ => false,
+        }
+    }
+    let mut tainted = BTreeSet::new();
+    loop {
+        let before = tainted.len();
+        for item in &file.items {
+            let name = match item {
+                syn::Item::Type(t) if holds(&t.ty, &tainted) => t.ident.to_string(),
+                syn::Item::Struct(s) if s.fields.iter().any(|f| holds(&f.ty, &tainted)) => {
+                    s.ident.to_string()
+                }
+                // bindgen's `pub use self::X as Y;` (a typedef of an enum or struct).
+                syn::Item::Use(syn::ItemUse {
+                    tree: syn::UseTree::Path(p),
+                    ..
+                }) => {
+                    if let syn::UseTree::Rename(r) = &*p.tree {
+                        if tainted.contains(&r.ident.to_string()) {
+                            tainted.insert(r.rename.to_string());
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            tainted.insert(name);
+        }
+        if tainted.len() == before {
+            break;
+        }
+    }
+    for item in &mut file.items {
+        let syn::Item::Struct(s) = item else { continue };
+        if !tainted.contains(&s.ident.to_string()) {
+            continue;
+        }
+        let kept: Vec<String> = derives(&s.attrs)
+            .into_iter()
+            .filter(|d| !["PartialEq", "Eq", "Hash"].contains(&d.as_str()))
+            .collect();
+        set_derives(
+            &mut s.attrs,
+            &kept.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+    }
+}
+
+/// The names an item's `#[derive(...)]` attributes list, in order.
+fn derives(attrs: &[syn::Attribute]) -> Vec<String> {
+    use syn::punctuated::Punctuated;
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .filter_map(|a| {
+            a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .filter_map(|p| p.get_ident().map(|i| i.to_string()))
+        .collect()
+}
+
+/// What an enum newtype derives: everything an integer has but `Debug`
+/// (written by name, [`debug_impl`]) and `Default` (0 need not be an
+/// enumerator). `PartialOrd`/`Ord` compare the values, as C's `<` does.
+const NEWTYPE_DERIVES: &[&str] = &[
+    "Copy",
+    "Clone",
+    "Hash",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+];
+
+/// What an opaque handle struct (`struct CUctx_st;` in C, `_unused: [u8; 0]`
+/// here) derives: C never has one as a value, so copying one (zero bytes) is
+/// as sound as copying `()`; cudarc's `sys` derives the same.
+const OPAQUE_DERIVES: &[&str] = &["Debug", "Copy", "Clone"];
+
+/// A struct bindgen made for a C struct declared but never defined.
+fn is_opaque(s: &syn::ItemStruct) -> bool {
+    let syn::Fields::Named(f) = &s.fields else {
+        return false;
+    };
+    f.named.len() == 1
+        && f.named[0].ident.as_ref().is_some_and(|i| i == "_unused")
+        && matches!(&f.named[0].ty, syn::Type::Array(a)
+            if matches!(&a.len, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) if n.base10_digits() == "0"))
+}
+
+/// `From` both ways between an enum newtype and its C integer type (the
+/// newtype's own field type: `c_uint`, or `c_int` where an enumerator is
+/// negative), so that `e as u32` on another crate's Rust enum becomes
+/// `u32::from(e)` (or `e.0`) here, and a raw value becomes `T::from(v)`.
+fn conversions(t: &syn::Ident, inner: &syn::Type) -> [syn::Item; 2] {
+    let to = format!(" The C integer value of a `{t}` (the same as `.0`).");
+    let from = format!(
+        " A `{t}` holding any value of its C integer type: a value the headers \
+         do not list is a value still (the same as `{t}(v)`)."
+    );
+    [
+        syn::parse_quote! {
+            impl ::core::convert::From<#t> for #inner {
+                #[doc = #to]
+                #[inline]
+                fn from(v: #t) -> Self { v.0 }
+            }
+        },
+        syn::parse_quote! {
+            impl ::core::convert::From<#inner> for #t {
+                #[doc = #from]
+                #[inline]
+                fn from(v: #inner) -> Self { Self(v) }
+            }
+        },
+    ]
 }
 
 /// The C enums' newtypes: `#[repr(transparent)] struct T(pub c_uint);`.
@@ -125,18 +276,23 @@ fn last_ident(ty: &syn::Type) -> Option<String> {
     }
 }
 
-/// `#[derive(Debug, Copy, ...)]` → `#[derive(Copy, ...)]`.
-fn drop_derived_debug(attrs: &mut [syn::Attribute]) {
-    use syn::punctuated::Punctuated;
-    for a in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
-        let Ok(paths) =
-            a.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-        else {
-            continue;
-        };
-        let kept = paths.into_iter().filter(|p| !p.is_ident("Debug"));
-        *a = syn::parse_quote!(#[derive(#(#kept),*)]);
+/// Replaces every `#[derive(...)]` of an item with one deriving `derives`.
+fn set_derives(attrs: &mut Vec<syn::Attribute>, derives: &[&str]) {
+    let at = attrs
+        .iter()
+        .position(|a| a.path().is_ident("derive"))
+        .unwrap_or(attrs.len());
+    attrs.retain(|a| !a.path().is_ident("derive"));
+    if derives.is_empty() {
+        return;
     }
+    let paths = derives
+        .iter()
+        .map(|d| syn::Ident::new(d, proc_macro2::Span::call_site()));
+    attrs.insert(
+        at.min(attrs.len()),
+        syn::parse_quote!(#[derive(#(#paths),*)]),
+    );
 }
 
 fn associated_constants(t: &syn::Ident, list: &[(syn::Ident, syn::Expr)]) -> syn::Item {
@@ -506,5 +662,57 @@ mod tests {
         assert!(!unsound.contains("pub fn id"), "{unsound}");
         // Not declared by these headers: nothing.
         assert!(!generated("pub struct other { pub id: i32 }").contains("fn id"));
+    }
+
+    #[test]
+    fn newtypes_order_and_convert_opaque_handles_copy_function_pointers_do_not_compare() {
+        let out = generated(
+            "#[repr(transparent)] #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] \
+             pub struct e_enum(pub ::core::ffi::c_uint);
+             #[repr(C)] #[derive(Debug)] pub struct CUctx_st { _unused: [u8; 0] }
+             pub type CUhostFn = ::core::option::Option<unsafe extern \"C\" fn(u: *mut ::core::ffi::c_void)>;
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct host_st { pub fn_: CUhostFn, pub data: u32 }
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct outer_st { pub inner: [host_st; 2] }
+             pub use self::host_st as host;
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct by_alias_st { pub h: host }
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct plain_st { pub a: u32, pub p: *mut host_st }",
+        );
+        let derive = |name: &str| {
+            let at = out.find(&format!("pub struct {name}")).unwrap();
+            let start = out[..at].rfind("# [derive").unwrap();
+            out[start..at].to_string()
+        };
+        assert!(
+            derive("e_enum").contains("Copy , Clone , Hash , PartialEq , Eq , PartialOrd , Ord"),
+            "{out}"
+        );
+        assert!(derive("CUctx_st").contains("Debug , Copy , Clone"), "{out}");
+        // Through the alias, an array, a `use` rename: no comparison.
+        for name in ["host_st", "outer_st", "by_alias_st"] {
+            assert!(!derive(name).contains("PartialEq"), "{name}: {out}");
+            assert!(derive(name).contains("Copy , Clone"), "{name}: {out}");
+        }
+        // The wrong twin: a raw pointer to such a struct is an address, compared as one.
+        assert!(
+            derive("plain_st").contains("Hash , PartialEq , Eq"),
+            "{out}"
+        );
+        // `From` both ways, with the newtype's own inner type.
+        assert!(
+            out.contains("impl :: core :: convert :: From < e_enum > for :: core :: ffi :: c_uint"),
+            "{out}"
+        );
+        assert!(
+            out.contains("impl :: core :: convert :: From < :: core :: ffi :: c_uint > for e_enum"),
+            "{out}"
+        );
+        let signed = generated(
+            "#[repr(transparent)] #[derive(Copy, Clone)] pub struct s_enum(pub ::core::ffi::c_int);",
+        );
+        assert!(
+            signed.contains("From < s_enum > for :: core :: ffi :: c_int"),
+            "{signed}"
+        );
+        assert!(!signed.contains("c_uint"), "{signed}");
     }
 }

@@ -173,3 +173,52 @@ fn cuda_runtime_api_h_is_never_taken_from_a_sibling() {
     let err = find(&include, Some(&t.path().join("exposed"))).unwrap_err();
     assert!(err.contains("it holds cuda_runtime_api.h"), "{err}");
 }
+
+/// The 12.x wheels' profiler package (`nvidia/cuda_profiler_api/include`,
+/// holding `cudaProfiler.h` and `cuda_profiler_api.h`, which `wrapper.h`
+/// reads where they exist) joins the include path after the runtime's; the
+/// wrong cases: a sibling of that name that is a CUDA tree of its own, and an
+/// include folder outside NVIDIA's wheel layout, take nothing.
+#[test]
+fn a_wheels_profiler_package_is_taken_beside_the_runtime() {
+    let mut files = RUNTIME.to_vec();
+    files.extend([
+        "nvidia/cuda_runtime/include/crt/host_defines.h",
+        "nvidia/cuda_profiler_api/include/cudaProfiler.h",
+        "nvidia/cuda_profiler_api/include/cuda_profiler_api.h",
+    ]);
+    let t = tree("profiler", &files);
+    let include = t.path().join("nvidia/cuda_runtime/include");
+    let cuda = find(&include, None).unwrap();
+    let profiler = t.path().join("nvidia/cuda_profiler_api/include");
+    assert_eq!(cuda.include_dirs, [include.clone(), profiler.clone()]);
+    assert_eq!(
+        resolves(&cuda, "cuda_profiler_api.h"),
+        Some(profiler.join("cuda_profiler_api.h"))
+    );
+
+    // A sibling of that name holding a cuda.h: another tree, not taken.
+    std::fs::write(profiler.join("cuda.h"), "other").unwrap();
+    assert_eq!(
+        find(&include, None).unwrap().include_dirs,
+        std::slice::from_ref(&include)
+    );
+    std::fs::remove_file(profiler.join("cuda.h")).unwrap();
+
+    // Headers that have their own (the 13.x wheel, a toolkit): nothing added.
+    std::fs::write(include.join("cudaProfiler.h"), "own").unwrap();
+    assert_eq!(
+        find(&include, None).unwrap().include_dirs,
+        std::slice::from_ref(&include)
+    );
+
+    // Not a wheel's layout: no sibling is looked for.
+    let mut flat = vec!["cuda/include/cuda.h", "cuda/include/cuda_runtime_api.h"];
+    flat.extend([
+        "cuda/include/crt/host_defines.h",
+        "cuda_profiler_api/include/cudaProfiler.h",
+    ]);
+    let f = tree("profiler-flat", &flat);
+    let include = f.path().join("cuda/include");
+    assert_eq!(find(&include, None).unwrap().include_dirs, [include]);
+}

@@ -60,6 +60,10 @@ struct Current {
     world: Arc<World>,
     thread: Thread,
     next_token: usize,
+    /// Run at this thread's next [`thread_token`] (a signal handler that
+    /// interrupts it there: in `Once::call`, between the claim and the
+    /// storing of the owner's token).
+    on_token: Option<Box<dyn FnOnce()>>,
 }
 
 #[cfg(loom)]
@@ -78,6 +82,7 @@ pub fn enter(world: &Arc<World>, thread: Thread) {
             world: world.clone(),
             thread,
             next_token: 1_000,
+            on_token: None,
         })
     });
 }
@@ -104,7 +109,17 @@ pub fn thread_id() -> u32 {
     with(|c| c.thread.id)
 }
 
+/// Runs `f` at this thread's next [`thread_token`], as a signal handler
+/// arriving there would.
+pub fn on_next_token(f: impl FnOnce() + 'static) {
+    with(|c| c.on_token = Some(Box::new(f)));
+}
+
 pub fn thread_token() -> usize {
+    // Taken out first: the handler calls this module again.
+    if let Some(handler) = with(|c| c.on_token.take()) {
+        handler();
+    }
     with(|c| {
         if c.world.wrong.no_token {
             0

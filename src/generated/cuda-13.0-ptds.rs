@@ -253,7 +253,7 @@ pub type CUdevice_v1 = ::core::ffi::c_int;
 pub type CUdevice = CUdevice_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUctx_st {
     _unused: [u8; 0],
 }
@@ -261,7 +261,7 @@ pub struct CUctx_st {
 pub type CUcontext = *mut CUctx_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUmod_st {
     _unused: [u8; 0],
 }
@@ -269,7 +269,7 @@ pub struct CUmod_st {
 pub type CUmodule = *mut CUmod_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUfunc_st {
     _unused: [u8; 0],
 }
@@ -277,7 +277,7 @@ pub struct CUfunc_st {
 pub type CUfunction = *mut CUfunc_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUlib_st {
     _unused: [u8; 0],
 }
@@ -285,7 +285,7 @@ pub struct CUlib_st {
 pub type CUlibrary = *mut CUlib_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUkern_st {
     _unused: [u8; 0],
 }
@@ -293,7 +293,7 @@ pub struct CUkern_st {
 pub type CUkernel = *mut CUkern_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUarray_st {
     _unused: [u8; 0],
 }
@@ -301,7 +301,7 @@ pub struct CUarray_st {
 pub type CUarray = *mut CUarray_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUmipmappedArray_st {
     _unused: [u8; 0],
 }
@@ -309,7 +309,7 @@ pub struct CUmipmappedArray_st {
 pub type CUmipmappedArray = *mut CUmipmappedArray_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUtexref_st {
     _unused: [u8; 0],
 }
@@ -317,7 +317,7 @@ pub struct CUtexref_st {
 pub type CUtexref = *mut CUtexref_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUsurfref_st {
     _unused: [u8; 0],
 }
@@ -325,7 +325,7 @@ pub struct CUsurfref_st {
 pub type CUsurfref = *mut CUsurfref_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUevent_st {
     _unused: [u8; 0],
 }
@@ -333,7 +333,7 @@ pub struct CUevent_st {
 pub type CUevent = *mut CUevent_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUstream_st {
     _unused: [u8; 0],
 }
@@ -341,7 +341,7 @@ pub struct CUstream_st {
 pub type CUstream = *mut CUstream_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraphicsResource_st {
     _unused: [u8; 0],
 }
@@ -357,7 +357,7 @@ pub type CUsurfObject_v1 = ::core::ffi::c_ulonglong;
 pub type CUsurfObject = CUsurfObject_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUextMemory_st {
     _unused: [u8; 0],
 }
@@ -365,7 +365,7 @@ pub struct CUextMemory_st {
 pub type CUexternalMemory = *mut CUextMemory_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUextSemaphore_st {
     _unused: [u8; 0],
 }
@@ -373,7 +373,7 @@ pub struct CUextSemaphore_st {
 pub type CUexternalSemaphore = *mut CUextSemaphore_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraph_st {
     _unused: [u8; 0],
 }
@@ -381,7 +381,7 @@ pub struct CUgraph_st {
 pub type CUgraph = *mut CUgraph_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraphNode_st {
     _unused: [u8; 0],
 }
@@ -389,7 +389,7 @@ pub struct CUgraphNode_st {
 pub type CUgraphNode = *mut CUgraphNode_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraphExec_st {
     _unused: [u8; 0],
 }
@@ -397,7 +397,7 @@ pub struct CUgraphExec_st {
 pub type CUgraphExec = *mut CUgraphExec_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUmemPoolHandle_st {
     _unused: [u8; 0],
 }
@@ -405,7 +405,7 @@ pub struct CUmemPoolHandle_st {
 pub type CUmemoryPool = *mut CUmemPoolHandle_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUuserObject_st {
     _unused: [u8; 0],
 }
@@ -415,7 +415,7 @@ pub type CUuserObject = *mut CUuserObject_st;
 pub type CUgraphConditionalHandle = cuuint64_t;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgraphDeviceUpdatableNode_st {
     _unused: [u8; 0],
 }
@@ -423,7 +423,7 @@ pub struct CUgraphDeviceUpdatableNode_st {
 pub type CUgraphDeviceNode = *mut CUgraphDeviceUpdatableNode_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUasyncCallbackEntry_st {
     _unused: [u8; 0],
 }
@@ -431,7 +431,7 @@ pub struct CUasyncCallbackEntry_st {
 pub type CUasyncCallbackHandle = *mut CUasyncCallbackEntry_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUgreenCtx_st {
     _unused: [u8; 0],
 }
@@ -439,7 +439,7 @@ pub struct CUgreenCtx_st {
 pub type CUgreenCtx = *mut CUgreenCtx_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUuuid_st {
     pub bytes: [::core::ffi::c_char; 16usize],
 }
@@ -447,7 +447,7 @@ pub struct CUuuid_st {
 pub type CUuuid = CUuuid_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemFabricHandle_st {
     pub data: [::core::ffi::c_uchar; 64usize],
 }
@@ -466,7 +466,7 @@ pub type CUmemFabricHandle_v1 = CUmemFabricHandle_st;
 pub type CUmemFabricHandle = CUmemFabricHandle_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUipcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -485,7 +485,7 @@ pub type CUipcEventHandle_v1 = CUipcEventHandle_st;
 pub type CUipcEventHandle = CUipcEventHandle_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUipcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -508,7 +508,7 @@ pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: CUipcMem_flags_enum = CUipcMem_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUipcMem_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUipcMem_flags_enum as CUipcMem_flags;
@@ -520,7 +520,7 @@ pub const CU_MEM_ATTACH_HOST: CUmemAttach_flags_enum = CUmemAttach_flags_enum(2)
 pub const CU_MEM_ATTACH_SINGLE: CUmemAttach_flags_enum = CUmemAttach_flags_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAttach_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAttach_flags_enum as CUmemAttach_flags;
@@ -550,7 +550,7 @@ pub const CU_CTX_SYNC_MEMOPS: CUctx_flags_enum = CUctx_flags_enum(128);
 pub const CU_CTX_FLAGS_MASK: CUctx_flags_enum = CUctx_flags_enum(255);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUctx_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUctx_flags_enum as CUctx_flags;
@@ -566,7 +566,7 @@ pub const CU_EVENT_SCHED_BLOCKING_SYNC: CUevent_sched_flags_enum = CUevent_sched
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUevent_sched_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_sched_flags_enum as CUevent_sched_flags;
@@ -576,7 +576,7 @@ pub const CU_STREAM_DEFAULT: CUstream_flags_enum = CUstream_flags_enum(0);
 pub const CU_STREAM_NON_BLOCKING: CUstream_flags_enum = CUstream_flags_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstream_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstream_flags_enum as CUstream_flags;
@@ -590,7 +590,7 @@ pub const CU_EVENT_DISABLE_TIMING: CUevent_flags_enum = CUevent_flags_enum(2);
 pub const CU_EVENT_INTERPROCESS: CUevent_flags_enum = CUevent_flags_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUevent_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_flags_enum as CUevent_flags;
@@ -604,7 +604,7 @@ pub const CU_EVENT_RECORD_EXTERNAL: CUevent_record_flags_enum = CUevent_record_f
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUevent_record_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_record_flags_enum as CUevent_record_flags;
@@ -614,7 +614,7 @@ pub const CU_EVENT_WAIT_DEFAULT: CUevent_wait_flags_enum = CUevent_wait_flags_en
 pub const CU_EVENT_WAIT_EXTERNAL: CUevent_wait_flags_enum = CUevent_wait_flags_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUevent_wait_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUevent_wait_flags_enum as CUevent_wait_flags;
@@ -640,7 +640,7 @@ pub const CU_STREAM_WAIT_VALUE_FLUSH: CUstreamWaitValue_flags_enum = CUstreamWai
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamWaitValue_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamWaitValue_flags_enum as CUstreamWaitValue_flags;
@@ -654,7 +654,7 @@ pub const CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: CUstreamWriteValue_flags_enum
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamWriteValue_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamWriteValue_flags_enum as CUstreamWriteValue_flags;
@@ -684,7 +684,7 @@ pub const CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: CUstreamBatchMemOpType_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamBatchMemOpType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamBatchMemOpType_enum as CUstreamBatchMemOpType;
@@ -698,7 +698,7 @@ pub const CU_STREAM_MEMORY_BARRIER_TYPE_GPU: CUstreamMemoryBarrier_flags_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamMemoryBarrier_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamMemoryBarrier_flags_enum as CUstreamMemoryBarrier_flags;
@@ -787,7 +787,7 @@ impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
@@ -803,7 +803,7 @@ impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesPa
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
@@ -832,7 +832,7 @@ pub type CUstreamBatchMemOpParams_v1 = CUstreamBatchMemOpParams_union;
 pub type CUstreamBatchMemOpParams = CUstreamBatchMemOpParams_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
     pub ctx: CUcontext,
     pub count: ::core::ffi::c_uint,
@@ -854,7 +854,7 @@ pub type CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st;
 pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
     pub ctx: CUcontext,
     pub count: ::core::ffi::c_uint,
@@ -880,7 +880,7 @@ pub const CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE: CUoccupancy_flags_enum = CUoccu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUoccupancy_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUoccupancy_flags_enum as CUoccupancy_flags;
@@ -894,7 +894,7 @@ pub const CU_STREAM_SET_CAPTURE_DEPENDENCIES: CUstreamUpdateCaptureDependencies_
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamUpdateCaptureDependencies_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamUpdateCaptureDependencies_flags_enum as CUstreamUpdateCaptureDependencies_flags;
@@ -904,7 +904,7 @@ pub const CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET: CUasyncNotificationType_enum =
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUasyncNotificationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUasyncNotificationType_enum as CUasyncNotificationType;
@@ -923,7 +923,7 @@ pub union CUasyncNotificationInfo_st__info {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUasyncNotificationInfo_st__info__overBudget {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
@@ -1065,7 +1065,7 @@ pub const CU_AD_FORMAT_UNORM_INT_101010_2: CUarray_format_enum = CUarray_format_
 pub const CU_AD_FORMAT_MAX: CUarray_format_enum = CUarray_format_enum(2147483647);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUarray_format_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarray_format_enum as CUarray_format;
@@ -1079,7 +1079,7 @@ pub const CU_TR_ADDRESS_MODE_MIRROR: CUaddress_mode_enum = CUaddress_mode_enum(2
 pub const CU_TR_ADDRESS_MODE_BORDER: CUaddress_mode_enum = CUaddress_mode_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUaddress_mode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUaddress_mode_enum as CUaddress_mode;
@@ -1089,7 +1089,7 @@ pub const CU_TR_FILTER_MODE_POINT: CUfilter_mode_enum = CUfilter_mode_enum(0);
 pub const CU_TR_FILTER_MODE_LINEAR: CUfilter_mode_enum = CUfilter_mode_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUfilter_mode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfilter_mode_enum as CUfilter_mode;
@@ -1711,13 +1711,13 @@ pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = CUdevice_attribute_
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevice_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdevice_attribute_enum as CUdevice_attribute;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevprop_st {
     pub maxThreadsPerBlock: ::core::ffi::c_int,
     pub maxThreadsDim: [::core::ffi::c_int; 3usize],
@@ -1820,7 +1820,7 @@ pub const CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: CUpointer_attribute_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUpointer_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUpointer_attribute_enum as CUpointer_attribute;
@@ -1894,7 +1894,7 @@ pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = CUfunction_attribut
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUfunction_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
@@ -1908,7 +1908,7 @@ pub const CU_FUNC_CACHE_PREFER_L1: CUfunc_cache_enum = CUfunc_cache_enum(2);
 pub const CU_FUNC_CACHE_PREFER_EQUAL: CUfunc_cache_enum = CUfunc_cache_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUfunc_cache_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunc_cache_enum as CUfunc_cache;
@@ -1926,7 +1926,7 @@ pub const CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE: CUsharedconfig_enum = CUsha
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUsharedconfig_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUsharedconfig_enum as CUsharedconfig;
@@ -1944,7 +1944,7 @@ pub const CU_SHAREDMEM_CARVEOUT_MAX_L1: CUshared_carveout_enum = CUshared_carveo
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUshared_carveout_enum(pub ::core::ffi::c_int);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUshared_carveout_enum as CUshared_carveout;
@@ -1958,7 +1958,7 @@ pub const CU_MEMORYTYPE_ARRAY: CUmemorytype_enum = CUmemorytype_enum(3);
 pub const CU_MEMORYTYPE_UNIFIED: CUmemorytype_enum = CUmemorytype_enum(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemorytype_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemorytype_enum as CUmemorytype;
@@ -1970,7 +1970,7 @@ pub const CU_COMPUTEMODE_PROHIBITED: CUcomputemode_enum = CUcomputemode_enum(2);
 pub const CU_COMPUTEMODE_EXCLUSIVE_PROCESS: CUcomputemode_enum = CUcomputemode_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcomputemode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcomputemode_enum as CUcomputemode;
@@ -1990,7 +1990,7 @@ pub const CU_MEM_ADVISE_SET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(5
 pub const CU_MEM_ADVISE_UNSET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmem_advise_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmem_advise_enum as CUmem_advise;
@@ -2028,7 +2028,7 @@ pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID: CUmem_range_attribut
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmem_range_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmem_range_attribute_enum as CUmem_range_attribute;
@@ -2108,7 +2108,7 @@ pub const CU_JIT_SPLIT_COMPILE: CUjit_option_enum = CUjit_option_enum(34);
 pub const CU_JIT_NUM_OPTIONS: CUjit_option_enum = CUjit_option_enum(35);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUjit_option_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_option_enum as CUjit_option;
@@ -2182,7 +2182,7 @@ pub const CU_TARGET_COMPUTE_120F: CUjit_target_enum = CUjit_target_enum(131192);
 pub const CU_TARGET_COMPUTE_121F: CUjit_target_enum = CUjit_target_enum(131193);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUjit_target_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_target_enum as CUjit_target;
@@ -2192,7 +2192,7 @@ pub const CU_PREFER_PTX: CUjit_fallback_enum = CUjit_fallback_enum(0);
 pub const CU_PREFER_BINARY: CUjit_fallback_enum = CUjit_fallback_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUjit_fallback_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_fallback_enum as CUjit_fallback;
@@ -2204,7 +2204,7 @@ pub const CU_JIT_CACHE_OPTION_CG: CUjit_cacheMode_enum = CUjit_cacheMode_enum(1)
 pub const CU_JIT_CACHE_OPTION_CA: CUjit_cacheMode_enum = CUjit_cacheMode_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUjit_cacheMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjit_cacheMode_enum as CUjit_cacheMode;
@@ -2224,13 +2224,13 @@ pub const CU_JIT_INPUT_NVVM: CUjitInputType_enum = CUjitInputType_enum(5);
 pub const CU_JIT_NUM_INPUT_TYPES: CUjitInputType_enum = CUjitInputType_enum(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUjitInputType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUjitInputType_enum as CUjitInputType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUlinkState_st {
     _unused: [u8; 0],
 }
@@ -2258,7 +2258,7 @@ pub const CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER: CUgraphicsRegisterFlags_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphicsRegisterFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphicsRegisterFlags_enum as CUgraphicsRegisterFlags;
@@ -2276,7 +2276,7 @@ pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD: CUgraphicsMapResourceFla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphicsMapResourceFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphicsMapResourceFlags_enum as CUgraphicsMapResourceFlags;
@@ -2306,7 +2306,7 @@ pub const CU_CUBEMAP_FACE_NEGATIVE_Z: CUarray_cubemap_face_enum = CUarray_cubema
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUarray_cubemap_face_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarray_cubemap_face_enum as CUarray_cubemap_face;
@@ -2334,7 +2334,7 @@ pub const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: CUlimit_enum = CUlimit_enum(9);
 pub const CU_LIMIT_MAX: CUlimit_enum = CUlimit_enum(10);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlimit_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlimit_enum as CUlimit;
@@ -2348,7 +2348,7 @@ pub const CU_RESOURCE_TYPE_LINEAR: CUresourcetype_enum = CUresourcetype_enum(2);
 pub const CU_RESOURCE_TYPE_PITCH2D: CUresourcetype_enum = CUresourcetype_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUresourcetype_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUresourcetype_enum as CUresourcetype;
@@ -2366,13 +2366,13 @@ pub const CU_ACCESS_PROPERTY_PERSISTING: CUaccessProperty_enum = CUaccessPropert
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUaccessProperty_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUaccessProperty_enum as CUaccessProperty;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, PartialEq)]
 pub struct CUaccessPolicyWindow_st {
     pub base_ptr: *mut ::core::ffi::c_void,
     pub num_bytes: usize,
@@ -2395,7 +2395,7 @@ pub type CUaccessPolicyWindow_v1 = CUaccessPolicyWindow_st;
 pub type CUaccessPolicyWindow = CUaccessPolicyWindow_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_KERNEL_NODE_PARAMS_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2421,7 +2421,7 @@ impl Default for CUDA_KERNEL_NODE_PARAMS_st {
 pub type CUDA_KERNEL_NODE_PARAMS_v1 = CUDA_KERNEL_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_KERNEL_NODE_PARAMS_v2_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2451,7 +2451,7 @@ pub type CUDA_KERNEL_NODE_PARAMS_v2 = CUDA_KERNEL_NODE_PARAMS_v2_st;
 pub type CUDA_KERNEL_NODE_PARAMS = CUDA_KERNEL_NODE_PARAMS_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_KERNEL_NODE_PARAMS_v3_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2479,7 +2479,7 @@ impl Default for CUDA_KERNEL_NODE_PARAMS_v3_st {
 pub type CUDA_KERNEL_NODE_PARAMS_v3 = CUDA_KERNEL_NODE_PARAMS_v3_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMSET_NODE_PARAMS_st {
     pub dst: CUdeviceptr,
     pub pitch: usize,
@@ -2494,7 +2494,7 @@ pub type CUDA_MEMSET_NODE_PARAMS_v1 = CUDA_MEMSET_NODE_PARAMS_st;
 pub type CUDA_MEMSET_NODE_PARAMS = CUDA_MEMSET_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMSET_NODE_PARAMS_v2_st {
     pub dst: CUdeviceptr,
     pub pitch: usize,
@@ -2567,13 +2567,13 @@ pub const CU_GRAPH_COND_TYPE_SWITCH: CUgraphConditionalNodeType_enum = CUgraphCo
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphConditionalNodeType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphConditionalNodeType_enum as CUgraphConditionalNodeType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_CONDITIONAL_NODE_PARAMS {
     pub handle: CUgraphConditionalHandle,
     pub type_: CUgraphConditionalNodeType,
@@ -2630,7 +2630,7 @@ pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: CUgraphNodeType_enum = CUgraphNodeType
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphNodeType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphNodeType_enum as CUgraphNodeType;
@@ -2644,13 +2644,13 @@ pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: CUgraphDependencyType_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphDependencyType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphDependencyType_enum as CUgraphDependencyType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphEdgeData_st {
     pub from_port: ::core::ffi::c_uchar,
     pub to_port: ::core::ffi::c_uchar,
@@ -2685,13 +2685,13 @@ pub const CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: CUgraphInstantiateRe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphInstantiateResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphInstantiateResult_enum as CUgraphInstantiateResult;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
     pub flags: cuuint64_t,
     pub hUploadStream: CUstream,
@@ -2727,7 +2727,7 @@ pub const CU_SYNC_POLICY_BLOCKING_SYNC: CUsynchronizationPolicy_enum = CUsynchro
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUsynchronizationPolicy_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUsynchronizationPolicy_enum as CUsynchronizationPolicy;
@@ -2745,7 +2745,7 @@ pub const CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING: CUclusterSchedulingPolicy
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUclusterSchedulingPolicy_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUclusterSchedulingPolicy_enum as CUclusterSchedulingPolicy;
@@ -2759,13 +2759,13 @@ pub const CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE: CUlaunchMemSyncDomain_enum = CUlaunc
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchMemSyncDomain_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlaunchMemSyncDomain_enum as CUlaunchMemSyncDomain;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
@@ -2838,7 +2838,7 @@ pub const CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: CUlaunchAttributeI
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeID_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlaunchAttributeID_enum as CUlaunchAttributeID;
@@ -2865,7 +2865,7 @@ pub union CUlaunchAttributeValue_union {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__clusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -2873,7 +2873,7 @@ pub struct CUlaunchAttributeValue_union__clusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__programmaticEvent {
     pub event: CUevent,
     pub flags: ::core::ffi::c_int,
@@ -2890,7 +2890,7 @@ impl Default for CUlaunchAttributeValue_union__programmaticEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__launchCompletionEvent {
     pub event: CUevent,
     pub flags: ::core::ffi::c_int,
@@ -2906,7 +2906,7 @@ impl Default for CUlaunchAttributeValue_union__launchCompletionEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__preferredClusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -2914,7 +2914,7 @@ pub struct CUlaunchAttributeValue_union__preferredClusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__deviceUpdatableKernelNode {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: CUgraphDeviceNode,
@@ -2960,7 +2960,7 @@ impl Default for CUlaunchAttribute_st {
 pub type CUlaunchAttribute = CUlaunchAttribute_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchConfig_st {
     pub gridDimX: ::core::ffi::c_uint,
     pub gridDimY: ::core::ffi::c_uint,
@@ -3004,7 +3004,7 @@ pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus_enum = CUs
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamCaptureStatus_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamCaptureStatus_enum as CUstreamCaptureStatus;
@@ -3022,7 +3022,7 @@ pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = CUstreamCap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamCaptureMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUstreamCaptureMode_enum as CUstreamCaptureMode;
@@ -3046,7 +3046,7 @@ pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: CUdriverProcAddress_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdriverProcAddress_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdriverProcAddress_flags_enum as CUdriverProcAddress_flags;
@@ -3064,7 +3064,7 @@ pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: CUdriverProcAddressQueryRe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdriverProcAddressQueryResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdriverProcAddressQueryResult_enum as CUdriverProcAddressQueryResult;
@@ -3078,13 +3078,13 @@ pub const CU_EXEC_AFFINITY_TYPE_MAX: CUexecAffinityType_enum = CUexecAffinityTyp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUexecAffinityType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexecAffinityType_enum as CUexecAffinityType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUexecAffinitySmCount_st {
     pub val: ::core::ffi::c_uint,
 }
@@ -3133,13 +3133,13 @@ pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: CUcigDataType_enum = CUcigDataType_
 pub const CIG_DATA_TYPE_NV_BLOB: CUcigDataType_enum = CUcigDataType_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcigDataType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcigDataType_enum as CUcigDataType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUctxCigParam_st {
     pub sharedDataType: CUcigDataType,
     pub sharedData: *mut ::core::ffi::c_void,
@@ -3157,7 +3157,7 @@ impl Default for CUctxCigParam_st {
 pub type CUctxCigParam = CUctxCigParam_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUctxCreateParams_st {
     pub execAffinityParams: *mut CUexecAffinityParam,
     pub numExecAffinityParams: ::core::ffi::c_int,
@@ -3184,13 +3184,13 @@ pub const CU_LIBRARY_BINARY_IS_PRESERVED: CUlibraryOption_enum = CUlibraryOption
 pub const CU_LIBRARY_NUM_OPTIONS: CUlibraryOption_enum = CUlibraryOption_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlibraryOption_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlibraryOption_enum as CUlibraryOption;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlibraryHostUniversalFunctionAndDataTable_st {
     pub functionTable: *mut ::core::ffi::c_void,
     pub functionWindowSize: usize,
@@ -3420,7 +3420,7 @@ pub const CUDA_ERROR_KEY_ROTATION: cudaError_enum = cudaError_enum(916);
 pub const CUDA_ERROR_UNKNOWN: cudaError_enum = cudaError_enum(999);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaError_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::cudaError_enum as CUresult;
@@ -3450,7 +3450,7 @@ pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: CUdevice
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevice_P2PAttribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdevice_P2PAttribute_enum as CUdevice_P2PAttribute;
@@ -3502,7 +3502,7 @@ pub const CU_ATOMIC_OPERATION_FLOAT_MAX: CUatomicOperation_enum = CUatomicOperat
 pub const CU_ATOMIC_OPERATION_MAX: CUatomicOperation_enum = CUatomicOperation_enum(13);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUatomicOperation_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUatomicOperation_enum as CUatomicOperation;
@@ -3536,7 +3536,7 @@ pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: CUatomicOperationCapability_enum = C
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUatomicOperationCapability_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUatomicOperationCapability_enum as CUatomicOperationCapability;
@@ -3554,7 +3554,7 @@ pub type CUoccupancyB2DSize = ::core::option::Option<
 >;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMCPY2D_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3588,7 +3588,7 @@ pub type CUDA_MEMCPY2D_v2 = CUDA_MEMCPY2D_st;
 pub type CUDA_MEMCPY2D = CUDA_MEMCPY2D_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMCPY3D_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3631,7 +3631,7 @@ pub type CUDA_MEMCPY3D_v2 = CUDA_MEMCPY3D_st;
 pub type CUDA_MEMCPY3D = CUDA_MEMCPY3D_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMCPY3D_PEER_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3674,7 +3674,7 @@ pub type CUDA_MEMCPY3D_PEER_v1 = CUDA_MEMCPY3D_PEER_st;
 pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D_PEER_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEMCPY_NODE_PARAMS_st {
     pub flags: ::core::ffi::c_int,
     pub reserved: ::core::ffi::c_int,
@@ -3694,7 +3694,7 @@ impl Default for CUDA_MEMCPY_NODE_PARAMS_st {
 pub type CUDA_MEMCPY_NODE_PARAMS = CUDA_MEMCPY_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_ARRAY_DESCRIPTOR_st {
     pub Width: usize,
     pub Height: usize,
@@ -3716,7 +3716,7 @@ pub type CUDA_ARRAY_DESCRIPTOR_v2 = CUDA_ARRAY_DESCRIPTOR_st;
 pub type CUDA_ARRAY_DESCRIPTOR = CUDA_ARRAY_DESCRIPTOR_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_ARRAY3D_DESCRIPTOR_st {
     pub Width: usize,
     pub Height: usize,
@@ -3740,7 +3740,7 @@ pub type CUDA_ARRAY3D_DESCRIPTOR_v2 = CUDA_ARRAY3D_DESCRIPTOR_st;
 pub type CUDA_ARRAY3D_DESCRIPTOR = CUDA_ARRAY3D_DESCRIPTOR_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st {
     pub tileExtent: CUDA_ARRAY_SPARSE_PROPERTIES_st__tileExtent,
     pub miptailFirstLevel: ::core::ffi::c_uint,
@@ -3750,7 +3750,7 @@ pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st__tileExtent {
     pub width: ::core::ffi::c_uint,
     pub height: ::core::ffi::c_uint,
@@ -3762,7 +3762,7 @@ pub type CUDA_ARRAY_SPARSE_PROPERTIES_v1 = CUDA_ARRAY_SPARSE_PROPERTIES_st;
 pub type CUDA_ARRAY_SPARSE_PROPERTIES = CUDA_ARRAY_SPARSE_PROPERTIES_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
     pub size: usize,
     pub alignment: usize,
@@ -3792,7 +3792,7 @@ pub union CUDA_RESOURCE_DESC_st__res {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_DESC_st__res__array {
     pub hArray: CUarray,
 }
@@ -3807,7 +3807,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__array {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_DESC_st__res__mipmap {
     pub hMipmappedArray: CUmipmappedArray,
 }
@@ -3822,7 +3822,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__mipmap {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_DESC_st__res__linear {
     pub devPtr: CUdeviceptr,
     pub format: CUarray_format,
@@ -3840,7 +3840,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__linear {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_DESC_st__res__pitch2D {
     pub devPtr: CUdeviceptr,
     pub format: CUarray_format,
@@ -3860,7 +3860,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__pitch2D {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_DESC_st__res__reserved {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
@@ -3888,7 +3888,7 @@ pub type CUDA_RESOURCE_DESC_v1 = CUDA_RESOURCE_DESC_st;
 pub type CUDA_RESOURCE_DESC = CUDA_RESOURCE_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, PartialEq)]
 pub struct CUDA_TEXTURE_DESC_st {
     pub addressMode: [CUaddress_mode; 3usize],
     pub filterMode: CUfilter_mode,
@@ -4056,13 +4056,13 @@ pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC7: CUresourceViewFormat_enum = CUresourc
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUresourceViewFormat_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUresourceViewFormat_enum as CUresourceViewFormat;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_RESOURCE_VIEW_DESC_st {
     pub format: CUresourceViewFormat,
     pub width: usize,
@@ -4090,7 +4090,7 @@ pub type CUDA_RESOURCE_VIEW_DESC = CUDA_RESOURCE_VIEW_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
 #[repr(align(128))]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUtensorMap_st {
     pub opaque: [cuuint64_t; 16usize],
 }
@@ -4171,7 +4171,7 @@ pub const CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B: CUtensorMapDataType_enum = CUte
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapDataType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapDataType_enum as CUtensorMapDataType;
@@ -4189,7 +4189,7 @@ pub const CU_TENSOR_MAP_INTERLEAVE_32B: CUtensorMapInterleave_enum = CUtensorMap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapInterleave_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapInterleave_enum as CUtensorMapInterleave;
@@ -4223,7 +4223,7 @@ pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B: CUtensorMapSwizzle_enum = CUtenso
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapSwizzle_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapSwizzle_enum as CUtensorMapSwizzle;
@@ -4245,7 +4245,7 @@ pub const CU_TENSOR_MAP_L2_PROMOTION_L2_256B: CUtensorMapL2promotion_enum = CUte
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapL2promotion_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapL2promotion_enum as CUtensorMapL2promotion;
@@ -4259,7 +4259,7 @@ pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: CUtensorMapFloatOOB
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapFloatOOBfill_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapFloatOOBfill_enum as CUtensorMapFloatOOBfill;
@@ -4273,13 +4273,13 @@ pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128: CUtensorMapIm2ColWideMode_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMapIm2ColWideMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUtensorMapIm2ColWideMode_enum as CUtensorMapIm2ColWideMode;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
     pub p2pToken: ::core::ffi::c_ulonglong,
     pub vaSpaceToken: ::core::ffi::c_uint,
@@ -4302,13 +4302,13 @@ pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: CUDA_POINTER_ATTRIBUTE_ACC
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum as CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_LAUNCH_PARAMS_st {
     pub function: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -4372,7 +4372,7 @@ pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD: CUexternalMemoryHandleType_e
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUexternalMemoryHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexternalMemoryHandleType_enum as CUexternalMemoryHandleType;
@@ -4396,7 +4396,7 @@ pub union CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -4434,7 +4434,7 @@ pub type CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1 = CUDA_EXTERNAL_MEMORY_HANDLE_DESC_
 pub type CUDA_EXTERNAL_MEMORY_HANDLE_DESC = CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
     pub offset: ::core::ffi::c_ulonglong,
     pub size: ::core::ffi::c_ulonglong,
@@ -4447,7 +4447,7 @@ pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1 = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_
 pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st {
     pub offset: ::core::ffi::c_ulonglong,
     pub arrayDesc: CUDA_ARRAY3D_DESCRIPTOR,
@@ -4509,7 +4509,7 @@ pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32: CUexternal
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUexternalSemaphoreHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUexternalSemaphoreHandleType_enum as CUexternalSemaphoreHandleType;
@@ -4532,7 +4532,7 @@ pub union CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -4587,7 +4587,7 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -4609,7 +4609,7 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
 }
@@ -4654,7 +4654,7 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -4676,7 +4676,7 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
@@ -4705,7 +4705,7 @@ pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1 = CUDA_EXTERNAL_SEMAPHORE_WAIT_P
 pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
@@ -4726,7 +4726,7 @@ pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1 = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st
 pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
@@ -4745,7 +4745,7 @@ impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
 pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2 = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -4766,7 +4766,7 @@ pub type CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1 = CUDA_EXT_SEM_WAIT_NODE_PARAMS_st;
 pub type CUDA_EXT_SEM_WAIT_NODE_PARAMS = CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -4813,7 +4813,7 @@ pub const CU_MEM_HANDLE_TYPE_MAX: CUmemAllocationHandleType_enum = CUmemAllocati
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationHandleType_enum as CUmemAllocationHandleType;
@@ -4835,7 +4835,7 @@ pub const CU_MEM_ACCESS_FLAGS_PROT_MAX: CUmemAccess_flags_enum = CUmemAccess_fla
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAccess_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAccess_flags_enum as CUmemAccess_flags;
@@ -4865,7 +4865,7 @@ pub const CU_MEM_LOCATION_TYPE_MAX: CUmemLocationType_enum = CUmemLocationType_e
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemLocationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemLocationType_enum as CUmemLocationType;
@@ -4887,7 +4887,7 @@ pub const CU_MEM_ALLOCATION_TYPE_MAX: CUmemAllocationType_enum = CUmemAllocation
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationType_enum as CUmemAllocationType;
@@ -4901,7 +4901,7 @@ pub const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: CUmemAllocationGranularity_flags
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationGranularity_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationGranularity_flags_enum as CUmemAllocationGranularity_flags;
@@ -4915,7 +4915,7 @@ pub const CU_MEM_RANGE_HANDLE_TYPE_MAX: CUmemRangeHandleType_enum = CUmemRangeHa
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemRangeHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemRangeHandleType_enum as CUmemRangeHandleType;
@@ -4925,7 +4925,7 @@ pub const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: CUmemRangeFlags_enum = CU
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemRangeFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemRangeFlags_enum as CUmemRangeFlags;
@@ -4939,7 +4939,7 @@ pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL: CUarraySparseSubresourceType
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUarraySparseSubresourceType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUarraySparseSubresourceType_enum as CUarraySparseSubresourceType;
@@ -4953,7 +4953,7 @@ pub const CU_MEM_OPERATION_TYPE_UNMAP: CUmemOperationType_enum = CUmemOperationT
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemOperationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemOperationType_enum as CUmemOperationType;
@@ -4961,7 +4961,7 @@ pub use self::CUmemOperationType_enum as CUmemOperationType;
 pub const CU_MEM_HANDLE_TYPE_GENERIC: CUmemHandleType_enum = CUmemHandleType_enum(0);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemHandleType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemHandleType_enum as CUmemHandleType;
@@ -5006,7 +5006,7 @@ pub union CUarrayMapInfo_st__subresource {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarrayMapInfo_st__subresource__sparseLevel {
     pub level: ::core::ffi::c_uint,
     pub layer: ::core::ffi::c_uint,
@@ -5019,7 +5019,7 @@ pub struct CUarrayMapInfo_st__subresource__sparseLevel {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarrayMapInfo_st__subresource__miptail {
     pub layer: ::core::ffi::c_uint,
     pub offset: ::core::ffi::c_ulonglong,
@@ -5064,7 +5064,7 @@ pub type CUarrayMapInfo_v1 = CUarrayMapInfo_st;
 pub type CUarrayMapInfo = CUarrayMapInfo_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemLocation_st {
     pub type_: CUmemLocationType,
     pub id: ::core::ffi::c_int,
@@ -5092,13 +5092,13 @@ pub const CU_MEM_ALLOCATION_COMP_GENERIC: CUmemAllocationCompType_enum = CUmemAl
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationCompType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemAllocationCompType_enum as CUmemAllocationCompType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationProp_st {
     pub type_: CUmemAllocationType,
     pub requestedHandleTypes: CUmemAllocationHandleType,
@@ -5108,7 +5108,7 @@ pub struct CUmemAllocationProp_st {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAllocationProp_st__allocFlags {
     pub compressionType: ::core::ffi::c_uchar,
     pub gpuDirectRDMACapable: ::core::ffi::c_uchar,
@@ -5138,13 +5138,13 @@ pub const CU_MULTICAST_GRANULARITY_RECOMMENDED: CUmulticastGranularity_flags_enu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmulticastGranularity_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmulticastGranularity_flags_enum as CUmulticastGranularity_flags;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmulticastObjectProp_st {
     pub numDevices: ::core::ffi::c_uint,
     pub size: usize,
@@ -5157,7 +5157,7 @@ pub type CUmulticastObjectProp_v1 = CUmulticastObjectProp_st;
 pub type CUmulticastObjectProp = CUmulticastObjectProp_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemAccessDesc_st {
     pub location: CUmemLocation,
     pub flags: CUmemAccess_flags,
@@ -5213,13 +5213,13 @@ pub const CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: CUgraphExecUpdateResult
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphExecUpdateResult_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphExecUpdateResult_enum as CUgraphExecUpdateResult;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUgraphExecUpdateResultInfo_st {
     pub result: CUgraphExecUpdateResult,
     pub errorNode: CUgraphNode,
@@ -5272,13 +5272,13 @@ pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: CUmemPool_attribute_enum = CUmemPool_at
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemPool_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemPool_attribute_enum as CUmemPool_attribute;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemPoolProps_st {
     pub allocType: CUmemAllocationType,
     pub handleTypes: CUmemAllocationHandleType,
@@ -5303,7 +5303,7 @@ pub type CUmemPoolProps_v1 = CUmemPoolProps_st;
 pub type CUmemPoolProps = CUmemPoolProps_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemPoolPtrExportData_st {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
@@ -5328,7 +5328,7 @@ pub const CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: CUmemcpyFlags_enum = CUmem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpyFlags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpyFlags_enum as CUmemcpyFlags;
@@ -5354,13 +5354,13 @@ pub const CU_MEMCPY_SRC_ACCESS_ORDER_MAX: CUmemcpySrcAccessOrder_enum = CUmemcpy
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpySrcAccessOrder_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpySrcAccessOrder_enum as CUmemcpySrcAccessOrder;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpyAttributes_st {
     pub srcAccessOrder: CUmemcpySrcAccessOrder,
     pub srcLocHint: CUmemLocation,
@@ -5394,13 +5394,13 @@ pub const CU_MEMCPY_OPERAND_TYPE_MAX: CUmemcpy3DOperandType_enum = CUmemcpy3DOpe
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpy3DOperandType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemcpy3DOperandType_enum as CUmemcpy3DOperandType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUoffset3D_st {
     pub x: usize,
     pub y: usize,
@@ -5412,7 +5412,7 @@ pub type CUoffset3D_v1 = CUoffset3D_st;
 pub type CUoffset3D = CUoffset3D_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUextent3D_st {
     pub width: usize,
     pub height: usize,
@@ -5438,7 +5438,7 @@ pub union CUmemcpy3DOperand_st__op {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpy3DOperand_st__op__ptr {
     pub ptr: CUdeviceptr,
     pub rowLength: usize,
@@ -5456,7 +5456,7 @@ impl Default for CUmemcpy3DOperand_st__op__ptr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemcpy3DOperand_st__op__array {
     pub array: CUarray,
     pub offset: CUoffset3D,
@@ -5517,7 +5517,7 @@ pub type CUDA_MEMCPY3D_BATCH_OP_v1 = CUDA_MEMCPY3D_BATCH_OP_st;
 pub type CUDA_MEMCPY3D_BATCH_OP = CUDA_MEMCPY3D_BATCH_OP_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     pub poolProps: CUmemPoolProps,
     pub accessDescs: *const CUmemAccessDesc,
@@ -5540,7 +5540,7 @@ pub type CUDA_MEM_ALLOC_NODE_PARAMS_v1 = CUDA_MEM_ALLOC_NODE_PARAMS_v1_st;
 pub type CUDA_MEM_ALLOC_NODE_PARAMS = CUDA_MEM_ALLOC_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
     pub poolProps: CUmemPoolProps,
     pub accessDescs: *const CUmemAccessDesc,
@@ -5561,7 +5561,7 @@ impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
 pub type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS_v2_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_MEM_FREE_NODE_PARAMS_st {
     pub dptr: CUdeviceptr,
 }
@@ -5585,7 +5585,7 @@ pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: CUgraphMem_attribute_enum = CUgra
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphMem_attribute_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphMem_attribute_enum as CUgraphMem_attribute;
@@ -5599,13 +5599,13 @@ pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: CUgraphChildGraphNodeOwnership_en
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphChildGraphNodeOwnership_enum as CUgraphChildGraphNodeOwnership;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
     pub graph: CUgraph,
     pub ownership: CUgraphChildGraphNodeOwnership,
@@ -5623,7 +5623,7 @@ impl Default for CUDA_CHILD_GRAPH_NODE_PARAMS_st {
 pub type CUDA_CHILD_GRAPH_NODE_PARAMS = CUDA_CHILD_GRAPH_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
     pub event: CUevent,
 }
@@ -5640,7 +5640,7 @@ impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st {
 pub type CUDA_EVENT_RECORD_NODE_PARAMS = CUDA_EVENT_RECORD_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
     pub event: CUevent,
 }
@@ -5713,7 +5713,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: CUflushGPUDirectRDMAWri
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUflushGPUDirectRDMAWritesOptions_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesOptions_enum as CUflushGPUDirectRDMAWritesOptions;
@@ -5731,7 +5731,7 @@ pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES: CUGPUDirectRDMAWritesO
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUGPUDirectRDMAWritesOrdering_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUGPUDirectRDMAWritesOrdering_enum as CUGPUDirectRDMAWritesOrdering;
@@ -5745,7 +5745,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES: CUflushGPUDirectRDMAWr
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUflushGPUDirectRDMAWritesScope_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesScope_enum as CUflushGPUDirectRDMAWritesScope;
@@ -5755,7 +5755,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: CUflushGPUDirectRD
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUflushGPUDirectRDMAWritesTarget_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUflushGPUDirectRDMAWritesTarget_enum as CUflushGPUDirectRDMAWritesTarget;
@@ -5825,7 +5825,7 @@ pub const CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: CUgraphDebugDot_flag
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphDebugDot_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphDebugDot_flags_enum as CUgraphDebugDot_flags;
@@ -5835,7 +5835,7 @@ pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: CUuserObject_flags_enum = CUuserObj
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUuserObject_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUuserObject_flags_enum as CUuserObject_flags;
@@ -5845,7 +5845,7 @@ pub const CU_GRAPH_USER_OBJECT_MOVE: CUuserObjectRetain_flags_enum = CUuserObjec
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUuserObjectRetain_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUuserObjectRetain_flags_enum as CUuserObjectRetain_flags;
@@ -5867,7 +5867,7 @@ pub const CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: CUgraphInstantiate_flag
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphInstantiate_flags_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUgraphInstantiate_flags_enum as CUgraphInstantiate_flags;
@@ -5881,7 +5881,7 @@ pub const CU_DEVICE_NUMA_CONFIG_NUMA_NODE: CUdeviceNumaConfig_enum = CUdeviceNum
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdeviceNumaConfig_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUdeviceNumaConfig_enum as CUdeviceNumaConfig;
@@ -5895,13 +5895,13 @@ pub const CU_PROCESS_STATE_CHECKPOINTED: CUprocessState_enum = CUprocessState_en
 pub const CU_PROCESS_STATE_FAILED: CUprocessState_enum = CUprocessState_enum(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUprocessState_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUprocessState_enum as CUprocessState;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointLockArgs_st {
     pub timeoutMs: ::core::ffi::c_uint,
     pub reserved0: ::core::ffi::c_uint,
@@ -5911,7 +5911,7 @@ pub struct CUcheckpointLockArgs_st {
 pub type CUcheckpointLockArgs = CUcheckpointLockArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointCheckpointArgs_st {
     pub reserved: [cuuint64_t; 8usize],
 }
@@ -5919,7 +5919,7 @@ pub struct CUcheckpointCheckpointArgs_st {
 pub type CUcheckpointCheckpointArgs = CUcheckpointCheckpointArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointGpuPair_st {
     pub oldUuid: CUuuid,
     pub newUuid: CUuuid,
@@ -5928,7 +5928,7 @@ pub struct CUcheckpointGpuPair_st {
 pub type CUcheckpointGpuPair = CUcheckpointGpuPair_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointRestoreArgs_st {
     pub gpuPairs: *mut CUcheckpointGpuPair,
     pub gpuPairsCount: ::core::ffi::c_uint,
@@ -5948,7 +5948,7 @@ impl Default for CUcheckpointRestoreArgs_st {
 pub type CUcheckpointRestoreArgs = CUcheckpointRestoreArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointUnlockArgs_st {
     pub reserved: [cuuint64_t; 8usize],
 }
@@ -5962,7 +5962,7 @@ pub const CU_MODULE_EAGER_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMod
 pub const CU_MODULE_LAZY_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMode_enum(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmoduleLoadingMode_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmoduleLoadingMode_enum as CUmoduleLoadingMode;
@@ -5984,13 +5984,13 @@ pub const CU_MEM_DECOMPRESS_ALGORITHM_LZ4: CUmemDecompressAlgorithm_enum = CUmem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemDecompressAlgorithm_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUmemDecompressAlgorithm_enum as CUmemDecompressAlgorithm;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemDecompressParams_st {
     pub srcNumBytes: usize,
     pub dstNumBytes: usize,
@@ -6025,7 +6025,7 @@ pub const CU_FUNCTION_LOADING_STATE_MAX: CUfunctionLoadingState_enum = CUfunctio
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUfunctionLoadingState_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUfunctionLoadingState_enum as CUfunctionLoadingState;
@@ -6053,7 +6053,7 @@ pub const CU_COREDUMP_GENERATION_FLAGS: CUcoredumpSettings_enum = CUcoredumpSett
 pub const CU_COREDUMP_MAX: CUcoredumpSettings_enum = CUcoredumpSettings_enum(8);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcoredumpSettings_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUcoredumpSettings_enum as CUcoredumpSettings;
@@ -6091,11 +6091,11 @@ pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpG
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUCoredumpGenerationFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUdevResourceDesc_st {
     _unused: [u8; 0],
 }
@@ -6107,7 +6107,7 @@ pub const CU_GREEN_CTX_DEFAULT_STREAM: CUgreenCtxCreate_flags = CUgreenCtxCreate
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgreenCtxCreate_flags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplit_flags = CUdevSmResourceSplit_flags(
@@ -6119,7 +6119,7 @@ pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevSmResourceSplit_flags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = CUdevResourceType(0);
@@ -6127,11 +6127,11 @@ pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = CUdevResourceType(0)
 pub const CU_DEV_RESOURCE_TYPE_SM: CUdevResourceType = CUdevResourceType(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevResourceType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevSmResource_st {
     pub smCount: ::core::ffi::c_uint,
     pub minSmPartitionSize: ::core::ffi::c_uint,
@@ -6182,13 +6182,13 @@ pub const CU_LOG_LEVEL_ERROR: CUlogLevel_enum = CUlogLevel_enum(0);
 pub const CU_LOG_LEVEL_WARNING: CUlogLevel_enum = CUlogLevel_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlogLevel_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 pub use self::CUlogLevel_enum as CUlogLevel;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUlogsCallbackEntry_st {
     _unused: [u8; 0],
 }
@@ -6215,11 +6215,11 @@ pub const cudaRoundPosInf: cudaRoundMode = cudaRoundMode(2);
 pub const cudaRoundMinInf: cudaRoundMode = cudaRoundMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaRoundMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct dim3 {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -6495,7 +6495,7 @@ pub const cudaErrorUnknown: cudaError = cudaError(999);
 pub const cudaErrorApiFailureBase: cudaError = cudaError(10000);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaError(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaChannelFormatKindSigned: cudaChannelFormatKind = cudaChannelFormatKind(0);
@@ -6619,11 +6619,11 @@ pub const cudaChannelFormatKindUnsignedNormalized1010102: cudaChannelFormatKind 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaChannelFormatKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaChannelFormatDesc {
     pub x: ::core::ffi::c_int,
     pub y: ::core::ffi::c_int,
@@ -6642,7 +6642,7 @@ impl Default for cudaChannelFormatDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaArray {
     _unused: [u8; 0],
 }
@@ -6652,7 +6652,7 @@ pub type cudaArray_t = *mut cudaArray;
 pub type cudaArray_const_t = *const cudaArray;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaMipmappedArray {
     _unused: [u8; 0],
 }
@@ -6662,7 +6662,7 @@ pub type cudaMipmappedArray_t = *mut cudaMipmappedArray;
 pub type cudaMipmappedArray_const_t = *const cudaMipmappedArray;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaArraySparseProperties {
     pub tileExtent: cudaArraySparseProperties__tileExtent,
     pub miptailFirstLevel: ::core::ffi::c_uint,
@@ -6672,7 +6672,7 @@ pub struct cudaArraySparseProperties {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaArraySparseProperties__tileExtent {
     pub width: ::core::ffi::c_uint,
     pub height: ::core::ffi::c_uint,
@@ -6680,7 +6680,7 @@ pub struct cudaArraySparseProperties__tileExtent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaArrayMemoryRequirements {
     pub size: usize,
     pub alignment: usize,
@@ -6696,7 +6696,7 @@ pub const cudaMemoryTypeDevice: cudaMemoryType = cudaMemoryType(2);
 pub const cudaMemoryTypeManaged: cudaMemoryType = cudaMemoryType(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemoryType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpyHostToHost: cudaMemcpyKind = cudaMemcpyKind(0);
@@ -6710,11 +6710,11 @@ pub const cudaMemcpyDeviceToDevice: cudaMemcpyKind = cudaMemcpyKind(3);
 pub const cudaMemcpyDefault: cudaMemcpyKind = cudaMemcpyKind(4);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpyKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaPitchedPtr {
     pub ptr: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -6732,7 +6732,7 @@ impl Default for cudaPitchedPtr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExtent {
     pub width: usize,
     pub height: usize,
@@ -6740,7 +6740,7 @@ pub struct cudaExtent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaPos {
     pub x: usize,
     pub y: usize,
@@ -6748,7 +6748,7 @@ pub struct cudaPos {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DParms {
     pub srcArray: cudaArray_t,
     pub srcPos: cudaPos,
@@ -6770,7 +6770,7 @@ impl Default for cudaMemcpy3DParms {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpyNodeParams {
     pub flags: ::core::ffi::c_int,
     pub reserved: [::core::ffi::c_int; 3usize],
@@ -6787,7 +6787,7 @@ impl Default for cudaMemcpyNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DPeerParms {
     pub srcArray: cudaArray_t,
     pub srcPos: cudaPos,
@@ -6810,7 +6810,7 @@ impl Default for cudaMemcpy3DPeerParms {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemsetParams {
     pub dst: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -6830,7 +6830,7 @@ impl Default for cudaMemsetParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemsetParamsV2 {
     pub dst: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -6856,11 +6856,11 @@ pub const cudaAccessPropertyStreaming: cudaAccessProperty = cudaAccessProperty(1
 pub const cudaAccessPropertyPersisting: cudaAccessProperty = cudaAccessProperty(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaAccessProperty(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, PartialEq)]
 pub struct cudaAccessPolicyWindow {
     pub base_ptr: *mut ::core::ffi::c_void,
     pub num_bytes: usize,
@@ -6927,7 +6927,7 @@ pub const cudaStreamCaptureStatusInvalidated: cudaStreamCaptureStatus = cudaStre
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaStreamCaptureStatus(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamCaptureModeGlobal: cudaStreamCaptureMode = cudaStreamCaptureMode(0);
@@ -6939,7 +6939,7 @@ pub const cudaStreamCaptureModeThreadLocal: cudaStreamCaptureMode = cudaStreamCa
 pub const cudaStreamCaptureModeRelaxed: cudaStreamCaptureMode = cudaStreamCaptureMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaStreamCaptureMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSyncPolicyAuto: cudaSynchronizationPolicy = cudaSynchronizationPolicy(1);
@@ -6953,7 +6953,7 @@ pub const cudaSyncPolicyBlockingSync: cudaSynchronizationPolicy = cudaSynchroniz
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaSynchronizationPolicy(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaClusterSchedulingPolicyDefault: cudaClusterSchedulingPolicy = cudaClusterSchedulingPolicy(
@@ -6969,7 +6969,7 @@ pub const cudaClusterSchedulingPolicyLoadBalancing: cudaClusterSchedulingPolicy 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaClusterSchedulingPolicy(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaStreamAddCaptureDependencies: cudaStreamUpdateCaptureDependenciesFlags = cudaStreamUpdateCaptureDependenciesFlags(
@@ -6981,13 +6981,13 @@ pub const cudaStreamSetCaptureDependencies: cudaStreamUpdateCaptureDependenciesF
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaStreamUpdateCaptureDependenciesFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaUserObjectNoDestructorSync: cudaUserObjectFlags = cudaUserObjectFlags(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaUserObjectFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphUserObjectMove: cudaUserObjectRetainFlags = cudaUserObjectRetainFlags(
@@ -6995,11 +6995,11 @@ pub const cudaGraphUserObjectMove: cudaUserObjectRetainFlags = cudaUserObjectRet
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaUserObjectRetainFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaGraphicsResource {
     _unused: [u8; 0],
 }
@@ -7025,7 +7025,7 @@ pub const cudaGraphicsRegisterFlagsTextureGather: cudaGraphicsRegisterFlags = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphicsRegisterFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphicsMapFlagsNone: cudaGraphicsMapFlags = cudaGraphicsMapFlags(0);
@@ -7037,7 +7037,7 @@ pub const cudaGraphicsMapFlagsWriteDiscard: cudaGraphicsMapFlags = cudaGraphicsM
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphicsMapFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphicsCubeFacePositiveX: cudaGraphicsCubeFace = cudaGraphicsCubeFace(0);
@@ -7053,7 +7053,7 @@ pub const cudaGraphicsCubeFacePositiveZ: cudaGraphicsCubeFace = cudaGraphicsCube
 pub const cudaGraphicsCubeFaceNegativeZ: cudaGraphicsCubeFace = cudaGraphicsCubeFace(5);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphicsCubeFace(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaResourceTypeArray: cudaResourceType = cudaResourceType(0);
@@ -7065,7 +7065,7 @@ pub const cudaResourceTypeLinear: cudaResourceType = cudaResourceType(2);
 pub const cudaResourceTypePitch2D: cudaResourceType = cudaResourceType(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaResViewFormatNone: cudaResourceViewFormat = cudaResourceViewFormat(0);
@@ -7195,7 +7195,7 @@ pub const cudaResViewFormatUnsignedBlockCompressed7: cudaResourceViewFormat = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceViewFormat(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -7217,7 +7217,7 @@ pub union cudaResourceDesc__res {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceDesc__res__array {
     pub array: cudaArray_t,
 }
@@ -7232,7 +7232,7 @@ impl Default for cudaResourceDesc__res__array {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceDesc__res__mipmap {
     pub mipmap: cudaMipmappedArray_t,
 }
@@ -7247,7 +7247,7 @@ impl Default for cudaResourceDesc__res__mipmap {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceDesc__res__linear {
     pub devPtr: *mut ::core::ffi::c_void,
     pub desc: cudaChannelFormatDesc,
@@ -7264,7 +7264,7 @@ impl Default for cudaResourceDesc__res__linear {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceDesc__res__pitch2D {
     pub devPtr: *mut ::core::ffi::c_void,
     pub desc: cudaChannelFormatDesc,
@@ -7283,7 +7283,7 @@ impl Default for cudaResourceDesc__res__pitch2D {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceDesc__res__reserved {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
@@ -7307,7 +7307,7 @@ impl Default for cudaResourceDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaResourceViewDesc {
     pub format: cudaResourceViewFormat,
     pub width: usize,
@@ -7330,7 +7330,7 @@ impl Default for cudaResourceViewDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaPointerAttributes {
     pub type_: cudaMemoryType,
     pub device: ::core::ffi::c_int,
@@ -7349,7 +7349,7 @@ impl Default for cudaPointerAttributes {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaFuncAttributes {
     pub sharedSizeBytes: usize,
     pub constSizeBytes: usize,
@@ -7405,7 +7405,7 @@ pub const cudaFuncAttributeClusterSchedulingPolicyPreference: cudaFuncAttribute 
 pub const cudaFuncAttributeMax: cudaFuncAttribute = cudaFuncAttribute(16);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFuncAttribute(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFuncCachePreferNone: cudaFuncCache = cudaFuncCache(0);
@@ -7417,7 +7417,7 @@ pub const cudaFuncCachePreferL1: cudaFuncCache = cudaFuncCache(2);
 pub const cudaFuncCachePreferEqual: cudaFuncCache = cudaFuncCache(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFuncCache(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSharedMemBankSizeDefault: cudaSharedMemConfig = cudaSharedMemConfig(0);
@@ -7427,7 +7427,7 @@ pub const cudaSharedMemBankSizeFourByte: cudaSharedMemConfig = cudaSharedMemConf
 pub const cudaSharedMemBankSizeEightByte: cudaSharedMemConfig = cudaSharedMemConfig(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaSharedMemConfig(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaSharedmemCarveoutDefault: cudaSharedCarveout = cudaSharedCarveout(-1);
@@ -7437,7 +7437,7 @@ pub const cudaSharedmemCarveoutMaxShared: cudaSharedCarveout = cudaSharedCarveou
 pub const cudaSharedmemCarveoutMaxL1: cudaSharedCarveout = cudaSharedCarveout(0);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaSharedCarveout(pub ::core::ffi::c_int);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaComputeModeDefault: cudaComputeMode = cudaComputeMode(0);
@@ -7449,7 +7449,7 @@ pub const cudaComputeModeProhibited: cudaComputeMode = cudaComputeMode(2);
 pub const cudaComputeModeExclusiveProcess: cudaComputeMode = cudaComputeMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaComputeMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLimitStackSize: cudaLimit = cudaLimit(0);
@@ -7467,7 +7467,7 @@ pub const cudaLimitMaxL2FetchGranularity: cudaLimit = cudaLimit(5);
 pub const cudaLimitPersistingL2CacheSize: cudaLimit = cudaLimit(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLimit(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemAdviseSetReadMostly: cudaMemoryAdvise = cudaMemoryAdvise(1);
@@ -7483,7 +7483,7 @@ pub const cudaMemAdviseSetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(5);
 pub const cudaMemAdviseUnsetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(6);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemoryAdvise(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemRangeAttributeReadMostly: cudaMemRangeAttribute = cudaMemRangeAttribute(
@@ -7519,7 +7519,7 @@ pub const cudaMemRangeAttributeLastPrefetchLocationId: cudaMemRangeAttribute = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemRangeAttribute(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesOptionHost: cudaFlushGPUDirectRDMAWritesOptions = cudaFlushGPUDirectRDMAWritesOptions(
@@ -7531,7 +7531,7 @@ pub const cudaFlushGPUDirectRDMAWritesOptionMemOps: cudaFlushGPUDirectRDMAWrites
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFlushGPUDirectRDMAWritesOptions(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGPUDirectRDMAWritesOrderingNone: cudaGPUDirectRDMAWritesOrdering = cudaGPUDirectRDMAWritesOrdering(
@@ -7547,7 +7547,7 @@ pub const cudaGPUDirectRDMAWritesOrderingAllDevices: cudaGPUDirectRDMAWritesOrde
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGPUDirectRDMAWritesOrdering(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesToOwner: cudaFlushGPUDirectRDMAWritesScope = cudaFlushGPUDirectRDMAWritesScope(
@@ -7559,7 +7559,7 @@ pub const cudaFlushGPUDirectRDMAWritesToAllDevices: cudaFlushGPUDirectRDMAWrites
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFlushGPUDirectRDMAWritesScope(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: cudaFlushGPUDirectRDMAWritesTarget = cudaFlushGPUDirectRDMAWritesTarget(
@@ -7567,7 +7567,7 @@ pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: cudaFlushGPUDirectRDM
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFlushGPUDirectRDMAWritesTarget(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaDevAttrMaxThreadsPerBlock: cudaDeviceAttr = cudaDeviceAttr(1);
@@ -7867,7 +7867,7 @@ pub const cudaDevAttrOnlyPartialHostNativeAtomicSupported: cudaDeviceAttr = cuda
 pub const cudaDevAttrMax: cudaDeviceAttr = cudaDeviceAttr(148);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaDeviceAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemPoolReuseFollowEventDependencies: cudaMemPoolAttr = cudaMemPoolAttr(1);
@@ -7889,7 +7889,7 @@ pub const cudaMemPoolAttrUsedMemCurrent: cudaMemPoolAttr = cudaMemPoolAttr(7);
 pub const cudaMemPoolAttrUsedMemHigh: cudaMemPoolAttr = cudaMemPoolAttr(8);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemPoolAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemLocationTypeInvalid: cudaMemLocationType = cudaMemLocationType(0);
@@ -7907,11 +7907,11 @@ pub const cudaMemLocationTypeHostNumaCurrent: cudaMemLocationType = cudaMemLocat
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemLocationType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemLocation {
     pub type_: cudaMemLocationType,
     pub id: ::core::ffi::c_int,
@@ -7933,11 +7933,11 @@ pub const cudaMemAccessFlagsProtRead: cudaMemAccessFlags = cudaMemAccessFlags(1)
 pub const cudaMemAccessFlagsProtReadWrite: cudaMemAccessFlags = cudaMemAccessFlags(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAccessFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAccessDesc {
     pub location: cudaMemLocation,
     pub flags: cudaMemAccessFlags,
@@ -7963,7 +7963,7 @@ pub const cudaMemAllocationTypeMax: cudaMemAllocationType = cudaMemAllocationTyp
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAllocationType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemHandleTypeNone: cudaMemAllocationHandleType = cudaMemAllocationHandleType(
@@ -7987,11 +7987,11 @@ pub const cudaMemHandleTypeFabric: cudaMemAllocationHandleType = cudaMemAllocati
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAllocationHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemPoolProps {
     pub allocType: cudaMemAllocationType,
     pub handleTypes: cudaMemAllocationHandleType,
@@ -8012,7 +8012,7 @@ impl Default for cudaMemPoolProps {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemPoolPtrExportData {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
@@ -8027,7 +8027,7 @@ impl Default for cudaMemPoolPtrExportData {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAllocNodeParams {
     pub poolProps: cudaMemPoolProps,
     pub accessDescs: *const cudaMemAccessDesc,
@@ -8046,7 +8046,7 @@ impl Default for cudaMemAllocNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAllocNodeParamsV2 {
     pub poolProps: cudaMemPoolProps,
     pub accessDescs: *const cudaMemAccessDesc,
@@ -8065,7 +8065,7 @@ impl Default for cudaMemAllocNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemFreeNodeParams {
     pub dptr: *mut ::core::ffi::c_void,
 }
@@ -8096,7 +8096,7 @@ pub const cudaGraphMemAttrReservedMemHigh: cudaGraphMemAttributeType = cudaGraph
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphMemAttributeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpyFlagDefault: cudaMemcpyFlags = cudaMemcpyFlags(0);
@@ -8104,7 +8104,7 @@ pub const cudaMemcpyFlagDefault: cudaMemcpyFlags = cudaMemcpyFlags(0);
 pub const cudaMemcpyFlagPreferOverlapWithCompute: cudaMemcpyFlags = cudaMemcpyFlags(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpyFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaMemcpySrcAccessOrderInvalid: cudaMemcpySrcAccessOrder = cudaMemcpySrcAccessOrder(
@@ -8128,11 +8128,11 @@ pub const cudaMemcpySrcAccessOrderMax: cudaMemcpySrcAccessOrder = cudaMemcpySrcA
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpySrcAccessOrder(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpyAttributes {
     pub srcAccessOrder: cudaMemcpySrcAccessOrder,
     pub srcLocHint: cudaMemLocation,
@@ -8162,11 +8162,11 @@ pub const cudaMemcpyOperandTypeMax: cudaMemcpy3DOperandType = cudaMemcpy3DOperan
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpy3DOperandType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaOffset3D {
     pub x: usize,
     pub y: usize,
@@ -8188,7 +8188,7 @@ pub union cudaMemcpy3DOperand__op {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DOperand__op__ptr {
     pub ptr: *mut ::core::ffi::c_void,
     pub rowLength: usize,
@@ -8206,7 +8206,7 @@ impl Default for cudaMemcpy3DOperand__op__ptr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DOperand__op__array {
     pub array: cudaArray_t,
     pub offset: cudaOffset3D,
@@ -8273,7 +8273,7 @@ pub const cudaDevP2PAttrOnlyPartialNativeAtomicSupported: cudaDeviceP2PAttr = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaDeviceP2PAttr(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaAtomicOperationIntegerAdd: cudaAtomicOperation = cudaAtomicOperation(0);
@@ -8307,7 +8307,7 @@ pub const cudaAtomicOperationFloatMin: cudaAtomicOperation = cudaAtomicOperation
 pub const cudaAtomicOperationFloatMax: cudaAtomicOperation = cudaAtomicOperation(12);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaAtomicOperation(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaAtomicCapabilitySigned: cudaAtomicOperationCapability = cudaAtomicOperationCapability(
@@ -8339,13 +8339,13 @@ pub const cudaAtomicCapabilityVector32x4: cudaAtomicOperationCapability = cudaAt
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaAtomicOperationCapability(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaUUID_t = CUuuid_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDeviceProp {
     pub name: [::core::ffi::c_char; 256usize],
     pub uuid: cudaUUID_t,
@@ -8452,7 +8452,7 @@ impl Default for cudaDeviceProp {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaIpcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8469,7 +8469,7 @@ impl Default for cudaIpcEventHandle_st {
 pub type cudaIpcEventHandle_t = cudaIpcEventHandle_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaIpcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8486,7 +8486,7 @@ impl Default for cudaIpcMemHandle_st {
 pub type cudaIpcMemHandle_t = cudaIpcMemHandle_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemFabricHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8535,7 +8535,7 @@ pub const cudaExternalMemoryHandleTypeNvSciBuf: cudaExternalMemoryHandleType = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalMemoryHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8557,7 +8557,7 @@ pub union cudaExternalMemoryHandleDesc__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalMemoryHandleDesc__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -8591,7 +8591,7 @@ impl Default for cudaExternalMemoryHandleDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalMemoryBufferDesc {
     pub offset: ::core::ffi::c_ulonglong,
     pub size: ::core::ffi::c_ulonglong,
@@ -8600,7 +8600,7 @@ pub struct cudaExternalMemoryBufferDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalMemoryMipmappedArrayDesc {
     pub offset: ::core::ffi::c_ulonglong,
     pub formatDesc: cudaChannelFormatDesc,
@@ -8660,7 +8660,7 @@ pub const cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32: cudaExternalSem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -8681,7 +8681,7 @@ pub union cudaExternalSemaphoreHandleDesc__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreHandleDesc__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -8732,7 +8732,7 @@ pub struct cudaExternalSemaphoreSignalParams__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreSignalParams__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -8754,7 +8754,7 @@ impl Default for cudaExternalSemaphoreSignalParams__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreSignalParams__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
 }
@@ -8795,7 +8795,7 @@ pub struct cudaExternalSemaphoreWaitParams__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreWaitParams__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -8817,7 +8817,7 @@ impl Default for cudaExternalSemaphoreWaitParams__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreWaitParams__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
@@ -8850,7 +8850,7 @@ pub type cudaEvent_t = *mut CUevent_st;
 pub type cudaGraphicsResource_t = *mut cudaGraphicsResource;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUexternalMemory_st {
     _unused: [u8; 0],
 }
@@ -8858,7 +8858,7 @@ pub struct CUexternalMemory_st {
 pub type cudaExternalMemory_t = *mut CUexternalMemory_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUexternalSemaphore_st {
     _unused: [u8; 0],
 }
@@ -8912,7 +8912,7 @@ pub const cudaJitMaxThreadsPerBlock: cudaJitOption = cudaJitOption(32);
 pub const cudaJitOverrideDirectiveValues: cudaJitOption = cudaJitOption(33);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaJitOption(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLibraryHostUniversalFunctionAndDataTable: cudaLibraryOption = cudaLibraryOption(
@@ -8922,11 +8922,11 @@ pub const cudaLibraryHostUniversalFunctionAndDataTable: cudaLibraryOption = cuda
 pub const cudaLibraryBinaryIsPreserved: cudaLibraryOption = cudaLibraryOption(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLibraryOption(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudalibraryHostUniversalFunctionAndDataTable {
     pub functionTable: *mut ::core::ffi::c_void,
     pub functionWindowSize: usize,
@@ -8950,7 +8950,7 @@ pub const cudaJitCacheOptionCG: cudaJit_CacheMode = cudaJit_CacheMode(1);
 pub const cudaJitCacheOptionCA: cudaJit_CacheMode = cudaJit_CacheMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaJit_CacheMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaPreferPtx: cudaJit_Fallback = cudaJit_Fallback(0);
@@ -8958,7 +8958,7 @@ pub const cudaPreferPtx: cudaJit_Fallback = cudaJit_Fallback(0);
 pub const cudaPreferBinary: cudaJit_Fallback = cudaJit_Fallback(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaJit_Fallback(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaLibrary_t = *mut CUlib_st;
@@ -8972,11 +8972,11 @@ pub const cudaCGScopeGrid: cudaCGScope = cudaCGScope(1);
 pub const cudaCGScopeReserved: cudaCGScope = cudaCGScope(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaCGScope(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaKernelNodeParams {
     pub func: *mut ::core::ffi::c_void,
     pub gridDim: dim3,
@@ -8996,7 +8996,7 @@ impl Default for cudaKernelNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaKernelNodeParamsV2 {
     pub func: *mut ::core::ffi::c_void,
     pub gridDim: dim3,
@@ -9016,7 +9016,7 @@ impl Default for cudaKernelNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreSignalNodeParams {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreSignalParams,
@@ -9033,7 +9033,7 @@ impl Default for cudaExternalSemaphoreSignalNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreSignalNodeParamsV2 {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreSignalParams,
@@ -9050,7 +9050,7 @@ impl Default for cudaExternalSemaphoreSignalNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreWaitNodeParams {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreWaitParams,
@@ -9067,7 +9067,7 @@ impl Default for cudaExternalSemaphoreWaitNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalSemaphoreWaitNodeParamsV2 {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreWaitParams,
@@ -9088,7 +9088,7 @@ pub const cudaGraphCondAssignDefault: cudaGraphConditionalHandleFlags = cudaGrap
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphConditionalHandleFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphCondTypeIf: cudaGraphConditionalNodeType = cudaGraphConditionalNodeType(
@@ -9104,11 +9104,11 @@ pub const cudaGraphCondTypeSwitch: cudaGraphConditionalNodeType = cudaGraphCondi
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphConditionalNodeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaConditionalNodeParams {
     pub handle: cudaGraphConditionalHandle,
     pub type_: cudaGraphConditionalNodeType,
@@ -9154,7 +9154,7 @@ pub const cudaGraphNodeTypeConditional: cudaGraphNodeType = cudaGraphNodeType(13
 pub const cudaGraphNodeTypeCount: cudaGraphNodeType = cudaGraphNodeType(14);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphNodeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphChildGraphOwnershipClone: cudaGraphChildGraphNodeOwnership = cudaGraphChildGraphNodeOwnership(
@@ -9166,11 +9166,11 @@ pub const cudaGraphChildGraphOwnershipMove: cudaGraphChildGraphNodeOwnership = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaChildGraphNodeParams {
     pub graph: cudaGraph_t,
     pub ownership: cudaGraphChildGraphNodeOwnership,
@@ -9186,7 +9186,7 @@ impl Default for cudaChildGraphNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaEventRecordNodeParams {
     pub event: cudaEvent_t,
 }
@@ -9201,7 +9201,7 @@ impl Default for cudaEventRecordNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaEventWaitNodeParams {
     pub event: cudaEvent_t,
 }
@@ -9269,13 +9269,13 @@ pub const cudaGraphDependencyTypeProgrammatic: cudaGraphDependencyType_enum = cu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphDependencyType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::cudaGraphDependencyType_enum as cudaGraphDependencyType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphEdgeData_st {
     pub from_port: ::core::ffi::c_uchar,
     pub to_port: ::core::ffi::c_uchar,
@@ -9324,7 +9324,7 @@ pub const cudaGraphExecUpdateErrorAttributesChanged: cudaGraphExecUpdateResult =
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphExecUpdateResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphInstantiateSuccess: cudaGraphInstantiateResult = cudaGraphInstantiateResult(
@@ -9352,11 +9352,11 @@ pub const cudaGraphInstantiateConditionalHandleUnused: cudaGraphInstantiateResul
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphInstantiateResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphInstantiateParams_st {
     pub flags: ::core::ffi::c_ulonglong,
     pub uploadStream: cudaStream_t,
@@ -9376,7 +9376,7 @@ impl Default for cudaGraphInstantiateParams_st {
 pub type cudaGraphInstantiateParams = cudaGraphInstantiateParams_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphExecUpdateResultInfo_st {
     pub result: cudaGraphExecUpdateResult,
     pub errorNode: cudaGraphNode_t,
@@ -9413,7 +9413,7 @@ pub const cudaGraphKernelNodeFieldEnabled: cudaGraphKernelNodeField = cudaGraphK
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphKernelNodeField(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9433,7 +9433,7 @@ pub union cudaGraphKernelNodeUpdate__updateData {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphKernelNodeUpdate__updateData__param {
     pub pValue: *const ::core::ffi::c_void,
     pub offset: usize,
@@ -9480,7 +9480,7 @@ pub const cudaEnablePerThreadDefaultStream: cudaGetDriverEntryPointFlags = cudaG
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGetDriverEntryPointFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaDriverEntryPointSuccess: cudaDriverEntryPointQueryResult = cudaDriverEntryPointQueryResult(
@@ -9496,7 +9496,7 @@ pub const cudaDriverEntryPointVersionNotSufficent: cudaDriverEntryPointQueryResu
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaDriverEntryPointQueryResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphDebugDotFlagsVerbose: cudaGraphDebugDotFlags = cudaGraphDebugDotFlags(
@@ -9544,7 +9544,7 @@ pub const cudaGraphDebugDotFlagsConditionalNodeParams: cudaGraphDebugDotFlags = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphDebugDotFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaGraphInstantiateFlagAutoFreeOnLaunch: cudaGraphInstantiateFlags = cudaGraphInstantiateFlags(
@@ -9564,7 +9564,7 @@ pub const cudaGraphInstantiateFlagUseNodePriority: cudaGraphInstantiateFlags = c
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphInstantiateFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaLaunchMemSyncDomainDefault: cudaLaunchMemSyncDomain = cudaLaunchMemSyncDomain(
@@ -9576,11 +9576,11 @@ pub const cudaLaunchMemSyncDomainRemote: cudaLaunchMemSyncDomain = cudaLaunchMem
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchMemSyncDomain(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
@@ -9649,7 +9649,7 @@ pub const cudaLaunchAttributeNvlinkUtilCentricScheduling: cudaLaunchAttributeID 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeID(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
@@ -9674,7 +9674,7 @@ pub union cudaLaunchAttributeValue {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__clusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -9682,7 +9682,7 @@ pub struct cudaLaunchAttributeValue__clusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__programmaticEvent {
     pub event: cudaEvent_t,
     pub flags: ::core::ffi::c_int,
@@ -9699,7 +9699,7 @@ impl Default for cudaLaunchAttributeValue__programmaticEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__preferredClusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -9707,7 +9707,7 @@ pub struct cudaLaunchAttributeValue__preferredClusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__launchCompletionEvent {
     pub event: cudaEvent_t,
     pub flags: ::core::ffi::c_int,
@@ -9723,7 +9723,7 @@ impl Default for cudaLaunchAttributeValue__launchCompletionEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__deviceUpdatableKernelNode {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: cudaGraphDeviceNode_t,
@@ -9767,7 +9767,7 @@ impl Default for cudaLaunchAttribute_st {
 pub type cudaLaunchAttribute = cudaLaunchAttribute_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchConfig_st {
     pub gridDim: dim3,
     pub blockDim: dim3,
@@ -9793,11 +9793,11 @@ pub const cudaDeviceNumaConfigNone: cudaDeviceNumaConfig = cudaDeviceNumaConfig(
 pub const cudaDeviceNumaConfigNumaNode: cudaDeviceNumaConfig = cudaDeviceNumaConfig(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaDeviceNumaConfig(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaAsyncCallbackEntry {
     _unused: [u8; 0],
 }
@@ -9809,7 +9809,7 @@ pub const cudaAsyncNotificationTypeOverBudget: cudaAsyncNotificationType_enum = 
 );
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaAsyncNotificationType_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::cudaAsyncNotificationType_enum as cudaAsyncNotificationType;
@@ -9828,7 +9828,7 @@ pub union cudaAsyncNotificationInfo__info {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaAsyncNotificationInfo__info__overBudget {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
@@ -9866,7 +9866,7 @@ pub const cudaLogLevelError: CUDAlogLevel_enum = CUDAlogLevel_enum(0);
 pub const cudaLogLevelWarning: CUDAlogLevel_enum = CUDAlogLevel_enum(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDAlogLevel_enum(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub use self::CUDAlogLevel_enum as cudaLogLevel;
@@ -9882,7 +9882,7 @@ pub const cudaBoundaryModeClamp: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMo
 pub const cudaBoundaryModeTrap: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMode(2);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaSurfaceBoundaryMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFormatModeForced: cudaSurfaceFormatMode = cudaSurfaceFormatMode(0);
@@ -9890,7 +9890,7 @@ pub const cudaFormatModeForced: cudaSurfaceFormatMode = cudaSurfaceFormatMode(0)
 pub const cudaFormatModeAuto: cudaSurfaceFormatMode = cudaSurfaceFormatMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaSurfaceFormatMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub type cudaSurfaceObject_t = ::core::ffi::c_ulonglong;
@@ -9904,7 +9904,7 @@ pub const cudaAddressModeMirror: cudaTextureAddressMode = cudaTextureAddressMode
 pub const cudaAddressModeBorder: cudaTextureAddressMode = cudaTextureAddressMode(3);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaTextureAddressMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaFilterModePoint: cudaTextureFilterMode = cudaTextureFilterMode(0);
@@ -9912,7 +9912,7 @@ pub const cudaFilterModePoint: cudaTextureFilterMode = cudaTextureFilterMode(0);
 pub const cudaFilterModeLinear: cudaTextureFilterMode = cudaTextureFilterMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaTextureFilterMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 pub const cudaReadModeElementType: cudaTextureReadMode = cudaTextureReadMode(0);
@@ -9920,11 +9920,11 @@ pub const cudaReadModeElementType: cudaTextureReadMode = cudaTextureReadMode(0);
 pub const cudaReadModeNormalizedFloat: cudaTextureReadMode = cudaTextureReadMode(1);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(transparent)]
-#[derive(Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaTextureReadMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, PartialEq)]
 pub struct cudaTextureDesc {
     pub addressMode: [cudaTextureAddressMode; 3usize],
     pub filterMode: cudaTextureFilterMode,
@@ -9968,6 +9968,146 @@ pub type cudaLogsCallback_t = ::core::option::Option<
         length: usize,
     ),
 >;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_16F: cudaDataType_t = cudaDataType_t(2);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_16F: cudaDataType_t = cudaDataType_t(6);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_16BF: cudaDataType_t = cudaDataType_t(14);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_16BF: cudaDataType_t = cudaDataType_t(15);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_32F: cudaDataType_t = cudaDataType_t(0);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_32F: cudaDataType_t = cudaDataType_t(4);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_64F: cudaDataType_t = cudaDataType_t(1);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_64F: cudaDataType_t = cudaDataType_t(5);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_4I: cudaDataType_t = cudaDataType_t(16);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_4I: cudaDataType_t = cudaDataType_t(17);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_4U: cudaDataType_t = cudaDataType_t(18);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_4U: cudaDataType_t = cudaDataType_t(19);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8I: cudaDataType_t = cudaDataType_t(3);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_8I: cudaDataType_t = cudaDataType_t(7);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8U: cudaDataType_t = cudaDataType_t(8);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_8U: cudaDataType_t = cudaDataType_t(9);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_16I: cudaDataType_t = cudaDataType_t(20);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_16I: cudaDataType_t = cudaDataType_t(21);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_16U: cudaDataType_t = cudaDataType_t(22);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_16U: cudaDataType_t = cudaDataType_t(23);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_32I: cudaDataType_t = cudaDataType_t(10);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_32I: cudaDataType_t = cudaDataType_t(11);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_32U: cudaDataType_t = cudaDataType_t(12);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_32U: cudaDataType_t = cudaDataType_t(13);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_64I: cudaDataType_t = cudaDataType_t(24);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_64I: cudaDataType_t = cudaDataType_t(25);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_64U: cudaDataType_t = cudaDataType_t(26);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_C_64U: cudaDataType_t = cudaDataType_t(27);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8F_E4M3: cudaDataType_t = cudaDataType_t(28);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8F_UE4M3: cudaDataType_t = cudaDataType_t(28);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8F_E5M2: cudaDataType_t = cudaDataType_t(29);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_8F_UE8M0: cudaDataType_t = cudaDataType_t(30);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_6F_E2M3: cudaDataType_t = cudaDataType_t(31);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_6F_E3M2: cudaDataType_t = cudaDataType_t(32);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_R_4F_E2M1: cudaDataType_t = cudaDataType_t(33);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+#[repr(transparent)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct cudaDataType_t(pub ::core::ffi::c_uint);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+pub use self::cudaDataType_t as cudaDataType;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_STRATEGY_DEFAULT: cudaEmulationStrategy_t = cudaEmulationStrategy_t(
+    0,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_STRATEGY_PERFORMANT: cudaEmulationStrategy_t = cudaEmulationStrategy_t(
+    1,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_STRATEGY_EAGER: cudaEmulationStrategy_t = cudaEmulationStrategy_t(
+    2,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+#[repr(transparent)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct cudaEmulationStrategy_t(pub ::core::ffi::c_uint);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+pub use self::cudaEmulationStrategy_t as cudaEmulationStrategy;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC: cudaEmulationMantissaControl_t = cudaEmulationMantissaControl_t(
+    0,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_MANTISSA_CONTROL_FIXED: cudaEmulationMantissaControl_t = cudaEmulationMantissaControl_t(
+    1,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+#[repr(transparent)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct cudaEmulationMantissaControl_t(pub ::core::ffi::c_uint);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+pub use self::cudaEmulationMantissaControl_t as cudaEmulationMantissaControl;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT: cudaEmulationSpecialValuesSupport_t = cudaEmulationSpecialValuesSupport_t(
+    65535,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE: cudaEmulationSpecialValuesSupport_t = cudaEmulationSpecialValuesSupport_t(
+    0,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY: cudaEmulationSpecialValuesSupport_t = cudaEmulationSpecialValuesSupport_t(
+    1,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN: cudaEmulationSpecialValuesSupport_t = cudaEmulationSpecialValuesSupport_t(
+    2,
+);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+#[repr(transparent)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct cudaEmulationSpecialValuesSupport_t(pub ::core::ffi::c_uint);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
+pub use self::cudaEmulationSpecialValuesSupport_t as cudaEmulationSpecialValuesSupport;
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CU_OUT_KEY_VALUE_PAIR: CUoutput_mode_enum = CUoutput_mode_enum(0);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub const CU_OUT_CSV: CUoutput_mode_enum = CUoutput_mode_enum(1);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+#[repr(transparent)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CUoutput_mode_enum(pub ::core::ffi::c_uint);
+/// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
+pub use self::CUoutput_mode_enum as CUoutput_mode;
 extern "C" {
     /// NVIDIA's reference: [Error Handling](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__ERROR.html) (CUDA Driver API).
     #[cfg(not(cuda_mem_sys_load_driver))]
@@ -14947,6 +15087,25 @@ extern "C" {
         kernelPtr: *mut cudaKernel_t,
         entryFuncAddr: *const ::core::ffi::c_void,
     ) -> cudaError_t;
+    /// NVIDIA's reference: [Profiler Control \[DEPRECATED\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER__DEPRECATED.html) (CUDA Driver API).
+    #[cfg(not(cuda_mem_sys_load_driver))]
+    pub fn cuProfilerInitialize(
+        configFile: *const ::core::ffi::c_char,
+        outputFile: *const ::core::ffi::c_char,
+        outputMode: CUoutput_mode,
+    ) -> CUresult;
+    /// NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER.html) (CUDA Driver API).
+    #[cfg(not(cuda_mem_sys_load_driver))]
+    pub fn cuProfilerStart() -> CUresult;
+    /// NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER.html) (CUDA Driver API).
+    #[cfg(not(cuda_mem_sys_load_driver))]
+    pub fn cuProfilerStop() -> CUresult;
+    /// NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html) (CUDA Runtime API).
+    #[cfg(not(cuda_mem_sys_load_runtime))]
+    pub fn cudaProfilerStart() -> cudaError_t;
+    /// NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html) (CUDA Runtime API).
+    #[cfg(not(cuda_mem_sys_load_runtime))]
+    pub fn cudaProfilerStop() -> cudaError_t;
 }
 extern "C" {
     /// NVIDIA's reference: [Memory Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) (CUDA Driver API).
@@ -17566,6 +17725,20 @@ impl ::core::fmt::Debug for CUCoredumpGenerationFlags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUCoredumpGenerationFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUCoredumpGenerationFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: CUCoredumpGenerationFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUCoredumpGenerationFlags {
+    /// A `CUCoredumpGenerationFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUCoredumpGenerationFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum` as associated constants (`CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum::CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE`), each the crate-level constant of the same name.
 impl CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
     pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE: Self = Self(0);
@@ -17584,6 +17757,22 @@ impl ::core::fmt::Debug for CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
+    /// A `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUDAlogLevel_enum` as associated constants (`CUDAlogLevel_enum::cudaLogLevelError`), each the crate-level constant of the same name.
 impl CUDAlogLevel_enum {
     pub const cudaLogLevelError: Self = Self(0);
@@ -17598,6 +17787,20 @@ impl ::core::fmt::Debug for CUDAlogLevel_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUDAlogLevel_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUDAlogLevel_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUDAlogLevel_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUDAlogLevel_enum {
+    /// A `CUDAlogLevel_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUDAlogLevel_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUGPUDirectRDMAWritesOrdering_enum` as associated constants (`CUGPUDirectRDMAWritesOrdering_enum::CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE`), each the crate-level constant of the same name.
@@ -17618,6 +17821,20 @@ impl ::core::fmt::Debug for CUGPUDirectRDMAWritesOrdering_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUGPUDirectRDMAWritesOrdering_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUGPUDirectRDMAWritesOrdering_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUGPUDirectRDMAWritesOrdering_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUGPUDirectRDMAWritesOrdering_enum {
+    /// A `CUGPUDirectRDMAWritesOrdering_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUGPUDirectRDMAWritesOrdering_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUaccessProperty_enum` as associated constants (`CUaccessProperty_enum::CU_ACCESS_PROPERTY_NORMAL`), each the crate-level constant of the same name.
 impl CUaccessProperty_enum {
     pub const CU_ACCESS_PROPERTY_NORMAL: Self = Self(0);
@@ -17634,6 +17851,20 @@ impl ::core::fmt::Debug for CUaccessProperty_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUaccessProperty_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUaccessProperty_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUaccessProperty_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUaccessProperty_enum {
+    /// A `CUaccessProperty_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUaccessProperty_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUaddress_mode_enum` as associated constants (`CUaddress_mode_enum::CU_TR_ADDRESS_MODE_WRAP`), each the crate-level constant of the same name.
@@ -17656,6 +17887,20 @@ impl ::core::fmt::Debug for CUaddress_mode_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUaddress_mode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUaddress_mode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUaddress_mode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUaddress_mode_enum {
+    /// A `CUaddress_mode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUaddress_mode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUarraySparseSubresourceType_enum` as associated constants (`CUarraySparseSubresourceType_enum::CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL`), each the crate-level constant of the same name.
 impl CUarraySparseSubresourceType_enum {
     pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL: Self = Self(0);
@@ -17670,6 +17915,20 @@ impl ::core::fmt::Debug for CUarraySparseSubresourceType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUarraySparseSubresourceType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUarraySparseSubresourceType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUarraySparseSubresourceType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUarraySparseSubresourceType_enum {
+    /// A `CUarraySparseSubresourceType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUarraySparseSubresourceType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUarray_cubemap_face_enum` as associated constants (`CUarray_cubemap_face_enum::CU_CUBEMAP_FACE_POSITIVE_X`), each the crate-level constant of the same name.
@@ -17694,6 +17953,20 @@ impl ::core::fmt::Debug for CUarray_cubemap_face_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUarray_cubemap_face_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUarray_cubemap_face_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUarray_cubemap_face_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUarray_cubemap_face_enum {
+    /// A `CUarray_cubemap_face_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUarray_cubemap_face_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUarray_format_enum` as associated constants (`CUarray_format_enum::CU_AD_FORMAT_UNSIGNED_INT8`), each the crate-level constant of the same name.
@@ -17812,6 +18085,20 @@ impl ::core::fmt::Debug for CUarray_format_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUarray_format_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUarray_format_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUarray_format_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUarray_format_enum {
+    /// A `CUarray_format_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUarray_format_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUasyncNotificationType_enum` as associated constants (`CUasyncNotificationType_enum::CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET`), each the crate-level constant of the same name.
 impl CUasyncNotificationType_enum {
     pub const CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET: Self = Self(1);
@@ -17824,6 +18111,20 @@ impl ::core::fmt::Debug for CUasyncNotificationType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUasyncNotificationType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUasyncNotificationType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUasyncNotificationType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUasyncNotificationType_enum {
+    /// A `CUasyncNotificationType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUasyncNotificationType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUatomicOperationCapability_enum` as associated constants (`CUatomicOperationCapability_enum::CU_ATOMIC_CAPABILITY_SIGNED`), each the crate-level constant of the same name.
@@ -17850,6 +18151,20 @@ impl ::core::fmt::Debug for CUatomicOperationCapability_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUatomicOperationCapability_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUatomicOperationCapability_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUatomicOperationCapability_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUatomicOperationCapability_enum {
+    /// A `CUatomicOperationCapability_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUatomicOperationCapability_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUatomicOperation_enum` as associated constants (`CUatomicOperation_enum::CU_ATOMIC_OPERATION_INTEGER_ADD`), each the crate-level constant of the same name.
@@ -17892,6 +18207,20 @@ impl ::core::fmt::Debug for CUatomicOperation_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUatomicOperation_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUatomicOperation_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUatomicOperation_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUatomicOperation_enum {
+    /// A `CUatomicOperation_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUatomicOperation_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUcigDataType_enum` as associated constants (`CUcigDataType_enum::CIG_DATA_TYPE_D3D12_COMMAND_QUEUE`), each the crate-level constant of the same name.
 impl CUcigDataType_enum {
     pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: Self = Self(1);
@@ -17906,6 +18235,20 @@ impl ::core::fmt::Debug for CUcigDataType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUcigDataType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUcigDataType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUcigDataType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUcigDataType_enum {
+    /// A `CUcigDataType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUcigDataType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUclusterSchedulingPolicy_enum` as associated constants (`CUclusterSchedulingPolicy_enum::CU_CLUSTER_SCHEDULING_POLICY_DEFAULT`), each the crate-level constant of the same name.
@@ -17926,6 +18269,20 @@ impl ::core::fmt::Debug for CUclusterSchedulingPolicy_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUclusterSchedulingPolicy_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUclusterSchedulingPolicy_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUclusterSchedulingPolicy_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUclusterSchedulingPolicy_enum {
+    /// A `CUclusterSchedulingPolicy_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUclusterSchedulingPolicy_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUcomputemode_enum` as associated constants (`CUcomputemode_enum::CU_COMPUTEMODE_DEFAULT`), each the crate-level constant of the same name.
 impl CUcomputemode_enum {
     pub const CU_COMPUTEMODE_DEFAULT: Self = Self(0);
@@ -17942,6 +18299,20 @@ impl ::core::fmt::Debug for CUcomputemode_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUcomputemode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUcomputemode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUcomputemode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUcomputemode_enum {
+    /// A `CUcomputemode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUcomputemode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUcoredumpSettings_enum` as associated constants (`CUcoredumpSettings_enum::CU_COREDUMP_ENABLE_ON_EXCEPTION`), each the crate-level constant of the same name.
@@ -17970,6 +18341,20 @@ impl ::core::fmt::Debug for CUcoredumpSettings_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUcoredumpSettings_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUcoredumpSettings_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUcoredumpSettings_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUcoredumpSettings_enum {
+    /// A `CUcoredumpSettings_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUcoredumpSettings_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUctx_flags_enum` as associated constants (`CUctx_flags_enum::CU_CTX_SCHED_AUTO`), each the crate-level constant of the same name.
@@ -18007,6 +18392,20 @@ impl ::core::fmt::Debug for CUctx_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUctx_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUctx_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUctx_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUctx_flags_enum {
+    /// A `CUctx_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUctx_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUdevResourceType` as associated constants (`CUdevResourceType::CU_DEV_RESOURCE_TYPE_INVALID`), each the crate-level constant of the same name.
 impl CUdevResourceType {
     pub const CU_DEV_RESOURCE_TYPE_INVALID: Self = Self(0);
@@ -18021,6 +18420,20 @@ impl ::core::fmt::Debug for CUdevResourceType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUdevResourceType> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdevResourceType` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdevResourceType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdevResourceType {
+    /// A `CUdevResourceType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdevResourceType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUdevSmResourceSplit_flags` as associated constants (`CUdevSmResourceSplit_flags::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING`), each the crate-level constant of the same name.
@@ -18039,6 +18452,20 @@ impl ::core::fmt::Debug for CUdevSmResourceSplit_flags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUdevSmResourceSplit_flags> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdevSmResourceSplit_flags` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdevSmResourceSplit_flags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdevSmResourceSplit_flags {
+    /// A `CUdevSmResourceSplit_flags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdevSmResourceSplit_flags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUdeviceNumaConfig_enum` as associated constants (`CUdeviceNumaConfig_enum::CU_DEVICE_NUMA_CONFIG_NONE`), each the crate-level constant of the same name.
 impl CUdeviceNumaConfig_enum {
     pub const CU_DEVICE_NUMA_CONFIG_NONE: Self = Self(0);
@@ -18053,6 +18480,20 @@ impl ::core::fmt::Debug for CUdeviceNumaConfig_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUdeviceNumaConfig_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdeviceNumaConfig_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdeviceNumaConfig_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdeviceNumaConfig_enum {
+    /// A `CUdeviceNumaConfig_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdeviceNumaConfig_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUdevice_P2PAttribute_enum` as associated constants (`CUdevice_P2PAttribute_enum::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`), each the crate-level constant of the same name.
@@ -18078,6 +18519,20 @@ impl ::core::fmt::Debug for CUdevice_P2PAttribute_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUdevice_P2PAttribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdevice_P2PAttribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdevice_P2PAttribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdevice_P2PAttribute_enum {
+    /// A `CUdevice_P2PAttribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdevice_P2PAttribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUdevice_attribute_enum` as associated constants (`CUdevice_attribute_enum::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), each the crate-level constant of the same name.
@@ -18412,6 +18867,20 @@ impl ::core::fmt::Debug for CUdevice_attribute_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUdevice_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdevice_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdevice_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdevice_attribute_enum {
+    /// A `CUdevice_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdevice_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUdriverProcAddressQueryResult_enum` as associated constants (`CUdriverProcAddressQueryResult_enum::CU_GET_PROC_ADDRESS_SUCCESS`), each the crate-level constant of the same name.
 impl CUdriverProcAddressQueryResult_enum {
     pub const CU_GET_PROC_ADDRESS_SUCCESS: Self = Self(0);
@@ -18430,6 +18899,20 @@ impl ::core::fmt::Debug for CUdriverProcAddressQueryResult_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUdriverProcAddressQueryResult_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdriverProcAddressQueryResult_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdriverProcAddressQueryResult_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdriverProcAddressQueryResult_enum {
+    /// A `CUdriverProcAddressQueryResult_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdriverProcAddressQueryResult_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUdriverProcAddress_flags_enum` as associated constants (`CUdriverProcAddress_flags_enum::CU_GET_PROC_ADDRESS_DEFAULT`), each the crate-level constant of the same name.
 impl CUdriverProcAddress_flags_enum {
     pub const CU_GET_PROC_ADDRESS_DEFAULT: Self = Self(0);
@@ -18446,6 +18929,20 @@ impl ::core::fmt::Debug for CUdriverProcAddress_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUdriverProcAddress_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUdriverProcAddress_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUdriverProcAddress_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUdriverProcAddress_flags_enum {
+    /// A `CUdriverProcAddress_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUdriverProcAddress_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUevent_flags_enum` as associated constants (`CUevent_flags_enum::CU_EVENT_DEFAULT`), each the crate-level constant of the same name.
@@ -18468,6 +18965,20 @@ impl ::core::fmt::Debug for CUevent_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUevent_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUevent_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUevent_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUevent_flags_enum {
+    /// A `CUevent_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUevent_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUevent_record_flags_enum` as associated constants (`CUevent_record_flags_enum::CU_EVENT_RECORD_DEFAULT`), each the crate-level constant of the same name.
 impl CUevent_record_flags_enum {
     pub const CU_EVENT_RECORD_DEFAULT: Self = Self(0);
@@ -18482,6 +18993,20 @@ impl ::core::fmt::Debug for CUevent_record_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUevent_record_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUevent_record_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUevent_record_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUevent_record_flags_enum {
+    /// A `CUevent_record_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUevent_record_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUevent_sched_flags_enum` as associated constants (`CUevent_sched_flags_enum::CU_EVENT_SCHED_AUTO`), each the crate-level constant of the same name.
@@ -18504,6 +19029,20 @@ impl ::core::fmt::Debug for CUevent_sched_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUevent_sched_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUevent_sched_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUevent_sched_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUevent_sched_flags_enum {
+    /// A `CUevent_sched_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUevent_sched_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUevent_wait_flags_enum` as associated constants (`CUevent_wait_flags_enum::CU_EVENT_WAIT_DEFAULT`), each the crate-level constant of the same name.
 impl CUevent_wait_flags_enum {
     pub const CU_EVENT_WAIT_DEFAULT: Self = Self(0);
@@ -18520,6 +19059,20 @@ impl ::core::fmt::Debug for CUevent_wait_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUevent_wait_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUevent_wait_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUevent_wait_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUevent_wait_flags_enum {
+    /// A `CUevent_wait_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUevent_wait_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUexecAffinityType_enum` as associated constants (`CUexecAffinityType_enum::CU_EXEC_AFFINITY_TYPE_SM_COUNT`), each the crate-level constant of the same name.
 impl CUexecAffinityType_enum {
     pub const CU_EXEC_AFFINITY_TYPE_SM_COUNT: Self = Self(0);
@@ -18534,6 +19087,20 @@ impl ::core::fmt::Debug for CUexecAffinityType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUexecAffinityType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUexecAffinityType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUexecAffinityType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUexecAffinityType_enum {
+    /// A `CUexecAffinityType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUexecAffinityType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUexternalMemoryHandleType_enum` as associated constants (`CUexternalMemoryHandleType_enum::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`), each the crate-level constant of the same name.
@@ -18564,6 +19131,20 @@ impl ::core::fmt::Debug for CUexternalMemoryHandleType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUexternalMemoryHandleType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUexternalMemoryHandleType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUexternalMemoryHandleType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUexternalMemoryHandleType_enum {
+    /// A `CUexternalMemoryHandleType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUexternalMemoryHandleType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUexternalSemaphoreHandleType_enum` as associated constants (`CUexternalSemaphoreHandleType_enum::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD`), each the crate-level constant of the same name.
@@ -18600,6 +19181,20 @@ impl ::core::fmt::Debug for CUexternalSemaphoreHandleType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUexternalSemaphoreHandleType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUexternalSemaphoreHandleType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUexternalSemaphoreHandleType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUexternalSemaphoreHandleType_enum {
+    /// A `CUexternalSemaphoreHandleType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUexternalSemaphoreHandleType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUfilter_mode_enum` as associated constants (`CUfilter_mode_enum::CU_TR_FILTER_MODE_POINT`), each the crate-level constant of the same name.
 impl CUfilter_mode_enum {
     pub const CU_TR_FILTER_MODE_POINT: Self = Self(0);
@@ -18614,6 +19209,20 @@ impl ::core::fmt::Debug for CUfilter_mode_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUfilter_mode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUfilter_mode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUfilter_mode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUfilter_mode_enum {
+    /// A `CUfilter_mode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUfilter_mode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUflushGPUDirectRDMAWritesOptions_enum` as associated constants (`CUflushGPUDirectRDMAWritesOptions_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST`), each the crate-level constant of the same name.
@@ -18632,6 +19241,22 @@ impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesOptions_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUflushGPUDirectRDMAWritesOptions_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUflushGPUDirectRDMAWritesOptions_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUflushGPUDirectRDMAWritesOptions_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUflushGPUDirectRDMAWritesOptions_enum {
+    /// A `CUflushGPUDirectRDMAWritesOptions_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUflushGPUDirectRDMAWritesOptions_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUflushGPUDirectRDMAWritesScope_enum` as associated constants (`CUflushGPUDirectRDMAWritesScope_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER`), each the crate-level constant of the same name.
 impl CUflushGPUDirectRDMAWritesScope_enum {
     pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER: Self = Self(100);
@@ -18648,6 +19273,22 @@ impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesScope_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUflushGPUDirectRDMAWritesScope_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUflushGPUDirectRDMAWritesScope_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUflushGPUDirectRDMAWritesScope_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUflushGPUDirectRDMAWritesScope_enum {
+    /// A `CUflushGPUDirectRDMAWritesScope_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUflushGPUDirectRDMAWritesScope_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUflushGPUDirectRDMAWritesTarget_enum` as associated constants (`CUflushGPUDirectRDMAWritesTarget_enum::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX`), each the crate-level constant of the same name.
 impl CUflushGPUDirectRDMAWritesTarget_enum {
     pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: Self = Self(0);
@@ -18660,6 +19301,22 @@ impl ::core::fmt::Debug for CUflushGPUDirectRDMAWritesTarget_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUflushGPUDirectRDMAWritesTarget_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUflushGPUDirectRDMAWritesTarget_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUflushGPUDirectRDMAWritesTarget_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUflushGPUDirectRDMAWritesTarget_enum {
+    /// A `CUflushGPUDirectRDMAWritesTarget_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUflushGPUDirectRDMAWritesTarget_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUfunc_cache_enum` as associated constants (`CUfunc_cache_enum::CU_FUNC_CACHE_PREFER_NONE`), each the crate-level constant of the same name.
@@ -18682,6 +19339,20 @@ impl ::core::fmt::Debug for CUfunc_cache_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUfunc_cache_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUfunc_cache_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUfunc_cache_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUfunc_cache_enum {
+    /// A `CUfunc_cache_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUfunc_cache_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUfunctionLoadingState_enum` as associated constants (`CUfunctionLoadingState_enum::CU_FUNCTION_LOADING_STATE_UNLOADED`), each the crate-level constant of the same name.
 impl CUfunctionLoadingState_enum {
     pub const CU_FUNCTION_LOADING_STATE_UNLOADED: Self = Self(0);
@@ -18698,6 +19369,20 @@ impl ::core::fmt::Debug for CUfunctionLoadingState_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUfunctionLoadingState_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUfunctionLoadingState_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUfunctionLoadingState_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUfunctionLoadingState_enum {
+    /// A `CUfunctionLoadingState_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUfunctionLoadingState_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUfunction_attribute_enum` as associated constants (`CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), each the crate-level constant of the same name.
@@ -18746,6 +19431,20 @@ impl ::core::fmt::Debug for CUfunction_attribute_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUfunction_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUfunction_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUfunction_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUfunction_attribute_enum {
+    /// A `CUfunction_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUfunction_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphChildGraphNodeOwnership_enum` as associated constants (`CUgraphChildGraphNodeOwnership_enum::CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE`), each the crate-level constant of the same name.
 impl CUgraphChildGraphNodeOwnership_enum {
     pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: Self = Self(0);
@@ -18760,6 +19459,20 @@ impl ::core::fmt::Debug for CUgraphChildGraphNodeOwnership_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUgraphChildGraphNodeOwnership_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphChildGraphNodeOwnership_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphChildGraphNodeOwnership_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphChildGraphNodeOwnership_enum {
+    /// A `CUgraphChildGraphNodeOwnership_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphChildGraphNodeOwnership_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUgraphConditionalNodeType_enum` as associated constants (`CUgraphConditionalNodeType_enum::CU_GRAPH_COND_TYPE_IF`), each the crate-level constant of the same name.
@@ -18778,6 +19491,20 @@ impl ::core::fmt::Debug for CUgraphConditionalNodeType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUgraphConditionalNodeType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphConditionalNodeType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphConditionalNodeType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphConditionalNodeType_enum {
+    /// A `CUgraphConditionalNodeType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphConditionalNodeType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUgraphDebugDot_flags_enum` as associated constants (`CUgraphDebugDot_flags_enum::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE`), each the crate-level constant of the same name.
@@ -18824,6 +19551,20 @@ impl ::core::fmt::Debug for CUgraphDebugDot_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphDebugDot_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphDebugDot_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphDebugDot_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphDebugDot_flags_enum {
+    /// A `CUgraphDebugDot_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphDebugDot_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphDependencyType_enum` as associated constants (`CUgraphDependencyType_enum::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT`), each the crate-level constant of the same name.
 impl CUgraphDependencyType_enum {
     pub const CU_GRAPH_DEPENDENCY_TYPE_DEFAULT: Self = Self(0);
@@ -18838,6 +19579,20 @@ impl ::core::fmt::Debug for CUgraphDependencyType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUgraphDependencyType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphDependencyType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphDependencyType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphDependencyType_enum {
+    /// A `CUgraphDependencyType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphDependencyType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUgraphExecUpdateResult_enum` as associated constants (`CUgraphExecUpdateResult_enum::CU_GRAPH_EXEC_UPDATE_SUCCESS`), each the crate-level constant of the same name.
@@ -18870,6 +19625,20 @@ impl ::core::fmt::Debug for CUgraphExecUpdateResult_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphExecUpdateResult_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphExecUpdateResult_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphExecUpdateResult_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphExecUpdateResult_enum {
+    /// A `CUgraphExecUpdateResult_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphExecUpdateResult_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphInstantiateResult_enum` as associated constants (`CUgraphInstantiateResult_enum::CUDA_GRAPH_INSTANTIATE_SUCCESS`), each the crate-level constant of the same name.
 impl CUgraphInstantiateResult_enum {
     pub const CUDA_GRAPH_INSTANTIATE_SUCCESS: Self = Self(0);
@@ -18894,6 +19663,20 @@ impl ::core::fmt::Debug for CUgraphInstantiateResult_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphInstantiateResult_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphInstantiateResult_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphInstantiateResult_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphInstantiateResult_enum {
+    /// A `CUgraphInstantiateResult_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphInstantiateResult_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphInstantiate_flags_enum` as associated constants (`CUgraphInstantiate_flags_enum::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`), each the crate-level constant of the same name.
 impl CUgraphInstantiate_flags_enum {
     pub const CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: Self = Self(1);
@@ -18914,6 +19697,20 @@ impl ::core::fmt::Debug for CUgraphInstantiate_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphInstantiate_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphInstantiate_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphInstantiate_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphInstantiate_flags_enum {
+    /// A `CUgraphInstantiate_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphInstantiate_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphMem_attribute_enum` as associated constants (`CUgraphMem_attribute_enum::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT`), each the crate-level constant of the same name.
 impl CUgraphMem_attribute_enum {
     pub const CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: Self = Self(0);
@@ -18932,6 +19729,20 @@ impl ::core::fmt::Debug for CUgraphMem_attribute_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUgraphMem_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphMem_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphMem_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphMem_attribute_enum {
+    /// A `CUgraphMem_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphMem_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUgraphNodeType_enum` as associated constants (`CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL`), each the crate-level constant of the same name.
@@ -18974,6 +19785,20 @@ impl ::core::fmt::Debug for CUgraphNodeType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphNodeType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphNodeType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphNodeType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphNodeType_enum {
+    /// A `CUgraphNodeType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphNodeType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgraphicsMapResourceFlags_enum` as associated constants (`CUgraphicsMapResourceFlags_enum::CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE`), each the crate-level constant of the same name.
 impl CUgraphicsMapResourceFlags_enum {
     pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE: Self = Self(0);
@@ -18990,6 +19815,20 @@ impl ::core::fmt::Debug for CUgraphicsMapResourceFlags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUgraphicsMapResourceFlags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphicsMapResourceFlags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphicsMapResourceFlags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphicsMapResourceFlags_enum {
+    /// A `CUgraphicsMapResourceFlags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphicsMapResourceFlags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUgraphicsRegisterFlags_enum` as associated constants (`CUgraphicsRegisterFlags_enum::CU_GRAPHICS_REGISTER_FLAGS_NONE`), each the crate-level constant of the same name.
@@ -19014,6 +19853,20 @@ impl ::core::fmt::Debug for CUgraphicsRegisterFlags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgraphicsRegisterFlags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgraphicsRegisterFlags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgraphicsRegisterFlags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgraphicsRegisterFlags_enum {
+    /// A `CUgraphicsRegisterFlags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgraphicsRegisterFlags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUgreenCtxCreate_flags` as associated constants (`CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM`), each the crate-level constant of the same name.
 impl CUgreenCtxCreate_flags {
     pub const CU_GREEN_CTX_DEFAULT_STREAM: Self = Self(1);
@@ -19028,6 +19881,20 @@ impl ::core::fmt::Debug for CUgreenCtxCreate_flags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUgreenCtxCreate_flags> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUgreenCtxCreate_flags` (the same as `.0`).
+    #[inline]
+    fn from(v: CUgreenCtxCreate_flags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUgreenCtxCreate_flags {
+    /// A `CUgreenCtxCreate_flags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUgreenCtxCreate_flags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUipcMem_flags_enum` as associated constants (`CUipcMem_flags_enum::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`), each the crate-level constant of the same name.
 impl CUipcMem_flags_enum {
     pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: Self = Self(1);
@@ -19040,6 +19907,20 @@ impl ::core::fmt::Debug for CUipcMem_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUipcMem_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUipcMem_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUipcMem_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUipcMem_flags_enum {
+    /// A `CUipcMem_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUipcMem_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUjitInputType_enum` as associated constants (`CUjitInputType_enum::CU_JIT_INPUT_CUBIN`), each the crate-level constant of the same name.
@@ -19068,6 +19949,20 @@ impl ::core::fmt::Debug for CUjitInputType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUjitInputType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUjitInputType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUjitInputType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUjitInputType_enum {
+    /// A `CUjitInputType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUjitInputType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUjit_cacheMode_enum` as associated constants (`CUjit_cacheMode_enum::CU_JIT_CACHE_OPTION_NONE`), each the crate-level constant of the same name.
 impl CUjit_cacheMode_enum {
     pub const CU_JIT_CACHE_OPTION_NONE: Self = Self(0);
@@ -19086,6 +19981,20 @@ impl ::core::fmt::Debug for CUjit_cacheMode_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUjit_cacheMode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUjit_cacheMode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUjit_cacheMode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUjit_cacheMode_enum {
+    /// A `CUjit_cacheMode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUjit_cacheMode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUjit_fallback_enum` as associated constants (`CUjit_fallback_enum::CU_PREFER_PTX`), each the crate-level constant of the same name.
 impl CUjit_fallback_enum {
     pub const CU_PREFER_PTX: Self = Self(0);
@@ -19100,6 +20009,20 @@ impl ::core::fmt::Debug for CUjit_fallback_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUjit_fallback_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUjit_fallback_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUjit_fallback_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUjit_fallback_enum {
+    /// A `CUjit_fallback_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUjit_fallback_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUjit_option_enum` as associated constants (`CUjit_option_enum::CU_JIT_MAX_REGISTERS`), each the crate-level constant of the same name.
@@ -19186,6 +20109,20 @@ impl ::core::fmt::Debug for CUjit_option_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUjit_option_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUjit_option_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUjit_option_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUjit_option_enum {
+    /// A `CUjit_option_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUjit_option_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUjit_target_enum` as associated constants (`CUjit_target_enum::CU_TARGET_COMPUTE_30`), each the crate-level constant of the same name.
 impl CUjit_target_enum {
     pub const CU_TARGET_COMPUTE_30: Self = Self(30);
@@ -19266,6 +20203,20 @@ impl ::core::fmt::Debug for CUjit_target_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUjit_target_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUjit_target_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUjit_target_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUjit_target_enum {
+    /// A `CUjit_target_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUjit_target_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUlaunchAttributeID_enum` as associated constants (`CUlaunchAttributeID_enum::CU_LAUNCH_ATTRIBUTE_IGNORE`), each the crate-level constant of the same name.
 impl CUlaunchAttributeID_enum {
     pub const CU_LAUNCH_ATTRIBUTE_IGNORE: Self = Self(0);
@@ -19310,6 +20261,20 @@ impl ::core::fmt::Debug for CUlaunchAttributeID_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUlaunchAttributeID_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUlaunchAttributeID_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUlaunchAttributeID_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUlaunchAttributeID_enum {
+    /// A `CUlaunchAttributeID_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUlaunchAttributeID_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUlaunchMemSyncDomain_enum` as associated constants (`CUlaunchMemSyncDomain_enum::CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT`), each the crate-level constant of the same name.
 impl CUlaunchMemSyncDomain_enum {
     pub const CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT: Self = Self(0);
@@ -19324,6 +20289,20 @@ impl ::core::fmt::Debug for CUlaunchMemSyncDomain_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUlaunchMemSyncDomain_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUlaunchMemSyncDomain_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUlaunchMemSyncDomain_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUlaunchMemSyncDomain_enum {
+    /// A `CUlaunchMemSyncDomain_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUlaunchMemSyncDomain_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUlibraryOption_enum` as associated constants (`CUlibraryOption_enum::CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE`), each the crate-level constant of the same name.
@@ -19342,6 +20321,20 @@ impl ::core::fmt::Debug for CUlibraryOption_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUlibraryOption_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUlibraryOption_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUlibraryOption_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUlibraryOption_enum {
+    /// A `CUlibraryOption_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUlibraryOption_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUlimit_enum` as associated constants (`CUlimit_enum::CU_LIMIT_STACK_SIZE`), each the crate-level constant of the same name.
@@ -19378,6 +20371,20 @@ impl ::core::fmt::Debug for CUlimit_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUlimit_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUlimit_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUlimit_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUlimit_enum {
+    /// A `CUlimit_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUlimit_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUlogLevel_enum` as associated constants (`CUlogLevel_enum::CU_LOG_LEVEL_ERROR`), each the crate-level constant of the same name.
 impl CUlogLevel_enum {
     pub const CU_LOG_LEVEL_ERROR: Self = Self(0);
@@ -19392,6 +20399,20 @@ impl ::core::fmt::Debug for CUlogLevel_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUlogLevel_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUlogLevel_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUlogLevel_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUlogLevel_enum {
+    /// A `CUlogLevel_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUlogLevel_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemAccess_flags_enum` as associated constants (`CUmemAccess_flags_enum::CU_MEM_ACCESS_FLAGS_PROT_NONE`), each the crate-level constant of the same name.
@@ -19414,6 +20435,20 @@ impl ::core::fmt::Debug for CUmemAccess_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemAccess_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAccess_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAccess_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemAccess_flags_enum {
+    /// A `CUmemAccess_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAccess_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemAllocationCompType_enum` as associated constants (`CUmemAllocationCompType_enum::CU_MEM_ALLOCATION_COMP_NONE`), each the crate-level constant of the same name.
 impl CUmemAllocationCompType_enum {
     pub const CU_MEM_ALLOCATION_COMP_NONE: Self = Self(0);
@@ -19430,6 +20465,20 @@ impl ::core::fmt::Debug for CUmemAllocationCompType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemAllocationCompType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAllocationCompType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAllocationCompType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemAllocationCompType_enum {
+    /// A `CUmemAllocationCompType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAllocationCompType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemAllocationGranularity_flags_enum` as associated constants (`CUmemAllocationGranularity_flags_enum::CU_MEM_ALLOC_GRANULARITY_MINIMUM`), each the crate-level constant of the same name.
 impl CUmemAllocationGranularity_flags_enum {
     pub const CU_MEM_ALLOC_GRANULARITY_MINIMUM: Self = Self(0);
@@ -19444,6 +20493,22 @@ impl ::core::fmt::Debug for CUmemAllocationGranularity_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemAllocationGranularity_flags_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAllocationGranularity_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAllocationGranularity_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUmemAllocationGranularity_flags_enum {
+    /// A `CUmemAllocationGranularity_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAllocationGranularity_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemAllocationHandleType_enum` as associated constants (`CUmemAllocationHandleType_enum::CU_MEM_HANDLE_TYPE_NONE`), each the crate-level constant of the same name.
@@ -19470,6 +20535,20 @@ impl ::core::fmt::Debug for CUmemAllocationHandleType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemAllocationHandleType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAllocationHandleType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAllocationHandleType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemAllocationHandleType_enum {
+    /// A `CUmemAllocationHandleType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAllocationHandleType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemAllocationType_enum` as associated constants (`CUmemAllocationType_enum::CU_MEM_ALLOCATION_TYPE_INVALID`), each the crate-level constant of the same name.
 impl CUmemAllocationType_enum {
     pub const CU_MEM_ALLOCATION_TYPE_INVALID: Self = Self(0);
@@ -19490,6 +20569,20 @@ impl ::core::fmt::Debug for CUmemAllocationType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemAllocationType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAllocationType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAllocationType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemAllocationType_enum {
+    /// A `CUmemAllocationType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAllocationType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemAttach_flags_enum` as associated constants (`CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL`), each the crate-level constant of the same name.
 impl CUmemAttach_flags_enum {
     pub const CU_MEM_ATTACH_GLOBAL: Self = Self(1);
@@ -19506,6 +20599,20 @@ impl ::core::fmt::Debug for CUmemAttach_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemAttach_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemAttach_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemAttach_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemAttach_flags_enum {
+    /// A `CUmemAttach_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemAttach_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemDecompressAlgorithm_enum` as associated constants (`CUmemDecompressAlgorithm_enum::CU_MEM_DECOMPRESS_UNSUPPORTED`), each the crate-level constant of the same name.
@@ -19528,6 +20635,20 @@ impl ::core::fmt::Debug for CUmemDecompressAlgorithm_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemDecompressAlgorithm_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemDecompressAlgorithm_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemDecompressAlgorithm_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemDecompressAlgorithm_enum {
+    /// A `CUmemDecompressAlgorithm_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemDecompressAlgorithm_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemHandleType_enum` as associated constants (`CUmemHandleType_enum::CU_MEM_HANDLE_TYPE_GENERIC`), each the crate-level constant of the same name.
 impl CUmemHandleType_enum {
     pub const CU_MEM_HANDLE_TYPE_GENERIC: Self = Self(0);
@@ -19540,6 +20661,20 @@ impl ::core::fmt::Debug for CUmemHandleType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemHandleType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemHandleType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemHandleType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemHandleType_enum {
+    /// A `CUmemHandleType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemHandleType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemLocationType_enum` as associated constants (`CUmemLocationType_enum::CU_MEM_LOCATION_TYPE_INVALID`), each the crate-level constant of the same name.
@@ -19567,6 +20702,20 @@ impl ::core::fmt::Debug for CUmemLocationType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemLocationType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemLocationType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemLocationType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemLocationType_enum {
+    /// A `CUmemLocationType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemLocationType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemOperationType_enum` as associated constants (`CUmemOperationType_enum::CU_MEM_OPERATION_TYPE_MAP`), each the crate-level constant of the same name.
 impl CUmemOperationType_enum {
     pub const CU_MEM_OPERATION_TYPE_MAP: Self = Self(1);
@@ -19581,6 +20730,20 @@ impl ::core::fmt::Debug for CUmemOperationType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemOperationType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemOperationType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemOperationType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemOperationType_enum {
+    /// A `CUmemOperationType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemOperationType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemPool_attribute_enum` as associated constants (`CUmemPool_attribute_enum::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`), each the crate-level constant of the same name.
@@ -19611,6 +20774,20 @@ impl ::core::fmt::Debug for CUmemPool_attribute_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemPool_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemPool_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemPool_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemPool_attribute_enum {
+    /// A `CUmemPool_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemPool_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemRangeFlags_enum` as associated constants (`CUmemRangeFlags_enum::CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE`), each the crate-level constant of the same name.
 impl CUmemRangeFlags_enum {
     pub const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: Self = Self(1);
@@ -19623,6 +20800,20 @@ impl ::core::fmt::Debug for CUmemRangeFlags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemRangeFlags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemRangeFlags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemRangeFlags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemRangeFlags_enum {
+    /// A `CUmemRangeFlags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemRangeFlags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemRangeHandleType_enum` as associated constants (`CUmemRangeHandleType_enum::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`), each the crate-level constant of the same name.
@@ -19639,6 +20830,20 @@ impl ::core::fmt::Debug for CUmemRangeHandleType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemRangeHandleType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemRangeHandleType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemRangeHandleType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemRangeHandleType_enum {
+    /// A `CUmemRangeHandleType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemRangeHandleType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmem_advise_enum` as associated constants (`CUmem_advise_enum::CU_MEM_ADVISE_SET_READ_MOSTLY`), each the crate-level constant of the same name.
@@ -19663,6 +20868,20 @@ impl ::core::fmt::Debug for CUmem_advise_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmem_advise_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmem_advise_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmem_advise_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmem_advise_enum {
+    /// A `CUmem_advise_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmem_advise_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmem_range_attribute_enum` as associated constants (`CUmem_range_attribute_enum::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY`), each the crate-level constant of the same name.
@@ -19693,6 +20912,20 @@ impl ::core::fmt::Debug for CUmem_range_attribute_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmem_range_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmem_range_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmem_range_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmem_range_attribute_enum {
+    /// A `CUmem_range_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmem_range_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemcpy3DOperandType_enum` as associated constants (`CUmemcpy3DOperandType_enum::CU_MEMCPY_OPERAND_TYPE_POINTER`), each the crate-level constant of the same name.
 impl CUmemcpy3DOperandType_enum {
     pub const CU_MEMCPY_OPERAND_TYPE_POINTER: Self = Self(1);
@@ -19711,6 +20944,20 @@ impl ::core::fmt::Debug for CUmemcpy3DOperandType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemcpy3DOperandType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemcpy3DOperandType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemcpy3DOperandType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemcpy3DOperandType_enum {
+    /// A `CUmemcpy3DOperandType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemcpy3DOperandType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemcpyFlags_enum` as associated constants (`CUmemcpyFlags_enum::CU_MEMCPY_FLAG_DEFAULT`), each the crate-level constant of the same name.
 impl CUmemcpyFlags_enum {
     pub const CU_MEMCPY_FLAG_DEFAULT: Self = Self(0);
@@ -19725,6 +20972,20 @@ impl ::core::fmt::Debug for CUmemcpyFlags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmemcpyFlags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemcpyFlags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemcpyFlags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemcpyFlags_enum {
+    /// A `CUmemcpyFlags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemcpyFlags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmemcpySrcAccessOrder_enum` as associated constants (`CUmemcpySrcAccessOrder_enum::CU_MEMCPY_SRC_ACCESS_ORDER_INVALID`), each the crate-level constant of the same name.
@@ -19749,6 +21010,20 @@ impl ::core::fmt::Debug for CUmemcpySrcAccessOrder_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemcpySrcAccessOrder_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemcpySrcAccessOrder_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemcpySrcAccessOrder_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemcpySrcAccessOrder_enum {
+    /// A `CUmemcpySrcAccessOrder_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemcpySrcAccessOrder_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmemorytype_enum` as associated constants (`CUmemorytype_enum::CU_MEMORYTYPE_HOST`), each the crate-level constant of the same name.
 impl CUmemorytype_enum {
     pub const CU_MEMORYTYPE_HOST: Self = Self(1);
@@ -19769,6 +21044,20 @@ impl ::core::fmt::Debug for CUmemorytype_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmemorytype_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmemorytype_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmemorytype_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmemorytype_enum {
+    /// A `CUmemorytype_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmemorytype_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUmoduleLoadingMode_enum` as associated constants (`CUmoduleLoadingMode_enum::CU_MODULE_EAGER_LOADING`), each the crate-level constant of the same name.
 impl CUmoduleLoadingMode_enum {
     pub const CU_MODULE_EAGER_LOADING: Self = Self(1);
@@ -19783,6 +21072,20 @@ impl ::core::fmt::Debug for CUmoduleLoadingMode_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUmoduleLoadingMode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmoduleLoadingMode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmoduleLoadingMode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmoduleLoadingMode_enum {
+    /// A `CUmoduleLoadingMode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmoduleLoadingMode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUmulticastGranularity_flags_enum` as associated constants (`CUmulticastGranularity_flags_enum::CU_MULTICAST_GRANULARITY_MINIMUM`), each the crate-level constant of the same name.
@@ -19801,6 +21104,20 @@ impl ::core::fmt::Debug for CUmulticastGranularity_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUmulticastGranularity_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUmulticastGranularity_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUmulticastGranularity_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUmulticastGranularity_flags_enum {
+    /// A `CUmulticastGranularity_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUmulticastGranularity_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUoccupancy_flags_enum` as associated constants (`CUoccupancy_flags_enum::CU_OCCUPANCY_DEFAULT`), each the crate-level constant of the same name.
 impl CUoccupancy_flags_enum {
     pub const CU_OCCUPANCY_DEFAULT: Self = Self(0);
@@ -19815,6 +21132,50 @@ impl ::core::fmt::Debug for CUoccupancy_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUoccupancy_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUoccupancy_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUoccupancy_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUoccupancy_flags_enum {
+    /// A `CUoccupancy_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUoccupancy_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
+/// The enumerators of `CUoutput_mode_enum` as associated constants (`CUoutput_mode_enum::CU_OUT_KEY_VALUE_PAIR`), each the crate-level constant of the same name.
+impl CUoutput_mode_enum {
+    pub const CU_OUT_KEY_VALUE_PAIR: Self = Self(0);
+    pub const CU_OUT_CSV: Self = Self(1);
+}
+/// The enumerator's name and value, `CU_OUT_KEY_VALUE_PAIR (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for CUoutput_mode_enum {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CU_OUT_KEY_VALUE_PAIR",
+            1 => "CU_OUT_CSV",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUoutput_mode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUoutput_mode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUoutput_mode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUoutput_mode_enum {
+    /// A `CUoutput_mode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUoutput_mode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUpointer_attribute_enum` as associated constants (`CUpointer_attribute_enum::CU_POINTER_ATTRIBUTE_CONTEXT`), each the crate-level constant of the same name.
@@ -19871,6 +21232,20 @@ impl ::core::fmt::Debug for CUpointer_attribute_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUpointer_attribute_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUpointer_attribute_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUpointer_attribute_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUpointer_attribute_enum {
+    /// A `CUpointer_attribute_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUpointer_attribute_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUprocessState_enum` as associated constants (`CUprocessState_enum::CU_PROCESS_STATE_RUNNING`), each the crate-level constant of the same name.
 impl CUprocessState_enum {
     pub const CU_PROCESS_STATE_RUNNING: Self = Self(0);
@@ -19889,6 +21264,20 @@ impl ::core::fmt::Debug for CUprocessState_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUprocessState_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUprocessState_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUprocessState_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUprocessState_enum {
+    /// A `CUprocessState_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUprocessState_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUresourceViewFormat_enum` as associated constants (`CUresourceViewFormat_enum::CU_RES_VIEW_FORMAT_NONE`), each the crate-level constant of the same name.
@@ -19973,6 +21362,20 @@ impl ::core::fmt::Debug for CUresourceViewFormat_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUresourceViewFormat_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUresourceViewFormat_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUresourceViewFormat_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUresourceViewFormat_enum {
+    /// A `CUresourceViewFormat_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUresourceViewFormat_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUresourcetype_enum` as associated constants (`CUresourcetype_enum::CU_RESOURCE_TYPE_ARRAY`), each the crate-level constant of the same name.
 impl CUresourcetype_enum {
     pub const CU_RESOURCE_TYPE_ARRAY: Self = Self(0);
@@ -19993,6 +21396,20 @@ impl ::core::fmt::Debug for CUresourcetype_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUresourcetype_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUresourcetype_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUresourcetype_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUresourcetype_enum {
+    /// A `CUresourcetype_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUresourcetype_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUshared_carveout_enum` as associated constants (`CUshared_carveout_enum::CU_SHAREDMEM_CARVEOUT_DEFAULT`), each the crate-level constant of the same name.
 impl CUshared_carveout_enum {
     pub const CU_SHAREDMEM_CARVEOUT_DEFAULT: Self = Self(-1);
@@ -20011,6 +21428,20 @@ impl ::core::fmt::Debug for CUshared_carveout_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUshared_carveout_enum> for ::core::ffi::c_int {
+    /// The C integer value of a `CUshared_carveout_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUshared_carveout_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_int> for CUshared_carveout_enum {
+    /// A `CUshared_carveout_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUshared_carveout_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_int) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUsharedconfig_enum` as associated constants (`CUsharedconfig_enum::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE`), each the crate-level constant of the same name.
 impl CUsharedconfig_enum {
     pub const CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE: Self = Self(0);
@@ -20027,6 +21458,20 @@ impl ::core::fmt::Debug for CUsharedconfig_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUsharedconfig_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUsharedconfig_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUsharedconfig_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUsharedconfig_enum {
+    /// A `CUsharedconfig_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUsharedconfig_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUstreamBatchMemOpType_enum` as associated constants (`CUstreamBatchMemOpType_enum::CU_STREAM_MEM_OP_WAIT_VALUE_32`), each the crate-level constant of the same name.
@@ -20053,6 +21498,20 @@ impl ::core::fmt::Debug for CUstreamBatchMemOpType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUstreamBatchMemOpType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamBatchMemOpType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamBatchMemOpType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamBatchMemOpType_enum {
+    /// A `CUstreamBatchMemOpType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamBatchMemOpType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUstreamCaptureMode_enum` as associated constants (`CUstreamCaptureMode_enum::CU_STREAM_CAPTURE_MODE_GLOBAL`), each the crate-level constant of the same name.
 impl CUstreamCaptureMode_enum {
     pub const CU_STREAM_CAPTURE_MODE_GLOBAL: Self = Self(0);
@@ -20069,6 +21528,20 @@ impl ::core::fmt::Debug for CUstreamCaptureMode_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUstreamCaptureMode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamCaptureMode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamCaptureMode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamCaptureMode_enum {
+    /// A `CUstreamCaptureMode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamCaptureMode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUstreamCaptureStatus_enum` as associated constants (`CUstreamCaptureStatus_enum::CU_STREAM_CAPTURE_STATUS_NONE`), each the crate-level constant of the same name.
@@ -20089,6 +21562,20 @@ impl ::core::fmt::Debug for CUstreamCaptureStatus_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUstreamCaptureStatus_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamCaptureStatus_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamCaptureStatus_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamCaptureStatus_enum {
+    /// A `CUstreamCaptureStatus_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamCaptureStatus_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUstreamMemoryBarrier_flags_enum` as associated constants (`CUstreamMemoryBarrier_flags_enum::CU_STREAM_MEMORY_BARRIER_TYPE_SYS`), each the crate-level constant of the same name.
 impl CUstreamMemoryBarrier_flags_enum {
     pub const CU_STREAM_MEMORY_BARRIER_TYPE_SYS: Self = Self(0);
@@ -20105,6 +21592,20 @@ impl ::core::fmt::Debug for CUstreamMemoryBarrier_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUstreamMemoryBarrier_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamMemoryBarrier_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamMemoryBarrier_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamMemoryBarrier_flags_enum {
+    /// A `CUstreamMemoryBarrier_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamMemoryBarrier_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUstreamUpdateCaptureDependencies_flags_enum` as associated constants (`CUstreamUpdateCaptureDependencies_flags_enum::CU_STREAM_ADD_CAPTURE_DEPENDENCIES`), each the crate-level constant of the same name.
 impl CUstreamUpdateCaptureDependencies_flags_enum {
     pub const CU_STREAM_ADD_CAPTURE_DEPENDENCIES: Self = Self(0);
@@ -20119,6 +21620,22 @@ impl ::core::fmt::Debug for CUstreamUpdateCaptureDependencies_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUstreamUpdateCaptureDependencies_flags_enum>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamUpdateCaptureDependencies_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamUpdateCaptureDependencies_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for CUstreamUpdateCaptureDependencies_flags_enum {
+    /// A `CUstreamUpdateCaptureDependencies_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamUpdateCaptureDependencies_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUstreamWaitValue_flags_enum` as associated constants (`CUstreamWaitValue_flags_enum::CU_STREAM_WAIT_VALUE_GEQ`), each the crate-level constant of the same name.
@@ -20143,6 +21660,20 @@ impl ::core::fmt::Debug for CUstreamWaitValue_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUstreamWaitValue_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamWaitValue_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamWaitValue_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamWaitValue_flags_enum {
+    /// A `CUstreamWaitValue_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamWaitValue_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUstreamWriteValue_flags_enum` as associated constants (`CUstreamWriteValue_flags_enum::CU_STREAM_WRITE_VALUE_DEFAULT`), each the crate-level constant of the same name.
 impl CUstreamWriteValue_flags_enum {
     pub const CU_STREAM_WRITE_VALUE_DEFAULT: Self = Self(0);
@@ -20159,6 +21690,20 @@ impl ::core::fmt::Debug for CUstreamWriteValue_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUstreamWriteValue_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstreamWriteValue_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstreamWriteValue_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstreamWriteValue_flags_enum {
+    /// A `CUstreamWriteValue_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstreamWriteValue_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUstream_flags_enum` as associated constants (`CUstream_flags_enum::CU_STREAM_DEFAULT`), each the crate-level constant of the same name.
 impl CUstream_flags_enum {
     pub const CU_STREAM_DEFAULT: Self = Self(0);
@@ -20173,6 +21718,20 @@ impl ::core::fmt::Debug for CUstream_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUstream_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUstream_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUstream_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUstream_flags_enum {
+    /// A `CUstream_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUstream_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUsynchronizationPolicy_enum` as associated constants (`CUsynchronizationPolicy_enum::CU_SYNC_POLICY_AUTO`), each the crate-level constant of the same name.
@@ -20193,6 +21752,20 @@ impl ::core::fmt::Debug for CUsynchronizationPolicy_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUsynchronizationPolicy_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUsynchronizationPolicy_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUsynchronizationPolicy_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUsynchronizationPolicy_enum {
+    /// A `CUsynchronizationPolicy_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUsynchronizationPolicy_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUtensorMapDataType_enum` as associated constants (`CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT8`), each the crate-level constant of the same name.
@@ -20239,6 +21812,20 @@ impl ::core::fmt::Debug for CUtensorMapDataType_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUtensorMapDataType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapDataType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapDataType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapDataType_enum {
+    /// A `CUtensorMapDataType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapDataType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUtensorMapFloatOOBfill_enum` as associated constants (`CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`), each the crate-level constant of the same name.
 impl CUtensorMapFloatOOBfill_enum {
     pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: Self = Self(0);
@@ -20255,6 +21842,20 @@ impl ::core::fmt::Debug for CUtensorMapFloatOOBfill_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUtensorMapFloatOOBfill_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapFloatOOBfill_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapFloatOOBfill_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapFloatOOBfill_enum {
+    /// A `CUtensorMapFloatOOBfill_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapFloatOOBfill_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUtensorMapIm2ColWideMode_enum` as associated constants (`CUtensorMapIm2ColWideMode_enum::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W`), each the crate-level constant of the same name.
 impl CUtensorMapIm2ColWideMode_enum {
     pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W: Self = Self(0);
@@ -20269,6 +21870,20 @@ impl ::core::fmt::Debug for CUtensorMapIm2ColWideMode_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUtensorMapIm2ColWideMode_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapIm2ColWideMode_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapIm2ColWideMode_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapIm2ColWideMode_enum {
+    /// A `CUtensorMapIm2ColWideMode_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapIm2ColWideMode_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUtensorMapInterleave_enum` as associated constants (`CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE`), each the crate-level constant of the same name.
@@ -20289,6 +21904,20 @@ impl ::core::fmt::Debug for CUtensorMapInterleave_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUtensorMapInterleave_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapInterleave_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapInterleave_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapInterleave_enum {
+    /// A `CUtensorMapInterleave_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapInterleave_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUtensorMapL2promotion_enum` as associated constants (`CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_NONE`), each the crate-level constant of the same name.
 impl CUtensorMapL2promotion_enum {
     pub const CU_TENSOR_MAP_L2_PROMOTION_NONE: Self = Self(0);
@@ -20307,6 +21936,20 @@ impl ::core::fmt::Debug for CUtensorMapL2promotion_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUtensorMapL2promotion_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapL2promotion_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapL2promotion_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapL2promotion_enum {
+    /// A `CUtensorMapL2promotion_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapL2promotion_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `CUtensorMapSwizzle_enum` as associated constants (`CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_NONE`), each the crate-level constant of the same name.
@@ -20335,6 +21978,20 @@ impl ::core::fmt::Debug for CUtensorMapSwizzle_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUtensorMapSwizzle_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUtensorMapSwizzle_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUtensorMapSwizzle_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUtensorMapSwizzle_enum {
+    /// A `CUtensorMapSwizzle_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUtensorMapSwizzle_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUuserObjectRetain_flags_enum` as associated constants (`CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE`), each the crate-level constant of the same name.
 impl CUuserObjectRetain_flags_enum {
     pub const CU_GRAPH_USER_OBJECT_MOVE: Self = Self(1);
@@ -20349,6 +22006,20 @@ impl ::core::fmt::Debug for CUuserObjectRetain_flags_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<CUuserObjectRetain_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUuserObjectRetain_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUuserObjectRetain_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUuserObjectRetain_flags_enum {
+    /// A `CUuserObjectRetain_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUuserObjectRetain_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `CUuserObject_flags_enum` as associated constants (`CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`), each the crate-level constant of the same name.
 impl CUuserObject_flags_enum {
     pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: Self = Self(1);
@@ -20361,6 +22032,20 @@ impl ::core::fmt::Debug for CUuserObject_flags_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<CUuserObject_flags_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `CUuserObject_flags_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: CUuserObject_flags_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for CUuserObject_flags_enum {
+    /// A `CUuserObject_flags_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `CUuserObject_flags_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaAccessProperty` as associated constants (`cudaAccessProperty::cudaAccessPropertyNormal`), each the crate-level constant of the same name.
@@ -20381,6 +22066,20 @@ impl ::core::fmt::Debug for cudaAccessProperty {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaAccessProperty> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaAccessProperty` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaAccessProperty) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaAccessProperty {
+    /// A `cudaAccessProperty` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaAccessProperty(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaAsyncNotificationType_enum` as associated constants (`cudaAsyncNotificationType_enum::cudaAsyncNotificationTypeOverBudget`), each the crate-level constant of the same name.
 impl cudaAsyncNotificationType_enum {
     pub const cudaAsyncNotificationTypeOverBudget: Self = Self(1);
@@ -20393,6 +22092,20 @@ impl ::core::fmt::Debug for cudaAsyncNotificationType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaAsyncNotificationType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaAsyncNotificationType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaAsyncNotificationType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaAsyncNotificationType_enum {
+    /// A `cudaAsyncNotificationType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaAsyncNotificationType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaAtomicOperation` as associated constants (`cudaAtomicOperation::cudaAtomicOperationIntegerAdd`), each the crate-level constant of the same name.
@@ -20433,6 +22146,20 @@ impl ::core::fmt::Debug for cudaAtomicOperation {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaAtomicOperation> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaAtomicOperation` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaAtomicOperation) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaAtomicOperation {
+    /// A `cudaAtomicOperation` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaAtomicOperation(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaAtomicOperationCapability` as associated constants (`cudaAtomicOperationCapability::cudaAtomicCapabilitySigned`), each the crate-level constant of the same name.
 impl cudaAtomicOperationCapability {
     pub const cudaAtomicCapabilitySigned: Self = Self(1);
@@ -20459,6 +22186,20 @@ impl ::core::fmt::Debug for cudaAtomicOperationCapability {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaAtomicOperationCapability> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaAtomicOperationCapability` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaAtomicOperationCapability) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaAtomicOperationCapability {
+    /// A `cudaAtomicOperationCapability` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaAtomicOperationCapability(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaCGScope` as associated constants (`cudaCGScope::cudaCGScopeInvalid`), each the crate-level constant of the same name.
 impl cudaCGScope {
     pub const cudaCGScopeInvalid: Self = Self(0);
@@ -20475,6 +22216,20 @@ impl ::core::fmt::Debug for cudaCGScope {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaCGScope> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaCGScope` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaCGScope) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaCGScope {
+    /// A `cudaCGScope` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaCGScope(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaChannelFormatKind` as associated constants (`cudaChannelFormatKind::cudaChannelFormatKindSigned`), each the crate-level constant of the same name.
@@ -20553,6 +22308,20 @@ impl ::core::fmt::Debug for cudaChannelFormatKind {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaChannelFormatKind> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaChannelFormatKind` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaChannelFormatKind) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaChannelFormatKind {
+    /// A `cudaChannelFormatKind` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaChannelFormatKind(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaClusterSchedulingPolicy` as associated constants (`cudaClusterSchedulingPolicy::cudaClusterSchedulingPolicyDefault`), each the crate-level constant of the same name.
 impl cudaClusterSchedulingPolicy {
     pub const cudaClusterSchedulingPolicyDefault: Self = Self(0);
@@ -20569,6 +22338,20 @@ impl ::core::fmt::Debug for cudaClusterSchedulingPolicy {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaClusterSchedulingPolicy> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaClusterSchedulingPolicy` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaClusterSchedulingPolicy) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaClusterSchedulingPolicy {
+    /// A `cudaClusterSchedulingPolicy` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaClusterSchedulingPolicy(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaComputeMode` as associated constants (`cudaComputeMode::cudaComputeModeDefault`), each the crate-level constant of the same name.
@@ -20589,6 +22372,115 @@ impl ::core::fmt::Debug for cudaComputeMode {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaComputeMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaComputeMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaComputeMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaComputeMode {
+    /// A `cudaComputeMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaComputeMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
+/// The enumerators of `cudaDataType_t` as associated constants (`cudaDataType_t::CUDA_R_16F`), each the crate-level constant of the same name.
+impl cudaDataType_t {
+    pub const CUDA_R_16F: Self = Self(2);
+    pub const CUDA_C_16F: Self = Self(6);
+    pub const CUDA_R_16BF: Self = Self(14);
+    pub const CUDA_C_16BF: Self = Self(15);
+    pub const CUDA_R_32F: Self = Self(0);
+    pub const CUDA_C_32F: Self = Self(4);
+    pub const CUDA_R_64F: Self = Self(1);
+    pub const CUDA_C_64F: Self = Self(5);
+    pub const CUDA_R_4I: Self = Self(16);
+    pub const CUDA_C_4I: Self = Self(17);
+    pub const CUDA_R_4U: Self = Self(18);
+    pub const CUDA_C_4U: Self = Self(19);
+    pub const CUDA_R_8I: Self = Self(3);
+    pub const CUDA_C_8I: Self = Self(7);
+    pub const CUDA_R_8U: Self = Self(8);
+    pub const CUDA_C_8U: Self = Self(9);
+    pub const CUDA_R_16I: Self = Self(20);
+    pub const CUDA_C_16I: Self = Self(21);
+    pub const CUDA_R_16U: Self = Self(22);
+    pub const CUDA_C_16U: Self = Self(23);
+    pub const CUDA_R_32I: Self = Self(10);
+    pub const CUDA_C_32I: Self = Self(11);
+    pub const CUDA_R_32U: Self = Self(12);
+    pub const CUDA_C_32U: Self = Self(13);
+    pub const CUDA_R_64I: Self = Self(24);
+    pub const CUDA_C_64I: Self = Self(25);
+    pub const CUDA_R_64U: Self = Self(26);
+    pub const CUDA_C_64U: Self = Self(27);
+    pub const CUDA_R_8F_E4M3: Self = Self(28);
+    pub const CUDA_R_8F_UE4M3: Self = Self(28);
+    pub const CUDA_R_8F_E5M2: Self = Self(29);
+    pub const CUDA_R_8F_UE8M0: Self = Self(30);
+    pub const CUDA_R_6F_E2M3: Self = Self(31);
+    pub const CUDA_R_6F_E3M2: Self = Self(32);
+    pub const CUDA_R_4F_E2M1: Self = Self(33);
+}
+/// The enumerator's name and value, `CUDA_R_16F (2)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaDataType_t {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            2 => "CUDA_R_16F",
+            6 => "CUDA_C_16F",
+            14 => "CUDA_R_16BF",
+            15 => "CUDA_C_16BF",
+            0 => "CUDA_R_32F",
+            4 => "CUDA_C_32F",
+            1 => "CUDA_R_64F",
+            5 => "CUDA_C_64F",
+            16 => "CUDA_R_4I",
+            17 => "CUDA_C_4I",
+            18 => "CUDA_R_4U",
+            19 => "CUDA_C_4U",
+            3 => "CUDA_R_8I",
+            7 => "CUDA_C_8I",
+            8 => "CUDA_R_8U",
+            9 => "CUDA_C_8U",
+            20 => "CUDA_R_16I",
+            21 => "CUDA_C_16I",
+            22 => "CUDA_R_16U",
+            23 => "CUDA_C_16U",
+            10 => "CUDA_R_32I",
+            11 => "CUDA_C_32I",
+            12 => "CUDA_R_32U",
+            13 => "CUDA_C_32U",
+            24 => "CUDA_R_64I",
+            25 => "CUDA_C_64I",
+            26 => "CUDA_R_64U",
+            27 => "CUDA_C_64U",
+            28 => "CUDA_R_8F_E4M3",
+            29 => "CUDA_R_8F_E5M2",
+            30 => "CUDA_R_8F_UE8M0",
+            31 => "CUDA_R_6F_E2M3",
+            32 => "CUDA_R_6F_E3M2",
+            33 => "CUDA_R_4F_E2M1",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaDataType_t> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaDataType_t` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaDataType_t) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaDataType_t {
+    /// A `cudaDataType_t` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaDataType_t(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaDeviceAttr` as associated constants (`cudaDeviceAttr::cudaDevAttrMaxThreadsPerBlock`), each the crate-level constant of the same name.
@@ -20879,6 +22771,20 @@ impl ::core::fmt::Debug for cudaDeviceAttr {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaDeviceAttr> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaDeviceAttr` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaDeviceAttr) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaDeviceAttr {
+    /// A `cudaDeviceAttr` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaDeviceAttr(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaDeviceNumaConfig` as associated constants (`cudaDeviceNumaConfig::cudaDeviceNumaConfigNone`), each the crate-level constant of the same name.
 impl cudaDeviceNumaConfig {
     pub const cudaDeviceNumaConfigNone: Self = Self(0);
@@ -20893,6 +22799,20 @@ impl ::core::fmt::Debug for cudaDeviceNumaConfig {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaDeviceNumaConfig> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaDeviceNumaConfig` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaDeviceNumaConfig) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaDeviceNumaConfig {
+    /// A `cudaDeviceNumaConfig` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaDeviceNumaConfig(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaDeviceP2PAttr` as associated constants (`cudaDeviceP2PAttr::cudaDevP2PAttrPerformanceRank`), each the crate-level constant of the same name.
@@ -20917,6 +22837,20 @@ impl ::core::fmt::Debug for cudaDeviceP2PAttr {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaDeviceP2PAttr> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaDeviceP2PAttr` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaDeviceP2PAttr) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaDeviceP2PAttr {
+    /// A `cudaDeviceP2PAttr` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaDeviceP2PAttr(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaDriverEntryPointQueryResult` as associated constants (`cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess`), each the crate-level constant of the same name.
 impl cudaDriverEntryPointQueryResult {
     pub const cudaDriverEntryPointSuccess: Self = Self(0);
@@ -20933,6 +22867,116 @@ impl ::core::fmt::Debug for cudaDriverEntryPointQueryResult {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaDriverEntryPointQueryResult> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaDriverEntryPointQueryResult` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaDriverEntryPointQueryResult) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaDriverEntryPointQueryResult {
+    /// A `cudaDriverEntryPointQueryResult` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaDriverEntryPointQueryResult(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
+/// The enumerators of `cudaEmulationMantissaControl_t` as associated constants (`cudaEmulationMantissaControl_t::CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC`), each the crate-level constant of the same name.
+impl cudaEmulationMantissaControl_t {
+    pub const CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC: Self = Self(0);
+    pub const CUDA_EMULATION_MANTISSA_CONTROL_FIXED: Self = Self(1);
+}
+/// The enumerator's name and value, `CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaEmulationMantissaControl_t {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC",
+            1 => "CUDA_EMULATION_MANTISSA_CONTROL_FIXED",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaEmulationMantissaControl_t> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaEmulationMantissaControl_t` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaEmulationMantissaControl_t) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaEmulationMantissaControl_t {
+    /// A `cudaEmulationMantissaControl_t` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaEmulationMantissaControl_t(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
+/// The enumerators of `cudaEmulationSpecialValuesSupport_t` as associated constants (`cudaEmulationSpecialValuesSupport_t::CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT`), each the crate-level constant of the same name.
+impl cudaEmulationSpecialValuesSupport_t {
+    pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT: Self = Self(65535);
+    pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE: Self = Self(0);
+    pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY: Self = Self(1);
+    pub const CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN: Self = Self(2);
+}
+/// The enumerator's name and value, `CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT (65535)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaEmulationSpecialValuesSupport_t {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            65535 => "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT",
+            0 => "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE",
+            1 => "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY",
+            2 => "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaEmulationSpecialValuesSupport_t> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaEmulationSpecialValuesSupport_t` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaEmulationSpecialValuesSupport_t) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaEmulationSpecialValuesSupport_t {
+    /// A `cudaEmulationSpecialValuesSupport_t` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaEmulationSpecialValuesSupport_t(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
+/// The enumerators of `cudaEmulationStrategy_t` as associated constants (`cudaEmulationStrategy_t::CUDA_EMULATION_STRATEGY_DEFAULT`), each the crate-level constant of the same name.
+impl cudaEmulationStrategy_t {
+    pub const CUDA_EMULATION_STRATEGY_DEFAULT: Self = Self(0);
+    pub const CUDA_EMULATION_STRATEGY_PERFORMANT: Self = Self(1);
+    pub const CUDA_EMULATION_STRATEGY_EAGER: Self = Self(2);
+}
+/// The enumerator's name and value, `CUDA_EMULATION_STRATEGY_DEFAULT (0)`; the bare value for one the headers do not list. Where enumerators share a value, the first declared names it.
+impl ::core::fmt::Debug for cudaEmulationStrategy_t {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let name = match self.0 {
+            0 => "CUDA_EMULATION_STRATEGY_DEFAULT",
+            1 => "CUDA_EMULATION_STRATEGY_PERFORMANT",
+            2 => "CUDA_EMULATION_STRATEGY_EAGER",
+            _ => return ::core::fmt::Display::fmt(&self.0, f),
+        };
+        ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaEmulationStrategy_t> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaEmulationStrategy_t` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaEmulationStrategy_t) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaEmulationStrategy_t {
+    /// A `cudaEmulationStrategy_t` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaEmulationStrategy_t(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaError` as associated constants (`cudaError::cudaSuccess`), each the crate-level constant of the same name.
@@ -21215,6 +23259,20 @@ impl ::core::fmt::Debug for cudaError {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaError> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaError` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaError) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaError {
+    /// A `cudaError` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaError(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaError_enum` as associated constants (`cudaError_enum::CUDA_SUCCESS`), each the crate-level constant of the same name.
 impl cudaError_enum {
     pub const CUDA_SUCCESS: Self = Self(0);
@@ -21429,6 +23487,20 @@ impl ::core::fmt::Debug for cudaError_enum {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaError_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaError_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaError_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaError_enum {
+    /// A `cudaError_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaError_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaExternalMemoryHandleType` as associated constants (`cudaExternalMemoryHandleType::cudaExternalMemoryHandleTypeOpaqueFd`), each the crate-level constant of the same name.
 impl cudaExternalMemoryHandleType {
     pub const cudaExternalMemoryHandleTypeOpaqueFd: Self = Self(1);
@@ -21455,6 +23527,20 @@ impl ::core::fmt::Debug for cudaExternalMemoryHandleType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaExternalMemoryHandleType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaExternalMemoryHandleType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaExternalMemoryHandleType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaExternalMemoryHandleType {
+    /// A `cudaExternalMemoryHandleType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaExternalMemoryHandleType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaExternalSemaphoreHandleType` as associated constants (`cudaExternalSemaphoreHandleType::cudaExternalSemaphoreHandleTypeOpaqueFd`), each the crate-level constant of the same name.
@@ -21489,6 +23575,20 @@ impl ::core::fmt::Debug for cudaExternalSemaphoreHandleType {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaExternalSemaphoreHandleType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaExternalSemaphoreHandleType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaExternalSemaphoreHandleType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaExternalSemaphoreHandleType {
+    /// A `cudaExternalSemaphoreHandleType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaExternalSemaphoreHandleType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaFlushGPUDirectRDMAWritesOptions` as associated constants (`cudaFlushGPUDirectRDMAWritesOptions::cudaFlushGPUDirectRDMAWritesOptionHost`), each the crate-level constant of the same name.
 impl cudaFlushGPUDirectRDMAWritesOptions {
     pub const cudaFlushGPUDirectRDMAWritesOptionHost: Self = Self(1);
@@ -21503,6 +23603,20 @@ impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesOptions {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaFlushGPUDirectRDMAWritesOptions> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaFlushGPUDirectRDMAWritesOptions` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaFlushGPUDirectRDMAWritesOptions) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaFlushGPUDirectRDMAWritesOptions {
+    /// A `cudaFlushGPUDirectRDMAWritesOptions` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaFlushGPUDirectRDMAWritesOptions(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaFlushGPUDirectRDMAWritesScope` as associated constants (`cudaFlushGPUDirectRDMAWritesScope::cudaFlushGPUDirectRDMAWritesToOwner`), each the crate-level constant of the same name.
@@ -21521,6 +23635,20 @@ impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesScope {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaFlushGPUDirectRDMAWritesScope> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaFlushGPUDirectRDMAWritesScope` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaFlushGPUDirectRDMAWritesScope) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaFlushGPUDirectRDMAWritesScope {
+    /// A `cudaFlushGPUDirectRDMAWritesScope` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaFlushGPUDirectRDMAWritesScope(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaFlushGPUDirectRDMAWritesTarget` as associated constants (`cudaFlushGPUDirectRDMAWritesTarget::cudaFlushGPUDirectRDMAWritesTargetCurrentDevice`), each the crate-level constant of the same name.
 impl cudaFlushGPUDirectRDMAWritesTarget {
     pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: Self = Self(0);
@@ -21533,6 +23661,20 @@ impl ::core::fmt::Debug for cudaFlushGPUDirectRDMAWritesTarget {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaFlushGPUDirectRDMAWritesTarget> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaFlushGPUDirectRDMAWritesTarget` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaFlushGPUDirectRDMAWritesTarget) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaFlushGPUDirectRDMAWritesTarget {
+    /// A `cudaFlushGPUDirectRDMAWritesTarget` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaFlushGPUDirectRDMAWritesTarget(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaFuncAttribute` as associated constants (`cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize`), each the crate-level constant of the same name.
@@ -21565,6 +23707,20 @@ impl ::core::fmt::Debug for cudaFuncAttribute {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaFuncAttribute> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaFuncAttribute` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaFuncAttribute) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaFuncAttribute {
+    /// A `cudaFuncAttribute` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaFuncAttribute(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaFuncCache` as associated constants (`cudaFuncCache::cudaFuncCachePreferNone`), each the crate-level constant of the same name.
 impl cudaFuncCache {
     pub const cudaFuncCachePreferNone: Self = Self(0);
@@ -21585,6 +23741,20 @@ impl ::core::fmt::Debug for cudaFuncCache {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaFuncCache> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaFuncCache` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaFuncCache) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaFuncCache {
+    /// A `cudaFuncCache` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaFuncCache(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGPUDirectRDMAWritesOrdering` as associated constants (`cudaGPUDirectRDMAWritesOrdering::cudaGPUDirectRDMAWritesOrderingNone`), each the crate-level constant of the same name.
 impl cudaGPUDirectRDMAWritesOrdering {
     pub const cudaGPUDirectRDMAWritesOrderingNone: Self = Self(0);
@@ -21601,6 +23771,20 @@ impl ::core::fmt::Debug for cudaGPUDirectRDMAWritesOrdering {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGPUDirectRDMAWritesOrdering> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGPUDirectRDMAWritesOrdering` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGPUDirectRDMAWritesOrdering) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGPUDirectRDMAWritesOrdering {
+    /// A `cudaGPUDirectRDMAWritesOrdering` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGPUDirectRDMAWritesOrdering(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGetDriverEntryPointFlags` as associated constants (`cudaGetDriverEntryPointFlags::cudaEnableDefault`), each the crate-level constant of the same name.
@@ -21621,6 +23805,20 @@ impl ::core::fmt::Debug for cudaGetDriverEntryPointFlags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGetDriverEntryPointFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGetDriverEntryPointFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGetDriverEntryPointFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGetDriverEntryPointFlags {
+    /// A `cudaGetDriverEntryPointFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGetDriverEntryPointFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphChildGraphNodeOwnership` as associated constants (`cudaGraphChildGraphNodeOwnership::cudaGraphChildGraphOwnershipClone`), each the crate-level constant of the same name.
 impl cudaGraphChildGraphNodeOwnership {
     pub const cudaGraphChildGraphOwnershipClone: Self = Self(0);
@@ -21637,6 +23835,20 @@ impl ::core::fmt::Debug for cudaGraphChildGraphNodeOwnership {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphChildGraphNodeOwnership> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphChildGraphNodeOwnership` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphChildGraphNodeOwnership) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphChildGraphNodeOwnership {
+    /// A `cudaGraphChildGraphNodeOwnership` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphChildGraphNodeOwnership(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphConditionalHandleFlags` as associated constants (`cudaGraphConditionalHandleFlags::cudaGraphCondAssignDefault`), each the crate-level constant of the same name.
 impl cudaGraphConditionalHandleFlags {
     pub const cudaGraphCondAssignDefault: Self = Self(1);
@@ -21649,6 +23861,20 @@ impl ::core::fmt::Debug for cudaGraphConditionalHandleFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphConditionalHandleFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphConditionalHandleFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphConditionalHandleFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphConditionalHandleFlags {
+    /// A `cudaGraphConditionalHandleFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphConditionalHandleFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphConditionalNodeType` as associated constants (`cudaGraphConditionalNodeType::cudaGraphCondTypeIf`), each the crate-level constant of the same name.
@@ -21667,6 +23893,20 @@ impl ::core::fmt::Debug for cudaGraphConditionalNodeType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphConditionalNodeType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphConditionalNodeType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphConditionalNodeType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphConditionalNodeType {
+    /// A `cudaGraphConditionalNodeType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphConditionalNodeType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphDebugDotFlags` as associated constants (`cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose`), each the crate-level constant of the same name.
@@ -21703,6 +23943,20 @@ impl ::core::fmt::Debug for cudaGraphDebugDotFlags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphDebugDotFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphDebugDotFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphDebugDotFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphDebugDotFlags {
+    /// A `cudaGraphDebugDotFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphDebugDotFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphDependencyType_enum` as associated constants (`cudaGraphDependencyType_enum::cudaGraphDependencyTypeDefault`), each the crate-level constant of the same name.
 impl cudaGraphDependencyType_enum {
     pub const cudaGraphDependencyTypeDefault: Self = Self(0);
@@ -21717,6 +23971,20 @@ impl ::core::fmt::Debug for cudaGraphDependencyType_enum {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphDependencyType_enum> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphDependencyType_enum` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphDependencyType_enum) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphDependencyType_enum {
+    /// A `cudaGraphDependencyType_enum` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphDependencyType_enum(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphExecUpdateResult` as associated constants (`cudaGraphExecUpdateResult::cudaGraphExecUpdateSuccess`), each the crate-level constant of the same name.
@@ -21749,6 +24017,20 @@ impl ::core::fmt::Debug for cudaGraphExecUpdateResult {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphExecUpdateResult> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphExecUpdateResult` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphExecUpdateResult) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphExecUpdateResult {
+    /// A `cudaGraphExecUpdateResult` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphExecUpdateResult(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphInstantiateFlags` as associated constants (`cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch`), each the crate-level constant of the same name.
 impl cudaGraphInstantiateFlags {
     pub const cudaGraphInstantiateFlagAutoFreeOnLaunch: Self = Self(1);
@@ -21767,6 +24049,20 @@ impl ::core::fmt::Debug for cudaGraphInstantiateFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphInstantiateFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphInstantiateFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphInstantiateFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphInstantiateFlags {
+    /// A `cudaGraphInstantiateFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphInstantiateFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphInstantiateResult` as associated constants (`cudaGraphInstantiateResult::cudaGraphInstantiateSuccess`), each the crate-level constant of the same name.
@@ -21793,6 +24089,20 @@ impl ::core::fmt::Debug for cudaGraphInstantiateResult {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphInstantiateResult> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphInstantiateResult` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphInstantiateResult) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphInstantiateResult {
+    /// A `cudaGraphInstantiateResult` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphInstantiateResult(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphKernelNodeField` as associated constants (`cudaGraphKernelNodeField::cudaGraphKernelNodeFieldInvalid`), each the crate-level constant of the same name.
 impl cudaGraphKernelNodeField {
     pub const cudaGraphKernelNodeFieldInvalid: Self = Self(0);
@@ -21813,6 +24123,20 @@ impl ::core::fmt::Debug for cudaGraphKernelNodeField {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphKernelNodeField> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphKernelNodeField` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphKernelNodeField) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphKernelNodeField {
+    /// A `cudaGraphKernelNodeField` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphKernelNodeField(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphMemAttributeType` as associated constants (`cudaGraphMemAttributeType::cudaGraphMemAttrUsedMemCurrent`), each the crate-level constant of the same name.
 impl cudaGraphMemAttributeType {
     pub const cudaGraphMemAttrUsedMemCurrent: Self = Self(0);
@@ -21831,6 +24155,20 @@ impl ::core::fmt::Debug for cudaGraphMemAttributeType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphMemAttributeType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphMemAttributeType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphMemAttributeType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphMemAttributeType {
+    /// A `cudaGraphMemAttributeType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphMemAttributeType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphNodeType` as associated constants (`cudaGraphNodeType::cudaGraphNodeTypeKernel`), each the crate-level constant of the same name.
@@ -21873,6 +24211,20 @@ impl ::core::fmt::Debug for cudaGraphNodeType {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphNodeType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphNodeType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphNodeType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphNodeType {
+    /// A `cudaGraphNodeType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphNodeType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphicsCubeFace` as associated constants (`cudaGraphicsCubeFace::cudaGraphicsCubeFacePositiveX`), each the crate-level constant of the same name.
 impl cudaGraphicsCubeFace {
     pub const cudaGraphicsCubeFacePositiveX: Self = Self(0);
@@ -21897,6 +24249,20 @@ impl ::core::fmt::Debug for cudaGraphicsCubeFace {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaGraphicsCubeFace> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphicsCubeFace` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphicsCubeFace) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphicsCubeFace {
+    /// A `cudaGraphicsCubeFace` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphicsCubeFace(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaGraphicsMapFlags` as associated constants (`cudaGraphicsMapFlags::cudaGraphicsMapFlagsNone`), each the crate-level constant of the same name.
 impl cudaGraphicsMapFlags {
     pub const cudaGraphicsMapFlagsNone: Self = Self(0);
@@ -21913,6 +24279,20 @@ impl ::core::fmt::Debug for cudaGraphicsMapFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphicsMapFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphicsMapFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphicsMapFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphicsMapFlags {
+    /// A `cudaGraphicsMapFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphicsMapFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaGraphicsRegisterFlags` as associated constants (`cudaGraphicsRegisterFlags::cudaGraphicsRegisterFlagsNone`), each the crate-level constant of the same name.
@@ -21935,6 +24315,20 @@ impl ::core::fmt::Debug for cudaGraphicsRegisterFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaGraphicsRegisterFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaGraphicsRegisterFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaGraphicsRegisterFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaGraphicsRegisterFlags {
+    /// A `cudaGraphicsRegisterFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaGraphicsRegisterFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaJitOption` as associated constants (`cudaJitOption::cudaJitMaxRegisters`), each the crate-level constant of the same name.
@@ -21983,6 +24377,20 @@ impl ::core::fmt::Debug for cudaJitOption {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaJitOption> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaJitOption` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaJitOption) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaJitOption {
+    /// A `cudaJitOption` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaJitOption(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaJit_CacheMode` as associated constants (`cudaJit_CacheMode::cudaJitCacheOptionNone`), each the crate-level constant of the same name.
 impl cudaJit_CacheMode {
     pub const cudaJitCacheOptionNone: Self = Self(0);
@@ -22001,6 +24409,20 @@ impl ::core::fmt::Debug for cudaJit_CacheMode {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaJit_CacheMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaJit_CacheMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaJit_CacheMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaJit_CacheMode {
+    /// A `cudaJit_CacheMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaJit_CacheMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaJit_Fallback` as associated constants (`cudaJit_Fallback::cudaPreferPtx`), each the crate-level constant of the same name.
 impl cudaJit_Fallback {
     pub const cudaPreferPtx: Self = Self(0);
@@ -22015,6 +24437,20 @@ impl ::core::fmt::Debug for cudaJit_Fallback {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaJit_Fallback> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaJit_Fallback` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaJit_Fallback) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaJit_Fallback {
+    /// A `cudaJit_Fallback` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaJit_Fallback(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaLaunchAttributeID` as associated constants (`cudaLaunchAttributeID::cudaLaunchAttributeIgnore`), each the crate-level constant of the same name.
@@ -22061,6 +24497,20 @@ impl ::core::fmt::Debug for cudaLaunchAttributeID {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaLaunchAttributeID> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaLaunchAttributeID` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaLaunchAttributeID) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaLaunchAttributeID {
+    /// A `cudaLaunchAttributeID` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaLaunchAttributeID(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaLaunchMemSyncDomain` as associated constants (`cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainDefault`), each the crate-level constant of the same name.
 impl cudaLaunchMemSyncDomain {
     pub const cudaLaunchMemSyncDomainDefault: Self = Self(0);
@@ -22077,6 +24527,20 @@ impl ::core::fmt::Debug for cudaLaunchMemSyncDomain {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaLaunchMemSyncDomain> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaLaunchMemSyncDomain` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaLaunchMemSyncDomain) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaLaunchMemSyncDomain {
+    /// A `cudaLaunchMemSyncDomain` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaLaunchMemSyncDomain(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaLibraryOption` as associated constants (`cudaLibraryOption::cudaLibraryHostUniversalFunctionAndDataTable`), each the crate-level constant of the same name.
 impl cudaLibraryOption {
     pub const cudaLibraryHostUniversalFunctionAndDataTable: Self = Self(0);
@@ -22091,6 +24555,20 @@ impl ::core::fmt::Debug for cudaLibraryOption {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaLibraryOption> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaLibraryOption` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaLibraryOption) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaLibraryOption {
+    /// A `cudaLibraryOption` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaLibraryOption(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaLimit` as associated constants (`cudaLimit::cudaLimitStackSize`), each the crate-level constant of the same name.
@@ -22119,6 +24597,20 @@ impl ::core::fmt::Debug for cudaLimit {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaLimit> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaLimit` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaLimit) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaLimit {
+    /// A `cudaLimit` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaLimit(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemAccessFlags` as associated constants (`cudaMemAccessFlags::cudaMemAccessFlagsProtNone`), each the crate-level constant of the same name.
 impl cudaMemAccessFlags {
     pub const cudaMemAccessFlagsProtNone: Self = Self(0);
@@ -22135,6 +24627,20 @@ impl ::core::fmt::Debug for cudaMemAccessFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaMemAccessFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemAccessFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemAccessFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemAccessFlags {
+    /// A `cudaMemAccessFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemAccessFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaMemAllocationHandleType` as associated constants (`cudaMemAllocationHandleType::cudaMemHandleTypeNone`), each the crate-level constant of the same name.
@@ -22159,6 +24665,20 @@ impl ::core::fmt::Debug for cudaMemAllocationHandleType {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemAllocationHandleType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemAllocationHandleType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemAllocationHandleType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemAllocationHandleType {
+    /// A `cudaMemAllocationHandleType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemAllocationHandleType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemAllocationType` as associated constants (`cudaMemAllocationType::cudaMemAllocationTypeInvalid`), each the crate-level constant of the same name.
 impl cudaMemAllocationType {
     pub const cudaMemAllocationTypeInvalid: Self = Self(0);
@@ -22177,6 +24697,20 @@ impl ::core::fmt::Debug for cudaMemAllocationType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaMemAllocationType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemAllocationType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemAllocationType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemAllocationType {
+    /// A `cudaMemAllocationType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemAllocationType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaMemLocationType` as associated constants (`cudaMemLocationType::cudaMemLocationTypeInvalid`), each the crate-level constant of the same name.
@@ -22200,6 +24734,20 @@ impl ::core::fmt::Debug for cudaMemLocationType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaMemLocationType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemLocationType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemLocationType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemLocationType {
+    /// A `cudaMemLocationType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemLocationType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaMemPoolAttr` as associated constants (`cudaMemPoolAttr::cudaMemPoolReuseFollowEventDependencies`), each the crate-level constant of the same name.
@@ -22230,6 +24778,20 @@ impl ::core::fmt::Debug for cudaMemPoolAttr {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemPoolAttr> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemPoolAttr` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemPoolAttr) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemPoolAttr {
+    /// A `cudaMemPoolAttr` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemPoolAttr(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemRangeAttribute` as associated constants (`cudaMemRangeAttribute::cudaMemRangeAttributeReadMostly`), each the crate-level constant of the same name.
 impl cudaMemRangeAttribute {
     pub const cudaMemRangeAttributeReadMostly: Self = Self(1);
@@ -22258,6 +24820,20 @@ impl ::core::fmt::Debug for cudaMemRangeAttribute {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemRangeAttribute> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemRangeAttribute` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemRangeAttribute) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemRangeAttribute {
+    /// A `cudaMemRangeAttribute` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemRangeAttribute(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemcpy3DOperandType` as associated constants (`cudaMemcpy3DOperandType::cudaMemcpyOperandTypePointer`), each the crate-level constant of the same name.
 impl cudaMemcpy3DOperandType {
     pub const cudaMemcpyOperandTypePointer: Self = Self(1);
@@ -22276,6 +24852,20 @@ impl ::core::fmt::Debug for cudaMemcpy3DOperandType {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemcpy3DOperandType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemcpy3DOperandType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemcpy3DOperandType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemcpy3DOperandType {
+    /// A `cudaMemcpy3DOperandType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemcpy3DOperandType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemcpyFlags` as associated constants (`cudaMemcpyFlags::cudaMemcpyFlagDefault`), each the crate-level constant of the same name.
 impl cudaMemcpyFlags {
     pub const cudaMemcpyFlagDefault: Self = Self(0);
@@ -22290,6 +24880,20 @@ impl ::core::fmt::Debug for cudaMemcpyFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaMemcpyFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemcpyFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemcpyFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemcpyFlags {
+    /// A `cudaMemcpyFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemcpyFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaMemcpyKind` as associated constants (`cudaMemcpyKind::cudaMemcpyHostToHost`), each the crate-level constant of the same name.
@@ -22314,6 +24918,20 @@ impl ::core::fmt::Debug for cudaMemcpyKind {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemcpyKind> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemcpyKind` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemcpyKind) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemcpyKind {
+    /// A `cudaMemcpyKind` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemcpyKind(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemcpySrcAccessOrder` as associated constants (`cudaMemcpySrcAccessOrder::cudaMemcpySrcAccessOrderInvalid`), each the crate-level constant of the same name.
 impl cudaMemcpySrcAccessOrder {
     pub const cudaMemcpySrcAccessOrderInvalid: Self = Self(0);
@@ -22334,6 +24952,20 @@ impl ::core::fmt::Debug for cudaMemcpySrcAccessOrder {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaMemcpySrcAccessOrder> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemcpySrcAccessOrder` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemcpySrcAccessOrder) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemcpySrcAccessOrder {
+    /// A `cudaMemcpySrcAccessOrder` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemcpySrcAccessOrder(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaMemoryAdvise` as associated constants (`cudaMemoryAdvise::cudaMemAdviseSetReadMostly`), each the crate-level constant of the same name.
@@ -22360,6 +24992,20 @@ impl ::core::fmt::Debug for cudaMemoryAdvise {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemoryAdvise> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemoryAdvise` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemoryAdvise) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemoryAdvise {
+    /// A `cudaMemoryAdvise` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemoryAdvise(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaMemoryType` as associated constants (`cudaMemoryType::cudaMemoryTypeUnregistered`), each the crate-level constant of the same name.
 impl cudaMemoryType {
     pub const cudaMemoryTypeUnregistered: Self = Self(0);
@@ -22380,6 +25026,20 @@ impl ::core::fmt::Debug for cudaMemoryType {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaMemoryType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaMemoryType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaMemoryType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaMemoryType {
+    /// A `cudaMemoryType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaMemoryType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaResourceType` as associated constants (`cudaResourceType::cudaResourceTypeArray`), each the crate-level constant of the same name.
 impl cudaResourceType {
     pub const cudaResourceTypeArray: Self = Self(0);
@@ -22398,6 +25058,20 @@ impl ::core::fmt::Debug for cudaResourceType {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaResourceType> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaResourceType` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaResourceType) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaResourceType {
+    /// A `cudaResourceType` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaResourceType(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaResourceViewFormat` as associated constants (`cudaResourceViewFormat::cudaResViewFormatNone`), each the crate-level constant of the same name.
@@ -22482,6 +25156,20 @@ impl ::core::fmt::Debug for cudaResourceViewFormat {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaResourceViewFormat> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaResourceViewFormat` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaResourceViewFormat) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaResourceViewFormat {
+    /// A `cudaResourceViewFormat` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaResourceViewFormat(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaRoundMode` as associated constants (`cudaRoundMode::cudaRoundNearest`), each the crate-level constant of the same name.
 impl cudaRoundMode {
     pub const cudaRoundNearest: Self = Self(0);
@@ -22502,6 +25190,20 @@ impl ::core::fmt::Debug for cudaRoundMode {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaRoundMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaRoundMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaRoundMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaRoundMode {
+    /// A `cudaRoundMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaRoundMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaSharedCarveout` as associated constants (`cudaSharedCarveout::cudaSharedmemCarveoutDefault`), each the crate-level constant of the same name.
 impl cudaSharedCarveout {
     pub const cudaSharedmemCarveoutDefault: Self = Self(-1);
@@ -22518,6 +25220,20 @@ impl ::core::fmt::Debug for cudaSharedCarveout {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaSharedCarveout> for ::core::ffi::c_int {
+    /// The C integer value of a `cudaSharedCarveout` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaSharedCarveout) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_int> for cudaSharedCarveout {
+    /// A `cudaSharedCarveout` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaSharedCarveout(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_int) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaSharedMemConfig` as associated constants (`cudaSharedMemConfig::cudaSharedMemBankSizeDefault`), each the crate-level constant of the same name.
@@ -22538,6 +25254,20 @@ impl ::core::fmt::Debug for cudaSharedMemConfig {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaSharedMemConfig> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaSharedMemConfig` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaSharedMemConfig) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaSharedMemConfig {
+    /// A `cudaSharedMemConfig` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaSharedMemConfig(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaStreamCaptureMode` as associated constants (`cudaStreamCaptureMode::cudaStreamCaptureModeGlobal`), each the crate-level constant of the same name.
 impl cudaStreamCaptureMode {
     pub const cudaStreamCaptureModeGlobal: Self = Self(0);
@@ -22554,6 +25284,20 @@ impl ::core::fmt::Debug for cudaStreamCaptureMode {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaStreamCaptureMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaStreamCaptureMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaStreamCaptureMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaStreamCaptureMode {
+    /// A `cudaStreamCaptureMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaStreamCaptureMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaStreamCaptureStatus` as associated constants (`cudaStreamCaptureStatus::cudaStreamCaptureStatusNone`), each the crate-level constant of the same name.
@@ -22574,6 +25318,20 @@ impl ::core::fmt::Debug for cudaStreamCaptureStatus {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaStreamCaptureStatus> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaStreamCaptureStatus` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaStreamCaptureStatus) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaStreamCaptureStatus {
+    /// A `cudaStreamCaptureStatus` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaStreamCaptureStatus(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaStreamUpdateCaptureDependenciesFlags` as associated constants (`cudaStreamUpdateCaptureDependenciesFlags::cudaStreamAddCaptureDependencies`), each the crate-level constant of the same name.
 impl cudaStreamUpdateCaptureDependenciesFlags {
     pub const cudaStreamAddCaptureDependencies: Self = Self(0);
@@ -22588,6 +25346,22 @@ impl ::core::fmt::Debug for cudaStreamUpdateCaptureDependenciesFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaStreamUpdateCaptureDependenciesFlags>
+for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaStreamUpdateCaptureDependenciesFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaStreamUpdateCaptureDependenciesFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint>
+for cudaStreamUpdateCaptureDependenciesFlags {
+    /// A `cudaStreamUpdateCaptureDependenciesFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaStreamUpdateCaptureDependenciesFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaSurfaceBoundaryMode` as associated constants (`cudaSurfaceBoundaryMode::cudaBoundaryModeZero`), each the crate-level constant of the same name.
@@ -22608,6 +25382,20 @@ impl ::core::fmt::Debug for cudaSurfaceBoundaryMode {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaSurfaceBoundaryMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaSurfaceBoundaryMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaSurfaceBoundaryMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaSurfaceBoundaryMode {
+    /// A `cudaSurfaceBoundaryMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaSurfaceBoundaryMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaSurfaceFormatMode` as associated constants (`cudaSurfaceFormatMode::cudaFormatModeForced`), each the crate-level constant of the same name.
 impl cudaSurfaceFormatMode {
     pub const cudaFormatModeForced: Self = Self(0);
@@ -22622,6 +25410,20 @@ impl ::core::fmt::Debug for cudaSurfaceFormatMode {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaSurfaceFormatMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaSurfaceFormatMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaSurfaceFormatMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaSurfaceFormatMode {
+    /// A `cudaSurfaceFormatMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaSurfaceFormatMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaSynchronizationPolicy` as associated constants (`cudaSynchronizationPolicy::cudaSyncPolicyAuto`), each the crate-level constant of the same name.
@@ -22644,6 +25446,20 @@ impl ::core::fmt::Debug for cudaSynchronizationPolicy {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaSynchronizationPolicy> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaSynchronizationPolicy` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaSynchronizationPolicy) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaSynchronizationPolicy {
+    /// A `cudaSynchronizationPolicy` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaSynchronizationPolicy(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaTextureAddressMode` as associated constants (`cudaTextureAddressMode::cudaAddressModeWrap`), each the crate-level constant of the same name.
 impl cudaTextureAddressMode {
     pub const cudaAddressModeWrap: Self = Self(0);
@@ -22664,6 +25480,20 @@ impl ::core::fmt::Debug for cudaTextureAddressMode {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaTextureAddressMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaTextureAddressMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaTextureAddressMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaTextureAddressMode {
+    /// A `cudaTextureAddressMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaTextureAddressMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaTextureFilterMode` as associated constants (`cudaTextureFilterMode::cudaFilterModePoint`), each the crate-level constant of the same name.
 impl cudaTextureFilterMode {
     pub const cudaFilterModePoint: Self = Self(0);
@@ -22678,6 +25508,20 @@ impl ::core::fmt::Debug for cudaTextureFilterMode {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaTextureFilterMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaTextureFilterMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaTextureFilterMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaTextureFilterMode {
+    /// A `cudaTextureFilterMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaTextureFilterMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 /// The enumerators of `cudaTextureReadMode` as associated constants (`cudaTextureReadMode::cudaReadModeElementType`), each the crate-level constant of the same name.
@@ -22696,6 +25540,20 @@ impl ::core::fmt::Debug for cudaTextureReadMode {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaTextureReadMode> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaTextureReadMode` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaTextureReadMode) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaTextureReadMode {
+    /// A `cudaTextureReadMode` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaTextureReadMode(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaUserObjectFlags` as associated constants (`cudaUserObjectFlags::cudaUserObjectNoDestructorSync`), each the crate-level constant of the same name.
 impl cudaUserObjectFlags {
     pub const cudaUserObjectNoDestructorSync: Self = Self(1);
@@ -22710,6 +25568,20 @@ impl ::core::fmt::Debug for cudaUserObjectFlags {
         ::core::write!(f, "{} ({})", name, self.0)
     }
 }
+impl ::core::convert::From<cudaUserObjectFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaUserObjectFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaUserObjectFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaUserObjectFlags {
+    /// A `cudaUserObjectFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaUserObjectFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
+    }
+}
 /// The enumerators of `cudaUserObjectRetainFlags` as associated constants (`cudaUserObjectRetainFlags::cudaGraphUserObjectMove`), each the crate-level constant of the same name.
 impl cudaUserObjectRetainFlags {
     pub const cudaGraphUserObjectMove: Self = Self(1);
@@ -22722,6 +25594,20 @@ impl ::core::fmt::Debug for cudaUserObjectRetainFlags {
             _ => return ::core::fmt::Display::fmt(&self.0, f),
         };
         ::core::write!(f, "{} ({})", name, self.0)
+    }
+}
+impl ::core::convert::From<cudaUserObjectRetainFlags> for ::core::ffi::c_uint {
+    /// The C integer value of a `cudaUserObjectRetainFlags` (the same as `.0`).
+    #[inline]
+    fn from(v: cudaUserObjectRetainFlags) -> Self {
+        v.0
+    }
+}
+impl ::core::convert::From<::core::ffi::c_uint> for cudaUserObjectRetainFlags {
+    /// A `cudaUserObjectRetainFlags` holding any value of its C integer type: a value the headers do not list is a value still (the same as `cudaUserObjectRetainFlags(v)`).
+    #[inline]
+    fn from(v: ::core::ffi::c_uint) -> Self {
+        Self(v)
     }
 }
 impl CUmemLocation_st {
@@ -24028,6 +26914,26 @@ pub mod driver {
             "cuCheckpointProcessUnlock",
         ];
     }
+    /** Profiler Control \[DEPRECATED\]
+
+ NVIDIA's group `CUDA_PROFILER_DEPRECATED`: [its reference page](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER__DEPRECATED.html) (CUDA Driver API).*/
+    pub mod profiler_control_deprecated {
+        #[doc(inline)]
+        pub use crate::cuProfilerInitialize;
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuProfilerInitialize"];
+    }
+    /** Profiler Control
+
+ NVIDIA's group `CUDA_PROFILER`: [its reference page](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER.html) (CUDA Driver API).*/
+    pub mod profiler_control {
+        #[doc(inline)]
+        pub use crate::{cuProfilerStart, cuProfilerStop};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cuProfilerStart", "cuProfilerStop"];
+    }
 }
 /// The runtime API by NVIDIA's reference groups: each module re-exports its group's functions (also reachable at the crate root).
 ///
@@ -24739,6 +27645,16 @@ pub mod runtime {
         /// headers rename to a versioned symbol counts once, by its documented name).
         pub const ENTRY_POINTS: &[&str] = &["cudaGetFuncBySymbol", "cudaGetKernel"];
     }
+    /** Profiler Control
+
+ NVIDIA's group `CUDART_PROFILER`: [its reference page](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html) (CUDA Runtime API).*/
+    pub mod profiler_control {
+        #[doc(inline)]
+        pub use crate::{cudaProfilerStart, cudaProfilerStop};
+        /// The group's entry points by their documented names (a function the
+        /// headers rename to a versioned symbol counts once, by its documented name).
+        pub const ENTRY_POINTS: &[&str] = &["cudaProfilerStart", "cudaProfilerStop"];
+    }
 }
 /// How `dynamic-loading` finds each function (generated from the
 /// headers: `cuGetProcAddress` base name and ABI version, or `dlsym`).
@@ -24746,10 +27662,10 @@ pub mod runtime {
 #[cfg(cuda_mem_sys_load_driver)]
 pub mod loader_table {
     /// How many driver and runtime symbols there are.
-    pub const N_DRIVER: usize = 449usize;
-    pub const N_RUNTIME: usize = 310usize;
+    pub const N_DRIVER: usize = 452usize;
+    pub const N_RUNTIME: usize = 312usize;
     /// Driver symbols, by slot.
-    pub static DRIVER: [crate::loader::Entry; 449usize] = [
+    pub static DRIVER: [crate::loader::Entry; 452usize] = [
         crate::loader::Entry {
             symbol: b"cuArray3DCreate_v2\0",
             base: b"cuArray3DCreate\0",
@@ -26616,6 +29532,21 @@ pub mod loader_table {
             version: 6000u32,
         },
         crate::loader::Entry {
+            symbol: b"cuProfilerInitialize\0",
+            base: b"cuProfilerInitialize\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuProfilerStart\0",
+            base: b"cuProfilerStart\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cuProfilerStop\0",
+            base: b"cuProfilerStop\0",
+            version: 4000u32,
+        },
+        crate::loader::Entry {
             symbol: b"cuSignalExternalSemaphoresAsync_ptsz\0",
             base: b"cuSignalExternalSemaphoresAsync\0",
             version: 10000u32,
@@ -26997,7 +29928,7 @@ pub mod loader_table {
         },
     ];
     /// Runtime symbols, by slot.
-    pub static RUNTIME: [crate::loader::Entry; 310usize] = [
+    pub static RUNTIME: [crate::loader::Entry; 312usize] = [
         crate::loader::Entry {
             symbol: b"cudaArrayGetInfo\0",
             base: b"\0",
@@ -28389,6 +31320,16 @@ pub mod loader_table {
             version: 0u32,
         },
         crate::loader::Entry {
+            symbol: b"cudaProfilerStart\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
+            symbol: b"cudaProfilerStop\0",
+            base: b"\0",
+            version: 0u32,
+        },
+        crate::loader::Entry {
             symbol: b"cudaRuntimeGetVersion\0",
             base: b"\0",
             version: 0u32,
@@ -29068,117 +32009,120 @@ pub mod loader_table {
         ("cuPointerGetAttribute", crate::loader::Api::Driver, 370usize),
         ("cuPointerGetAttributes", crate::loader::Api::Driver, 371usize),
         ("cuPointerSetAttribute", crate::loader::Api::Driver, 372usize),
-        ("cuSignalExternalSemaphoresAsync", crate::loader::Api::Driver, 373usize),
-        ("cuSignalExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 373usize),
-        ("cuStreamAddCallback", crate::loader::Api::Driver, 374usize),
-        ("cuStreamAddCallback_ptsz", crate::loader::Api::Driver, 374usize),
-        ("cuStreamAttachMemAsync", crate::loader::Api::Driver, 375usize),
-        ("cuStreamAttachMemAsync_ptsz", crate::loader::Api::Driver, 375usize),
-        ("cuStreamBatchMemOp", crate::loader::Api::Driver, 376usize),
-        ("cuStreamBatchMemOp_v2_ptsz", crate::loader::Api::Driver, 376usize),
-        ("cuStreamBeginCapture", crate::loader::Api::Driver, 378usize),
-        ("cuStreamBeginCaptureToGraph", crate::loader::Api::Driver, 377usize),
-        ("cuStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Driver, 377usize),
-        ("cuStreamBeginCapture_v2_ptsz", crate::loader::Api::Driver, 378usize),
-        ("cuStreamCopyAttributes", crate::loader::Api::Driver, 379usize),
-        ("cuStreamCopyAttributes_ptsz", crate::loader::Api::Driver, 379usize),
-        ("cuStreamCreate", crate::loader::Api::Driver, 380usize),
-        ("cuStreamCreateWithPriority", crate::loader::Api::Driver, 381usize),
-        ("cuStreamDestroy", crate::loader::Api::Driver, 382usize),
-        ("cuStreamDestroy_v2", crate::loader::Api::Driver, 382usize),
-        ("cuStreamEndCapture", crate::loader::Api::Driver, 383usize),
-        ("cuStreamEndCapture_ptsz", crate::loader::Api::Driver, 383usize),
-        ("cuStreamGetAttribute", crate::loader::Api::Driver, 384usize),
-        ("cuStreamGetAttribute_ptsz", crate::loader::Api::Driver, 384usize),
-        ("cuStreamGetCaptureInfo", crate::loader::Api::Driver, 385usize),
-        ("cuStreamGetCaptureInfo_v3_ptsz", crate::loader::Api::Driver, 385usize),
-        ("cuStreamGetCtx", crate::loader::Api::Driver, 386usize),
-        ("cuStreamGetCtx_ptsz", crate::loader::Api::Driver, 386usize),
-        ("cuStreamGetCtx_v2", crate::loader::Api::Driver, 387usize),
-        ("cuStreamGetCtx_v2_ptsz", crate::loader::Api::Driver, 387usize),
-        ("cuStreamGetDevice", crate::loader::Api::Driver, 388usize),
-        ("cuStreamGetDevice_ptsz", crate::loader::Api::Driver, 388usize),
-        ("cuStreamGetFlags", crate::loader::Api::Driver, 389usize),
-        ("cuStreamGetFlags_ptsz", crate::loader::Api::Driver, 389usize),
-        ("cuStreamGetGreenCtx", crate::loader::Api::Driver, 390usize),
-        ("cuStreamGetId", crate::loader::Api::Driver, 391usize),
-        ("cuStreamGetId_ptsz", crate::loader::Api::Driver, 391usize),
-        ("cuStreamGetPriority", crate::loader::Api::Driver, 392usize),
-        ("cuStreamGetPriority_ptsz", crate::loader::Api::Driver, 392usize),
-        ("cuStreamIsCapturing", crate::loader::Api::Driver, 393usize),
-        ("cuStreamIsCapturing_ptsz", crate::loader::Api::Driver, 393usize),
-        ("cuStreamQuery", crate::loader::Api::Driver, 394usize),
-        ("cuStreamQuery_ptsz", crate::loader::Api::Driver, 394usize),
-        ("cuStreamSetAttribute", crate::loader::Api::Driver, 395usize),
-        ("cuStreamSetAttribute_ptsz", crate::loader::Api::Driver, 395usize),
-        ("cuStreamSynchronize", crate::loader::Api::Driver, 396usize),
-        ("cuStreamSynchronize_ptsz", crate::loader::Api::Driver, 396usize),
-        ("cuStreamUpdateCaptureDependencies", crate::loader::Api::Driver, 397usize),
+        ("cuProfilerInitialize", crate::loader::Api::Driver, 373usize),
+        ("cuProfilerStart", crate::loader::Api::Driver, 374usize),
+        ("cuProfilerStop", crate::loader::Api::Driver, 375usize),
+        ("cuSignalExternalSemaphoresAsync", crate::loader::Api::Driver, 376usize),
+        ("cuSignalExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 376usize),
+        ("cuStreamAddCallback", crate::loader::Api::Driver, 377usize),
+        ("cuStreamAddCallback_ptsz", crate::loader::Api::Driver, 377usize),
+        ("cuStreamAttachMemAsync", crate::loader::Api::Driver, 378usize),
+        ("cuStreamAttachMemAsync_ptsz", crate::loader::Api::Driver, 378usize),
+        ("cuStreamBatchMemOp", crate::loader::Api::Driver, 379usize),
+        ("cuStreamBatchMemOp_v2_ptsz", crate::loader::Api::Driver, 379usize),
+        ("cuStreamBeginCapture", crate::loader::Api::Driver, 381usize),
+        ("cuStreamBeginCaptureToGraph", crate::loader::Api::Driver, 380usize),
+        ("cuStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Driver, 380usize),
+        ("cuStreamBeginCapture_v2_ptsz", crate::loader::Api::Driver, 381usize),
+        ("cuStreamCopyAttributes", crate::loader::Api::Driver, 382usize),
+        ("cuStreamCopyAttributes_ptsz", crate::loader::Api::Driver, 382usize),
+        ("cuStreamCreate", crate::loader::Api::Driver, 383usize),
+        ("cuStreamCreateWithPriority", crate::loader::Api::Driver, 384usize),
+        ("cuStreamDestroy", crate::loader::Api::Driver, 385usize),
+        ("cuStreamDestroy_v2", crate::loader::Api::Driver, 385usize),
+        ("cuStreamEndCapture", crate::loader::Api::Driver, 386usize),
+        ("cuStreamEndCapture_ptsz", crate::loader::Api::Driver, 386usize),
+        ("cuStreamGetAttribute", crate::loader::Api::Driver, 387usize),
+        ("cuStreamGetAttribute_ptsz", crate::loader::Api::Driver, 387usize),
+        ("cuStreamGetCaptureInfo", crate::loader::Api::Driver, 388usize),
+        ("cuStreamGetCaptureInfo_v3_ptsz", crate::loader::Api::Driver, 388usize),
+        ("cuStreamGetCtx", crate::loader::Api::Driver, 389usize),
+        ("cuStreamGetCtx_ptsz", crate::loader::Api::Driver, 389usize),
+        ("cuStreamGetCtx_v2", crate::loader::Api::Driver, 390usize),
+        ("cuStreamGetCtx_v2_ptsz", crate::loader::Api::Driver, 390usize),
+        ("cuStreamGetDevice", crate::loader::Api::Driver, 391usize),
+        ("cuStreamGetDevice_ptsz", crate::loader::Api::Driver, 391usize),
+        ("cuStreamGetFlags", crate::loader::Api::Driver, 392usize),
+        ("cuStreamGetFlags_ptsz", crate::loader::Api::Driver, 392usize),
+        ("cuStreamGetGreenCtx", crate::loader::Api::Driver, 393usize),
+        ("cuStreamGetId", crate::loader::Api::Driver, 394usize),
+        ("cuStreamGetId_ptsz", crate::loader::Api::Driver, 394usize),
+        ("cuStreamGetPriority", crate::loader::Api::Driver, 395usize),
+        ("cuStreamGetPriority_ptsz", crate::loader::Api::Driver, 395usize),
+        ("cuStreamIsCapturing", crate::loader::Api::Driver, 396usize),
+        ("cuStreamIsCapturing_ptsz", crate::loader::Api::Driver, 396usize),
+        ("cuStreamQuery", crate::loader::Api::Driver, 397usize),
+        ("cuStreamQuery_ptsz", crate::loader::Api::Driver, 397usize),
+        ("cuStreamSetAttribute", crate::loader::Api::Driver, 398usize),
+        ("cuStreamSetAttribute_ptsz", crate::loader::Api::Driver, 398usize),
+        ("cuStreamSynchronize", crate::loader::Api::Driver, 399usize),
+        ("cuStreamSynchronize_ptsz", crate::loader::Api::Driver, 399usize),
+        ("cuStreamUpdateCaptureDependencies", crate::loader::Api::Driver, 400usize),
         (
             "cuStreamUpdateCaptureDependencies_v2_ptsz",
             crate::loader::Api::Driver,
-            397usize,
+            400usize,
         ),
-        ("cuStreamWaitEvent", crate::loader::Api::Driver, 398usize),
-        ("cuStreamWaitEvent_ptsz", crate::loader::Api::Driver, 398usize),
-        ("cuStreamWaitValue32", crate::loader::Api::Driver, 399usize),
-        ("cuStreamWaitValue32_v2_ptsz", crate::loader::Api::Driver, 399usize),
-        ("cuStreamWaitValue64", crate::loader::Api::Driver, 400usize),
-        ("cuStreamWaitValue64_v2_ptsz", crate::loader::Api::Driver, 400usize),
-        ("cuStreamWriteValue32", crate::loader::Api::Driver, 401usize),
-        ("cuStreamWriteValue32_v2_ptsz", crate::loader::Api::Driver, 401usize),
-        ("cuStreamWriteValue64", crate::loader::Api::Driver, 402usize),
-        ("cuStreamWriteValue64_v2_ptsz", crate::loader::Api::Driver, 402usize),
-        ("cuSurfObjectCreate", crate::loader::Api::Driver, 403usize),
-        ("cuSurfObjectDestroy", crate::loader::Api::Driver, 404usize),
-        ("cuSurfObjectGetResourceDesc", crate::loader::Api::Driver, 405usize),
-        ("cuSurfRefGetArray", crate::loader::Api::Driver, 406usize),
-        ("cuSurfRefSetArray", crate::loader::Api::Driver, 407usize),
-        ("cuTensorMapEncodeIm2col", crate::loader::Api::Driver, 408usize),
-        ("cuTensorMapEncodeIm2colWide", crate::loader::Api::Driver, 409usize),
-        ("cuTensorMapEncodeTiled", crate::loader::Api::Driver, 410usize),
-        ("cuTensorMapReplaceAddress", crate::loader::Api::Driver, 411usize),
-        ("cuTexObjectCreate", crate::loader::Api::Driver, 412usize),
-        ("cuTexObjectDestroy", crate::loader::Api::Driver, 413usize),
-        ("cuTexObjectGetResourceDesc", crate::loader::Api::Driver, 414usize),
-        ("cuTexObjectGetResourceViewDesc", crate::loader::Api::Driver, 415usize),
-        ("cuTexObjectGetTextureDesc", crate::loader::Api::Driver, 416usize),
-        ("cuTexRefCreate", crate::loader::Api::Driver, 417usize),
-        ("cuTexRefDestroy", crate::loader::Api::Driver, 418usize),
-        ("cuTexRefGetAddress", crate::loader::Api::Driver, 420usize),
-        ("cuTexRefGetAddressMode", crate::loader::Api::Driver, 419usize),
-        ("cuTexRefGetAddress_v2", crate::loader::Api::Driver, 420usize),
-        ("cuTexRefGetArray", crate::loader::Api::Driver, 421usize),
-        ("cuTexRefGetBorderColor", crate::loader::Api::Driver, 422usize),
-        ("cuTexRefGetFilterMode", crate::loader::Api::Driver, 423usize),
-        ("cuTexRefGetFlags", crate::loader::Api::Driver, 424usize),
-        ("cuTexRefGetFormat", crate::loader::Api::Driver, 425usize),
-        ("cuTexRefGetMaxAnisotropy", crate::loader::Api::Driver, 426usize),
-        ("cuTexRefGetMipmapFilterMode", crate::loader::Api::Driver, 427usize),
-        ("cuTexRefGetMipmapLevelBias", crate::loader::Api::Driver, 428usize),
-        ("cuTexRefGetMipmapLevelClamp", crate::loader::Api::Driver, 429usize),
-        ("cuTexRefGetMipmappedArray", crate::loader::Api::Driver, 430usize),
-        ("cuTexRefSetAddress", crate::loader::Api::Driver, 433usize),
-        ("cuTexRefSetAddress2D", crate::loader::Api::Driver, 431usize),
-        ("cuTexRefSetAddress2D_v3", crate::loader::Api::Driver, 431usize),
-        ("cuTexRefSetAddressMode", crate::loader::Api::Driver, 432usize),
-        ("cuTexRefSetAddress_v2", crate::loader::Api::Driver, 433usize),
-        ("cuTexRefSetArray", crate::loader::Api::Driver, 434usize),
-        ("cuTexRefSetBorderColor", crate::loader::Api::Driver, 435usize),
-        ("cuTexRefSetFilterMode", crate::loader::Api::Driver, 436usize),
-        ("cuTexRefSetFlags", crate::loader::Api::Driver, 437usize),
-        ("cuTexRefSetFormat", crate::loader::Api::Driver, 438usize),
-        ("cuTexRefSetMaxAnisotropy", crate::loader::Api::Driver, 439usize),
-        ("cuTexRefSetMipmapFilterMode", crate::loader::Api::Driver, 440usize),
-        ("cuTexRefSetMipmapLevelBias", crate::loader::Api::Driver, 441usize),
-        ("cuTexRefSetMipmapLevelClamp", crate::loader::Api::Driver, 442usize),
-        ("cuTexRefSetMipmappedArray", crate::loader::Api::Driver, 443usize),
-        ("cuThreadExchangeStreamCaptureMode", crate::loader::Api::Driver, 444usize),
-        ("cuUserObjectCreate", crate::loader::Api::Driver, 445usize),
-        ("cuUserObjectRelease", crate::loader::Api::Driver, 446usize),
-        ("cuUserObjectRetain", crate::loader::Api::Driver, 447usize),
-        ("cuWaitExternalSemaphoresAsync", crate::loader::Api::Driver, 448usize),
-        ("cuWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 448usize),
+        ("cuStreamWaitEvent", crate::loader::Api::Driver, 401usize),
+        ("cuStreamWaitEvent_ptsz", crate::loader::Api::Driver, 401usize),
+        ("cuStreamWaitValue32", crate::loader::Api::Driver, 402usize),
+        ("cuStreamWaitValue32_v2_ptsz", crate::loader::Api::Driver, 402usize),
+        ("cuStreamWaitValue64", crate::loader::Api::Driver, 403usize),
+        ("cuStreamWaitValue64_v2_ptsz", crate::loader::Api::Driver, 403usize),
+        ("cuStreamWriteValue32", crate::loader::Api::Driver, 404usize),
+        ("cuStreamWriteValue32_v2_ptsz", crate::loader::Api::Driver, 404usize),
+        ("cuStreamWriteValue64", crate::loader::Api::Driver, 405usize),
+        ("cuStreamWriteValue64_v2_ptsz", crate::loader::Api::Driver, 405usize),
+        ("cuSurfObjectCreate", crate::loader::Api::Driver, 406usize),
+        ("cuSurfObjectDestroy", crate::loader::Api::Driver, 407usize),
+        ("cuSurfObjectGetResourceDesc", crate::loader::Api::Driver, 408usize),
+        ("cuSurfRefGetArray", crate::loader::Api::Driver, 409usize),
+        ("cuSurfRefSetArray", crate::loader::Api::Driver, 410usize),
+        ("cuTensorMapEncodeIm2col", crate::loader::Api::Driver, 411usize),
+        ("cuTensorMapEncodeIm2colWide", crate::loader::Api::Driver, 412usize),
+        ("cuTensorMapEncodeTiled", crate::loader::Api::Driver, 413usize),
+        ("cuTensorMapReplaceAddress", crate::loader::Api::Driver, 414usize),
+        ("cuTexObjectCreate", crate::loader::Api::Driver, 415usize),
+        ("cuTexObjectDestroy", crate::loader::Api::Driver, 416usize),
+        ("cuTexObjectGetResourceDesc", crate::loader::Api::Driver, 417usize),
+        ("cuTexObjectGetResourceViewDesc", crate::loader::Api::Driver, 418usize),
+        ("cuTexObjectGetTextureDesc", crate::loader::Api::Driver, 419usize),
+        ("cuTexRefCreate", crate::loader::Api::Driver, 420usize),
+        ("cuTexRefDestroy", crate::loader::Api::Driver, 421usize),
+        ("cuTexRefGetAddress", crate::loader::Api::Driver, 423usize),
+        ("cuTexRefGetAddressMode", crate::loader::Api::Driver, 422usize),
+        ("cuTexRefGetAddress_v2", crate::loader::Api::Driver, 423usize),
+        ("cuTexRefGetArray", crate::loader::Api::Driver, 424usize),
+        ("cuTexRefGetBorderColor", crate::loader::Api::Driver, 425usize),
+        ("cuTexRefGetFilterMode", crate::loader::Api::Driver, 426usize),
+        ("cuTexRefGetFlags", crate::loader::Api::Driver, 427usize),
+        ("cuTexRefGetFormat", crate::loader::Api::Driver, 428usize),
+        ("cuTexRefGetMaxAnisotropy", crate::loader::Api::Driver, 429usize),
+        ("cuTexRefGetMipmapFilterMode", crate::loader::Api::Driver, 430usize),
+        ("cuTexRefGetMipmapLevelBias", crate::loader::Api::Driver, 431usize),
+        ("cuTexRefGetMipmapLevelClamp", crate::loader::Api::Driver, 432usize),
+        ("cuTexRefGetMipmappedArray", crate::loader::Api::Driver, 433usize),
+        ("cuTexRefSetAddress", crate::loader::Api::Driver, 436usize),
+        ("cuTexRefSetAddress2D", crate::loader::Api::Driver, 434usize),
+        ("cuTexRefSetAddress2D_v3", crate::loader::Api::Driver, 434usize),
+        ("cuTexRefSetAddressMode", crate::loader::Api::Driver, 435usize),
+        ("cuTexRefSetAddress_v2", crate::loader::Api::Driver, 436usize),
+        ("cuTexRefSetArray", crate::loader::Api::Driver, 437usize),
+        ("cuTexRefSetBorderColor", crate::loader::Api::Driver, 438usize),
+        ("cuTexRefSetFilterMode", crate::loader::Api::Driver, 439usize),
+        ("cuTexRefSetFlags", crate::loader::Api::Driver, 440usize),
+        ("cuTexRefSetFormat", crate::loader::Api::Driver, 441usize),
+        ("cuTexRefSetMaxAnisotropy", crate::loader::Api::Driver, 442usize),
+        ("cuTexRefSetMipmapFilterMode", crate::loader::Api::Driver, 443usize),
+        ("cuTexRefSetMipmapLevelBias", crate::loader::Api::Driver, 444usize),
+        ("cuTexRefSetMipmapLevelClamp", crate::loader::Api::Driver, 445usize),
+        ("cuTexRefSetMipmappedArray", crate::loader::Api::Driver, 446usize),
+        ("cuThreadExchangeStreamCaptureMode", crate::loader::Api::Driver, 447usize),
+        ("cuUserObjectCreate", crate::loader::Api::Driver, 448usize),
+        ("cuUserObjectRelease", crate::loader::Api::Driver, 449usize),
+        ("cuUserObjectRetain", crate::loader::Api::Driver, 450usize),
+        ("cuWaitExternalSemaphoresAsync", crate::loader::Api::Driver, 451usize),
+        ("cuWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Driver, 451usize),
         ("cudaArrayGetInfo", crate::loader::Api::Runtime, 0usize),
         ("cudaArrayGetMemoryRequirements", crate::loader::Api::Runtime, 1usize),
         ("cudaArrayGetPlane", crate::loader::Api::Runtime, 2usize),
@@ -29573,66 +32517,68 @@ pub mod loader_table {
         ("cudaOccupancyMaxPotentialClusterSize", crate::loader::Api::Runtime, 275usize),
         ("cudaPeekAtLastError", crate::loader::Api::Runtime, 276usize),
         ("cudaPointerGetAttributes", crate::loader::Api::Runtime, 277usize),
-        ("cudaRuntimeGetVersion", crate::loader::Api::Runtime, 278usize),
-        ("cudaSetDevice", crate::loader::Api::Runtime, 279usize),
-        ("cudaSetDeviceFlags", crate::loader::Api::Runtime, 280usize),
-        ("cudaSetValidDevices", crate::loader::Api::Runtime, 281usize),
-        ("cudaSignalExternalSemaphoresAsync", crate::loader::Api::Runtime, 282usize),
+        ("cudaProfilerStart", crate::loader::Api::Runtime, 278usize),
+        ("cudaProfilerStop", crate::loader::Api::Runtime, 279usize),
+        ("cudaRuntimeGetVersion", crate::loader::Api::Runtime, 280usize),
+        ("cudaSetDevice", crate::loader::Api::Runtime, 281usize),
+        ("cudaSetDeviceFlags", crate::loader::Api::Runtime, 282usize),
+        ("cudaSetValidDevices", crate::loader::Api::Runtime, 283usize),
+        ("cudaSignalExternalSemaphoresAsync", crate::loader::Api::Runtime, 284usize),
         (
             "cudaSignalExternalSemaphoresAsync_ptsz",
             crate::loader::Api::Runtime,
-            282usize,
+            284usize,
         ),
-        ("cudaStreamAddCallback", crate::loader::Api::Runtime, 283usize),
-        ("cudaStreamAddCallback_ptsz", crate::loader::Api::Runtime, 283usize),
-        ("cudaStreamAttachMemAsync", crate::loader::Api::Runtime, 284usize),
-        ("cudaStreamAttachMemAsync_ptsz", crate::loader::Api::Runtime, 284usize),
-        ("cudaStreamBeginCapture", crate::loader::Api::Runtime, 286usize),
-        ("cudaStreamBeginCaptureToGraph", crate::loader::Api::Runtime, 285usize),
-        ("cudaStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Runtime, 285usize),
-        ("cudaStreamBeginCapture_ptsz", crate::loader::Api::Runtime, 286usize),
-        ("cudaStreamCopyAttributes", crate::loader::Api::Runtime, 287usize),
-        ("cudaStreamCopyAttributes_ptsz", crate::loader::Api::Runtime, 287usize),
-        ("cudaStreamCreate", crate::loader::Api::Runtime, 288usize),
-        ("cudaStreamCreateWithFlags", crate::loader::Api::Runtime, 289usize),
-        ("cudaStreamCreateWithPriority", crate::loader::Api::Runtime, 290usize),
-        ("cudaStreamDestroy", crate::loader::Api::Runtime, 291usize),
-        ("cudaStreamEndCapture", crate::loader::Api::Runtime, 292usize),
-        ("cudaStreamEndCapture_ptsz", crate::loader::Api::Runtime, 292usize),
-        ("cudaStreamGetAttribute", crate::loader::Api::Runtime, 293usize),
-        ("cudaStreamGetAttribute_ptsz", crate::loader::Api::Runtime, 293usize),
-        ("cudaStreamGetCaptureInfo", crate::loader::Api::Runtime, 294usize),
-        ("cudaStreamGetCaptureInfo_ptsz", crate::loader::Api::Runtime, 294usize),
-        ("cudaStreamGetDevice", crate::loader::Api::Runtime, 295usize),
-        ("cudaStreamGetDevice_ptsz", crate::loader::Api::Runtime, 295usize),
-        ("cudaStreamGetFlags", crate::loader::Api::Runtime, 296usize),
-        ("cudaStreamGetFlags_ptsz", crate::loader::Api::Runtime, 296usize),
-        ("cudaStreamGetId", crate::loader::Api::Runtime, 297usize),
-        ("cudaStreamGetId_ptsz", crate::loader::Api::Runtime, 297usize),
-        ("cudaStreamGetPriority", crate::loader::Api::Runtime, 298usize),
-        ("cudaStreamGetPriority_ptsz", crate::loader::Api::Runtime, 298usize),
-        ("cudaStreamIsCapturing", crate::loader::Api::Runtime, 299usize),
-        ("cudaStreamIsCapturing_ptsz", crate::loader::Api::Runtime, 299usize),
-        ("cudaStreamQuery", crate::loader::Api::Runtime, 300usize),
-        ("cudaStreamQuery_ptsz", crate::loader::Api::Runtime, 300usize),
-        ("cudaStreamSetAttribute", crate::loader::Api::Runtime, 301usize),
-        ("cudaStreamSetAttribute_ptsz", crate::loader::Api::Runtime, 301usize),
-        ("cudaStreamSynchronize", crate::loader::Api::Runtime, 302usize),
-        ("cudaStreamSynchronize_ptsz", crate::loader::Api::Runtime, 302usize),
-        ("cudaStreamUpdateCaptureDependencies", crate::loader::Api::Runtime, 303usize),
+        ("cudaStreamAddCallback", crate::loader::Api::Runtime, 285usize),
+        ("cudaStreamAddCallback_ptsz", crate::loader::Api::Runtime, 285usize),
+        ("cudaStreamAttachMemAsync", crate::loader::Api::Runtime, 286usize),
+        ("cudaStreamAttachMemAsync_ptsz", crate::loader::Api::Runtime, 286usize),
+        ("cudaStreamBeginCapture", crate::loader::Api::Runtime, 288usize),
+        ("cudaStreamBeginCaptureToGraph", crate::loader::Api::Runtime, 287usize),
+        ("cudaStreamBeginCaptureToGraph_ptsz", crate::loader::Api::Runtime, 287usize),
+        ("cudaStreamBeginCapture_ptsz", crate::loader::Api::Runtime, 288usize),
+        ("cudaStreamCopyAttributes", crate::loader::Api::Runtime, 289usize),
+        ("cudaStreamCopyAttributes_ptsz", crate::loader::Api::Runtime, 289usize),
+        ("cudaStreamCreate", crate::loader::Api::Runtime, 290usize),
+        ("cudaStreamCreateWithFlags", crate::loader::Api::Runtime, 291usize),
+        ("cudaStreamCreateWithPriority", crate::loader::Api::Runtime, 292usize),
+        ("cudaStreamDestroy", crate::loader::Api::Runtime, 293usize),
+        ("cudaStreamEndCapture", crate::loader::Api::Runtime, 294usize),
+        ("cudaStreamEndCapture_ptsz", crate::loader::Api::Runtime, 294usize),
+        ("cudaStreamGetAttribute", crate::loader::Api::Runtime, 295usize),
+        ("cudaStreamGetAttribute_ptsz", crate::loader::Api::Runtime, 295usize),
+        ("cudaStreamGetCaptureInfo", crate::loader::Api::Runtime, 296usize),
+        ("cudaStreamGetCaptureInfo_ptsz", crate::loader::Api::Runtime, 296usize),
+        ("cudaStreamGetDevice", crate::loader::Api::Runtime, 297usize),
+        ("cudaStreamGetDevice_ptsz", crate::loader::Api::Runtime, 297usize),
+        ("cudaStreamGetFlags", crate::loader::Api::Runtime, 298usize),
+        ("cudaStreamGetFlags_ptsz", crate::loader::Api::Runtime, 298usize),
+        ("cudaStreamGetId", crate::loader::Api::Runtime, 299usize),
+        ("cudaStreamGetId_ptsz", crate::loader::Api::Runtime, 299usize),
+        ("cudaStreamGetPriority", crate::loader::Api::Runtime, 300usize),
+        ("cudaStreamGetPriority_ptsz", crate::loader::Api::Runtime, 300usize),
+        ("cudaStreamIsCapturing", crate::loader::Api::Runtime, 301usize),
+        ("cudaStreamIsCapturing_ptsz", crate::loader::Api::Runtime, 301usize),
+        ("cudaStreamQuery", crate::loader::Api::Runtime, 302usize),
+        ("cudaStreamQuery_ptsz", crate::loader::Api::Runtime, 302usize),
+        ("cudaStreamSetAttribute", crate::loader::Api::Runtime, 303usize),
+        ("cudaStreamSetAttribute_ptsz", crate::loader::Api::Runtime, 303usize),
+        ("cudaStreamSynchronize", crate::loader::Api::Runtime, 304usize),
+        ("cudaStreamSynchronize_ptsz", crate::loader::Api::Runtime, 304usize),
+        ("cudaStreamUpdateCaptureDependencies", crate::loader::Api::Runtime, 305usize),
         (
             "cudaStreamUpdateCaptureDependencies_ptsz",
             crate::loader::Api::Runtime,
-            303usize,
+            305usize,
         ),
-        ("cudaStreamWaitEvent", crate::loader::Api::Runtime, 304usize),
-        ("cudaStreamWaitEvent_ptsz", crate::loader::Api::Runtime, 304usize),
-        ("cudaThreadExchangeStreamCaptureMode", crate::loader::Api::Runtime, 305usize),
-        ("cudaUserObjectCreate", crate::loader::Api::Runtime, 306usize),
-        ("cudaUserObjectRelease", crate::loader::Api::Runtime, 307usize),
-        ("cudaUserObjectRetain", crate::loader::Api::Runtime, 308usize),
-        ("cudaWaitExternalSemaphoresAsync", crate::loader::Api::Runtime, 309usize),
-        ("cudaWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Runtime, 309usize),
+        ("cudaStreamWaitEvent", crate::loader::Api::Runtime, 306usize),
+        ("cudaStreamWaitEvent_ptsz", crate::loader::Api::Runtime, 306usize),
+        ("cudaThreadExchangeStreamCaptureMode", crate::loader::Api::Runtime, 307usize),
+        ("cudaUserObjectCreate", crate::loader::Api::Runtime, 308usize),
+        ("cudaUserObjectRelease", crate::loader::Api::Runtime, 309usize),
+        ("cudaUserObjectRetain", crate::loader::Api::Runtime, 310usize),
+        ("cudaWaitExternalSemaphoresAsync", crate::loader::Api::Runtime, 311usize),
+        ("cudaWaitExternalSemaphoresAsync_ptsz", crate::loader::Api::Runtime, 311usize),
     ];
 }
 #[cfg(cuda_mem_sys_load_driver)]
@@ -31123,70 +34069,70 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 380
+    driver 383
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamCreate(phStream : * mut CUstream, Flags : ::core::ffi::c_uint) -> CUresult =>
     cuStreamCreate
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 381
+    driver 384
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamCreateWithPriority(phStream : * mut CUstream, flags : ::core::ffi::c_uint,
     priority : ::core::ffi::c_int) -> CUresult => cuStreamCreateWithPriority
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 392
+    driver 395
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetPriority_ptsz(hStream : CUstream, priority : * mut ::core::ffi::c_int) ->
     CUresult => cuStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 388
+    driver 391
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetDevice_ptsz(hStream : CUstream, device : * mut CUdevice) -> CUresult =>
     cuStreamGetDevice_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 389
+    driver 392
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetFlags_ptsz(hStream : CUstream, flags : * mut ::core::ffi::c_uint) ->
     CUresult => cuStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 391
+    driver 394
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetId_ptsz(hStream : CUstream, streamId : * mut ::core::ffi::c_ulonglong) ->
     CUresult => cuStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 386
+    driver 389
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx_ptsz(hStream : CUstream, pctx : * mut CUcontext) -> CUresult =>
     cuStreamGetCtx_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 387
+    driver 390
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx_v2_ptsz(hStream : CUstream, pCtx : * mut CUcontext, pGreenCtx : * mut
     CUgreenCtx) -> CUresult => cuStreamGetCtx_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 398
+    driver 401
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamWaitEvent_ptsz(hStream : CUstream, hEvent : CUevent, Flags :
     ::core::ffi::c_uint) -> CUresult => cuStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 374
+    driver 377
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAddCallback_ptsz(hStream : CUstream, callback : CUstreamCallback, userData :
     * mut ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> CUresult =>
@@ -31194,14 +34140,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 378
+    driver 381
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCapture_v2_ptsz(hStream : CUstream, mode : CUstreamCaptureMode) ->
     CUresult => cuStreamBeginCapture_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 377
+    driver 380
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCaptureToGraph_ptsz(hStream : CUstream, hGraph : CUgraph, dependencies :
     * const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies :
@@ -31209,28 +34155,28 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 444
+    driver 447
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuThreadExchangeStreamCaptureMode(mode : * mut CUstreamCaptureMode) -> CUresult =>
     cuThreadExchangeStreamCaptureMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 383
+    driver 386
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamEndCapture_ptsz(hStream : CUstream, phGraph : * mut CUgraph) -> CUresult =>
     cuStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 393
+    driver 396
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamIsCapturing_ptsz(hStream : CUstream, captureStatus : * mut
     CUstreamCaptureStatus) -> CUresult => cuStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 385
+    driver 388
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCaptureInfo_v3_ptsz(hStream : CUstream, captureStatus_out : * mut
     CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut CUgraph,
@@ -31240,7 +34186,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 397
+    driver 400
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamUpdateCaptureDependencies_v2_ptsz(hStream : CUstream, dependencies : * mut
     CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
@@ -31248,46 +34194,46 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 375
+    driver 378
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAttachMemAsync_ptsz(hStream : CUstream, dptr : CUdeviceptr, length : usize,
     flags : ::core::ffi::c_uint) -> CUresult => cuStreamAttachMemAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 394
+    driver 397
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamQuery_ptsz(hStream : CUstream) -> CUresult => cuStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 396
+    driver 399
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSynchronize_ptsz(hStream : CUstream) -> CUresult => cuStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 382
+    driver 385
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamDestroy_v2(hStream : CUstream) -> CUresult => cuStreamDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 379
+    driver 382
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamCopyAttributes_ptsz(dst : CUstream, src : CUstream) -> CUresult =>
     cuStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 384
+    driver 387
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID, value_out : *
     mut CUstreamAttrValue) -> CUresult => cuStreamGetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 395
+    driver 398
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID, value : * const
     CUstreamAttrValue) -> CUresult => cuStreamSetAttribute_ptsz
@@ -31377,7 +34323,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 373
+    driver 376
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuSignalExternalSemaphoresAsync_ptsz(extSemArray : * const CUexternalSemaphore,
     paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems :
@@ -31386,7 +34332,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 448
+    driver 451
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuWaitExternalSemaphoresAsync_ptsz(extSemArray : * const CUexternalSemaphore,
     paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems :
@@ -31402,35 +34348,35 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 399
+    driver 402
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr, value :
     cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 400
+    driver 403
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr, value :
     cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 401
+    driver 404
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr, value :
     cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 402
+    driver 405
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr, value :
     cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 376
+    driver 379
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamBatchMemOp_v2_ptsz(stream : CUstream, count : ::core::ffi::c_uint, paramArray
     : * mut CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
@@ -32152,7 +35098,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 445
+    driver 448
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuUserObjectCreate(object_out : * mut CUuserObject, ptr : * mut ::core::ffi::c_void,
     destroy : CUhostFn, initialRefcount : ::core::ffi::c_uint, flags :
@@ -32160,14 +35106,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 447
+    driver 450
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuUserObjectRetain(object : CUuserObject, count : ::core::ffi::c_uint) -> CUresult =>
     cuUserObjectRetain
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 446
+    driver 449
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) (CUDA Driver API)."
     cuUserObjectRelease(object : CUuserObject, count : ::core::ffi::c_uint) -> CUresult
     => cuUserObjectRelease
@@ -32278,208 +35224,208 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 434
+    driver 437
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetArray(hTexRef : CUtexref, hArray : CUarray, Flags : ::core::ffi::c_uint)
     -> CUresult => cuTexRefSetArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 443
+    driver 446
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetMipmappedArray(hTexRef : CUtexref, hMipmappedArray : CUmipmappedArray,
     Flags : ::core::ffi::c_uint) -> CUresult => cuTexRefSetMipmappedArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 433
+    driver 436
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress_v2(ByteOffset : * mut usize, hTexRef : CUtexref, dptr :
     CUdeviceptr, bytes : usize) -> CUresult => cuTexRefSetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 431
+    driver 434
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress2D_v3(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR,
     dptr : CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 438
+    driver 441
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetFormat(hTexRef : CUtexref, fmt : CUarray_format, NumPackedComponents :
     ::core::ffi::c_int) -> CUresult => cuTexRefSetFormat
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 432
+    driver 435
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddressMode(hTexRef : CUtexref, dim : ::core::ffi::c_int, am :
     CUaddress_mode) -> CUresult => cuTexRefSetAddressMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 436
+    driver 439
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) -> CUresult =>
     cuTexRefSetFilterMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 440
+    driver 443
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetMipmapFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) -> CUresult =>
     cuTexRefSetMipmapFilterMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 441
+    driver 444
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetMipmapLevelBias(hTexRef : CUtexref, bias : f32) -> CUresult =>
     cuTexRefSetMipmapLevelBias
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 442
+    driver 445
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetMipmapLevelClamp(hTexRef : CUtexref, minMipmapLevelClamp : f32,
     maxMipmapLevelClamp : f32) -> CUresult => cuTexRefSetMipmapLevelClamp
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 439
+    driver 442
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetMaxAnisotropy(hTexRef : CUtexref, maxAniso : ::core::ffi::c_uint) ->
     CUresult => cuTexRefSetMaxAnisotropy
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 435
+    driver 438
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetBorderColor(hTexRef : CUtexref, pBorderColor : * mut f32) -> CUresult =>
     cuTexRefSetBorderColor
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 437
+    driver 440
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetFlags(hTexRef : CUtexref, Flags : ::core::ffi::c_uint) -> CUresult =>
     cuTexRefSetFlags
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 420
+    driver 423
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetAddress_v2(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 421
+    driver 424
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetArray(phArray : * mut CUarray, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 430
+    driver 433
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetMipmappedArray(phMipmappedArray : * mut CUmipmappedArray, hTexRef :
     CUtexref) -> CUresult => cuTexRefGetMipmappedArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 419
+    driver 422
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetAddressMode(pam : * mut CUaddress_mode, hTexRef : CUtexref, dim :
     ::core::ffi::c_int) -> CUresult => cuTexRefGetAddressMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 423
+    driver 426
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetFilterMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 425
+    driver 428
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetFormat(pFormat : * mut CUarray_format, pNumChannels : * mut
     ::core::ffi::c_int, hTexRef : CUtexref) -> CUresult => cuTexRefGetFormat
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 427
+    driver 430
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetMipmapFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref) ->
     CUresult => cuTexRefGetMipmapFilterMode
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 428
+    driver 431
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetMipmapLevelBias(pbias : * mut f32, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetMipmapLevelBias
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 429
+    driver 432
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp : * mut f32, pmaxMipmapLevelClamp :
     * mut f32, hTexRef : CUtexref) -> CUresult => cuTexRefGetMipmapLevelClamp
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 426
+    driver 429
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetMaxAnisotropy(pmaxAniso : * mut ::core::ffi::c_int, hTexRef : CUtexref) ->
     CUresult => cuTexRefGetMaxAnisotropy
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 422
+    driver 425
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetBorderColor(pBorderColor : * mut f32, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetBorderColor
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 424
+    driver 427
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetFlags(pFlags : * mut ::core::ffi::c_uint, hTexRef : CUtexref) -> CUresult
     => cuTexRefGetFlags
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 417
+    driver 420
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefCreate(pTexRef : * mut CUtexref) -> CUresult => cuTexRefCreate
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 418
+    driver 421
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefDestroy(hTexRef : CUtexref) -> CUresult => cuTexRefDestroy
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 407
+    driver 410
     "NVIDIA's reference: [Surface Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__SURFREF__DEPRECATED.html) (CUDA Driver API)."
     cuSurfRefSetArray(hSurfRef : CUsurfref, hArray : CUarray, Flags :
     ::core::ffi::c_uint) -> CUresult => cuSurfRefSetArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 406
+    driver 409
     "NVIDIA's reference: [Surface Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__SURFREF__DEPRECATED.html) (CUDA Driver API)."
     cuSurfRefGetArray(phArray : * mut CUarray, hSurfRef : CUsurfref) -> CUresult =>
     cuSurfRefGetArray
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 412
+    driver 415
     "NVIDIA's reference: [Texture Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXOBJECT.html) (CUDA Driver API)."
     cuTexObjectCreate(pTexObject : * mut CUtexObject, pResDesc : * const
     CUDA_RESOURCE_DESC, pTexDesc : * const CUDA_TEXTURE_DESC, pResViewDesc : * const
@@ -32487,54 +35433,54 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 413
+    driver 416
     "NVIDIA's reference: [Texture Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXOBJECT.html) (CUDA Driver API)."
     cuTexObjectDestroy(texObject : CUtexObject) -> CUresult => cuTexObjectDestroy
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 414
+    driver 417
     "NVIDIA's reference: [Texture Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXOBJECT.html) (CUDA Driver API)."
     cuTexObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC, texObject :
     CUtexObject) -> CUresult => cuTexObjectGetResourceDesc
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 416
+    driver 419
     "NVIDIA's reference: [Texture Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXOBJECT.html) (CUDA Driver API)."
     cuTexObjectGetTextureDesc(pTexDesc : * mut CUDA_TEXTURE_DESC, texObject :
     CUtexObject) -> CUresult => cuTexObjectGetTextureDesc
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 415
+    driver 418
     "NVIDIA's reference: [Texture Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXOBJECT.html) (CUDA Driver API)."
     cuTexObjectGetResourceViewDesc(pResViewDesc : * mut CUDA_RESOURCE_VIEW_DESC,
     texObject : CUtexObject) -> CUresult => cuTexObjectGetResourceViewDesc
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 403
+    driver 406
     "NVIDIA's reference: [Surface Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__SURFOBJECT.html) (CUDA Driver API)."
     cuSurfObjectCreate(pSurfObject : * mut CUsurfObject, pResDesc : * const
     CUDA_RESOURCE_DESC) -> CUresult => cuSurfObjectCreate
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 404
+    driver 407
     "NVIDIA's reference: [Surface Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__SURFOBJECT.html) (CUDA Driver API)."
     cuSurfObjectDestroy(surfObject : CUsurfObject) -> CUresult => cuSurfObjectDestroy
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 405
+    driver 408
     "NVIDIA's reference: [Surface Object Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__SURFOBJECT.html) (CUDA Driver API)."
     cuSurfObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC, surfObject :
     CUsurfObject) -> CUresult => cuSurfObjectGetResourceDesc
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 410
+    driver 413
     "NVIDIA's reference: [Tensor Map Object Managment](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html) (CUDA Driver API)."
     cuTensorMapEncodeTiled(tensorMap : * mut CUtensorMap, tensorDataType :
     CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
@@ -32546,7 +35492,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 408
+    driver 411
     "NVIDIA's reference: [Tensor Map Object Managment](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html) (CUDA Driver API)."
     cuTensorMapEncodeIm2col(tensorMap : * mut CUtensorMap, tensorDataType :
     CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
@@ -32559,7 +35505,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 409
+    driver 412
     "NVIDIA's reference: [Tensor Map Object Managment](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html) (CUDA Driver API)."
     cuTensorMapEncodeIm2colWide(tensorMap : * mut CUtensorMap, tensorDataType :
     CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
@@ -32573,7 +35519,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 411
+    driver 414
     "NVIDIA's reference: [Tensor Map Object Managment](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html) (CUDA Driver API)."
     cuTensorMapReplaceAddress(tensorMap : * mut CUtensorMap, globalAddress : * mut
     ::core::ffi::c_void) -> CUresult => cuTensorMapReplaceAddress
@@ -32775,7 +35721,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 390
+    driver 393
     "NVIDIA's reference: [Green Contexts](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GREEN__CONTEXTS.html) (CUDA Driver API)."
     cuStreamGetGreenCtx(hStream : CUstream, phCtx : * mut CUgreenCtx) -> CUresult =>
     cuStreamGetGreenCtx
@@ -33134,7 +36080,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 279
+    runtime 281
     "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html) (CUDA Runtime API)."
     cudaSetDevice(device : ::core::ffi::c_int) -> cudaError_t => cudaSetDevice
 );
@@ -33146,14 +36092,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 281
+    runtime 283
     "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html) (CUDA Runtime API)."
     cudaSetValidDevices(device_arr : * mut ::core::ffi::c_int, len : ::core::ffi::c_int)
     -> cudaError_t => cudaSetValidDevices
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 280
+    runtime 282
     "NVIDIA's reference: [Device Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DEVICE.html) (CUDA Runtime API)."
     cudaSetDeviceFlags(flags : ::core::ffi::c_uint) -> cudaError_t => cudaSetDeviceFlags
 );
@@ -33166,20 +36112,20 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 288
+    runtime 290
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCreate(pStream : * mut cudaStream_t) -> cudaError_t => cudaStreamCreate
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 289
+    runtime 291
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCreateWithFlags(pStream : * mut cudaStream_t, flags : ::core::ffi::c_uint)
     -> cudaError_t => cudaStreamCreateWithFlags
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 290
+    runtime 292
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCreateWithPriority(pStream : * mut cudaStream_t, flags :
     ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> cudaError_t =>
@@ -33187,28 +36133,28 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 298
+    runtime 300
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetPriority_ptsz(hStream : cudaStream_t, priority : * mut
     ::core::ffi::c_int) -> cudaError_t => cudaStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 296
+    runtime 298
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetFlags_ptsz(hStream : cudaStream_t, flags : * mut ::core::ffi::c_uint) ->
     cudaError_t => cudaStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 297
+    runtime 299
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetId_ptsz(hStream : cudaStream_t, streamId : * mut
     ::core::ffi::c_ulonglong) -> cudaError_t => cudaStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 295
+    runtime 297
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetDevice_ptsz(hStream : cudaStream_t, device : * mut ::core::ffi::c_int)
     -> cudaError_t => cudaStreamGetDevice_ptsz
@@ -33221,14 +36167,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 287
+    runtime 289
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCopyAttributes_ptsz(dst : cudaStream_t, src : cudaStream_t) -> cudaError_t
     => cudaStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 293
+    runtime 295
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetAttribute_ptsz(hStream : cudaStream_t, attr : cudaLaunchAttributeID,
     value_out : * mut cudaLaunchAttributeValue) -> cudaError_t =>
@@ -33236,7 +36182,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 301
+    runtime 303
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSetAttribute_ptsz(hStream : cudaStream_t, attr : cudaLaunchAttributeID,
     value : * const cudaLaunchAttributeValue) -> cudaError_t =>
@@ -33244,20 +36190,20 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 291
+    runtime 293
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamDestroy(stream : cudaStream_t) -> cudaError_t => cudaStreamDestroy
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 304
+    runtime 306
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamWaitEvent_ptsz(stream : cudaStream_t, event : cudaEvent_t, flags :
     ::core::ffi::c_uint) -> cudaError_t => cudaStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 283
+    runtime 285
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAddCallback_ptsz(stream : cudaStream_t, callback : cudaStreamCallback_t,
     userData : * mut ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> cudaError_t =>
@@ -33265,20 +36211,20 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 302
+    runtime 304
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSynchronize_ptsz(stream : cudaStream_t) -> cudaError_t =>
     cudaStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 300
+    runtime 302
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamQuery_ptsz(stream : cudaStream_t) -> cudaError_t => cudaStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 284
+    runtime 286
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAttachMemAsync_ptsz(stream : cudaStream_t, devPtr : * mut
     ::core::ffi::c_void, length : usize, flags : ::core::ffi::c_uint) -> cudaError_t =>
@@ -33286,14 +36232,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 286
+    runtime 288
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCapture_ptsz(stream : cudaStream_t, mode : cudaStreamCaptureMode) ->
     cudaError_t => cudaStreamBeginCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 285
+    runtime 287
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCaptureToGraph_ptsz(stream : cudaStream_t, graph : cudaGraph_t,
     dependencies : * const cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
@@ -33302,28 +36248,28 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 305
+    runtime 307
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaThreadExchangeStreamCaptureMode(mode : * mut cudaStreamCaptureMode) ->
     cudaError_t => cudaThreadExchangeStreamCaptureMode
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 292
+    runtime 294
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamEndCapture_ptsz(stream : cudaStream_t, pGraph : * mut cudaGraph_t) ->
     cudaError_t => cudaStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 299
+    runtime 301
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamIsCapturing_ptsz(stream : cudaStream_t, pCaptureStatus : * mut
     cudaStreamCaptureStatus) -> cudaError_t => cudaStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 294
+    runtime 296
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetCaptureInfo_ptsz(stream : cudaStream_t, captureStatus_out : * mut
     cudaStreamCaptureStatus, id_out : * mut ::core::ffi::c_ulonglong, graph_out : * mut
@@ -33333,7 +36279,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 303
+    runtime 305
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamUpdateCaptureDependencies_ptsz(stream : cudaStream_t, dependencies : * mut
     cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData, numDependencies : usize,
@@ -33432,7 +36378,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 282
+    runtime 284
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaSignalExternalSemaphoresAsync_ptsz(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreSignalParams, numExtSems :
@@ -33441,7 +36387,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 309
+    runtime 311
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaWaitExternalSemaphoresAsync_ptsz(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreWaitParams, numExtSems :
@@ -34360,7 +37306,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 278
+    runtime 280
     "NVIDIA's reference: [Version Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART____VERSION.html) (CUDA Runtime API)."
     cudaRuntimeGetVersion(runtimeVersion : * mut ::core::ffi::c_int) -> cudaError_t =>
     cudaRuntimeGetVersion
@@ -35013,7 +37959,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 306
+    runtime 308
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaUserObjectCreate(object_out : * mut cudaUserObject_t, ptr : * mut
     ::core::ffi::c_void, destroy : cudaHostFn_t, initialRefcount : ::core::ffi::c_uint,
@@ -35021,14 +37967,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 308
+    runtime 310
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaUserObjectRetain(object : cudaUserObject_t, count : ::core::ffi::c_uint) ->
     cudaError_t => cudaUserObjectRetain
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 307
+    runtime 309
     "NVIDIA's reference: [Graph Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__GRAPH.html) (CUDA Runtime API)."
     cudaUserObjectRelease(object : cudaUserObject_t, count : ::core::ffi::c_uint) ->
     cudaError_t => cudaUserObjectRelease
@@ -35196,6 +38142,37 @@ crate::loader::call!(
     "NVIDIA's reference: [Interactions with the CUDA Driver API](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER.html) (CUDA Runtime API)."
     cudaGetKernel(kernelPtr : * mut cudaKernel_t, entryFuncAddr : * const
     ::core::ffi::c_void) -> cudaError_t => cudaGetKernel
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 373
+    "NVIDIA's reference: [Profiler Control \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER__DEPRECATED.html) (CUDA Driver API)."
+    cuProfilerInitialize(configFile : * const ::core::ffi::c_char, outputFile : * const
+    ::core::ffi::c_char, outputMode : CUoutput_mode) -> CUresult => cuProfilerInitialize
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 374
+    "NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER.html) (CUDA Driver API)."
+    cuProfilerStart() -> CUresult => cuProfilerStart
+);
+#[cfg(cuda_mem_sys_load_driver)]
+crate::loader::call!(
+    driver 375
+    "NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PROFILER.html) (CUDA Driver API)."
+    cuProfilerStop() -> CUresult => cuProfilerStop
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 278
+    "NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html) (CUDA Runtime API)."
+    cudaProfilerStart() -> cudaError_t => cudaProfilerStart
+);
+#[cfg(cuda_mem_sys_load_runtime)]
+crate::loader::call!(
+    runtime 279
+    "NVIDIA's reference: [Profiler Control](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html) (CUDA Runtime API)."
+    cudaProfilerStop() -> cudaError_t => cudaProfilerStop
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
@@ -35931,7 +38908,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 373
+    driver 376
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuSignalExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore,
     paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, numExtSems :
@@ -35940,7 +38917,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 374
+    driver 377
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAddCallback(hStream : CUstream, callback : CUstreamCallback, userData : * mut
     ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> CUresult =>
@@ -35948,14 +38925,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 375
+    driver 378
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamAttachMemAsync(hStream : CUstream, dptr : CUdeviceptr, length : usize, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamAttachMemAsync_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 376
+    driver 379
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamBatchMemOp(stream : CUstream, count : ::core::ffi::c_uint, paramArray : * mut
     CUstreamBatchMemOpParams, flags : ::core::ffi::c_uint) -> CUresult =>
@@ -35963,14 +38940,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 378
+    driver 381
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCapture(hStream : CUstream, mode : CUstreamCaptureMode) -> CUresult =>
     cuStreamBeginCapture_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 377
+    driver 380
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamBeginCaptureToGraph(hStream : CUstream, hGraph : CUgraph, dependencies : *
     const CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize,
@@ -35978,34 +38955,34 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 379
+    driver 382
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamCopyAttributes(dst : CUstream, src : CUstream) -> CUresult =>
     cuStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 382
+    driver 385
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamDestroy(hStream : CUstream) -> CUresult => cuStreamDestroy_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 383
+    driver 386
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamEndCapture(hStream : CUstream, phGraph : * mut CUgraph) -> CUresult =>
     cuStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 384
+    driver 387
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetAttribute(hStream : CUstream, attr : CUstreamAttrID, value_out : * mut
     CUstreamAttrValue) -> CUresult => cuStreamGetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 385
+    driver 388
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCaptureInfo(hStream : CUstream, captureStatus_out : * mut
     CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut CUgraph,
@@ -36015,75 +38992,75 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 386
+    driver 389
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx(hStream : CUstream, pctx : * mut CUcontext) -> CUresult =>
     cuStreamGetCtx_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 387
+    driver 390
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetCtx_v2(hStream : CUstream, pCtx : * mut CUcontext, pGreenCtx : * mut
     CUgreenCtx) -> CUresult => cuStreamGetCtx_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 388
+    driver 391
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetDevice(hStream : CUstream, device : * mut CUdevice) -> CUresult =>
     cuStreamGetDevice_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 389
+    driver 392
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetFlags(hStream : CUstream, flags : * mut ::core::ffi::c_uint) -> CUresult
     => cuStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 391
+    driver 394
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetId(hStream : CUstream, streamId : * mut ::core::ffi::c_ulonglong) ->
     CUresult => cuStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 392
+    driver 395
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamGetPriority(hStream : CUstream, priority : * mut ::core::ffi::c_int) ->
     CUresult => cuStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 393
+    driver 396
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamIsCapturing(hStream : CUstream, captureStatus : * mut CUstreamCaptureStatus)
     -> CUresult => cuStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 394
+    driver 397
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamQuery(hStream : CUstream) -> CUresult => cuStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 395
+    driver 398
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSetAttribute(hStream : CUstream, attr : CUstreamAttrID, value : * const
     CUstreamAttrValue) -> CUresult => cuStreamSetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 396
+    driver 399
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamSynchronize(hStream : CUstream) -> CUresult => cuStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 397
+    driver 400
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamUpdateCaptureDependencies(hStream : CUstream, dependencies : * mut
     CUgraphNode, dependencyData : * const CUgraphEdgeData, numDependencies : usize, flags
@@ -36091,63 +39068,63 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 398
+    driver 401
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) (CUDA Driver API)."
     cuStreamWaitEvent(hStream : CUstream, hEvent : CUevent, Flags : ::core::ffi::c_uint)
     -> CUresult => cuStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 399
+    driver 402
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 400
+    driver 403
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWaitValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWaitValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 401
+    driver 404
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue32(stream : CUstream, addr : CUdeviceptr, value : cuuint32_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue32_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 402
+    driver 405
     "NVIDIA's reference: [Stream Memory Operations](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEMOP.html) (CUDA Driver API)."
     cuStreamWriteValue64(stream : CUstream, addr : CUdeviceptr, value : cuuint64_t, flags
     : ::core::ffi::c_uint) -> CUresult => cuStreamWriteValue64_v2_ptsz
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 420
+    driver 423
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefGetAddress(pdptr : * mut CUdeviceptr, hTexRef : CUtexref) -> CUresult =>
     cuTexRefGetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 433
+    driver 436
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress(ByteOffset : * mut usize, hTexRef : CUtexref, dptr : CUdeviceptr,
     bytes : usize) -> CUresult => cuTexRefSetAddress_v2
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 431
+    driver 434
     "NVIDIA's reference: [Texture Reference Management \\[DEPRECATED\\]](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TEXREF__DEPRECATED.html) (CUDA Driver API)."
     cuTexRefSetAddress2D(hTexRef : CUtexref, desc : * const CUDA_ARRAY_DESCRIPTOR, dptr :
     CUdeviceptr, Pitch : usize) -> CUresult => cuTexRefSetAddress2D_v3
 );
 #[cfg(cuda_mem_sys_load_driver)]
 crate::loader::call!(
-    driver 448
+    driver 451
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXTRES__INTEROP.html) (CUDA Driver API)."
     cuWaitExternalSemaphoresAsync(extSemArray : * const CUexternalSemaphore, paramsArray
     : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, numExtSems : ::core::ffi::c_uint,
@@ -36529,7 +39506,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 282
+    runtime 284
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaSignalExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreSignalParams, numExtSems :
@@ -36538,7 +39515,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 283
+    runtime 285
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAddCallback(stream : cudaStream_t, callback : cudaStreamCallback_t,
     userData : * mut ::core::ffi::c_void, flags : ::core::ffi::c_uint) -> cudaError_t =>
@@ -36546,7 +39523,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 284
+    runtime 286
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamAttachMemAsync(stream : cudaStream_t, devPtr : * mut ::core::ffi::c_void,
     length : usize, flags : ::core::ffi::c_uint) -> cudaError_t =>
@@ -36554,14 +39531,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 286
+    runtime 288
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCapture(stream : cudaStream_t, mode : cudaStreamCaptureMode) ->
     cudaError_t => cudaStreamBeginCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 285
+    runtime 287
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamBeginCaptureToGraph(stream : cudaStream_t, graph : cudaGraph_t,
     dependencies : * const cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
@@ -36570,21 +39547,21 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 287
+    runtime 289
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamCopyAttributes(dst : cudaStream_t, src : cudaStream_t) -> cudaError_t =>
     cudaStreamCopyAttributes_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 292
+    runtime 294
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamEndCapture(stream : cudaStream_t, pGraph : * mut cudaGraph_t) ->
     cudaError_t => cudaStreamEndCapture_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 293
+    runtime 295
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetAttribute(hStream : cudaStream_t, attr : cudaLaunchAttributeID,
     value_out : * mut cudaLaunchAttributeValue) -> cudaError_t =>
@@ -36592,7 +39569,7 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 294
+    runtime 296
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetCaptureInfo(stream : cudaStream_t, captureStatus_out : * mut
     cudaStreamCaptureStatus, id_out : * mut ::core::ffi::c_ulonglong, graph_out : * mut
@@ -36602,62 +39579,62 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 295
+    runtime 297
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetDevice(hStream : cudaStream_t, device : * mut ::core::ffi::c_int) ->
     cudaError_t => cudaStreamGetDevice_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 296
+    runtime 298
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetFlags(hStream : cudaStream_t, flags : * mut ::core::ffi::c_uint) ->
     cudaError_t => cudaStreamGetFlags_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 297
+    runtime 299
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetId(hStream : cudaStream_t, streamId : * mut ::core::ffi::c_ulonglong) ->
     cudaError_t => cudaStreamGetId_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 298
+    runtime 300
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamGetPriority(hStream : cudaStream_t, priority : * mut ::core::ffi::c_int) ->
     cudaError_t => cudaStreamGetPriority_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 299
+    runtime 301
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamIsCapturing(stream : cudaStream_t, pCaptureStatus : * mut
     cudaStreamCaptureStatus) -> cudaError_t => cudaStreamIsCapturing_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 300
+    runtime 302
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamQuery(stream : cudaStream_t) -> cudaError_t => cudaStreamQuery_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 301
+    runtime 303
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSetAttribute(hStream : cudaStream_t, attr : cudaLaunchAttributeID, value :
     * const cudaLaunchAttributeValue) -> cudaError_t => cudaStreamSetAttribute_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 302
+    runtime 304
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamSynchronize(stream : cudaStream_t) -> cudaError_t =>
     cudaStreamSynchronize_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 303
+    runtime 305
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamUpdateCaptureDependencies(stream : cudaStream_t, dependencies : * mut
     cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData, numDependencies : usize,
@@ -36666,14 +39643,14 @@ crate::loader::call!(
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 304
+    runtime 306
     "NVIDIA's reference: [Stream Management](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html) (CUDA Runtime API)."
     cudaStreamWaitEvent(stream : cudaStream_t, event : cudaEvent_t, flags :
     ::core::ffi::c_uint) -> cudaError_t => cudaStreamWaitEvent_ptsz
 );
 #[cfg(cuda_mem_sys_load_runtime)]
 crate::loader::call!(
-    runtime 309
+    runtime 311
     "NVIDIA's reference: [External Resource Interoperability](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__EXTRES__INTEROP.html) (CUDA Runtime API)."
     cudaWaitExternalSemaphoresAsync(extSemArray : * const cudaExternalSemaphore_t,
     paramsArray : * const cudaExternalSemaphoreWaitParams, numExtSems :
@@ -38182,150 +41159,156 @@ mod loaded_driver {
         CUpointer_attribute, ptr : CUdeviceptr) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 373 cuSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
+        driver 373 cuProfilerInitialize(configFile : * const ::core::ffi::c_char,
+        outputFile : * const ::core::ffi::c_char, outputMode : CUoutput_mode) -> CUresult
+    );
+    crate::loader::trampoline!(driver 374 cuProfilerStart() -> CUresult);
+    crate::loader::trampoline!(driver 375 cuProfilerStop() -> CUresult);
+    crate::loader::trampoline!(
+        driver 376 cuSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
         CUexternalSemaphore, paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
         numExtSems : ::core::ffi::c_uint, stream : CUstream) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 374 cuStreamAddCallback_ptsz(hStream : CUstream, callback :
+        driver 377 cuStreamAddCallback_ptsz(hStream : CUstream, callback :
         CUstreamCallback, userData : * mut ::core::ffi::c_void, flags :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 375 cuStreamAttachMemAsync_ptsz(hStream : CUstream, dptr : CUdeviceptr,
+        driver 378 cuStreamAttachMemAsync_ptsz(hStream : CUstream, dptr : CUdeviceptr,
         length : usize, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 376 cuStreamBatchMemOp_v2_ptsz(stream : CUstream, count :
+        driver 379 cuStreamBatchMemOp_v2_ptsz(stream : CUstream, count :
         ::core::ffi::c_uint, paramArray : * mut CUstreamBatchMemOpParams, flags :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 377 cuStreamBeginCaptureToGraph_ptsz(hStream : CUstream, hGraph : CUgraph,
+        driver 380 cuStreamBeginCaptureToGraph_ptsz(hStream : CUstream, hGraph : CUgraph,
         dependencies : * const CUgraphNode, dependencyData : * const CUgraphEdgeData,
         numDependencies : usize, mode : CUstreamCaptureMode) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 378 cuStreamBeginCapture_v2_ptsz(hStream : CUstream, mode :
+        driver 381 cuStreamBeginCapture_v2_ptsz(hStream : CUstream, mode :
         CUstreamCaptureMode) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 379 cuStreamCopyAttributes_ptsz(dst : CUstream, src : CUstream) ->
+        driver 382 cuStreamCopyAttributes_ptsz(dst : CUstream, src : CUstream) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 380 cuStreamCreate(phStream : * mut CUstream, Flags : ::core::ffi::c_uint)
+        driver 383 cuStreamCreate(phStream : * mut CUstream, Flags : ::core::ffi::c_uint)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 381 cuStreamCreateWithPriority(phStream : * mut CUstream, flags :
+        driver 384 cuStreamCreateWithPriority(phStream : * mut CUstream, flags :
         ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 382 cuStreamDestroy_v2(hStream : CUstream) -> CUresult
+        driver 385 cuStreamDestroy_v2(hStream : CUstream) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 383 cuStreamEndCapture_ptsz(hStream : CUstream, phGraph : * mut CUgraph)
+        driver 386 cuStreamEndCapture_ptsz(hStream : CUstream, phGraph : * mut CUgraph)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 384 cuStreamGetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
+        driver 387 cuStreamGetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
         value_out : * mut CUstreamAttrValue) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 385 cuStreamGetCaptureInfo_v3_ptsz(hStream : CUstream, captureStatus_out :
+        driver 388 cuStreamGetCaptureInfo_v3_ptsz(hStream : CUstream, captureStatus_out :
         * mut CUstreamCaptureStatus, id_out : * mut cuuint64_t, graph_out : * mut
         CUgraph, dependencies_out : * mut * const CUgraphNode, edgeData_out : * mut *
         const CUgraphEdgeData, numDependencies_out : * mut usize) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 386 cuStreamGetCtx_ptsz(hStream : CUstream, pctx : * mut CUcontext) ->
+        driver 389 cuStreamGetCtx_ptsz(hStream : CUstream, pctx : * mut CUcontext) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 387 cuStreamGetCtx_v2_ptsz(hStream : CUstream, pCtx : * mut CUcontext,
+        driver 390 cuStreamGetCtx_v2_ptsz(hStream : CUstream, pCtx : * mut CUcontext,
         pGreenCtx : * mut CUgreenCtx) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 388 cuStreamGetDevice_ptsz(hStream : CUstream, device : * mut CUdevice) ->
+        driver 391 cuStreamGetDevice_ptsz(hStream : CUstream, device : * mut CUdevice) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 389 cuStreamGetFlags_ptsz(hStream : CUstream, flags : * mut
+        driver 392 cuStreamGetFlags_ptsz(hStream : CUstream, flags : * mut
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 390 cuStreamGetGreenCtx(hStream : CUstream, phCtx : * mut CUgreenCtx) ->
+        driver 393 cuStreamGetGreenCtx(hStream : CUstream, phCtx : * mut CUgreenCtx) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 391 cuStreamGetId_ptsz(hStream : CUstream, streamId : * mut
+        driver 394 cuStreamGetId_ptsz(hStream : CUstream, streamId : * mut
         ::core::ffi::c_ulonglong) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 392 cuStreamGetPriority_ptsz(hStream : CUstream, priority : * mut
+        driver 395 cuStreamGetPriority_ptsz(hStream : CUstream, priority : * mut
         ::core::ffi::c_int) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 393 cuStreamIsCapturing_ptsz(hStream : CUstream, captureStatus : * mut
+        driver 396 cuStreamIsCapturing_ptsz(hStream : CUstream, captureStatus : * mut
         CUstreamCaptureStatus) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 394 cuStreamQuery_ptsz(hStream : CUstream) -> CUresult
+        driver 397 cuStreamQuery_ptsz(hStream : CUstream) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 395 cuStreamSetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
+        driver 398 cuStreamSetAttribute_ptsz(hStream : CUstream, attr : CUstreamAttrID,
         value : * const CUstreamAttrValue) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 396 cuStreamSynchronize_ptsz(hStream : CUstream) -> CUresult
+        driver 399 cuStreamSynchronize_ptsz(hStream : CUstream) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 397 cuStreamUpdateCaptureDependencies_v2_ptsz(hStream : CUstream,
+        driver 400 cuStreamUpdateCaptureDependencies_v2_ptsz(hStream : CUstream,
         dependencies : * mut CUgraphNode, dependencyData : * const CUgraphEdgeData,
         numDependencies : usize, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 398 cuStreamWaitEvent_ptsz(hStream : CUstream, hEvent : CUevent, Flags :
+        driver 401 cuStreamWaitEvent_ptsz(hStream : CUstream, hEvent : CUevent, Flags :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 399 cuStreamWaitValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        driver 402 cuStreamWaitValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
         value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 400 cuStreamWaitValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        driver 403 cuStreamWaitValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
         value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 401 cuStreamWriteValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        driver 404 cuStreamWriteValue32_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
         value : cuuint32_t, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 402 cuStreamWriteValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
+        driver 405 cuStreamWriteValue64_v2_ptsz(stream : CUstream, addr : CUdeviceptr,
         value : cuuint64_t, flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 403 cuSurfObjectCreate(pSurfObject : * mut CUsurfObject, pResDesc : *
+        driver 406 cuSurfObjectCreate(pSurfObject : * mut CUsurfObject, pResDesc : *
         const CUDA_RESOURCE_DESC) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 404 cuSurfObjectDestroy(surfObject : CUsurfObject) -> CUresult
+        driver 407 cuSurfObjectDestroy(surfObject : CUsurfObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 405 cuSurfObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
+        driver 408 cuSurfObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
         surfObject : CUsurfObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 406 cuSurfRefGetArray(phArray : * mut CUarray, hSurfRef : CUsurfref) ->
+        driver 409 cuSurfRefGetArray(phArray : * mut CUarray, hSurfRef : CUsurfref) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 407 cuSurfRefSetArray(hSurfRef : CUsurfref, hArray : CUarray, Flags :
+        driver 410 cuSurfRefSetArray(hSurfRef : CUsurfref, hArray : CUarray, Flags :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 408 cuTensorMapEncodeIm2col(tensorMap : * mut CUtensorMap, tensorDataType
+        driver 411 cuTensorMapEncodeIm2col(tensorMap : * mut CUtensorMap, tensorDataType
         : CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
         ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
         cuuint64_t, pixelBoxLowerCorner : * const ::core::ffi::c_int, pixelBoxUpperCorner
@@ -38335,7 +41318,7 @@ mod loaded_driver {
         CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 409 cuTensorMapEncodeIm2colWide(tensorMap : * mut CUtensorMap,
+        driver 412 cuTensorMapEncodeIm2colWide(tensorMap : * mut CUtensorMap,
         tensorDataType : CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : *
         mut ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
         cuuint64_t, pixelBoxLowerCornerWidth : ::core::ffi::c_int,
@@ -38346,7 +41329,7 @@ mod loaded_driver {
         CUtensorMapFloatOOBfill) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 410 cuTensorMapEncodeTiled(tensorMap : * mut CUtensorMap, tensorDataType :
+        driver 413 cuTensorMapEncodeTiled(tensorMap : * mut CUtensorMap, tensorDataType :
         CUtensorMapDataType, tensorRank : cuuint32_t, globalAddress : * mut
         ::core::ffi::c_void, globalDim : * const cuuint64_t, globalStrides : * const
         cuuint64_t, boxDim : * const cuuint32_t, elementStrides : * const cuuint32_t,
@@ -38354,153 +41337,153 @@ mod loaded_driver {
         CUtensorMapL2promotion, oobFill : CUtensorMapFloatOOBfill) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 411 cuTensorMapReplaceAddress(tensorMap : * mut CUtensorMap, globalAddress
+        driver 414 cuTensorMapReplaceAddress(tensorMap : * mut CUtensorMap, globalAddress
         : * mut ::core::ffi::c_void) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 412 cuTexObjectCreate(pTexObject : * mut CUtexObject, pResDesc : * const
+        driver 415 cuTexObjectCreate(pTexObject : * mut CUtexObject, pResDesc : * const
         CUDA_RESOURCE_DESC, pTexDesc : * const CUDA_TEXTURE_DESC, pResViewDesc : * const
         CUDA_RESOURCE_VIEW_DESC) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 413 cuTexObjectDestroy(texObject : CUtexObject) -> CUresult
+        driver 416 cuTexObjectDestroy(texObject : CUtexObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 414 cuTexObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
+        driver 417 cuTexObjectGetResourceDesc(pResDesc : * mut CUDA_RESOURCE_DESC,
         texObject : CUtexObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 415 cuTexObjectGetResourceViewDesc(pResViewDesc : * mut
+        driver 418 cuTexObjectGetResourceViewDesc(pResViewDesc : * mut
         CUDA_RESOURCE_VIEW_DESC, texObject : CUtexObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 416 cuTexObjectGetTextureDesc(pTexDesc : * mut CUDA_TEXTURE_DESC,
+        driver 419 cuTexObjectGetTextureDesc(pTexDesc : * mut CUDA_TEXTURE_DESC,
         texObject : CUtexObject) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 417 cuTexRefCreate(pTexRef : * mut CUtexref) -> CUresult
+        driver 420 cuTexRefCreate(pTexRef : * mut CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 418 cuTexRefDestroy(hTexRef : CUtexref) -> CUresult
+        driver 421 cuTexRefDestroy(hTexRef : CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 419 cuTexRefGetAddressMode(pam : * mut CUaddress_mode, hTexRef : CUtexref,
+        driver 422 cuTexRefGetAddressMode(pam : * mut CUaddress_mode, hTexRef : CUtexref,
         dim : ::core::ffi::c_int) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 420 cuTexRefGetAddress_v2(pdptr : * mut CUdeviceptr, hTexRef : CUtexref)
+        driver 423 cuTexRefGetAddress_v2(pdptr : * mut CUdeviceptr, hTexRef : CUtexref)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 421 cuTexRefGetArray(phArray : * mut CUarray, hTexRef : CUtexref) ->
+        driver 424 cuTexRefGetArray(phArray : * mut CUarray, hTexRef : CUtexref) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 422 cuTexRefGetBorderColor(pBorderColor : * mut f32, hTexRef : CUtexref)
+        driver 425 cuTexRefGetBorderColor(pBorderColor : * mut f32, hTexRef : CUtexref)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 423 cuTexRefGetFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref)
+        driver 426 cuTexRefGetFilterMode(pfm : * mut CUfilter_mode, hTexRef : CUtexref)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 424 cuTexRefGetFlags(pFlags : * mut ::core::ffi::c_uint, hTexRef :
+        driver 427 cuTexRefGetFlags(pFlags : * mut ::core::ffi::c_uint, hTexRef :
         CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 425 cuTexRefGetFormat(pFormat : * mut CUarray_format, pNumChannels : * mut
+        driver 428 cuTexRefGetFormat(pFormat : * mut CUarray_format, pNumChannels : * mut
         ::core::ffi::c_int, hTexRef : CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 426 cuTexRefGetMaxAnisotropy(pmaxAniso : * mut ::core::ffi::c_int, hTexRef
+        driver 429 cuTexRefGetMaxAnisotropy(pmaxAniso : * mut ::core::ffi::c_int, hTexRef
         : CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 427 cuTexRefGetMipmapFilterMode(pfm : * mut CUfilter_mode, hTexRef :
+        driver 430 cuTexRefGetMipmapFilterMode(pfm : * mut CUfilter_mode, hTexRef :
         CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 428 cuTexRefGetMipmapLevelBias(pbias : * mut f32, hTexRef : CUtexref) ->
+        driver 431 cuTexRefGetMipmapLevelBias(pbias : * mut f32, hTexRef : CUtexref) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 429 cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp : * mut f32,
+        driver 432 cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp : * mut f32,
         pmaxMipmapLevelClamp : * mut f32, hTexRef : CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 430 cuTexRefGetMipmappedArray(phMipmappedArray : * mut CUmipmappedArray,
+        driver 433 cuTexRefGetMipmappedArray(phMipmappedArray : * mut CUmipmappedArray,
         hTexRef : CUtexref) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 431 cuTexRefSetAddress2D_v3(hTexRef : CUtexref, desc : * const
+        driver 434 cuTexRefSetAddress2D_v3(hTexRef : CUtexref, desc : * const
         CUDA_ARRAY_DESCRIPTOR, dptr : CUdeviceptr, Pitch : usize) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 432 cuTexRefSetAddressMode(hTexRef : CUtexref, dim : ::core::ffi::c_int,
+        driver 435 cuTexRefSetAddressMode(hTexRef : CUtexref, dim : ::core::ffi::c_int,
         am : CUaddress_mode) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 433 cuTexRefSetAddress_v2(ByteOffset : * mut usize, hTexRef : CUtexref,
+        driver 436 cuTexRefSetAddress_v2(ByteOffset : * mut usize, hTexRef : CUtexref,
         dptr : CUdeviceptr, bytes : usize) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 434 cuTexRefSetArray(hTexRef : CUtexref, hArray : CUarray, Flags :
+        driver 437 cuTexRefSetArray(hTexRef : CUtexref, hArray : CUarray, Flags :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 435 cuTexRefSetBorderColor(hTexRef : CUtexref, pBorderColor : * mut f32)
+        driver 438 cuTexRefSetBorderColor(hTexRef : CUtexref, pBorderColor : * mut f32)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 436 cuTexRefSetFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
+        driver 439 cuTexRefSetFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 437 cuTexRefSetFlags(hTexRef : CUtexref, Flags : ::core::ffi::c_uint) ->
+        driver 440 cuTexRefSetFlags(hTexRef : CUtexref, Flags : ::core::ffi::c_uint) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 438 cuTexRefSetFormat(hTexRef : CUtexref, fmt : CUarray_format,
+        driver 441 cuTexRefSetFormat(hTexRef : CUtexref, fmt : CUarray_format,
         NumPackedComponents : ::core::ffi::c_int) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 439 cuTexRefSetMaxAnisotropy(hTexRef : CUtexref, maxAniso :
+        driver 442 cuTexRefSetMaxAnisotropy(hTexRef : CUtexref, maxAniso :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 440 cuTexRefSetMipmapFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
+        driver 443 cuTexRefSetMipmapFilterMode(hTexRef : CUtexref, fm : CUfilter_mode) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 441 cuTexRefSetMipmapLevelBias(hTexRef : CUtexref, bias : f32) -> CUresult
+        driver 444 cuTexRefSetMipmapLevelBias(hTexRef : CUtexref, bias : f32) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 442 cuTexRefSetMipmapLevelClamp(hTexRef : CUtexref, minMipmapLevelClamp :
+        driver 445 cuTexRefSetMipmapLevelClamp(hTexRef : CUtexref, minMipmapLevelClamp :
         f32, maxMipmapLevelClamp : f32) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 443 cuTexRefSetMipmappedArray(hTexRef : CUtexref, hMipmappedArray :
+        driver 446 cuTexRefSetMipmappedArray(hTexRef : CUtexref, hMipmappedArray :
         CUmipmappedArray, Flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 444 cuThreadExchangeStreamCaptureMode(mode : * mut CUstreamCaptureMode) ->
+        driver 447 cuThreadExchangeStreamCaptureMode(mode : * mut CUstreamCaptureMode) ->
         CUresult
     );
     crate::loader::trampoline!(
-        driver 445 cuUserObjectCreate(object_out : * mut CUuserObject, ptr : * mut
+        driver 448 cuUserObjectCreate(object_out : * mut CUuserObject, ptr : * mut
         ::core::ffi::c_void, destroy : CUhostFn, initialRefcount : ::core::ffi::c_uint,
         flags : ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 446 cuUserObjectRelease(object : CUuserObject, count :
+        driver 449 cuUserObjectRelease(object : CUuserObject, count :
         ::core::ffi::c_uint) -> CUresult
     );
     crate::loader::trampoline!(
-        driver 447 cuUserObjectRetain(object : CUuserObject, count : ::core::ffi::c_uint)
+        driver 450 cuUserObjectRetain(object : CUuserObject, count : ::core::ffi::c_uint)
         -> CUresult
     );
     crate::loader::trampoline!(
-        driver 448 cuWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
+        driver 451 cuWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
         CUexternalSemaphore, paramsArray : * const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
         numExtSems : ::core::ffi::c_uint, stream : CUstream) -> CUresult
     );
@@ -39706,135 +42689,137 @@ mod loaded_runtime {
         runtime 277 cudaPointerGetAttributes(attributes : * mut cudaPointerAttributes,
         ptr : * const ::core::ffi::c_void) -> cudaError_t
     );
+    crate::loader::trampoline!(runtime 278 cudaProfilerStart() -> cudaError_t);
+    crate::loader::trampoline!(runtime 279 cudaProfilerStop() -> cudaError_t);
     crate::loader::trampoline!(
-        runtime 278 cudaRuntimeGetVersion(runtimeVersion : * mut ::core::ffi::c_int) ->
+        runtime 280 cudaRuntimeGetVersion(runtimeVersion : * mut ::core::ffi::c_int) ->
         cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 279 cudaSetDevice(device : ::core::ffi::c_int) -> cudaError_t
+        runtime 281 cudaSetDevice(device : ::core::ffi::c_int) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 280 cudaSetDeviceFlags(flags : ::core::ffi::c_uint) -> cudaError_t
+        runtime 282 cudaSetDeviceFlags(flags : ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 281 cudaSetValidDevices(device_arr : * mut ::core::ffi::c_int, len :
+        runtime 283 cudaSetValidDevices(device_arr : * mut ::core::ffi::c_int, len :
         ::core::ffi::c_int) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 282 cudaSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
+        runtime 284 cudaSignalExternalSemaphoresAsync_ptsz(extSemArray : * const
         cudaExternalSemaphore_t, paramsArray : * const cudaExternalSemaphoreSignalParams,
         numExtSems : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 283 cudaStreamAddCallback_ptsz(stream : cudaStream_t, callback :
+        runtime 285 cudaStreamAddCallback_ptsz(stream : cudaStream_t, callback :
         cudaStreamCallback_t, userData : * mut ::core::ffi::c_void, flags :
         ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 284 cudaStreamAttachMemAsync_ptsz(stream : cudaStream_t, devPtr : * mut
+        runtime 286 cudaStreamAttachMemAsync_ptsz(stream : cudaStream_t, devPtr : * mut
         ::core::ffi::c_void, length : usize, flags : ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 285 cudaStreamBeginCaptureToGraph_ptsz(stream : cudaStream_t, graph :
+        runtime 287 cudaStreamBeginCaptureToGraph_ptsz(stream : cudaStream_t, graph :
         cudaGraph_t, dependencies : * const cudaGraphNode_t, dependencyData : * const
         cudaGraphEdgeData, numDependencies : usize, mode : cudaStreamCaptureMode) ->
         cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 286 cudaStreamBeginCapture_ptsz(stream : cudaStream_t, mode :
+        runtime 288 cudaStreamBeginCapture_ptsz(stream : cudaStream_t, mode :
         cudaStreamCaptureMode) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 287 cudaStreamCopyAttributes_ptsz(dst : cudaStream_t, src : cudaStream_t)
+        runtime 289 cudaStreamCopyAttributes_ptsz(dst : cudaStream_t, src : cudaStream_t)
         -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 288 cudaStreamCreate(pStream : * mut cudaStream_t) -> cudaError_t
+        runtime 290 cudaStreamCreate(pStream : * mut cudaStream_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 289 cudaStreamCreateWithFlags(pStream : * mut cudaStream_t, flags :
+        runtime 291 cudaStreamCreateWithFlags(pStream : * mut cudaStream_t, flags :
         ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 290 cudaStreamCreateWithPriority(pStream : * mut cudaStream_t, flags :
+        runtime 292 cudaStreamCreateWithPriority(pStream : * mut cudaStream_t, flags :
         ::core::ffi::c_uint, priority : ::core::ffi::c_int) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 291 cudaStreamDestroy(stream : cudaStream_t) -> cudaError_t
+        runtime 293 cudaStreamDestroy(stream : cudaStream_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 292 cudaStreamEndCapture_ptsz(stream : cudaStream_t, pGraph : * mut
+        runtime 294 cudaStreamEndCapture_ptsz(stream : cudaStream_t, pGraph : * mut
         cudaGraph_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 293 cudaStreamGetAttribute_ptsz(hStream : cudaStream_t, attr :
+        runtime 295 cudaStreamGetAttribute_ptsz(hStream : cudaStream_t, attr :
         cudaLaunchAttributeID, value_out : * mut cudaLaunchAttributeValue) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 294 cudaStreamGetCaptureInfo_ptsz(stream : cudaStream_t,
+        runtime 296 cudaStreamGetCaptureInfo_ptsz(stream : cudaStream_t,
         captureStatus_out : * mut cudaStreamCaptureStatus, id_out : * mut
         ::core::ffi::c_ulonglong, graph_out : * mut cudaGraph_t, dependencies_out : * mut
         * const cudaGraphNode_t, edgeData_out : * mut * const cudaGraphEdgeData,
         numDependencies_out : * mut usize) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 295 cudaStreamGetDevice_ptsz(hStream : cudaStream_t, device : * mut
+        runtime 297 cudaStreamGetDevice_ptsz(hStream : cudaStream_t, device : * mut
         ::core::ffi::c_int) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 296 cudaStreamGetFlags_ptsz(hStream : cudaStream_t, flags : * mut
+        runtime 298 cudaStreamGetFlags_ptsz(hStream : cudaStream_t, flags : * mut
         ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 297 cudaStreamGetId_ptsz(hStream : cudaStream_t, streamId : * mut
+        runtime 299 cudaStreamGetId_ptsz(hStream : cudaStream_t, streamId : * mut
         ::core::ffi::c_ulonglong) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 298 cudaStreamGetPriority_ptsz(hStream : cudaStream_t, priority : * mut
+        runtime 300 cudaStreamGetPriority_ptsz(hStream : cudaStream_t, priority : * mut
         ::core::ffi::c_int) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 299 cudaStreamIsCapturing_ptsz(stream : cudaStream_t, pCaptureStatus : *
+        runtime 301 cudaStreamIsCapturing_ptsz(stream : cudaStream_t, pCaptureStatus : *
         mut cudaStreamCaptureStatus) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 300 cudaStreamQuery_ptsz(stream : cudaStream_t) -> cudaError_t
+        runtime 302 cudaStreamQuery_ptsz(stream : cudaStream_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 301 cudaStreamSetAttribute_ptsz(hStream : cudaStream_t, attr :
+        runtime 303 cudaStreamSetAttribute_ptsz(hStream : cudaStream_t, attr :
         cudaLaunchAttributeID, value : * const cudaLaunchAttributeValue) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 302 cudaStreamSynchronize_ptsz(stream : cudaStream_t) -> cudaError_t
+        runtime 304 cudaStreamSynchronize_ptsz(stream : cudaStream_t) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 303 cudaStreamUpdateCaptureDependencies_ptsz(stream : cudaStream_t,
+        runtime 305 cudaStreamUpdateCaptureDependencies_ptsz(stream : cudaStream_t,
         dependencies : * mut cudaGraphNode_t, dependencyData : * const cudaGraphEdgeData,
         numDependencies : usize, flags : ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 304 cudaStreamWaitEvent_ptsz(stream : cudaStream_t, event : cudaEvent_t,
+        runtime 306 cudaStreamWaitEvent_ptsz(stream : cudaStream_t, event : cudaEvent_t,
         flags : ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 305 cudaThreadExchangeStreamCaptureMode(mode : * mut
+        runtime 307 cudaThreadExchangeStreamCaptureMode(mode : * mut
         cudaStreamCaptureMode) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 306 cudaUserObjectCreate(object_out : * mut cudaUserObject_t, ptr : * mut
+        runtime 308 cudaUserObjectCreate(object_out : * mut cudaUserObject_t, ptr : * mut
         ::core::ffi::c_void, destroy : cudaHostFn_t, initialRefcount :
         ::core::ffi::c_uint, flags : ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 307 cudaUserObjectRelease(object : cudaUserObject_t, count :
+        runtime 309 cudaUserObjectRelease(object : cudaUserObject_t, count :
         ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 308 cudaUserObjectRetain(object : cudaUserObject_t, count :
+        runtime 310 cudaUserObjectRetain(object : cudaUserObject_t, count :
         ::core::ffi::c_uint) -> cudaError_t
     );
     crate::loader::trampoline!(
-        runtime 309 cudaWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
+        runtime 311 cudaWaitExternalSemaphoresAsync_ptsz(extSemArray : * const
         cudaExternalSemaphore_t, paramsArray : * const cudaExternalSemaphoreWaitParams,
         numExtSems : ::core::ffi::c_uint, stream : cudaStream_t) -> cudaError_t
     );

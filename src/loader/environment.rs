@@ -104,16 +104,27 @@ static ENVIRONMENT: Environment = Environment {
 };
 
 /// The variables, read on the first call (at program start on Linux).
+///
+/// Read before any library's load is claimed ([`super::library::Library`]),
+/// so that a `getenv` calling back into the crate (an `LD_PRELOAD` shim)
+/// is told [`Stuck::EnvironmentReentrant`] and leaves no load behind: the
+/// call back gets 303, and a later call loads normally.
 pub(super) fn environment() -> Result<&'static EnvironmentState, Stuck> {
-    ENVIRONMENT.once.call(|| {
-        // SAFETY: inside `once`: this thread alone writes.
-        let e = unsafe { &mut *ENVIRONMENT.inner.get() };
-        e.secure = sys::secure();
-        e.driver
-            .read(b"CUDA_MEM_SYS_LIBCUDA\0", e.secure, sys::DRIVER_NAMES);
-        e.runtime
-            .read(b"CUDA_MEM_SYS_LIBCUDART\0", e.secure, sys::runtime_names());
-    })?;
+    ENVIRONMENT
+        .once
+        .call(|| {
+            // SAFETY: inside `once`: this thread alone writes.
+            let e = unsafe { &mut *ENVIRONMENT.inner.get() };
+            e.secure = sys::secure();
+            e.driver
+                .read(b"CUDA_MEM_SYS_LIBCUDA\0", e.secure, sys::DRIVER_NAMES);
+            e.runtime
+                .read(b"CUDA_MEM_SYS_LIBCUDART\0", e.secure, sys::runtime_names());
+        })
+        .map_err(|why| match why {
+            Stuck::Reentrant => Stuck::EnvironmentReentrant,
+            other => other,
+        })?;
     // SAFETY: completed: written once, never again.
     Ok(unsafe { &*ENVIRONMENT.inner.get() })
 }

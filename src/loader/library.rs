@@ -118,7 +118,12 @@ impl Library {
             // runtime. Where that driver cannot be waited for (its load is
             // on this very thread, or was cut by a fork), neither can the
             // runtime: the call returns at once, nothing stored.
-            if self.api == Api::Runtime && environment()?.driver.state != SettingState::Unset {
+            // The environment first, for both: a getenv that calls back
+            // into the crate while it is read (an LD_PRELOAD shim) must
+            // find no load claimed, or that load would finish without the
+            // variables, failed for good.
+            let env = environment()?;
+            if self.api == Api::Runtime && env.driver.state != SettingState::Unset {
                 DRIVER_LIB.state().map_err(Stuck::of_driver)?;
             }
             Ok(())
@@ -203,6 +208,33 @@ impl Library {
             }
         }
         s.tried = setting.tried.as_str();
+        if let (Api::Driver, SettingState::Path(len)) = (self.api, setting.state) {
+            // One driver per process: a libcuda.so.1 already in it (an
+            // LD_PRELOAD, a library that links libcuda, an earlier dlopen)
+            // is what the runtime's own dlopen("libcuda.so.1") gets. Where
+            // it is another file than the one named, the named one is not
+            // loaded beside it: refused, both named.
+            let before = s.message.len;
+            s.message.push(LIBCUDA_VAR.as_bytes());
+            s.message.push(b" names ");
+            s.message.push(setting.tried.as_str().as_bytes());
+            s.message
+                .push(b", but another libcuda.so.1 is already in the process: ");
+            if sys::another_already_loaded(
+                b"libcuda.so.1\0",
+                &setting.bytes[..=len],
+                &mut s.message,
+            ) {
+                s.message.push(
+                    b" (preloaded, linked by a library of the program, or opened earlier); \
+                      the runtime's own dlopen(\"libcuda.so.1\") gets that one, so the named \
+                      file is not loaded beside it: unset CUDA_MEM_SYS_LIBCUDA to use the \
+                      one loaded, or take it out of the process",
+                );
+                return;
+            }
+            s.message.len = before;
+        }
         match setting.state {
             SettingState::Path(len) => match sys::open(&setting.bytes[..=len]) {
                 Ok(h) => {
@@ -308,9 +340,12 @@ impl Library {
             s.get_proc = p;
         } else {
             // Not a CUDA driver: report it as a library that did not load.
+            // Left open, as every refused library: its code has run (a
+            // constructor may have installed a signal handler, started a
+            // thread, registered an atexit handler), and unloading it
+            // would leave those pointing at unmapped code.
             s.message
                 .push(b"the library exports neither cuGetProcAddress_v2 nor cuGetProcAddress");
-            sys::close(s.handle);
             s.handle = 0;
             return;
         }
@@ -339,6 +374,11 @@ impl Library {
                 // SAFETY: cuDriverGetVersion(int *), as cuda.h declares it.
                 let r = unsafe { core::mem::transmute::<*const c_void, GetVersion>(g)(&mut v) };
                 stub = r == CUDA_ERROR_STUB_LIBRARY.0 as c_int;
+                // Its answer is the driver's version as well (the exported
+                // symbol is the v2020 ABI cuGetProcAddress would give).
+                if r == CUDA_SUCCESS.0 as c_int && v > 0 {
+                    s.version = v as u32;
+                }
             }
         }
         if stub {

@@ -2,8 +2,9 @@
 //!
 //! Every function keeps its documented name, signature and docs. A Rust call
 //! is inlined: a load of the function's slot, filled on its first call
-//! (thread-safely: concurrent first calls may both resolve, and store the
-//! same pointer), and an indirect call. The crate also defines a trampoline
+//! (thread-safely: concurrent first calls may each ask the driver, but the
+//! slot is published once, by compare-and-exchange from the unresolved
+//! state, so every caller gets the first answer), and an indirect call. The crate also defines a trampoline
 //! for every symbol the declarations link (`cuMemAdvise_v2`), exported under
 //! that C name only with the feature `export-c-names` (see the README, "The C
 //! names").
@@ -29,7 +30,17 @@
 //!   `SONAME`. A driver loaded by any other name than `libcuda.so.1` (the
 //!   variable's file, the `libcuda.so` fall-back) whose `SONAME` is not
 //!   `libcuda.so.1` is refused (303; [`driver`] names the `SONAME` it has):
-//!   the runtime would load a second driver beside it.
+//!   the runtime would load a second driver beside it. And where the
+//!   variable names a driver while another `libcuda.so.1` is already in the
+//!   process (an `LD_PRELOAD`, a library linking `libcuda`, an earlier
+//!   `dlopen`; asked with `RTLD_NOLOAD`, the same file told by its inode),
+//!   the named one is refused (303; [`driver`] names both files): the
+//!   runtime's own `dlopen("libcuda.so.1")` gets the one already there.
+//!   Linux only: on Windows the runtime loads `nvcuda.dll` by name.
+//! - **Refused libraries stay loaded**: a library opened and then refused
+//!   (another `SONAME`, no `cuGetProcAddress`, NVIDIA's stub, a runtime of
+//!   another major) is never unloaded, since its code has run (a
+//!   constructor may have installed a signal handler).
 //! - **NVIDIA's stub library** (the toolkit's `stubs/libcuda.so`, for linking
 //!   only), found for instance by the `libcuda.so` fall-back where only the
 //!   toolkit is on the library path, is told by its answer
@@ -58,9 +69,17 @@
 //!   every child gets anew (a `pthread_atfork` handler), not by the process
 //!   id, which a child can share (PID 1 forking into a new PID namespace).
 //!   A waiter also asks whether the loading thread still exists (Linux:
-//!   `tgkill(getpid(), owner, 0)`): a thread that ended inside the load, or
-//!   a child made without fork handlers (`clone(2)`, `_Fork()`), gets 303
-//!   at once; a load that panicked is poisoned (303, [`driver`] says why).
+//!   `tgkill(getpid(), owner, 0)`, then `/proc/self/task/<id>/stat`, whose
+//!   state `Z` tells the zombie main thread `tgkill` still answers): a
+//!   thread that ended inside the load (a raw exit; `pthread_exit`, a
+//!   forced unwind), or a child made without fork handlers (`clone(2)`,
+//!   `_Fork()`), gets 303 at once; a load that panicked on a thread that
+//!   lives on is poisoned (303, [`driver`] says why). The environment is
+//!   read before any library's load is claimed, so a `getenv` that calls
+//!   back into the crate (an `LD_PRELOAD` shim) gets 303 and leaves no
+//!   load behind. A driver whose `cuGetProcAddress` calls back into the
+//!   crate nests lookups at most 8 deep on a thread; the deepest call gets
+//!   303 (not remembered), where the stack overflowed.
 //!   The two loads have one order: a runtime call waits for a named driver's
 //!   load before it claims the runtime's, so the driver's own code may call
 //!   the runtime while another thread waits for both (it gets 303 at once:
@@ -93,7 +112,7 @@
 //!
 //! | situation | driver function | runtime function |
 //! |---|---|---|
-//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included), or is being loaded by this very thread, or was being loaded by another thread when the process forked (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included, and a named driver beside another `libcuda.so.1` already in the process), or is being loaded by this very thread (or the environment read by it; or its lookups call back more than 8 deep), or was being loaded by another thread when the process forked or by a thread that ended (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
 //! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
 //! | the library has no such function, or answers with an address below 4096 | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
 //! | the driver found is NVIDIA's stub library | `CUDA_ERROR_STUB_LIBRARY` (34) | (not a case: the runtime loads the driver itself) |
@@ -212,7 +231,10 @@ pub enum Api {
 pub enum Unavailable {
     /// Its library could not be loaded ([`driver`] / [`runtime`] say why), or
     /// is being loaded by this very thread (a call back into the crate from
-    /// the library's own code while it loads).
+    /// the library's own code while it loads; or from a `getenv` while the
+    /// environment is read), or this thread is inside more than 8 nested
+    /// lookups of its functions (a driver whose `cuGetProcAddress` calls
+    /// back into the crate).
     LibraryNotLoaded,
     /// The driver is older than the function's ABI version: the version is
     /// above the driver's `cuDriverGetVersion` (or, where that did not
@@ -251,7 +273,10 @@ pub enum Resolved {
 /// How a library's environment variable was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variable {
-    /// Not set (or empty): the usual file names.
+    /// Not set (or empty): the usual file names. Also said where the
+    /// variables are not read yet: by a [`LoadError`] made while this very
+    /// thread reads them (a `getenv` that called back into the crate; its
+    /// message says so).
     Unset,
     /// Set: only the file it names is tried.
     Used,
@@ -281,7 +306,9 @@ pub struct Attempt {
     /// The system found no file by this name at all (glibc's and musl's "No
     /// such file or directory" said of this very name; Windows' errors 2
     /// and 126): the least telling reason. `false` for a file that exists
-    /// and failed.
+    /// and failed. On Windows error 126 (`ERROR_MOD_NOT_FOUND`) is also
+    /// what a DLL one of whose own DLLs is missing gets: that file is
+    /// reported `missing` too (Windows does not say which file is).
     pub missing: bool,
 }
 

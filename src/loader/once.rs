@@ -8,7 +8,9 @@
 //! is the platform's (`unix.rs`, `windows.rs`); `loader-model/` compiles
 //! this same file against a fake one and checks it with loom.
 
-use super::sys::{self, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(unix)]
+use super::sys::AtomicU32;
+use super::sys::{self, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use core::ffi::c_void;
 
 /// Why a one-time initialisation cannot be waited for.
@@ -22,8 +24,15 @@ pub(super) enum Stuck {
     /// initialisation, or this process was made without fork handlers
     /// (`clone(2)`, `_Fork()`) while it ran.
     OwnerGone,
-    /// The initialisation unwound (a panic) on the thread that ran it.
+    /// The initialisation unwound (a panic) on the thread that ran it, and
+    /// that thread lives on. An unwind that ends its thread (a forced
+    /// unwind: `pthread_exit`, cancellation) is [`OwnerGone`](Self::OwnerGone)
+    /// once the thread is gone.
     Poisoned,
+    /// The environment (read before any library is claimed) is being read
+    /// by this very thread: a `getenv` that called back into the crate.
+    #[allow(dead_code)] // made by environment.rs, which loader-model does not compile
+    EnvironmentReentrant,
     /// The runtime, while the named driver (loaded first) is being loaded
     /// by this very thread.
     DriverReentrant,
@@ -37,7 +46,6 @@ pub(super) enum Stuck {
 }
 
 impl Stuck {
-    #[allow(dead_code)] // loader-model's models never word a verdict
     pub(super) fn message(self) -> &'static str {
         match self {
             Stuck::Reentrant => {
@@ -54,8 +62,14 @@ impl Stuck {
                  fork handlers, while it loaded); that load cannot finish in this process"
             }
             Stuck::Poisoned => {
-                "the load of the library panicked on the thread that ran it; it is not \
-                 tried again in this process"
+                "the load of the library was unwound by a panic on the thread that ran it, \
+                 which lives on; it is not tried again in this process"
+            }
+            Stuck::EnvironmentReentrant => {
+                "the environment (CUDA_MEM_SYS_LIBCUDA, CUDA_MEM_SYS_LIBCUDART) is being read \
+                 by this very thread (its getenv called back into cuda-mem-sys): nothing is \
+                 loaded yet, and the variables are not read yet, so `variable` says Unset; \
+                 a later call loads normally"
             }
             Stuck::DriverReentrant => {
                 "not loaded: the driver CUDA_MEM_SYS_LIBCUDA names, loaded before the runtime, \
@@ -82,6 +96,7 @@ impl Stuck {
     pub(super) fn of_driver(self) -> Stuck {
         match self {
             Stuck::Reentrant | Stuck::DriverReentrant => Stuck::DriverReentrant,
+            Stuck::EnvironmentReentrant => Stuck::EnvironmentReentrant,
             Stuck::Forked | Stuck::DriverForked => Stuck::DriverForked,
             Stuck::OwnerGone | Stuck::DriverOwnerGone => Stuck::DriverOwnerGone,
             Stuck::Poisoned | Stuck::DriverPoisoned => Stuck::DriverPoisoned,
@@ -90,34 +105,52 @@ impl Stuck {
 }
 
 /// A one-time initialisation that never hangs. The word is `NEW`, `DONE`,
-/// `POISONED`, or the running thread's claim: `CLAIMED`, its fork
-/// generation (30 bits) and its thread id (32 bits). One compare-and-swap
-/// claims it with both, so no fork can leave it claimed by an owner the
-/// child cannot tell from a thread of its own; the fork generation
+/// the running thread's claim: `CLAIMED`, its fork generation (30 bits)
+/// and its thread id (32 bits), or, where the initialisation unwound, the
+/// same without `CLAIMED` and with `UNWOUND`. One compare-and-swap claims it
+/// with both, so no fork can leave it claimed by an owner the child cannot
+/// tell from a thread of its own; the fork generation
 /// ([`sys::fork_generation`]) changes in every forked child, even where
 /// the child has its parent's process id (PID 1 forking into a new PID
 /// namespace). A claim is never `NEW` (the `CLAIMED` bit), whatever the
-/// thread id.
+/// thread id, nor `DONE` (the `UNWOUND` bit is clear).
 ///
 /// Who the owner is, for re-entrancy, is told by its thread token
 /// ([`sys::thread_token`]: per thread, never reused in the process), not
 /// by its thread id, which a later thread can reuse once the owner ended.
+///
+/// An unwind out of the initialisation is told by whether its thread lives
+/// on: a panic that was caught leaves it running (`Poisoned`); a forced
+/// unwind (`pthread_exit` or a cancellation in the library's constructor)
+/// ends it (`OwnerGone`, as any owner that ended inside the load). No
+/// destructor can tell the two apart (this crate is `no_std`: no
+/// `std::thread::panicking`), the thread's end can: it is asked when a
+/// waiter judges, so a waiter that judges while the unwinding thread is
+/// still ending is told `Poisoned`, and every later one `OwnerGone`.
 pub(super) struct Once {
     word: AtomicU64,
     /// The owner's thread token (0: none known), written by the owner
-    /// before it runs the initialisation and read only to ask "is it me?"
-    /// (which the owner's own writes always answer).
+    /// right after its claim, before it runs the initialisation, and read
+    /// only to ask "is it me?" (which the owner's own writes always
+    /// answer; a signal handler on the owner's thread that calls in
+    /// between the claim and this store finds 0 and its own thread id in
+    /// the claim, and is told `Reentrant` as well).
     owner: AtomicUsize,
 }
 
 const NEW: u64 = 0;
 const DONE: u64 = u64::MAX;
-const POISONED: u64 = u64::MAX - 1;
 const CLAIMED: u64 = 1 << 63;
+/// The initialisation unwound; with the owner's generation and thread id.
+const UNWOUND: u64 = 1 << 62;
 const GENERATION_BITS: u64 = 0x3FFF_FFFF;
 
+fn owned_by(generation: u32, thread: u32) -> u64 {
+    ((u64::from(generation) & GENERATION_BITS) << 32) | u64::from(thread)
+}
+
 fn claim(generation: u32, thread: u32) -> u64 {
-    CLAIMED | ((u64::from(generation) & GENERATION_BITS) << 32) | u64::from(thread)
+    CLAIMED | owned_by(generation, thread)
 }
 
 /// What a waiter does about a claimed word.
@@ -126,12 +159,19 @@ enum Verdict {
     Stuck(Stuck),
 }
 
-/// Poisons the word if the initialisation unwinds.
-struct Running<'a>(&'a Once);
+/// Marks the word unwound (with its owner) if the initialisation unwinds.
+struct Running<'a> {
+    once: &'a Once,
+    generation: u32,
+    thread: u32,
+}
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.word.store(POISONED, Ordering::Release);
+        self.once.word.store(
+            UNWOUND | owned_by(self.generation, self.thread),
+            Ordering::Release,
+        );
     }
 }
 
@@ -175,14 +215,20 @@ impl Once {
             {
                 Ok(_) => {
                     self.owner.store(sys::thread_token(), Ordering::Relaxed);
-                    let running = Running(self);
+                    let running = Running {
+                        once: self,
+                        generation,
+                        thread,
+                    };
                     init();
                     core::mem::forget(running);
                     self.word.store(DONE, Ordering::Release);
                     return Ok(());
                 }
                 Err(DONE) => return Ok(()),
-                Err(POISONED) => return Err(Stuck::Poisoned),
+                Err(unwound) if unwound & (CLAIMED | UNWOUND) == UNWOUND => {
+                    return Err(self.judge_unwound(unwound, generation, thread))
+                }
                 Err(owner) => match self.judge(owner, generation, thread) {
                     Verdict::Stuck(why) => return Err(why),
                     // Spin briefly, then yield, then sleep: a load can take
@@ -206,7 +252,8 @@ impl Once {
     fn judge(&self, owner: u64, generation: u32, thread: u32) -> Verdict {
         let owner_thread = owner as u32;
         let token = sys::thread_token();
-        if token != 0 && self.owner.load(Ordering::Relaxed) == token {
+        let stored = self.owner.load(Ordering::Relaxed);
+        if token != 0 && stored == token {
             // This very thread runs it (or this is a child forked from
             // that thread, which runs it as well).
             return Verdict::Stuck(Stuck::Reentrant);
@@ -215,8 +262,11 @@ impl Once {
             return Verdict::Stuck(Stuck::Forked);
         }
         if owner_thread == thread {
-            // Without a thread token (none could be kept), the id decides.
-            if token == 0 {
+            // Without a thread token (none could be kept), the id decides;
+            // and where the owner's token is not stored yet, the claim is
+            // this thread's own, made a moment ago: a signal handler that
+            // runs between the claim and the store calls back.
+            if token == 0 || stored == 0 {
                 return Verdict::Stuck(Stuck::Reentrant);
             }
             // A thread with this very id ran it and is not this one: it
@@ -227,6 +277,37 @@ impl Once {
             return Verdict::Stuck(Stuck::OwnerGone);
         }
         Verdict::Wait
+    }
+
+    /// Why an initialisation that unwound (the word `unwound`) cannot be
+    /// waited for: its thread ended (a forced unwind: `OwnerGone`) or
+    /// lives on (a panic: `Poisoned`).
+    fn judge_unwound(&self, unwound: u64, generation: u32, thread: u32) -> Stuck {
+        let owner_thread = unwound as u32;
+        let token = sys::thread_token();
+        if token != 0 && self.owner.load(Ordering::Relaxed) == token {
+            // The very thread that unwound calls again: it lives on.
+            return Stuck::Poisoned;
+        }
+        if (unwound >> 32) & GENERATION_BITS != u64::from(generation) & GENERATION_BITS {
+            // Unwound in the parent: whether that thread lives on there
+            // cannot be asked from this child.
+            return Stuck::Poisoned;
+        }
+        if owner_thread == thread {
+            // Without a token the id decides (this thread); with one, a
+            // thread of this id unwound and is not this one: it ended.
+            return if token == 0 {
+                Stuck::Poisoned
+            } else {
+                Stuck::OwnerGone
+            };
+        }
+        if sys::thread_exists(owner_thread) {
+            Stuck::Poisoned
+        } else {
+            Stuck::OwnerGone
+        }
     }
 
     /// [`call`](Self::call), after `first` (the wait for another `Once`
@@ -309,7 +390,6 @@ impl ForkWatch {
     }
 
     /// The handler's work, in the child.
-    #[allow(dead_code)] // loader-model's models fork by their own hand
     pub(super) fn forked(&self) {
         self.generation.fetch_add(1, Ordering::Relaxed);
     }

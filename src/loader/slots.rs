@@ -6,7 +6,7 @@
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
 use super::once::publish;
 use super::slot_state::{BELOW_INTRODUCTION, LAST_STATE, NO_LIBRARY, TOO_OLD, UNRESOLVED};
-use super::sys::{AtomicPtr, Ordering};
+use super::sys::{self, AtomicPtr, Ordering};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
@@ -211,6 +211,21 @@ pub fn runtime_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
     resolve(Api::Runtime, slot)
 }
 
+/// The most lookups one thread may be inside at once: a driver's
+/// `cuGetProcAddress` that calls back into the crate nests one more at each
+/// call (a real driver's never does; an interposer's might, once or twice).
+pub(super) const MAX_LOOKUP_DEPTH: usize = 8;
+
+/// This thread's lookup depth, set back when the lookup returns (or
+/// unwinds).
+struct Nested(usize);
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        sys::set_lookup_depth(self.0);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
@@ -232,7 +247,18 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
     let v = if s.handle == 0 {
         NO_LIBRARY
     } else {
-        s.lookup(entry)
+        // A driver whose lookup calls back into the crate nests lookups on
+        // this thread: bounded, the deepest call is told 303 (not stored:
+        // a later call resolves normally) instead of overflowing the stack.
+        let depth = sys::lookup_depth();
+        if depth >= MAX_LOOKUP_DEPTH {
+            return Err(Unavailable::LibraryNotLoaded);
+        }
+        sys::set_lookup_depth(depth + 1);
+        let nested = Nested(depth);
+        let v = s.lookup(entry);
+        drop(nested);
+        v
     };
     // From the unresolved state only: a lookup that answers otherwise the
     // second time (two threads' first calls) cannot replace the first.

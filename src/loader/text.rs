@@ -76,3 +76,50 @@ impl Text {
         }
     }
 }
+
+/// How many bytes `wide` (UTF-16, unpaired surrogates included) takes as
+/// generalized UTF-8, as Windows' variables are read (`windows.rs`): the
+/// length a too-long value is reported with, in the bytes the limit
+/// counts, not in UTF-16 units.
+#[cfg(any(windows, test))]
+pub(super) fn utf8_len_of_utf16(wide: &[u16]) -> usize {
+    let mut len = 0;
+    let mut i = 0;
+    while i < wide.len() {
+        let w = wide[i];
+        len += match (w, wide.get(i + 1)) {
+            (0xD800..=0xDBFF, Some(0xDC00..=0xDFFF)) => {
+                i += 1;
+                4
+            }
+            (0..=0x7F, _) => 1,
+            (0x80..=0x7FF, _) => 2,
+            _ => 3,
+        };
+        i += 1;
+    }
+    len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_utf16_value_is_measured_in_utf8_bytes() {
+        // "é" is one UTF-16 unit and two bytes; "€" one unit, three
+        // bytes; U+1F600 two units, four bytes; an unpaired surrogate one
+        // unit, three bytes (generalized UTF-8). The wrong twin, the count
+        // of units, is 1 + 1 + 1 + 2 + 1 = 6.
+        let mut wide = [0u16; 6];
+        for (w, u) in wide.iter_mut().zip("aé€😀".encode_utf16().chain([0xD800])) {
+            *w = u;
+        }
+        assert_eq!(wide[5], 0xD800);
+        assert_eq!(utf8_len_of_utf16(&wide), 1 + 2 + 3 + 4 + 3);
+        assert_eq!(utf8_len_of_utf16(&[]), 0);
+        // A high surrogate at the end, and a low one alone.
+        assert_eq!(utf8_len_of_utf16(&[0x61, 0xDBFF]), 4);
+        assert_eq!(utf8_len_of_utf16(&[0xDC00, 0x61]), 4);
+    }
+}

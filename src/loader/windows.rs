@@ -5,7 +5,7 @@ use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
 use super::Soname;
 use core::ffi::{c_char, c_void};
-pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 
@@ -28,13 +28,15 @@ const LOAD_LIBRARY_SEARCH_DEFAULT_DIRS: u32 = 0x0000_1000;
 extern "system" {
     fn LoadLibraryExW(name: *const u16, file: *mut c_void, flags: u32) -> *mut c_void;
     fn GetProcAddress(module: *mut c_void, name: *const c_char) -> *mut c_void;
-    fn FreeLibrary(module: *mut c_void) -> i32;
     fn GetLastError() -> u32;
     fn GetEnvironmentVariableW(name: *const u16, buf: *mut u16, size: u32) -> u32;
     fn GetCurrentThreadId() -> u32;
     fn GetModuleFileNameW(module: *mut c_void, name: *mut u16, size: u32) -> u32;
     fn SwitchToThread() -> i32;
     fn Sleep(milliseconds: u32);
+    fn TlsAlloc() -> u32;
+    fn TlsGetValue(index: u32) -> *mut c_void;
+    fn TlsSetValue(index: u32, value: *mut c_void) -> i32;
 }
 
 /// No setuid programs on Windows.
@@ -59,6 +61,48 @@ pub fn thread_id() -> u32 {
 /// id (`once.rs`).
 pub fn thread_token() -> usize {
     0
+}
+
+/// The thread-local index keeping each thread's lookup depth, plus 1; 0:
+/// not made yet; `usize::MAX`: refused.
+static DEPTH_INDEX: AtomicUsize = AtomicUsize::new(0);
+
+fn depth_index() -> Option<u32> {
+    const TLS_OUT_OF_INDEXES: u32 = u32::MAX;
+    match DEPTH_INDEX.load(Ordering::Acquire) {
+        usize::MAX => None,
+        0 => {
+            // SAFETY: no arguments. An index made twice by racing threads
+            // is a small leak, never a wrong value: the first one is kept.
+            let i = unsafe { TlsAlloc() };
+            let made = if i == TLS_OUT_OF_INDEXES {
+                usize::MAX
+            } else {
+                i as usize + 1
+            };
+            let _ = DEPTH_INDEX.compare_exchange(0, made, Ordering::AcqRel, Ordering::Acquire);
+            depth_index()
+        }
+        i => Some((i - 1) as u32),
+    }
+}
+
+/// How many lookups of a loaded library's functions this thread is inside;
+/// 0 where no thread-local index can be had (nothing is bounded then).
+pub fn lookup_depth() -> usize {
+    match depth_index() {
+        // SAFETY: a live index; the value is a number, never dereferenced.
+        Some(i) => unsafe { TlsGetValue(i) as usize },
+        None => 0,
+    }
+}
+
+/// Sets this thread's [`lookup_depth`].
+pub fn set_lookup_depth(depth: usize) {
+    if let Some(i) = depth_index() {
+        // SAFETY: a live index; the value is a number, never dereferenced.
+        unsafe { TlsSetValue(i, depth as *mut c_void) };
+    }
 }
 
 /// Not asked on Windows (no `fork`; a thread is not asked by its id):
@@ -106,14 +150,34 @@ pub fn getenv(var: &[u8], buf: &mut [u8]) -> Result<Option<usize>, usize> {
         return Ok(None);
     }
     if n >= wide.len() {
-        return Err(n - 1);
+        return Err(utf8_len_of_long_value(&name));
     }
     match wtf8_encode(&wide[..n], buf) {
         Some(len) if len < buf.len() => {
             buf[len] = 0;
             Ok(Some(len))
         }
-        _ => Err(n),
+        // Too long as UTF-8: its length in bytes, as the limit counts.
+        _ => Err(super::text::utf8_len_of_utf16(&wide[..n])),
+    }
+}
+
+/// The length in UTF-8 bytes (the limit's unit, not UTF-16's) of the
+/// variable `name` (NUL-terminated UTF-16), whose value is more than 4,095
+/// UTF-16 units long: read whole into room for any value (Windows keeps at
+/// most 32,767 units), on this rare path only.
+#[inline(never)]
+fn utf8_len_of_long_value(name: &[u16]) -> usize {
+    let mut wide = [0u16; 32768];
+    // SAFETY: a NUL-terminated name and a buffer of the size given.
+    let n = unsafe { GetEnvironmentVariableW(name.as_ptr(), wide.as_mut_ptr(), wide.len() as u32) }
+        as usize;
+    match n {
+        // Changed meanwhile, or longer than Windows allows: at least as
+        // many bytes as units.
+        0 => 4096,
+        n if n >= wide.len() => n - 1,
+        n => super::text::utf8_len_of_utf16(&wide[..n]),
     }
 }
 
@@ -228,9 +292,10 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
-pub fn close(handle: usize) {
-    // SAFETY: a handle from LoadLibraryExW.
-    unsafe { FreeLibrary(handle as *mut _) };
+/// Not asked on Windows, where the runtime loads `nvcuda.dll` from
+/// `System32` by its name, whatever module of another name is loaded.
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
+    false
 }
 
 /// The symbol `name` (NUL-terminated) of the module `handle`: a pointer as

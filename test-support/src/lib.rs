@@ -5,6 +5,9 @@
 //! package's build script, which reads cuda-mem-sys's `DEP_CUDA_MEM_SYS_*`
 //! metadata as any dependent does.
 
+mod require;
+pub use require::{enough, ignored_unless_required, may_ignore, required_gpus, REQUIRE_GPUS_VAR};
+
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;

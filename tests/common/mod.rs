@@ -3,6 +3,9 @@
 //!
 //! Without a CUDA driver or device every device test reports itself *ignored*
 //! with the reason (visible in the test output); it never passes without running.
+//! Where the run must have GPUs (`CUDA_MEM_SYS_REQUIRE_GPUS=N`: a GPU CI
+//! runner, the GPU bundle's scripts), no usable driver, no device or fewer
+//! than N of them fails every test instead ([`gate`]).
 //! A test binary can re-run itself as a child process (`spawn_child`) for the
 //! multi-process tests, and pass file descriptors over a Unix socket.
 //!
@@ -130,7 +133,7 @@ impl DeviceTest {
         if let Run::Ignored(reason) = self.run {
             return Ok(Completion::ignored_with(reason));
         }
-        if let Some(reason) = unavailable(self.gpus) {
+        if let Some(reason) = gate(self.gpus)? {
             return Ok(Completion::ignored_with(reason));
         }
         match self.run {
@@ -259,9 +262,38 @@ fn run_role(child_roles: &[ChildRole], needs_gpu: bool) {
 }
 
 /// Why tests needing `gpus` devices cannot run here, or `None` if they can.
+/// Where the run requires GPUs (`CUDA_MEM_SYS_REQUIRE_GPUS=N`,
+/// [`test_support::REQUIRE_GPUS_VAR`]), no usable driver, no device or fewer
+/// than N devices is a failure naming the variable, not a reason: see
+/// [`gate`].
 pub fn unavailable(gpus: i32) -> Option<String> {
+    match probe() {
+        Err(reason) => Some(reason.clone()),
+        Ok(n) if *n < gpus => Some(format!("needs {gpus} GPUs, this machine has {n}")),
+        Ok(_) => None,
+    }
+}
+
+/// What a test needing `gpus` devices does here: `Ok(None)` runs it,
+/// `Ok(Some(why))` reports it ignored, `Err` fails it (the run requires more
+/// GPUs than it finds: [`test_support::REQUIRE_GPUS_VAR`]). A test needing
+/// more GPUs than the required count is still reported ignored where the
+/// machine has fewer.
+pub fn gate(gpus: i32) -> Result<Option<String>, Failed> {
+    match probe() {
+        Err(reason) => Ok(Some(test_support::may_ignore(reason.clone())?)),
+        Ok(n) => {
+            test_support::enough(*n as u32)?;
+            Ok((*n < gpus).then(|| format!("needs {gpus} GPUs, this machine has {n}")))
+        }
+    }
+}
+
+/// `cuInit` and `cuDeviceGetCount`, once a process: the devices, or why
+/// there are none to use.
+fn probe() -> &'static Result<i32, String> {
     static PROBE: OnceLock<Result<i32, String>> = OnceLock::new();
-    let probe = PROBE.get_or_init(|| {
+    PROBE.get_or_init(|| {
         let r = unsafe { cuInit(0) };
         let stub = "no CUDA driver: cuInit reached the stub libcuda (CUDA_ERROR_STUB_LIBRARY)";
         if r == CUDA_ERROR_STUB_LIBRARY {
@@ -276,15 +308,13 @@ pub fn unavailable(gpus: i32) -> Option<String> {
         let mut n = 0;
         let r = unsafe { cuDeviceGetCount(&mut n) };
         if r != CUDA_SUCCESS || n == 0 {
-            return Err("no CUDA device".into());
+            return Err(format!(
+                "no CUDA device (cuDeviceGetCount returned {}, {n} devices)",
+                r.name()
+            ));
         }
         Ok(n)
-    });
-    match probe {
-        Err(reason) => Some(reason.clone()),
-        Ok(n) if *n < gpus => Some(format!("needs {gpus} GPUs, this machine has {n}")),
-        Ok(_) => None,
-    }
+    })
 }
 
 /// A result code of the driver (`CUresult`) or of the runtime (`cudaError_t`):

@@ -1,5 +1,6 @@
 //! Virtual memory management (`cuMemCreate`, `cuMemMap`) for the device tests:
-//! allocation properties, the create / reserve / map / set-access steps, a
+//! allocation properties, the create / reserve / map / set-access steps
+//! (every access set read back for each location it names), a
 //! mapped allocation ([`Mapping`]) with its POSIX descriptor, and the exporter
 //! of the process-death scenarios that share such a descriptor
 //! ([`pd_export`], [`pd_exporter`]).
@@ -76,11 +77,52 @@ pub fn set_rw(ptr: CUdeviceptr, size: usize, dev: CUdevice) -> TestResult {
 }
 
 /// Read-write access to `[ptr, ptr + size)` for every one of `locations`,
-/// in one `cuMemSetAccess`.
+/// in one `cuMemSetAccess`, read back ([`set_access`]).
 pub fn set_rw_for(ptr: CUdeviceptr, size: usize, locations: &[CUmemLocation]) -> TestResult {
     let rw = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     let d: Vec<_> = locations.iter().map(|&l| access_desc(l, rw)).collect();
-    cu!(cuMemSetAccess(ptr, size, d.as_ptr(), d.len()))
+    set_access(ptr, size, &d)
+}
+
+/// `cuMemSetAccess(ptr, size, descs)`, then every location's flags read
+/// back (`cuMemGetAccess`) at the range's first and last byte: each must be
+/// what its descriptor set ([`read_back`]).
+/// The current context, if any, is synchronised first: a `cuMemcpyHtoD`
+/// from pageable memory may still be landing when it returns (NVIDIA's "API
+/// synchronization behavior"), and a range made read-only under it faults.
+pub fn set_access(ptr: CUdeviceptr, size: usize, descs: &[CUmemAccessDesc]) -> TestResult {
+    let mut ctx = core::ptr::null_mut();
+    cu!(cuCtxGetCurrent(&mut ctx))?;
+    if !ctx.is_null() {
+        cu!(cuCtxSynchronize())?;
+    }
+    cu!(cuMemSetAccess(ptr, size, descs.as_ptr(), descs.len()))?;
+    read_back(ptr, size, descs)
+}
+
+/// `Ok` if every descriptor's location reads back its flags at the first
+/// and the last byte of `[ptr, ptr + size)`; else every mismatch, named.
+pub fn read_back(ptr: CUdeviceptr, size: usize, descs: &[CUmemAccessDesc]) -> TestResult {
+    let mut wrong = vec![];
+    for d in descs {
+        for at in [ptr, ptr + size as u64 - 1] {
+            let got = get_access(at, d.location)?;
+            if got != d.flags.0 as u64 {
+                wrong.push(format!(
+                    "location (type {}, id {}) at {at:#x}: flags {got}, set {}",
+                    d.location.type_.0,
+                    super::cu_loc_id(&d.location),
+                    d.flags.0
+                ));
+            }
+        }
+    }
+    ensure!(
+        wrong.is_empty(),
+        "cuMemSetAccess({ptr:#x}, {size}) read back (cuMemGetAccess): {}",
+        wrong.join("; ")
+    );
+    Ok(())
 }
 
 pub fn get_access(ptr: CUdeviceptr, loc: CUmemLocation) -> Result<u64, Failed> {

@@ -2,7 +2,9 @@
 //! (bytes written and read back), and a wrong case each returns its
 //! documented code as an `Err`. Without a usable driver or device every test
 //! reports itself ignored with the reason (`cuInit`'s or
-//! `cuDeviceGetCount`'s code), never passes empty.
+//! `cuDeviceGetCount`'s code), never passes empty; where the run must have
+//! GPUs (`CUDA_MEM_SYS_REQUIRE_GPUS=N`, `docs/gpu-tests.md`), finding fewer
+//! than N fails every test instead.
 
 use cuda_mem_sys as sys;
 use cuda_mem_wrap::graph::{CaptureMode, NodeKind};
@@ -436,13 +438,34 @@ fn vmm_range_exports_a_dma_buf_of_its_size() -> MaybeResult {
     Ok(None)
 }
 
-/// Why the device tests cannot run here, if they cannot.
-fn unavailable() -> Option<String> {
-    match device_count() {
-        Ok(0) => Some("no CUDA device".into()),
-        Ok(_) => None,
-        Err(e) => Some(format!("no usable CUDA driver: {e}")),
+/// The variable that makes "no usable driver / no device / fewer than N
+/// GPUs" a failure (`docs/gpu-tests.md`; the crate's tests read it through
+/// their test-support package, which this crate, written as any dependent
+/// would be, does not use).
+const REQUIRE_GPUS_VAR: &str = "CUDA_MEM_SYS_REQUIRE_GPUS";
+
+/// Why the device tests cannot run here, if they cannot; `Err` where the run
+/// requires more GPUs than it finds ([`REQUIRE_GPUS_VAR`]).
+fn unavailable() -> Result<Option<String>, String> {
+    let v = std::env::var(REQUIRE_GPUS_VAR).unwrap_or_default();
+    let required: u32 = match v.trim() {
+        "" => 0,
+        n => n
+            .parse()
+            .map_err(|_| format!("{REQUIRE_GPUS_VAR}={n:?} is not a number of GPUs"))?,
+    };
+    let (found, why) = match device_count() {
+        Ok(0) => (0, Some("no CUDA device".to_string())),
+        Ok(n) => (n, None),
+        Err(e) => (0, Some(format!("no usable CUDA driver: {e}"))),
+    };
+    if (found as u32) < required {
+        let why = why.unwrap_or_else(|| format!("it sees {found}"));
+        return Err(format!(
+            "{REQUIRE_GPUS_VAR}={required}: this run must see {required} GPU(s), and {why}"
+        ));
     }
+    Ok(why)
 }
 
 fn main() {
@@ -500,9 +523,10 @@ fn main() {
         .map(|(name, test)| {
             let why = why.clone();
             Trial::ignorable_test(name, move || match (test, why) {
-                (Err(reason), _) | (_, Some(reason)) => Ok(Completion::ignored_with(reason)),
-                (Ok(Test::Runs(f)), None) => f().map(|()| Completion::Completed),
-                (Ok(Test::May(f)), None) => f().map(|ignored| match ignored {
+                (_, Err(required)) => Err(required.into()),
+                (Err(reason), _) | (_, Ok(Some(reason))) => Ok(Completion::ignored_with(reason)),
+                (Ok(Test::Runs(f)), Ok(None)) => f().map(|()| Completion::Completed),
+                (Ok(Test::May(f)), Ok(None)) => f().map(|ignored| match ignored {
                     Some(reason) => Completion::ignored_with(reason),
                     None => Completion::Completed,
                 }),

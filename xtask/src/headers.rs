@@ -8,8 +8,11 @@ use std::process::Command;
 
 use crate::releases;
 
-/// The wheels holding a release's headers: (runtime + libcudart, `crt/`).
-fn wheels(release: &str) -> Result<[String; 2], String> {
+/// The wheels holding a release's headers: runtime + libcudart, `crt/`, and
+/// the profiler API (`cudaProfiler.h`, `cuda_profiler_api.h`, which
+/// `wrapper.h` reads; in 12.x a package of its own beside the runtime's,
+/// `nvidia/cuda_profiler_api/include`, in 13.x the same `nvidia/cu13/include`).
+fn wheels(release: &str) -> Result<[String; 3], String> {
     let major: u32 = release
         .split('.')
         .next()
@@ -25,10 +28,12 @@ fn wheels(release: &str) -> Result<[String; 2], String> {
         12 => [
             format!("nvidia-cuda-runtime-cu12=={release}.*"),
             format!("nvidia-cuda-nvcc-cu12=={release}.*"),
+            format!("nvidia-cuda-profiler-api-cu12=={release}.*"),
         ],
         _ => [
             format!("nvidia-cuda-runtime=={release}.*"),
             format!("nvidia-cuda-crt=={release}.*"),
+            format!("nvidia-cuda-profiler-api=={release}.*"),
         ],
     })
 }
@@ -98,7 +103,10 @@ pub fn check(release: &str, target: &str) -> Result<(), String> {
 pub fn fetch_for(workspace: &Path, release: &str, target: &str) -> Result<PathBuf, String> {
     check(release, target)?;
     let root = cache_root_for(workspace, release, target);
-    if let Some(dir) = include_dir(&root).filter(|_| root.join("wheels.txt").is_file()) {
+    // A cache made before the profiler wheel joined the set is fetched again.
+    let complete = std::fs::read_to_string(root.join("wheels.txt"))
+        .is_ok_and(|names| names.contains("profiler_api"));
+    if let Some(dir) = include_dir(&root).filter(|_| complete) {
         return Ok(dir);
     }
     let wheel_target = headers_only_from(target, release).unwrap_or(target);

@@ -20,14 +20,14 @@ mod mutants;
 mod regen;
 mod releases;
 
-use abi::msvc;
-use ci::{build_cost, valgrind, wrap};
+use abi::{libclang22, msvc};
+use ci::{build_cost, fuzz_elf, valgrind, wrap};
 use cmd::workspace;
 use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 23] = [
+const COMMANDS: [(&str, &str); 25] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -35,6 +35,7 @@ const COMMANDS: [(&str, &str); 23] = [
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
+    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
@@ -47,6 +48,7 @@ const COMMANDS: [(&str, &str); 23] = [
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
     ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
+    ("libclang22 [<release>...]", "the bindings generated with libclang 22 against libclang 19's, item by item (installs libclang-22-dev if missing; CI's ABI releases unless told; a step of `ci`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
     ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --summary: the per-file table (docs/mutation-testing.md)"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
@@ -66,7 +68,10 @@ fn usage() -> String {
 #[derive(Debug, PartialEq)]
 enum Task<'a> {
     Help,
-    Headers { release: &'a str, target: &'a str },
+    Headers {
+        release: &'a str,
+        target: &'a str,
+    },
     Demo,
     Ci,
     CiCross,
@@ -74,6 +79,7 @@ enum Task<'a> {
     Msrv,
     Loom,
     Valgrind,
+    FuzzElf(&'a [&'a str]),
     Regen,
     BenchBuild(usize),
     BuildCost,
@@ -85,6 +91,9 @@ enum Task<'a> {
     Msvc(&'a [&'a str]),
     Changes,
     WrapCheck,
+    Libclang22(&'a [&'a str]),
+    /// The child `libclang22` starts: (include folder, output file).
+    LibclangBindings(&'a str, &'a str),
     Mutants(&'a [&'a str]),
 }
 
@@ -126,6 +135,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msrv"] => Task::Msrv,
         ["loom"] => Task::Loom,
         ["valgrind"] => Task::Valgrind,
+        ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
         ["regen"] => Task::Regen,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
@@ -145,6 +155,8 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["msvc", rest @ ..] => Task::Msvc(rest),
         ["changes"] => Task::Changes,
         ["wrap-check"] => Task::WrapCheck,
+        ["libclang22", rest @ ..] => Task::Libclang22(rest),
+        ["libclang-bindings", include, out] => Task::LibclangBindings(include, out),
         ["mutants", rest @ ..] => Task::Mutants(rest),
         _ => return Err(BadArgs::Unknown),
     })
@@ -159,6 +171,8 @@ fn check(task: &Task) -> Result<(), String> {
         Task::GpuMatrix(rest) => gpu_lab::matrix::check_matrix_args(rest),
         Task::Abi(rest) => abi::parse(rest).map(drop),
         Task::Msvc(rest) => msvc::parse(rest).map(drop),
+        Task::Libclang22(rest) => libclang22::parse(rest).map(drop),
+        Task::FuzzElf(rest) => fuzz_elf::parse(rest).map(drop),
         Task::Mutants(rest) => mutants::parse(rest).map(drop),
         _ => Ok(()),
     }
@@ -179,6 +193,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msrv => ci::msrv_alone(&workspace()),
         Task::Loom => ci::loom(&workspace()),
         Task::Valgrind => valgrind::run(&workspace()),
+        Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
         Task::Regen => regen::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
@@ -190,6 +205,8 @@ fn run(task: Task) -> Result<(), String> {
         Task::Msvc(rest) => msvc::run(&workspace(), rest),
         Task::Changes => changes::run(&workspace()),
         Task::WrapCheck => wrap::run(&workspace()),
+        Task::Libclang22(rest) => libclang22::run(&workspace(), rest),
+        Task::LibclangBindings(include, out) => libclang22::child(include, out),
         Task::Mutants(rest) => mutants::run(&workspace(), rest),
     }
 }
@@ -380,7 +397,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 21] = [
+        let examples: [&[&str]; 23] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -401,6 +418,8 @@ mod tests {
             &["msvc", "12.0", "13.5"],
             &["loom"],
             &["valgrind"],
+            &["libclang22", "13.0"],
+            &["fuzz-elf", "--seconds", "5"],
             &["mutants", "--shard", "0/4"],
         ];
         for args in examples {
@@ -428,6 +447,7 @@ mod tests {
         for args in [
             &["headers", "12.7"][..],
             &["headers", "--target", "13.0"],
+            &["libclang22", "12.7"],
             &["headers", "13.0", "--target", "riscv64gc-unknown-linux-gnu"],
             &["headers", "13.0", "14.0"],
             &["bench-build", "--runs", "0"],
@@ -438,6 +458,8 @@ mod tests {
             &["abi"],
             &["msvc", "12.7"],
             &["msvc", "--all", "13.0"],
+            &["fuzz-elf", "--seconds", "0"],
+            &["fuzz-elf", "--minutes", "1"],
         ] {
             assert!(
                 matches!(parse(args), Err(BadArgs::Wrong(_))),

@@ -31,13 +31,13 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         let path = codegen::inputs_path(workspace, ptds);
         std::fs::write(
             &path,
-            codegen::inputs_text(&cuda.include_dirs, &out.headers_read)?,
+            generator::tools::inputs_text(&cuda.include_dirs, &out.headers_read)?,
         )
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
         let (driver, runtime) = codegen::linked_symbols(&out.file);
         let path = codegen::symbols_path(workspace, ptds);
-        std::fs::write(&path, codegen::symbols_text(&driver, &runtime))
+        std::fs::write(&path, generator::tools::symbols_text(&driver, &runtime))
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }

@@ -20,7 +20,6 @@ fn field<F>(out: &mut Vec<Entry>, key: &'static str, offset: usize, _at: *const 
     out.push(Entry::new("field", key, values));
 }
 
-#[allow(dead_code)]
 fn ones<T>() -> T {
     let mut v = ::core::mem::MaybeUninit::<T>::uninit();
     unsafe {
@@ -29,13 +28,11 @@ fn ones<T>() -> T {
     }
 }
 
-#[allow(dead_code)]
 fn hex<T>(v: &::core::mem::MaybeUninit<T>) -> String {
     let bytes = unsafe { ::core::slice::from_raw_parts(v.as_ptr() as *const u8, ::core::mem::size_of::<T>()) };
     hex_bytes(bytes)
 }
 
-#[allow(dead_code)]
 fn hex_bytes(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,15 +1,21 @@
 //! `cargo xtask abi <release>... | fallback | --all`: builds the crate against
 //! each CUDA release's headers (one target directory per release under
 //! `target/abi/`) and runs `abi-proofs/tests/abi_layout.rs` (layout and constants against
-//! the C compiler) and `tests/stable_names.rs`. `--all` does every release and
+//! the C compiler), `abi_field_types` and `abi_constants` (every field's type,
+//! every constant of the headers; `by_type.rs`) and `tests/stable_names.rs`.
+//! The crate generates its bindings for every release named, the pinned one
+//! too ([`ALWAYS_GENERATE`]). `--all` does every release and
 //! the committed fallback and writes `docs/abi-report.md`.
 //!
 //! Each run leaves, in `target/abi/<release>/`, the bindings (`cuda_mem_sys.rs`)
 //! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
 //!
-//! The wing of the C-compiler proofs: this command, and [`msvc`] (the same
-//! proofs for x86_64-pc-windows-msvc with no file from Microsoft).
+//! The wing of the C-compiler proofs: this command, [`msvc`] (the same
+//! proofs for x86_64-pc-windows-msvc with no file from Microsoft) and
+//! [`libclang22`] (the bindings from libclang 22 against 19's).
 
+mod by_type;
+pub mod libclang22;
 pub mod msvc;
 mod report;
 
@@ -21,13 +27,25 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The ABI checks that run on the Windows targets (under Wine), MinGW's and MSVC's.
-pub const WINDOWS_ABI_TESTS: [&str; 5] = [
+pub const WINDOWS_ABI_TESTS: [&str; 8] = [
     "abi_layout",
+    "abi_field_types",
+    "abi_constants",
+    "abi_by_value",
     "abi_signatures",
     "abi_bad_input",
     "stable_names",
     "fallback",
 ];
+
+/// The ABI checks by type and by presence: every field's C type, every
+/// constant of the headers bound with C's value (associated ones too).
+pub const BY_TYPE: [&str; 2] = ["abi_field_types", "abi_constants"];
+
+/// Set for the crate's build: bindgen runs even for the pinned release's
+/// headers (not `committed-same-headers`), so the checks prove the
+/// generator's output on every release named (`build/config.rs`).
+pub const ALWAYS_GENERATE: &str = "CUDA_MEM_SYS_ALWAYS_GENERATE";
 
 // The release of the committed fallback bindings (`build/release.rs`).
 use generator::release::PINNED_RELEASE;
@@ -130,12 +148,15 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
         .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"]);
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .args(BY_TYPE.iter().flat_map(|t| ["--test", t]))
+        .args(["--test", "abi_by_value", "--test", "header_coverage"]);
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
     for_target(&mut cmd, workspace, target)?;
     cmd.env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env(ALWAYS_GENERATE, "1")
         .env(generator::locate::INCLUDE_DIR_VAR, &include)
         // The 12.x wheels hold only libcudart.so.12, linked dynamically.
         .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
@@ -273,7 +294,8 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(workspace)
             // abi_layout is abi-proofs', stable_names the crate's: both default members.
-            .args(["test", "--test", test]);
+            .args(["test", "--test", test])
+            .env(ALWAYS_GENERATE, "1");
         // The committed bindings against the headers found: a build without
         // the `bindgen` feature takes them for headers of their release
         // (abi-proofs still makes its inputs from those headers).
@@ -308,6 +330,7 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
         .summary
         .as_ref()
         .is_some_and(|s| !s.mismatches.is_empty());
+
     if (!out.status.success() && !mismatches) || row.summary.is_none() {
         // The compiler's errors, or the test's failures and ignore reasons.
         let errors: Vec<&str> = stderr
@@ -326,6 +349,14 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
             failures.join("\n"),
             errors.join("\n")
         ));
+    }
+    let mut by_type = cargo(BY_TYPE[0])?;
+    by_type.args(BY_TYPE[1..].iter().flat_map(|t| ["--test", t]));
+    if let Some(failure) = by_type::check(!fallback, &dump, by_type)? {
+        row.failure = Some(match row.failure.take() {
+            Some(f) => format!("{f}\n{failure}"),
+            None => failure,
+        });
     }
     let names = cargo("stable_names")?
         .output()

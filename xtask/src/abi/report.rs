@@ -170,6 +170,11 @@ pub fn report(workspace: &Path, rows: &[Row]) -> String {
          - Constants: the value of every enum constant and macro constant, pointer constants \
            (`CU_STREAM_LEGACY`) as addresses; none of other types (floating point) occurs.\n\
          - Opaque types (`struct CUctx_st`, declared but never defined) have no layout: counted, skipped.\n\
+         - Beside this table, for each release: every field's type against C's \
+           (`abi-proofs/tests/abi_field_types.rs`) and every constant of the headers present with \
+           C's value, associated constants too (`abi-proofs/tests/abi_constants.rs`), with the \
+           crate generating its bindings (`CUDA_MEM_SYS_ALWAYS_GENERATE`); a failure of either \
+           is listed under Mismatches as the check not completing.\n\
          - Function signatures are not compared with C here (docs/release-changes.md tracks how they \
            change between releases).\n\n## Headers\n\n",
     );

@@ -149,7 +149,7 @@ pub(super) fn script_steps(target: &Path, package: &str) -> Vec<(String, Option<
         .filter_map(|d| std::fs::read_to_string(d.path().join("output")).ok())
         .flat_map(|text| {
             text.lines()
-                .filter_map(|l| generator::timings::parse_line(l.strip_prefix("cargo:warning=")?))
+                .filter_map(|l| generator::tools::parse_line(l.strip_prefix("cargo:warning=")?))
                 .collect::<Vec<_>>()
         })
         .collect()

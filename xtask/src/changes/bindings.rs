@@ -189,7 +189,7 @@ pub fn load(workspace: &Path, release: &str) -> Result<Release, String> {
             // bindgen writes a typedef of an enum as `pub use self::X_enum as X;`.
             syn::Item::Use(u) => {
                 let mut renames = vec![];
-                generator::codegen::use_renames(&u.tree, &mut renames);
+                generator::tools::use_renames(&u.tree, &mut renames);
                 for (from, to) in renames {
                     if let Ok(ty) = syn::parse_str::<syn::Type>(&from) {
                         r.aliases.insert(to, ty);

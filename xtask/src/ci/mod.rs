@@ -6,11 +6,12 @@
 //! check a machine without a GPU can run; device tests report ignored.
 //!
 //! The CI wing: each step that is more than a command line has its file
-//! here ([`examples`], [`valgrind`], [`docs_rs`], [`wrap`], [`build_cost`]).
+//! here ([`examples`](mod@examples), [`valgrind`], [`docs_rs`], [`wrap`], [`build_cost`]).
 
 pub mod build_cost;
 pub mod docs_rs;
 pub mod examples;
+pub mod fuzz_elf;
 pub mod valgrind;
 pub mod wrap;
 
@@ -173,12 +174,15 @@ pub fn run(workspace: &Path) -> Result<(), String> {
         run_cmd(
             cargo(workspace)
                 .args(["test", "--features", features])
-                // --lib: the loader's unit tests (the ELF walk), built only
-                // with `dynamic-loading`.
+                // --lib: the loader's unit tests (the ELF reader), built only
+                // with `dynamic-loading`; malformed_elf: the reader on
+                // hand-made libraries glibc loads.
                 .args([
                     "--lib",
                     "--test",
                     "dynamic_loading",
+                    "--test",
+                    "malformed_elf",
                     "--test",
                     "abi_symbols",
                 ])
@@ -188,6 +192,7 @@ pub fn run(workspace: &Path) -> Result<(), String> {
 
     loom(workspace)?;
     valgrind::run(workspace)?;
+    fuzz_elf::run(workspace, &[])?;
 
     step("no CUDA at all: the committed fallback bindings");
     run_cmd(
@@ -250,6 +255,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     )?;
     step("documentation as docs.rs builds it (nightly, --cfg docsrs): the loader module, the linked declarations and their links, feature badges only");
     docs_rs::check(workspace)?;
+
+    // bindgen with libclang 22 (rust-bindgen #3383): the same bindings as 19's.
+    crate::abi::libclang22::run(workspace, &[])?;
 
     // Beside the pinned release: the range's ends.
     for release in releases::ends() {

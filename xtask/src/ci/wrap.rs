@@ -21,9 +21,8 @@
 //!    fail to build, naming that file.
 //!
 //! Everything shares one target folder, `target/wrap-check` (the
-//! dependencies build once; cuda-mem-sys once per case).
-//!
-//! Also [`bundle`]: the wrapper's device tests for `.gpu-bundle/`.
+//! dependencies build once; cuda-mem-sys once per case). The GPU lab builds
+//! the wrapper's device tests (`crate::gpu_lab::build::wrapper`).
 
 use crate::cmd::{cargo, run_cmd, step};
 use crate::gpu_lab::compile::{include_for, UNSEEN};

@@ -197,7 +197,7 @@ mod tests {
             script(
                 &dir.join("bin").join(n),
                 &format!(
-                    "echo \"args: $* visible: ${{CUDA_VISIBLE_DEVICES:-all}}\"\n\
+                    "echo \"args: $* visible: ${{CUDA_VISIBLE_DEVICES:-all}} required: ${{CUDA_MEM_SYS_REQUIRE_GPUS:-unset}}\"\n\
                      [ -n \"$FAKE_TOOL\" ] && exit ${{{exit_var}:-0}}\nexit 0"
                 ),
             )
@@ -254,6 +254,7 @@ mod tests {
             .env("PATH", path)
             .env("FAKE_NGPU", "4")
             .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("CUDA_MEM_SYS_REQUIRE_GPUS")
             .env(
                 "SANITIZE_BINARIES",
                 "device_smoke stream_ordered_allocator tensor_map graph_memory",
@@ -300,9 +301,14 @@ mod tests {
         ))
         .unwrap();
         assert!(
-            alone.contains("--exact pool_destroy_with_outstanding_allocation visible: 0"),
+            alone.contains(
+                "--exact pool_destroy_with_outstanding_allocation visible: 0 required: 1"
+            ),
             "{alone}"
         );
+        // Every GPU visible is required (docs/gpu-tests.md): 1 here.
+        assert!(whole.contains("visible: all required: 1"), "{whole}");
+        assert!(summary.contains("\"required_gpus\": \"1\""), "{summary}");
         assert!(summary.contains(
             "\"stream_ordered_allocator/pool_destroy_with_outstanding_allocation (CUDA_VISIBLE_DEVICES=0)\": {\"exit\": 0"
         ), "{summary}");

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # matrix.sh [release/build ...]: every build of this part, or those named.
-# Environment: OUT (results), SOAK_IN, MATRIX_SECONDS, GL_DIR.
+# Environment: OUT (results), SOAK_IN, MATRIX_SECONDS, GL_DIR,
+# CUDA_MEM_SYS_REQUIRE_GPUS (default: the GPUs visible).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/results}
+# Every GPU visible must run the tests (docs/gpu-tests.md): the machine's
+# count (nvidia-smi), or CUDA_VISIBLE_DEVICES's, unless the caller set it.
+if [ -z "${CUDA_MEM_SYS_REQUIRE_GPUS+set}" ]; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then ngpu=$(printf '%s' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .); fi
+  export CUDA_MEM_SYS_REQUIRE_GPUS=$ngpu
+fi
 # The soak tests (SOAK_TESTS), and the one release/build that runs them
 # (the suite's list, xtask/src/gpu_lab/suite.rs).
 . "$here/suite.sh"

@@ -24,6 +24,8 @@
 #        and the reproduction. NVCC: the compiler (default the toolkit's).
 #        To stay under a time limit per command, split the work over calls and
 #        give `cargo xtask device-report` every $OUT.
+# CUDA_MEM_SYS_REQUIRE_GPUS: the GPUs the tests must see (default: the GPUs
+#        visible, as counted above); fewer, or no usable driver, fails them.
 # The test filter goes to every binary (libtest arguments, e.g.
 # `--skip no_leak_over_10000_cycles`).
 # The figures for docs/device-results.md: `cargo xtask device-report <this $OUT>`.
@@ -60,6 +62,10 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 # machine's (nvidia-smi lists them all); "visible" records it as given.
 visible=${CUDA_VISIBLE_DEVICES-all}
 if [ "$visible" != all ]; then ngpu=$(printf '%s' "$visible" | tr ',' '\n' | grep -c .); fi
+# Every GPU the tests see must be usable: no usable driver, no device or
+# fewer devices than this fails the device tests instead of reporting them
+# ignored (docs/gpu-tests.md). Set by the caller, it stays as given.
+export CUDA_MEM_SYS_REQUIRE_GPUS=${CUDA_MEM_SYS_REQUIRE_GPUS-$ngpu}
 toolkit=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)
 # The suite's list (xtask/src/gpu_lab/suite.rs): SUITE_MEMCHECK,
 # SUITE_RACECHECK, SUITE_SELF_TEST, TOOL_FAULTS.
@@ -77,8 +83,8 @@ nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 # Sum of the numbers after `$2` on the lines of log $1 that contain it.
 sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} END {print s+0}'; }
 {
-  printf '{\n  "date": "%s",\n  "gpu": "%s",\n  "gpus": %s,\n  "visible_devices": "%s",\n  "toolkit": "%s",\n' \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$ngpu" "$visible" "$toolkit"
+  printf '{\n  "date": "%s",\n  "gpu": "%s",\n  "gpus": %s,\n  "visible_devices": "%s",\n  "required_gpus": "%s",\n  "toolkit": "%s",\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$ngpu" "$visible" "$CUDA_MEM_SYS_REQUIRE_GPUS" "$toolkit"
   printf '  "headers": "%s",\n  "binaries": {\n' "$(cat "$here/headers.txt" | tr -d '\n')"
   first=1
   for b in "$here"/bin/*; do
@@ -142,7 +148,7 @@ sum_after() { grep -o "$2 [0-9,]*" "$1" 2>/dev/null | tr -d , | awk '{s+=$NF} EN
       done <<<"$TOOL_FAULTS"
       memcheck "$n" "$out/memcheck-$n.log" "$here/bin/$n" --test-threads=1 "${skip[@]}" "$@"
       for t in "${alone[@]}"; do
-        CUDA_VISIBLE_DEVICES=0 memcheck "$n/$t (CUDA_VISIBLE_DEVICES=0)" \
+        CUDA_VISIBLE_DEVICES=0 CUDA_MEM_SYS_REQUIRE_GPUS=1 memcheck "$n/$t (CUDA_VISIBLE_DEVICES=0)" \
           "$out/memcheck-$n-$t.log" "$here/bin/$n" --test-threads=1 --exact "$t"
       done
     done

@@ -1,0 +1,504 @@
+//! Every constant the headers define, present in the bindings with C's value:
+//! each enumerator of every enum and each object-like macro with a value
+//! (a number in it, or another constant's name: `CUDA_VERSION`,
+//! `CU_STREAM_LEGACY ((CUstream)0x1)`), read from the headers the bindings
+//! were made from as the C preprocessor writes them (`-dD`). For each:
+//!
+//! - the crate-level constant of that name exists, and the C compiler
+//!   asserts its value is Rust's (same sign, same bits; an address for a
+//!   pointer);
+//! - an enumerator's constant has its enum's newtype (the one named after
+//!   the C tag, or typedef where the enum has no tag), and that newtype has
+//!   it as an associated constant (`CUresult::CUDA_SUCCESS`), also with C's
+//!   value.
+//!
+//! A constant missing from the bindings fails, named; `abi_layout` compares
+//! the values of those present, this check also the associated ones and
+//! what is absent. The wrong twin: the same table over a copy of the
+//! bindings' types and constants with bugs planted
+//! (`constant_table::planted_copy`), compiled in here as `planted`, must be
+//! named for exactly those.
+
+mod c_asserts;
+mod layout_support;
+
+use libtest_mimic::{Completion, Failed};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// A constant's value as rustc computes it.
+#[derive(Clone, Copy, Debug)]
+pub enum Value {
+    Int(i128),
+    Pointer(u128),
+    /// A type with no integer value (none in these headers).
+    Other,
+}
+
+/// One constant of the bindings (an associated one as `Type::NAME`).
+pub struct Constant {
+    pub name: &'static str,
+    /// The struct or newtype its type names, through aliases.
+    pub ty: &'static str,
+    pub value: Value,
+}
+
+impl Constant {
+    fn new(name: &'static str, ty: &'static str, value: Value) -> Self {
+        Constant { name, ty, value }
+    }
+}
+
+mod table {
+    use super::{Constant, Value};
+    include!(concat!(env!("OUT_DIR"), "/abi/constants.rs"));
+}
+
+#[allow(
+    dead_code,
+    unused_imports,
+    non_camel_case_types,
+    non_upper_case_globals,
+    non_snake_case,
+    clippy::all
+)]
+mod planted {
+    include!(concat!(env!("OUT_DIR"), "/abi/constants_planted.rs"));
+}
+
+mod planted_table {
+    use super::{Constant, Value};
+    include!(concat!(env!("OUT_DIR"), "/abi/constants_planted_table.rs"));
+}
+
+const MARKER: &str = "ABI-CONST ";
+
+/// A constant the headers define.
+#[derive(Debug)]
+struct CConstant {
+    name: String,
+    /// `enumerator of enum X` or `#define NAME body`.
+    origin: String,
+    /// The enum's tag and typedef names (an enumerator's).
+    enum_names: Vec<String>,
+}
+
+/// The include folders and the headers' constants; `Ok(Err(reason))`:
+/// nothing to read here (reported ignored); `Err`: reading them failed.
+type Headers = Result<Result<(Vec<PathBuf>, Vec<CConstant>), String>, String>;
+
+/// The headers' constants, once per run.
+fn headers() -> &'static Headers {
+    static H: OnceLock<Headers> = OnceLock::new();
+    H.get_or_init(|| {
+        let dirs = match c_asserts::include_dirs() {
+            Ok(d) => d,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let work = test_support::scratch_under_target("abi_constants_pp");
+        let file = work.path().join("wrapper.h");
+        std::fs::write(&file, include_str!("../../wrapper.h")).map_err(|e| e.to_string())?;
+        let tool = layout_support::compiler();
+        let mut cmd = tool.to_command();
+        for d in &dirs {
+            cmd.arg(format!("-I{}", d.display()));
+        }
+        cmd.args(["-E", "-dD"]).arg(&file);
+        let out =
+            test_support::host_output(&mut cmd).map_err(|e| format!("running {cmd:?}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "preprocessing the headers failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(Ok((dirs.clone(), c_constants(&text, &dirs))))
+    })
+}
+
+/// The enumerators and constant macros of the CUDA headers in `-dD` output.
+fn c_constants(text: &str, dirs: &[PathBuf]) -> Vec<CConstant> {
+    let mut from_cuda = false;
+    let mut code = String::new();
+    let mut macros: BTreeMap<String, String> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(path) = line.strip_prefix("# ").and_then(|r| r.split('"').nth(1)) {
+            from_cuda = dirs.iter().any(|d| path.starts_with(&*d.to_string_lossy()));
+        } else if let Some(def) = line.strip_prefix("#define ") {
+            let end = def
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(def.len());
+            let (name, rest) = def.split_at(end);
+            if from_cuda && !rest.starts_with('(') {
+                macros.insert(name.to_string(), rest.trim().to_string());
+            } else {
+                macros.remove(name);
+            }
+        } else if let Some(name) = line.strip_prefix("#undef ") {
+            macros.remove(name.trim());
+        } else if from_cuda && !line.starts_with('#') {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    let mut out = enumerators(&tokens(&code));
+    let mut known: BTreeSet<String> = out.iter().map(|c| c.name.clone()).collect();
+    // Object-like macros with a value: a number in them, or a constant's
+    // name (until no more are found). Reserved names and empty bodies are
+    // the headers' own machinery; function renames hold neither.
+    let candidates: Vec<(&String, &String)> = macros
+        .iter()
+        .filter(|(n, b)| !n.starts_with('_') && !b.is_empty())
+        .collect();
+    let mut constant: BTreeSet<&str> = BTreeSet::new();
+    loop {
+        let before = constant.len();
+        for (name, body) in &candidates {
+            let valued = tokens(body).iter().any(|t| match t {
+                Tok::Number => true,
+                Tok::Ident(i) => known.contains(i) || constant.contains(i.as_str()),
+                _ => false,
+            });
+            if valued {
+                constant.insert(name.as_str());
+            }
+        }
+        if constant.len() == before {
+            break;
+        }
+    }
+    for (name, body) in candidates {
+        if constant.contains(name.as_str()) && known.insert(name.clone()) {
+            out.push(CConstant {
+                name: name.clone(),
+                origin: format!("#define {name} {body}"),
+                enum_names: vec![],
+            });
+        }
+    }
+    out
+}
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Punct(char),
+    Number,
+}
+
+fn tokens(text: &str) -> Vec<Tok> {
+    let b = text.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Tok::Ident(text[start..i].to_string()));
+        } else if c.is_ascii_digit() {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+                i += 1;
+            }
+            out.push(Tok::Number);
+        } else if c == b'"' || c == b'\'' {
+            i += 1;
+            while i < b.len() && b[i] != c {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else {
+            if !c.is_ascii_whitespace() {
+                out.push(Tok::Punct(c as char));
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Skips `__attribute__((...))`-like groups from `j`; returns the next index.
+fn skip_attributes(t: &[Tok], mut j: usize) -> usize {
+    while let Some(Tok::Ident(w)) = t.get(j) {
+        if !["__attribute__", "__attribute", "__declspec", "_Alignas"].contains(&w.as_str()) {
+            break;
+        }
+        j += 1;
+        let mut depth = 0;
+        while let Some(tok) = t.get(j) {
+            j += 1;
+            match tok {
+                Tok::Punct('(') => depth += 1,
+                Tok::Punct(')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    j
+}
+
+/// Every enumerator of every enum definition, with its enum's names.
+fn enumerators(t: &[Tok]) -> Vec<CConstant> {
+    let mut out = vec![];
+    let mut i = 0;
+    while i < t.len() {
+        if t[i] != Tok::Ident("enum".into()) {
+            i += 1;
+            continue;
+        }
+        let typedef = i > 0 && t[i - 1] == Tok::Ident("typedef".into());
+        let mut j = skip_attributes(t, i + 1);
+        let tag = match t.get(j) {
+            Some(Tok::Ident(n)) => {
+                j += 1;
+                Some(n.clone())
+            }
+            _ => None,
+        };
+        if t.get(j) != Some(&Tok::Punct('{')) {
+            i = j.max(i + 1);
+            continue;
+        }
+        j += 1;
+        let mut names = vec![];
+        let mut depth = 0;
+        let mut expect_name = true;
+        while let Some(tok) = t.get(j) {
+            j += 1;
+            match tok {
+                Tok::Punct('}') if depth == 0 => break,
+                Tok::Punct('(') => depth += 1,
+                Tok::Punct(')') => depth -= 1,
+                Tok::Punct(',') if depth == 0 => expect_name = true,
+                Tok::Ident(n) if expect_name => {
+                    names.push(n.clone());
+                    expect_name = false;
+                }
+                _ => {}
+            }
+        }
+        let mut enum_names: Vec<String> = tag.iter().cloned().collect();
+        if typedef {
+            if let Some(Tok::Ident(n)) = t.get(skip_attributes(t, j)) {
+                enum_names.push(n.clone());
+            }
+        }
+        let what = enum_names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "(anonymous)".into());
+        for n in names {
+            out.push(CConstant {
+                name: n,
+                origin: format!("enumerator of enum {what}"),
+                enum_names: enum_names.clone(),
+            });
+        }
+        i = j;
+    }
+    out
+}
+
+/// What is wrong between the headers' constants and a table: each
+/// problem `name: why`, from Rust's side and from the C compiler's asserts.
+fn problems(
+    dirs: &[PathBuf],
+    c: &[CConstant],
+    constants: &[Constant],
+    types: &[(&str, &str)],
+    scratch: &str,
+) -> Result<(Vec<String>, usize), String> {
+    let by_name: BTreeMap<&str, &Constant> = constants.iter().map(|k| (k.name, k)).collect();
+    let types: BTreeMap<&str, &str> = types.iter().copied().collect();
+    let mut found = vec![];
+    let mut source = String::from(
+        "/* Written by abi-proofs/tests/abi_constants.rs: each constant's Rust value, asserted. */\n\
+         #include \"lc_prelude.h\"\n#include <stdint.h>\n\n",
+    );
+    let mut asserted = 0;
+    let mut assert = |key: &str, c_name: &str, v: Value, source: &mut String| {
+        let (test, said) = match v {
+            Value::Int(n) => {
+                let lit = if n < 0 {
+                    format!("(unsigned long long)({n}LL)")
+                } else {
+                    format!("{n}ULL")
+                };
+                (
+                    format!(
+                        "(((({c_name}) < 0) == {}) && ((unsigned long long)({c_name}) == {lit}))",
+                        i32::from(n < 0)
+                    ),
+                    n.to_string(),
+                )
+            }
+            Value::Pointer(p) => (
+                format!("((unsigned long long)(uintptr_t)({c_name}) == {p}ULL)"),
+                format!("the address {p}"),
+            ),
+            Value::Other => return false,
+        };
+        asserted += 1;
+        let _ = writeln!(
+            source,
+            "_Static_assert({test}, \"{MARKER}{key}: C's value is not Rust's {said}\");"
+        );
+        true
+    };
+    let no_value = |key: &str| format!("{key}: its Rust type has no integer or address to compare");
+    for k in c.iter().filter(|k| in_allowlist(&k.name)) {
+        let Some(rust) = by_name.get(k.name.as_str()) else {
+            found.push(format!(
+                "{}: missing from the bindings ({})",
+                k.name, k.origin
+            ));
+            continue;
+        };
+        if !assert(&k.name, &k.name, rust.value, &mut source) {
+            found.push(no_value(&k.name));
+        }
+        if k.origin.starts_with("enumerator") {
+            // The newtype C's enum is in Rust (by its tag, else its typedef);
+            // an anonymous enum has none: the constant's own type.
+            let newtype = match k.enum_names.iter().find_map(|n| types.get(n.as_str())) {
+                Some(t) => *t,
+                None if k.enum_names.is_empty() => rust.ty,
+                None => {
+                    found.push(format!(
+                        "{}: its enum {} has no type in the bindings",
+                        k.name,
+                        k.enum_names.join("/")
+                    ));
+                    continue;
+                }
+            };
+            if rust.ty != newtype {
+                found.push(format!(
+                    "{}: of type {}, where C declares it in enum {} ({newtype})",
+                    k.name,
+                    rust.ty,
+                    k.enum_names.join("/")
+                ));
+            }
+            let key = format!("{newtype}::{}", k.name);
+            match by_name.get(key.as_str()) {
+                None => found.push(format!("{key}: missing from the bindings ({})", k.origin)),
+                Some(a) => {
+                    if !assert(&key, &k.name, a.value, &mut source) {
+                        found.push(no_value(&key));
+                    }
+                }
+            }
+        }
+    }
+    let verdict = c_asserts::judge(
+        dirs,
+        scratch,
+        include_str!("../../wrapper.h"),
+        &source,
+        MARKER,
+    )?;
+    found.extend(verdict.failed.into_iter().map(|m| m.replace("\\'", "'")));
+    Ok((found, asserted))
+}
+
+fn name_of(problem: &str) -> &str {
+    problem.split_once(": ").map_or(problem, |(k, _)| k)
+}
+
+/// The names the generator binds: bindgen's allowlist
+/// (`build/codegen/bindgen_config.rs`: `(CU|cu|CUDA|cuda).*`). A constant
+/// outside it (cuda.h's OpenCL interop enumerators, `NVCL_*`) is counted and
+/// listed, not required.
+fn in_allowlist(name: &str) -> bool {
+    ["CU", "cu", "CUDA", "cuda"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+fn every_c_constant_is_bound_with_its_value() -> Result<Completion, Failed> {
+    let (dirs, c) = match headers() {
+        Err(e) => return Err(e.clone().into()),
+        Ok(Err(reason)) => return Ok(Completion::ignored_with(reason.clone())),
+        Ok(Ok(h)) => h,
+    };
+    let enumerators = c.iter().filter(|k| k.origin.starts_with("enum")).count();
+    let outside: Vec<&str> = c
+        .iter()
+        .filter(|k| !in_allowlist(&k.name))
+        .map(|k| k.name.as_str())
+        .collect();
+    let (found, asserted) = problems(dirs, c, &table::constants(), table::TYPES, "abi_constants")?;
+    println!(
+        "constants: {} in the headers ({enumerators} enumerators, {} macros); {asserted} values \
+         asserted by the C compiler (crate-level and associated); {} problems; {} outside the \
+         generator's names (CU*, cu*, CUDA*, cuda*): {outside:?}",
+        c.len(),
+        c.len() - enumerators,
+        found.len(),
+        outside.len()
+    );
+    if !found.is_empty() {
+        return Err(format!(
+            "{} constants of the headers missing or different in the bindings:\n  {}",
+            found.len(),
+            found.join("\n  ")
+        )
+        .into());
+    }
+    if enumerators < 500 || c.len() - enumerators < 50 {
+        return Err(format!("too few constants found in the headers: {}", c.len()).into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// The planted bugs (dropped enumerator, macro and cast-macro constants, a
+/// dropped and a wrong associated constant, a wrong value, an enumerator
+/// given another enum's newtype) are each named, and nothing else.
+fn each_planted_constant_bug_is_named() -> Result<Completion, Failed> {
+    let (dirs, c) = match headers() {
+        Err(e) => return Err(e.clone().into()),
+        Ok(Err(reason)) => return Ok(Completion::ignored_with(reason.clone())),
+        Ok(Ok(h)) => h,
+    };
+    let (found, _) = problems(
+        dirs,
+        c,
+        &planted_table::constants(),
+        planted_table::TYPES,
+        "abi_constants_planted",
+    )?;
+    let list = include_str!(concat!(env!("OUT_DIR"), "/abi/constants_planted.txt"));
+    let planted: BTreeSet<&str> = list
+        .lines()
+        .filter_map(|l| l.split_once('\t').map(|(k, _)| k))
+        .collect();
+    let named: BTreeSet<&str> = found.iter().map(|p| name_of(p)).collect();
+    println!("planted: {planted:?}\nnamed:\n  {}", found.join("\n  "));
+    if named != planted {
+        return Err(format!(
+            "the check named {named:?} for the planted {planted:?}:\n  {}",
+            found.join("\n  ")
+        )
+        .into());
+    }
+    Ok(Completion::Completed)
+}
+
+fn main() {
+    test_support::main(test_support::checks![
+        every_c_constant_is_bound_with_its_value,
+        each_planted_constant_bug_is_named,
+    ]);
+}
