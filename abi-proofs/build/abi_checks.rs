@@ -171,35 +171,7 @@ fn c_decl(
 
 /// The C spelling of a Rust type name.
 fn c_name(name: &str, tags: &BTreeSet<String>) -> String {
-    let primitive = match name {
-        "c_void" => "void",
-        "c_char" => "char",
-        "c_schar" => "signed char",
-        "c_uchar" => "unsigned char",
-        "c_short" => "short",
-        "c_ushort" => "unsigned short",
-        "c_int" => "int",
-        "c_uint" => "unsigned int",
-        "c_long" => "long",
-        "c_ulong" => "unsigned long",
-        "c_longlong" => "long long",
-        "c_ulonglong" => "unsigned long long",
-        "c_float" | "f32" => "float",
-        "c_double" | "f64" => "double",
-        "usize" => "size_t",
-        "isize" => "ptrdiff_t",
-        "u8" => "uint8_t",
-        "i8" => "int8_t",
-        "u16" => "uint16_t",
-        "i16" => "int16_t",
-        "u32" => "uint32_t",
-        "i32" => "int32_t",
-        "u64" => "uint64_t",
-        "i64" => "int64_t",
-        "bool" => "_Bool",
-        _ => "",
-    };
-    if !primitive.is_empty() {
+    if let Some(primitive) = crate::layout_check::field_types::primitive(name) {
         return primitive.to_string();
     }
     for kind in ["struct", "union", "enum"] {

@@ -312,7 +312,7 @@ impl FieldGen<'_> {
 }
 
 /// C's name of a Rust primitive or `core::ffi` type.
-fn primitive(name: &str) -> Option<&'static str> {
+pub(crate) fn primitive(name: &str) -> Option<&'static str> {
     Some(match name {
         "c_void" => "void",
         "c_char" => "char",
