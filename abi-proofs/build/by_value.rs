@@ -27,6 +27,7 @@
 //! (`repr(C, align(128))`), an extra member in its first union, and
 //! `repr(C, packed)` (a control where it moves no field).
 
+use crate::layout_check::c_field_name;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -53,20 +54,6 @@ struct Record {
 struct Model {
     records: BTreeMap<String, Record>,
     aliases: BTreeMap<String, syn::Type>,
-}
-
-/// bindgen appends `_` to C names that are Rust keywords (`type` → `type_`).
-const KEYWORDS: [&str; 14] = [
-    "as", "box", "const", "crate", "enum", "fn", "impl", "in", "match", "mod", "ref", "self",
-    "static", "type",
-];
-
-fn c_field_name(rust: &str) -> String {
-    let rust = rust.strip_prefix("r#").unwrap_or(rust);
-    match rust.strip_suffix('_') {
-        Some(stem) if KEYWORDS.contains(&stem) => stem.to_string(),
-        _ => rust.to_string(),
-    }
 }
 
 fn type_ident(ty: &syn::Type) -> Option<String> {

@@ -126,7 +126,8 @@ fn rust_only(field: &str) -> bool {
         || field.starts_with("_bindgen_opaque_blob")
 }
 
-fn c_field_name(rust: &str) -> String {
+/// The C name of a Rust field: bindgen's `_` after a keyword taken off.
+pub(crate) fn c_field_name(rust: &str) -> String {
     let rust = rust.strip_prefix("r#").unwrap_or(rust);
     match rust.strip_suffix('_') {
         Some(stem) if KEYWORDS.contains(&stem) => stem.to_string(),
