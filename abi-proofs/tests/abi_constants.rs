@@ -22,6 +22,7 @@
 mod c_asserts;
 mod layout_support;
 
+use layout_support::{tokens, Tok};
 use libtest_mimic::{Completion, Failed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -178,46 +179,6 @@ fn c_constants(text: &str, dirs: &[PathBuf]) -> Vec<CConstant> {
                 origin: format!("#define {name} {body}"),
                 enum_names: vec![],
             });
-        }
-    }
-    out
-}
-
-#[derive(Debug, PartialEq)]
-enum Tok {
-    Ident(String),
-    Punct(char),
-    Number,
-}
-
-fn tokens(text: &str) -> Vec<Tok> {
-    let b = text.as_bytes();
-    let mut out = vec![];
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_alphabetic() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            out.push(Tok::Ident(text[start..i].to_string()));
-        } else if c.is_ascii_digit() {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
-                i += 1;
-            }
-            out.push(Tok::Number);
-        } else if c == b'"' || c == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != c {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else {
-            if !c.is_ascii_whitespace() {
-                out.push(Tok::Punct(c as char));
-            }
-            i += 1;
         }
     }
     out
