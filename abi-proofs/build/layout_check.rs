@@ -451,6 +451,18 @@ struct Step {
     index: usize,
 }
 
+/// `steps` and one more: the field `name`, `c` its C name (`None`: an
+/// anonymous member, or one C does not have).
+fn then_field(steps: &[Step], name: &str, c: Option<String>) -> Vec<Step> {
+    let mut path = steps.to_vec();
+    path.push(Step {
+        rust: name.to_string(),
+        c,
+        index: 0,
+    });
+    path
+}
+
 fn rust_path(steps: &[Step]) -> String {
     steps
         .iter()
@@ -591,23 +603,13 @@ impl<'a> Gen<'a> {
         for (name, ty) in &r.fields {
             let nested = type_ident(ty).and_then(|n| m.nested.get(&n).map(|_| n));
             if rust_only(name) {
-                let mut s = steps.to_vec();
-                s.push(Step {
-                    rust: name.clone(),
-                    c: None,
-                    index: 0,
-                });
+                let s = then_field(steps, name, None);
                 self.rust_only.push(format!("{top}.{}", rust_path(&s)));
                 continue;
             }
             let anonymous = m.is_anonymous(name, ty);
             let dims = array_dims(ty).unwrap_or_default();
-            let mut here = steps.to_vec();
-            here.push(Step {
-                rust: name.clone(),
-                c: (!anonymous).then(|| c_field_name(name)),
-                index: 0,
-            });
+            let mut here = then_field(steps, name, (!anonymous).then(|| c_field_name(name)));
             let key = format!("{top}.{}", rust_path(&here));
             let rpath = rust_path(&here);
             let incomplete = type_ident(ty).as_deref() == Some("__IncompleteArrayField");
@@ -681,13 +683,8 @@ impl<'a> Gen<'a> {
             return;
         };
         for (name, ty) in bits.clone() {
-            let mut here = steps.to_vec();
-            let prefix = rust_path(&here);
-            here.push(Step {
-                rust: name.clone(),
-                c: Some(c_field_name(&name)),
-                index: 0,
-            });
+            let prefix = rust_path(steps);
+            let here = then_field(steps, &name, Some(c_field_name(&name)));
             let key = format!("{top}.{}", rust_path(&here));
             let recv = if prefix.is_empty() {
                 "s".to_string()

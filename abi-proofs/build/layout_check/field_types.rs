@@ -23,7 +23,7 @@
 //! Each assert's message is `ABI-FIELD <Rust key>: <what Rust says>`, the
 //! key as the layout check's (`struct.field.field`).
 
-use super::{array_dims, c_field_name, c_path, rust_only, rust_path, type_ident};
+use super::{array_dims, c_field_name, c_path, rust_only, rust_path, then_field, type_ident};
 use super::{Gen, Kind, Model, Record, Step, ValueKind};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -131,12 +131,7 @@ impl FieldGen<'_> {
             }
             let anonymous = m.is_anonymous(name, ty);
             let dims = array_dims(ty).unwrap_or_default();
-            let mut here = steps.to_vec();
-            here.push(Step {
-                rust: name.clone(),
-                c: (!anonymous).then(|| c_field_name(name)),
-                index: 0,
-            });
+            let mut here = then_field(steps, name, (!anonymous).then(|| c_field_name(name)));
             let nested = type_ident(ty).filter(|n| m.nested.contains_key(n));
             if let Some(n) = nested {
                 // No C name to spell: its fields, through this one.
