@@ -10,6 +10,7 @@
 //! fail, as in `models.rs`): a claim read as generation 0 (its bits
 //! dropped) by siblings of generation 1; a handler that does nothing.
 
+use crate::models::model;
 use crate::once::{ForkWatch, Once, Stuck};
 use crate::sys::{self, enter, Arc, Thread, World, Wrong};
 use std::sync::atomic::Ordering;
@@ -18,21 +19,6 @@ use std::sync::atomic::Ordering;
 use loom::{sync::atomic::AtomicBool, thread};
 #[cfg(not(loom))]
 use std::{sync::atomic::AtomicBool, thread};
-
-/// Runs `f` in every interleaving (loom), or a few hundred times (threads).
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    #[cfg(loom)]
-    {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        b.max_branches = 20_000;
-        b.check(f);
-    }
-    #[cfg(not(loom))]
-    for _ in 0..200 {
-        f();
-    }
-}
 
 fn thread_of(id: u32, generation: u32) -> Thread {
     Thread {

@@ -16,8 +16,9 @@ use loom::{cell::UnsafeCell, sync::atomic::AtomicBool, thread};
 #[cfg(not(loom))]
 use std::{sync::atomic::AtomicBool, thread};
 
-/// Runs `f` in every interleaving (loom), or a few hundred times (threads).
-fn model(f: impl Fn() + Sync + Send + 'static) {
+/// Runs `f` in every interleaving (loom), or a few hundred times (threads);
+/// `fork_models.rs`'s models too.
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
     {
         let mut b = loom::model::Builder::new();
