@@ -1633,18 +1633,23 @@ fn names_the_stub(why: &str, path: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The load error `out` (the role `bad-driver`) reports, after the usual
+/// names tried (`libcuda.so.1, libcuda.so: `).
+fn usual_load_error(out: &str) -> Result<&str, String> {
+    let why = out
+        .lines()
+        .find_map(|l| l.strip_prefix("driver Err "))
+        .ok_or_else(|| format!("no load error reported:\n{out}"))?;
+    why.strip_prefix("libcuda.so.1, libcuda.so: ")
+        .ok_or_else(|| format!("`tried` is not the usual names: {why}"))
+}
+
 /// Whether `out` (the role `bad-driver`, `libcuda.so.1` on the library path
 /// broken, no `libcuda.so`) reports `cause` for `libcuda.so.1`: the message
 /// leads with it, and the attempts give `libcuda.so.1` its own reason (a
 /// file that exists: not `missing`) and `libcuda.so` its "no such file".
 fn reports_the_real_cause(out: &str, cause: &str) -> Result<(), String> {
-    let why = out
-        .lines()
-        .find_map(|l| l.strip_prefix("driver Err "))
-        .ok_or_else(|| format!("no load error reported:\n{out}"))?;
-    let message = why
-        .strip_prefix("libcuda.so.1, libcuda.so: ")
-        .ok_or_else(|| format!("`tried` is not the usual names: {why}"))?;
+    let message = usual_load_error(out)?;
     let lead = message.split("; ").next().unwrap_or_default();
     if !lead.starts_with("libcuda.so.1: ") || !lead.contains(cause) {
         return Err(format!(
@@ -1965,13 +1970,7 @@ fn a_secure_process_ignores_the_variables() -> Result<Completion, Failed> {
 /// `Attempts::most_telling` names it; `libcuda.so.1` keeps its "no such
 /// file", after it.
 fn leads_with_the_fall_back(out: &str, cause: &str) -> Result<(), String> {
-    let why = out
-        .lines()
-        .find_map(|l| l.strip_prefix("driver Err "))
-        .ok_or_else(|| format!("no load error reported:\n{out}"))?;
-    let message = why
-        .strip_prefix("libcuda.so.1, libcuda.so: ")
-        .ok_or_else(|| format!("`tried` is not the usual names: {why}"))?;
+    let message = usual_load_error(out)?;
     let mut reasons = message.split("; ");
     let lead = reasons.next().unwrap_or_default();
     if !lead.starts_with("libcuda.so: ") || !lead.contains(cause) {
