@@ -26,35 +26,51 @@ pub fn a_zombie_main_thread_that_was_loading_gives_303_not_a_hang() -> Result<Co
     if let Some(c) = linux_only("a zombie thread-group leader and /proc are Linux's") {
         return Ok(c);
     }
-    let (_s, driver) = fake_driver(&[])?;
-    let folder = driver.parent().unwrap().as_os_str();
-    for (ends, expect) in [
-        (
-            true,
+    constructor_ending(
+        "zombie-leader",
+        "exit_thread",
+        "the main thread ends in the constructor",
+        [
             vec![
                 "main thread is a zombie: true".to_string(),
                 "later cuInit(7) 303".to_string(),
                 format!("later driver message {OWNER_GONE}"),
             ],
-        ),
-        (
-            false,
             vec![
                 "main cuInit(7) 0".to_string(),
                 "later cuInit(7) 0".to_string(),
             ],
-        ),
-    ] {
+        ],
+        |_| Ok(()),
+    )?;
+    Ok(Completion::Completed)
+}
+
+/// Runs `role` twice with the fake driver on the library path: its
+/// constructor ending the loading thread by `how` (`FAKE_END_IN_CONSTRUCTOR`),
+/// then, the twin, not; each run must print its lines of `expect` (the
+/// ending's, the twin's) and pass `check`.
+fn constructor_ending(
+    role: &str,
+    how: &str,
+    label: &str,
+    expect: [Vec<String>; 2],
+    check: impl Fn(&str) -> Result<(), Failed>,
+) -> Result<(), Failed> {
+    let (_s, driver) = fake_driver(&[])?;
+    let folder = driver.parent().unwrap().as_os_str();
+    for (ends, expect) in [true, false].into_iter().zip(expect) {
         let mut env = vec![("LD_LIBRARY_PATH", folder)];
         if ends {
-            env.push(("FAKE_END_IN_CONSTRUCTOR", OsStr::new("exit_thread")));
+            env.push(("FAKE_END_IN_CONSTRUCTOR", OsStr::new(how)));
         }
-        let out = child_with("zombie-leader", &env)?;
-        println!("the main thread ends in the constructor: {ends}\n{out}");
+        let out = child_with(role, &env)?;
+        println!("{label}: {ends}\n{out}");
         let lines: Vec<&str> = expect.iter().map(String::as_str).collect();
         expect_lines(&out, &lines)?;
+        check(&out)?;
     }
-    Ok(Completion::Completed)
+    Ok(())
 }
 
 /// A `pthread_create`d thread loads the driver, and the constructor ends it
@@ -68,38 +84,29 @@ pub fn a_forced_unwind_in_the_constructor_is_told_as_the_thread_ending(
     if let Some(c) = linux_only("pthread_exit's forced unwind is glibc's") {
         return Ok(c);
     }
-    let (_s, driver) = fake_driver(&[])?;
-    let folder = driver.parent().unwrap().as_os_str();
-    for (ends, expect) in [
-        (
-            true,
+    constructor_ending(
+        "forced-unwind",
+        "pthread_exit",
+        "pthread_exit in the constructor",
+        [
             vec![
                 "loading thread joined".to_string(),
                 "later cuInit(7) 303".to_string(),
                 format!("later driver message {OWNER_GONE}"),
             ],
-        ),
-        (
-            false,
             vec![
                 "loading thread joined".to_string(),
                 "later cuInit(7) 0".to_string(),
                 "later driver Ok libcuda.so.1".to_string(),
             ],
-        ),
-    ] {
-        let mut env = vec![("LD_LIBRARY_PATH", folder)];
-        if ends {
-            env.push(("FAKE_END_IN_CONSTRUCTOR", OsStr::new("pthread_exit")));
-        }
-        let out = child_with("forced-unwind", &env)?;
-        println!("pthread_exit in the constructor: {ends}\n{out}");
-        let lines: Vec<&str> = expect.iter().map(String::as_str).collect();
-        expect_lines(&out, &lines)?;
-        if out.contains("panicked") {
-            return Err(format!("the forced unwind is told as a panic:\n{out}").into());
-        }
-    }
+        ],
+        |out| {
+            if out.contains("panicked") {
+                return Err(format!("the forced unwind is told as a panic:\n{out}").into());
+            }
+            Ok(())
+        },
+    )?;
     Ok(Completion::Completed)
 }
 
