@@ -103,18 +103,9 @@ pub fn judge(
             if head.is_empty() { stderr.as_ref() } else { "" }.to_string() + &head.join("\n")
         ));
     }
-    let version = run(tool.to_command().arg("--version"), "the compiler's version")
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| tool.path().display().to_string());
     Ok(Verdict {
         failed,
-        compiler: version,
+        compiler: layout_support::compiler_version(&tool),
     })
 }
 

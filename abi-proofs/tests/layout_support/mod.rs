@@ -111,16 +111,22 @@ pub fn run_c(input: &CInput) -> Result<COutput, String> {
             }
         }
     })?;
-    let version = test_support::host_output(tool.to_command().arg("--version")).ok();
-    let compiler = version
+    let compiler = compiler_version(&tool);
+    Ok(COutput { lines, compiler })
+}
+
+/// The first line `tool --version` prints, or the tool's path where it
+/// prints none.
+pub fn compiler_version(tool: &cc::Tool) -> String {
+    test_support::host_output(tool.to_command().arg("--version"))
+        .ok()
         .and_then(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
                 .next()
                 .map(str::to_string)
         })
-        .unwrap_or_else(|| tool.path().display().to_string());
-    Ok(COutput { lines, compiler })
+        .unwrap_or_else(|| tool.path().display().to_string())
 }
 
 /// `#define LC_ID_x 1` for every identifier of the preprocessed headers and
