@@ -47,18 +47,9 @@ impl Text {
             }
         }
     }
-    pub(super) fn push_number(&mut self, mut n: u64) {
+    pub(super) fn push_number(&mut self, n: u64) {
         let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..]);
+        self.push(decimal(n, &mut digits));
     }
     /// `13.0` for `13000`.
     pub(super) fn push_release(&mut self, version: u32) {
@@ -99,6 +90,21 @@ pub(super) fn utf8_len_of_utf16(wide: &[u16]) -> usize {
         i += 1;
     }
     len
+}
+
+/// `n` in decimal, written at the end of `digits` (room for any `u64`);
+/// the digits written.
+pub(super) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &digits[i..]
 }
 
 #[cfg(test)]

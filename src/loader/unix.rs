@@ -152,18 +152,10 @@ fn task_state(id: u32) -> Option<u8> {
     let mut path = [0u8; 40];
     let prefix = b"/proc/self/task/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut digits = [0u8; 10];
-    let (mut i, mut n) = (digits.len(), id);
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let end = prefix.len() + digits.len() - i;
-    path[prefix.len()..end].copy_from_slice(&digits[i..]);
+    let mut digits = [0u8; 20];
+    let digits = super::text::decimal(u64::from(id), &mut digits);
+    let end = prefix.len() + digits.len();
+    path[prefix.len()..end].copy_from_slice(digits);
     path[end..end + 5].copy_from_slice(b"/stat");
     // SAFETY: a NUL-terminated path (the array's rest is 0); the
     // descriptor is closed below.
