@@ -143,16 +143,7 @@ fn c_decl(
                     .iter()
                     .map(|a| c_decl(&a.ty, "", false, tags))
                     .collect::<Result<Vec<_>, _>>()?;
-                let params = if params.is_empty() {
-                    "void".into()
-                } else {
-                    params.join(", ")
-                };
-                let ptr = if konst {
-                    format!("(* const {inner})({params})")
-                } else {
-                    format!("(*{inner})({params})")
-                };
+                let ptr = crate::layout_check::field_types::function_pointer(inner, konst, &params);
                 return match &f.output {
                     syn::ReturnType::Default => Ok(format!("void {ptr}")),
                     syn::ReturnType::Type(_, t) => c_decl(t, &ptr, false, tags),

@@ -289,20 +289,26 @@ impl FieldGen<'_> {
             .iter()
             .map(|a| self.decl(&a.ty, "", false))
             .collect::<Result<Vec<_>, _>>()?;
-        let params = if params.is_empty() {
-            "void".to_string()
-        } else {
-            params.join(", ")
-        };
-        let ptr = if konst {
-            format!("(* const {inner})({params})")
-        } else {
-            format!("(*{inner})({params})")
-        };
+        let ptr = function_pointer(inner, konst, &params);
         match &f.output {
             syn::ReturnType::Default => Ok(format!("void {ptr}")),
             syn::ReturnType::Type(_, t) => self.decl(&t.clone(), &ptr, false),
         }
+    }
+}
+
+/// The declarator of `inner` as a pointer (`const` where `konst`) to a
+/// function of the C parameter types `params`, before its return type.
+pub(crate) fn function_pointer(inner: &str, konst: bool, params: &[String]) -> String {
+    let params = if params.is_empty() {
+        "void".to_string()
+    } else {
+        params.join(", ")
+    };
+    if konst {
+        format!("(* const {inner})({params})")
+    } else {
+        format!("(*{inner})({params})")
     }
 }
 
