@@ -118,6 +118,44 @@ pub fn wine_shim(workspace: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// cargo's runner for Windows programs (`CARGO_TARGET_<TRIPLE>_RUNNER`):
+/// `wine`, started once more where wine itself, not the program, died of a
+/// signal. Wine 8.0 (Debian 12) has been seen to end by SIGSEGV after a test
+/// binary that starts Linux programs (the C compiler, `host_output`) had
+/// printed all its results (CI, tree `7741a04`, `abi_field_types`: "2 passed"
+/// then signal 11). A Windows program's own crash cannot end the wine process
+/// by a signal: wine exits with the exception's code's low byte (5 for an
+/// access violation, 9 for a Rust abort), which goes back unchanged, as does
+/// every status but 128+n. The second run's status is the verdict, and both
+/// runs are named on stderr.
+pub fn wine_runner(workspace: &Path) -> Result<PathBuf, String> {
+    let dir = workspace.join("target/wine-runner");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let runner = dir.join("wine-runner");
+    let script = "#!/bin/sh\n\
+         # written by cargo xtask (xtask/src/cmd.rs, wine_runner)\n\
+         wine \"$@\"\n\
+         status=$?\n\
+         if [ $status -gt 128 ] && [ $status -lt 160 ]; then\n\
+         \x20   echo \"wine-runner: wine itself ended by signal $((status - 128)) running $1 \
+         (a Windows program's crash is an exit code, not a signal); running it once more\" >&2\n\
+         \x20   wine \"$@\"\n\
+         \x20   status=$?\n\
+         \x20   echo \"wine-runner: the second run of $1 ended with $status\" >&2\n\
+         fi\n\
+         exit $status\n";
+    if std::fs::read_to_string(&runner).ok().as_deref() != Some(script) {
+        std::fs::write(&runner, script).map_err(|e| format!("{}: {e}", runner.display()))?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", runner.display()))?;
+    }
+    Ok(runner)
+}
+
 /// `cargo` (a build of programs for `.gpu-bundle/`) run: no debug
 /// information (the symbol table stays: abi_symbols reads it), its messages
 /// as JSON on stdout (each program's `executable`), its diagnostics shown.
@@ -180,4 +218,73 @@ pub fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
     let len = line[start..].find('"')?;
     Some(&line[start..start + len])
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    /// A `wine` on PATH that counts its runs in `dir/count` and ends as
+    /// `FAKE` says: by SIGSEGV on its first run only, always, or exit 5 (a
+    /// Windows program's access violation as wine reports it).
+    fn fake_wine(dir: &Path) {
+        let wine = dir.join("bin/wine");
+        std::fs::create_dir_all(wine.parent().unwrap()).unwrap();
+        std::fs::write(
+            &wine,
+            format!(
+                "#!/bin/sh\nc={}/count\nn=$(cat $c 2>/dev/null || echo 0); n=$((n+1)); echo $n > $c\n\
+                 case \"$FAKE\" in first) [ $n = 1 ] && kill -SEGV $$; exit 0;; always) kill -SEGV $$;; code5) exit 5;; esac\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn run(fake: &str) -> (Option<i32>, String, String) {
+        let dir =
+            std::env::temp_dir().join(format!("xtask-wine-runner-{fake}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        fake_wine(&dir);
+        let runner = super::wine_runner(&dir).unwrap();
+        let path = format!(
+            "{}:{}",
+            dir.join("bin").display(),
+            std::env::var("PATH").unwrap()
+        );
+        let out = Command::new(&runner)
+            .arg("prog.exe")
+            .env("PATH", path)
+            .env("FAKE", fake)
+            .output()
+            .unwrap();
+        let count = std::fs::read_to_string(dir.join("count")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            out.status.code(),
+            count.trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+
+    #[test]
+    fn wine_runner_runs_once_more_only_where_wine_died_of_a_signal() {
+        let (code, runs, stderr) = run("first");
+        assert_eq!((code, runs.as_str()), (Some(0), "2"), "{stderr}");
+        assert!(
+            stderr.contains("ended by signal 11 running prog.exe"),
+            "{stderr}"
+        );
+        // Twice a signal: the second status is the verdict.
+        let (code, runs, _) = run("always");
+        assert_eq!((code, runs.as_str()), (Some(139), "2"));
+        // The wrong twin: a program's own crash (exit 5) is not run again.
+        let (code, runs, stderr) = run("code5");
+        assert_eq!((code, runs.as_str()), (Some(5), "1"));
+        assert!(stderr.is_empty(), "{stderr}");
+    }
 }

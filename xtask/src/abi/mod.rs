@@ -118,6 +118,13 @@ pub fn for_target(cmd: &mut Command, workspace: &Path, target: &str) -> Result<(
         )
     };
     cmd.args(["--target", target]);
+    let wine_runner;
+    let runner = if runner == "wine" {
+        wine_runner = crate::cmd::wine_runner(workspace)?.display().to_string();
+        wine_runner.as_str()
+    } else {
+        runner
+    };
     for (name, value) in [(var("LINKER"), linker), (var("RUNNER"), runner)] {
         if std::env::var_os(&name).is_none() {
             cmd.env(name, value);

@@ -59,6 +59,9 @@ pub struct Toolchain {
     /// `bcryptprimitives.dll` (WINEPATH): Wine 8 lacks it, Rust's std imports
     /// its `ProcessPrng`.
     pub dlls: PathBuf,
+    /// cargo's runner: `wine`, once more where wine itself died of a signal
+    /// ([`crate::cmd::wine_runner`]).
+    pub runner: PathBuf,
 }
 
 pub fn llvm(tool: &str) -> PathBuf {
@@ -107,6 +110,7 @@ pub fn toolchain(workspace: &Path) -> Result<Toolchain, String> {
         include: dir.join("include"),
         libs: dir.join("lib"),
         dlls: dir.join("dll"),
+        runner: crate::cmd::wine_runner(workspace)?,
     };
     // The inputs: this file and its sources, and the Wine DLLs (by size).
     let mut inputs: Vec<Vec<u8>> = vec![START_C.into(), include_str!("tools.rs").into()];
@@ -299,10 +303,11 @@ pub fn for_msvc(cmd: &mut Command, tc: &Toolchain) {
     let ar = llvm("llvm-lib").display().to_string();
     let bindgen = format!("-isystem {}", tc.include.display());
     let wine_path = tc.dlls.display().to_string();
+    let runner = tc.runner.display().to_string();
     for (name, value) in [
         (var("LINKER"), "rust-lld"),
         (var("RUSTFLAGS"), rustflags.as_str()),
-        (var("RUNNER"), "wine"),
+        (var("RUNNER"), runner.as_str()),
         (format!("CC_{triple}"), cc.as_str()),
         (format!("AR_{triple}"), ar.as_str()),
         (
