@@ -2030,7 +2030,8 @@ fn a_later_file_that_exists_and_failed_leads_the_message() -> Result<Completion,
             "a CUDA driver is installed here: libcuda.so.1 loads it",
         ));
     }
-    expect_lines(&out, &["cuInit 303 303"])?;
+    // Both usual names tried (issue 41: `Attempts::len`, `is_empty`).
+    expect_lines(&out, &["cuInit 303 303", "driver attempts 2 empty false"])?;
     leads_with_the_fall_back(&out, "invalid ELF header")?;
     Ok(Completion::Completed)
 }
@@ -2178,7 +2179,7 @@ mod roles {
     type Request = unsafe extern "C" fn(c_int, *mut c_int, *mut c_ulonglong) -> *const c_char;
 
     /// A function of the fake driver, from the already loaded library.
-    fn fake<T: Copy>(name: &str) -> T {
+    pub(crate) fn fake<T: Copy>(name: &str) -> T {
         // The variable's file, else the one the usual name found.
         let file = std::env::var("CUDA_MEM_SYS_LIBCUDA").unwrap_or("libcuda.so.1".into());
         let file = CString::new(file).unwrap();
@@ -2215,6 +2216,11 @@ mod roles {
                 if let Some(a) = e.attempts.most_telling() {
                     println!("driver most telling {}", a.file);
                 }
+                println!(
+                    "driver attempts {} empty {}",
+                    e.attempts.len(),
+                    e.attempts.is_empty()
+                );
             }
         }
     }
@@ -3030,11 +3036,13 @@ mod roles {
 /// through getenv and lookups, a second libcuda.so.1, refused libraries).
 #[path = "dynamic_loading/hostile_drivers.rs"]
 mod hostile_drivers;
+#[path = "dynamic_loading/public_answers.rs"]
+mod public_answers;
 
 fn main() {
     #[cfg(feature = "dynamic-loading")]
     if let Ok(role) = std::env::var(ROLE) {
-        if !hostile_drivers::run_role(&role) {
+        if !hostile_drivers::run_role(&role) && !public_answers::run_role(&role) {
             roles::run(&role);
         }
         return;
@@ -3067,6 +3075,22 @@ fn main() {
         (
             "the_exported_cudrivergetversion_answer_is_kept",
             hostile_drivers::the_exported_cudrivergetversion_answer_is_kept,
+        ),
+        (
+            "function_and_load_all_answer_what_was_loaded",
+            public_answers::function_and_load_all_answer_what_was_loaded,
+        ),
+        (
+            "a_missing_runtimes_error_string_is_the_loaders_sentence",
+            public_answers::a_missing_runtimes_error_string_is_the_loaders_sentence,
+        ),
+        (
+            "a_version_lookup_below_its_introduction_falls_back_to_the_export",
+            public_answers::a_version_lookup_below_its_introduction_falls_back_to_the_export,
+        ),
+        (
+            "a_failed_version_call_is_no_answer_though_it_wrote_one",
+            public_answers::a_failed_version_call_is_no_answer_though_it_wrote_one,
         ),
         (
             "a_loaded_binary_needs_no_cuda_library",

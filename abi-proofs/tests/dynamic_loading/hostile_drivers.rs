@@ -144,7 +144,7 @@ pub fn a_getenv_calling_back_while_the_environment_is_read_leaves_no_failed_load
             lines.extend([
                 "called back during the environment's read: true",
                 "callback cuInit(0) 303",
-                "callback driver variable Unset",
+                "callback driver variable Unset attempts 0 empty true",
             ]);
             let why = out
                 .lines()
@@ -369,7 +369,16 @@ mod roles {
         let r = unsafe { cuInit(0).0 } as i32;
         let (message, variable) = match loader::driver() {
             Ok(l) => (format!("Ok {}", l.file), format!("{:?}", l.variable)),
-            Err(e) => (e.message.to_string(), format!("{:?}", e.variable)),
+            // No file tried: the load was not made (`Attempts::is_empty`).
+            Err(e) => (
+                e.message.to_string(),
+                format!(
+                    "{:?} attempts {} empty {}",
+                    e.variable,
+                    e.attempts.len(),
+                    e.attempts.is_empty()
+                ),
+            ),
         };
         let _ = DURING_READ.set((r, message, variable));
         0
