@@ -111,6 +111,63 @@ fn two_threads_first_call_initialise_once_and_see_it() {
     first_calls(Wrong::default());
 }
 
+/// A claim by thread id 0 at fork generation 0 (every other model's
+/// threads have ids of 1 or more, as Linux threads do) must still hold: the
+/// claim word is never `NEW` whatever the id, by its `CLAIMED` bit. Two
+/// threads of ids 0 and 2 making the first call initialise once. Its wrong
+/// twin is the mutant that drops the bit (`1 << 63` → `1 >> 63`, found
+/// surviving by cargo-mutants, docs/mutation-testing.md): thread 0's claim
+/// is then `NEW`, which thread 2 claims again (two initialisations).
+#[test]
+fn a_claim_by_thread_id_0_at_generation_0_still_holds() {
+    model(move || {
+        let w = World::new(Wrong::default());
+        // The once, its data, "thread 0 holds the claim", "thread 2 calls now".
+        let shared = Arc::new((
+            Once::new(),
+            Data::new(),
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+        ));
+        let thread = |id: u32| Thread {
+            id,
+            generation: 0,
+            token: 100 + id as usize,
+        };
+        let (w2, s2) = (w.clone(), shared.clone());
+        let h = thread::spawn(move || {
+            enter(&w2, thread(2));
+            // Only once thread 0 holds its claim.
+            until(&s2.2);
+            s2.3.store(true, Ordering::Release);
+            assert_eq!(s2.0.call(|| s2.1.bump()), Ok(()));
+            assert_eq!(
+                s2.1.get(),
+                1,
+                "initialised twice: thread 0's claim read as NEW"
+            );
+        });
+        enter(&w, thread(0));
+        let s = shared.clone();
+        let r = s.0.call(|| {
+            s.2.store(true, Ordering::Release);
+            until(&s.3);
+            // Room for thread 2's compare-and-swap before the claim ends
+            // (loom tries that interleaving itself).
+            #[cfg(not(loom))]
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            s.1.bump();
+        });
+        assert_eq!(r, Ok(()));
+        h.join().unwrap();
+        assert_eq!(
+            shared.1.get(),
+            1,
+            "initialised twice: thread 0's claim read as NEW"
+        );
+    });
+}
+
 #[cfg(loom)]
 #[test]
 #[ignore = "a wrong twin: its outer test (`_is_caught`) runs it in a child process, which must fail"]
