@@ -19,7 +19,9 @@
 //! The bytes of two exported subranges are read through their descriptors
 //! (`mmap`), each its own and not the other's; where this driver's exporter
 //! does not map a dma-buf, the test prints the errno and checks instead
-//! that the two exports are two dma-bufs.
+//! that the two exports are two dma-bufs. The other consumer tried,
+//! Vulkan's import (`external_interop`'s `dma_buf_export_read_through_vulkan`),
+//! is not offered by the H200's Vulkan device with driver 580.159.04.
 //!
 //! Where every query says the device cannot export
 //! (`CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` 0 and an export refused; for the
