@@ -489,6 +489,43 @@ fn an_initialisation_that_unwinds_poisons_the_load() {
     });
 }
 
+/// An initialisation by thread id 0 at fork generation 0 that unwinds
+/// leaves the load poisoned: the unwound word is never `NEW` whatever the
+/// id, by its `UNWOUND` bit. Its wrong twin is the mutant that drops the
+/// bit (`1 << 62` → `1 >> 62`, found surviving by cargo-mutants,
+/// docs/mutation-testing.md): the word is then `NEW`, and a later call
+/// claims it again and succeeds.
+#[test]
+fn an_unwind_by_thread_id_0_at_generation_0_still_poisons() {
+    model(|| {
+        let w = World::new(Wrong::default());
+        let once = Arc::new(Once::new());
+        let thread = |id: u32| Thread {
+            id,
+            generation: 0,
+            token: 100 + id as usize,
+        };
+        let (w2, o2) = (w.clone(), once.clone());
+        let a = thread::spawn(move || {
+            enter(&w2, thread(0));
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                o2.call(|| panic!("the initialisation unwinds"))
+            }))
+            .is_err()
+        });
+        assert!(
+            a.join().unwrap(),
+            "thread 0's initialisation did not unwind"
+        );
+        enter(&w, thread(2));
+        assert_eq!(
+            once.call(|| {}),
+            Err(Stuck::Poisoned),
+            "thread 0's unwound claim read as NEW"
+        );
+    });
+}
+
 // An unwind that ends its thread (a forced unwind: pthread_exit in the
 // library's constructor) is told as the owner gone, not as a panic, once
 // the thread is gone; a caught panic (the thread lives on) stays Poisoned.
