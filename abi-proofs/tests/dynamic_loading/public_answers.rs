@@ -14,6 +14,13 @@ use super::{
 use libtest_mimic::{Completion, Failed};
 use std::ffi::OsStr;
 
+/// What the fake runtime's `cudaRuntimeGetVersion` says: a release of the
+/// headers' major (the fake's default, 13000, is another major under 12.x
+/// headers, where the runtime would be refused for that).
+fn own_major() -> String {
+    (cuda_mem_sys::CUDA_VERSION / 1000 * 1000 + 10).to_string()
+}
+
 /// The loader's answers as the role `public-answers` prints them, judged:
 /// `function("cudaGetDeviceCount")` is `Linked` with the static runtime and
 /// `Loaded` with the runtime loaded; `load_all`'s counts are the driver's
@@ -78,6 +85,7 @@ pub fn function_and_load_all_answer_what_was_loaded() -> Result<Completion, Fail
         &[
             ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
             ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+            ("FAKE_RUNTIME_VERSION", OsStr::new(&own_major())),
         ],
     )?;
     print!("{out}");
@@ -124,6 +132,7 @@ pub fn a_missing_runtimes_error_string_is_the_loaders_sentence() -> Result<Compl
         &[
             ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
             ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+            ("FAKE_RUNTIME_VERSION", OsStr::new(&own_major())),
         ],
     )?;
     print!("the fake runtime named:\n{out}");
@@ -197,10 +206,12 @@ pub fn a_failed_version_call_is_no_answer_though_it_wrote_one() -> Result<Comple
     }
     let (_r, runtime) = fake_runtime()?;
     let taken = format!("runtime Ok {}", runtime.display());
+    let own = own_major();
     for fails in [true, false] {
         let mut env: Vec<(&str, &OsStr)> = vec![
             ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
             ("CUDA_MEM_SYS_LIBCUDART", runtime.as_os_str()),
+            ("FAKE_RUNTIME_VERSION", OsStr::new(&own)),
         ];
         if fails {
             env.push(("FAKE_RUNTIME_VERSION_FAILS", OsStr::new("1")));
