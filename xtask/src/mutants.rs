@@ -188,6 +188,10 @@ pub struct Args<'a> {
     pub timeout: u32,
     /// Skip cargo-mutants' unmutated run (the timeout is given).
     pub no_baseline: bool,
+    /// `--iterate`: cargo-mutants skips the mutants an earlier run into the
+    /// same output folder caught (`previously_caught.txt`), e.g. a run
+    /// stopped to lower its timeout.
+    pub iterate: bool,
     pub list: bool,
     /// `--summary <dir>...`: tabulate finished runs instead.
     pub summary: Vec<&'a str>,
@@ -199,6 +203,7 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
         files: vec![],
         timeout: 600,
         no_baseline: false,
+        iterate: false,
         list: false,
         summary: vec![],
     };
@@ -234,6 +239,10 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
             }
             ("--list", _) => {
                 a.list = true;
+                i += 1;
+            }
+            ("--iterate", _) => {
+                a.iterate = true;
                 i += 1;
             }
             ("--summary", _) => {
@@ -321,6 +330,9 @@ pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
     }
     if args.list {
         cmd.arg("--list");
+    }
+    if args.iterate {
+        cmd.arg("--iterate");
     }
     cmd.env("CARGO", &shim)
         .env(CARGO_VAR, env!("CARGO"))
@@ -445,8 +457,15 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
         } else {
             dir.to_path_buf()
         };
-        for (k, kind) in KINDS.iter().enumerate() {
-            let Ok(text) = std::fs::read_to_string(dir.join(format!("{kind}.txt"))) else {
+        // An `--iterate` run's skipped mutants, caught by an earlier run.
+        let files = KINDS
+            .iter()
+            .enumerate()
+            .map(|(k, kind)| (k, format!("{kind}.txt")))
+            .chain([(0, "previously_caught.txt".to_string())]);
+        for (k, file) in files {
+            let kind = KINDS[k];
+            let Ok(text) = std::fs::read_to_string(dir.join(&file)) else {
                 continue;
             };
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -556,6 +575,8 @@ mod tests {
         assert_eq!(a.shard, Some((2, 8)));
         assert_eq!(a.timeout, 300);
         assert_eq!(a.files, ["src/loader/once.rs"]);
+        assert!(!a.iterate);
+        assert!(parse(&["--iterate", "--timeout", "90"]).unwrap().iterate);
         for bad in [
             &["--shard", "8/8"][..],
             &["--shard", "1"],
@@ -585,10 +606,16 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("timeout.txt"), "src/loader/once.rs:4:1: d\n").unwrap();
+        // An --iterate run's skipped mutants count as caught.
+        std::fs::write(
+            dir.join("previously_caught.txt"),
+            "src/loader/once.rs:5:1: e\n",
+        )
+        .unwrap();
         let t = summary(&[&dir.to_string_lossy()]).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
-            t.contains("| `src/loader/once.rs` | 3 | 2 | 0 | 0 | 1 | 67 % |"),
+            t.contains("| `src/loader/once.rs` | 4 | 3 | 0 | 0 | 1 | 75 % |"),
             "{t}"
         );
         assert!(
