@@ -564,6 +564,54 @@ fn unwind_ends_thread(wrong: Wrong) {
     });
 }
 
+/// The thread whose initialisation unwound (a panic it caught) calls
+/// again: it lives on, so the load is `Poisoned`, told by its token before
+/// its id (a `!=` turned `==` in that check survived cargo-mutants: the
+/// thread was then told `OwnerGone`, as a thread of its id that ended).
+#[test]
+fn the_thread_whose_initialisation_unwound_is_told_poisoned_when_it_calls_again() {
+    model(|| {
+        let w = World::new(Wrong::default());
+        let once = Once::new();
+        enter(&w, me(1));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            once.call(|| panic!("the initialisation unwinds"))
+        }));
+        assert!(r.is_err(), "the initialisation did not unwind");
+        assert_eq!(once.call(|| {}), Err(Stuck::Poisoned));
+    });
+}
+
+/// In a forked child (fork generation 1), a thread of the child whose
+/// initialisation unwound and ended is told `OwnerGone` to a sibling of the
+/// same generation: the generations compared are the word's high bits (a
+/// `>>` turned `<<` there survived cargo-mutants: the child's own unwind was
+/// then taken for the parent's, `Poisoned`).
+#[test]
+fn an_ended_unwind_in_a_forked_child_is_told_owner_gone_to_its_sibling() {
+    model(|| {
+        let w = World::new(Wrong::default());
+        let once = Arc::new(Once::new());
+        let child = |id: u32| Thread {
+            id,
+            generation: 1,
+            token: id as usize,
+        };
+        let (w2, o2) = (w.clone(), once.clone());
+        let a = thread::spawn(move || {
+            enter(&w2, child(1));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                o2.call(|| panic!("a forced unwind"))
+            }));
+            w2.end(1);
+            r.is_err()
+        });
+        assert!(a.join().unwrap(), "the initialisation did not unwind");
+        enter(&w, child(2));
+        assert_eq!(once.call(|| {}), Err(Stuck::OwnerGone));
+    });
+}
+
 #[test]
 fn an_unwind_that_ends_its_thread_is_told_owner_gone() {
     unwind_ends_thread(Wrong::default());
