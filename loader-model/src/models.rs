@@ -612,6 +612,37 @@ fn an_ended_unwind_in_a_forked_child_is_told_owner_gone_to_its_sibling() {
     });
 }
 
+/// A thread whose id is that of a thread whose initialisation unwound and
+/// ended (the id reused; its token differs) is told `OwnerGone`, not
+/// `Poisoned`: with a token, the id alone says "not this thread" (an `==`
+/// turned `!=` there survived cargo-mutants).
+#[test]
+fn a_thread_reusing_the_id_of_an_ended_unwind_is_told_owner_gone() {
+    model(|| {
+        let w = World::new(Wrong::default());
+        let once = Arc::new(Once::new());
+        let (w2, o2) = (w.clone(), once.clone());
+        let a = thread::spawn(move || {
+            enter(&w2, me(5));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                o2.call(|| panic!("a forced unwind"))
+            }));
+            w2.end(5);
+            r.is_err()
+        });
+        assert!(a.join().unwrap(), "the initialisation did not unwind");
+        enter(
+            &w,
+            Thread {
+                id: 5,
+                generation: 0,
+                token: 9,
+            },
+        );
+        assert_eq!(once.call(|| {}), Err(Stuck::OwnerGone));
+    });
+}
+
 #[test]
 fn an_unwind_that_ends_its_thread_is_told_owner_gone() {
     unwind_ends_thread(Wrong::default());
