@@ -111,6 +111,38 @@ pub(super) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 mod tests {
     use super::*;
 
+    /// The longest path the loader takes (`PATH_BUFFER - 1` bytes), none of
+    /// them UTF-8 (each written as the three bytes of U+FFFD), fits whole
+    /// with the text around it: the buffer's size is what the message
+    /// needs (cargo-mutants found a smaller buffer unseen: `3 * PATH_BUFFER
+    /// + 512` made `3 + PATH_BUFFER + 512` or `3 * PATH_BUFFER - 512` cut
+    /// the reason off).
+    #[test]
+    fn the_longest_path_not_utf8_fits_whole_with_its_reason() {
+        let reason = b": cannot open shared object file: No such file or directory";
+        let mut t = Text::new();
+        t.push(b"CUDA_MEM_SYS_LIBCUDA names no loadable library: ");
+        t.push_lossy(&[0xFF; PATH_BUFFER - 1]);
+        t.push(reason);
+        assert!(
+            t.as_str().as_bytes().ends_with(reason),
+            "the reason was cut"
+        );
+        assert_eq!(t.as_str().matches('\u{FFFD}').count(), PATH_BUFFER - 1);
+    }
+
+    /// A message longer than the buffer is cut at its end, never written
+    /// past it (a `<` turned `<=` in `push` indexed one byte beyond).
+    #[test]
+    fn a_message_longer_than_the_buffer_is_cut_at_its_end() {
+        let mut t = Text::new();
+        t.push(&[b'x'; TEXT_BUFFER + 10]);
+        assert_eq!(t.len, TEXT_BUFFER);
+        t.push(b"more");
+        assert_eq!(t.len, TEXT_BUFFER);
+        assert_eq!(t.as_str().len(), TEXT_BUFFER);
+    }
+
     #[test]
     fn a_utf16_value_is_measured_in_utf8_bytes() {
         // "é" is one UTF-16 unit and two bytes; "€" one unit, three
