@@ -2121,10 +2121,22 @@ fn a_value_too_long_names_the_loaders_limit() -> Result<Completion, Failed> {
     if names_the_limit(&format!("driver Err {}", says.replace("4095", "4097"))) {
         return Err("the check takes another limit".into());
     }
+    // What was tried is the variable, by its name alone (its value is not
+    // used); the wrong twin, the name with the NUL the loader reads it by.
+    let tried_the_variable = |out: &str| {
+        out.lines()
+            .any(|l| l.starts_with("driver Err CUDA_MEM_SYS_LIBCUDA: "))
+    };
+    if tried_the_variable("driver Err CUDA_MEM_SYS_LIBCUDA\0: x") {
+        return Err("the check takes the name with its NUL".into());
+    }
     let value = "/".repeat(5000);
     let out = child("bad-driver", Some(Path::new(&value)))?;
     if !names_the_limit(&out) {
         return Err(format!("the message does not name the limit 4095:\n{out}").into());
+    }
+    if !tried_the_variable(&out) {
+        return Err(format!("`tried` is not the variable's name:\n{out:?}").into());
     }
     Ok(Completion::Completed)
 }
