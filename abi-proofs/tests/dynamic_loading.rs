@@ -3105,6 +3105,10 @@ fn main() {
             public_answers::a_failed_version_call_is_no_answer_though_it_wrote_one,
         ),
         (
+            "a_function_below_its_introduction_stays_unavailable_when_asked_again",
+            public_answers::a_function_below_its_introduction_stays_unavailable_when_asked_again,
+        ),
+        (
             "a_loaded_binary_needs_no_cuda_library",
             a_loaded_binary_needs_no_cuda_library,
         ),

@@ -230,6 +230,60 @@ pub fn a_failed_version_call_is_no_answer_though_it_wrote_one() -> Result<Comple
     Ok(Completion::Completed)
 }
 
+/// Issue 41 (the mutants `>` → `>=` of `slots.rs`'s fast paths,
+/// `driver_fn` and `driver_ready`): a function whose slot holds the last
+/// state, "asked below its introduction", stays unavailable when asked and
+/// called again: the fast path takes only addresses above the states (the
+/// mutant returns the state, 4, as an address, and the second call jumps
+/// there). The fake driver introduces `cuCtxGetDevice` just after the
+/// version the table asks (`FAKE_INTRODUCED`). The twin: without it, the
+/// function is found both times and called (the fake writes its device).
+pub fn a_function_below_its_introduction_stays_unavailable_when_asked_again(
+) -> Result<Completion, Failed> {
+    if let Some(c) = needs_feature() {
+        return Ok(c);
+    }
+    use cuda_mem_sys::loader_table::{DRIVER, NAMES};
+    let slot = NAMES
+        .iter()
+        .find(|(n, _, _)| *n == "cuCtxGetDevice")
+        .map(|(_, _, s)| *s)
+        .ok_or("cuCtxGetDevice is not in the loader's table")?;
+    let asked = DRIVER[slot].version;
+    let (d, driver) = fake_driver(&[])?;
+    let introduced = d.path().join("introduced.txt");
+    std::fs::write(&introduced, format!("cuCtxGetDevice {}\n", asked + 10))
+        .map_err(|e| e.to_string())?;
+    let own = cuda_mem_sys::CUDA_VERSION.max(asked).to_string();
+    for below in [true, false] {
+        let mut env: Vec<(&str, &OsStr)> = vec![
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+            ("FAKE_DRIVER_VERSION", OsStr::new(&own)),
+        ];
+        if below {
+            env.push(("FAKE_INTRODUCED", introduced.as_os_str()));
+        }
+        let out = child_with("asked-twice", &env)?;
+        println!("cuCtxGetDevice introduced after the version asked ({asked}): {below}\n{out}");
+        let (function, call) = if below {
+            ("function Err(VersionBelowIntroduction)", "call 999 0")
+        } else {
+            ("function Loaded", "call 0 ")
+        };
+        for round in ["first", "second"] {
+            let f = format!("{round} {function}");
+            if !out.lines().any(|l| l == f) {
+                return Err(format!("no line {f:?}:\n{out}").into());
+            }
+            let c = format!("{round} {call}");
+            if !out.lines().any(|l| l.starts_with(&c)) {
+                return Err(format!("no line starting {c:?}:\n{out}").into());
+            }
+        }
+    }
+    Ok(Completion::Completed)
+}
+
 /// Runs `role` where it is one of this file's, and says whether it was.
 #[cfg(feature = "dynamic-loading")]
 pub fn run_role(role: &str) -> bool {
@@ -316,8 +370,20 @@ mod roles {
         }
     }
 
+    /// `cuCtxGetDevice` asked of the loader and called, twice each.
+    fn asked_twice() {
+        for round in ["first", "second"] {
+            let f = loader::function("cuCtxGetDevice");
+            println!("{round} function {}", class(f));
+            let mut d = 0;
+            let r = unsafe { cuCtxGetDevice(&mut d) };
+            println!("{round} call {} {d}", r.0);
+        }
+    }
+
     pub fn run(role: &str) -> bool {
         match role {
+            "asked-twice" => asked_twice(),
             "public-answers" => public_answers(),
             "runtime-error-string" => error_strings(),
             "driver-version" => driver_version(),
