@@ -243,13 +243,8 @@ pub fn a_function_below_its_introduction_stays_unavailable_when_asked_again(
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    use cuda_mem_sys::loader_table::{DRIVER, NAMES};
-    let slot = NAMES
-        .iter()
-        .find(|(n, _, _)| *n == "cuCtxGetDevice")
-        .map(|(_, _, s)| *s)
-        .ok_or("cuCtxGetDevice is not in the loader's table")?;
-    let asked = DRIVER[slot].version;
+    let asked =
+        table_version("cuCtxGetDevice").ok_or("cuCtxGetDevice is not in the loader's table")?;
     let (d, driver) = fake_driver(&[])?;
     let introduced = d.path().join("introduced.txt");
     std::fs::write(&introduced, format!("cuCtxGetDevice {}\n", asked + 10))
@@ -282,6 +277,22 @@ pub fn a_function_below_its_introduction_stays_unavailable_when_asked_again(
         }
     }
     Ok(Completion::Completed)
+}
+
+/// The ABI version the loader's table asks `name` at (the table exists
+/// with `dynamic-loading` only; without it the tests above return first).
+#[cfg(feature = "dynamic-loading")]
+fn table_version(name: &str) -> Option<u32> {
+    use cuda_mem_sys::loader_table::{DRIVER, NAMES};
+    NAMES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, _, slot)| DRIVER[*slot].version)
+}
+
+#[cfg(not(feature = "dynamic-loading"))]
+fn table_version(_: &str) -> Option<u32> {
+    None
 }
 
 /// Runs `role` where it is one of this file's, and says whether it was.
