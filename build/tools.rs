@@ -7,9 +7,64 @@
 //! this module (the `generator` package, for xtask and abi-proofs' build
 //! script): nothing here is dead code in the build script.
 
-use super::release::fnv1a64;
+use super::codegen;
+use super::release::{self, fnv1a64};
 use super::timings::PREFIX;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The committed fallback files for one stream mode, as `cargo xtask regen`
+/// writes them and `generator/tests/pinned_output.rs` compares them: each
+/// file's path and text (the bindings, their inputs, their symbols),
+/// generated from `include_dirs` (the pinned release's) with
+/// [`codegen::Docs::Links`] (the published package carries none of
+/// NVIDIA's text: `build/codegen/links.rs`).
+pub fn committed_files(
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    work_dir: &Path,
+    per_thread_default_stream: bool,
+) -> Result<[(PathBuf, String); 3], String> {
+    let out = codegen::generate(&codegen::Input {
+        include_dirs,
+        crate_dir,
+        work_dir,
+        cc: host_cc(),
+        per_thread_default_stream,
+        docs: codegen::Docs::Links,
+        lap: &|_| {},
+    })?;
+    let (driver, runtime) = codegen::linked_symbols(&out.file);
+    let ptds = per_thread_default_stream;
+    Ok([
+        (release::fallback_path(crate_dir, ptds), pretty(&out)),
+        (
+            release::inputs_path(crate_dir, ptds),
+            inputs_text(include_dirs, &out.headers_read)?,
+        ),
+        (
+            release::symbols_path(crate_dir, ptds),
+            symbols_text(&driver, &runtime),
+        ),
+    ])
+}
+
+/// The committed form of the bindings: the build script's tree, pretty-printed
+/// (`build/main.rs` writes the same tree as tokens, one item a line).
+pub fn pretty(out: &codegen::Output) -> String {
+    out.header.clone() + &prettyplease::unparse(&out.file)
+}
+
+/// The C compiler for this machine, configured outside a build script.
+pub fn host_cc() -> cc::Build {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let mut b = cc::Build::new();
+    b.target(&triple)
+        .host(&triple)
+        .opt_level(0)
+        .cargo_metadata(false)
+        .warnings(false);
+    b
+}
 
 /// The text of a symbols file for (driver, runtime) symbol lists.
 pub fn symbols_text(driver: &[String], runtime: &[String]) -> String {

@@ -21,8 +21,15 @@ pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Order
 
 pub const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
+/// The runtime's file names for the headers' major release.
 pub fn runtime_names() -> &'static [&'static str] {
-    match super::RUNTIME_MAJOR {
+    runtime_names_of(super::RUNTIME_MAJOR)
+}
+
+/// The runtime's file names for a major release: its soname, or the
+/// development link where no soname is known.
+fn runtime_names_of(major: u32) -> &'static [&'static str] {
+    match major {
         12 => &["libcudart.so.12"],
         13 => &["libcudart.so.13"],
         14 => &["libcudart.so.14"],
@@ -521,6 +528,21 @@ mod tests {
     //! in `elf.rs`'s tests, over byte images).
 
     use super::*;
+
+    #[test]
+    fn each_major_release_loads_its_own_runtime_soname() {
+        assert_eq!(runtime_names_of(12), ["libcudart.so.12"]);
+        assert_eq!(runtime_names_of(13), ["libcudart.so.13"]);
+        assert_eq!(runtime_names_of(14), ["libcudart.so.14"]);
+        // A release the loader does not know: the development link.
+        assert_eq!(runtime_names_of(15), ["libcudart.so"]);
+        // The headers' own: the soname of their major release.
+        let major = runtime_names()[0].strip_prefix("libcudart.so.");
+        assert_eq!(
+            major.and_then(|m| m.parse::<u32>().ok()),
+            Some(crate::loader::RUNTIME_MAJOR)
+        );
+    }
 
     #[test]
     fn only_the_names_own_absence_is_not_found() {

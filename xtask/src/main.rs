@@ -50,7 +50,7 @@ const COMMANDS: [(&str, &str); 25] = [
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
     ("libclang22 [<release>...]", "the bindings generated with libclang 22 against libclang 19's, item by item (installs libclang-22-dev if missing; CI's ABI releases unless told; a step of `ci`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
-    ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--iterate] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --summary: the per-file table (docs/mutation-testing.md)"),
+    ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--iterate] [--groups <a,b>] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --groups: only those (cheap ones first, then --iterate for the rest); --summary: the per-file table (docs/mutation-testing.md)"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
     ("(any command) -h | --help", "this list, nothing run"),
 ];

@@ -34,6 +34,8 @@ const CARGO_VAR: &str = "CUDA_MEM_SYS_MUTANTS_CARGO";
 pub const FILES: [&str; 2] = ["src/loader/**", "**/build/**"];
 /// The globs of the run, for the baseline's groups.
 const FILES_VAR: &str = "CUDA_MEM_SYS_MUTANTS_FILES";
+/// `--groups`: the only groups run (names, space-separated); unset, all.
+const GROUPS_VAR: &str = "CUDA_MEM_SYS_MUTANTS_GROUPS";
 
 /// One group of tests: the files whose mutants it sees (path prefixes,
 /// from the workspace root), and its `cargo test` arguments.
@@ -179,6 +181,18 @@ pub fn groups_for(changed: &[String], globs: &[&str]) -> Vec<&'static Group> {
         .collect()
 }
 
+/// `groups` less those `only` (names, space-separated) leaves out; an
+/// empty `only` leaves every one.
+pub fn only_named(groups: Vec<&'static Group>, only: &str) -> Vec<&'static Group> {
+    if only.trim().is_empty() {
+        return groups;
+    }
+    groups
+        .into_iter()
+        .filter(|g| only.split(' ').any(|n| n == g.name))
+        .collect()
+}
+
 /// `cargo xtask mutants`'s arguments.
 #[derive(Debug, PartialEq)]
 pub struct Args<'a> {
@@ -192,6 +206,10 @@ pub struct Args<'a> {
     /// same output folder caught (`previously_caught.txt`), e.g. a run
     /// stopped to lower its timeout.
     pub iterate: bool,
+    /// `--groups a,b`: only these groups (names in [`GROUPS`]), e.g. the
+    /// cheap `generator` first, then `--iterate` with every group for what
+    /// it missed.
+    pub groups: Vec<&'a str>,
     pub list: bool,
     /// `--summary <dir>...`: tabulate finished runs instead.
     pub summary: Vec<&'a str>,
@@ -204,6 +222,7 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
         timeout: 600,
         no_baseline: false,
         iterate: false,
+        groups: vec![],
         list: false,
         summary: vec![],
     };
@@ -244,6 +263,18 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
             ("--iterate", _) => {
                 a.iterate = true;
                 i += 1;
+            }
+            ("--groups", Some(v)) => {
+                for g in v.split(',') {
+                    if !GROUPS.iter().any(|k| k.name == g) {
+                        return Err(format!(
+                            "--groups: no group {g:?}; the groups: {}",
+                            GROUPS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    a.groups.push(g);
+                }
+                i += 2;
             }
             ("--summary", _) => {
                 a.summary = rest[i + 1..].to_vec();
@@ -338,12 +369,18 @@ pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
         .env(CARGO_VAR, env!("CARGO"))
         .env(ORIGINAL_VAR, workspace)
         .env(FILES_VAR, files.join(" "))
+        .env(GROUPS_VAR, args.groups.join(" "))
         .env(generator::locate::INCLUDE_DIR_VAR, &pinned);
     step(&format!(
-        "cargo-mutants over {} ({}), each mutant's tests within {} s; outcomes in {}",
+        "cargo-mutants over {} ({}), each mutant's tests ({}) within {} s; outcomes in {}",
         files.join(" "),
         args.shard
             .map_or("every mutant".into(), |(k, n)| format!("shard {k}/{n}")),
+        if args.groups.is_empty() {
+            "every group that compiles it".to_string()
+        } else {
+            format!("only {}", args.groups.join(", "))
+        },
         args.timeout,
         out.display()
     ));
@@ -381,7 +418,8 @@ pub fn as_cargo() -> Option<ExitCode> {
     let changed = changed_files(&tree, &original);
     let globs = std::env::var(FILES_VAR).unwrap_or_else(|_| FILES.join(" "));
     let globs: Vec<&str> = globs.split(' ').collect();
-    let groups = groups_for(&changed, &globs);
+    let only = std::env::var(GROUPS_VAR).unwrap_or_default();
+    let groups = only_named(groups_for(&changed, &globs), &only);
     let target = original.join("target/mutants");
     eprintln!(
         "mutants: {} changed; groups {}",
@@ -577,6 +615,21 @@ mod tests {
         assert_eq!(a.files, ["src/loader/once.rs"]);
         assert!(!a.iterate);
         assert!(parse(&["--iterate", "--timeout", "90"]).unwrap().iterate);
+        assert_eq!(
+            parse(&["--groups", "generator,proofs"]).unwrap().groups,
+            ["generator", "proofs"]
+        );
+        // Only the groups named run, none added; unnamed, every one.
+        let named = |only: &str| -> Vec<&str> {
+            let c = ["build/codegen/loader.rs".to_string()];
+            only_named(groups_for(&c, &FILES), only)
+                .iter()
+                .map(|g| g.name)
+                .collect()
+        };
+        assert_eq!(named("generator"), ["generator"]);
+        assert_eq!(named("generator loom"), ["generator"]);
+        assert_eq!(named("").len(), 6);
         for bad in [
             &["--shard", "8/8"][..],
             &["--shard", "1"],
@@ -584,6 +637,8 @@ mod tests {
             &["--timeout", "0"],
             &["--timeout"],
             &["--summary"],
+            &["--groups", "generator,nonsense"],
+            &["--groups"],
             &["--nonsense"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");

@@ -147,13 +147,13 @@ pub fn child(include: &str, out: &str) -> Result<(), String> {
         include_dirs: &cuda.include_dirs,
         crate_dir: &workspace,
         work_dir: &work_dir,
-        cc: crate::regen::host_cc(),
+        cc: generator::tools::host_cc(),
         per_thread_default_stream: false,
         // What a user's build writes: NVIDIA's comments as libclang reads them.
         docs: codegen::Docs::Headers,
         lap: &|_| {},
     })?;
-    std::fs::write(out, crate::regen::pretty(&generated)).map_err(|e| format!("{out}: {e}"))?;
+    std::fs::write(out, generator::tools::pretty(&generated)).map_err(|e| format!("{out}: {e}"))?;
     println!("{}", bindgen::clang_version().full);
     Ok(())
 }
