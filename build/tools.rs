@@ -24,7 +24,18 @@ pub fn committed_files(
     work_dir: &Path,
     per_thread_default_stream: bool,
 ) -> Result<[(PathBuf, String); 3], String> {
-    let out = codegen::generate(&codegen::Input {
+    let out = committed_output(include_dirs, crate_dir, work_dir, per_thread_default_stream)?;
+    files_of(&out, include_dirs, crate_dir, per_thread_default_stream)
+}
+
+/// The generator's output from which the committed files are written.
+pub fn committed_output(
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    work_dir: &Path,
+    per_thread_default_stream: bool,
+) -> Result<codegen::Output, String> {
+    codegen::generate(&codegen::Input {
         include_dirs,
         crate_dir,
         work_dir,
@@ -32,11 +43,19 @@ pub fn committed_files(
         per_thread_default_stream,
         docs: codegen::Docs::Links,
         lap: &|_| {},
-    })?;
+    })
+}
+
+/// The committed files of [`committed_output`]'s `out`.
+pub fn files_of(
+    out: &codegen::Output,
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    ptds: bool,
+) -> Result<[(PathBuf, String); 3], String> {
     let (driver, runtime) = codegen::linked_symbols(&out.file);
-    let ptds = per_thread_default_stream;
     Ok([
-        (release::fallback_path(crate_dir, ptds), pretty(&out)),
+        (release::fallback_path(crate_dir, ptds), pretty(out)),
         (
             release::inputs_path(crate_dir, ptds),
             inputs_text(include_dirs, &out.headers_read)?,

@@ -77,8 +77,122 @@ fn the_generator_makes_the_committed_files_from_the_pinned_headers() -> Result<C
     };
     let work = test_support::scratch("pinned-output");
     for ptds in [false, true] {
-        let files = tools::committed_files(&dirs, &crate_dir(), work.path(), ptds)?;
+        let out = tools::committed_output(&dirs, &crate_dir(), work.path(), ptds)?;
+        let files = tools::files_of(&out, &dirs, &crate_dir(), ptds)?;
         compare(&files, |p| std::fs::read_to_string(p).unwrap_or_default())?;
+        // What the build script writes to OUT_DIR: the same tree as tokens.
+        token_text_faults(&out.tokens(), &out.header, &files[0].1)
+            .map_err(|e| format!("Output::tokens (ptds {ptds}): {e}"))?;
+    }
+    Ok(Completion::Completed)
+}
+
+/// Why `tokens` (the build script's text) is not `pretty`'s tree (the
+/// committed text) written one item, attribute, field or statement a line
+/// (`Output::tokens`): it must start with the header, read back to the same
+/// tree, end with a line break, hold no line with space at either end, and
+/// leave nothing long on one line but a doc attribute (one string literal).
+fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), String> {
+    let body = tokens
+        .strip_prefix(header)
+        .ok_or("the text does not start with the header comment")?;
+    let file = syn::parse_file(body).map_err(|e| format!("it does not parse: {e}"))?;
+    let again = header.to_string() + &prettyplease::unparse(&file);
+    if let Some(diff) = first_difference(&again, pretty) {
+        return Err(format!("it reads back to another tree: {diff}"));
+    }
+    if !body.ends_with('\n') {
+        return Err("it does not end with a line break".into());
+    }
+    for (n, line) in body.lines().enumerate() {
+        let n = n + 1 + header.lines().count();
+        if line.trim() != line {
+            return Err(format!("line {n} has space at an end: {line:?}"));
+        }
+        // An attribute, and a brace group, ends its line.
+        if line.starts_with("#[") && !line.ends_with(']') {
+            return Err(format!(
+                "line {n} holds more than its attribute: {line:.120}"
+            ));
+        }
+        if line.starts_with('}') && !line.chars().all(|c| "}]) ,;".contains(c)) {
+            return Err(format!("line {n} holds more after its brace: {line:.120}"));
+        }
+        let doc = line.starts_with("#[doc = \"") && line.ends_with("\"]");
+        if line.len() > LONG && !doc {
+            let start: String = line.chars().take(120).collect();
+            return Err(format!(
+                "line {n} holds {} bytes and is no doc attribute: {start}...",
+                line.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Longer than any line `tokens` writes that is no doc attribute: in CUDA
+/// 13.0's bindings the longest is a macro call naming every flag enum
+/// (`flag_operators!`, 1,238 bytes; a parenthesised group is never broken),
+/// while a text with no line breaks is one line of megabytes.
+const LONG: usize = 2000;
+
+/// The wrong twins of the token text's check: another tree, one line for
+/// two items, space at a line's end, no header.
+fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
+    let header = "// @generated\n";
+    let pretty = "// @generated\npub const A: u32 = 1;\npub const B: u32 = 2;\n";
+    let good = "// @generated\npub const A : u32 = 1 ;\npub const B : u32 = 2 ;\n";
+    token_text_faults(good, header, pretty).map_err(|e| format!("the right text: {e}"))?;
+    let long_line = format!(
+        "{header}pub const A : [u32; 1] = [{}1] ;\n",
+        "1, ".repeat(LONG / 3)
+    );
+    let long_pretty = header.to_string()
+        + &prettyplease::unparse(&syn::parse_file(&long_line[header.len()..]).unwrap());
+    let cases = [
+        (
+            "another tree",
+            good.replace("2 ;", "3 ;"),
+            pretty.to_string(),
+            "another tree",
+        ),
+        (
+            "no header",
+            good.replace("// @generated\n", ""),
+            pretty.into(),
+            "header",
+        ),
+        (
+            "space at an end",
+            good.replace("1 ;", "1 ; "),
+            pretty.into(),
+            "space at an end",
+        ),
+        (
+            "no last break",
+            good.trim_end().to_string(),
+            pretty.into(),
+            "line break",
+        ),
+        ("a long line", long_line, long_pretty, "no doc attribute"),
+        (
+            "an item after an attribute",
+            good.replace("pub const B", "#[doc = \"b\"] pub const B"),
+            pretty.replace("pub const B", "///b\npub const B"),
+            "more than its attribute",
+        ),
+        (
+            "an item after a brace",
+            format!("{header}pub struct S {{\n}} pub const A : u32 = 1 ;\n"),
+            format!("{header}pub struct S {{}}\npub const A: u32 = 1;\n"),
+            "more after its brace",
+        ),
+    ];
+    for (what, text, pretty, said) in cases {
+        match token_text_faults(&text, header, &pretty) {
+            Err(e) if e.contains(said) => {}
+            other => return Err(format!("{what}: not caught as {said:?}: {other:?}").into()),
+        }
     }
     Ok(Completion::Completed)
 }
@@ -108,5 +222,6 @@ fn main() {
     test_support::main(test_support::checks![
         the_generator_makes_the_committed_files_from_the_pinned_headers,
         a_changed_committed_file_is_caught,
+        a_token_text_of_another_layout_is_caught,
     ]);
 }
