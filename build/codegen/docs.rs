@@ -228,3 +228,141 @@ fn inline(text: &str, known: &BTreeSet<String>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each conversion on a small comment of its own; the pinned bindings
+    //! (`generator/tests/pinned_output.rs`) use links, not these texts.
+
+    use super::*;
+
+    fn known() -> BTreeSet<String> {
+        ["cuMemMap".to_string()].into_iter().collect()
+    }
+
+    fn line(text: &str) -> String {
+        convert_line(text, &known())
+    }
+
+    #[test]
+    fn the_man_page_brief_is_cut_only_between_its_two_markers() {
+        let both = "a ___MANBRIEF___ x ___ENDMANBRIEF___b";
+        assert_eq!(strip_manbrief(both), "a b");
+        // The end before the start, or one marker alone: kept as written.
+        let reversed = "a ___ENDMANBRIEF___ x ___MANBRIEF___ b";
+        assert_eq!(strip_manbrief(reversed), reversed);
+        assert_eq!(strip_manbrief("a ___MANBRIEF___ x"), "a ___MANBRIEF___ x");
+        assert_eq!(strip_manbrief("x ___ENDMANBRIEF___"), "x ___ENDMANBRIEF___");
+        assert_eq!(strip_manbrief("plain"), "plain");
+    }
+
+    #[test]
+    fn commands_become_markdown() {
+        assert_eq!(line("\\brief Maps memory."), "Maps memory.");
+        assert_eq!(line("\\details More."), "More.");
+        assert_eq!(
+            line("\\param[in]  size - Size of the range"),
+            "* `size` - Size of the range"
+        );
+        assert_eq!(line("\\param[out] ptr"), "* `ptr` - ");
+        assert_eq!(line("\\param[in,out] p - x"), "* `p` - x");
+        assert_eq!(line("\\param p x"), "* `p` - x");
+        assert_eq!(line("\\returns Codes"), "# Returns\n Codes");
+        assert_eq!(line("\\return Codes"), "# Returns\n Codes");
+        assert_eq!(line("\\retval x"), "# Returns\n x");
+        assert_eq!(line("\\sa cuMemMap"), "# See also\n cuMemMap");
+        assert_eq!(line("\\note Careful"), "**Note:** Careful");
+        assert_eq!(line("\\deprecated Gone"), "**Deprecated:** Gone");
+        assert_eq!(
+            line("\\notefnerr"),
+            format!("**Note:** {}", NOTE_ALIASES[0].1)
+        );
+        assert_eq!(
+            line("\\note_sync"),
+            format!("**Note:** {}", NOTE_ALIASES[2].1)
+        );
+        assert_eq!(
+            line("\\note_string_api_deprecation"),
+            format!("**Note:** {}", NOTE_ALIASES[8].1)
+        );
+        // An alias NVIDIA adds later: dropped, its text is not in the headers.
+        assert_eq!(line("\\note_new_alias"), "");
+        // A command must end at a space: `\briefly` is a word.
+        assert_eq!(line("\\briefly"), "\\\\briefly");
+        assert_eq!(line("\\brief"), "");
+    }
+
+    #[test]
+    fn references_become_links_or_code() {
+        assert_eq!(
+            inline("see ::cuMemMap.", &known()),
+            "see [`cuMemMap`](crate::cuMemMap)."
+        );
+        assert_eq!(
+            inline("::cuMemMap()", &known()),
+            "[`cuMemMap()`](crate::cuMemMap)"
+        );
+        assert_eq!(inline("::cuUnknown x", &known()), "`cuUnknown` x");
+        assert_eq!(
+            inline("::CUmemLocation::type::id, ", &known()),
+            "`CUmemLocation::type::id`, "
+        );
+        // A member of a known name is code, not a link to the name.
+        assert_eq!(inline("::cuMemMap::x", &known()), "`cuMemMap::x`");
+        // `::` before no name, or a member's `::` before none: plain text.
+        assert_eq!(inline(":: x", &known()), ":: x");
+        assert_eq!(inline("::a:: b", &known()), "`a`:: b");
+        assert_eq!(inline("a: b", &known()), "a: b");
+    }
+
+    #[test]
+    fn inline_commands_wrap_the_word_after_them() {
+        let k = known();
+        assert_eq!(inline("\\p size, then", &k), "`size`, then");
+        assert_eq!(inline("\\c x)", &k), "`x`)");
+        assert_eq!(inline("\\a arg", &k), "`arg`");
+        assert_eq!(inline("\\e very", &k), "*very*");
+        assert_eq!(inline("\\em very", &k), "*very*");
+        assert_eq!(inline("\\b bold", &k), "**bold**");
+        assert_eq!(inline("\\ref group", &k), "`group`");
+        assert_eq!(inline("a\\n b", &k), "a  \n b");
+        // A wrapping command before no word, and an unknown command: escaped text.
+        assert_eq!(inline("\\p ", &k), "\\\\p ");
+        assert_eq!(inline("\\zz y", &k), "\\\\zz y");
+    }
+
+    #[test]
+    fn urls_and_markup_are_kept_from_rustdoc() {
+        let k = known();
+        assert_eq!(inline("at http://x.org/a.", &k), "at <http://x.org/a>.");
+        assert_eq!(inline("(https://x.org/b), c", &k), "(<https://x.org/b>), c");
+        assert_eq!(inline("https://x.org/c,", &k), "<https://x.org/c>,");
+        assert_eq!(inline("hello h", &k), "hello h");
+        assert_eq!(
+            inline("[a] *b* _c_ `d` #e |f| \\", &k),
+            "\\[a\\] \\*b\\* \\_c\\_ \\`d\\` \\#e \\|f\\| \\\\"
+        );
+        assert_eq!(inline("a<b>&c", &k), "a&lt;b&gt;&amp;c");
+        assert_eq!(inline("é ü", &k), "é ü");
+    }
+
+    #[test]
+    fn a_comment_is_converted_line_by_line() {
+        let text = "\\brief Maps.\n\
+                    \\defgroup G\n\\ingroup G\n\\anchor A\n@{\n@}\n\\addtogroup G\n\
+                    \n\n\n\n\
+                    \\code\n  int x;\n\\endcode\n\
+                    after";
+        assert_eq!(
+            convert(text, &known()),
+            " Maps.\n \n ```text\n  int x;\n ```\n after"
+        );
+        // A code block left open is closed.
+        assert_eq!(convert("\\code\nx", &known()), " ```text\n x\n ```");
+        // The man-page brief goes before anything is converted.
+        assert_eq!(
+            convert("___MANBRIEF___ b ___ENDMANBRIEF___a", &known()),
+            " a"
+        );
+    }
+}
