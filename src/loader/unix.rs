@@ -586,6 +586,40 @@ mod thread_tests {
         assert_eq!(stat_state(b"12 (cat)"), None);
     }
 
+    /// Each thread's token is its own and stays the same; the wrong twin of
+    /// a token that is not kept (0, or a new one each call) fails.
+    #[test]
+    fn a_threads_token_is_its_own_and_stays() {
+        extern crate std;
+        let a = thread_token();
+        assert_ne!(a, 0, "no token kept");
+        assert_eq!(thread_token(), a);
+        let (b, again) = std::thread::spawn(|| (thread_token(), thread_token()))
+            .join()
+            .unwrap();
+        assert_ne!(b, 0);
+        assert_eq!(again, b, "another thread's token changed between calls");
+        assert_ne!(b, a, "two threads share a token");
+    }
+
+    /// The lookup depth is kept per thread, from 0.
+    #[test]
+    fn the_lookup_depth_is_kept_per_thread() {
+        extern crate std;
+        set_lookup_depth(3);
+        assert_eq!(lookup_depth(), 3);
+        let other = std::thread::spawn(|| {
+            let first = lookup_depth();
+            set_lookup_depth(5);
+            (first, lookup_depth())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, (0, 5));
+        assert_eq!(lookup_depth(), 3);
+        set_lookup_depth(0);
+    }
+
     #[test]
     fn this_thread_exists_and_runs() {
         let me = thread_id();
