@@ -128,11 +128,12 @@ fn defgroup(comment: &str) -> Option<Group> {
     let mut words = comment[at + "\\defgroup".len()..line_end].split_whitespace();
     let id = words.next()?.to_string();
     let title = words.collect::<Vec<_>>().join(" ");
+    // The comment's lines without their ` * ` margin (a code block's own
+    // indentation kept); `docs::convert` drops the `@{` and `\ingroup` lines.
     let description = comment[line_end..]
         .trim_end_matches("*/")
         .lines()
         .map(|l| l.trim().trim_start_matches('*').trim_end())
-        .filter(|l| !l.starts_with("@{") && !l.starts_with("\\ingroup"))
         .collect::<Vec<_>>()
         .join("\n");
     Some(Group {
@@ -142,4 +143,115 @@ fn defgroup(comment: &str) -> Option<Group> {
         functions: vec![],
         also_documented: vec![],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The group reader on a small preprocessed text of its own: what a
+    //! comment, a string literal or a reopened group does to it (the pinned
+    //! headers have no string literal that names a function).
+
+    use super::*;
+
+    const TEXT: &str = r#"
+/**
+ * \defgroup CUDA_VA Virtual   Memory Management
+ * What it does.
+ * \ingroup CUDA_DRIVER
+ * @{
+ */
+CUresult cuMemMap(int a);
+static const char *s = "cuFake( \" /* \defgroup CUDA_X X @{ */";
+CUresult cuMemUnmap (void);
+// cuLineComment(
+int cuNotCalled;
+/** @} */
+CUresult cuOutside(void);
+/** \defgroup CUDA_EMPTY Empty @{ */
+/** @} */
+/** \addtogroup CUDA_VA @{ */
+CUresult cuMemMap(int a);
+CUresult cuOutside(void);
+/** @} */
+CUresult cuAfter(void);
+"#;
+
+    fn declared() -> BTreeSet<String> {
+        [
+            "cuMemMap",
+            "cuMemUnmap",
+            "cuOutside",
+            "cuFake",
+            "cuLineComment",
+            "cuNotCalled",
+            "cuAfter",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    #[test]
+    fn functions_land_in_the_group_that_declares_them() {
+        let groups = find(TEXT, &declared());
+        // The empty group is dropped; the string's and the line comment's
+        // names are no declarations.
+        assert_eq!(
+            groups.len(),
+            1,
+            "{:?}",
+            groups.iter().map(|g| &g.id).collect::<Vec<_>>()
+        );
+        let g = &groups[0];
+        assert_eq!(g.id, "CUDA_VA");
+        assert_eq!(g.title, "Virtual Memory Management");
+        assert_eq!(
+            g.description,
+            "\n What it does.\n \\ingroup CUDA_DRIVER\n @{\n"
+        );
+        // What the module's documentation says of it: the text alone.
+        assert_eq!(
+            super::super::docs::convert(&g.description, &BTreeSet::new()),
+            " What it does."
+        );
+        assert_eq!(g.functions, ["cuMemMap", "cuMemUnmap"]);
+        // First declared outside every group, then in the reopened group.
+        assert_eq!(g.also_documented, ["cuOutside"]);
+        assert_eq!(g.api(), "driver");
+        assert_eq!(g.module_name(), "virtual_memory_management");
+    }
+
+    #[test]
+    fn a_string_runs_to_its_closing_quote_past_escaped_ones() {
+        // Unterminated: the reader stops at the end, nothing found after.
+        assert!(find("/** \\defgroup CUDA_A A @{ */ \"cuMemMap(", &declared()).is_empty());
+        // An escaped quote does not end the string.
+        let text = "/** \\defgroup CUDA_A A @{ */ \"\\\" cuFake(\" cuMemMap(";
+        let groups = find(text, &declared());
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].functions, ["cuMemMap"]);
+    }
+
+    #[test]
+    fn module_names_and_apis() {
+        let group = |id: &str, title: &str| Group {
+            id: id.into(),
+            title: title.into(),
+            description: String::new(),
+            functions: vec![],
+            also_documented: vec![],
+        };
+        assert_eq!(
+            group("CUDA_TENSOR_MEMORY", "Tensor Map Object Managment").module_name(),
+            "tensor_map_object_management"
+        );
+        assert_eq!(
+            group("CUDA_X", "  C++ API -- Routines ").module_name(),
+            "c_api_routines"
+        );
+        assert_eq!(group("CUDA_X", "3D Arrays").module_name(), "_3d_arrays");
+        let runtime = group("CUDART_MEMORY_POOLS", "Stream Ordered Memory Allocator");
+        assert_eq!(runtime.api(), "runtime");
+        assert_eq!(runtime.module_name(), "stream_ordered_memory_allocator");
+    }
 }
