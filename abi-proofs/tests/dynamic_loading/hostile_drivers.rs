@@ -193,6 +193,11 @@ pub fn a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both(
             return Err(format!("the message does not name {}: {why}", path.display()).into());
         }
     }
+    // The loaded one by its path alone, as the dynamic loader opened it.
+    let loaded = format!("already in the process: {} (preloaded", preloaded.display());
+    if !why.contains(&loaded) {
+        return Err(format!("the message does not say {loaded:?}: {why}").into());
+    }
     let link = b.path().join("link-to-named.so");
     #[cfg(unix)]
     std::os::unix::fs::symlink(&named, &link).map_err(|e| e.to_string())?;
