@@ -225,6 +225,8 @@ CUresult cuAfter(void);
     fn a_string_runs_to_its_closing_quote_past_escaped_ones() {
         // Unterminated: the reader stops at the end, nothing found after.
         assert!(find("/** \\defgroup CUDA_A A @{ */ \"cuMemMap(", &declared()).is_empty());
+        // A text ending in a name (no call): read to its end, nothing found.
+        assert!(find("/** \\defgroup CUDA_A A @{ */ cuMemMap", &declared()).is_empty());
         // An escaped quote does not end the string.
         let text = "/** \\defgroup CUDA_A A @{ */ \"\\\" cuFake(\" cuMemMap(";
         let groups = find(text, &declared());
