@@ -118,6 +118,22 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
         if line.starts_with('}') && !line.chars().all(|c| "}]) ,;".contains(c)) {
             return Err(format!("line {n} holds more after its brace: {line:.120}"));
         }
+        // A parenthesised group is never broken; a brace group that holds
+        // anything starts a line of its own.
+        let code = outside_strings(line);
+        if code.matches('(').count() != code.matches(')').count() {
+            return Err(format!(
+                "line {n} breaks a parenthesised group: {line:.120}"
+            ));
+        }
+        if code
+            .match_indices('{')
+            .any(|(at, _)| !matches!(code[at + 1..].trim_start().chars().next(), None | Some('}')))
+        {
+            return Err(format!(
+                "line {n} goes on after an opening brace: {line:.120}"
+            ));
+        }
         let doc = line.starts_with("#[doc = \"") && line.ends_with("\"]");
         if line.len() > LONG && !doc {
             let start: String = line.chars().take(120).collect();
@@ -128,6 +144,31 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// `line` with each string literal's contents taken out (`"..."` becomes
+/// `""`, escapes honoured).
+fn outside_strings(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '"' {
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => {
+                        chars.next();
+                    }
+                    '"' => {
+                        out.push('"');
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Longer than any line `tokens` writes that is no doc attribute: in CUDA
@@ -143,6 +184,11 @@ fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
     let pretty = "// @generated\npub const A: u32 = 1;\npub const B: u32 = 2;\n";
     let good = "// @generated\npub const A : u32 = 1 ;\npub const B : u32 = 2 ;\n";
     token_text_faults(good, header, pretty).map_err(|e| format!("the right text: {e}"))?;
+    // Parentheses and braces inside a string literal (a doc line) are text.
+    let quoted = format!("{header}pub const S : & str = \"(\\\" {{ x\" ;\n");
+    let quoted_pretty = format!("{header}pub const S: &str = \"(\\\" {{ x\";\n");
+    token_text_faults(&quoted, header, &quoted_pretty)
+        .map_err(|e| format!("a string's brackets taken for code: {e}"))?;
     let long_line = format!(
         "{header}pub const A : [u32; 1] = [{}1] ;\n",
         "1, ".repeat(LONG / 3)
@@ -180,6 +226,18 @@ fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
             good.replace("pub const B", "#[doc = \"b\"] pub const B"),
             pretty.replace("pub const B", "///b\npub const B"),
             "more than its attribute",
+        ),
+        (
+            "a parenthesised group broken",
+            format!("{header}pub const A : u32 = f (\n1) ;\n"),
+            format!("{header}pub const A: u32 = f(1);\n"),
+            "breaks a parenthesised group",
+        ),
+        (
+            "a field after an opening brace",
+            format!("{header}pub struct S {{ pub a : u32 ,\n}}\n"),
+            format!("{header}pub struct S {{\n    pub a: u32,\n}}\n"),
+            "after an opening brace",
         ),
         (
             "an item after a brace",
