@@ -110,7 +110,9 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
             return Err(format!("line {n} has space at an end: {line:?}"));
         }
         // An attribute, and a brace group, ends its line.
-        if line.starts_with("#[") && !line.ends_with(']') {
+        // `# [` as tokens space it (`#[` as a person would).
+        let attribute = line.strip_prefix("# [").or_else(|| line.strip_prefix("#["));
+        if attribute.is_some() && !line.ends_with(']') {
             return Err(format!(
                 "line {n} holds more than its attribute: {line:.120}"
             ));
@@ -134,7 +136,7 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
                 "line {n} goes on after an opening brace: {line:.120}"
             ));
         }
-        let doc = line.starts_with("#[doc = \"") && line.ends_with("\"]");
+        let doc = attribute.is_some_and(|a| a.starts_with("doc = \"")) && line.ends_with("\"]");
         if line.len() > LONG && !doc {
             let start: String = line.chars().take(120).collect();
             return Err(format!(
@@ -184,6 +186,12 @@ fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
     let pretty = "// @generated\npub const A: u32 = 1;\npub const B: u32 = 2;\n";
     let good = "// @generated\npub const A : u32 = 1 ;\npub const B : u32 = 2 ;\n";
     token_text_faults(good, header, pretty).map_err(|e| format!("the right text: {e}"))?;
+    // A long doc attribute, spelt as tokens space it, is one line.
+    let text = "x".repeat(LONG * 2);
+    let long_doc = format!("{header}# [doc = \"{text}\"]\npub const A : u32 = 1 ;\n");
+    let long_doc_pretty = format!("{header}///{text}\npub const A: u32 = 1;\n");
+    token_text_faults(&long_doc, header, &long_doc_pretty)
+        .map_err(|e| format!("a long doc attribute: {e}"))?;
     // Parentheses and braces inside a string literal (a doc line) are text.
     let quoted = format!("{header}pub const S : & str = \"(\\\" {{ x\" ;\n");
     let quoted_pretty = format!("{header}pub const S: &str = \"(\\\" {{ x\";\n");
@@ -223,7 +231,7 @@ fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
         ("a long line", long_line, long_pretty, "no doc attribute"),
         (
             "an item after an attribute",
-            good.replace("pub const B", "#[doc = \"b\"] pub const B"),
+            good.replace("pub const B", "# [doc = \"b\"] pub const B"),
             pretty.replace("pub const B", "///b\npub const B"),
             "more than its attribute",
         ),
