@@ -796,7 +796,91 @@ pub fn link_name(attrs: &[syn::Attribute]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::lit_value;
+    use super::{fixed_width_aliases, itanium_enum_types, lit_value, parse_c_int, parse_cast};
+
+    fn text(file: &syn::File) -> String {
+        quote::ToTokens::to_token_stream(file).to_string()
+    }
+
+    #[test]
+    fn casts_and_c_integers_are_read_as_c_writes_them() {
+        let cast = |b: &str| parse_cast(b);
+        let pair = |t: &str, o: &str| Some((t.to_string(), o.to_string()));
+        assert_eq!(cast("((CUstream)0x1)"), pair("CUstream", "0x1"));
+        assert_eq!(cast("(CUstream)0x2"), pair("CUstream", "0x2"));
+        assert_eq!(cast(" (((unsigned int) (3))) "), pair("unsignedint", "3"));
+        assert_eq!(cast("((void *)-1)"), pair("void*", "-1"));
+        // No cast, an empty operand, an expression: none.
+        assert_eq!(cast("0x1"), None);
+        assert_eq!(cast("(CUstream)"), None);
+        assert_eq!(cast("(int)(a + b)"), None);
+        assert_eq!(cast("(int)f(x)"), None);
+        assert_eq!(parse_c_int("42"), Some(42));
+        assert_eq!(parse_c_int(" 0x1fU "), Some(31));
+        assert_eq!(parse_c_int("0XFFul"), Some(255));
+        assert_eq!(parse_c_int("-1"), Some(-1));
+        assert_eq!(parse_c_int("- 0x10LL"), Some(-16));
+        assert_eq!(parse_c_int("1.5"), None);
+        assert_eq!(parse_c_int("0xg"), None);
+        assert_eq!(parse_c_int("x"), None);
+    }
+
+    #[test]
+    fn enum_newtypes_take_the_itanium_type_unless_a_constant_is_negative() {
+        let mut file: syn::File = syn::parse_quote! {
+            #[repr(transparent)]
+            pub struct plain(pub ::core::ffi::c_int);
+            pub const plain_A: plain = plain(1);
+            #[repr(transparent)]
+            pub struct negative(pub ::core::ffi::c_int);
+            pub const negative_A: negative = negative(-1);
+            #[repr(C)]
+            pub struct not_an_enum(pub ::core::ffi::c_int);
+        };
+        itanium_enum_types(&mut file);
+        let t = text(&file);
+        assert!(
+            t.contains("pub struct plain (pub :: core :: ffi :: c_uint)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("pub struct negative (pub :: core :: ffi :: c_int)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("pub struct not_an_enum (pub :: core :: ffi :: c_int)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn fixed_width_typedefs_are_spelt_alike_on_every_target() {
+        let mut file: syn::File = syn::parse_quote! {
+            pub type cuuint32_t = ::core::ffi::c_uint;
+            pub type cuuint64_t = ::core::ffi::c_ulonglong;
+            pub type sint32_t = ::core::ffi::c_int;
+            pub type sint64_t = ::core::ffi::c_longlong;
+            pub type other_t = ::core::ffi::c_uint;
+            pub type cuuint32_t_signed = ::core::ffi::c_int;
+            pub type wrong_uint32_t = ::core::ffi::c_int;
+            pub type wrong_uint64_t = ::core::ffi::c_longlong;
+        };
+        fixed_width_aliases(&mut file);
+        let t = text(&file);
+        for want in [
+            "pub type cuuint32_t = u32 ;",
+            "pub type cuuint64_t = u64 ;",
+            "pub type sint32_t = i32 ;",
+            "pub type sint64_t = i64 ;",
+            "pub type other_t = :: core :: ffi :: c_uint ;",
+            "pub type cuuint32_t_signed = :: core :: ffi :: c_int ;",
+            // A signed C type under an unsigned name is left as C wrote it.
+            "pub type wrong_uint32_t = :: core :: ffi :: c_int ;",
+            "pub type wrong_uint64_t = :: core :: ffi :: c_longlong ;",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+    }
 
     #[test]
     fn reads_literals_as_syn_does() {
