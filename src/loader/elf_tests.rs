@@ -354,6 +354,15 @@ fn a_table_both_readings_map_is_an_error() {
 }
 
 #[test]
+fn an_object_without_bias_reads_its_table_as_is() {
+    // A non-PIE executable sits where it was linked: with no bias the two
+    // readings are one address, not two that cannot be told apart.
+    let mut exe = Layout::library();
+    exe.bias = 0;
+    assert!(found(&exe.soname()), "{:?}", exe.soname());
+}
+
+#[test]
 fn no_soname_is_none_and_a_soname_without_its_table_is_an_error() {
     let mut none = Layout::library();
     none.dynamic = alloc::vec![(DT_NULL, 0)];
