@@ -165,6 +165,7 @@ static const char *s = "cuFake( \" /* \defgroup CUDA_X X @{ */";
 CUresult cuMemUnmap (void);
 // cuLineComment(
 int cuNotCalled;
+CUresult cuMemMap(int a);
 /** @} */
 CUresult cuOutside(void);
 /** \defgroup CUDA_EMPTY Empty @{ */
@@ -195,7 +196,7 @@ CUresult cuAfter(void);
     fn functions_land_in_the_group_that_declares_them() {
         let groups = find(TEXT, &declared());
         // The empty group is dropped; the string's and the line comment's
-        // names are no declarations.
+        // names are no declarations; a function declared twice is listed once.
         assert_eq!(
             groups.len(),
             1,
