@@ -181,6 +181,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bindgens_own_helpers_get_no_link() {
+        let mut file: syn::File = syn::parse_quote! {
+            pub struct __BindgenBitfieldUnit<Storage> { storage: Storage }
+            pub struct __IncompleteArrayField<T>(::core::marker::PhantomData<T>);
+            pub struct CUmemLocation_st { pub id: i32 }
+        };
+        add(&mut file, &[], &BTreeMap::new());
+        let docs: Vec<usize> = file
+            .items
+            .iter()
+            .map(|i| match i {
+                syn::Item::Struct(s) => s.attrs.iter().filter(|a| a.path().is_ident("doc")).count(),
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(docs, [0, 0, 1]);
+        assert!(is_bindgen_helper("__BindgenUnionField"));
+        assert!(!is_bindgen_helper("CUDA_ARRAY_DESCRIPTOR"));
+    }
+
+    #[test]
     fn pages_are_doxygens_names() {
         assert_eq!(
             group_page("CUDA_VA"),
