@@ -197,6 +197,18 @@ mod tests {
             })
             .collect();
         assert_eq!(docs, [0, 0, 1]);
+        // Only the API modules get their index's link.
+        let mut mods: syn::File = syn::parse_quote! { pub mod driver {} pub mod other {} };
+        add(&mut mods, &[], &BTreeMap::new());
+        let docs: Vec<usize> = mods
+            .items
+            .iter()
+            .map(|i| match i {
+                syn::Item::Mod(m) => m.attrs.iter().filter(|a| a.path().is_ident("doc")).count(),
+                _ => 9,
+            })
+            .collect();
+        assert_eq!(docs, [2, 0]);
         assert!(is_bindgen_helper("__BindgenUnionField"));
         assert!(!is_bindgen_helper("CUDA_ARRAY_DESCRIPTOR"));
     }

@@ -127,18 +127,25 @@ pub fn driver_entries(
             .filter(|(v, _)| !failing.contains(&format!("{s} {v}")))
             .map(|(v, _)| *v)
             .collect();
-        fits.sort_unstable();
-        let version = match fits.len() {
-            0 => None,
-            1 => Some(fits[0]),
-            _ => Some(fits[(n as usize).clamp(1, fits.len()) - 1]),
-        };
+        let version = version_of(fits, n);
         out.push(Entry {
             symbol: s.clone(),
             proc: version.map(|v| (base.to_string(), v)),
         });
     }
     Ok(out)
+}
+
+/// The ABI version asked for a symbol whose `_vN` suffix is `n`, of the
+/// versions whose typedef fits its type: the `n`-th (the headers' `_v2`
+/// is the second typedef of that type), the last where there are fewer, the
+/// only one where one fits; `None` where none fits (`dlsym` then).
+fn version_of(mut fits: Vec<u32>, n: u32) -> Option<u32> {
+    fits.sort_unstable();
+    match fits.len() {
+        0 => None,
+        len => Some(fits[(n as usize).clamp(1, len) - 1]),
+    }
 }
 
 /// The prefix of the private C name of a trampoline the crate's own C
@@ -457,7 +464,7 @@ fn trampoline(
 
 #[cfg(test)]
 mod tests {
-    use super::split_symbol;
+    use super::*;
     #[test]
     fn splits() {
         assert_eq!(split_symbol("cuMemAdvise_v2"), ("cuMemAdvise", None, 2));
@@ -465,6 +472,48 @@ mod tests {
             split_symbol("cuMemcpyHtoD_v2_ptds"),
             ("cuMemcpyHtoD", Some("_ptds"), 2)
         );
+        assert_eq!(
+            split_symbol("cuGetProcAddress_v2_ptsz"),
+            ("cuGetProcAddress", Some("_ptsz"), 2)
+        );
+        assert_eq!(
+            split_symbol("cuMemcpy_ptds"),
+            ("cuMemcpy", Some("_ptds"), 1)
+        );
         assert_eq!(split_symbol("cuInit"), ("cuInit", None, 1));
+        // `_v` before no number, or before letters, is part of the name.
+        assert_eq!(split_symbol("cuThing_v"), ("cuThing_v", None, 1));
+        assert_eq!(split_symbol("cuThing_vram"), ("cuThing_vram", None, 1));
+    }
+
+    #[test]
+    fn the_nth_fitting_version_is_asked() {
+        assert_eq!(version_of(vec![], 1), None);
+        assert_eq!(version_of(vec![3020], 1), Some(3020));
+        assert_eq!(version_of(vec![3020], 2), Some(3020));
+        // Sorted first: `_v2` is the second of the fitting versions.
+        assert_eq!(version_of(vec![12020, 3020, 8000], 2), Some(8000));
+        assert_eq!(version_of(vec![12020, 3020, 8000], 1), Some(3020));
+        assert_eq!(version_of(vec![12020, 3020, 8000], 9), Some(12020));
+        assert_eq!(version_of(vec![12020, 3020], 0), Some(3020));
+    }
+
+    #[test]
+    fn the_inline_copies_callees_get_private_names_in_c() {
+        assert_eq!(private_names_c(&BTreeSet::new()), "");
+        let callees: BTreeSet<String> = ["cuGetProcAddress_v2".to_string()].into();
+        let c = private_names_c(&callees);
+        assert!(c.contains(&format!("#ifdef {PRIVATE_DEFINE}\n")), "{c}");
+        assert!(
+            c.contains("#define cuGetProcAddress_v2 cuda_mem_sys_cuGetProcAddress_v2\n#endif\n"),
+            "{c}"
+        );
+        assert_eq!(
+            inline_copy_calls("cuGetProcAddress_v2_ptsz__extern"),
+            Some("cuGetProcAddress_v2")
+        );
+        assert_eq!(inline_copy_calls("cuMemcpy_ptds__extern"), Some("cuMemcpy"));
+        assert_eq!(inline_copy_calls("cuMemcpy__extern"), None);
+        assert_eq!(inline_copy_calls("cuMemcpy_ptds"), None);
     }
 }
