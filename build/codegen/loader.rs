@@ -120,7 +120,7 @@ pub fn driver_entries(
     let mut out = vec![];
     for s in symbols {
         let (base, _, n) = split_symbol(s);
-        let mut fits: Vec<u32> = candidates
+        let fits: Vec<u32> = candidates
             .get(s.as_str())
             .into_iter()
             .flatten()

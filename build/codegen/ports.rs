@@ -631,6 +631,97 @@ mod tests {
     }
 
     #[test]
+    fn only_a_newtypes_own_literal_values_are_enumerators_and_name_values() {
+        let out = generated(
+            "#[repr(transparent)] #[derive(Debug, Copy, Clone)] pub struct e_enum(pub ::core::ffi::c_int);
+             pub const E_A: e_enum = e_enum(1);
+             pub const E_OTHER_CALL: e_enum = other(2);
+             pub const E_SHIFT: e_enum = e_enum(1 << 3);
+             pub const E_NEG_NAME: e_enum = e_enum(-E_A);
+             #[repr(C)] #[derive(Debug, Copy, Clone)] pub struct tuple_c(pub u32);
+             #[derive(Debug, Copy, Clone)] pub struct tuple_plain(pub u32);",
+        );
+        // A call of another function is no enumerator.
+        assert!(!out.contains("E_OTHER_CALL : Self"), "{out}");
+        // Enumerators whose value is no literal are constants, not `match` arms.
+        assert!(
+            out.contains("pub const E_SHIFT : Self = Self (1 << 3) ;"),
+            "{out}"
+        );
+        assert!(out.contains("pub const E_NEG_NAME : Self"), "{out}");
+        assert!(out.contains("1 => \"E_A\" ,"), "{out}");
+        assert!(!out.contains("=> \"E_SHIFT\""), "{out}");
+        assert!(!out.contains("=> \"E_NEG_NAME\""), "{out}");
+        // A tuple struct that is not `repr(transparent)` is no enum newtype.
+        for t in ["tuple_c", "tuple_plain"] {
+            assert!(!out.contains(&format!("Debug for {t}")), "{t}: {out}");
+            assert!(!out.contains(&format!("From < {t} >")), "{t}: {out}");
+        }
+        assert!(is_literal(&syn::parse_quote!(-5)));
+        assert!(!is_literal(&syn::parse_quote!(-X)));
+        assert!(!is_literal(&syn::parse_quote!(!5)));
+        assert!(!is_literal(&syn::parse_quote!(X)));
+    }
+
+    #[test]
+    fn only_a_declared_but_undefined_struct_is_opaque() {
+        let out = generated(
+            "#[repr(C)] #[derive(Debug)] pub struct opaque_st { _unused: [u8; 0] }
+             #[repr(C)] #[derive(Debug)] pub struct one_field_st { pub a: u32 }
+             #[repr(C)] #[derive(Debug)] pub struct unused_one_st { _unused: [u8; 1] }
+             #[repr(C)] #[derive(Debug)] pub struct two_st { _unused: [u8; 0], pub b: u32 }",
+        );
+        let derive = |name: &str| {
+            let at = out.find(&format!("pub struct {name}")).unwrap();
+            let start = out[..at].rfind("# [derive").unwrap();
+            out[start..at].to_string()
+        };
+        assert!(
+            derive("opaque_st").contains("Debug , Copy , Clone"),
+            "{out}"
+        );
+        for name in ["one_field_st", "unused_one_st", "two_st"] {
+            assert!(!derive(name).contains("Copy"), "{name}: {out}");
+        }
+    }
+
+    #[test]
+    fn a_function_pointer_in_parentheses_still_takes_the_comparisons() {
+        let out = generated(
+            "pub type CUhostFn = ::core::option::Option<unsafe extern \"C\" fn()>;
+             #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct paren_st { pub f: (CUhostFn) }",
+        );
+        assert!(!out.contains("Hash , PartialEq"), "{out}");
+    }
+
+    #[test]
+    fn a_moved_field_is_found_in_its_own_anonymous_member() {
+        // Another union first, which is not the member's type; the member's
+        // field of the same name's type is read, not its sibling's.
+        let in_union = generated(
+            "pub union other_union { pub id: u64, pub x: u64 }
+             pub struct CUmemLocation_st { pub type_: u32, pub anon_id: CUmemLocation_st__anon_id }
+             pub union CUmemLocation_st__anon_id { pub localized: u16, pub id: ::core::ffi::c_int }",
+        );
+        assert!(
+            in_union.contains(
+                "pub fn id (& self) -> :: core :: ffi :: c_int { unsafe { self . anon_id . id } }"
+            ),
+            "{in_union}"
+        );
+        // A struct as the anonymous member: no `unsafe`.
+        let in_struct = generated(
+            "pub struct CUmemLocation_st { pub type_: u32, pub anon_id: S }
+             pub struct S { pub id: ::core::ffi::c_int }",
+        );
+        assert!(
+            in_struct
+                .contains("pub fn id (& self) -> :: core :: ffi :: c_int { self . anon_id . id }"),
+            "{in_struct}"
+        );
+    }
+
+    #[test]
     fn moved_fields_get_accessors_in_both_places_and_a_getter_only_where_sound() {
         let direct =
             generated("pub struct CUmemLocation_st { pub type_: u32, pub id: ::core::ffi::c_int }");
