@@ -505,10 +505,11 @@ fn fields_of<'a>(fields: impl Iterator<Item = &'a syn::Field>) -> Vec<(String, s
         .collect()
 }
 
+/// The named fields of the struct `name` (a moved field's parent is a
+/// struct: [`MOVED`]).
 fn named_fields(file: &syn::File, name: &str) -> Option<Vec<(String, syn::Type)>> {
     file.items.iter().find_map(|i| match i {
         syn::Item::Struct(s) if s.ident == name => Some(fields_of(s.fields.iter())),
-        syn::Item::Union(u) if u.ident == name => Some(fields_of(u.fields.named.iter())),
         _ => None,
     })
 }
@@ -692,6 +693,32 @@ mod tests {
              #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct paren_st { pub f: (CUhostFn) }",
         );
         assert!(!out.contains("Hash , PartialEq"), "{out}");
+    }
+
+    #[test]
+    fn a_unions_members_are_followed_through_aliases_up_to_16_deep() {
+        // 16 aliases to an integer: plain, the getter is made.
+        let chain = |n: usize| -> String {
+            let mut s = String::new();
+            for i in 0..n {
+                s.push_str(&format!("pub type a{i} = a{};\n", i + 1));
+            }
+            s.push_str(&format!("pub type a{n} = u32;\n"));
+            s + "pub struct CUmemLocation_st { pub type_: u32, pub anon_id: U }
+                 pub union U { pub id: ::core::ffi::c_int, pub t: a0 }"
+        };
+        assert!(generated(&chain(15)).contains("pub fn id (& self)"));
+        // One more: not followed, the setter alone.
+        let deep = generated(&chain(16));
+        assert!(!deep.contains("pub fn id (& self)"), "{deep}");
+        assert!(deep.contains("pub fn set_id"), "{deep}");
+        // Aliases that never end are not followed forever.
+        let cycle = generated(
+            "pub type a = b; pub type b = a;
+             pub struct CUmemLocation_st { pub type_: u32, pub anon_id: U }
+             pub union U { pub id: ::core::ffi::c_int, pub t: a }",
+        );
+        assert!(!cycle.contains("pub fn id (& self)"), "{cycle}");
     }
 
     #[test]
