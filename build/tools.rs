@@ -35,13 +35,30 @@ pub fn committed_output(
     work_dir: &Path,
     per_thread_default_stream: bool,
 ) -> Result<codegen::Output, String> {
+    output_with(
+        include_dirs,
+        crate_dir,
+        work_dir,
+        per_thread_default_stream,
+        codegen::Docs::Links,
+    )
+}
+
+/// The generator's output for this machine, documented as `docs` says.
+pub fn output_with(
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    work_dir: &Path,
+    per_thread_default_stream: bool,
+    docs: codegen::Docs,
+) -> Result<codegen::Output, String> {
     codegen::generate(&codegen::Input {
         include_dirs,
         crate_dir,
         work_dir,
         cc: host_cc(),
         per_thread_default_stream,
-        docs: codegen::Docs::Links,
+        docs,
         lap: &|_| {},
     })
 }

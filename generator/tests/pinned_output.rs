@@ -148,6 +148,113 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
     Ok(())
 }
 
+/// What a user's build writes (`Docs::Headers`: NVIDIA's comments from the
+/// headers, turned into Markdown) is the committed tree but for its doc
+/// attributes, and none of its docs is left in Doxygen. The text is read in
+/// memory only: the project keeps none of NVIDIA's.
+fn the_headers_own_comments_change_only_the_docs() -> Result<Completion, Failed> {
+    let dirs = match pinned_dirs() {
+        Ok(d) => d,
+        Err(why) => return Ok(Completion::ignored_with(why)),
+    };
+    let work = test_support::scratch("pinned-output-docs");
+    let links = tools::committed_output(&dirs, &crate_dir(), work.path(), false)?;
+    let headers = tools::output_with(
+        &dirs,
+        &crate_dir(),
+        work.path(),
+        false,
+        codegen::Docs::Headers,
+    )?;
+    let (links, headers) = (links.tokens(), headers.tokens());
+    if let Some(diff) = first_difference(&without_docs(&headers), &without_docs(&links)) {
+        return Err(format!("the two documentations' trees differ beyond docs: {diff}").into());
+    }
+    doxygen_left(&headers).map_err(|e| format!("Docs::Headers: {e}"))?;
+    Ok(Completion::Completed)
+}
+
+/// The token text (one attribute a line) without its doc attributes and
+/// header comment, and with the loader's macro calls' strings (each
+/// function's summary line) emptied.
+fn without_docs(tokens: &str) -> String {
+    tokens
+        .lines()
+        .filter(|l| {
+            !(l.starts_with("//") || l.starts_with("# [doc = ") || l.starts_with("# ! [doc = "))
+        })
+        .map(|l| {
+            if l.starts_with("crate :: loader :: ") {
+                outside_strings(l)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Doxygen that `docs::convert` should have turned into Markdown, or that
+/// it should have dropped, named with its line.
+fn doxygen_left(tokens: &str) -> Result<(), String> {
+    const DOXYGEN: [&str; 7] = [
+        "\\\\brief ",
+        "\\\\param",
+        "\\\\return",
+        "\\\\sa ",
+        "\\\\notefnerr",
+        "___MANBRIEF___",
+        "\\\\defgroup",
+    ];
+    for (n, line) in tokens.lines().enumerate() {
+        // A command the converter escaped (Markdown's `\\` before it: four
+        // backslashes in the literal) is shown as text, not left as Doxygen.
+        let raw = |d: &str| {
+            line.match_indices(d)
+                .any(|(at, _)| !line[..at].ends_with("\\\\"))
+        };
+        if let Some(d) = DOXYGEN.iter().find(|d| raw(d)) {
+            return Err(format!("line {} holds Doxygen ({d}): {line:.160}", n + 1));
+        }
+    }
+    if !tokens.contains("# Returns") {
+        return Err("no `# Returns` heading: no \\returns was converted".into());
+    }
+    Ok(())
+}
+
+/// The wrong twins: a doc left in Doxygen, a tree that differs beyond its
+/// docs, and docs with nothing converted.
+fn doxygen_and_trees_that_differ_are_caught() -> Result<Completion, Failed> {
+    let converted = "# [doc = \" Maps.\\n # Returns\\n CUDA_SUCCESS\"]\npub fn f () ;";
+    doxygen_left(converted).map_err(|e| format!("the right text: {e}"))?;
+    let raw = "# [doc = \" \\\\brief Maps.\\n # Returns\"]\npub fn f () ;";
+    if doxygen_left(raw).is_ok() {
+        return Err("a \\brief left in a doc was not caught".into());
+    }
+    let escaped = "# [doc = \" a \\\\\\\\param b\\n # Returns\"]\npub fn f () ;";
+    doxygen_left(escaped).map_err(|e| format!("an escaped command taken for Doxygen: {e}"))?;
+    if doxygen_left("# [doc = \" Maps.\"]\npub fn f () ;").is_ok() {
+        return Err("docs with no converted heading were not caught".into());
+    }
+    let a = "// header a\n# [doc = \" a\"]\n# ! [doc = \" m\"]\npub fn f () ;";
+    let b = "// header b\n# [doc = \" b\"]\npub fn f () ;";
+    if without_docs(a) != without_docs(b) {
+        return Err("docs alone were taken for a difference".into());
+    }
+    if without_docs(a) == without_docs(&b.replace("f ()", "g ()")) {
+        return Err("another item was not taken for a difference".into());
+    }
+    let call = |doc: &str, f: &str| format!("crate :: loader :: call ! (driver 1 \"{doc}\" {f}) ;");
+    if without_docs(&call("Maps", "f")) != without_docs(&call("Links", "f")) {
+        return Err("a loader call's summary was taken for a difference".into());
+    }
+    if without_docs(&call("Maps", "f")) == without_docs(&call("Maps", "g")) {
+        return Err("a loader call of another function was not taken for a difference".into());
+    }
+    Ok(Completion::Completed)
+}
+
 /// `line` with each string literal's contents taken out (`"..."` becomes
 /// `""`, escapes honoured).
 fn outside_strings(line: &str) -> String {
@@ -289,5 +396,7 @@ fn main() {
         the_generator_makes_the_committed_files_from_the_pinned_headers,
         a_changed_committed_file_is_caught,
         a_token_text_of_another_layout_is_caught,
+        the_headers_own_comments_change_only_the_docs,
+        doxygen_and_trees_that_differ_are_caught,
     ]);
 }
