@@ -212,8 +212,8 @@ fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
             _ => {}
         }
     }
-    let is_ident =
-        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    // A body or operand found among the constants or types is a name (only
+    // names are keys there).
     let mut seen = BTreeSet::new();
     for m in macros.iter().filter(|m| !m.function_like) {
         if consts.contains_key(&m.name) || types.contains(&m.name) || !seen.insert(m.name.clone()) {
@@ -227,11 +227,11 @@ fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
             .unwrap_or_default();
         let doc = format!(" `#define {} {}` ({header})", m.name, m.body);
         let body = m.body.trim();
-        let item: syn::Item = if is_ident(body) && consts.contains_key(body) {
+        let item: syn::Item = if consts.contains_key(body) {
             let ty = &consts[body];
             let target = syn::Ident::new(body, proc_macro2::Span::call_site());
             syn::parse_quote!(#[doc = #doc] pub const #name: #ty = #target;)
-        } else if is_ident(body) && types.contains(body) {
+        } else if types.contains(body) {
             let target = syn::Ident::new(body, proc_macro2::Span::call_site());
             syn::parse_quote!(#[doc = #doc] pub type #name = #target;)
         } else if let Some((c_type, operand)) = parse_cast(body) {
@@ -242,7 +242,7 @@ fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
                 _ => continue,
             };
             let value: syn::Expr = match syn::parse_str::<syn::Expr>(&operand) {
-                Ok(v) if is_ident(&operand) && consts.contains_key(&operand) => v,
+                Ok(v) if consts.contains_key(&operand) => v,
                 Ok(v) if parse_c_int(&operand).is_some() => {
                     let n = parse_c_int(&operand).unwrap();
                     let lit = syn::LitInt::new(&n.to_string(), proc_macro2::Span::call_site());
@@ -796,7 +796,77 @@ pub fn link_name(attrs: &[syn::Attribute]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fixed_width_aliases, itanium_enum_types, lit_value, parse_c_int, parse_cast};
+    use super::{
+        add_macro_constants, fixed_width_aliases, itanium_enum_types, lit_value,
+        merge_extern_blocks, parse_c_int, parse_cast, MacroDef,
+    };
+
+    #[test]
+    fn extern_blocks_merge_only_with_their_own_kind() {
+        let mut file: syn::File = syn::parse_quote! {
+            extern "C" { pub fn a(); }
+            pub const X: u32 = 1;
+            extern "C" { pub fn b(); }
+            extern "system" { pub fn c(); }
+            #[link(name = "x")] extern "C" { pub fn d(); }
+        };
+        merge_extern_blocks(&mut file);
+        let t = text(&file);
+        assert!(t.starts_with("pub const X"), "{t}");
+        assert!(
+            t.contains("extern \"C\" { pub fn a () ; pub fn b () ; }"),
+            "{t}"
+        );
+        assert!(t.contains("extern \"system\" { pub fn c () ; }"), "{t}");
+        assert!(
+            t.contains("# [link (name = \"x\")] extern \"C\" { pub fn d () ; }"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn macros_naming_constants_types_and_renamed_types_are_kept() {
+        let mut file: syn::File = syn::parse_quote! {
+            pub const CU_A: u32 = 1;
+            pub struct CUs_st { pub a: u32 }
+            pub use self::cudaLaunchAttributeID as cudaRenamed;
+        };
+        let def = |name: &str, body: &str| MacroDef {
+            name: name.into(),
+            body: body.into(),
+            function_like: false,
+            file: "cuda.h".into(),
+        };
+        let macros = [
+            def("CU_A_ALIAS", "CU_A"),
+            def("CUs", "CUs_st"),
+            def("cudaStreamAttrID", "cudaRenamed"),
+            // Already an item (a `use` rename): not declared twice.
+            def("cudaRenamed", "CUs_st"),
+            def("CU_CAST", "((int)7)"),
+            def("CU_PLAIN", "0x10"),
+            def("_CU_GUARD", "1"),
+            def("CU_EXPR", "(1 + 2)"),
+            MacroDef {
+                function_like: true,
+                ..def("CU_FN", "1")
+            },
+        ];
+        add_macro_constants(&mut file, &macros);
+        let t = text(&file);
+        for want in [
+            "pub const CU_A_ALIAS : u32 = CU_A ;",
+            "pub type CUs = CUs_st ;",
+            "pub type cudaStreamAttrID = cudaRenamed ;",
+            "pub const CU_CAST : :: core :: ffi :: c_int = (7) as :: core :: ffi :: c_int ;",
+            "pub const CU_PLAIN : u32 = 16 ;",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+        for absent in ["type cudaRenamed", "_CU_GUARD", "CU_EXPR", "CU_FN"] {
+            assert!(!t.contains(absent), "{absent}: {t}");
+        }
+    }
 
     fn text(file: &syn::File) -> String {
         quote::ToTokens::to_token_stream(file).to_string()
