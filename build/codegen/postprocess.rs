@@ -51,7 +51,7 @@ pub fn run(cx: &Context, bindings: &str) -> Result<(syn::File, String), String> 
     // The C compiler's two questions (which negative macro constants are
     // unsigned; which `PFN_` typedef fits each driver symbol) need nothing
     // of what follows: they run beside the group modules, each in a thread.
-    let negative = negative_macro_constants(cx, &file);
+    let negative = negative_macro_constants(cx.macros, &file);
     let driver = loader::driver_symbols(&file);
     let (pp, wrapper, typedefs) = (cx.pp, cx.wrapper, cx.typedefs);
     let (unsigned, driver) = std::thread::scope(|s| {
@@ -272,8 +272,8 @@ fn add_macro_constants(file: &mut syn::File, macros: &[MacroDef]) {
 /// bindgen evaluates `#define X (~0u)` as `i32 = -1`; C's type is unsigned.
 /// The negative macro constants, whose type [`unsigned_constants`] asks
 /// the C compiler.
-fn negative_macro_constants(cx: &Context, file: &syn::File) -> Vec<String> {
-    let macro_names: BTreeSet<&str> = cx.macros.iter().map(|m| m.name.as_str()).collect();
+fn negative_macro_constants(macros: &[MacroDef], file: &syn::File) -> Vec<String> {
+    let macro_names: BTreeSet<&str> = macros.iter().map(|m| m.name.as_str()).collect();
     file.items
         .iter()
         .filter_map(|i| match i {
@@ -798,8 +798,55 @@ pub fn link_name(attrs: &[syn::Attribute]) -> Option<String> {
 mod tests {
     use super::{
         add_macro_constants, fixed_width_aliases, itanium_enum_types, lit_value,
-        merge_extern_blocks, parse_c_int, parse_cast, MacroDef,
+        merge_extern_blocks, negative_macro_constants, parse_c_int, parse_cast,
+        retype_unsigned_macro_constants, MacroDef,
     };
+
+    fn def(name: &str, body: &str) -> MacroDef {
+        MacroDef {
+            name: name.into(),
+            body: body.into(),
+            function_like: false,
+            file: "cuda.h".into(),
+        }
+    }
+
+    #[test]
+    fn negative_macro_constants_take_the_unsigned_type_c_gives_them() {
+        // bindgen's reading of `#define CU_ALL (~0u)` and friends.
+        let mut file: syn::File = syn::parse_quote! {
+            pub const CU_ALL: i32 = -1;
+            pub const CU_ALL64: i64 = -2;
+            pub const CU_SIGNED: i32 = -3;
+            pub const CU_POSITIVE: i32 = 4;
+            pub const cuEnumLike: i32 = -5;
+        };
+        let macros = [
+            def("CU_ALL", "(~0u)"),
+            def("CU_ALL64", "(~1ull)"),
+            def("CU_SIGNED", "(-3)"),
+            def("CU_POSITIVE", "4"),
+        ];
+        // Only macros' constants, only negative ones (not an enumerator's).
+        assert_eq!(
+            negative_macro_constants(&macros, &file),
+            ["CU_ALL", "CU_ALL64", "CU_SIGNED"]
+        );
+        // What the C compiler answered: two unsigned, one signed.
+        let unsigned = ["u32 CU_ALL".to_string(), "u64 CU_ALL64".to_string()];
+        retype_unsigned_macro_constants(&mut file, &unsigned).unwrap();
+        let t = text(&file);
+        for want in [
+            "pub const CU_ALL : u32 = 4294967295 ;",
+            "pub const CU_ALL64 : u64 = 18446744073709551614 ;",
+            "pub const CU_SIGNED : i32 = - 3 ;",
+            "pub const CU_POSITIVE : i32 = 4 ;",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+        retype_unsigned_macro_constants(&mut file, &[]).unwrap();
+        assert_eq!(text(&file), t);
+    }
 
     #[test]
     fn extern_blocks_merge_only_with_their_own_kind() {
@@ -831,12 +878,6 @@ mod tests {
             pub struct CUs_st { pub a: u32 }
             pub use self::cudaLaunchAttributeID as cudaRenamed;
         };
-        let def = |name: &str, body: &str| MacroDef {
-            name: name.into(),
-            body: body.into(),
-            function_like: false,
-            file: "cuda.h".into(),
-        };
         let macros = [
             def("CU_A_ALIAS", "CU_A"),
             def("CUs", "CUs_st"),
@@ -844,6 +885,15 @@ mod tests {
             // Already an item (a `use` rename): not declared twice.
             def("cudaRenamed", "CUs_st"),
             def("CU_CAST", "((int)7)"),
+            def("CU_CAST_NEG", "((int)-1)"),
+            def("CU_CAST_ZERO", "((int)0)"),
+            def("CU_CAST_CONST", "((CUs_st)CU_A)"),
+            def("CU_CAST_UNKNOWN_TYPE", "((unknown_t)1)"),
+            def("CU_CAST_NAME", "((int)not_a_constant)"),
+            // A name already declared, and a macro defined twice: once.
+            def("CU_A", "2"),
+            def("CU_TWICE", "1"),
+            def("CU_TWICE", "2"),
             def("CU_PLAIN", "0x10"),
             def("_CU_GUARD", "1"),
             def("CU_EXPR", "(1 + 2)"),
@@ -860,12 +910,25 @@ mod tests {
             "pub type cudaStreamAttrID = cudaRenamed ;",
             "pub const CU_CAST : :: core :: ffi :: c_int = (7) as :: core :: ffi :: c_int ;",
             "pub const CU_PLAIN : u32 = 16 ;",
+            "pub const CU_CAST_NEG : :: core :: ffi :: c_int = (- 1) as :: core :: ffi :: c_int ;",
+            "pub const CU_CAST_ZERO : :: core :: ffi :: c_int = (0) as :: core :: ffi :: c_int ;",
+            "pub const CU_CAST_CONST : CUs_st = (CU_A) as CUs_st ;",
+            "pub const CU_TWICE : u32 = 1 ;",
         ] {
             assert!(t.contains(want), "{want}: {t}");
         }
-        for absent in ["type cudaRenamed", "_CU_GUARD", "CU_EXPR", "CU_FN"] {
+        for absent in [
+            "type cudaRenamed",
+            "_CU_GUARD",
+            "CU_EXPR",
+            "CU_FN",
+            "CU_CAST_UNKNOWN_TYPE",
+            "CU_CAST_NAME",
+            "CU_TWICE : u32 = 2",
+        ] {
             assert!(!t.contains(absent), "{absent}: {t}");
         }
+        assert_eq!(t.matches("pub const CU_A :").count(), 1, "{t}");
     }
 
     fn text(file: &syn::File) -> String {
@@ -881,6 +944,7 @@ mod tests {
         assert_eq!(cast(" (((unsigned int) (3))) "), pair("unsignedint", "3"));
         assert_eq!(cast("((void *)-1)"), pair("void*", "-1"));
         // No cast, an empty operand, an expression: none.
+        assert_eq!(cast("(int)(3)"), pair("int", "3"));
         assert_eq!(cast("0x1"), None);
         assert_eq!(cast("(CUstream)"), None);
         assert_eq!(cast("(int)(a + b)"), None);

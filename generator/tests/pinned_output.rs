@@ -220,19 +220,26 @@ fn doxygen_left(tokens: &str) -> Result<(), String> {
     if !tokens.contains("# Returns") {
         return Err("no `# Returns` heading: no \\returns was converted".into());
     }
+    if !tokens.contains("](crate::") {
+        return Err("no intra-doc link: no `::name` became a link".into());
+    }
     Ok(())
 }
 
 /// The wrong twins: a doc left in Doxygen, a tree that differs beyond its
 /// docs, and docs with nothing converted.
 fn doxygen_and_trees_that_differ_are_caught() -> Result<Completion, Failed> {
-    let converted = "# [doc = \" Maps.\\n # Returns\\n CUDA_SUCCESS\"]\npub fn f () ;";
+    let converted =
+        "# [doc = \" Maps [`f`](crate::f).\\n # Returns\\n CUDA_SUCCESS\"]\npub fn f () ;";
+    if doxygen_left(&converted.replace("(crate::f)", "")).is_ok() {
+        return Err("docs with no intra-doc link were not caught".into());
+    }
     doxygen_left(converted).map_err(|e| format!("the right text: {e}"))?;
     let raw = "# [doc = \" \\\\brief Maps.\\n # Returns\"]\npub fn f () ;";
     if doxygen_left(raw).is_ok() {
         return Err("a \\brief left in a doc was not caught".into());
     }
-    let escaped = "# [doc = \" a \\\\\\\\param b\\n # Returns\"]\npub fn f () ;";
+    let escaped = "# [doc = \" a \\\\\\\\param b\\n # Returns [`f`](crate::f)\"]\npub fn f () ;";
     doxygen_left(escaped).map_err(|e| format!("an escaped command taken for Doxygen: {e}"))?;
     if doxygen_left("# [doc = \" Maps.\"]\npub fn f () ;").is_ok() {
         return Err("docs with no converted heading were not caught".into());
