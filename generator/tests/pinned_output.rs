@@ -170,7 +170,7 @@ fn the_headers_own_comments_change_only_the_docs() -> Result<Completion, Failed>
     if let Some(diff) = first_difference(&without_docs(&headers), &without_docs(&links)) {
         return Err(format!("the two documentations' trees differ beyond docs: {diff}").into());
     }
-    doxygen_left(&headers).map_err(|e| format!("Docs::Headers: {e}"))?;
+    doxygen_left(&headers, HEADERS_LINKS).map_err(|e| format!("Docs::Headers: {e}"))?;
     Ok(Completion::Completed)
 }
 
@@ -194,9 +194,14 @@ fn without_docs(tokens: &str) -> String {
         .join("\n")
 }
 
+/// At least this many intra-doc links in a user's build from the pinned
+/// headers: CUDA 13.0's comments make 14,960; with the names of the
+/// bindings' own items unknown (only the renamed functions'), 3,727.
+const HEADERS_LINKS: usize = 10_000;
+
 /// Doxygen that `docs::convert` should have turned into Markdown, or that
 /// it should have dropped, named with its line.
-fn doxygen_left(tokens: &str) -> Result<(), String> {
+fn doxygen_left(tokens: &str, min_links: usize) -> Result<(), String> {
     const DOXYGEN: [&str; 7] = [
         "\\\\brief ",
         "\\\\param",
@@ -220,8 +225,12 @@ fn doxygen_left(tokens: &str) -> Result<(), String> {
     if !tokens.contains("# Returns") {
         return Err("no `# Returns` heading: no \\returns was converted".into());
     }
-    if !tokens.contains("](crate::") {
-        return Err("no intra-doc link: no `::name` became a link".into());
+    let links = tokens.matches("](crate::").count();
+    if links < min_links {
+        return Err(format!(
+            "{links} intra-doc links, fewer than {min_links}: `::name`s of the bindings' items \
+             were not linked"
+        ));
     }
     Ok(())
 }
@@ -231,17 +240,17 @@ fn doxygen_left(tokens: &str) -> Result<(), String> {
 fn doxygen_and_trees_that_differ_are_caught() -> Result<Completion, Failed> {
     let converted =
         "# [doc = \" Maps [`f`](crate::f).\\n # Returns\\n CUDA_SUCCESS\"]\npub fn f () ;";
-    if doxygen_left(&converted.replace("(crate::f)", "")).is_ok() {
+    if doxygen_left(&converted.replace("(crate::f)", ""), 1).is_ok() {
         return Err("docs with no intra-doc link were not caught".into());
     }
-    doxygen_left(converted).map_err(|e| format!("the right text: {e}"))?;
+    doxygen_left(converted, 1).map_err(|e| format!("the right text: {e}"))?;
     let raw = "# [doc = \" \\\\brief Maps.\\n # Returns\"]\npub fn f () ;";
-    if doxygen_left(raw).is_ok() {
+    if doxygen_left(raw, 1).is_ok() {
         return Err("a \\brief left in a doc was not caught".into());
     }
     let escaped = "# [doc = \" a \\\\\\\\param b\\n # Returns [`f`](crate::f)\"]\npub fn f () ;";
-    doxygen_left(escaped).map_err(|e| format!("an escaped command taken for Doxygen: {e}"))?;
-    if doxygen_left("# [doc = \" Maps.\"]\npub fn f () ;").is_ok() {
+    doxygen_left(escaped, 1).map_err(|e| format!("an escaped command taken for Doxygen: {e}"))?;
+    if doxygen_left("# [doc = \" Maps.\"]\npub fn f () ;", 1).is_ok() {
         return Err("docs with no converted heading were not caught".into());
     }
     let a = "// header a\n# [doc = \" a\"]\n# ! [doc = \" m\"]\npub fn f () ;";
