@@ -722,6 +722,39 @@ mod tests {
     }
 
     #[test]
+    fn pointers_arrays_and_structs_of_plain_data_are_plain_up_to_16_deep() {
+        let getter = |member: &str, extra: &str| -> bool {
+            generated(&format!(
+                "{extra}
+                 pub struct CUmemLocation_st {{ pub type_: u32, pub anon_id: U }}
+                 pub union U {{ pub id: ::core::ffi::c_int, pub m: {member} }}"
+            ))
+            .contains("pub fn id (& self)")
+        };
+        assert!(getter("*mut bool", ""), "a raw pointer is an address");
+        assert!(getter("[u32; 2]", ""));
+        assert!(!getter("[bool; 2]", ""));
+        assert!(getter(
+            "S0",
+            "pub struct S0 { pub a: u32, pub b: *const u8 }"
+        ));
+        assert!(!getter("S0", "pub struct S0 { pub a: u32, pub b: bool }"));
+        // Nested 16 deep: followed; 17: not.
+        let arrays = |n: usize| "[".repeat(n) + "u32" + &"; 1]".repeat(n);
+        assert!(getter(&arrays(16), ""));
+        assert!(!getter(&arrays(17), ""));
+        let structs = |n: usize| {
+            let mut s = String::new();
+            for i in 0..n {
+                s.push_str(&format!("pub struct S{i} {{ pub a: S{} }}\n", i + 1));
+            }
+            s + &format!("pub struct S{n} {{ pub a: u32 }}\n")
+        };
+        assert!(getter("S0", &structs(15)));
+        assert!(!getter("S0", &structs(16)));
+    }
+
+    #[test]
     fn a_moved_field_is_found_in_its_own_anonymous_member() {
         // Another union first, which is not the member's type; the member's
         // field of the same name's type is read, not its sibling's.
