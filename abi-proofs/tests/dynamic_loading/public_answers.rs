@@ -186,19 +186,36 @@ pub fn a_failed_version_call_is_no_answer_though_it_wrote_one() -> Result<Comple
     if let Some(c) = needs_feature() {
         return Ok(c);
     }
-    let (_d, driver) = fake_driver(&[])?;
+    let (d, driver) = fake_driver(&[])?;
+    // Asked through cuGetProcAddress, and (introduced after the version the
+    // loader asks) through the exported symbol.
+    let introduced = d.path().join("introduced.txt");
+    std::fs::write(&introduced, "cuDriverGetVersion 3000\n").map_err(|e| e.to_string())?;
     let loaded = format!("driver Ok {}", driver.display());
-    for (fails, version) in [
-        (true, "driver version None"),
-        (false, "driver version Some(13000)"),
-    ] {
-        let mut env: Vec<(&str, &OsStr)> = vec![("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())];
-        if fails {
-            env.push(("FAKE_DRIVER_VERSION_FAILS_WRITING", OsStr::new("1")));
+    for export in [false, true] {
+        for (fails, version) in [
+            (true, "driver version None"),
+            (false, "driver version Some(13000)"),
+        ] {
+            let mut env: Vec<(&str, &OsStr)> = vec![("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())];
+            if fails {
+                env.push(("FAKE_DRIVER_VERSION_FAILS_WRITING", OsStr::new("1")));
+            }
+            if export {
+                env.push(("FAKE_INTRODUCED", introduced.as_os_str()));
+            }
+            let out = child_with("driver-version", &env)?;
+            println!(
+                "cuDriverGetVersion fails having written 13000: {fails}, asked by its \
+                 export: {export}\n{out}"
+            );
+            let calls = if export {
+                "exported calls 1"
+            } else {
+                "exported calls 0"
+            };
+            expect_lines(&out, &[loaded.as_str(), version, calls])?;
         }
-        let out = child_with("driver-version", &env)?;
-        println!("cuDriverGetVersion fails having written 13000: {fails}\n{out}");
-        expect_lines(&out, &[loaded.as_str(), version])?;
     }
     if runtime_is_linked()?.is_some() {
         println!("the runtime is linked statically: no runtime file is asked its version");
