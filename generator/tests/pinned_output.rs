@@ -104,7 +104,11 @@ fn token_text_faults(tokens: &str, header: &str, pretty: &str) -> Result<(), Str
     if !body.ends_with('\n') {
         return Err("it does not end with a line break".into());
     }
+    let count = body.lines().count();
     for (n, line) in body.lines().enumerate() {
+        if line.is_empty() && n + 1 < count {
+            return Err(format!("line {} is empty", n + 1 + header.lines().count()));
+        }
         let n = n + 1 + header.lines().count();
         if line.trim() != line {
             return Err(format!("line {n} has space at an end: {line:?}"));
@@ -374,6 +378,12 @@ fn a_token_text_of_another_layout_is_caught() -> Result<Completion, Failed> {
             good.replace("pub const B", "# [doc = \"b\"] pub const B"),
             pretty.replace("pub const B", "///b\npub const B"),
             "more than its attribute",
+        ),
+        (
+            "an empty line",
+            good.replace("1 ;\n", "1 ;\n\n"),
+            pretty.into(),
+            "is empty",
         ),
         (
             "a parenthesised group broken",
