@@ -114,9 +114,9 @@ mod tests {
     /// The longest path the loader takes (`PATH_BUFFER - 1` bytes), none of
     /// them UTF-8 (each written as the three bytes of U+FFFD), fits whole
     /// with the text around it: the buffer's size is what the message
-    /// needs (cargo-mutants found a smaller buffer unseen: `3 * PATH_BUFFER
-    /// + 512` made `3 + PATH_BUFFER + 512` or `3 * PATH_BUFFER - 512` cut
-    /// the reason off).
+    /// needs (cargo-mutants found a smaller buffer unseen: the size
+    /// `3 * PATH_BUFFER + 512` made `3 + PATH_BUFFER + 512` or
+    /// `3 * PATH_BUFFER - 512` cut the reason off).
     #[test]
     fn the_longest_path_not_utf8_fits_whole_with_its_reason() {
         let reason = b": cannot open shared object file: No such file or directory";
