@@ -180,6 +180,20 @@ pub fn add(file: &mut syn::File, groups: &[Group], aliases: &BTreeMap<String, St
 mod tests {
     use super::*;
 
+    /// How many doc attributes each struct or module of `file` has.
+    fn doc_counts(file: &syn::File) -> Vec<usize> {
+        let docs =
+            |attrs: &[syn::Attribute]| attrs.iter().filter(|a| a.path().is_ident("doc")).count();
+        file.items
+            .iter()
+            .map(|i| match i {
+                syn::Item::Struct(s) => docs(&s.attrs),
+                syn::Item::Mod(m) => docs(&m.attrs),
+                _ => usize::MAX,
+            })
+            .collect()
+    }
+
     #[test]
     fn bindgens_own_helpers_get_no_link() {
         let mut file: syn::File = syn::parse_quote! {
@@ -188,27 +202,11 @@ mod tests {
             pub struct CUmemLocation_st { pub id: i32 }
         };
         add(&mut file, &[], &BTreeMap::new());
-        let docs: Vec<usize> = file
-            .items
-            .iter()
-            .map(|i| match i {
-                syn::Item::Struct(s) => s.attrs.iter().filter(|a| a.path().is_ident("doc")).count(),
-                _ => 0,
-            })
-            .collect();
-        assert_eq!(docs, [0, 0, 1]);
+        assert_eq!(doc_counts(&file), [0, 0, 1]);
         // Only the API modules get their index's link.
         let mut mods: syn::File = syn::parse_quote! { pub mod driver {} pub mod other {} };
         add(&mut mods, &[], &BTreeMap::new());
-        let docs: Vec<usize> = mods
-            .items
-            .iter()
-            .map(|i| match i {
-                syn::Item::Mod(m) => m.attrs.iter().filter(|a| a.path().is_ident("doc")).count(),
-                _ => 9,
-            })
-            .collect();
-        assert_eq!(docs, [2, 0]);
+        assert_eq!(doc_counts(&mods), [2, 0]);
         assert!(is_bindgen_helper("__BindgenUnionField"));
         assert!(!is_bindgen_helper("CUDA_ARRAY_DESCRIPTOR"));
     }

@@ -595,6 +595,13 @@ impl<'a> Kinds<'a> {
 mod tests {
     use super::*;
 
+    /// The derive attribute before `pub struct <name>` in `out`.
+    fn derives_of(out: &str, name: &str) -> String {
+        let at = out.find(&format!("pub struct {name}")).unwrap();
+        let start = out[..at].rfind("# [derive").unwrap();
+        out[start..at].to_string()
+    }
+
     fn generated(src: &str) -> String {
         let mut file: syn::File = syn::parse_str(src).unwrap();
         add(&mut file);
@@ -672,11 +679,7 @@ mod tests {
              #[repr(C)] #[derive(Debug)] pub struct unused_one_st { _unused: [u8; 1] }
              #[repr(C)] #[derive(Debug)] pub struct two_st { _unused: [u8; 0], pub b: u32 }",
         );
-        let derive = |name: &str| {
-            let at = out.find(&format!("pub struct {name}")).unwrap();
-            let start = out[..at].rfind("# [derive").unwrap();
-            out[start..at].to_string()
-        };
+        let derive = |name: &str| derives_of(&out, name);
         assert!(
             derive("opaque_st").contains("Debug , Copy , Clone"),
             "{out}"
@@ -828,11 +831,7 @@ mod tests {
              #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct by_alias_st { pub h: host }
              #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)] pub struct plain_st { pub a: u32, pub p: *mut host_st }",
         );
-        let derive = |name: &str| {
-            let at = out.find(&format!("pub struct {name}")).unwrap();
-            let start = out[..at].rfind("# [derive").unwrap();
-            out[start..at].to_string()
-        };
+        let derive = |name: &str| derives_of(&out, name);
         assert!(
             derive("e_enum").contains("Copy , Clone , Hash , PartialEq , Eq , PartialOrd , Ord"),
             "{out}"
