@@ -56,9 +56,8 @@ pub struct Config {
     pub docs_rs: bool,
     /// [`BUILD_TIMINGS`] is set (not empty, not `0`).
     pub timings: bool,
-    /// [`ALWAYS_GENERATE`] is set (not empty, not `0`); only a build that can
-    /// generate asks.
-    #[cfg(feature = "bindgen")]
+    /// [`ALWAYS_GENERATE`] is set (not empty, not `0`): never the committed
+    /// bindings for the very headers found.
     pub always_generate: bool,
     /// The target's C compiler, set up once: its clones share one detection
     /// (cc asks the compiler its family and flags once, not at every use).
@@ -95,7 +94,6 @@ impl Config {
             export_c_names: feature("EXPORT_C_NAMES"),
             docs_rs: env::var_os("DOCS_RS").is_some(),
             timings: env::var_os(BUILD_TIMINGS).is_some_and(|v| !v.is_empty() && v != "0"),
-            #[cfg(feature = "bindgen")]
             always_generate: env::var_os(ALWAYS_GENERATE)
                 .is_some_and(|v| !v.is_empty() && v != "0"),
             cc,

@@ -34,6 +34,8 @@ pub struct Plan<'a> {
     /// The target's `CARGO_CFG_TARGET_OS` and `_ENV` (as `Config` read them).
     pub target_os: &'a str,
     pub target_env: &'a str,
+    /// `CARGO_CFG_TARGET_ARCH` (Windows on Arm's import libraries lie in `lib\arm64`).
+    pub target_arch: &'a str,
 }
 
 /// What the build links, for the cfgs `build/main.rs` sets.
@@ -239,9 +241,10 @@ fn emit_windows(plan: &Plan) -> Result<(), String> {
             }
             None => {
                 return Err(format!(
-                "no {lib}.lib in {}: set CUDA_PATH to a CUDA toolkit (it has lib\\x64\\{lib}.lib) \
+                "no {lib}.lib in {}: set CUDA_PATH to a CUDA toolkit (it has lib\\{}\\{lib}.lib) \
                      or CUDA_MEM_SYS_LIB_DIR to the folder holding it",
-                describe(plan.lib_dirs)
+                describe(plan.lib_dirs),
+                super::locate::windows_lib_dir(plan.target_arch)
             ))
             }
         };

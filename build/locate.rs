@@ -344,6 +344,15 @@ fn copy_if_changed(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The folder below `lib` of a Windows toolkit's import libraries for `arch`.
+pub fn windows_lib_dir(arch: &str) -> &'static str {
+    if arch == "aarch64" {
+        "arm64"
+    } else {
+        "x64"
+    }
+}
+
 fn lib_candidates(root: &Path, include: &Path, arch: &str) -> Vec<PathBuf> {
     let mut c = vec![];
     for base in [
@@ -352,8 +361,9 @@ fn lib_candidates(root: &Path, include: &Path, arch: &str) -> Vec<PathBuf> {
     ] {
         c.push(base.join("lib64"));
         c.push(base.join("lib"));
-        // Windows: the toolkit's and the wheels' import libraries.
-        c.push(base.join("lib").join("x64"));
+        // Windows: the toolkit's and the wheels' import libraries
+        // (`lib\arm64` on Windows on Arm, from CUDA 13.4).
+        c.push(base.join("lib").join(windows_lib_dir(arch)));
         for t in toolkit_target_dirs(arch) {
             c.push(base.join("targets").join(t).join("lib"));
         }

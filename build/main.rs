@@ -13,6 +13,7 @@
 mod bindings;
 #[cfg(feature = "bindgen")]
 mod codegen;
+mod committed;
 mod config;
 mod link;
 mod locate;
@@ -100,7 +101,7 @@ fn run() -> Result<(), String> {
 
     // 6. Link. Another release's libraries are not linked under the committed
     // bindings: no folder searched, and the runtime loaded like a shared one.
-    let other_release = source == Source::OtherRelease;
+    let other_release = matches!(source, Source::OtherRelease(_));
     let (linked, stubs) = link::emit(&link::Plan {
         lib_dirs: match &cuda {
             Some(c) if !other_release => &c.lib_dirs,
@@ -115,6 +116,7 @@ fn run() -> Result<(), String> {
         dynamic_loading: config.dynamic_loading,
         target_os: &config.target_os,
         target_env: &config.target_env,
+        target_arch: &config.target_arch,
     })?;
     lap("link");
 

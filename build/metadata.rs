@@ -36,9 +36,8 @@ impl Built<'_> {
         match self.source {
             #[cfg(feature = "bindgen")]
             Source::Generate => "generated",
-            #[cfg(feature = "bindgen")]
-            Source::SameHeaders => "committed-same-headers",
-            Source::Fallback | Source::OtherRelease => "committed",
+            Source::SameHeaders(_) => "committed-same-headers",
+            Source::Fallback(_) | Source::OtherRelease(_) => "committed",
         }
     }
 

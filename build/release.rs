@@ -31,22 +31,8 @@ pub fn release_name(cuda_version: u32) -> String {
 /// Defined by the `per-thread-default-stream` feature.
 pub const PTDS_DEFINE: &str = "CUDA_API_PER_THREAD_DEFAULT_STREAM";
 
-/// The committed bindings used when no headers are found.
-pub fn fallback_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    let suffix = if per_thread_default_stream {
-        "-ptds"
-    } else {
-        ""
-    };
-    crate_dir.join(format!("src/generated/cuda-{PINNED_RELEASE}{suffix}.rs"))
-}
-
-/// The symbols the committed bindings link, beside them: one `driver NAME` or
+/// A symbols file (`src/generated/`, [`super::committed`]): one `driver NAME` or
 /// `runtime NAME` line each (what [`read_symbols`] reads back without parsing Rust).
-pub fn symbols_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    fallback_path(crate_dir, per_thread_default_stream).with_extension("symbols")
-}
-
 /// (driver, runtime) symbols of a symbols file.
 pub fn read_symbols(text: &str) -> Result<(Vec<String>, Vec<String>), String> {
     let (mut driver, mut runtime) = (vec![], vec![]);
@@ -61,11 +47,6 @@ pub fn read_symbols(text: &str) -> Result<(Vec<String>, Vec<String>), String> {
         }
     }
     Ok((driver, runtime))
-}
-
-/// `CUDA_VERSION` of [`PINNED_RELEASE`].
-pub fn pinned_cuda_version() -> u32 {
-    cuda_version(PINNED_RELEASE).expect("PINNED_RELEASE is major.minor")
 }
 
 /// Headers before 12.0 are refused with the fix named.
@@ -83,15 +64,11 @@ pub fn check_release(include_dir: &Path, cuda_version: u32) -> Result<(), String
     Ok(())
 }
 
-/// The headers the committed bindings were generated from, beside them: one
-/// `<FNV-1a 64, hex> <path below its include folder>` line per header the
-/// preprocessor read. Where the headers found hash the same, the generator
-/// would write the committed bindings again, so the build takes them and
-/// skips bindgen (see [`same_inputs`]).
-pub fn inputs_path(crate_dir: &Path, per_thread_default_stream: bool) -> PathBuf {
-    fallback_path(crate_dir, per_thread_default_stream).with_extension("inputs")
-}
-
+/// The headers committed bindings were generated from, beside them (each
+/// variant's `.inputs`): one `<FNV-1a 64, hex> <path below its include
+/// folder>` line per header the preprocessor read. Where the headers found
+/// hash the same, the generator would write those committed bindings again,
+/// so the build takes them and skips bindgen (see [`same_inputs`]).
 /// FNV-1a, 64 bits: a fingerprint of a header (not a defence against a
 /// forged one: whoever can write the headers decides the bindings anyway).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -105,8 +82,14 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 
 /// Where every header an inputs file lists is found in `include_dirs` (the
 /// first folder holding it, as the preprocessor searches) with the same
-/// fingerprint: those headers. `None` where any is missing or differs.
-pub fn same_inputs(text: &str, include_dirs: &[PathBuf]) -> Option<Vec<PathBuf>> {
+/// fingerprint: those headers. `None` where any is missing or differs. Each
+/// header's fingerprint is taken once into `hashes` (the build asks this of
+/// every committed release in turn).
+pub fn same_inputs(
+    text: &str,
+    include_dirs: &[PathBuf],
+    hashes: &mut std::collections::HashMap<PathBuf, Option<u64>>,
+) -> Option<Vec<PathBuf>> {
     let mut found = vec![];
     for line in text
         .lines()
@@ -118,7 +101,10 @@ pub fn same_inputs(text: &str, include_dirs: &[PathBuf]) -> Option<Vec<PathBuf>>
             .iter()
             .map(|d| d.join(rel))
             .find(|p| p.is_file())?;
-        if fnv1a64(&std::fs::read(&path).ok()?) != hash {
+        let have = *hashes
+            .entry(path.clone())
+            .or_insert_with(|| std::fs::read(&path).ok().map(|b| fnv1a64(&b)));
+        if have != Some(hash) {
             return None;
         }
         found.push(path);

@@ -15,6 +15,7 @@
 //! twice: `main.rs` does not declare this module.
 
 pub mod codegen;
+pub mod committed;
 pub mod locate;
 pub mod preprocess;
 pub mod release;

@@ -8,9 +8,66 @@
 //! script): nothing here is dead code in the build script.
 
 use super::codegen;
+use super::committed::{self, Family, Variant};
 use super::release::{self, fnv1a64};
 use super::timings::PREFIX;
 use std::path::{Path, PathBuf};
+
+/// Every family of committed bindings, in the order the files are listed.
+pub const FAMILIES: [Family; 5] = [
+    Family::X86_64Linux,
+    Family::Aarch64Linux,
+    Family::X86_64WindowsGnu,
+    Family::X86_64WindowsMsvc,
+    Family::Aarch64WindowsMsvc,
+];
+
+/// The Rust target a family's bindings are generated for.
+pub fn triple(family: Family) -> &'static str {
+    match family {
+        Family::X86_64Linux => "x86_64-unknown-linux-gnu",
+        Family::Aarch64Linux => "aarch64-unknown-linux-gnu",
+        Family::X86_64WindowsGnu => "x86_64-pc-windows-gnu",
+        Family::X86_64WindowsMsvc => "x86_64-pc-windows-msvc",
+        Family::Aarch64WindowsMsvc => "aarch64-pc-windows-msvc",
+    }
+}
+
+/// The family of a Rust target triple.
+pub fn family_of_triple(t: &str) -> Option<Family> {
+    FAMILIES.into_iter().find(|f| triple(*f) == t)
+}
+
+/// Every committed variant: each family's releases, both modes.
+pub fn variants() -> Vec<Variant> {
+    let mut out = vec![];
+    for family in FAMILIES {
+        for release in family.releases() {
+            for ptds in [false, true] {
+                out.push(Variant {
+                    release,
+                    family,
+                    ptds,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `CUDA 12.4 (x86_64-linux)`, `..., per-thread default stream)`.
+pub fn describe(v: Variant) -> String {
+    format!(
+        "CUDA {} ({}{})",
+        v.release,
+        v.family.name(),
+        if v.ptds {
+            ", per-thread default stream"
+        } else {
+            ""
+        }
+    )
+}
 
 /// The committed fallback files for one stream mode, as `cargo xtask regen`
 /// writes them and `generator/tests/pinned_output.rs` compares them: each
@@ -52,15 +109,127 @@ pub fn output_with(
     per_thread_default_stream: bool,
     docs: codegen::Docs,
 ) -> Result<codegen::Output, String> {
+    output_for(
+        include_dirs,
+        crate_dir,
+        work_dir,
+        per_thread_default_stream,
+        docs,
+        host_cc(),
+    )
+}
+
+/// The generator's output with the C compiler `cc` (set up for the target;
+/// bindgen reads the target from `TARGET`, as in a build script).
+pub fn output_for(
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    work_dir: &Path,
+    per_thread_default_stream: bool,
+    docs: codegen::Docs,
+    cc: cc::Build,
+) -> Result<codegen::Output, String> {
     codegen::generate(&codegen::Input {
         include_dirs,
         crate_dir,
         work_dir,
-        cc: host_cc(),
+        cc,
         per_thread_default_stream,
         docs,
         lap: &|_| {},
     })
+}
+
+/// The texts of one committed variant, generated from `include_dirs` for
+/// the target `cc` is set up for: (bindings, symbols, inputs), each whole
+/// (`cargo xtask regen` keeps all but the pinned ones as deltas).
+pub fn variant_texts(
+    include_dirs: &[PathBuf],
+    crate_dir: &Path,
+    work_dir: &Path,
+    per_thread_default_stream: bool,
+    cc: cc::Build,
+) -> Result<[String; 3], String> {
+    let out = output_for(
+        include_dirs,
+        crate_dir,
+        work_dir,
+        per_thread_default_stream,
+        codegen::Docs::Links,
+        cc,
+    )?;
+    let (driver, runtime) = codegen::linked_symbols(&out.file);
+    Ok([
+        pretty(&out),
+        symbols_text(&driver, &runtime),
+        inputs_text(include_dirs, &out.headers_read)?,
+    ])
+}
+
+/// The C compiler for `target`, configured outside a build script (`CC_<target>`
+/// names it where the default would not do).
+pub fn cc_for(target: &str) -> cc::Build {
+    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let mut b = cc::Build::new();
+    b.target(target)
+        .host(&host)
+        .opt_level(0)
+        .cargo_metadata(false)
+        .warnings(false);
+    b
+}
+
+/// The delta that turns `base` into `new` ([`super::committed::apply`]'s
+/// format): Myers' line diff, each run of changed lines one hunk, after
+/// `title` and the result's fingerprint.
+pub fn delta(title: &str, base: &str, new: &str) -> String {
+    use similar::DiffOp;
+    let old: Vec<&str> = base.lines().collect();
+    let now: Vec<&str> = new.lines().collect();
+    let mut out = format!("# {title}\n# result {:016x}\n", fnv1a64(new.as_bytes()));
+    // Runs of changes: what lies between two runs of equal lines (read
+    // from the equal runs alone, which both texts pass in order).
+    let mut runs: Vec<(usize, usize, usize, usize)> = vec![];
+    let (mut o, mut n) = (0, 0);
+    let equal = similar::capture_diff_slices(similar::Algorithm::Myers, &old, &now)
+        .into_iter()
+        .filter_map(|op| match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => Some((old_index, new_index, len)),
+            _ => None,
+        })
+        .chain([(old.len(), now.len(), 0)]);
+    for (oi, ni, len) in equal {
+        if oi > o || ni > n {
+            runs.push((o, oi, n, ni));
+        }
+        (o, n) = (oi + len, ni + len);
+    }
+    // Unified diffs name the line before an empty range.
+    let at = |start: usize, len: usize| if len == 0 { start } else { start + 1 };
+    for (os, oe, ns, ne) in runs {
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            at(os, oe - os),
+            oe - os,
+            at(ns, ne - ns),
+            ne - ns
+        ));
+        for l in &old[os..oe] {
+            out.push('-');
+            out.push_str(l);
+            out.push('\n');
+        }
+        for l in &now[ns..ne] {
+            out.push('+');
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The committed files of [`committed_output`]'s `out`.
@@ -71,14 +240,20 @@ pub fn files_of(
     ptds: bool,
 ) -> Result<[(PathBuf, String); 3], String> {
     let (driver, runtime) = codegen::linked_symbols(&out.file);
+    let v = committed::find(
+        release::PINNED_RELEASE,
+        committed::Family::X86_64Linux,
+        ptds,
+    )
+    .ok_or("the pinned release has no committed variant")?;
     Ok([
-        (release::fallback_path(crate_dir, ptds), pretty(out)),
+        (v.path(crate_dir, committed::Part::Rust), pretty(out)),
         (
-            release::inputs_path(crate_dir, ptds),
+            v.inputs_path(crate_dir),
             inputs_text(include_dirs, &out.headers_read)?,
         ),
         (
-            release::symbols_path(crate_dir, ptds),
+            v.path(crate_dir, committed::Part::Symbols),
             symbols_text(&driver, &runtime),
         ),
     ])
@@ -176,5 +351,94 @@ mod tests {
         );
         // Not a timing line: another warning.
         assert_eq!(super::parse_line("no libcuda.so in ...: linked"), None);
+    }
+
+    #[test]
+    fn every_variant_but_the_pinned_ones_has_a_parent_chain_ending_at_one() {
+        let all = super::variants();
+        // 15 releases on four families, 13.4 and 13.5 on Windows on Arm; both modes.
+        assert_eq!(all.len(), (15 * 4 + 2) * 2);
+        for v in &all {
+            let mut at = *v;
+            let mut steps = 0;
+            while let Some(p) = at.parent() {
+                assert!(all.contains(&p), "{v:?}: parent {p:?} is not committed");
+                assert_eq!(p.ptds, v.ptds);
+                at = p;
+                steps += 1;
+                assert!(steps < 20, "{v:?}: a parent cycle");
+            }
+            assert!(at.is_whole(), "{v:?} ends at {at:?}");
+        }
+        assert_eq!(all.iter().filter(|v| v.is_whole()).count(), 2);
+    }
+
+    /// Every committed variant expands: each delta applies to its parent's
+    /// text and gives the fingerprint it records (`cargo xtask regen --check`
+    /// proves them the generator's output; this needs no headers).
+    #[test]
+    fn every_committed_variant_expands_from_the_committed_files() {
+        use crate::committed::{apply, Part};
+        let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut versions = std::collections::BTreeSet::new();
+        // Parents first (each chain's whole text at its root): each text once.
+        let mut all = super::variants();
+        let depth = |v: &super::Variant| std::iter::successors(Some(*v), |x| x.parent()).count();
+        all.sort_by_key(depth);
+        for part in [Part::Rust, Part::Symbols] {
+            let mut texts = std::collections::HashMap::<super::Variant, String>::new();
+            for v in &all {
+                let file = std::fs::read_to_string(v.path(&crate_dir, part)).unwrap();
+                let text = match v.parent() {
+                    None => file,
+                    Some(p) => apply(&texts[&p], &file)
+                        .unwrap_or_else(|e| panic!("{}: {e}", super::describe(*v))),
+                };
+                if part == Part::Rust {
+                    let want = format!(
+                        "pub const CUDA_VERSION: u32 = {};",
+                        crate::release::cuda_version(v.release).unwrap()
+                    );
+                    assert!(text.contains(&want), "{}: no `{want}`", super::describe(*v));
+                    versions.insert(v.release);
+                }
+                texts.insert(*v, text);
+            }
+        }
+        for v in &all {
+            assert!(
+                v.inputs_path(&crate_dir).is_file(),
+                "{}: no inputs",
+                super::describe(*v)
+            );
+        }
+        assert_eq!(versions.len(), crate::release::KNOWN_RELEASES.len());
+    }
+
+    #[test]
+    fn every_family_is_known_by_its_triple() {
+        for f in super::FAMILIES {
+            assert_eq!(super::family_of_triple(super::triple(f)), Some(f));
+        }
+        assert_eq!(super::family_of_triple("x86_64-apple-darwin"), None);
+    }
+
+    #[test]
+    fn a_delta_applied_gives_the_new_text_back() {
+        use crate::committed::apply;
+        let cases = [
+            ("a\nb\nc\n", "a\nb\nc\n"),
+            ("a\nb\nc\n", "x\na\nc\ny\n"),
+            ("", "a\n"),
+            ("a\n", ""),
+            ("a\nb\nc\nd\ne\n", "a\nB\nc\nD\nE\ne\n"),
+        ];
+        for (base, new) in cases {
+            let d = super::delta("t", base, new);
+            assert_eq!(apply(base, &d).unwrap(), new, "{base:?} -> {new:?}:\n{d}");
+        }
+        // The wrong twin: the delta of another pair does not give this one.
+        let d = super::delta("t", "a\nb\n", "a\nc\n");
+        assert!(apply("a\nb\n", &d.replace("+c", "+d")).is_err());
     }
 }

@@ -22,7 +22,7 @@ mod layout_check;
 
 // cuda-mem-sys's generator and its helpers: build/'s shared part (the
 // `generator` package).
-use generator::{codegen, release};
+use generator::{codegen, committed, release};
 use std::path::{Path, PathBuf};
 
 fn main() {
@@ -122,10 +122,19 @@ fn run() -> Result<(), String> {
         // `cuda_mem_sys_fallback` cfg: nothing generated here to compare).
         _ => {
             println!("cargo:rustc-cfg=cuda_mem_sys_fallback");
-            let rust = release::fallback_path(&crate_dir, built.ptds);
-            let symbols = release::symbols_path(&crate_dir, built.ptds);
-            println!("cargo:rerun-if-changed={}", rust.display());
-            println!("cargo:rerun-if-changed={}", symbols.display());
+            // The variant cuda-mem-sys took: its release, this target's family.
+            let var = |k: &str| std::env::var(format!("CARGO_CFG_TARGET_{k}")).unwrap_or_default();
+            let (family, _) = committed::Family::for_target(&var("OS"), &var("ARCH"), &var("ENV"));
+            let release = release::release_name(built.version_number);
+            let v = committed::find(&release, family, built.ptds).ok_or_else(|| {
+                format!("cuda-mem-sys took committed bindings of {release}, which it has none of")
+            })?;
+            let rust = v.path(&crate_dir, committed::Part::Rust);
+            for part in [committed::Part::Rust, committed::Part::Symbols] {
+                for f in v.files(&crate_dir, part) {
+                    println!("cargo:rerun-if-changed={}", f.display());
+                }
+            }
             by_value::write_unavailable(
                 &dir,
                 if built.include.is_none() {
@@ -135,9 +144,12 @@ fn run() -> Result<(), String> {
                      release): no C half is made for them"
                 },
             )?;
-            let text = read(&rust)?;
+            let text = committed::expand(&crate_dir, v, committed::Part::Rust)?;
             write_if_changed(&out_dir.join("cuda_mem_sys.rs"), &text)?;
-            write_if_changed(&dir.join("symbols.txt"), &read(&symbols)?)?;
+            write_if_changed(
+                &dir.join("symbols.txt"),
+                &committed::expand(&crate_dir, v, committed::Part::Symbols)?,
+            )?;
             layout_and_functions(
                 &dir,
                 &syn::parse_file(&text).map_err(|e| format!("parsing {}: {e}", rust.display()))?,

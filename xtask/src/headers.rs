@@ -47,9 +47,12 @@ pub fn platforms(target: &str) -> Result<&'static [&'static str], String> {
         "x86_64-unknown-linux-gnu" => Ok(&["manylinux2014_x86_64", "manylinux_2_17_x86_64"]),
         "aarch64-unknown-linux-gnu" => Ok(&["manylinux2014_aarch64", "manylinux_2_17_aarch64"]),
         "x86_64-pc-windows-gnu" | "x86_64-pc-windows-msvc" => Ok(&["win_amd64"]),
+        // Windows on Arm, from CUDA 13.4 (`lib/arm64`, `bin/arm64`).
+        "aarch64-pc-windows-msvc" => Ok(&["win_arm64"]),
         _ => Err(format!(
             "no CUDA wheels for {target}; known: x86_64-unknown-linux-gnu, \
-             aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu, x86_64-pc-windows-msvc"
+             aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu, x86_64-pc-windows-msvc, \
+             aarch64-pc-windows-msvc"
         )),
     }
 }
@@ -96,6 +99,16 @@ pub fn fetch(workspace: &Path, release: &str) -> Result<PathBuf, String> {
 pub fn check(release: &str, target: &str) -> Result<(), String> {
     wheels(release)?;
     platforms(target)?;
+    if target == "aarch64-pc-windows-msvc"
+        && generator::committed::Family::Aarch64WindowsMsvc
+            .releases()
+            .all(|r| r != release)
+    {
+        return Err(format!(
+            "no CUDA {release} wheels for {target}: Windows on Arm starts at {}",
+            generator::committed::WINDOWS_ARM64_FIRST
+        ));
+    }
     Ok(())
 }
 

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 25] = [
+const COMMANDS: [(&str, &str); 26] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -38,7 +38,8 @@ const COMMANDS: [(&str, &str); 25] = [
     ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
-    ("regen", "regenerate the committed fallback bindings (src/generated/) from the pinned release's headers"),
+    ("regen [--check | --reuse] [<release>...]", "regenerate the committed bindings (src/generated/) of every release, target family and stream mode from the wheels' headers; --check compares instead, byte for byte; --reuse rewrites them from the last run's texts"),
+    ("regen-variant <release> <triple> plain|ptds <include> <out>", "one variant's texts into <out> (what regen starts, once per variant)"),
     ("bench-build [--runs N]", "clean and no-op build times beside cudarc, the build script's steps, the budget's checks (docs/build-times.md)"),
     ("build-cost", "CI's build-cost checks: no duplicated dependency, no bindgen or libclang without the feature"),
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
@@ -80,7 +81,8 @@ enum Task<'a> {
     Loom,
     Valgrind,
     FuzzElf(&'a [&'a str]),
-    Regen,
+    Regen(&'a [&'a str]),
+    RegenVariant(&'a [&'a str]),
     BenchBuild(usize),
     BuildCost,
     GpuBundle,
@@ -136,7 +138,8 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["loom"] => Task::Loom,
         ["valgrind"] => Task::Valgrind,
         ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
-        ["regen"] => Task::Regen,
+        ["regen", rest @ ..] => Task::Regen(rest),
+        ["regen-variant", rest @ ..] => Task::RegenVariant(rest),
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
             Ok(n) if n > 0 => Task::BenchBuild(n),
@@ -174,6 +177,7 @@ fn check(task: &Task) -> Result<(), String> {
         Task::Libclang22(rest) => libclang22::parse(rest).map(drop),
         Task::FuzzElf(rest) => fuzz_elf::parse(rest).map(drop),
         Task::Mutants(rest) => mutants::parse(rest).map(drop),
+        Task::Regen(rest) => regen::parse(rest).map(drop),
         _ => Ok(()),
     }
 }
@@ -194,7 +198,8 @@ fn run(task: Task) -> Result<(), String> {
         Task::Loom => ci::loom(&workspace()),
         Task::Valgrind => valgrind::run(&workspace()),
         Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
-        Task::Regen => regen::run(&workspace()),
+        Task::Regen(rest) => regen::run(&workspace(), rest),
+        Task::RegenVariant(rest) => regen::variant(&workspace(), rest),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
         Task::GpuBundle => gpu_lab::bundle::run(&workspace()),
@@ -397,7 +402,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 23] = [
+        let examples: [&[&str]; 25] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -405,6 +410,15 @@ mod tests {
             &["msrv"],
             &["examples"],
             &["regen"],
+            &["regen", "--check", "12.4"],
+            &[
+                "regen-variant",
+                "13.0",
+                "x86_64-unknown-linux-gnu",
+                "plain",
+                "i",
+                "o",
+            ],
             &["bench-build", "--runs", "2"],
             &["build-cost"],
             &["gpu-bundle"],

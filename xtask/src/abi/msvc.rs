@@ -34,6 +34,8 @@ use crate::cmd::{cargo, run_cmd, step, write_file};
 use crate::headers;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+/// The stand-in C library headers clang in MSVC mode reads (`regen` uses them too).
+pub use tools::HEADERS as STAND_IN_HEADERS;
 pub use tools::MSVC;
 use tools::{dlltool, for_msvc, llvm, toolchain, Toolchain};
 

@@ -40,7 +40,7 @@ const DLLS: [&str; 14] = [
 const OWN_SYMBOLS: [&str; 2] = ["_fltused", "__chkstk"];
 
 const START_C: &str = include_str!("start.c");
-const HEADERS: [(&str, &str); 4] = [
+pub const HEADERS: [(&str, &str); 4] = [
     ("stdlib.h", include_str!("stdlib.h")),
     ("stdio.h", include_str!("stdio.h")),
     ("string.h", include_str!("string.h")),
