@@ -139,48 +139,86 @@ fn fake_headers(version: u32) -> Scratch {
     )
 }
 
+/// `CUDA_VERSION` of a release this crate has no committed bindings of (two
+/// minors past the newest it knows, as xtask's unseen-release fixture).
+const UNSEEN: u32 = 13070;
+
 fn missing_libclang_is_named_with_the_package_to_install() {
-    // Headers of a release other than the committed bindings' (13.0): only
-    // bindgen could serve them.
-    let include = fake_headers(12090);
+    // Headers of a release with no committed bindings: only bindgen could serve them.
+    let include = fake_headers(UNSEEN);
     let no_libclang = scratch("no-libclang");
     let (ok, stderr) = build_with(&[
         (test_support::INCLUDE_DIR_VAR, include.path()),
         ("LIBCLANG_PATH", no_libclang.path()),
     ]);
     assert!(!ok);
-    assert_clean_error(&stderr, &["libclang was not found", "libclang-19-dev"]);
-}
-
-fn missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings() {
-    let include = fake_headers(13000);
-    let no_libclang = scratch("no-libclang");
-    let (ok, stderr) = build_with(&[
-        (test_support::INCLUDE_DIR_VAR, include.path()),
-        ("LIBCLANG_PATH", no_libclang.path()),
-    ]);
-    assert!(ok, "the build failed:\n{stderr}");
-    // `--quiet` hides the warning: read it from the build script's recorded output.
-    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
-    let said = std::fs::read_dir(&build)
-        .unwrap()
-        .filter_map(|d| std::fs::read_to_string(d.ok()?.path().join("output")).ok())
-        .any(|out| {
-            out.lines().any(|l| {
-                l.starts_with("cargo:warning=libclang was not found")
-                    && l.contains(&*include.path().to_string_lossy())
-                    && l.contains("committed bindings")
-            }) && out.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
-        });
-    assert!(
-        said,
-        "no build in {} used the committed bindings and said so",
-        build.display()
+    assert_clean_error(
+        &stderr,
+        &[
+            "libclang was not found",
+            "libclang-19-dev",
+            "release 13.7",
+            "`dynamic-loading`",
+        ],
     );
 }
 
-fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
-    let include = fake_headers(12090);
+/// The lines the build scripts under `target/build-errors/` printed, each build's own.
+fn build_outputs() -> Vec<String> {
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/build-errors/debug/build");
+    std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|d| std::fs::read_to_string(d.ok()?.path().join("output")).ok())
+        .collect()
+}
+
+fn missing_libclang_with_headers_of_a_committed_release_uses_its_committed_bindings() {
+    // 12.9, not the pinned release: every release's bindings are committed.
+    // The wrong twin, the pinned release's bindings, would say 13000.
+    for version in [12090, 13000] {
+        let include = fake_headers(version);
+        let no_libclang = scratch("no-libclang");
+        let (ok, stderr) = build_with(&[
+            (test_support::INCLUDE_DIR_VAR, include.path()),
+            ("LIBCLANG_PATH", no_libclang.path()),
+        ]);
+        assert!(ok, "the build failed:\n{stderr}");
+        // `--quiet` hides the warning: read it from the build script's recorded output.
+        let said = build_outputs().iter().any(|out| {
+            out.lines().any(|l| {
+                l.starts_with("cargo:warning=libclang was not found")
+                    && l.contains(&*include.path().to_string_lossy())
+                    && l.contains("bindings committed for it")
+            }) && out.contains("cargo:rustc-cfg=cuda_mem_sys_fallback")
+                && out.contains(&format!("cargo:version_number={version}\n"))
+        });
+        assert!(
+            said,
+            "no build used the committed bindings of {version} and said so"
+        );
+    }
+}
+
+fn without_bindgen_headers_of_a_committed_release_declare_that_release() {
+    // Every known release builds without bindgen, linked, from its own
+    // committed bindings: `CUDA_VERSION` is the headers'.
+    let include = fake_headers(12040);
+    let (ok, out) = build_command(
+        &["-vv", "--no-default-features"],
+        &[(test_support::INCLUDE_DIR_VAR, include.path())],
+    );
+    assert!(
+        ok,
+        "the build with 12.4 headers and no bindgen failed:\n{out}"
+    );
+    assert!(
+        out.contains("cargo:version_number=12040\n") && out.contains("cargo:bindings=committed\n"),
+        "the build did not take 12.4's committed bindings:\n{out}"
+    );
+}
+
+fn without_bindgen_headers_of_an_unseen_release_are_refused_naming_the_fixes() {
+    let include = fake_headers(UNSEEN);
     let (ok, stderr) = build_with_args(
         &["--no-default-features"],
         &[(test_support::INCLUDE_DIR_VAR, include.path())],
@@ -189,7 +227,8 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     assert_clean_error(
         &stderr,
         &[
-            "release 12.9",
+            "release 13.7",
+            "no committed bindings",
             "no `bindgen` feature",
             "turn on the `bindgen` feature",
             "`dynamic-loading`",
@@ -197,10 +236,12 @@ fn without_bindgen_headers_of_another_release_are_refused_naming_the_fixes() {
     );
 }
 
-fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it() {
-    // The fix the refusal above names: with `dynamic-loading` the committed
-    // bindings serve, and that release's libraries (here a static runtime
-    // beside its headers) are not linked: every function is looked up at run time.
+fn without_bindgen_dynamic_loading_takes_an_unseen_release_as_the_newest_below_and_links_nothing_of_it(
+) {
+    // The fix the refusal above names: with `dynamic-loading` the newest
+    // committed bindings below serve (13.5), and that release's libraries
+    // (here a static runtime beside its headers) are not linked: every
+    // function is looked up at run time.
     let libs = include_dir("other-release-libs", &[("libcudart_static.a", "!<arch>\n")]);
     let build = |version: u32| {
         let include = fake_headers(version);
@@ -217,22 +258,23 @@ fn without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_no
             ],
         )
     };
-    let (ok, out) = build(12090);
+    let (ok, out) = build(UNSEEN);
     assert!(
         ok,
-        "the build with 12.9 headers and dynamic-loading failed:\n{out}"
+        "the build with 13.7 headers and dynamic-loading failed:\n{out}"
     );
     assert!(
-        out.contains("are release 12.9, not that of the committed bindings (13.0)")
+        out.contains("are release 13.7, which this crate has no committed bindings of; those of CUDA 13.5 are used")
+            && out.contains("cargo:version_number=13050\n")
             && out.contains("cargo:mode=loaded\n"),
-        "the build did not say it took the committed bindings and loads both libraries:\n{out}"
+        "the build did not say it took the 13.5 bindings and loads both libraries:\n{out}"
     );
     assert!(
         !out.contains("rustc-link-lib=static=cudart_static"),
-        "the 12.9 static runtime was linked behind 13.0 declarations:\n{out}"
+        "the 13.7 static runtime was linked behind 13.5 declarations:\n{out}"
     );
 
-    // The deliberately wrong case: headers of the committed release, whose
+    // The deliberately wrong case: headers of a committed release, whose
     // static runtime (the same folder) is linked.
     let (ok, out) = build(13000);
     assert!(ok, "the build with 13.0 headers failed:\n{out}");
@@ -859,9 +901,10 @@ fn main() {
         test!(a_cuda_path_that_points_nowhere_is_named),
         test!(headers_older_than_12_0_are_refused),
         test!(missing_libclang_is_named_with_the_package_to_install),
-        test!(missing_libclang_with_headers_of_the_committed_release_uses_the_committed_bindings),
-        test!(without_bindgen_headers_of_another_release_are_refused_naming_the_fixes),
-        test!(without_bindgen_dynamic_loading_takes_headers_of_another_release_and_links_nothing_of_it),
+        test!(missing_libclang_with_headers_of_a_committed_release_uses_its_committed_bindings),
+        test!(without_bindgen_headers_of_a_committed_release_declare_that_release),
+        test!(without_bindgen_headers_of_an_unseen_release_are_refused_naming_the_fixes),
+        test!(without_bindgen_dynamic_loading_takes_an_unseen_release_as_the_newest_below_and_links_nothing_of_it),
         test!(without_bindgen_headers_of_the_committed_release_build_without_libclang),
         test!(an_include_dir_without_cuda_runtime_api_h_is_named),
         test!(an_include_dir_without_crt_host_defines_h_is_named),

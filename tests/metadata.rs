@@ -311,6 +311,9 @@ struct Mode {
     name: &'static str,
     args: &'static [&'static str],
     headers: Option<PathBuf>,
+    /// `CUDA_MEM_SYS_ALWAYS_GENERATE` set: generated even from the very
+    /// headers of committed bindings.
+    always_generate: bool,
     expected: Expected,
 }
 
@@ -330,12 +333,14 @@ fn modes(h: &Headers) -> Vec<Mode> {
             name: "no CUDA",
             args: &[],
             headers: None,
+            always_generate: false,
             expected: no_cuda("linked", "0"),
         },
         Mode {
             name: "13.0 headers",
             args: &[],
             headers: Some(h.v13_0.clone()),
+            always_generate: false,
             expected: Expected {
                 version: "13000",
                 bindings: "committed-same-headers",
@@ -349,9 +354,10 @@ fn modes(h: &Headers) -> Vec<Mode> {
             name: "13.0 headers, default-features = false",
             args: &["--no-default-features"],
             headers: Some(h.v13_0.clone()),
+            always_generate: false,
             expected: Expected {
                 version: "13000",
-                bindings: "committed",
+                bindings: "committed-same-headers",
                 include: true,
                 found_by: by_var,
                 mode: "linked",
@@ -362,11 +368,12 @@ fn modes(h: &Headers) -> Vec<Mode> {
             name: "12.9 headers, default-features = false, dynamic-loading",
             args: &["--no-default-features", "--features", "dynamic-loading"],
             headers: Some(h.v12_9.clone()),
+            always_generate: false,
             expected: Expected {
-                version: "13000",
-                bindings: "committed",
-                // The bindings are 13.0's: the 12.9 headers are not theirs.
-                include: false,
+                // 12.9's own committed bindings, for its very headers.
+                version: "12090",
+                bindings: "committed-same-headers",
+                include: true,
                 found_by: by_var,
                 mode: "loaded",
                 ptds: "0",
@@ -376,6 +383,7 @@ fn modes(h: &Headers) -> Vec<Mode> {
             name: "12.9 headers, generated",
             args: &[],
             headers: Some(h.v12_9.clone()),
+            always_generate: true,
             expected: Expected {
                 version: "12090",
                 bindings: "generated",
@@ -389,6 +397,7 @@ fn modes(h: &Headers) -> Vec<Mode> {
             name: "no CUDA, dynamic-loading, per-thread-default-stream",
             args: &["--features", "dynamic-loading,per-thread-default-stream"],
             headers: None,
+            always_generate: false,
             expected: no_cuda("loaded", "1"),
         },
     ]
@@ -407,11 +416,14 @@ fn every_mode(h: &Headers) -> Result<(), String> {
                 continue;
             }
         }
-        let env: Vec<(&str, OsString)> = m
+        let mut env: Vec<(&str, OsString)> = m
             .headers
             .iter()
             .map(|d| ("CUDA_MEM_SYS_INCLUDE_DIR", d.clone().into_os_string()))
             .collect();
+        if m.always_generate {
+            env.push(("CUDA_MEM_SYS_ALWAYS_GENERATE", "1".into()));
+        }
         let (ok, out) = dep.check(m.args, &env);
         if !ok {
             return Err(format!(

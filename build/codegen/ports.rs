@@ -13,7 +13,8 @@
 //!   in the headers names it (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`
 //!   and its alias `CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK` are 8: the
 //!   first prints).
-//! - **Derives and conversions.** Every enum newtype derives `PartialOrd`
+//! - **Derives and conversions.** Every struct deriving `Eq` also derives
+//!   `PartialOrd` and `Ord` (field by field). Every enum newtype derives `PartialOrd`
 //!   and `Ord` besides `Hash`, `PartialEq`, `Eq`, and converts to and from
 //!   its C integer type with `From`; opaque handle structs derive `Copy` and
 //!   `Clone`; no struct compares through a function pointer.
@@ -107,7 +108,28 @@ pub fn add(file: &mut syn::File) {
         }
     }
     no_comparisons_through_function_pointers(file);
+    ordered_where_equal(file);
     add_moved_field_accessors(file);
+}
+
+/// `PartialOrd` and `Ord` on every struct that derives `Eq` (after
+/// [`no_comparisons_through_function_pointers`]): the same rule as `Eq`,
+/// field by field in declaration order, as cudarc's `sys` derives them.
+/// Never where `Eq` is not derived (a float, a union, a function pointer
+/// inside), so the order is total wherever it is given.
+fn ordered_where_equal(file: &mut syn::File) {
+    for item in &mut file.items {
+        let syn::Item::Struct(s) = item else { continue };
+        let mut list = derives(&s.attrs);
+        if !list.iter().any(|d| d == "Eq") || list.iter().any(|d| d == "Ord") {
+            continue;
+        }
+        list.extend(["PartialOrd".to_string(), "Ord".to_string()]);
+        set_derives(
+            &mut s.attrs,
+            &list.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+    }
 }
 
 /// Takes `PartialEq`, `Eq` and `Hash` from every struct that holds a
@@ -669,6 +691,22 @@ mod tests {
         assert!(!is_literal(&syn::parse_quote!(-X)));
         assert!(!is_literal(&syn::parse_quote!(!5)));
         assert!(!is_literal(&syn::parse_quote!(X)));
+    }
+
+    #[test]
+    fn structs_deriving_eq_derive_ord_and_no_other_struct_does() {
+        let out = generated(
+            "#[repr(C)] #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)] pub struct ints { pub a: u32 }
+             #[repr(C)] #[derive(Debug, Copy, Clone, PartialEq)] pub struct floats { pub f: f32 }
+             #[repr(C)] #[derive(Debug, Copy, Clone, PartialEq, Eq, Hash)] pub struct calls { pub f: unsafe extern \"C\" fn() }",
+        );
+        assert!(
+            derives_of(&out, "ints").contains("Eq , Hash , PartialOrd , Ord"),
+            "{out}"
+        );
+        // The wrong twins: no `Eq`, no order; `Eq` taken for a function pointer, none either.
+        assert!(!derives_of(&out, "floats").contains("Ord"), "{out}");
+        assert!(!derives_of(&out, "calls").contains("Ord"), "{out}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn wheels(release: &str) -> Result<[String; 3], String> {
         ));
     }
     Ok(match major {
+        // The names `package_names` gives.
         12 => [
             format!("nvidia-cuda-runtime-cu12=={release}.*"),
             format!("nvidia-cuda-nvcc-cu12=={release}.*"),
@@ -35,6 +36,24 @@ fn wheels(release: &str) -> Result<[String; 3], String> {
             format!("nvidia-cuda-crt=={release}.*"),
             format!("nvidia-cuda-profiler-api=={release}.*"),
         ],
+    })
+}
+
+/// The names of [`wheels`]' packages: runtime, crt (12.x: nvcc), profiler.
+pub fn package_names(release: &str) -> Result<[&'static str; 3], String> {
+    wheels(release)?;
+    Ok(if release.starts_with("12.") {
+        [
+            "nvidia-cuda-runtime-cu12",
+            "nvidia-cuda-nvcc-cu12",
+            "nvidia-cuda-profiler-api-cu12",
+        ]
+    } else {
+        [
+            "nvidia-cuda-runtime",
+            "nvidia-cuda-crt",
+            "nvidia-cuda-profiler-api",
+        ]
     })
 }
 
@@ -127,9 +146,17 @@ pub fn fetch_for(workspace: &Path, release: &str, target: &str) -> Result<PathBu
     if headers_only {
         eprintln!("no {target} wheels for CUDA {release}: using the {wheel_target} wheels' headers (no libcudart)");
     }
+    let specs = wheels(release)?;
+    unpack(&root, &specs, platforms(wheel_target)?, !headers_only)?;
+    include_dir(&root).ok_or_else(|| format!("the wheels for {release} held no cuda.h"))
+}
+
+/// Downloads the wheels `specs` for `platforms` and unpacks their headers
+/// (and, with `libs`, the runtime's libraries) into `root`, with the wheels'
+/// names in `root/wheels.txt`.
+pub fn unpack(root: &Path, specs: &[String], platforms: &[&str], libs: bool) -> Result<(), String> {
     let wheel_dir = root.join("wheels");
     std::fs::create_dir_all(&wheel_dir).map_err(|e| e.to_string())?;
-    let specs = wheels(release)?;
     eprintln!("fetching {} into {}", specs.join(" "), root.display());
     let status = Command::new("python3")
         .args([
@@ -140,14 +167,10 @@ pub fn fetch_for(workspace: &Path, release: &str, target: &str) -> Result<PathBu
             "--no-deps",
             "--only-binary=:all:",
         ])
-        .args(
-            platforms(wheel_target)?
-                .iter()
-                .flat_map(|p| ["--platform", p]),
-        )
+        .args(platforms.iter().flat_map(|p| ["--platform", p]))
         .arg("-d")
         .arg(&wheel_dir)
-        .args(&specs)
+        .args(specs)
         .status()
         .map_err(|e| format!("running python3 -m pip: {e} (python3 with pip is needed)"))?;
     if !status.success() {
@@ -176,14 +199,14 @@ for whl in sorted(pathlib.Path(sys.argv[2]).glob('*.whl')):
         .args(["-c", script])
         .arg(&root)
         .arg(&wheel_dir)
-        .arg(if headers_only { "0" } else { "1" })
+        .arg(if libs { "1" } else { "0" })
         .status()
         .map_err(|e| e.to_string())?;
     if !status.success() {
         return Err("unpacking the wheels failed".into());
     }
     let _ = std::fs::remove_dir_all(&wheel_dir);
-    include_dir(&root).ok_or_else(|| format!("the wheels for {release} held no cuda.h"))
+    Ok(())
 }
 
 /// The wheel file names a fetched release came from.

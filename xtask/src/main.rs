@@ -17,6 +17,7 @@ mod cmd;
 mod gpu_lab;
 mod headers;
 mod mutants;
+mod patches;
 mod regen;
 mod releases;
 
@@ -27,7 +28,7 @@ use std::process::ExitCode;
 
 /// Every command, one line each: (synopsis, what it does). `help` prints
 /// them; an unknown word prints them and fails.
-const COMMANDS: [(&str, &str); 26] = [
+const COMMANDS: [(&str, &str); 27] = [
     ("help, -h, --help", "this list"),
     ("headers <release> [--target <triple>]", "fetch a release's headers and libcudart (pip wheels) into target/cuda-headers/, print the include folder"),
     ("demo", "install libclang if missing, fetch the pinned headers, build and run examples/demo.rs"),
@@ -39,11 +40,12 @@ const COMMANDS: [(&str, &str); 26] = [
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen [--check | --reuse] [<release>...]", "regenerate the committed bindings (src/generated/) of every release, target family and stream mode from the wheels' headers; --check compares instead, byte for byte; --reuse rewrites them from the last run's texts"),
+    ("patches", "every patch version of each release from the package index, generated and compared with the committed bindings: docs/patch-versions.md"),
     ("regen-variant <release> <triple> plain|ptds <include> <out>", "one variant's texts into <out> (what regen starts, once per variant)"),
     ("bench-build [--runs N]", "clean and no-op build times beside cudarc, the build script's steps, the budget's checks (docs/build-times.md)"),
     ("build-cost", "CI's build-cost checks: no duplicated dependency, no bindgen or libclang without the feature"),
     ("gpu-bundle", "build every device test against the pinned headers into .gpu-bundle/ with run.sh"),
-    ("gpu-bundle --matrix [--examples-only] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
+    ("gpu-bundle --matrix [--examples-only] [--no-bindgen] [<release>[:<binary>,...]...]", "the release matrix's device tests and examples, in parts for one GPU call each"),
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
     ("device-report [--check | <dir>...]", "docs/device-results.md's table from records/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
@@ -83,6 +85,7 @@ enum Task<'a> {
     FuzzElf(&'a [&'a str]),
     Regen(&'a [&'a str]),
     RegenVariant(&'a [&'a str]),
+    Patches,
     BenchBuild(usize),
     BuildCost,
     GpuBundle,
@@ -140,6 +143,7 @@ fn parse<'a>(args: &'a [&'a str]) -> Result<Task<'a>, BadArgs> {
         ["fuzz-elf", rest @ ..] => Task::FuzzElf(rest),
         ["regen", rest @ ..] => Task::Regen(rest),
         ["regen-variant", rest @ ..] => Task::RegenVariant(rest),
+        ["patches"] => Task::Patches,
         ["bench-build"] => Task::BenchBuild(3),
         ["bench-build", "--runs", n] => match n.parse() {
             Ok(n) if n > 0 => Task::BenchBuild(n),
@@ -200,6 +204,7 @@ fn run(task: Task) -> Result<(), String> {
         Task::FuzzElf(rest) => fuzz_elf::run(&workspace(), rest),
         Task::Regen(rest) => regen::run(&workspace(), rest),
         Task::RegenVariant(rest) => regen::variant(&workspace(), rest),
+        Task::Patches => patches::run(&workspace()),
         Task::BenchBuild(runs) => bench_build::run(&workspace(), runs),
         Task::BuildCost => build_cost::check(&workspace()),
         Task::GpuBundle => gpu_lab::bundle::run(&workspace()),
@@ -402,7 +407,7 @@ mod tests {
     /// with arguments where it needs some).
     #[test]
     fn every_listed_command_is_known_and_every_known_one_listed() {
-        let examples: [&[&str]; 25] = [
+        let examples: [&[&str]; 26] = [
             &["headers", "13.0"],
             &["demo"],
             &["ci"],
@@ -411,6 +416,7 @@ mod tests {
             &["examples"],
             &["regen"],
             &["regen", "--check", "12.4"],
+            &["patches"],
             &[
                 "regen-variant",
                 "13.0",

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The three texts of a variant: bindings, symbols, inputs.
-type Texts = [String; 3];
+pub type Texts = [String; 3];
 
 /// `regen [--check | --reuse] [<release>...]`: (check, reuse, releases).
 pub fn parse<'a>(args: &[&'a str]) -> Result<(bool, bool, Vec<&'a str>), String> {
@@ -256,8 +256,35 @@ fn out_dir(workspace: &Path, v: Variant) -> PathBuf {
 /// Generates `variants`, each in a process of its own, as many at once as
 /// there are cores.
 fn generate(workspace: &Path, variants: &[Variant]) -> Result<BTreeMap<Variant, Texts>, String> {
+    let mut jobs = vec![];
+    for v in variants {
+        let include = headers::fetch_for(workspace, v.release, tools::triple(v.family))?;
+        jobs.push(Job {
+            variant: *v,
+            include,
+            out: out_dir(workspace, *v),
+            name: tools::describe(*v),
+        });
+    }
+    let texts = generate_jobs(workspace, &jobs)?;
+    Ok(variants.iter().copied().zip(texts).collect())
+}
+
+/// One generator run: a variant's release, family and mode, from the
+/// headers in `include`, into `out`.
+pub struct Job {
+    pub variant: Variant,
+    pub include: PathBuf,
+    pub out: PathBuf,
+    /// What the progress lines call it.
+    pub name: String,
+}
+
+/// Runs `jobs`, each in a process of its own, as many at once as there are
+/// cores: their texts, in their order.
+pub fn generate_jobs(workspace: &Path, jobs: &[Job]) -> Result<Vec<Texts>, String> {
     crate::cmd::ensure_libclang()?;
-    let families: Vec<Family> = variants.iter().map(|v| v.family).collect();
+    let families: Vec<Family> = jobs.iter().map(|j| j.variant.family).collect();
     if families.contains(&Family::Aarch64Linux) {
         crate::ci::ensure_target(crate::ci::AARCH64)?;
     }
@@ -270,50 +297,49 @@ fn generate(workspace: &Path, variants: &[Variant]) -> Result<BTreeMap<Variant, 
     {
         crate::ci::ensure_clang()?;
     }
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let at_once = std::thread::available_parallelism().map_or(2, |n| n.get());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut pending: Vec<Variant> = variants.to_vec();
-    pending.reverse();
-    let mut running: Vec<(Variant, PathBuf, std::process::Child)> = vec![];
-    let mut made = BTreeMap::new();
+    let mut next = 0;
+    let mut running: std::collections::VecDeque<(&Job, std::process::Child)> = Default::default();
+    let mut made = vec![];
     step(&format!(
-        "generating {} variants ({jobs} at once)",
-        variants.len()
+        "generating {} variants ({at_once} at once)",
+        jobs.len()
     ));
-    while !pending.is_empty() || !running.is_empty() {
-        while running.len() < jobs {
-            let Some(v) = pending.pop() else { break };
-            let include = headers::fetch_for(workspace, v.release, tools::triple(v.family))?;
-            let out = out_dir(workspace, v);
-            std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    while next < jobs.len() || !running.is_empty() {
+        while running.len() < at_once && next < jobs.len() {
+            let job = &jobs[next];
+            next += 1;
+            let v = job.variant;
+            std::fs::create_dir_all(&job.out).map_err(|e| e.to_string())?;
             let mut cmd = Command::new(&exe);
             cmd.arg("regen-variant")
                 .arg(v.release)
                 .arg(tools::triple(v.family))
                 .arg(if v.ptds { "ptds" } else { "plain" })
-                .arg(&include)
-                .arg(&out)
+                .arg(&job.include)
+                .arg(&job.out)
                 .current_dir(workspace);
             environment(workspace, v.family, &mut cmd)?;
             let child = cmd
                 .spawn()
-                .map_err(|e| format!("starting the generator for {}: {e}", tools::describe(v)))?;
-            running.push((v, out, child));
+                .map_err(|e| format!("starting the generator for {}: {e}", job.name))?;
+            running.push_back((job, child));
         }
         // Wait for the oldest; the others go on meanwhile.
-        let (v, out, mut child) = running.remove(0);
+        let Some((job, mut child)) = running.pop_front() else {
+            break;
+        };
         let status = child.wait().map_err(|e| e.to_string())?;
         if !status.success() {
-            return Err(format!(
-                "generating {} failed ({status})",
-                tools::describe(v)
-            ));
+            return Err(format!("generating {} failed ({status})", job.name));
         }
+        let out = &job.out;
         let read = |n: &str| {
             std::fs::read_to_string(out.join(n)).map_err(|e| format!("{}/{n}: {e}", out.display()))
         };
-        made.insert(v, [read("bindings.rs")?, read("symbols")?, read("inputs")?]);
-        println!("  {}", tools::describe(v));
+        made.push([read("bindings.rs")?, read("symbols")?, read("inputs")?]);
+        println!("  {}", job.name);
     }
     Ok(made)
 }

@@ -53,6 +53,13 @@ pub fn device_compiled() -> Vec<&'static str> {
     ordered([vec![oldest(), newest()], SIGNATURE_CHANGES.to_vec()].concat())
 }
 
+/// Policy: the releases a crates.io user's build without libclang is tried
+/// on, from the packaged `.crate` (the range's ends, the pinned release, and
+/// 12.4, a release in the middle of 12.x).
+pub fn without_libclang() -> Vec<&'static str> {
+    ordered([ends_and_pinned(), vec!["12.4"]].concat())
+}
+
 /// `CUDA_VERSION` of the unseen-release fixture (the 13.5 headers claiming
 /// another release): two minors past the newest known release (13.7), so
 /// newer than every release the crate lists and than the next wheel.
@@ -88,6 +95,7 @@ mod tests {
             ["12.0", "12.2", "12.8", "13.0", "13.2", "13.5"]
         );
         assert_eq!(unseen_version(), 13070);
+        assert_eq!(without_libclang(), ["12.0", "12.4", "12.9", "13.0", "13.5"]);
         assert!(SIGNATURE_CHANGES.iter().all(|r| ALL.contains(r)));
         assert_ne!(each_majors_last(), ALL[ALL.len() - 2..].to_vec());
     }

@@ -5,10 +5,11 @@
 //!    13.0, 13.5 and the unseen-release fixture (headers claiming 13.7),
 //!    linked and loaded (`dynamic-loading`), with cuda-mem-sys's default
 //!    features and with none (`--no-default-features`: the wrapper depends
-//!    on it with `default-features = false` and forwards `bindgen`). Where
-//!    the committed 13.0 bindings would be linked against another release's
-//!    libraries (no `bindgen`, linked, headers not 13.0) the build must stop
-//!    with cuda-mem-sys's named error, which is asserted, not skipped.
+//!    on it with `default-features = false` and forwards `bindgen`). Every
+//!    known release builds without `bindgen` from its committed bindings;
+//!    where no committed bindings are of the headers' release (the unseen
+//!    fixture, no `bindgen`, linked) the build must stop with cuda-mem-sys's
+//!    named error, which is asserted, not skipped.
 //! 2. **The recipe**: the wrapper's build script, run alone, derives the
 //!    cfgs of a release (12.9: `cuda_12020` and not `cuda_13020`) and stops
 //!    with a named error when `DEP_CUDA_MEM_SYS_VERSION_NUMBER` is missing or
@@ -18,7 +19,13 @@
 //!    dependency onto the unpacked folder, as a crates.io user builds it (no
 //!    tests/, no xtask/ there): no CUDA, then the 13.0 headers. Its wrong
 //!    twin: the same package without `src/generated/cuda-13.0.symbols` must
-//!    fail to build, naming that file.
+//!    fail to build, naming that file. Then a new program on the package
+//!    with `default-features = false` and libclang made unusable, on each
+//!    release of `releases::without_libclang`, linked and loaded: its
+//!    `CUDA_VERSION` must be the headers' and `BUILD` must say committed
+//!    (the wrong twin: the pinned release's version asserted on other
+//!    headers fails to compile). The `.crate`'s size is read: at most
+//!    [`MAX_PACKAGE`].
 //!
 //! Everything shares one target folder, `target/wrap-check` (the
 //! dependencies build once; cuda-mem-sys once per case). The GPU lab builds
@@ -30,14 +37,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-/// The release of the committed bindings: the only one a build without
-/// `bindgen` may link.
+/// The release of the committed bindings a build without CUDA takes.
 const PINNED: &str = generator::release::PINNED_RELEASE;
 
-/// The start of cuda-mem-sys's named error for headers of another release
-/// than the committed bindings', linked, without `bindgen`
-/// (build/bindings.rs, `without_generator`).
+/// The part of cuda-mem-sys's named error for headers of a release with no
+/// committed bindings, linked, without `bindgen` (build/bindings.rs,
+/// `without_generator`).
 const REFUSAL: &str = "and this build has no `bindgen` feature";
+
+/// The packaged `.crate`'s size limit, compressed (issue goal: 3 MiB; the
+/// registry refuses 10,485,760 bytes).
+pub const MAX_PACKAGE: u64 = 3 * 1024 * 1024;
 
 /// The file the wrong twin's package lacks, and what its error must name.
 const MISSING: &str = "src/generated/cuda-13.0.symbols";
@@ -55,10 +65,10 @@ pub struct Case<'a> {
 }
 
 impl Case<'_> {
-    /// Whether cuda-mem-sys must refuse the build: the committed bindings
-    /// (no `bindgen`) linked against another release's headers.
+    /// Whether cuda-mem-sys must refuse the build: no `bindgen`, linked,
+    /// headers of a release it has no committed bindings of.
     pub fn refused(&self) -> bool {
-        !self.default_features && !self.loaded && self.release != PINNED
+        !self.default_features && !self.loaded && self.release == UNSEEN
     }
 
     /// `linked` or `loaded`.
@@ -436,6 +446,125 @@ fn packaged(workspace: &Path) -> Result<(), String> {
         ));
     }
     println!("wrong twin: a package without {MISSING} fails to build, naming it");
+
+    let size = std::fs::metadata(&dot_crate)
+        .map_err(|e| e.to_string())?
+        .len();
+    if size > MAX_PACKAGE {
+        return Err(format!(
+            "{} is {size} bytes compressed, over the {MAX_PACKAGE} the package may take",
+            dot_crate.display()
+        ));
+    }
+    println!(
+        "{stem}.crate: {size} bytes compressed ({:.2} MiB; at most {:.0} MiB)",
+        size as f64 / 1048576.0,
+        MAX_PACKAGE as f64 / 1048576.0
+    );
+    without_libclang(workspace, &root, &unpacked)
+}
+
+/// `main.rs` of the program a crates.io user writes: its `CUDA_VERSION`
+/// and `BUILD` asserted at compile time (`EXPECT_CUDA_VERSION`), printed
+/// when run.
+const USER_MAIN: &str = r#"const WANT: &str = env!("EXPECT_CUDA_VERSION");
+const fn parse(s: &str) -> u32 {
+    let (b, mut i, mut n) = (s.as_bytes(), 0, 0);
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    n
+}
+const _: () = assert!(cuda_mem_sys::CUDA_VERSION == parse(WANT), "CUDA_VERSION is not the headers'");
+const _: () = assert!(
+    matches!(
+        cuda_mem_sys::BUILD.bindings,
+        cuda_mem_sys::Bindings::Committed | cuda_mem_sys::Bindings::CommittedSameHeaders
+    ),
+    "BUILD does not say committed"
+);
+fn main() {
+    println!("CUDA_VERSION {} {:?}", cuda_mem_sys::CUDA_VERSION, cuda_mem_sys::BUILD.bindings);
+}
+"#;
+
+/// A new program on the unpacked package with `default-features = false`,
+/// libclang unusable (`LIBCLANG_PATH` an empty folder), on each release of
+/// [`crate::releases::without_libclang`]: linked (built: the assertions are
+/// compile-time) and loaded (built and run). Its wrong twin: the pinned
+/// release's version expected on 12.4's headers does not compile.
+fn without_libclang(workspace: &Path, root: &Path, unpacked: &Path) -> Result<(), String> {
+    let user = root.join("user-no-libclang");
+    let _ = std::fs::remove_dir_all(&user);
+    std::fs::create_dir_all(user.join("src")).map_err(|e| e.to_string())?;
+    crate::cmd::write_file(
+        &user.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"user\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\ncuda-mem-sys = {{ path = {:?}, default-features = false }}\n\n\
+             [features]\nloaded = [\"cuda-mem-sys/dynamic-loading\"]\n\n[workspace]\n",
+            unpacked.display().to_string()
+        ),
+    )?;
+    crate::cmd::write_file(&user.join("src/main.rs"), USER_MAIN)?;
+    std::fs::copy(workspace.join("Cargo.lock"), user.join("Cargo.lock"))
+        .map_err(|e| e.to_string())?;
+    let no_libclang = root.join("no-libclang");
+    std::fs::create_dir_all(&no_libclang).map_err(|e| e.to_string())?;
+    let build = |release: &str, want: u32, loaded: bool| -> Result<(bool, String), String> {
+        let include = include_for(workspace, release)?;
+        let mut cmd = cargo(&user);
+        cmd.args([if loaded { "run" } else { "build" }, "--quiet"]);
+        if loaded {
+            cmd.args(["--features", "loaded"]);
+        }
+        cmd.env("CUDA_MEM_SYS_INCLUDE_DIR", &include)
+            .env("LIBCLANG_PATH", &no_libclang)
+            .env("EXPECT_CUDA_VERSION", want.to_string())
+            .env(
+                "CARGO_TARGET_DIR",
+                target_dir(workspace).join("no-libclang"),
+            );
+        output(&mut cmd)
+    };
+    for release in crate::releases::without_libclang() {
+        let want = generator::release::cuda_version(release).unwrap_or_default();
+        for loaded in [false, true] {
+            let t = Instant::now();
+            let (ok, log) = build(release, want, loaded)?;
+            let said = format!("CUDA_VERSION {want} Committed");
+            if !ok || (loaded && !log.contains(&said)) {
+                return Err(format!(
+                    "a program on the packaged crate, default-features = false, no libclang, \
+                     CUDA {release} headers, {}: {}:\n{}",
+                    ["linked", "loaded"][usize::from(loaded)],
+                    if ok {
+                        "it did not print the headers' version as committed"
+                    } else {
+                        "failed"
+                    },
+                    tail(&log, 30)
+                ));
+            }
+            println!(
+                "CUDA {release}, {}: CUDA_VERSION {want}, committed bindings, no libclang ({:.0} s)",
+                ["linked", "loaded"][usize::from(loaded)],
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    // The wrong twin: the pinned release's version asserted on 12.4's headers.
+    let pinned = generator::release::cuda_version(PINNED).unwrap_or_default();
+    let (ok, log) = build("12.4", pinned, false)?;
+    if ok || !log.contains("CUDA_VERSION is not the headers'") {
+        return Err(format!(
+            "wrong twin: {pinned} asserted on 12.4's headers {}:\n{}",
+            if ok { "compiled" } else { "failed otherwise" },
+            tail(&log, 30)
+        ));
+    }
+    println!("wrong twin: {pinned} asserted on CUDA 12.4's headers fails to compile");
     Ok(())
 }
 
@@ -453,15 +582,15 @@ mod tests {
             .filter(|c| c.refused())
             .map(|c| c.release)
             .collect();
-        assert_eq!(refused, ["12.0", "12.9", "13.5", UNSEEN]);
+        assert_eq!(refused, [UNSEEN]);
         // The verdicts: the refusal by name passes; a refused case that
         // builds, a refusal without the name, or a failure elsewhere does not.
         let refused = Case {
-            release: "12.9",
+            release: UNSEEN,
             loaded: false,
             default_features: false,
         };
-        let log = format!("error: failed to run custom build command\n\ncuda-mem-sys: the CUDA headers in /x are release 12.9 (CUDA_VERSION 12090), {REFUSAL}: ...");
+        let log = format!("error: failed to run custom build command\n\ncuda-mem-sys: the CUDA headers in /x are release 13.7 (CUDA_VERSION 13070), which this crate has no committed bindings of (it has 12.0 to 13.5 for x86_64-linux), {REFUSAL}. ...");
         assert!(verdict(&refused, false, &log).is_ok());
         assert!(verdict(&refused, true, "").is_err());
         assert!(verdict(&refused, false, "error[E0308]: mismatched types").is_err());

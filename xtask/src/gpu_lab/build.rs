@@ -12,6 +12,16 @@ pub fn device_target_dir(workspace: &Path) -> PathBuf {
     workspace.join("target/device-compile")
 }
 
+/// Whether the builds for the GPU leave out cuda-mem-sys's default features
+/// (`bindgen`): `gpu-bundle --matrix --no-bindgen`, the build a library
+/// following the README makes (the committed bindings, no bindgen compiled).
+static WITHOUT_BINDGEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Builds from here on leave out the default features (`--no-default-features`).
+pub fn without_bindgen() {
+    WITHOUT_BINDGEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// One cargo command of a build for the GPU: cuda-mem-sys with `features`
 /// against the headers in `include`, in `target_dir`, with no debug
 /// information (the symbol table stays: abi_symbols reads it); cargo's JSON
@@ -23,10 +33,13 @@ fn for_gpu(
     include: &Path,
     target_dir: &Path,
 ) -> Result<String, String> {
+    let mut cmd = cargo(workspace);
+    cmd.args(args);
+    if WITHOUT_BINDGEN.load(std::sync::atomic::Ordering::Relaxed) {
+        cmd.arg("--no-default-features");
+    }
     let out = bundle_build(
-        cargo(workspace)
-            .args(args)
-            .args(["--features", features])
+        cmd.args(["--features", features])
             .env(generator::locate::INCLUDE_DIR_VAR, include)
             .env("CARGO_TARGET_DIR", target_dir),
     )?;
@@ -118,7 +131,8 @@ pub fn wrapper(
     target_dir: &Path,
     dest: &Path,
 ) -> Result<(), String> {
-    let features = if features.is_empty() {
+    let without = WITHOUT_BINDGEN.load(std::sync::atomic::Ordering::Relaxed);
+    let features = if features.is_empty() && !without {
         "bindgen"
     } else {
         features

@@ -66,6 +66,9 @@ const WRAPPER: &str = suite::WRAPPER.name;
 /// (`wrap_device`), built against the same headers.
 ///
 /// `--examples-only`: the examples alone (no per-thread-default-stream builds).
+/// `--no-bindgen` (after it, if both): every build with `--no-default-features`,
+/// as a library following the README builds (the committed bindings; no
+/// per-thread-default-stream builds).
 /// `<release>:<binary>,<binary>`: only those device-test binaries of that
 /// release's linked and loaded builds, the examples only if `examples` is
 /// among them and the wrapper's only if `wrap_device` is (a re-run of what
@@ -74,6 +77,13 @@ const WRAPPER: &str = suite::WRAPPER.name;
 pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let examples_only = args.first() == Some(&"--examples-only");
     let args = if examples_only { &args[1..] } else { args };
+    let no_bindgen = args.first() == Some(&"--no-bindgen");
+    let args = if no_bindgen {
+        build::without_bindgen();
+        &args[1..]
+    } else {
+        args
+    };
     let subsets = named_releases(args)?;
     let releases: Vec<&str> = subsets.iter().map(|(r, _)| *r).collect();
     let subset_of = |r: &str| -> &[&str] {
@@ -89,11 +99,9 @@ pub fn matrix(workspace: &Path, args: &[&str]) -> Result<(), String> {
     for release in &releases {
         let include = headers::fetch(workspace, release)?;
         let dir = root.join("tree").join(release);
-        let builds = MATRIX_BUILDS.iter().chain(
-            PTDS_BUILDS
-                .iter()
-                .filter(|_| crate::releases::ends().contains(release) && !examples_only),
-        );
+        let builds = MATRIX_BUILDS.iter().chain(PTDS_BUILDS.iter().filter(|_| {
+            crate::releases::ends().contains(release) && !examples_only && !no_bindgen
+        }));
         let feature_builds = suite::feature_build_names();
         for (build, features, every) in builds {
             let tests: &[&str] = if *every { &[] } else { &feature_builds };
@@ -272,6 +280,10 @@ fn pack(root: &Path, releases: &[&str], seconds: &[u64]) -> Result<(), String> {
 pub fn check_matrix_args(args: &[&str]) -> Result<(), String> {
     let args = match args.first() {
         Some(&"--examples-only") => &args[1..],
+        _ => args,
+    };
+    let args = match args.first() {
+        Some(&"--no-bindgen") => &args[1..],
         _ => args,
     };
     named_releases(args).map(drop)
