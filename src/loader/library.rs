@@ -208,6 +208,22 @@ impl Library {
             }
         }
         s.tried = setting.tried.as_str();
+        if let SettingState::Path(len) = setting.state {
+            // Nothing the loader opens blocks: a FIFO with no writer (or a
+            // device) named by the variable would hold dlopen in open(2).
+            if let Some(kind) = sys::not_a_regular_file(&setting.bytes[..=len]) {
+                let t = &mut s.tries[s.record(setting.tried.as_str())];
+                t.reason.push(setting.tried.as_str().as_bytes());
+                t.reason.push(b" is ");
+                t.reason.push(kind.as_bytes());
+                t.reason.push(
+                    b", not a regular file (or a link to one): not opened, as opening \
+                      it could block",
+                );
+                s.explain(var, setting.state);
+                return;
+            }
+        }
         if let (Api::Driver, SettingState::Path(len)) = (self.api, setting.state) {
             // One driver per process: a libcuda.so.1 already in it (an
             // LD_PRELOAD, a library that links libcuda, an earlier dlopen)

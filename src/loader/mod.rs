@@ -112,7 +112,7 @@
 //!
 //! | situation | driver function | runtime function |
 //! |---|---|---|
-//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included, and a named driver beside another `libcuda.so.1` already in the process), or is being loaded by this very thread (or the environment read by it; or its lookups call back more than 8 deep), or was being loaded by another thread when the process forked or by a thread that ended (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the library could not be loaded (a variable naming a FIFO, a device or a directory included: refused before it is opened; a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included, and a named driver beside another `libcuda.so.1` already in the process), or is being loaded by this very thread (or the environment read by it; or its lookups call back more than 8 deep), or was being loaded by another thread when the process forked or by a thread that ended (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
 //! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
 //! | the library has no such function, or answers with an address below 4096 | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
 //! | the driver found is NVIDIA's stub library | `CUDA_ERROR_STUB_LIBRARY` (34) | (not a case: the runtime loads the driver itself) |

@@ -302,31 +302,161 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
-/// Whether a library answering to `soname` (NUL-terminated:
+/// What `path` (NUL-terminated) is where it is not a regular file (or a
+/// link to one): a FIFO, a device, a directory, a socket. `open(2)` on a
+/// FIFO with no writer, or on some devices, blocks: such a path is refused
+/// before `dlopen` opens it. Asked with `stat`, which opens nothing and
+/// follows links. `None` for a regular file, for a bare name (no `/`: the
+/// dynamic loader searches its library path for it, as for the usual
+/// names), and where `stat` fails (a missing file: `dlopen` then says why).
+pub fn not_a_regular_file(path: &[u8]) -> Option<&'static str> {
+    if !path.contains(&b'/') {
+        return None;
+    }
+    // SAFETY: all zeros is a valid `stat`; `path` is NUL-terminated.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: as above; `st` is this call's own.
+    if unsafe { libc::stat(path.as_ptr().cast(), &mut st) } != 0 {
+        return None;
+    }
+    file_kind(st.st_mode)
+}
+
+/// A file's type, named, where it is not a regular file.
+fn file_kind(mode: libc::mode_t) -> Option<&'static str> {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => None,
+        libc::S_IFIFO => Some("a FIFO (named pipe)"),
+        libc::S_IFCHR => Some("a character device"),
+        libc::S_IFBLK => Some("a block device"),
+        libc::S_IFDIR => Some("a directory"),
+        libc::S_IFSOCK => Some("a socket"),
+        _ => Some("not a regular file"),
+    }
+}
+
+/// Whether a library whose `SONAME` is `soname` (NUL-terminated:
 /// `libcuda.so.1`) is already in the process and is another file than
-/// `file` (NUL-terminated: the path a variable names): its path, as the
-/// dynamic loader opened it, is then pushed to `out`. Asked with
-/// `RTLD_NOLOAD`, which loads nothing; the dynamic loader tells the same
-/// file by its device and inode, whatever the path. The handles it gives
-/// are kept (nothing the loader opens is closed).
+/// `file` (NUL-terminated: what a variable names): its path, as the
+/// dynamic loader opened it, is then pushed to `out`.
+///
+/// Nothing is searched for: `dlopen(soname, RTLD_NOLOAD)` searches the
+/// library path where nothing by that name is loaded, opening each
+/// candidate (a FIFO named `libcuda.so.1` there blocks it). What is loaded
+/// is walked instead (`dl_iterate_phdr`), each object's `SONAME` read by
+/// `elf.rs` within its mapped segments. The named file is the same file
+/// where `dlopen(file, RTLD_NOLOAD)` gives the object found (the dynamic
+/// loader tells a file by its device and inode, whatever the path): asked
+/// only of a path (with a `/`: not searched for), which
+/// [`not_a_regular_file`] found regular, so its open does not block; a bare
+/// name is the object opened by that file name. The handles it gives are
+/// kept (nothing the loader opens is closed).
+#[cfg(target_os = "linux")]
 pub fn another_already_loaded(soname: &[u8], file: &[u8], out: &mut Text) -> bool {
-    // SAFETY: NUL-terminated; RTLD_NOLOAD loads nothing (no code runs).
-    let loaded =
-        unsafe { libc::dlopen(soname.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-    if loaded.is_null() {
+    let want = &soname[..soname.len() - 1];
+    let named = &file[..file.len() - 1];
+    let same_bias = if named.contains(&b'/') {
+        // SAFETY: NUL-terminated; RTLD_NOLOAD loads nothing (no code runs).
+        let h = unsafe { libc::dlopen(file.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        // SAFETY: the loader's link map of a library that stays loaded.
+        (!h.is_null())
+            .then(|| link_map(h as usize))
+            .flatten()
+            .map(|m| unsafe { (*m).l_addr })
+    } else {
+        None
+    };
+    struct Walk<'a> {
+        want: &'a [u8],
+        named: &'a [u8],
+        same_bias: Option<usize>,
+        out: &'a mut Text,
+        found: bool,
+    }
+    impl Walk<'_> {
+        /// Whether the object at `bias`, opened as `name`, is another file
+        /// than the one named.
+        fn not_same(&self, bias: usize, name: &[u8]) -> bool {
+            if self.named.contains(&b'/') {
+                self.same_bias != Some(bias)
+            } else {
+                let base = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
+                self.named != self.want && base != self.named
+            }
+        }
+    }
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+        // SAFETY: `data` is the `Walk` below; `info` is the loader's
+        // description of one object, valid during this call.
+        let (walk, info) = unsafe { (&mut *data.cast::<Walk<'_>>(), &*info) };
+        if info.dlpi_phdr.is_null() {
+            return 0;
+        }
+        let bias = info.dlpi_addr as usize;
+        // SAFETY: the loader's own description of an object it loaded,
+        // during the call (see `soname_place`).
+        let object =
+            unsafe { elf::Object::new(&Process, bias, info.dlpi_phdr as usize, info.dlpi_phnum) };
+        if !soname_is(&object, walk.want) {
+            return 0;
+        }
+        let name: &[u8] = if info.dlpi_name.is_null() {
+            b""
+        } else {
+            // SAFETY: the loader's NUL-terminated name of the object,
+            // valid during the call; copied below.
+            unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
+        };
+        if !walk.not_same(bias, name) {
+            return 0;
+        }
+        if name.is_empty() {
+            walk.out.push(walk.want);
+        } else {
+            walk.out.push_lossy(name);
+        }
+        walk.found = true;
+        1
+    }
+    let mut walk = Walk {
+        want,
+        named,
+        same_bias,
+        out,
+        found: false,
+    };
+    // SAFETY: `each` reads the loader's records during the call only;
+    // `walk` outlives it.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut walk as *mut Walk<'_>).cast()) };
+    walk.found
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
+    false
+}
+
+/// Whether `object`'s `SONAME`, read within its mapped segments, is
+/// `want`; `false` where it has none or it cannot be read.
+#[cfg(target_os = "linux")]
+fn soname_is(object: &elf::Object<'_, Process>, want: &[u8]) -> bool {
+    let Ok(Some(ld)) = object.dynamic_address() else {
+        return false;
+    };
+    let Ok(Some(place)) = object.soname(ld) else {
+        return false;
+    };
+    if place.len != want.len() {
         return false;
     }
-    // SAFETY: as above.
-    let same = unsafe { libc::dlopen(file.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-    if same == loaded {
+    let mut name = [0u8; 64];
+    let Some(name) = name.get_mut(..want.len()) else {
         return false;
-    }
-    let before = out.len;
-    path(loaded as usize, out);
-    if out.len == before {
-        out.push(&soname[..soname.len() - 1]);
-    }
-    true
+    };
+    // SAFETY: the reader checked that the name's bytes lie in one readable
+    // segment of the object (`copy`'s contract).
+    unsafe { elf::Memory::copy(&Process, place.address, name) };
+    name == want
 }
 
 /// The symbol `name` (NUL-terminated) of the library `handle`: a pointer as

@@ -292,6 +292,11 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
+/// Not asked on Windows: a named file is opened as given.
+pub fn not_a_regular_file(_path: &[u8]) -> Option<&'static str> {
+    None
+}
+
 /// Not asked on Windows, where the runtime loads `nvcuda.dll` from
 /// `System32` by its name, whatever module of another name is loaded.
 pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {

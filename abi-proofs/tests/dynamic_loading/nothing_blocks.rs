@@ -1,0 +1,138 @@
+//! Issue 50: the loader's last hangs and wrong answers, each case in a
+//! child process bounded by a timeout, each with its twin. Files that block
+//! in `open(2)` (a FIFO named by the variable, a FIFO named `libcuda.so.1`
+//! on the library path), a `libcuda.so.1` in another link namespace, a
+//! named driver whose `SONAME` cannot be read, a zombie owner in a PID
+//! namespace that keeps the host's `/proc`, and the lookup bound without
+//! a thread-specific key.
+
+use super::{child, child_with, expect_lines, fake_driver, linux_only};
+use libtest_mimic::{Completion, Failed};
+use std::path::Path;
+
+/// Makes a FIFO at `path` (no writer ever opens it).
+fn fifo(path: &Path) -> Result<(), Failed> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(format!(
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The child's `driver Err` message.
+fn driver_error(out: &str) -> Result<&str, Failed> {
+    out.lines()
+        .find_map(|l| l.strip_prefix("driver Err "))
+        .ok_or_else(|| format!("no load error reported:\n{out}").into())
+}
+
+/// `CUDA_MEM_SYS_LIBCUDA` naming a FIFO with no writer, a character device,
+/// a directory, or a link to the FIFO: refused before `dlopen`, 303, the
+/// message naming the path and its type. The loader of before hung in
+/// `dlopen`'s `open(2)` on the FIFO (the wrong twin: the child's timeout
+/// fails it). The twin: a link to a regular file (the fake driver) is
+/// opened and taken.
+pub fn a_named_path_that_is_not_a_regular_file_is_refused_with_its_type(
+) -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("FIFOs and stat(2) as Linux has them") {
+        return Ok(c);
+    }
+    let dir = test_support::scratch("not-regular");
+    let pipe = dir.path().join("libcuda-fifo.so.1");
+    fifo(&pipe)?;
+    let folder = dir.path().join("a-folder");
+    std::fs::create_dir_all(&folder).map_err(|e| e.to_string())?;
+    let to_pipe = dir.path().join("link-to-fifo.so");
+    std::os::unix::fs::symlink(&pipe, &to_pipe).map_err(|e| e.to_string())?;
+    for (case, path, kind) in [
+        (
+            "a FIFO with no writer",
+            pipe.as_path(),
+            "a FIFO (named pipe)",
+        ),
+        (
+            "a link to that FIFO",
+            to_pipe.as_path(),
+            "a FIFO (named pipe)",
+        ),
+        (
+            "a character device",
+            Path::new("/dev/null"),
+            "a character device",
+        ),
+        ("a directory", folder.as_path(), "a directory"),
+    ] {
+        let out = child("bad-driver", Some(path))?;
+        println!("{case}:\n{out}");
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = driver_error(&out)?;
+        let says = format!(
+            "CUDA_MEM_SYS_LIBCUDA names no loadable library: {} is {kind}, not a regular file",
+            path.display()
+        );
+        if !why.contains(&says) {
+            return Err(format!("{case}: not refused with {says:?}: {why}").into());
+        }
+    }
+    let (d, driver) = fake_driver(&[])?;
+    let link = d.path().join("link-to-driver.so");
+    std::os::unix::fs::symlink(&driver, &link).map_err(|e| e.to_string())?;
+    let out = child("bad-driver", Some(&link))?;
+    println!("a link to a regular file:\n{out}");
+    let taken = format!("driver Ok {}", link.display());
+    expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+    Ok(Completion::Completed)
+}
+
+/// A FIFO named `libcuda.so.1` on `LD_LIBRARY_PATH`, and a driver named by
+/// `CUDA_MEM_SYS_LIBCUDA`: the one-driver check asks what is loaded
+/// (`dl_iterate_phdr`, each object's `SONAME`) without searching the
+/// library path, so the named driver loads. The loader of before asked
+/// `dlopen("libcuda.so.1", RTLD_NOLOAD)`, which searched the path and
+/// blocked on the FIFO before `main` (the wrong twin: the child's timeout
+/// fails it). The twin: with the FIFO still there, another `libcuda.so.1`
+/// preloaded is still told, and the named driver refused naming both.
+pub fn a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_driver(
+) -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("FIFOs and the dynamic loader's search are Linux's") {
+        return Ok(c);
+    }
+    let dir = test_support::scratch("fifo-on-path");
+    fifo(&dir.path().join("libcuda.so.1"))?;
+    let (_d, driver) = fake_driver(&[])?;
+    let path = dir.path().as_os_str();
+    let out = child_with(
+        "bad-driver",
+        &[
+            ("LD_LIBRARY_PATH", path),
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+        ],
+    )?;
+    println!("a FIFO named libcuda.so.1 on the path:\n{out}");
+    let taken = format!("driver Ok {}", driver.display());
+    expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+    let (_o, other) = fake_driver(&[])?;
+    let out = child_with(
+        "bad-driver",
+        &[
+            ("LD_LIBRARY_PATH", path),
+            ("LD_PRELOAD", other.as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str()),
+        ],
+    )?;
+    println!("the same, another libcuda.so.1 preloaded:\n{out}");
+    expect_lines(&out, &["cuInit 303 303"])?;
+    let why = driver_error(&out)?;
+    let loaded = format!("already in the process: {} (preloaded", other.display());
+    if !why.contains(&loaded) || !why.contains(&driver.display().to_string()) {
+        return Err(format!("the message does not name both files: {why}").into());
+    }
+    Ok(Completion::Completed)
+}
