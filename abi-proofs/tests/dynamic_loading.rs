@@ -3073,6 +3073,16 @@ fn main() {
             "a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_driver",
             nothing_blocks::a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_driver,
         ),
+        #[cfg(unix)]
+        (
+            "a_libcuda_so_1_in_another_link_namespace_is_refused_naming_both",
+            nothing_blocks::a_libcuda_so_1_in_another_link_namespace_is_refused_naming_both,
+        ),
+        #[cfg(unix)]
+        (
+            "a_named_driver_whose_soname_cannot_be_read_is_refused",
+            nothing_blocks::a_named_driver_whose_soname_cannot_be_read_is_refused,
+        ),
         (
             "a_zombie_main_thread_that_was_loading_gives_303_not_a_hang",
             hostile_drivers::a_zombie_main_thread_that_was_loading_gives_303_not_a_hang,

@@ -372,11 +372,24 @@ pub struct LoadError {
     pub attempts: Attempts,
 }
 
+/// Whether another `libcuda.so.1` than the named file is in the process.
+// Windows: only `No` is made there.
+#[cfg_attr(windows, allow(dead_code))]
+pub(crate) enum AlreadyLoaded {
+    No,
+    /// In the caller's link namespace (the runtime's `dlopen` gets it).
+    InThisNamespace,
+    /// In another link namespace (`dlmopen`): a second driver.
+    InAnotherNamespace,
+}
+
 /// A library's `SONAME`, as the dynamic section the loader mapped says it.
 // Windows has no SONAME: only `Unknown` is made there.
 #[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum Soname<'a> {
-    /// It cannot be asked (not Linux, or `dlinfo` failed).
+    /// It cannot be asked (not Linux: no ELF). On Linux a link map that
+    /// cannot be had, or whose `l_ld` is null, is `Malformed`: refused.
+    #[cfg_attr(target_os = "linux", allow(dead_code))]
     Unknown,
     /// The library has none.
     None,

@@ -8,7 +8,7 @@ mod elf;
 use super::once::ForkWatch;
 use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
-use super::Soname;
+use super::{AlreadyLoaded, Soname};
 #[cfg(target_os = "linux")]
 use core::ffi::c_char;
 use core::ffi::{c_int, c_void, CStr};
@@ -351,8 +351,12 @@ fn file_kind(mode: libc::mode_t) -> Option<&'static str> {
 /// [`not_a_regular_file`] found regular, so its open does not block; a bare
 /// name is the object opened by that file name. The handles it gives are
 /// kept (nothing the loader opens is closed).
+///
+/// Other link namespaces (`dlmopen`), which `dl_iterate_phdr` does not
+/// list, are walked through glibc's `_r_debug_extended` (`r_next`, glibc
+/// 2.35 on: `r_version` 2 or more), see [`in_another_namespace`].
 #[cfg(target_os = "linux")]
-pub fn another_already_loaded(soname: &[u8], file: &[u8], out: &mut Text) -> bool {
+pub fn another_already_loaded(soname: &[u8], file: &[u8], out: &mut Text) -> AlreadyLoaded {
     let want = &soname[..soname.len() - 1];
     let named = &file[..file.len() - 1];
     let same_bias = if named.contains(&b'/') {
@@ -428,12 +432,244 @@ pub fn another_already_loaded(soname: &[u8], file: &[u8], out: &mut Text) -> boo
     // SAFETY: `each` reads the loader's records during the call only;
     // `walk` outlives it.
     unsafe { libc::dl_iterate_phdr(Some(each), (&mut walk as *mut Walk<'_>).cast()) };
-    walk.found
+    if walk.found {
+        return AlreadyLoaded::InThisNamespace;
+    }
+    if in_another_namespace(want, out) {
+        return AlreadyLoaded::InAnotherNamespace;
+    }
+    AlreadyLoaded::No
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> AlreadyLoaded {
+    AlreadyLoaded::No
+}
+
+/// The head of glibc's `struct link_map` with its list's links (`<link.h>`).
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct LinkMapEntry {
+    l_addr: usize,
+    l_name: *const c_char,
+    l_ld: *const c_void,
+    l_next: *const LinkMapEntry,
+    l_prev: *const LinkMapEntry,
+}
+
+/// glibc's `struct r_debug_extended` (`<link.h>`, 2.35 on): `struct
+/// r_debug` (`r_version` .. `r_ldbase`), then `r_next`, the next link
+/// namespace's, read only where `r_version` is 2 or more.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct RDebugExtended {
+    r_version: c_int,
+    r_map: *const LinkMapEntry,
+    r_brk: usize,
+    r_state: c_int,
+    r_ldbase: usize,
+    r_next: *const RDebugExtended,
+}
+
+/// The most dynamic entries read of an object in another namespace.
+#[cfg(target_os = "linux")]
+const MAX_FOREIGN_ENTRIES: usize = 4096;
+
+/// Whether an object whose `SONAME` is `want` is loaded in a link namespace
+/// other than the default one (`dlmopen`); its path (`l_name`) is then
+/// pushed to `out`.
+///
+/// glibc lists each namespace's objects from `_r_debug` (the default
+/// namespace's `r_debug_extended`, found by `dlsym`) through `r_next`
+/// (glibc 2.35 on, where `r_version` is 2 or more; before, or on musl,
+/// there is no list: the rule is the default namespace's). The walk is made
+/// inside a `dl_iterate_phdr` callback, which holds the lock glibc takes to
+/// add an object to a namespace's list or take one off it, so the lists do
+/// not change under it.
+///
+/// Such an object is known by its link map only (`l_addr`, `l_name`,
+/// `l_ld`; its program headers are in glibc's private fields), so its
+/// memory is not read directly: every read is a copy the kernel makes
+/// ([`KernelCopy`]: an unmapped byte is `EFAULT`, never a fault). Its
+/// dynamic section is read from `l_ld` to `DT_NULL` (at most 4096 entries),
+/// and it is a `libcuda.so.1` where `DT_STRTAB` + `DT_SONAME`, relocated or
+/// not, reads as that name and its NUL.
+#[cfg(target_os = "linux")]
+fn in_another_namespace(want: &[u8], out: &mut Text) -> bool {
+    struct Walk<'a> {
+        want: &'a [u8],
+        out: &'a mut Text,
+        found: bool,
+    }
+    unsafe extern "C" fn each(_: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+        // SAFETY: `data` is the `Walk` below.
+        let walk = unsafe { &mut *data.cast::<Walk<'_>>() };
+        walk.found = foreign_soname(walk.want, walk.out);
+        // Once: the lock is what this call was for.
+        1
+    }
+    let mut walk = Walk {
+        want,
+        out,
+        found: false,
+    };
+    // SAFETY: `each` reads the loader's records during the call only;
+    // `walk` outlives it.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut walk as *mut Walk<'_>).cast()) };
+    walk.found
+}
+
+/// [`in_another_namespace`]'s walk, under the loader's lock.
+#[cfg(target_os = "linux")]
+fn foreign_soname(want: &[u8], out: &mut Text) -> bool {
+    // SAFETY: a NUL-terminated name; the pointer is not dereferenced here.
+    let debug = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_r_debug".as_ptr()) };
+    if debug.is_null() {
+        return false;
+    }
+    let debug = debug.cast::<RDebugExtended>().cast_const();
+    // SAFETY: the dynamic loader's own `_r_debug`, which lives as long as
+    // the process; `r_next` is read only where `r_version` says the
+    // structure is `r_debug_extended`.
+    if unsafe { (*debug).r_version } < 2 {
+        return false;
+    }
+    let Some(copy) = KernelCopy::new() else {
+        return false;
+    };
+    // SAFETY: as above.
+    let mut ns = unsafe { (*debug).r_next };
+    // Bounded: a namespace list longer than glibc's DL_NNS (16) is not
+    // glibc's.
+    let mut namespaces = 0;
+    while !ns.is_null() && namespaces < 64 {
+        namespaces += 1;
+        // SAFETY: a namespace's `r_debug_extended`, glibc's, under its lock.
+        let mut map = unsafe { (*ns).r_map };
+        let mut objects = 0usize;
+        while !map.is_null() && objects < 1 << 20 {
+            objects += 1;
+            // SAFETY: one of glibc's link maps, under its lock.
+            let m = unsafe { &*map };
+            if foreign_is(m, want, &copy) {
+                if m.l_name.is_null() {
+                    out.push(want);
+                } else {
+                    // SAFETY: glibc's NUL-terminated name of the object.
+                    let name = unsafe { CStr::from_ptr(m.l_name) }.to_bytes();
+                    if name.is_empty() {
+                        out.push(want);
+                    } else {
+                        out.push_lossy(name);
+                    }
+                }
+                return true;
+            }
+            map = m.l_next;
+        }
+        // SAFETY: as above.
+        ns = unsafe { (*ns).r_next };
+    }
     false
+}
+
+/// Whether the object of link map `m` (another namespace's) has the
+/// `SONAME` `want`, every byte read by `copy`.
+#[cfg(target_os = "linux")]
+fn foreign_is(m: &LinkMapEntry, want: &[u8], copy: &KernelCopy) -> bool {
+    let ld = m.l_ld as usize;
+    if ld == 0 || ld % elf::WORD != 0 {
+        return false;
+    }
+    let (mut strtab, mut soname) = (None, None);
+    let mut ended = false;
+    for i in 0..MAX_FOREIGN_ENTRIES {
+        let Some(at) = ld.checked_add(i * elf::DYN_SIZE) else {
+            return false;
+        };
+        let mut b = [0u8; elf::DYN_SIZE];
+        if !copy.copy(at, &mut b) {
+            return false;
+        }
+        let mut tag = [0u8; elf::WORD];
+        let mut value = [0u8; elf::WORD];
+        tag.copy_from_slice(&b[..elf::WORD]);
+        value.copy_from_slice(&b[elf::WORD..]);
+        let value = usize::from_ne_bytes(value);
+        match usize::from_ne_bytes(tag) {
+            elf::DT_NULL => {
+                ended = true;
+                break;
+            }
+            elf::DT_STRTAB => strtab = Some(value),
+            elf::DT_SONAME => soname = Some(value),
+            _ => {}
+        }
+    }
+    let (true, Some(strtab), Some(offset)) = (ended, strtab, soname) else {
+        return false;
+    };
+    let mut name = [0u8; 64];
+    let Some(name) = name.get_mut(..want.len() + 1) else {
+        return false;
+    };
+    let relocated = strtab.checked_add(m.l_addr).filter(|_| m.l_addr != 0);
+    [Some(strtab), relocated]
+        .into_iter()
+        .flatten()
+        .any(|table| {
+            table.checked_add(offset).is_some_and(|at| {
+                copy.copy(at, name) && name[..want.len()] == *want && name[want.len()] == 0
+            })
+        })
+}
+
+/// Copies of memory the kernel makes, through a pipe: `write(2)` reads the
+/// bytes and fails with `EFAULT` where one is not mapped readable, so
+/// memory nothing vouches for is read without a fault.
+#[cfg(target_os = "linux")]
+struct KernelCopy {
+    read: c_int,
+    write: c_int,
+}
+
+#[cfg(target_os = "linux")]
+impl KernelCopy {
+    fn new() -> Option<KernelCopy> {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: two descriptors written; closed by `drop`.
+        let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+        (r == 0).then_some(KernelCopy {
+            read: fds[0],
+            write: fds[1],
+        })
+    }
+
+    /// Copies the `out.len()` bytes (at most 64) at `address` into `out`:
+    /// `false` where any of them cannot be read.
+    fn copy(&self, address: usize, out: &mut [u8]) -> bool {
+        // SAFETY: the kernel reads the bytes (or fails: EFAULT); the
+        // address is never dereferenced here.
+        let n = unsafe { libc::write(self.write, address as *const c_void, out.len()) };
+        let Ok(n) = usize::try_from(n) else {
+            return false;
+        };
+        // SAFETY: into this call's own buffer, at most what was written
+        // (a part written before a fault is taken out too).
+        let m = unsafe { libc::read(self.read, out.as_mut_ptr().cast(), n) };
+        n == out.len() && usize::try_from(m) == Ok(n)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for KernelCopy {
+    fn drop(&mut self) {
+        // SAFETY: the descriptors `new` made, used by nothing else.
+        unsafe {
+            libc::close(self.read);
+            libc::close(self.write);
+        }
+    }
 }
 
 /// Whether `object`'s `SONAME`, read within its mapped segments, is
@@ -477,13 +713,19 @@ pub fn symbol(handle: usize, name: &[u8]) -> Option<*const c_void> {
 /// program headers, and `elf.rs` reads it within the mapped segments.
 #[cfg(target_os = "linux")]
 pub fn with_soname<R>(handle: usize, f: impl FnOnce(Soname<'_>) -> R) -> R {
+    // Fail closed: a SONAME that cannot be read is not known to be
+    // libcuda.so.1 (a driver's constructor can clear its own l_ld).
     let Some(map) = link_map(handle) else {
-        return f(Soname::Unknown);
+        return f(Soname::Malformed(
+            "dlinfo(RTLD_DI_LINKMAP) gives no link map for it",
+        ));
     };
     // SAFETY: the loader's link map of a library that stays loaded.
     let (bias, ld) = unsafe { ((*map).l_addr, (*map).l_ld) };
     if ld.is_null() {
-        return f(Soname::Unknown);
+        return f(Soname::Malformed(
+            "its link map's l_ld is null: no dynamic section to read",
+        ));
     }
     match soname_place(bias, ld as usize) {
         Err(why) => f(Soname::Malformed(why.text())),

@@ -3,7 +3,7 @@
 
 use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
-use super::Soname;
+use super::{AlreadyLoaded, Soname};
 use core::ffi::{c_char, c_void};
 pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -299,8 +299,8 @@ pub fn not_a_regular_file(_path: &[u8]) -> Option<&'static str> {
 
 /// Not asked on Windows, where the runtime loads `nvcuda.dll` from
 /// `System32` by its name, whatever module of another name is loaded.
-pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
-    false
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> AlreadyLoaded {
+    AlreadyLoaded::No
 }
 
 /// The symbol `name` (NUL-terminated) of the module `handle`: a pointer as

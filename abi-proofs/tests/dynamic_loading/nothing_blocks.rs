@@ -6,7 +6,9 @@
 //! namespace that keeps the host's `/proc`, and the lookup bound without
 //! a thread-specific key.
 
-use super::{child, child_with, expect_lines, fake_driver, linux_only};
+use super::{
+    child, child_with, expect_lines, fake_driver, fixture, linux_only, shared_library_with,
+};
 use libtest_mimic::{Completion, Failed};
 use std::path::Path;
 
@@ -133,6 +135,129 @@ pub fn a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_drive
     let loaded = format!("already in the process: {} (preloaded", other.display());
     if !why.contains(&loaded) || !why.contains(&driver.display().to_string()) {
         return Err(format!("the message does not name both files: {why}").into());
+    }
+    Ok(Completion::Completed)
+}
+
+/// glibc's version, where it is at least `major.minor`; `None` otherwise
+/// (or not glibc).
+fn glibc_at_least(major: u32, minor: u32) -> Option<String> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+        let v = v.to_string_lossy().into_owned();
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        ((a, b) >= (major, minor)).then_some(v)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (major, minor);
+        None
+    }
+}
+
+/// A preloaded library `dlmopen`s a `libcuda.so.1` into a new link
+/// namespace, and `CUDA_MEM_SYS_LIBCUDA` names another driver: refused,
+/// 303, both paths named, the other said to be in another namespace
+/// (`_r_debug_extended`'s `r_next`, glibc 2.35 on). The loader of before
+/// saw the caller's namespace only and loaded the named driver beside it
+/// (the wrong twin: "driver Ok" fails this). The twin: the new namespace
+/// holds a library of another `SONAME`; the named driver is taken.
+pub fn a_libcuda_so_1_in_another_link_namespace_is_refused_naming_both(
+) -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("dlmopen's link namespaces are glibc's") {
+        return Ok(c);
+    }
+    let Some(version) = glibc_at_least(2, 35) else {
+        return Ok(Completion::ignored_with(
+            "glibc before 2.35 lists no other namespace (r_next)",
+        ));
+    };
+    println!("glibc {version}");
+    let (_s, shim) = shared_library_with(
+        "dlmopen-shim",
+        &fixture("dlmopen_shim.c"),
+        &[],
+        "libdlmopen_shim.so",
+        None,
+    )?;
+    let (_a, other) = fake_driver(&[])?;
+    let (_b, named) = fake_driver(&[])?;
+    let (_c, not_cuda) = shared_library_with(
+        "not-cuda",
+        &fixture("fake_libcuda.c"),
+        &[],
+        "libother.so.1",
+        Some("libother.so.1"),
+    )?;
+    for (case, in_namespace) in [("a libcuda.so.1", &other), ("another SONAME", &not_cuda)] {
+        let out = child_with(
+            "bad-driver",
+            &[
+                ("LD_PRELOAD", shim.as_os_str()),
+                ("DLMOPEN_SHIM_FILE", in_namespace.as_os_str()),
+                ("CUDA_MEM_SYS_LIBCUDA", named.as_os_str()),
+            ],
+        )?;
+        println!("{case} in another namespace:\n{out}");
+        let opened = format!(
+            "dlmopen shim: opened {} in a new namespace",
+            in_namespace.display()
+        );
+        expect_lines(&out, &[opened.as_str()])?;
+        if in_namespace == &not_cuda {
+            let taken = format!("driver Ok {}", named.display());
+            expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+            continue;
+        }
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = driver_error(&out)?;
+        let loaded = format!(
+            "already in the process: {} (in another link namespace",
+            other.display()
+        );
+        if !why.contains(&loaded) || !why.contains(&named.display().to_string()) {
+            return Err(format!("the message does not name both files: {why}").into());
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+/// A named driver whose constructor clears its own link map's `l_ld`: its
+/// `SONAME` cannot be read, so it is refused with that reason (303), as a
+/// driver whose `l_ld` is moved elsewhere is: fail closed. The loader of
+/// before took an unreadable `SONAME` as unknown and accepted it (the wrong
+/// twin: "driver Ok" fails this). The twin: the same driver, its link map
+/// left alone, is taken.
+pub fn a_named_driver_whose_soname_cannot_be_read_is_refused() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("link maps (dladdr1) are glibc's") {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    for clear in [true, false] {
+        let mut env = vec![("CUDA_MEM_SYS_LIBCUDA", driver.as_os_str())];
+        if clear {
+            env.push(("FAKE_CLEAR_L_LD", std::ffi::OsStr::new("1")));
+        }
+        let out = child_with("bad-driver", &env)?;
+        println!("l_ld cleared: {clear}\n{out}");
+        if !clear {
+            let taken = format!("driver Ok {}", driver.display());
+            expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
+            continue;
+        }
+        expect_lines(&out, &["cuInit 303 303"])?;
+        let why = driver_error(&out)?;
+        for says in [
+            "its link map's l_ld is null",
+            "so its SONAME is not known to be libcuda.so.1",
+        ] {
+            if !why.contains(says) {
+                return Err(format!("not refused with {says:?}: {why}").into());
+            }
+        }
     }
     Ok(Completion::Completed)
 }
