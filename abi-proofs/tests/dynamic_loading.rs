@@ -3083,6 +3083,11 @@ fn main() {
             "a_named_driver_whose_soname_cannot_be_read_is_refused",
             nothing_blocks::a_named_driver_whose_soname_cannot_be_read_is_refused,
         ),
+        #[cfg(unix)]
+        (
+            "a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc",
+            nothing_blocks::a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc,
+        ),
         (
             "a_zombie_main_thread_that_was_loading_gives_303_not_a_hang",
             hostile_drivers::a_zombie_main_thread_that_was_loading_gives_303_not_a_hang,

@@ -70,7 +70,8 @@
 //!   id, which a child can share (PID 1 forking into a new PID namespace).
 //!   A waiter also asks whether the loading thread still exists (Linux:
 //!   `tgkill(getpid(), owner, 0)`, then `/proc/self/task/<id>/stat`, whose
-//!   state `Z` tells the zombie main thread `tgkill` still answers): a
+//!   state `Z` tells the zombie main thread `tgkill` still answers, the id
+//!   mapped through `NSpid` where `/proc` is another PID namespace's): a
 //!   thread that ended inside the load (a raw exit; `pthread_exit`, a
 //!   forced unwind), or a child made without fork handlers (`clone(2)`,
 //!   `_Fork()`), gets 303 at once; a load that panicked on a thread that

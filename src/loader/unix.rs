@@ -123,8 +123,9 @@ pub fn thread_id() -> u32 {
 /// it succeeds, `/proc/self/task/<id>/stat` is asked for the thread's
 /// state, since `tgkill` succeeds on a zombie too: the thread-group leader
 /// (the main thread) that ended while other threads run stays a zombie
-/// (state `Z`) until the process ends. Where `/proc` cannot be read (not
-/// mounted), `tgkill`'s answer stands. Elsewhere no thread can be asked by
+/// (state `Z`) until the process ends; `/proc`'s ids are mapped to this
+/// PID namespace's where they differ ([`task_state`]). Where `/proc` cannot
+/// be read (not mounted), `tgkill`'s answer stands. Elsewhere no thread can be asked by
 /// its id: assumed to exist.
 pub fn thread_exists(id: u32) -> bool {
     #[cfg(target_os = "linux")]
@@ -150,33 +151,125 @@ pub fn thread_exists(id: u32) -> bool {
     }
 }
 
-/// The state letter of this process's thread `id`
-/// (`/proc/self/task/<id>/stat`, the field after the command's closing
-/// parenthesis); `None` where it cannot be read.
+/// The state letter of this process's thread `id` (this PID namespace's
+/// id, as `gettid` gives it), from `/proc`; `None` where it cannot be read.
+///
+/// `/proc` numbers threads in the PID namespace of the process that
+/// mounted it, which need not be this process's: under `unshare --pid
+/// --fork` without `--mount-proc` (as some sandboxes run) it is the host's,
+/// and `/proc/self/task/<gettid()>` is missing, or another thread's. So
+/// `/proc/self/stat`'s pid is compared with `getpid()` first: equal, `/proc`
+/// is this namespace's and the thread is read by its id; otherwise the
+/// thread whose `NSpid` (its ids from `/proc`'s namespace down to this
+/// process's, in `/proc/self/task/<id>/status`) ends with `id` is found and
+/// read.
 #[cfg(target_os = "linux")]
 fn task_state(id: u32) -> Option<u8> {
-    // "/proc/self/task/" + at most 10 digits + "/stat" + NUL.
-    let mut path = [0u8; 40];
-    let prefix = b"/proc/self/task/";
-    path[..prefix.len()].copy_from_slice(prefix);
+    let mut buf = [0u8; 512];
+    let own = read_proc(&[b"/proc/self/stat"], &mut buf)?;
+    // SAFETY: no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let task = if leading_number(own) == u32::try_from(pid).ok() {
+        id
+    } else {
+        task_in_proc_namespace(id)?
+    };
     let mut digits = [0u8; 20];
-    let digits = super::text::decimal(u64::from(id), &mut digits);
-    let end = prefix.len() + digits.len();
-    path[prefix.len()..end].copy_from_slice(digits);
-    path[end..end + 5].copy_from_slice(b"/stat");
+    let digits = super::text::decimal(u64::from(task), &mut digits);
+    let stat = read_proc(&[b"/proc/self/task/", digits, b"/stat"], &mut buf)?;
+    stat_state(stat)
+}
+
+/// The id `/proc` gives this process's thread `id` (this namespace's), by
+/// the `NSpid` of each of `/proc/self/task`'s threads.
+#[cfg(target_os = "linux")]
+fn task_in_proc_namespace(id: u32) -> Option<u32> {
+    // SAFETY: a NUL-terminated path; the stream is closed below.
+    let dir = unsafe { libc::opendir(c"/proc/self/task".as_ptr()) };
+    if dir.is_null() {
+        return None;
+    }
+    let mut found = None;
+    loop {
+        // SAFETY: a stream `opendir` gave, not closed yet.
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: `readdir`'s entry, NUL-terminated, valid until the next
+        // call on this stream.
+        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+        let Some(task) = leading_number(name).filter(|_| name.iter().all(u8::is_ascii_digit))
+        else {
+            continue;
+        };
+        let mut buf = [0u8; 4096];
+        let Some(status) = read_proc(&[b"/proc/self/task/", name, b"/status"], &mut buf) else {
+            continue;
+        };
+        if ns_tid(status) == Some(id) {
+            found = Some(task);
+            break;
+        }
+    }
+    // SAFETY: the stream `opendir` gave, closed once.
+    unsafe { libc::closedir(dir) };
+    found
+}
+
+/// The file at the path made of `parts` (at most 63 bytes), read into
+/// `buf` (one `read`: `/proc`'s small files come whole); `None` where it
+/// cannot be opened or read.
+#[cfg(target_os = "linux")]
+fn read_proc<'b>(parts: &[&[u8]], buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let mut path = [0u8; 64];
+    let mut len = 0;
+    for part in parts {
+        path.get_mut(len..len + part.len())?.copy_from_slice(part);
+        len += part.len();
+    }
+    if len >= path.len() {
+        return None;
+    }
     // SAFETY: a NUL-terminated path (the array's rest is 0); the
     // descriptor is closed below.
     let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return None;
     }
-    let mut buf = [0u8; 512];
     // SAFETY: a buffer of the size given.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
     // SAFETY: the descriptor opened above, used by nothing else.
     unsafe { libc::close(fd) };
-    let text = buf.get(..usize::try_from(n).ok()?)?;
-    stat_state(text)
+    buf.get(..usize::try_from(n).ok()?)
+}
+
+/// The decimal number `text` starts with (a `stat` line's pid, a task's
+/// folder name); `None` where it starts with no digit or it overflows.
+#[cfg(target_os = "linux")]
+fn leading_number(text: &[u8]) -> Option<u32> {
+    let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    text[..digits].iter().try_fold(0u32, |n, &d| {
+        n.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+    })
+}
+
+/// The thread's id in this process's PID namespace, from its `status`: the
+/// last number of the `NSpid:` line (its ids from `/proc`'s namespace down
+/// to the innermost).
+#[cfg(target_os = "linux")]
+fn ns_tid(status: &[u8]) -> Option<u32> {
+    let line = status
+        .split(|&b| b == b'\n')
+        .find_map(|l| l.strip_prefix(b"NSpid:"))?;
+    let last = line
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+        .last()?;
+    leading_number(last).filter(|_| last.iter().all(u8::is_ascii_digit))
 }
 
 /// The state in a `stat` line: `<id> (<command>) <state> ...`; the command
@@ -990,6 +1083,30 @@ mod thread_tests {
         assert_eq!(other, (0, 5));
         assert_eq!(lookup_depth(), 3);
         set_lookup_depth(0);
+    }
+
+    #[test]
+    fn a_threads_id_in_this_namespace_is_the_last_of_nspid() {
+        let status = b"Name:\tx\nTgid:\t4242\nNSpid:\t4242\t1\nNSpgid:\t9\n";
+        assert_eq!(ns_tid(status), Some(1));
+        // One namespace: the one id.
+        assert_eq!(ns_tid(b"NSpid:\t77\n"), Some(77));
+        // Wrong twin: the first id (/proc's namespace) is not this one's.
+        assert_ne!(ns_tid(status), Some(4242));
+        assert_eq!(ns_tid(b"Name:\tx\n"), None);
+        assert_eq!(ns_tid(b"NSpid:\t12x\n"), None);
+        assert_eq!(leading_number(b"4242 (cat) R"), Some(4242));
+        assert_eq!(leading_number(b"99999999999 (x)"), None);
+        assert_eq!(leading_number(b"(x)"), None);
+    }
+
+    #[test]
+    fn this_thread_is_found_by_its_nspid() {
+        // /proc here is this namespace's: the mapping finds the thread by
+        // the id it already has.
+        let me = thread_id();
+        assert_eq!(task_in_proc_namespace(me), Some(me));
+        assert_eq!(task_in_proc_namespace(u32::MAX), None);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! a thread-specific key.
 
 use super::{
-    child, child_with, expect_lines, fake_driver, fixture, linux_only, shared_library_with,
+    child, child_command, child_with, expect_lines, fake_driver, fixture, linux_as_root,
+    linux_only, run_bounded, shared_library_with, OWNER_GONE,
 };
 use libtest_mimic::{Completion, Failed};
 use std::path::Path;
@@ -257,6 +258,83 @@ pub fn a_named_driver_whose_soname_cannot_be_read_is_refused() -> Result<Complet
             if !why.contains(says) {
                 return Err(format!("not refused with {says:?}: {why}").into());
             }
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+/// The main thread loads the driver and its constructor ends it (the raw
+/// `exit` system call: a zombie thread-group leader, which `tgkill` still
+/// answers), in a PID namespace that keeps the host's `/proc` (`unshare
+/// --pid --fork` without `--mount-proc`, as some sandboxes run): a later
+/// call on another thread gets 303 at once, `driver()` saying the loading
+/// thread no longer exists. `gettid()` there is the namespace's id, while
+/// `/proc` numbers threads in the host's: the loader of before read
+/// `/proc/self/task/<gettid()>/stat`, found it missing, took the zombie
+/// for alive and waited (the wrong twin: the child's watchdog says "later
+/// call hung"). The twin: the same case with the namespace's own `/proc`
+/// (`--mount-proc`). Needs root and util-linux's `unshare`.
+pub fn a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc() -> Result<Completion, Failed>
+{
+    if let Some(c) = super::needs_feature() {
+        return Ok(c);
+    }
+    if let Some(c) = linux_as_root(
+        "PID namespaces are Linux's",
+        "needs root: unshare --pid makes the namespace",
+    ) {
+        return Ok(c);
+    }
+    let works = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .status();
+    if !matches!(works, Ok(s) if s.success()) {
+        return Ok(Completion::ignored_with(
+            "unshare --pid --fork cannot run here",
+        ));
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let folder = driver.parent().unwrap().as_os_str();
+    let exe = std::env::current_exe().unwrap();
+    for (case, args) in [
+        ("the host's /proc", &["--pid", "--fork"][..]),
+        (
+            "the namespace's own /proc",
+            &["--pid", "--fork", "--mount-proc"][..],
+        ),
+    ] {
+        let mut cmd = std::process::Command::new("unshare");
+        cmd.args(args).arg(&exe);
+        child_command(
+            &mut cmd,
+            "zombie-leader",
+            &[
+                ("LD_LIBRARY_PATH", folder),
+                (
+                    "FAKE_END_IN_CONSTRUCTOR",
+                    std::ffi::OsStr::new("exit_thread"),
+                ),
+            ],
+        );
+        let out = run_bounded(cmd, "zombie-leader")?;
+        println!("{case}:\n{out}");
+        let gone = format!("later driver message {OWNER_GONE}");
+        expect_lines(
+            &out,
+            &[
+                "main thread is a zombie: true",
+                "later cuInit(7) 303",
+                gone.as_str(),
+            ],
+        )?;
+        // In the namespace: PID 1, numbered otherwise by the host's /proc.
+        let host = case == "the host's /proc";
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("pid "))
+            .ok_or_else(|| format!("no pid line:\n{out}"))?;
+        if host == (line == "pid 1 /proc's 1") {
+            return Err(format!("{case}: /proc's numbering not as expected: {line}").into());
         }
     }
     Ok(Completion::Completed)
