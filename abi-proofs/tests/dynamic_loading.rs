@@ -3088,6 +3088,11 @@ fn main() {
             "a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc",
             nothing_blocks::a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc,
         ),
+        #[cfg(unix)]
+        (
+            "the_lookup_bound_holds_with_no_thread_key_left",
+            nothing_blocks::the_lookup_bound_holds_with_no_thread_key_left,
+        ),
         (
             "a_zombie_main_thread_that_was_loading_gives_303_not_a_hang",
             hostile_drivers::a_zombie_main_thread_that_was_loading_gives_303_not_a_hang,

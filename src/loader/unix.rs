@@ -328,20 +328,18 @@ fn key_in(slot: &AtomicUsize) -> Option<libc::pthread_key_t> {
 
 /// How many lookups of a loaded library's functions this thread is inside
 /// (a driver whose `cuGetProcAddress` calls back into the crate nests
-/// them); 0 where no key can be kept (then nothing is bounded).
-pub fn lookup_depth() -> usize {
-    match key_in(&DEPTH_KEY) {
-        // SAFETY: a live key; the value is a number, never dereferenced.
-        Some(key) => unsafe { libc::pthread_getspecific(key) as usize },
-        None => 0,
-    }
+/// them); `None` where no key can be had (`slots.rs` keeps it then).
+pub fn lookup_depth() -> Option<usize> {
+    // SAFETY: a live key; the value is a number, never dereferenced.
+    key_in(&DEPTH_KEY).map(|key| unsafe { libc::pthread_getspecific(key) as usize })
 }
 
-/// Sets this thread's [`lookup_depth`].
-pub fn set_lookup_depth(depth: usize) {
-    if let Some(key) = key_in(&DEPTH_KEY) {
+/// Sets this thread's [`lookup_depth`]; `false` where it cannot be kept.
+pub fn set_lookup_depth(depth: usize) -> bool {
+    match key_in(&DEPTH_KEY) {
         // SAFETY: a live key; the value is a number, never dereferenced.
-        unsafe { libc::pthread_setspecific(key, depth as *const libc::c_void) };
+        Some(key) => unsafe { libc::pthread_setspecific(key, depth as *const libc::c_void) == 0 },
+        None => false,
     }
 }
 
@@ -1071,8 +1069,8 @@ mod thread_tests {
     #[test]
     fn the_lookup_depth_is_kept_per_thread() {
         extern crate std;
-        set_lookup_depth(3);
-        assert_eq!(lookup_depth(), 3);
+        assert!(set_lookup_depth(3));
+        assert_eq!(lookup_depth(), Some(3));
         let other = std::thread::spawn(|| {
             let first = lookup_depth();
             set_lookup_depth(5);
@@ -1080,8 +1078,8 @@ mod thread_tests {
         })
         .join()
         .unwrap();
-        assert_eq!(other, (0, 5));
-        assert_eq!(lookup_depth(), 3);
+        assert_eq!(other, (Some(0), Some(5)));
+        assert_eq!(lookup_depth(), Some(3));
         set_lookup_depth(0);
     }
 

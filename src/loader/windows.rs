@@ -88,20 +88,18 @@ fn depth_index() -> Option<u32> {
 }
 
 /// How many lookups of a loaded library's functions this thread is inside;
-/// 0 where no thread-local index can be had (nothing is bounded then).
-pub fn lookup_depth() -> usize {
-    match depth_index() {
-        // SAFETY: a live index; the value is a number, never dereferenced.
-        Some(i) => unsafe { TlsGetValue(i) as usize },
-        None => 0,
-    }
+/// `None` where no thread-local index can be had (`slots.rs` keeps it then).
+pub fn lookup_depth() -> Option<usize> {
+    // SAFETY: a live index; the value is a number, never dereferenced.
+    depth_index().map(|i| unsafe { TlsGetValue(i) as usize })
 }
 
-/// Sets this thread's [`lookup_depth`].
-pub fn set_lookup_depth(depth: usize) {
-    if let Some(i) = depth_index() {
+/// Sets this thread's [`lookup_depth`]; `false` where it cannot be kept.
+pub fn set_lookup_depth(depth: usize) -> bool {
+    match depth_index() {
         // SAFETY: a live index; the value is a number, never dereferenced.
-        unsafe { TlsSetValue(i, depth as *mut c_void) };
+        Some(i) => unsafe { TlsSetValue(i, depth as *mut c_void) != 0 },
+        None => false,
     }
 }
 

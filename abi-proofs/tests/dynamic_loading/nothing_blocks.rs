@@ -339,3 +339,55 @@ pub fn a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc() -> Result
     }
     Ok(Completion::Completed)
 }
+
+/// An `LD_PRELOAD` takes every `pthread` key before `main`, and a driver's
+/// `cuGetProcAddress` calls the crate back at every lookup: the depth is
+/// kept in the loader's own table keyed by thread id, so the lookups nest
+/// to the bound (the deepest told 303) and the first call gets the
+/// driver's answer. The loader of before kept no depth without a key and
+/// recursed until the stack overflowed (the wrong twin: the child dies,
+/// rc 134). The twin: the same driver without the shim is bounded the
+/// same.
+pub fn the_lookup_bound_holds_with_no_thread_key_left() -> Result<Completion, Failed> {
+    if let Some(c) = linux_only("the fake's call back is set as an address in this process") {
+        return Ok(c);
+    }
+    let (_s, driver) = fake_driver(&[])?;
+    let (_k, shim) = shared_library_with(
+        "keys-shim",
+        &fixture("keys_shim.c"),
+        &["-pthread"],
+        "libkeys_shim.so",
+        None,
+    )?;
+    let folder = driver.parent().unwrap().as_os_str();
+    for keys_taken in [true, false] {
+        let mut env = vec![
+            ("LD_LIBRARY_PATH", folder),
+            ("FAKE_CALLBACK_AT", std::ffi::OsStr::new("lookup")),
+            ("FAKE_CALLBACK_EVERY", std::ffi::OsStr::new("1")),
+        ];
+        if keys_taken {
+            env.push(("LD_PRELOAD", shim.as_os_str()));
+        }
+        let out = child_with("deep-lookup", &env)?;
+        println!("every key taken: {keys_taken}\n{out}");
+        if keys_taken && !out.lines().any(|l| l.starts_with("keys shim: took ")) {
+            return Err(format!("the shim took no keys:\n{out}").into());
+        }
+        expect_lines(&out, &["cuInit(7) 0", "cuInit(0) 1"])?;
+        let count = |label: &str| -> Result<usize, Failed> {
+            out.lines()
+                .find_map(|l| l.strip_prefix(label))
+                .and_then(|n| n.trim().parse().ok())
+                .ok_or_else(|| format!("no {label:?} line:\n{out}").into())
+        };
+        let (made, told) = (count("callbacks made ")?, count("callbacks told 303 ")?);
+        // The load's own lookup (303: being loaded), the nested ones, the
+        // deepest told 303 at the bound.
+        if told < 2 || made > 2 + 8 {
+            return Err(format!("{made} call backs, {told} told 303:\n{out}").into());
+        }
+    }
+    Ok(Completion::Completed)
+}
