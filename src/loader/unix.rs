@@ -588,6 +588,7 @@ const MAX_FOREIGN_ENTRIES: usize = 4096;
 #[cfg(target_os = "linux")]
 fn in_another_namespace(want: &[u8], out: &mut Text) -> bool {
     struct Walk<'a> {
+        debug: *const RDebugExtended,
         want: &'a [u8],
         out: &'a mut Text,
         found: bool,
@@ -595,11 +596,19 @@ fn in_another_namespace(want: &[u8], out: &mut Text) -> bool {
     unsafe extern "C" fn each(_: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
         // SAFETY: `data` is the `Walk` below.
         let walk = unsafe { &mut *data.cast::<Walk<'_>>() };
-        walk.found = foreign_soname(walk.want, walk.out);
+        walk.found = foreign_soname(walk.debug, walk.want, walk.out);
         // Once: the lock is what this call was for.
         1
     }
+    // Asked before the walk: dlsym takes the loader's other lock, which a
+    // thread inside dlopen holds while it waits for the one the walk holds.
+    // SAFETY: a NUL-terminated name; the pointer is not dereferenced here.
+    let debug = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_r_debug".as_ptr()) };
+    if debug.is_null() {
+        return false;
+    }
     let mut walk = Walk {
+        debug: debug.cast::<RDebugExtended>().cast_const(),
         want,
         out,
         found: false,
@@ -610,15 +619,10 @@ fn in_another_namespace(want: &[u8], out: &mut Text) -> bool {
     walk.found
 }
 
-/// [`in_another_namespace`]'s walk, under the loader's lock.
+/// [`in_another_namespace`]'s walk from `debug` (`_r_debug`), under the
+/// loader's lock: no `dl*` call is made here.
 #[cfg(target_os = "linux")]
-fn foreign_soname(want: &[u8], out: &mut Text) -> bool {
-    // SAFETY: a NUL-terminated name; the pointer is not dereferenced here.
-    let debug = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_r_debug".as_ptr()) };
-    if debug.is_null() {
-        return false;
-    }
-    let debug = debug.cast::<RDebugExtended>().cast_const();
+fn foreign_soname(debug: *const RDebugExtended, want: &[u8], out: &mut Text) -> bool {
     // SAFETY: the dynamic loader's own `_r_debug`, which lives as long as
     // the process; `r_next` is read only where `r_version` says the
     // structure is `r_debug_extended`.
