@@ -38,7 +38,8 @@ fn driver_error(out: &str) -> Result<&str, Failed> {
 
 /// `CUDA_MEM_SYS_LIBCUDA` naming a FIFO with no writer, a character device,
 /// a directory, or a link to the FIFO: refused before `dlopen`, 303, the
-/// message naming the path and its type. The loader of before hung in
+/// message naming the path and its type; `CUDA_MEM_SYS_LIBCUDART` naming the
+/// FIFO alike, where the runtime is loaded (`dynamic-cudart`). The loader of before hung in
 /// `dlopen`'s `open(2)` on the FIFO (the wrong twin: the child's timeout
 /// fails it). The twin: a link to a regular file (the fake driver) is
 /// opened and taken.
@@ -82,6 +83,28 @@ pub fn a_named_path_that_is_not_a_regular_file_is_refused_with_its_type(
         );
         if !why.contains(&says) {
             return Err(format!("{case}: not refused with {says:?}: {why}").into());
+        }
+    }
+    // The runtime's variable alike, where the runtime is loaded.
+    let out = child_with(
+        "runtime-version",
+        &[("CUDA_MEM_SYS_LIBCUDART", pipe.as_os_str())],
+    )?;
+    if super::needs_loaded_runtime(&out).is_some() {
+        println!("CUDA_MEM_SYS_LIBCUDART: not used, the runtime is linked statically");
+    } else {
+        println!("CUDA_MEM_SYS_LIBCUDART naming the FIFO:\n{out}");
+        expect_lines(&out, &["cudaGetDeviceCount 303"])?;
+        let says = format!(
+            "CUDA_MEM_SYS_LIBCUDART names no loadable library: {} is a FIFO (named pipe), not a \
+             regular file",
+            pipe.display()
+        );
+        if !out
+            .lines()
+            .any(|l| l.starts_with("runtime Err ") && l.contains(&says))
+        {
+            return Err(format!("the runtime is not refused with {says:?}:\n{out}").into());
         }
     }
     let (d, driver) = fake_driver(&[])?;
