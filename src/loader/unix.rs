@@ -169,52 +169,109 @@ fn task_state(id: u32) -> Option<u8> {
     let own = read_proc(&[b"/proc/self/stat"], &mut buf)?;
     // SAFETY: no preconditions.
     let pid = unsafe { libc::getpid() };
-    let task = if leading_number(own) == u32::try_from(pid).ok() {
-        id
-    } else {
-        task_in_proc_namespace(id)?
-    };
+    if leading_number(own) != u32::try_from(pid).ok() {
+        return foreign_task_state(id);
+    }
     let mut digits = [0u8; 20];
-    let digits = super::text::decimal(u64::from(task), &mut digits);
+    let digits = super::text::decimal(u64::from(id), &mut digits);
     let stat = read_proc(&[b"/proc/self/task/", digits, b"/stat"], &mut buf)?;
     stat_state(stat)
 }
 
-/// The id `/proc` gives this process's thread `id` (this namespace's), by
-/// the `NSpid` of each of `/proc/self/task`'s threads.
+/// The last thread [`foreign_task_state`] found: its id in this namespace
+/// (high half) and in `/proc`'s (low half); 0: none.
 #[cfg(target_os = "linux")]
-fn task_in_proc_namespace(id: u32) -> Option<u32> {
-    // SAFETY: a NUL-terminated path; the stream is closed below.
-    let dir = unsafe { libc::opendir(c"/proc/self/task".as_ptr()) };
-    if dir.is_null() {
+static FOREIGN_TASK: AtomicU64 = AtomicU64::new(0);
+
+/// The state of this process's thread `id` (this namespace's id) where
+/// `/proc` numbers threads in another PID namespace: the task of
+/// `/proc/self/task` whose `NSpid` ends with `id`, its state read from the
+/// same `status` file. The task found is kept, and checked again by its
+/// `NSpid` at each later ask (a waiter asks every millisecond): the folder
+/// is listed again only where it no longer matches. Listed with
+/// `getdents64` into a buffer of its own (no `opendir`, which allocates).
+#[cfg(target_os = "linux")]
+fn foreign_task_state(id: u32) -> Option<u8> {
+    let kept = FOREIGN_TASK.load(Ordering::Relaxed);
+    if kept >> 32 == u64::from(id) && kept as u32 != 0 {
+        if let Some(state) = task_status_state(kept as u32, id) {
+            return Some(state);
+        }
+    }
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/task".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
         return None;
     }
     let mut found = None;
-    loop {
-        // SAFETY: a stream `opendir` gave, not closed yet.
-        let entry = unsafe { libc::readdir(dir) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: `readdir`'s entry, NUL-terminated, valid until the next
-        // call on this stream.
-        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
-        let Some(task) = leading_number(name).filter(|_| name.iter().all(u8::is_ascii_digit))
+    let mut buf = [0u8; 2048];
+    'list: loop {
+        // SAFETY: a directory descriptor and a buffer of the size given.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        let Some(entries) = usize::try_from(n)
+            .ok()
+            .filter(|&n| n > 0)
+            .and_then(|n| buf.get(..n))
         else {
-            continue;
-        };
-        let mut buf = [0u8; 4096];
-        let Some(status) = read_proc(&[b"/proc/self/task/", name, b"/status"], &mut buf) else {
-            continue;
-        };
-        if ns_tid(status) == Some(id) {
-            found = Some(task);
             break;
+        };
+        for name in dirent_names(entries) {
+            let Some(task) = leading_number(name).filter(|_| name.iter().all(u8::is_ascii_digit))
+            else {
+                continue;
+            };
+            if let Some(state) = task_status_state(task, id) {
+                FOREIGN_TASK.store(u64::from(id) << 32 | u64::from(task), Ordering::Relaxed);
+                found = Some(state);
+                break 'list;
+            }
         }
     }
-    // SAFETY: the stream `opendir` gave, closed once.
-    unsafe { libc::closedir(dir) };
+    // SAFETY: the descriptor opened above, used by nothing else.
+    unsafe { libc::close(fd) };
     found
+}
+
+/// The names in a `getdents64` buffer (`struct linux_dirent64`: `d_ino`
+/// 8 bytes, `d_off` 8, `d_reclen` 2, `d_type` 1, then the NUL-terminated
+/// name), each record's length checked against the buffer.
+#[cfg(target_os = "linux")]
+fn dirent_names(entries: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0usize;
+    core::iter::from_fn(move || {
+        let head = entries.get(at..at.checked_add(19)?)?;
+        let len = usize::from(u16::from_ne_bytes([head[16], head[17]]));
+        let record = entries
+            .get(at..at.checked_add(len)?)
+            .filter(|_| len >= 19)?;
+        at += len;
+        let name = &record[19..];
+        Some(&name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())])
+    })
+}
+
+/// The state of `/proc`'s task `task` where its `NSpid` ends with `id`.
+#[cfg(target_os = "linux")]
+fn task_status_state(task: u32, id: u32) -> Option<u8> {
+    let mut digits = [0u8; 20];
+    let digits = super::text::decimal(u64::from(task), &mut digits);
+    let mut buf = [0u8; 4096];
+    let status = read_proc(&[b"/proc/self/task/", digits, b"/status"], &mut buf)?;
+    (ns_tid(status) == Some(id)).then(|| status_state(status))?
+}
+
+/// The state letter of a `status` file's `State:` line (`State:\tZ (zombie)`).
+#[cfg(target_os = "linux")]
+fn status_state(status: &[u8]) -> Option<u8> {
+    let line = status
+        .split(|&b| b == b'\n')
+        .find_map(|l| l.strip_prefix(b"State:"))?;
+    line.iter().copied().find(|b| !b.is_ascii_whitespace())
 }
 
 /// The file at the path made of `parts` (at most 63 bytes), read into
@@ -1104,11 +1161,40 @@ mod thread_tests {
 
     #[test]
     fn this_thread_is_found_by_its_nspid() {
-        // /proc here is this namespace's: the mapping finds the thread by
-        // the id it already has.
+        // /proc here is this namespace's: the listing finds the thread by
+        // the id it already has, and keeps it for the next ask.
         let me = thread_id();
-        assert_eq!(task_in_proc_namespace(me), Some(me));
-        assert_eq!(task_in_proc_namespace(u32::MAX), None);
+        assert!(matches!(foreign_task_state(me), Some(b'R' | b'S')));
+        assert_eq!(
+            FOREIGN_TASK.load(Ordering::Relaxed),
+            u64::from(me) << 32 | u64::from(me)
+        );
+        assert!(matches!(foreign_task_state(me), Some(b'R' | b'S')));
+        assert_eq!(foreign_task_state(u32::MAX), None);
+        assert_eq!(status_state(b"Name:\tx\nState:\tZ (zombie)\n"), Some(b'Z'));
+        assert_eq!(status_state(b"Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn directory_records_are_read_to_their_length() {
+        let record = |name: &[u8], len: u16| {
+            let mut r = alloc::vec![0u8; usize::from(len)];
+            r[16..18].copy_from_slice(&len.to_ne_bytes());
+            r[19..19 + name.len()].copy_from_slice(name);
+            r
+        };
+        extern crate alloc;
+        let mut buf = record(b"12", 24);
+        buf.extend(record(b"345", 24));
+        let names: alloc::vec::Vec<&[u8]> = dirent_names(&buf).collect();
+        assert_eq!(names, [&b"12"[..], &b"345"[..]]);
+        // A record claiming more than the buffer, or less than its head,
+        // ends the listing.
+        let mut bad = record(b"7", 24);
+        bad[16..18].copy_from_slice(&200u16.to_ne_bytes());
+        assert_eq!(dirent_names(&bad).count(), 0);
+        bad[16..18].copy_from_slice(&0u16.to_ne_bytes());
+        assert_eq!(dirent_names(&bad).count(), 0);
     }
 
     #[test]
