@@ -324,8 +324,7 @@ fn ns_tid(status: &[u8]) -> Option<u32> {
         .find_map(|l| l.strip_prefix(b"NSpid:"))?;
     let last = line
         .split(|b| b.is_ascii_whitespace())
-        .filter(|w| !w.is_empty())
-        .last()?;
+        .rfind(|w| !w.is_empty())?;
     leading_number(last).filter(|_| last.iter().all(u8::is_ascii_digit))
 }
 
