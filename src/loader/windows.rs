@@ -5,7 +5,7 @@ use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
 use super::{AlreadyLoaded, Soname};
 use core::ffi::{c_char, c_void};
-pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 
