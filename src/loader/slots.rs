@@ -232,8 +232,8 @@ pub(super) const DEPTH_TABLE_SIZE: usize = 64;
 /// claiming it. Where every entry is held, no depth can be kept for the
 /// thread: its lookup is refused (303, not remembered) rather than left
 /// unbounded. A thread that ends inside a lookup (a raw exit) leaves its
-/// entry held: a later thread given its id starts deeper (bounded sooner),
-/// never unbounded.
+/// entry held: a later thread given its id starts at that depth (refused
+/// sooner; at 8, each of its lookups gets 303), never unbounded.
 pub(super) struct DepthTable {
     threads: [AtomicU32; DEPTH_TABLE_SIZE],
     depths: [AtomicUsize; DEPTH_TABLE_SIZE],
