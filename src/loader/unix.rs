@@ -1197,6 +1197,108 @@ mod thread_tests {
     }
 
     #[test]
+    fn only_a_regular_file_or_a_link_to_one_is_opened() {
+        extern crate std;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::env::temp_dir().join(std::format!("cuda-mem-sys-kinds-{}", thread_id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let z = |p: &std::path::Path| {
+            let mut v = p.as_os_str().as_bytes().to_vec();
+            v.push(0);
+            v
+        };
+        let file = dir.join("regular.so");
+        std::fs::write(&file, b"x").unwrap();
+        let link = dir.join("link.so");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let fifo = dir.join("fifo.so");
+        let f = z(&fifo);
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(f.as_ptr().cast(), 0o600) }, 0);
+        assert_eq!(not_a_regular_file(&z(&file)), None);
+        assert_eq!(not_a_regular_file(&z(&link)), None);
+        assert_eq!(not_a_regular_file(&f), Some("a FIFO (named pipe)"));
+        assert_eq!(not_a_regular_file(&z(&dir)), Some("a directory"));
+        assert_eq!(
+            not_a_regular_file(b"/dev/null\0"),
+            Some("a character device")
+        );
+        // Missing: dlopen says why; a bare name is searched for by the
+        // dynamic loader, not stat'ed (".", a folder here, changes nothing).
+        assert_eq!(not_a_regular_file(&z(&dir.join("missing.so"))), None);
+        assert_eq!(not_a_regular_file(b".\0"), None);
+        assert_eq!(not_a_regular_file(b"./\0"), Some("a directory"));
+        assert_eq!(file_kind(libc::S_IFBLK), Some("a block device"));
+        assert_eq!(file_kind(libc::S_IFSOCK), Some("a socket"));
+        assert_eq!(file_kind(libc::S_IFREG | 0o644), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The kernel's copy: the bytes where mapped, `false` (no fault) where
+    /// not.
+    #[test]
+    fn the_kernel_copies_mapped_bytes_and_refuses_unmapped_ones() {
+        let copy = KernelCopy::new().unwrap();
+        let bytes = *b"libcuda.so.1\0";
+        let mut out = [0u8; 13];
+        assert!(copy.copy(bytes.as_ptr() as usize, &mut out));
+        assert_eq!(out, bytes);
+        let mut out = [0u8; 16];
+        assert!(!copy.copy(8, &mut out));
+        assert!(!copy.copy(usize::MAX - 8, &mut out));
+        // The pipe is left empty: the next copy reads its own bytes.
+        let mut again = [0u8; 4];
+        assert!(copy.copy(bytes.as_ptr() as usize, &mut again));
+        assert_eq!(&again, b"libc");
+    }
+
+    /// An object of another namespace, known by its link map: its
+    /// `SONAME` read through the kernel, relocated or not; the twins: another
+    /// name, no `DT_NULL` within the bound, no `l_ld`.
+    #[test]
+    fn another_namespaces_object_is_told_by_its_soname() {
+        extern crate alloc;
+        let strings = b"\0libcuda.so.1\0libother.so.1\0";
+        let table = strings.as_ptr() as usize;
+        let section = |strtab: usize, soname: usize| {
+            alloc::vec![
+                elf::DT_STRTAB,
+                strtab,
+                elf::DT_SONAME,
+                soname,
+                elf::DT_NULL,
+                0usize
+            ]
+        };
+        let map = |ld: &[usize], bias: usize| LinkMapEntry {
+            l_addr: bias,
+            l_name: core::ptr::null(),
+            l_ld: ld.as_ptr().cast(),
+            l_next: core::ptr::null(),
+            l_prev: core::ptr::null(),
+        };
+        let copy = KernelCopy::new().unwrap();
+        let want = b"libcuda.so.1";
+        let as_is = section(table, 1);
+        assert!(foreign_is(&map(&as_is, 0), want, &copy));
+        // Not relocated: DT_STRTAB an offset from the bias.
+        let offset = section(0x100, 1);
+        assert!(foreign_is(&map(&offset, table - 0x100), want, &copy));
+        let other = section(table, 14);
+        assert!(!foreign_is(&map(&other, 0), want, &copy));
+        let mut endless = alloc::vec![0x7fff_ffffusize; 2 * MAX_FOREIGN_ENTRIES];
+        endless[..4].copy_from_slice(&as_is[..4]);
+        assert!(!foreign_is(&map(&endless, 0), want, &copy));
+        let mut none = map(&as_is, 0);
+        none.l_ld = core::ptr::null();
+        assert!(!foreign_is(&none, want, &copy));
+        // A name past the mapping: false, no fault.
+        let far = section(usize::MAX - 64, 1);
+        assert!(!foreign_is(&map(&far, 0), want, &copy));
+    }
+
+    #[test]
     fn this_thread_exists_and_runs() {
         let me = thread_id();
         assert!(matches!(task_state(me), Some(b'R' | b'S')));
