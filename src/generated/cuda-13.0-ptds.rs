@@ -439,7 +439,7 @@ pub struct CUgreenCtx_st {
 pub type CUgreenCtx = *mut CUgreenCtx_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUuuid_st {
     pub bytes: [::core::ffi::c_char; 16usize],
 }
@@ -447,7 +447,7 @@ pub struct CUuuid_st {
 pub type CUuuid = CUuuid_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemFabricHandle_st {
     pub data: [::core::ffi::c_uchar; 64usize],
 }
@@ -466,7 +466,7 @@ pub type CUmemFabricHandle_v1 = CUmemFabricHandle_st;
 pub type CUmemFabricHandle = CUmemFabricHandle_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUipcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -485,7 +485,7 @@ pub type CUipcEventHandle_v1 = CUipcEventHandle_st;
 pub type CUipcEventHandle = CUipcEventHandle_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUipcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -787,7 +787,7 @@ impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
@@ -803,7 +803,7 @@ impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesPa
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
@@ -832,7 +832,7 @@ pub type CUstreamBatchMemOpParams_v1 = CUstreamBatchMemOpParams_union;
 pub type CUstreamBatchMemOpParams = CUstreamBatchMemOpParams_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
     pub ctx: CUcontext,
     pub count: ::core::ffi::c_uint,
@@ -854,7 +854,7 @@ pub type CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st;
 pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
     pub ctx: CUcontext,
     pub count: ::core::ffi::c_uint,
@@ -923,7 +923,7 @@ pub union CUasyncNotificationInfo_st__info {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUasyncNotificationInfo_st__info__overBudget {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
@@ -1717,7 +1717,7 @@ pub struct CUdevice_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUdevice_attribute_enum as CUdevice_attribute;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevprop_st {
     pub maxThreadsPerBlock: ::core::ffi::c_int,
     pub maxThreadsDim: [::core::ffi::c_int; 3usize],
@@ -2395,7 +2395,7 @@ pub type CUaccessPolicyWindow_v1 = CUaccessPolicyWindow_st;
 pub type CUaccessPolicyWindow = CUaccessPolicyWindow_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_KERNEL_NODE_PARAMS_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2421,7 +2421,7 @@ impl Default for CUDA_KERNEL_NODE_PARAMS_st {
 pub type CUDA_KERNEL_NODE_PARAMS_v1 = CUDA_KERNEL_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_KERNEL_NODE_PARAMS_v2_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2451,7 +2451,7 @@ pub type CUDA_KERNEL_NODE_PARAMS_v2 = CUDA_KERNEL_NODE_PARAMS_v2_st;
 pub type CUDA_KERNEL_NODE_PARAMS = CUDA_KERNEL_NODE_PARAMS_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_KERNEL_NODE_PARAMS_v3_st {
     pub func: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -2479,7 +2479,7 @@ impl Default for CUDA_KERNEL_NODE_PARAMS_v3_st {
 pub type CUDA_KERNEL_NODE_PARAMS_v3 = CUDA_KERNEL_NODE_PARAMS_v3_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMSET_NODE_PARAMS_st {
     pub dst: CUdeviceptr,
     pub pitch: usize,
@@ -2494,7 +2494,7 @@ pub type CUDA_MEMSET_NODE_PARAMS_v1 = CUDA_MEMSET_NODE_PARAMS_st;
 pub type CUDA_MEMSET_NODE_PARAMS = CUDA_MEMSET_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMSET_NODE_PARAMS_v2_st {
     pub dst: CUdeviceptr,
     pub pitch: usize,
@@ -2573,7 +2573,7 @@ pub struct CUgraphConditionalNodeType_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphConditionalNodeType_enum as CUgraphConditionalNodeType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_CONDITIONAL_NODE_PARAMS {
     pub handle: CUgraphConditionalHandle,
     pub type_: CUgraphConditionalNodeType,
@@ -2650,7 +2650,7 @@ pub struct CUgraphDependencyType_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphDependencyType_enum as CUgraphDependencyType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphEdgeData_st {
     pub from_port: ::core::ffi::c_uchar,
     pub to_port: ::core::ffi::c_uchar,
@@ -2691,7 +2691,7 @@ pub struct CUgraphInstantiateResult_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphInstantiateResult_enum as CUgraphInstantiateResult;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
     pub flags: cuuint64_t,
     pub hUploadStream: CUstream,
@@ -2765,7 +2765,7 @@ pub struct CUlaunchMemSyncDomain_enum(pub ::core::ffi::c_uint);
 pub use self::CUlaunchMemSyncDomain_enum as CUlaunchMemSyncDomain;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
@@ -2865,7 +2865,7 @@ pub union CUlaunchAttributeValue_union {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeValue_union__clusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -2873,7 +2873,7 @@ pub struct CUlaunchAttributeValue_union__clusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeValue_union__programmaticEvent {
     pub event: CUevent,
     pub flags: ::core::ffi::c_int,
@@ -2890,7 +2890,7 @@ impl Default for CUlaunchAttributeValue_union__programmaticEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeValue_union__launchCompletionEvent {
     pub event: CUevent,
     pub flags: ::core::ffi::c_int,
@@ -2906,7 +2906,7 @@ impl Default for CUlaunchAttributeValue_union__launchCompletionEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeValue_union__preferredClusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -2914,7 +2914,7 @@ pub struct CUlaunchAttributeValue_union__preferredClusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchAttributeValue_union__deviceUpdatableKernelNode {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: CUgraphDeviceNode,
@@ -2960,7 +2960,7 @@ impl Default for CUlaunchAttribute_st {
 pub type CUlaunchAttribute = CUlaunchAttribute_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlaunchConfig_st {
     pub gridDimX: ::core::ffi::c_uint,
     pub gridDimY: ::core::ffi::c_uint,
@@ -3084,7 +3084,7 @@ pub struct CUexecAffinityType_enum(pub ::core::ffi::c_uint);
 pub use self::CUexecAffinityType_enum as CUexecAffinityType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUexecAffinitySmCount_st {
     pub val: ::core::ffi::c_uint,
 }
@@ -3139,7 +3139,7 @@ pub struct CUcigDataType_enum(pub ::core::ffi::c_uint);
 pub use self::CUcigDataType_enum as CUcigDataType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUctxCigParam_st {
     pub sharedDataType: CUcigDataType,
     pub sharedData: *mut ::core::ffi::c_void,
@@ -3157,7 +3157,7 @@ impl Default for CUctxCigParam_st {
 pub type CUctxCigParam = CUctxCigParam_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUctxCreateParams_st {
     pub execAffinityParams: *mut CUexecAffinityParam,
     pub numExecAffinityParams: ::core::ffi::c_int,
@@ -3190,7 +3190,7 @@ pub struct CUlibraryOption_enum(pub ::core::ffi::c_uint);
 pub use self::CUlibraryOption_enum as CUlibraryOption;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUlibraryHostUniversalFunctionAndDataTable_st {
     pub functionTable: *mut ::core::ffi::c_void,
     pub functionWindowSize: usize,
@@ -3554,7 +3554,7 @@ pub type CUoccupancyB2DSize = ::core::option::Option<
 >;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMCPY2D_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3588,7 +3588,7 @@ pub type CUDA_MEMCPY2D_v2 = CUDA_MEMCPY2D_st;
 pub type CUDA_MEMCPY2D = CUDA_MEMCPY2D_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMCPY3D_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3631,7 +3631,7 @@ pub type CUDA_MEMCPY3D_v2 = CUDA_MEMCPY3D_st;
 pub type CUDA_MEMCPY3D = CUDA_MEMCPY3D_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMCPY3D_PEER_st {
     pub srcXInBytes: usize,
     pub srcY: usize,
@@ -3674,7 +3674,7 @@ pub type CUDA_MEMCPY3D_PEER_v1 = CUDA_MEMCPY3D_PEER_st;
 pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D_PEER_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEMCPY_NODE_PARAMS_st {
     pub flags: ::core::ffi::c_int,
     pub reserved: ::core::ffi::c_int,
@@ -3694,7 +3694,7 @@ impl Default for CUDA_MEMCPY_NODE_PARAMS_st {
 pub type CUDA_MEMCPY_NODE_PARAMS = CUDA_MEMCPY_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_ARRAY_DESCRIPTOR_st {
     pub Width: usize,
     pub Height: usize,
@@ -3716,7 +3716,7 @@ pub type CUDA_ARRAY_DESCRIPTOR_v2 = CUDA_ARRAY_DESCRIPTOR_st;
 pub type CUDA_ARRAY_DESCRIPTOR = CUDA_ARRAY_DESCRIPTOR_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_ARRAY3D_DESCRIPTOR_st {
     pub Width: usize,
     pub Height: usize,
@@ -3740,7 +3740,7 @@ pub type CUDA_ARRAY3D_DESCRIPTOR_v2 = CUDA_ARRAY3D_DESCRIPTOR_st;
 pub type CUDA_ARRAY3D_DESCRIPTOR = CUDA_ARRAY3D_DESCRIPTOR_v2;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st {
     pub tileExtent: CUDA_ARRAY_SPARSE_PROPERTIES_st__tileExtent,
     pub miptailFirstLevel: ::core::ffi::c_uint,
@@ -3750,7 +3750,7 @@ pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st__tileExtent {
     pub width: ::core::ffi::c_uint,
     pub height: ::core::ffi::c_uint,
@@ -3762,7 +3762,7 @@ pub type CUDA_ARRAY_SPARSE_PROPERTIES_v1 = CUDA_ARRAY_SPARSE_PROPERTIES_st;
 pub type CUDA_ARRAY_SPARSE_PROPERTIES = CUDA_ARRAY_SPARSE_PROPERTIES_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
     pub size: usize,
     pub alignment: usize,
@@ -3792,7 +3792,7 @@ pub union CUDA_RESOURCE_DESC_st__res {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_DESC_st__res__array {
     pub hArray: CUarray,
 }
@@ -3807,7 +3807,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__array {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_DESC_st__res__mipmap {
     pub hMipmappedArray: CUmipmappedArray,
 }
@@ -3822,7 +3822,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__mipmap {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_DESC_st__res__linear {
     pub devPtr: CUdeviceptr,
     pub format: CUarray_format,
@@ -3840,7 +3840,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__linear {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_DESC_st__res__pitch2D {
     pub devPtr: CUdeviceptr,
     pub format: CUarray_format,
@@ -3860,7 +3860,7 @@ impl Default for CUDA_RESOURCE_DESC_st__res__pitch2D {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_DESC_st__res__reserved {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
@@ -4062,7 +4062,7 @@ pub struct CUresourceViewFormat_enum(pub ::core::ffi::c_uint);
 pub use self::CUresourceViewFormat_enum as CUresourceViewFormat;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_RESOURCE_VIEW_DESC_st {
     pub format: CUresourceViewFormat,
     pub width: usize,
@@ -4090,7 +4090,7 @@ pub type CUDA_RESOURCE_VIEW_DESC = CUDA_RESOURCE_VIEW_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
 #[repr(align(128))]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUtensorMap_st {
     pub opaque: [cuuint64_t; 16usize],
 }
@@ -4279,7 +4279,7 @@ pub struct CUtensorMapIm2ColWideMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapIm2ColWideMode_enum as CUtensorMapIm2ColWideMode;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
     pub p2pToken: ::core::ffi::c_ulonglong,
     pub vaSpaceToken: ::core::ffi::c_uint,
@@ -4308,7 +4308,7 @@ pub struct CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(pub ::core::ffi::c_uint);
 pub use self::CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum as CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_LAUNCH_PARAMS_st {
     pub function: CUfunction,
     pub gridDimX: ::core::ffi::c_uint,
@@ -4396,7 +4396,7 @@ pub union CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -4434,7 +4434,7 @@ pub type CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1 = CUDA_EXTERNAL_MEMORY_HANDLE_DESC_
 pub type CUDA_EXTERNAL_MEMORY_HANDLE_DESC = CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
     pub offset: ::core::ffi::c_ulonglong,
     pub size: ::core::ffi::c_ulonglong,
@@ -4447,7 +4447,7 @@ pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1 = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_
 pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st {
     pub offset: ::core::ffi::c_ulonglong,
     pub arrayDesc: CUDA_ARRAY3D_DESCRIPTOR,
@@ -4532,7 +4532,7 @@ pub union CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -4587,7 +4587,7 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -4609,7 +4609,7 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
 }
@@ -4654,7 +4654,7 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -4676,7 +4676,7 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
@@ -4705,7 +4705,7 @@ pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1 = CUDA_EXTERNAL_SEMAPHORE_WAIT_P
 pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
@@ -4726,7 +4726,7 @@ pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1 = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st
 pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
@@ -4745,7 +4745,7 @@ impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
 pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2 = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -4766,7 +4766,7 @@ pub type CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1 = CUDA_EXT_SEM_WAIT_NODE_PARAMS_st;
 pub type CUDA_EXT_SEM_WAIT_NODE_PARAMS = CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -5006,7 +5006,7 @@ pub union CUarrayMapInfo_st__subresource {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUarrayMapInfo_st__subresource__sparseLevel {
     pub level: ::core::ffi::c_uint,
     pub layer: ::core::ffi::c_uint,
@@ -5019,7 +5019,7 @@ pub struct CUarrayMapInfo_st__subresource__sparseLevel {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUarrayMapInfo_st__subresource__miptail {
     pub layer: ::core::ffi::c_uint,
     pub offset: ::core::ffi::c_ulonglong,
@@ -5064,7 +5064,7 @@ pub type CUarrayMapInfo_v1 = CUarrayMapInfo_st;
 pub type CUarrayMapInfo = CUarrayMapInfo_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemLocation_st {
     pub type_: CUmemLocationType,
     pub id: ::core::ffi::c_int,
@@ -5098,7 +5098,7 @@ pub struct CUmemAllocationCompType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAllocationCompType_enum as CUmemAllocationCompType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationProp_st {
     pub type_: CUmemAllocationType,
     pub requestedHandleTypes: CUmemAllocationHandleType,
@@ -5108,7 +5108,7 @@ pub struct CUmemAllocationProp_st {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAllocationProp_st__allocFlags {
     pub compressionType: ::core::ffi::c_uchar,
     pub gpuDirectRDMACapable: ::core::ffi::c_uchar,
@@ -5144,7 +5144,7 @@ pub struct CUmulticastGranularity_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmulticastGranularity_flags_enum as CUmulticastGranularity_flags;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmulticastObjectProp_st {
     pub numDevices: ::core::ffi::c_uint,
     pub size: usize,
@@ -5157,7 +5157,7 @@ pub type CUmulticastObjectProp_v1 = CUmulticastObjectProp_st;
 pub type CUmulticastObjectProp = CUmulticastObjectProp_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemAccessDesc_st {
     pub location: CUmemLocation,
     pub flags: CUmemAccess_flags,
@@ -5219,7 +5219,7 @@ pub struct CUgraphExecUpdateResult_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphExecUpdateResult_enum as CUgraphExecUpdateResult;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUgraphExecUpdateResultInfo_st {
     pub result: CUgraphExecUpdateResult,
     pub errorNode: CUgraphNode,
@@ -5278,7 +5278,7 @@ pub struct CUmemPool_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemPool_attribute_enum as CUmemPool_attribute;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemPoolProps_st {
     pub allocType: CUmemAllocationType,
     pub handleTypes: CUmemAllocationHandleType,
@@ -5303,7 +5303,7 @@ pub type CUmemPoolProps_v1 = CUmemPoolProps_st;
 pub type CUmemPoolProps = CUmemPoolProps_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemPoolPtrExportData_st {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
@@ -5360,7 +5360,7 @@ pub struct CUmemcpySrcAccessOrder_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemcpySrcAccessOrder_enum as CUmemcpySrcAccessOrder;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpyAttributes_st {
     pub srcAccessOrder: CUmemcpySrcAccessOrder,
     pub srcLocHint: CUmemLocation,
@@ -5400,7 +5400,7 @@ pub struct CUmemcpy3DOperandType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemcpy3DOperandType_enum as CUmemcpy3DOperandType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUoffset3D_st {
     pub x: usize,
     pub y: usize,
@@ -5412,7 +5412,7 @@ pub type CUoffset3D_v1 = CUoffset3D_st;
 pub type CUoffset3D = CUoffset3D_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUextent3D_st {
     pub width: usize,
     pub height: usize,
@@ -5438,7 +5438,7 @@ pub union CUmemcpy3DOperand_st__op {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpy3DOperand_st__op__ptr {
     pub ptr: CUdeviceptr,
     pub rowLength: usize,
@@ -5456,7 +5456,7 @@ impl Default for CUmemcpy3DOperand_st__op__ptr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemcpy3DOperand_st__op__array {
     pub array: CUarray,
     pub offset: CUoffset3D,
@@ -5517,7 +5517,7 @@ pub type CUDA_MEMCPY3D_BATCH_OP_v1 = CUDA_MEMCPY3D_BATCH_OP_st;
 pub type CUDA_MEMCPY3D_BATCH_OP = CUDA_MEMCPY3D_BATCH_OP_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     pub poolProps: CUmemPoolProps,
     pub accessDescs: *const CUmemAccessDesc,
@@ -5540,7 +5540,7 @@ pub type CUDA_MEM_ALLOC_NODE_PARAMS_v1 = CUDA_MEM_ALLOC_NODE_PARAMS_v1_st;
 pub type CUDA_MEM_ALLOC_NODE_PARAMS = CUDA_MEM_ALLOC_NODE_PARAMS_v1;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
     pub poolProps: CUmemPoolProps,
     pub accessDescs: *const CUmemAccessDesc,
@@ -5561,7 +5561,7 @@ impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
 pub type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS_v2_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_MEM_FREE_NODE_PARAMS_st {
     pub dptr: CUdeviceptr,
 }
@@ -5605,7 +5605,7 @@ pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphChildGraphNodeOwnership_enum as CUgraphChildGraphNodeOwnership;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
     pub graph: CUgraph,
     pub ownership: CUgraphChildGraphNodeOwnership,
@@ -5623,7 +5623,7 @@ impl Default for CUDA_CHILD_GRAPH_NODE_PARAMS_st {
 pub type CUDA_CHILD_GRAPH_NODE_PARAMS = CUDA_CHILD_GRAPH_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
     pub event: CUevent,
 }
@@ -5640,7 +5640,7 @@ impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st {
 pub type CUDA_EVENT_RECORD_NODE_PARAMS = CUDA_EVENT_RECORD_NODE_PARAMS_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
     pub event: CUevent,
 }
@@ -5901,7 +5901,7 @@ pub struct CUprocessState_enum(pub ::core::ffi::c_uint);
 pub use self::CUprocessState_enum as CUprocessState;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcheckpointLockArgs_st {
     pub timeoutMs: ::core::ffi::c_uint,
     pub reserved0: ::core::ffi::c_uint,
@@ -5911,7 +5911,7 @@ pub struct CUcheckpointLockArgs_st {
 pub type CUcheckpointLockArgs = CUcheckpointLockArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcheckpointCheckpointArgs_st {
     pub reserved: [cuuint64_t; 8usize],
 }
@@ -5919,7 +5919,7 @@ pub struct CUcheckpointCheckpointArgs_st {
 pub type CUcheckpointCheckpointArgs = CUcheckpointCheckpointArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcheckpointGpuPair_st {
     pub oldUuid: CUuuid,
     pub newUuid: CUuuid,
@@ -5928,7 +5928,7 @@ pub struct CUcheckpointGpuPair_st {
 pub type CUcheckpointGpuPair = CUcheckpointGpuPair_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcheckpointRestoreArgs_st {
     pub gpuPairs: *mut CUcheckpointGpuPair,
     pub gpuPairsCount: ::core::ffi::c_uint,
@@ -5948,7 +5948,7 @@ impl Default for CUcheckpointRestoreArgs_st {
 pub type CUcheckpointRestoreArgs = CUcheckpointRestoreArgs_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUcheckpointUnlockArgs_st {
     pub reserved: [cuuint64_t; 8usize],
 }
@@ -5990,7 +5990,7 @@ pub struct CUmemDecompressAlgorithm_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemDecompressAlgorithm_enum as CUmemDecompressAlgorithm;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUmemDecompressParams_st {
     pub srcNumBytes: usize,
     pub dstNumBytes: usize,
@@ -6131,7 +6131,7 @@ pub const CU_DEV_RESOURCE_TYPE_SM: CUdevResourceType = CUdevResourceType(1);
 pub struct CUdevResourceType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html) (CUDA Driver API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CUdevSmResource_st {
     pub smCount: ::core::ffi::c_uint,
     pub minSmPartitionSize: ::core::ffi::c_uint,
@@ -6219,7 +6219,7 @@ pub const cudaRoundMinInf: cudaRoundMode = cudaRoundMode(3);
 pub struct cudaRoundMode(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct dim3 {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -6623,7 +6623,7 @@ pub const cudaChannelFormatKindUnsignedNormalized1010102: cudaChannelFormatKind 
 pub struct cudaChannelFormatKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaChannelFormatDesc {
     pub x: ::core::ffi::c_int,
     pub y: ::core::ffi::c_int,
@@ -6662,7 +6662,7 @@ pub type cudaMipmappedArray_t = *mut cudaMipmappedArray;
 pub type cudaMipmappedArray_const_t = *const cudaMipmappedArray;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaArraySparseProperties {
     pub tileExtent: cudaArraySparseProperties__tileExtent,
     pub miptailFirstLevel: ::core::ffi::c_uint,
@@ -6672,7 +6672,7 @@ pub struct cudaArraySparseProperties {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaArraySparseProperties__tileExtent {
     pub width: ::core::ffi::c_uint,
     pub height: ::core::ffi::c_uint,
@@ -6680,7 +6680,7 @@ pub struct cudaArraySparseProperties__tileExtent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaArrayMemoryRequirements {
     pub size: usize,
     pub alignment: usize,
@@ -6714,7 +6714,7 @@ pub const cudaMemcpyDefault: cudaMemcpyKind = cudaMemcpyKind(4);
 pub struct cudaMemcpyKind(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaPitchedPtr {
     pub ptr: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -6732,7 +6732,7 @@ impl Default for cudaPitchedPtr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExtent {
     pub width: usize,
     pub height: usize,
@@ -6740,7 +6740,7 @@ pub struct cudaExtent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaPos {
     pub x: usize,
     pub y: usize,
@@ -6748,7 +6748,7 @@ pub struct cudaPos {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpy3DParms {
     pub srcArray: cudaArray_t,
     pub srcPos: cudaPos,
@@ -6770,7 +6770,7 @@ impl Default for cudaMemcpy3DParms {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpyNodeParams {
     pub flags: ::core::ffi::c_int,
     pub reserved: [::core::ffi::c_int; 3usize],
@@ -6787,7 +6787,7 @@ impl Default for cudaMemcpyNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpy3DPeerParms {
     pub srcArray: cudaArray_t,
     pub srcPos: cudaPos,
@@ -6810,7 +6810,7 @@ impl Default for cudaMemcpy3DPeerParms {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemsetParams {
     pub dst: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -6830,7 +6830,7 @@ impl Default for cudaMemsetParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemsetParamsV2 {
     pub dst: *mut ::core::ffi::c_void,
     pub pitch: usize,
@@ -7217,7 +7217,7 @@ pub union cudaResourceDesc__res {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceDesc__res__array {
     pub array: cudaArray_t,
 }
@@ -7232,7 +7232,7 @@ impl Default for cudaResourceDesc__res__array {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceDesc__res__mipmap {
     pub mipmap: cudaMipmappedArray_t,
 }
@@ -7247,7 +7247,7 @@ impl Default for cudaResourceDesc__res__mipmap {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceDesc__res__linear {
     pub devPtr: *mut ::core::ffi::c_void,
     pub desc: cudaChannelFormatDesc,
@@ -7264,7 +7264,7 @@ impl Default for cudaResourceDesc__res__linear {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceDesc__res__pitch2D {
     pub devPtr: *mut ::core::ffi::c_void,
     pub desc: cudaChannelFormatDesc,
@@ -7283,7 +7283,7 @@ impl Default for cudaResourceDesc__res__pitch2D {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceDesc__res__reserved {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
@@ -7307,7 +7307,7 @@ impl Default for cudaResourceDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaResourceViewDesc {
     pub format: cudaResourceViewFormat,
     pub width: usize,
@@ -7330,7 +7330,7 @@ impl Default for cudaResourceViewDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaPointerAttributes {
     pub type_: cudaMemoryType,
     pub device: ::core::ffi::c_int,
@@ -7349,7 +7349,7 @@ impl Default for cudaPointerAttributes {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaFuncAttributes {
     pub sharedSizeBytes: usize,
     pub constSizeBytes: usize,
@@ -7911,7 +7911,7 @@ pub const cudaMemLocationTypeHostNumaCurrent: cudaMemLocationType = cudaMemLocat
 pub struct cudaMemLocationType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemLocation {
     pub type_: cudaMemLocationType,
     pub id: ::core::ffi::c_int,
@@ -7937,7 +7937,7 @@ pub const cudaMemAccessFlagsProtReadWrite: cudaMemAccessFlags = cudaMemAccessFla
 pub struct cudaMemAccessFlags(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAccessDesc {
     pub location: cudaMemLocation,
     pub flags: cudaMemAccessFlags,
@@ -7991,7 +7991,7 @@ pub const cudaMemHandleTypeFabric: cudaMemAllocationHandleType = cudaMemAllocati
 pub struct cudaMemAllocationHandleType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemPoolProps {
     pub allocType: cudaMemAllocationType,
     pub handleTypes: cudaMemAllocationHandleType,
@@ -8012,7 +8012,7 @@ impl Default for cudaMemPoolProps {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemPoolPtrExportData {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
@@ -8027,7 +8027,7 @@ impl Default for cudaMemPoolPtrExportData {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAllocNodeParams {
     pub poolProps: cudaMemPoolProps,
     pub accessDescs: *const cudaMemAccessDesc,
@@ -8046,7 +8046,7 @@ impl Default for cudaMemAllocNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemAllocNodeParamsV2 {
     pub poolProps: cudaMemPoolProps,
     pub accessDescs: *const cudaMemAccessDesc,
@@ -8065,7 +8065,7 @@ impl Default for cudaMemAllocNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemFreeNodeParams {
     pub dptr: *mut ::core::ffi::c_void,
 }
@@ -8132,7 +8132,7 @@ pub const cudaMemcpySrcAccessOrderMax: cudaMemcpySrcAccessOrder = cudaMemcpySrcA
 pub struct cudaMemcpySrcAccessOrder(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpyAttributes {
     pub srcAccessOrder: cudaMemcpySrcAccessOrder,
     pub srcLocHint: cudaMemLocation,
@@ -8166,7 +8166,7 @@ pub const cudaMemcpyOperandTypeMax: cudaMemcpy3DOperandType = cudaMemcpy3DOperan
 pub struct cudaMemcpy3DOperandType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaOffset3D {
     pub x: usize,
     pub y: usize,
@@ -8188,7 +8188,7 @@ pub union cudaMemcpy3DOperand__op {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpy3DOperand__op__ptr {
     pub ptr: *mut ::core::ffi::c_void,
     pub rowLength: usize,
@@ -8206,7 +8206,7 @@ impl Default for cudaMemcpy3DOperand__op__ptr {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemcpy3DOperand__op__array {
     pub array: cudaArray_t,
     pub offset: cudaOffset3D,
@@ -8345,7 +8345,7 @@ pub struct cudaAtomicOperationCapability(pub ::core::ffi::c_uint);
 pub type cudaUUID_t = CUuuid_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaDeviceProp {
     pub name: [::core::ffi::c_char; 256usize],
     pub uuid: cudaUUID_t,
@@ -8452,7 +8452,7 @@ impl Default for cudaDeviceProp {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaIpcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8469,7 +8469,7 @@ impl Default for cudaIpcEventHandle_st {
 pub type cudaIpcEventHandle_t = cudaIpcEventHandle_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaIpcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8486,7 +8486,7 @@ impl Default for cudaIpcMemHandle_st {
 pub type cudaIpcMemHandle_t = cudaIpcMemHandle_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaMemFabricHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
@@ -8557,7 +8557,7 @@ pub union cudaExternalMemoryHandleDesc__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalMemoryHandleDesc__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -8591,7 +8591,7 @@ impl Default for cudaExternalMemoryHandleDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalMemoryBufferDesc {
     pub offset: ::core::ffi::c_ulonglong,
     pub size: ::core::ffi::c_ulonglong,
@@ -8600,7 +8600,7 @@ pub struct cudaExternalMemoryBufferDesc {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalMemoryMipmappedArrayDesc {
     pub offset: ::core::ffi::c_ulonglong,
     pub formatDesc: cudaChannelFormatDesc,
@@ -8681,7 +8681,7 @@ pub union cudaExternalSemaphoreHandleDesc__handle {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreHandleDesc__handle__win32 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
@@ -8732,7 +8732,7 @@ pub struct cudaExternalSemaphoreSignalParams__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreSignalParams__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -8754,7 +8754,7 @@ impl Default for cudaExternalSemaphoreSignalParams__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreSignalParams__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
 }
@@ -8795,7 +8795,7 @@ pub struct cudaExternalSemaphoreWaitParams__params {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreWaitParams__params__fence {
     pub value: ::core::ffi::c_ulonglong,
 }
@@ -8817,7 +8817,7 @@ impl Default for cudaExternalSemaphoreWaitParams__params__nvSciSync {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreWaitParams__params__keyedMutex {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
@@ -8926,7 +8926,7 @@ pub const cudaLibraryBinaryIsPreserved: cudaLibraryOption = cudaLibraryOption(1)
 pub struct cudaLibraryOption(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudalibraryHostUniversalFunctionAndDataTable {
     pub functionTable: *mut ::core::ffi::c_void,
     pub functionWindowSize: usize,
@@ -8976,7 +8976,7 @@ pub const cudaCGScopeReserved: cudaCGScope = cudaCGScope(2);
 pub struct cudaCGScope(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaKernelNodeParams {
     pub func: *mut ::core::ffi::c_void,
     pub gridDim: dim3,
@@ -8996,7 +8996,7 @@ impl Default for cudaKernelNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaKernelNodeParamsV2 {
     pub func: *mut ::core::ffi::c_void,
     pub gridDim: dim3,
@@ -9016,7 +9016,7 @@ impl Default for cudaKernelNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreSignalNodeParams {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreSignalParams,
@@ -9033,7 +9033,7 @@ impl Default for cudaExternalSemaphoreSignalNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreSignalNodeParamsV2 {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreSignalParams,
@@ -9050,7 +9050,7 @@ impl Default for cudaExternalSemaphoreSignalNodeParamsV2 {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreWaitNodeParams {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreWaitParams,
@@ -9067,7 +9067,7 @@ impl Default for cudaExternalSemaphoreWaitNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaExternalSemaphoreWaitNodeParamsV2 {
     pub extSemArray: *mut cudaExternalSemaphore_t,
     pub paramsArray: *const cudaExternalSemaphoreWaitParams,
@@ -9108,7 +9108,7 @@ pub const cudaGraphCondTypeSwitch: cudaGraphConditionalNodeType = cudaGraphCondi
 pub struct cudaGraphConditionalNodeType(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaConditionalNodeParams {
     pub handle: cudaGraphConditionalHandle,
     pub type_: cudaGraphConditionalNodeType,
@@ -9170,7 +9170,7 @@ pub const cudaGraphChildGraphOwnershipMove: cudaGraphChildGraphNodeOwnership = c
 pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaChildGraphNodeParams {
     pub graph: cudaGraph_t,
     pub ownership: cudaGraphChildGraphNodeOwnership,
@@ -9186,7 +9186,7 @@ impl Default for cudaChildGraphNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaEventRecordNodeParams {
     pub event: cudaEvent_t,
 }
@@ -9201,7 +9201,7 @@ impl Default for cudaEventRecordNodeParams {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaEventWaitNodeParams {
     pub event: cudaEvent_t,
 }
@@ -9275,7 +9275,7 @@ pub struct cudaGraphDependencyType_enum(pub ::core::ffi::c_uint);
 pub use self::cudaGraphDependencyType_enum as cudaGraphDependencyType;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphEdgeData_st {
     pub from_port: ::core::ffi::c_uchar,
     pub to_port: ::core::ffi::c_uchar,
@@ -9356,7 +9356,7 @@ pub const cudaGraphInstantiateConditionalHandleUnused: cudaGraphInstantiateResul
 pub struct cudaGraphInstantiateResult(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphInstantiateParams_st {
     pub flags: ::core::ffi::c_ulonglong,
     pub uploadStream: cudaStream_t,
@@ -9376,7 +9376,7 @@ impl Default for cudaGraphInstantiateParams_st {
 pub type cudaGraphInstantiateParams = cudaGraphInstantiateParams_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphExecUpdateResultInfo_st {
     pub result: cudaGraphExecUpdateResult,
     pub errorNode: cudaGraphNode_t,
@@ -9433,7 +9433,7 @@ pub union cudaGraphKernelNodeUpdate__updateData {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaGraphKernelNodeUpdate__updateData__param {
     pub pValue: *const ::core::ffi::c_void,
     pub offset: usize,
@@ -9580,7 +9580,7 @@ pub const cudaLaunchMemSyncDomainRemote: cudaLaunchMemSyncDomain = cudaLaunchMem
 pub struct cudaLaunchMemSyncDomain(pub ::core::ffi::c_uint);
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
@@ -9674,7 +9674,7 @@ pub union cudaLaunchAttributeValue {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeValue__clusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -9682,7 +9682,7 @@ pub struct cudaLaunchAttributeValue__clusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeValue__programmaticEvent {
     pub event: cudaEvent_t,
     pub flags: ::core::ffi::c_int,
@@ -9699,7 +9699,7 @@ impl Default for cudaLaunchAttributeValue__programmaticEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeValue__preferredClusterDim {
     pub x: ::core::ffi::c_uint,
     pub y: ::core::ffi::c_uint,
@@ -9707,7 +9707,7 @@ pub struct cudaLaunchAttributeValue__preferredClusterDim {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeValue__launchCompletionEvent {
     pub event: cudaEvent_t,
     pub flags: ::core::ffi::c_int,
@@ -9723,7 +9723,7 @@ impl Default for cudaLaunchAttributeValue__launchCompletionEvent {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchAttributeValue__deviceUpdatableKernelNode {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: cudaGraphDeviceNode_t,
@@ -9767,7 +9767,7 @@ impl Default for cudaLaunchAttribute_st {
 pub type cudaLaunchAttribute = cudaLaunchAttribute_st;
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaLaunchConfig_st {
     pub gridDim: dim3,
     pub blockDim: dim3,
@@ -9828,7 +9828,7 @@ pub union cudaAsyncNotificationInfo__info {
 }
 /// NVIDIA's reference: [data types](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html) (CUDA Runtime API).
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct cudaAsyncNotificationInfo__info__overBudget {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
