@@ -282,8 +282,9 @@ const NEWTYPE: &[&str] = &[
 ];
 /// What each opaque handle struct (`struct CUctx_st;` in C) derives at least.
 const OPAQUE: &[&str] = &["Copy", "Clone"];
-/// What a struct whose fields all allow comparing derives at least.
-const COMPARABLE: &[&str] = &["PartialEq", "Eq", "Hash"];
+/// What a struct whose fields all allow comparing derives at least: `Eq`,
+/// and with it the order (field by field, as cudarc's plain structs).
+const COMPARABLE: &[&str] = &["PartialEq", "Eq", "Hash", "PartialOrd", "Ord"];
 
 /// The names a `#[derive(...)]` list gives.
 fn derived(attrs: &[syn::Attribute]) -> Vec<String> {
@@ -502,8 +503,13 @@ fn a_missing_derive_is_caught() -> Result<Completion, Failed> {
             "cudaError_enum",
         ),
         (
+            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]\npub struct CUuuid_st {",
+            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, PartialOrd, Ord)]\npub struct CUuuid_st {",
+            "CUuuid_st",
+        ),
+        (
+            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq, PartialOrd, Ord)]\npub struct CUuuid_st {",
             "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]\npub struct CUuuid_st {",
-            "#[derive(Debug, Default, Copy, Clone, Hash, PartialEq)]\npub struct CUuuid_st {",
             "CUuuid_st",
         ),
         (

@@ -197,7 +197,7 @@ for whl in sorted(pathlib.Path(sys.argv[2]).glob('*.whl')):
 "#;
     let status = Command::new("python3")
         .args(["-c", script])
-        .arg(&root)
+        .arg(root)
         .arg(&wheel_dir)
         .arg(if libs { "1" } else { "0" })
         .status()

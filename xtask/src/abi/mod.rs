@@ -174,6 +174,40 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     crate::cmd::run_cmd(&mut cmd)
 }
 
+/// The ABI checks on the bindings a build without `bindgen` compiles (the
+/// committed bindings of `release`, for its very headers: no bindgen run, no
+/// `CUDA_MEM_SYS_ALWAYS_GENERATE`): layout, field types, constants, by
+/// value, stable names, header coverage and the committed bindings'
+/// comparison with the generator's. The signature and symbol checks need
+/// abi-proofs' generated bindings (`bindgen`): [`ci_release`] runs them on
+/// the generator's output, which `cargo xtask regen --check` proves equal
+/// to the committed.
+pub fn ci_release_committed(workspace: &Path, release: &str) -> Result<(), String> {
+    let include = headers::fetch(workspace, release)?;
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(workspace)
+        .args(["test", "--no-default-features"])
+        .args(["--test", "abi_layout", "--test", "stable_names"])
+        .args(BY_TYPE.iter().flat_map(|t| ["--test", t]))
+        .args([
+            "--test",
+            "abi_by_value",
+            "--test",
+            "header_coverage",
+            "--test",
+            "fallback",
+        ])
+        .env_remove(ALWAYS_GENERATE)
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env(generator::locate::INCLUDE_DIR_VAR, &include)
+        .env("LD_LIBRARY_PATH", include.parent().unwrap().join("lib"))
+        .env(
+            "CARGO_TARGET_DIR",
+            target_dir(workspace, release).join("committed"),
+        );
+    crate::cmd::run_cmd(&mut cmd)
+}
+
 /// `abi`'s arguments, checked: `[--target <triple>] (<release>... | --all)`,
 /// each release known (or `fallback`) and the target one `for_target` runs.
 pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), String> {

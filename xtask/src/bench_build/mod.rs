@@ -239,6 +239,10 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
     cuda_h.push(b'\n');
     write_file(&changed.join("cuda.h"), &cuda_h)?;
     let other_headers = [(generator::locate::INCLUDE_DIR_VAR, changed.as_path())];
+    let include_12_4 = headers::fetch(workspace, "12.4")?;
+    let include_13_5 = headers::fetch(workspace, "13.5")?;
+    let headers_12_4 = [(generator::locate::INCLUDE_DIR_VAR, include_12_4.as_path())];
+    let headers_13_5 = [(generator::locate::INCLUDE_DIR_VAR, include_13_5.as_path())];
     let cases = [
         (
             "cuda-mem-sys, (a) the committed bindings' own CUDA 13.0 headers found (no bindgen run)",
@@ -267,6 +271,14 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
         (
             "floor of (a'): bindgen 0.73 alone, run by a build script over (a')'s headers with this crate's configuration",
             measure(&bindgen_run, &bench.join("t-bindgen-run"), &other_headers, "bindgen-run-user", runs)?,
+        ),
+        (
+            "cuda-mem-sys, (d) `default-features = false`, CUDA 12.4 headers found (12.4's committed bindings: five deltas applied)",
+            measure(&ours_min, &bench.join("t-d"), &headers_12_4, "cuda-mem-sys", runs)?,
+        ),
+        (
+            "cuda-mem-sys, (e) `default-features = false`, CUDA 13.5 headers found (13.5's committed bindings: five deltas applied)",
+            measure(&ours_min, &bench.join("t-e"), &headers_13_5, "cuda-mem-sys", runs)?,
         ),
     ];
     let minutes = started.elapsed().map_or(0.0, |d| d.as_secs_f64() / 60.0);
@@ -302,7 +314,9 @@ pub fn run(workspace: &Path, runs: usize) -> Result<(), String> {
          committed bindings (`src/generated/cuda-13.0.inputs`), takes those and runs no bindgen; \
          (a') compiles them and runs bindgen (and the C preprocessor) over headers that differ \
          by one byte; (b) compiles them but uses the committed bindings; (c) compiles neither, needs no \
-         libclang, and asks the C compiler only for the headers' `CUDA_VERSION`; cudarc ships \
+         libclang, and asks the C compiler only for the headers' `CUDA_VERSION`; (d) and (e) \
+         are (c) on other releases, each taking its committed bindings (CUDA 13.0's whole text \
+         with the deltas towards it applied, `build/committed.rs`); cudarc ships \
          pregenerated bindings. The two floors are what the default `bindgen` feature costs by \
          itself, bindgen asked for as this crate asks for it: compiled and linked by a build \
          script that does nothing else (what (a) and (b) cannot go below), and also run by it \

@@ -259,12 +259,21 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     // bindgen with libclang 22 (rust-bindgen #3383): the same bindings as 19's.
     crate::abi::libclang22::run(workspace, &[])?;
 
-    // Beside the pinned release: the range's ends.
+    // Beside the pinned release: the range's ends, generated and (no
+    // bindgen) committed.
     for release in releases::ends() {
         step(&format!("CUDA {release}: ABI checks"));
         crate::abi::ci_release(workspace, release)?;
+        step(&format!(
+            "CUDA {release}: ABI checks of the committed bindings a build without bindgen compiles"
+        ));
+        crate::abi::ci_release_committed(workspace, release)?;
         discard(&crate::abi::target_dir(workspace, release));
     }
+
+    step("the committed bindings: every release, target family and stream mode regenerated from the wheels' headers and compared, byte for byte");
+    crate::regen::run(workspace, &["--check"])?;
+    discard(&workspace.join("target/xtask-regen"));
 
     cross(workspace)
 }

@@ -28,8 +28,9 @@ const PTDS_BUILDS: [(&str, &str, bool); 2] = [
 ];
 
 /// What one call to the GPU machine may carry (64 MiB, with room for the
-/// working tree that travels with it).
-const PART_LIMIT: u64 = 56 << 20;
+/// working tree that travels with it: about 16 MB with the committed
+/// bindings of every release).
+const PART_LIMIT: u64 = 44 << 20;
 
 /// What one part may take to run: a call runs 10 minutes at most, with the
 /// machine's start and the transfers around it.
