@@ -286,16 +286,16 @@ pub fn generate_jobs(workspace: &Path, jobs: &[Job]) -> Result<Vec<Texts>, Strin
     crate::cmd::ensure_libclang()?;
     let families: Vec<Family> = jobs.iter().map(|j| j.variant.family).collect();
     if families.contains(&Family::Aarch64Linux) {
-        crate::ci::ensure_target(crate::ci::AARCH64)?;
+        crate::cmd::ensure_target(crate::cmd::AARCH64)?;
     }
     if families.contains(&Family::X86_64WindowsGnu) {
-        crate::ci::ensure_target(crate::ci::WINDOWS)?;
+        crate::cmd::ensure_target(crate::cmd::WINDOWS)?;
     }
     if families
         .iter()
         .any(|f| matches!(f, Family::X86_64WindowsMsvc | Family::Aarch64WindowsMsvc))
     {
-        crate::ci::ensure_clang()?;
+        crate::cmd::ensure_clang()?;
     }
     let at_once = std::thread::available_parallelism().map_or(2, |n| n.get());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;

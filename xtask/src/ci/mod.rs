@@ -22,50 +22,7 @@ use crate::{headers, releases};
 use std::path::Path;
 use std::process::Command;
 
-/// clang 19, besides gcc: `generator/tests/loader_type_check.rs` runs the build
-/// script's type check of the loader table under both (it reports ignored
-/// without clang).
-pub fn ensure_clang() -> Result<(), String> {
-    if !Path::new("/usr/lib/llvm-19/bin/clang").exists() {
-        step("installing clang-19");
-        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
-        run_cmd(Command::new("apt-get").args(["install", "-y", "-qq", "clang-19"]))?;
-    }
-    Ok(())
-}
-
-pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
-pub const WINDOWS: &str = "x86_64-pc-windows-gnu";
-
-/// A Rust target and the Debian packages that build and run its programs
-/// here (no binfmt: programs run through cargo's runner).
-pub fn ensure_target(target: &str) -> Result<(), String> {
-    let (tools, packages): (&[&str], &[&str]) = match target {
-        AARCH64 => (
-            &["/usr/bin/aarch64-linux-gnu-gcc", "/usr/bin/qemu-aarch64"],
-            &[
-                "gcc-aarch64-linux-gnu",
-                "libc6-dev-arm64-cross",
-                "qemu-user",
-            ],
-        ),
-        _ => (
-            &["/usr/bin/x86_64-w64-mingw32-gcc", "/usr/lib/wine/wine64"],
-            &["gcc-mingw-w64-x86-64", "wine64"],
-        ),
-    };
-    if tools.iter().any(|t| !Path::new(t).exists()) {
-        step(&format!("installing {}", packages.join(" ")));
-        run_cmd(Command::new("apt-get").args(["update", "-qq"]))?;
-        run_cmd(
-            Command::new("apt-get")
-                .args(["install", "-y", "-qq"])
-                .args(packages)
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )?;
-    }
-    run_cmd(Command::new("rustup").args(["target", "add", target]))
-}
+pub use crate::cmd::{ensure_clang, ensure_target, AARCH64, WINDOWS};
 
 pub fn demo(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
