@@ -416,6 +416,31 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
     Ok(row)
 }
 
+/// The summary lines of `abi.txt` (written by abi-proofs/tests/abi_layout.rs).
+pub fn parse_dump(text: &str) -> Summary {
+    let mut s = Summary::default();
+    for line in text.lines() {
+        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match key {
+            "cuda_version" => s.cuda_version = rest.trim().parse().unwrap_or(0),
+            "bindings" => s.bindings = rest.to_string(),
+            "compiler" => s.compiler = rest.to_string(),
+            "summary" => {
+                s.counts = rest
+                    .split_whitespace()
+                    .filter_map(|kv| {
+                        let (k, v) = kv.split_once('=')?;
+                        Some((k.to_string(), v.parse().ok()?))
+                    })
+                    .collect()
+            }
+            "mismatch" => s.mismatches.push(rest.to_string()),
+            _ => {}
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::{release_proofs, BY_TYPE, MORE};
@@ -444,29 +469,4 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), all.len(), "a proof listed twice: {all:?}");
     }
-}
-
-/// The summary lines of `abi.txt` (written by abi-proofs/tests/abi_layout.rs).
-pub fn parse_dump(text: &str) -> Summary {
-    let mut s = Summary::default();
-    for line in text.lines() {
-        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match key {
-            "cuda_version" => s.cuda_version = rest.trim().parse().unwrap_or(0),
-            "bindings" => s.bindings = rest.to_string(),
-            "compiler" => s.compiler = rest.to_string(),
-            "summary" => {
-                s.counts = rest
-                    .split_whitespace()
-                    .filter_map(|kv| {
-                        let (k, v) = kv.split_once('=')?;
-                        Some((k.to_string(), v.parse().ok()?))
-                    })
-                    .collect()
-            }
-            "mismatch" => s.mismatches.push(rest.to_string()),
-            _ => {}
-        }
-    }
-    s
 }
