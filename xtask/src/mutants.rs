@@ -1,6 +1,8 @@
 //! `cargo xtask mutants`: cargo-mutants (crates.io; installed if missing)
-//! over the run-time loader (`src/loader/`) and the generator (`build/`,
-//! compiled as the `generator` package), each mutant tested by the checks
+//! over the run-time loader (`src/loader/`), the generator (`build/`,
+//! compiled as the `generator` package) and the proofs' own code
+//! (`test-support/`, abi-proofs' build script and `abi_constants.rs`,
+//! `tests/docs_agree.rs`: [`FILES`]), each mutant tested by the checks
 //! that need no GPU and can see it ([`GROUPS`]), with a timeout per mutant
 //! and in shards (`--shard k/n`), so that a run fits in pieces.
 //!
@@ -31,7 +33,25 @@ const CARGO_VAR: &str = "CUDA_MEM_SYS_MUTANTS_CARGO";
 /// The files mutated unless `--file` names others (cargo-mutants' globs;
 /// `build/`'s files are the `generator` package's, which cargo-mutants
 /// names `generator/../build/...`: `**/build/...` matches them).
-pub const FILES: [&str; 2] = ["src/loader/**", "**/build/**"];
+pub const FILES: [&str; 6] = [
+    "src/loader/**",
+    "**/build/**",
+    "test-support/**",
+    "abi-proofs/build/**",
+    "abi-proofs/tests/abi_constants.rs",
+    "tests/docs_agree.rs",
+];
+
+/// Where a mutant's one changed file is looked for ([`changed_files`]):
+/// the folders and files of [`FILES`].
+const MUTATED: [&str; 6] = [
+    "src/loader",
+    "build",
+    "test-support/src",
+    "abi-proofs/build",
+    "abi-proofs/tests/abi_constants.rs",
+    "tests/docs_agree.rs",
+];
 /// The globs of the run, for the baseline's groups.
 const FILES_VAR: &str = "CUDA_MEM_SYS_MUTANTS_FILES";
 /// `--groups`: the only groups run (names, space-separated); unset, all.
@@ -53,7 +73,7 @@ pub struct Group {
 /// the tests of the test kit and the documents (`pair_loop`, `os_helpers`,
 /// `process_death_plumbing`, `quoted_paths`, `package`), which compile
 /// neither the loader's nor the generator's code into what they check.
-pub const GROUPS: [Group; 8] = [
+pub const GROUPS: [Group; 12] = [
     Group {
         name: "loader",
         files: &["src/loader/", "build/codegen/loader.rs"],
@@ -148,6 +168,58 @@ pub const GROUPS: [Group; 8] = [
             "--test",
             "ignored_reasons",
         ],
+        loom: false,
+    },
+    // The proofs' own code, each against the tests that use it.
+    // test-support's requirement of GPUs: its unit tests, `required_gpus`.
+    Group {
+        name: "test-support",
+        files: &["test-support/"],
+        args: &[
+            "-p",
+            "test-support",
+            "-p",
+            "cuda-mem-sys",
+            "--lib",
+            "--test",
+            "required_gpus",
+        ],
+        loom: false,
+    },
+    // abi-proofs' build script (the C and Rust halves it generates) and
+    // test-support's C compiler, headers and scratch folders: every ABI
+    // proof (default features; the generated bindings).
+    Group {
+        name: "proofs-own",
+        files: &["abi-proofs/build/", "test-support/src/lib.rs"],
+        args: &[
+            "-p",
+            "abi-proofs",
+            "--test",
+            "abi_layout",
+            "--test",
+            "abi_field_types",
+            "--test",
+            "abi_constants",
+            "--test",
+            "abi_by_value",
+            "--test",
+            "abi_signatures",
+            "--test",
+            "abi_bad_input",
+        ],
+        loom: false,
+    },
+    Group {
+        name: "constants-check",
+        files: &["abi-proofs/tests/abi_constants.rs"],
+        args: &["-p", "abi-proofs", "--test", "abi_constants"],
+        loom: false,
+    },
+    Group {
+        name: "docs",
+        files: &["tests/docs_agree.rs"],
+        args: &["-p", "cuda-mem-sys", "--test", "docs_agree"],
         loom: false,
     },
 ];
@@ -457,22 +529,24 @@ pub fn as_cargo() -> Option<ExitCode> {
     Some(ExitCode::SUCCESS)
 }
 
-/// The files of the loader and the generator that differ between
-/// cargo-mutants' copy `tree` and `original` (the mutant's one file).
+/// The files of [`MUTATED`] that differ between cargo-mutants' copy `tree`
+/// and `original` (the mutant's one file).
 fn changed_files(tree: &Path, original: &Path) -> Vec<String> {
     let mut found = vec![];
-    let mut stack = vec![PathBuf::from("src/loader"), PathBuf::from("build")];
+    let mut stack: Vec<PathBuf> = MUTATED.iter().map(PathBuf::from).collect();
     while let Some(rel) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(tree.join(&rel)) else {
+        let here = tree.join(&rel);
+        if here.is_file() {
+            if std::fs::read(&here).ok() != std::fs::read(original.join(&rel)).ok() {
+                found.push(rel.to_string_lossy().into_owned());
+            }
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&here) else {
             continue;
         };
         for e in entries.flatten() {
-            let r = rel.join(e.file_name());
-            if e.path().is_dir() {
-                stack.push(r);
-            } else if std::fs::read(e.path()).ok() != std::fs::read(original.join(&r)).ok() {
-                found.push(r.to_string_lossy().into_owned());
-            }
+            stack.push(rel.join(e.file_name()));
         }
     }
     found.sort();
@@ -580,6 +654,22 @@ mod tests {
             names(&["build/codegen/postprocess.rs"]),
             ["generator", "proofs", "crate"]
         );
+        // The proofs' own code: each file against the tests that use it.
+        assert_eq!(names(&["test-support/src/require.rs"]), ["test-support"]);
+        assert_eq!(
+            names(&["test-support/src/lib.rs"]),
+            ["test-support", "proofs-own"]
+        );
+        assert_eq!(names(&["abi-proofs/build/by_value.rs"]), ["proofs-own"]);
+        assert_eq!(
+            names(&["abi-proofs/build/layout_check/field_types.rs"]),
+            ["proofs-own"]
+        );
+        assert_eq!(
+            names(&["abi-proofs/tests/abi_constants.rs"]),
+            ["constants-check"]
+        );
+        assert_eq!(names(&["tests/docs_agree.rs"]), ["docs"]);
         assert_eq!(names(&[]).len(), GROUPS.len());
         // The baseline of a run over the loader alone, or once.rs alone.
         let base = |globs: &[&str]| -> Vec<&str> {
@@ -596,6 +686,44 @@ mod tests {
         assert_eq!(
             base(&["**/build/codegen/postprocess.rs"]),
             ["generator", "proofs", "crate"]
+        );
+    }
+
+    /// The mutant's one file is found in every mutated folder and file,
+    /// the proofs' own among them; a file outside them is not looked at.
+    #[test]
+    fn the_changed_file_is_found_where_mutants_are_made() {
+        let root = std::env::temp_dir().join(format!("xtask-changed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (tree, original) = (root.join("tree"), root.join("original"));
+        let files = [
+            "src/loader/once.rs",
+            "test-support/src/require.rs",
+            "abi-proofs/build/layout_check/field_types.rs",
+            "abi-proofs/tests/abi_constants.rs",
+            "tests/docs_agree.rs",
+            "tests/vmm.rs",
+        ];
+        for dir in [&tree, &original] {
+            for f in files {
+                std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+                std::fs::write(dir.join(f), "fn a() {}\n").unwrap();
+            }
+        }
+        assert!(changed_files(&tree, &original).is_empty());
+        for f in &files[1..] {
+            std::fs::write(tree.join(f), "fn a() { () }\n").unwrap();
+        }
+        let found = changed_files(&tree, &original);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            found,
+            [
+                "abi-proofs/build/layout_check/field_types.rs",
+                "abi-proofs/tests/abi_constants.rs",
+                "test-support/src/require.rs",
+                "tests/docs_agree.rs",
+            ]
         );
     }
 
