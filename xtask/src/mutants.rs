@@ -37,10 +37,21 @@ pub const FILES: [&str; 6] = [
     "src/loader/**",
     "**/build/**",
     "test-support/**",
-    "abi-proofs/build/**",
+    // abi-proofs' build script, as the `abi-proofs-build` package compiles
+    // it (cargo-mutants mutates no build script; it names these files
+    // `abi-proofs/build-as-lib/../build/...`).
+    "abi-proofs/build-as-lib/**",
     "abi-proofs/tests/abi_constants.rs",
     "tests/docs_agree.rs",
 ];
+
+/// A path as cargo-mutants names it, from the workspace root: the
+/// generator's and abi-proofs' build-script packages' `../` taken out.
+fn normal(path: &str) -> String {
+    path.replace("generator/../", "")
+        .replace("abi-proofs/build-as-lib/../", "abi-proofs/")
+        .replace("abi-proofs/build-as-lib/", "abi-proofs/build/")
+}
 
 /// Where a mutant's one changed file is looked for ([`changed_files`]):
 /// the folders and files of [`FILES`].
@@ -228,22 +239,22 @@ pub const GROUPS: [Group; 12] = [
 /// changed), the groups that see any file of the run's `globs`.
 pub fn groups_for(changed: &[String], globs: &[&str]) -> Vec<&'static Group> {
     // A glob's literal start: `**/build/codegen/*.rs` -> `build/codegen/`.
-    let starts: Vec<&str> = globs
+    let starts: Vec<String> = globs
         .iter()
         .map(|g| {
-            let g = g
-                .trim_start_matches("**/")
-                .trim_start_matches("generator/../");
-            &g[..g.find('*').unwrap_or(g.len())]
+            let g = normal(g.trim_start_matches("**/"));
+            g[..g.find('*').unwrap_or(g.len())].to_string()
         })
         .collect();
     GROUPS
         .iter()
         .filter(|g| {
             if changed.is_empty() {
-                starts
-                    .iter()
-                    .any(|s| g.files.iter().any(|f| f.starts_with(s) || s.starts_with(f)))
+                starts.iter().any(|s| {
+                    g.files
+                        .iter()
+                        .any(|f| f.starts_with(s.as_str()) || s.starts_with(f))
+                })
             } else {
                 changed
                     .iter()
@@ -581,7 +592,7 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
                 continue;
             };
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let line = line.replace("generator/../", "");
+                let line = normal(&line);
                 let file = line.split(':').next().unwrap_or_default().to_string();
                 per_file.entry(file).or_default()[k] += 1;
                 if k == 1 || k == 3 {
@@ -687,6 +698,13 @@ mod tests {
             base(&["**/build/codegen/postprocess.rs"]),
             ["generator", "proofs", "crate"]
         );
+        // abi-proofs' build script through its package, as cargo-mutants names it.
+        assert_eq!(base(&["abi-proofs/build-as-lib/**"]), ["proofs-own"]);
+        assert_eq!(
+            base(&["abi-proofs/build-as-lib/../build/by_value.rs"]),
+            ["proofs-own"]
+        );
+        assert_eq!(base(&["test-support/**"]), ["test-support", "proofs-own"]);
     }
 
     /// The mutant's one file is found in every mutated folder and file,
@@ -789,6 +807,11 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("timeout.txt"), "src/loader/once.rs:4:1: d\n").unwrap();
+        std::fs::write(
+            dir.join("unviable.txt"),
+            "abi-proofs/build-as-lib/../build/by_value.rs:5:1: f\n",
+        )
+        .unwrap();
         // An --iterate run's skipped mutants count as caught.
         std::fs::write(
             dir.join("previously_caught.txt"),
@@ -806,5 +829,9 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("missed: build/codegen/docs.rs:3:1: c"), "{t}");
+        assert!(
+            t.contains("| `abi-proofs/build/by_value.rs` | 1 | 0 | 0 | 1 | 0 | - |"),
+            "{t}"
+        );
     }
 }
