@@ -569,8 +569,14 @@ fn changed_files(tree: &Path, original: &Path) -> Vec<String> {
 /// `unviable.txt`, `timeout.txt`, one mutant a line `file:line:col: what`),
 /// as a Markdown table; then every missed and timed-out mutant.
 pub fn summary(dirs: &[&str]) -> Result<String, String> {
-    const KINDS: [&str; 4] = ["caught", "missed", "unviable", "timeout"];
-    let mut per_file: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+    const KINDS: [&str; 5] = [
+        "caught",
+        "missed",
+        "unviable",
+        "timeout",
+        "previously_caught",
+    ];
+    let mut per_file: BTreeMap<String, [usize; 5]> = BTreeMap::new();
     let mut survivors = vec![];
     for dir in dirs {
         let dir = Path::new(dir);
@@ -580,12 +586,14 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
         } else {
             dir.to_path_buf()
         };
-        // An `--iterate` run's skipped mutants, caught by an earlier run.
+        // An `--iterate` run's skipped mutants (`previously_caught.txt`):
+        // those an earlier run into the folder caught *or found unviable*
+        // (cargo-mutants' `load_previously_caught` reads both files), so
+        // counted apart, never as caught.
         let files = KINDS
             .iter()
             .enumerate()
-            .map(|(k, kind)| (k, format!("{kind}.txt")))
-            .chain([(0, "previously_caught.txt".to_string())]);
+            .map(|(k, kind)| (k, format!("{kind}.txt")));
         for (k, file) in files {
             let kind = KINDS[k];
             let Ok(text) = std::fs::read_to_string(dir.join(&file)) else {
@@ -602,10 +610,10 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
         }
     }
     let mut t = String::from(
-        "| file | mutants | caught | missed | unviable | timeouts | caught of viable |\n\
-         |---|---:|---:|---:|---:|---:|---:|\n",
+        "| file | mutants | caught | missed | unviable | timeouts | skipped (`--iterate`: caught or unviable before) | caught of viable run |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (file, [c, m, u, to]) in &per_file {
+    for (file, [c, m, u, to, before]) in &per_file {
         let viable = c + m + to;
         let share = if viable == 0 {
             "-".to_string()
@@ -613,8 +621,8 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
             format!("{:.0} %", 100.0 * *c as f64 / viable as f64)
         };
         t.push_str(&format!(
-            "| `{file}` | {} | {c} | {m} | {u} | {to} | {share} |\n",
-            c + m + u + to
+            "| `{file}` | {} | {c} | {m} | {u} | {to} | {before} | {share} |\n",
+            c + m + u + to + before
         ));
     }
     t.push('\n');
@@ -812,7 +820,8 @@ mod tests {
             "abi-proofs/build-as-lib/../build/by_value.rs:5:1: f\n",
         )
         .unwrap();
-        // An --iterate run's skipped mutants count as caught.
+        // An --iterate run's skipped mutants (caught or unviable before) are
+        // counted apart, not as caught.
         std::fs::write(
             dir.join("previously_caught.txt"),
             "src/loader/once.rs:5:1: e\n",
@@ -821,16 +830,16 @@ mod tests {
         let t = summary(&[&dir.to_string_lossy()]).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
-            t.contains("| `src/loader/once.rs` | 4 | 3 | 0 | 0 | 1 | 75 % |"),
+            t.contains("| `src/loader/once.rs` | 4 | 2 | 0 | 0 | 1 | 1 | 67 % |"),
             "{t}"
         );
         assert!(
-            t.contains("| `build/codegen/docs.rs` | 1 | 0 | 1 | 0 | 0 | 0 % |"),
+            t.contains("| `build/codegen/docs.rs` | 1 | 0 | 1 | 0 | 0 | 0 | 0 % |"),
             "{t}"
         );
         assert!(t.contains("missed: build/codegen/docs.rs:3:1: c"), "{t}");
         assert!(
-            t.contains("| `abi-proofs/build/by_value.rs` | 1 | 0 | 0 | 1 | 0 | - |"),
+            t.contains("| `abi-proofs/build/by_value.rs` | 1 | 0 | 0 | 1 | 0 | 0 | - |"),
             "{t}"
         );
     }
