@@ -600,7 +600,7 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
                 continue;
             };
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let line = normal(&line);
+                let line = normal(line);
                 let file = line.split(':').next().unwrap_or_default().to_string();
                 per_file.entry(file).or_default()[k] += 1;
                 if k == 1 || k == 3 {
