@@ -76,6 +76,11 @@ pub struct Group {
     pub args: &'static [&'static str],
     /// Built and run under `--cfg loom`, in a target folder of its own.
     pub loom: bool,
+    /// Packages whose build outputs are removed (`cargo clean -p`) before
+    /// each mutant is built: a build script that, mutated, writes nothing
+    /// would otherwise leave the last build's files for the tests to read
+    /// (abi-proofs' generated halves), and its mutant would pass.
+    pub clean: &'static [&'static str],
 }
 
 /// Every test that needs no GPU and compiles a mutated file, in the order
@@ -102,6 +107,7 @@ pub const GROUPS: [Group; 12] = [
             "abi_symbols",
         ],
         loom: false,
+        clean: &[],
     },
     // The runtime loaded at run time (CI's `dynamic-loading,dynamic-cudart`):
     // the static runtime of the group above never loads one.
@@ -120,18 +126,21 @@ pub const GROUPS: [Group; 12] = [
             "dynamic_loading",
         ],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "models",
         files: &["src/loader/once.rs"],
         args: &["-p", "loader-model"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "loom",
         files: &["src/loader/once.rs"],
         args: &["-p", "loader-model", "--release"],
         loom: true,
+        clean: &[],
     },
     Group {
         name: "c-names",
@@ -145,18 +154,21 @@ pub const GROUPS: [Group; 12] = [
             "exported_c_names",
         ],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "generator",
         files: &["build/"],
         args: &["-p", "generator"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "proofs",
         files: &["build/"],
         args: &["-p", "abi-proofs", "--features", "dynamic-loading"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "crate",
@@ -180,6 +192,7 @@ pub const GROUPS: [Group; 12] = [
             "ignored_reasons",
         ],
         loom: false,
+        clean: &[],
     },
     // The proofs' own code, each against the tests that use it.
     // test-support's requirement of GPUs: its unit tests, `required_gpus`.
@@ -196,6 +209,7 @@ pub const GROUPS: [Group; 12] = [
             "required_gpus",
         ],
         loom: false,
+        clean: &[],
     },
     // abi-proofs' build script (the C and Rust halves it generates) and
     // test-support's C compiler, headers and scratch folders: every ABI
@@ -220,18 +234,21 @@ pub const GROUPS: [Group; 12] = [
             "abi_bad_input",
         ],
         loom: false,
+        clean: &["abi-proofs"],
     },
     Group {
         name: "constants-check",
         files: &["abi-proofs/tests/abi_constants.rs"],
         args: &["-p", "abi-proofs", "--test", "abi_constants"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "docs",
         files: &["tests/docs_agree.rs"],
         args: &["-p", "cuda-mem-sys", "--test", "docs_agree"],
         loom: false,
+        clean: &[],
     },
 ];
 
@@ -514,6 +531,20 @@ pub fn as_cargo() -> Option<ExitCode> {
         groups.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
     );
     for g in groups {
+        if build_only {
+            for p in g.clean {
+                let mut clean = Command::new(&real);
+                clean
+                    .current_dir(&tree)
+                    .args(["clean", "-p", p])
+                    .env("CARGO_TARGET_DIR", target.join("build"));
+                eprintln!("mutants: group {}: {clean:?}", g.name);
+                if !clean.status().is_ok_and(|s| s.success()) {
+                    eprintln!("mutants: group {}: cleaning {p} failed", g.name);
+                    return Some(ExitCode::FAILURE);
+                }
+            }
+        }
         let mut c = Command::new(&real);
         c.current_dir(&tree).arg("test");
         if build_only {
@@ -689,6 +720,10 @@ mod tests {
             ["constants-check"]
         );
         assert_eq!(names(&["tests/docs_agree.rs"]), ["docs"]);
+        // abi-proofs' build script writes the files its tests read: cleaned
+        // before each mutant, so that a script that writes nothing fails.
+        let own = GROUPS.iter().find(|g| g.name == "proofs-own").unwrap();
+        assert_eq!(own.clean, ["abi-proofs"]);
         assert_eq!(names(&[]).len(), GROUPS.len());
         // The baseline of a run over the loader alone, or once.rs alone.
         let base = |globs: &[&str]| -> Vec<&str> {
