@@ -55,6 +55,17 @@ pub const MORE: [&str; 4] = [
     "header_coverage",
 ];
 
+/// The proofs of [`MORE`] that need the `bindgen` feature (abi-proofs'
+/// `required-features`): not run for `fallback`, which builds without it.
+pub const NEED_BINDGEN: [&str; 2] = ["abi_symbols", "abi_signatures"];
+
+/// [`MORE`] for a build with (`bindgen`) or without the generator.
+pub fn more(bindgen: bool) -> Vec<&'static str> {
+    MORE.into_iter()
+        .filter(|t| bindgen || !NEED_BINDGEN.contains(t))
+        .collect()
+}
+
 /// Every ABI proof a release has: what `abi <release>` and CI's ABI step
 /// for a release ([`ci_release_for`]) both run.
 pub fn release_proofs() -> Vec<&'static str> {
@@ -386,9 +397,10 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
             None => failure,
         });
     }
-    let mut more = cargo(MORE[0])?;
-    more.args(MORE[1..].iter().flat_map(|t| ["--test", t]));
-    if let Some(failure) = by_type::tests_failed(&MORE, more)? {
+    let tests = more(!fallback);
+    let mut more = cargo(tests[0])?;
+    more.args(tests[1..].iter().flat_map(|t| ["--test", t]));
+    if let Some(failure) = by_type::tests_failed(&tests, more)? {
         row.failure = Some(match row.failure.take() {
             Some(f) => format!("{f}\n{failure}"),
             None => failure,
@@ -443,7 +455,7 @@ pub fn parse_dump(text: &str) -> Summary {
 
 #[cfg(test)]
 mod tests {
-    use super::{release_proofs, BY_TYPE, MORE};
+    use super::{more, release_proofs, BY_TYPE, MORE, NEED_BINDGEN};
 
     /// `abi <release>` runs what CI's ABI step runs: the layout check, the
     /// checks by type, `stable_names` (each on its own) and the rest
@@ -468,5 +480,17 @@ mod tests {
         assert_eq!(run_by_abi, sorted);
         sorted.dedup();
         assert_eq!(sorted.len(), all.len(), "a proof listed twice: {all:?}");
+        // `fallback` (no `bindgen`): the rest of them, by value and header
+        // coverage still; abi-proofs' manifest says which need the feature.
+        assert_eq!(more(true), MORE);
+        assert_eq!(more(false), ["abi_by_value", "header_coverage"]);
+        let manifest = include_str!("../../../abi-proofs/Cargo.toml");
+        for t in MORE {
+            let needs = manifest
+                .split("[[test]]")
+                .find(|b| b.contains(&format!("name = \"{t}\"")))
+                .is_some_and(|b| b.contains("required-features = [\"bindgen\"]"));
+            assert_eq!(needs, NEED_BINDGEN.contains(&t), "{t}");
+        }
     }
 }
