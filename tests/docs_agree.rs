@@ -6,6 +6,10 @@
 //!   documentation), row for row; the driver codes are those `impl Missing
 //!   for CUresult` returns, the runtime codes among those of `impl Missing
 //!   for cudaError_t`, and each number is the committed bindings' value;
+//!   and situation by situation: each row's situation is one of the
+//!   loader's reasons (`Unavailable::*`), and the codes the row gives are
+//!   the ones `impl Missing` returns for that reason (a swap of two rows'
+//!   codes, in a document or in the code, is named);
 //! - `docs/development.md`'s Layout table names every top-level folder and
 //!   every file of `src/loader/`;
 //! - a plain `cargo test` at the root runs the generator's unit tests (the
@@ -125,6 +129,249 @@ fn table_problems(readme: &str, loader: &str, bindings: &str) -> Vec<String> {
     problems.sort();
     problems.dedup();
     problems
+}
+
+/// The loader's reasons a row's situation names, by the words that say it
+/// (the first that a row holds decides).
+const SITUATIONS: [(&str, &str); 7] = [
+    ("could not be loaded", "LibraryNotLoaded"),
+    ("being loaded by this very thread", "LibraryNotLoaded"),
+    ("ended inside the load", "LibraryNotLoaded"),
+    ("older than the function's ABI version", "DriverTooOld"),
+    ("no such function", "NotFound"),
+    ("stub library", "StubLibrary"),
+    (
+        "below the function's introduction",
+        "VersionBelowIntroduction",
+    ),
+];
+
+/// What a cell says a function returns: the codes it names, or else the
+/// bare number it gives (`303 (not remembered)`); neither: not a case.
+#[derive(Debug, PartialEq)]
+enum Says {
+    Named(Vec<String>),
+    Number(u32),
+    NotACase,
+}
+
+fn says(cell: &str) -> Says {
+    let named = codes(cell);
+    if !named.is_empty() {
+        return Says::Named(named.into_iter().map(|c| c.0).collect());
+    }
+    cell.split(|c: char| !c.is_ascii_digit())
+        .find_map(|w| w.parse().ok())
+        .map_or(Says::NotACase, Says::Number)
+}
+
+/// Each row of the `| situation |` table of `text`: its situation, and
+/// what its driver and runtime cells say.
+fn situation_rows(text: &str) -> Vec<(String, Says, Says)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("| situation |"))
+        .expect("a table with a `| situation |` header");
+    lines[start + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            (cells[1].trim().to_string(), says(cells[2]), says(cells[3]))
+        })
+        .collect()
+}
+
+/// The constant `impl Missing for <ty>` returns for each reason.
+fn returned_for(source: &str, ty: &str) -> Vec<(String, String)> {
+    let start = source
+        .find(&format!("impl Missing for {ty} {{"))
+        .unwrap_or_else(|| panic!("no `impl Missing for {ty}`"));
+    let body = &source[start..start + source[start..].find("\n}\n").unwrap()];
+    let mut out = vec![];
+    for line in body.lines() {
+        let Some((reasons, value)) = line.split_once("=>") else {
+            continue;
+        };
+        let value = value.trim().trim_end_matches(',').to_string();
+        for r in reasons.split('|') {
+            if let Some(r) = r.trim().strip_prefix("Unavailable::") {
+                out.push((r.to_string(), value.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The value of the enum constant `name` in the bindings.
+fn value_of(bindings: &str, name: &str) -> Option<u32> {
+    bindings.lines().find_map(|l| {
+        let rest = l.strip_prefix(&format!("pub const {name}: "))?;
+        let inner = &rest[rest.rfind('(')? + 1..rest.rfind(')')?];
+        inner.parse::<u32>().ok()
+    })
+}
+
+/// Situation by situation, what `doc`'s table (`what`: its name) says
+/// against what the loader's code returns: each row's situation must be
+/// one reason, and its codes (or number) that reason's, driver and runtime.
+fn mapping_problems(what: &str, doc: &str, loader: &str, bindings: &str) -> Vec<String> {
+    let driver = returned_for(loader, "CUresult");
+    let runtime = returned_for(loader, "cudaError_t");
+    let mut problems = vec![];
+    for (situation, d, r) in situation_rows(doc) {
+        let Some(reason) = SITUATIONS
+            .iter()
+            .find(|(words, _)| situation.contains(words))
+            .map(|(_, reason)| *reason)
+        else {
+            problems.push(format!(
+                "{what}: a row names no reason of the loader's: {situation:?}"
+            ));
+            continue;
+        };
+        for (side, cell, code) in [("driver", d, &driver), ("runtime", r, &runtime)] {
+            let Some((_, constant)) = code.iter().find(|(k, _)| k == reason) else {
+                problems.push(format!("{what}: the loader returns nothing for {reason}"));
+                continue;
+            };
+            let right = match &cell {
+                Says::Named(names) => names == std::slice::from_ref(constant),
+                Says::Number(n) => value_of(bindings, constant) == Some(*n),
+                Says::NotACase => true,
+            };
+            if !right {
+                problems.push(format!(
+                    "{what}: {reason} ({situation:?}): the table's {side} function returns \
+                     {cell:?}, the loader's code {constant}"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn each_situation_gets_the_code_the_loader_returns_for_it() {
+    let (readme, loader, bindings) = (
+        read("README.md"),
+        read("src/loader/mod.rs"),
+        read("src/generated/cuda-13.0.rs"),
+    );
+    let mut problems = mapping_problems("README.md", &readme, &loader, &bindings);
+    problems.extend(mapping_problems(
+        "src/loader/mod.rs",
+        &loader,
+        &loader,
+        &bindings,
+    ));
+    assert!(problems.is_empty(), "{problems:#?}");
+    // Every reason a table shows: the seven rows of README, five of the loader's.
+    assert_eq!(situation_rows(&readme).len(), 7);
+    assert_eq!(situation_rows(&loader).len(), 5);
+}
+
+/// The wrong twins: two situations' codes swapped in README (the driver's
+/// 801 and 999), in the loader's code (the runtime's 303 and 500, the
+/// driver's 801 and 999), and a row whose situation is no reason.
+#[test]
+fn swapped_situation_codes_are_named() {
+    let (readme, loader, bindings) = (
+        read("README.md"),
+        read("src/loader/mod.rs"),
+        read("src/generated/cuda-13.0.rs"),
+    );
+    let swap = |text: &str, a: &str, b: &str| {
+        assert!(text.contains(a) && text.contains(b), "{a} / {b}");
+        text.replace(a, "\u{0}").replace(b, a).replace('\u{0}', b)
+    };
+    let readme_swapped = swap(
+        &readme,
+        "`CUDA_ERROR_NOT_SUPPORTED` (801)",
+        "`CUDA_ERROR_UNKNOWN` (999)",
+    );
+    let problems = mapping_problems("README.md", &readme_swapped, &loader, &bindings);
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("README.md: DriverTooOld")
+            && problems[0].ends_with("returns Named([\"CUDA_ERROR_UNKNOWN\"]), the loader's code CUDA_ERROR_NOT_SUPPORTED"),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[1].starts_with("README.md: VersionBelowIntroduction"),
+        "{problems:#?}"
+    );
+    // The same swap is invisible to the row sets (the check this one adds to).
+    assert!(!table_problems(
+        &readme_swapped,
+        &swap(
+            &loader,
+            "`CUDA_ERROR_NOT_SUPPORTED` (801)",
+            "`CUDA_ERROR_UNKNOWN` (999)",
+        ),
+        &bindings
+    )
+    .iter()
+    .any(|p| p.contains("lacks")),);
+    let runtime_swapped = loader
+        .replace(
+            "Unavailable::LibraryNotLoaded => cudaErrorSharedObjectInitFailed,",
+            "Unavailable::LibraryNotLoaded => cudaErrorSymbolNotFound,",
+        )
+        .replace(
+            "Unavailable::NotFound | Unavailable::UnknownName => cudaErrorSymbolNotFound,",
+            "Unavailable::NotFound | Unavailable::UnknownName => cudaErrorSharedObjectInitFailed,",
+        );
+    let mapped = returned_for(&runtime_swapped, "cudaError_t");
+    assert!(
+        mapped.contains(&("LibraryNotLoaded".into(), "cudaErrorSymbolNotFound".into()))
+            && mapped.contains(&("NotFound".into(), "cudaErrorSharedObjectInitFailed".into())),
+        "{mapped:?}"
+    );
+    let problems = mapping_problems("README.md", &readme, &runtime_swapped, &bindings);
+    for (reason, code) in [
+        ("LibraryNotLoaded", "cudaErrorSymbolNotFound"),
+        ("NotFound", "cudaErrorSharedObjectInitFailed"),
+    ] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with(&format!("README.md: {reason} "))
+                    && p.contains("runtime")
+                    && p.ends_with(&format!("the loader's code {code}"))),
+            "{reason}: {problems:#?}"
+        );
+    }
+    let driver_swapped = loader
+        .replace(
+            "Unavailable::DriverTooOld => CUDA_ERROR_NOT_SUPPORTED,",
+            "Unavailable::DriverTooOld => CUDA_ERROR_UNKNOWN,",
+        )
+        .replace(
+            "Unavailable::VersionBelowIntroduction => CUDA_ERROR_UNKNOWN,",
+            "Unavailable::VersionBelowIntroduction => CUDA_ERROR_NOT_SUPPORTED,",
+        );
+    let problems = mapping_problems("README.md", &readme, &driver_swapped, &bindings);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("README.md: DriverTooOld")
+                && p.ends_with("the loader's code CUDA_ERROR_UNKNOWN")),
+        "{problems:#?}"
+    );
+    let unknown = readme.replace(
+        "| the driver found is NVIDIA's stub library",
+        "| the driver found is NVIDIA's placeholder",
+    );
+    let problems = mapping_problems("README.md", &unknown, &loader, &bindings);
+    assert!(
+        problems.len() == 1 && problems[0].contains("names no reason of the loader's"),
+        "{problems:#?}"
+    );
 }
 
 #[test]

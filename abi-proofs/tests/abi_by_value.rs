@@ -11,9 +11,13 @@
 //! - **C → Rust → C**: C calls a Rust `extern "C" fn` of the same shape with
 //!   values it filled; Rust checks them, returns a value, C checks it.
 //!
-//! Every difference is named (`CUmemLocation: C read a.type_ ...`). The wrong
-//! twins: for each type, Rust mirrors with the same field names fed through
-//! the same harness (Rust → C only: C reads, never follows, what it gets):
+//! Every difference is named (`CUmemLocation: C read a.type_ ...`). Every
+//! (function, parameter or return, type) the signatures pass by value,
+//! listed by the build script apart from the cases, must be run by a case.
+//! The wrong twins: for C → Rust → C, a Rust function returning its first
+//! argument, every field of which C must name; for Rust → C → Rust, for each
+//! type, Rust mirrors with the same field names fed through the same harness
+//! (C reads, never follows, what it gets):
 //! the fields reversed and an extra member in its union must fail naming the
 //! type. The type over-aligned (`repr(C, align(128))`) must fail too, except
 //! where the ABI passes the real type by reference (AAPCS64 above 16 bytes,
@@ -204,12 +208,32 @@ extern "C" fn callback<T: Case>(a: T, k0: u64, k1: u64, k2: u64, k3: u64, k4: u6
     fill::<T>(3)
 }
 
+/// The wrong twin of [`callback`] for C → Rust → C: it returns its first
+/// argument (filled with C's seed 1), not a value of its own (seed 3), so
+/// every field C checks of what came back differs.
+extern "C" fn returns_its_argument<T: Case>(
+    a: T,
+    _k0: u64,
+    _k1: u64,
+    _k2: u64,
+    _k3: u64,
+    _k4: u64,
+    _b: T,
+) -> T {
+    a
+}
+
 /// C → Rust → C.
 fn c_to_rust<T: Case>(call: Call<T>) -> Result<(), String> {
+    c_to_rust_through(call, callback::<T>)
+}
+
+/// C → Rust → C through the Rust function `f` (the callback, or its twin).
+fn c_to_rust_through<T: Case>(call: Call<T>, f: Callback<T>) -> Result<(), String> {
     let _one = C_SIDE.lock().unwrap_or_else(|e| e.into_inner());
     SEEN.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    // SAFETY: the C half's caller for this type, with the callback of its type.
-    unsafe { call(callback::<T>) };
+    // SAFETY: the C half's caller for this type, with a callback of its type.
+    unsafe { call(f) };
     let seen = std::mem::take(&mut *SEEN.lock().unwrap_or_else(|e| e.into_inner()));
     let [returned, _, _] = c_report(&T::leaves());
     let mut bad = vec![];
@@ -290,23 +314,35 @@ impl Twin {
 /// One type's checks.
 pub struct Cases {
     name: &'static str,
+    /// The struct or union it names (through aliases).
+    record: &'static str,
     functions: &'static str,
     uncovered: &'static [&'static str],
     leaves: usize,
     rust_to_c: Box<dyn Fn() -> Result<(), String> + Send + Sync>,
     c_to_rust: Box<dyn Fn() -> Result<(), String> + Send + Sync>,
+    /// C → Rust → C with a Rust function returning the wrong value.
+    c_to_rust_wrong_return: Box<dyn Fn() -> Result<(), String> + Send + Sync>,
+    /// The active leaves' names (what C must name of a wrong return).
+    active: Vec<&'static str>,
     twins: Vec<Twin>,
 }
 
 impl Cases {
-    fn of<T: Case>(echo: Echo<T>, call: Call<T>, twins: Vec<Twin>) -> Cases {
+    fn of<T: Case>(record: &'static str, echo: Echo<T>, call: Call<T>, twins: Vec<Twin>) -> Cases {
+        let leaves = T::leaves();
         Cases {
             name: T::NAME,
+            record,
             functions: T::FUNCTIONS,
             uncovered: T::UNCOVERED,
-            leaves: T::leaves().len(),
+            leaves: leaves.len(),
             rust_to_c: Box::new(move || rust_to_c::<T>(echo)),
             c_to_rust: Box::new(move || c_to_rust::<T>(call)),
+            c_to_rust_wrong_return: Box::new(move || {
+                c_to_rust_through::<T>(call, returns_its_argument::<T>)
+            }),
+            active: active(&leaves, T::UNIONS).map(|(_, l)| l.name).collect(),
             twins,
         }
     }
@@ -316,6 +352,16 @@ impl Cases {
 mod generated {
     use super::{span, Case, Cases, Expect, Leaf, Twin};
     include!(concat!(env!("OUT_DIR"), "/abi/by_value.rs"));
+}
+
+/// The (function, where, record) entries of `passed` that no case of
+/// `run` (record, its functions) covers, each named.
+fn not_run(passed: &[(&str, &str, &str)], run: &[(&str, Vec<&str>)]) -> Vec<String> {
+    passed
+        .iter()
+        .filter(|(f, _, r)| !run.iter().any(|(rr, fs)| rr == r && fs.contains(f)))
+        .map(|(f, at, r)| format!("{f}'s {at}: {r}, run by no case"))
+        .collect()
 }
 
 fn trial(name: String, f: impl FnOnce() -> Result<Completion, Failed> + Send + 'static) -> Trial {
@@ -342,10 +388,61 @@ fn main() {
             println!("  {} ({} fields): {}", c.name, c.leaves, c.functions);
         }
     }
+    // Every struct or union a signature passes by value (a parameter or the
+    // return), derived from the signatures apart from the cases: each is run
+    // by a case of its record that lists the function.
+    let run: Vec<(&str, Vec<&str>)> = cases
+        .iter()
+        .map(|c| (c.record, c.functions.split(", ").collect()))
+        .collect();
+    trials.push(trial(
+        "every_type_a_signature_passes_by_value_is_run".into(),
+        move || {
+            let missing = not_run(generated::PASSED_BY_VALUE, &run);
+            if !missing.is_empty() {
+                return Err(format!(
+                    "passed by value in the signatures, run by no case:\n  {}",
+                    missing.join("\n  ")
+                )
+                .into());
+            }
+            if generated::PASSED_BY_VALUE.len() < 10 {
+                return Err(format!(
+                    "only {} by-value parameters and returns found",
+                    generated::PASSED_BY_VALUE.len()
+                )
+                .into());
+            }
+            Ok(Completion::Completed)
+        },
+    ));
+    trials.push(trial(
+        "a_type_passed_by_value_and_run_by_no_case_is_named".into(),
+        move || {
+            // The wrong twin: the cases without the return types (the
+            // cudaChannelFormatDesc case, returned by cudaCreateChannelDesc,
+            // gone), and one function missing from a case's list.
+            let passed = [
+                ("cudaCreateChannelDesc", "return", "cudaChannelFormatDesc"),
+                ("cuMemAdvise", "parameter 4", "CUmemLocation_st"),
+                ("cuMemPrefetchAsync", "parameter 3", "CUmemLocation_st"),
+            ];
+            let run = [("CUmemLocation_st", vec!["cuMemAdvise"])];
+            let missing = not_run(&passed, &run);
+            let want = [
+                "cudaCreateChannelDesc's return: cudaChannelFormatDesc, run by no case",
+                "cuMemPrefetchAsync's parameter 3: CUmemLocation_st, run by no case",
+            ];
+            if missing != want {
+                return Err(format!("named {missing:?}, not {want:?}").into());
+            }
+            Ok(Completion::Completed)
+        },
+    ));
     // The named types, wherever the signatures pass them (12.2 on).
     let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
     trials.push(trial("the_by_value_types_are_found".into(), move || {
-        let mut want = vec!["cudaExtent", "cudaPitchedPtr"];
+        let mut want = vec!["cudaExtent", "cudaPitchedPtr", "cudaChannelFormatDesc"];
         if cuda_mem_sys::CUDA_VERSION >= 12020 {
             want.extend(["CUmemLocation", "cudaMemLocation"]);
         }
@@ -362,6 +459,8 @@ fn main() {
             uncovered,
             rust_to_c,
             c_to_rust,
+            c_to_rust_wrong_return,
+            active,
             twins,
             ..
         } = c;
@@ -378,6 +477,29 @@ fn main() {
                 .map(|()| Completion::Completed)
                 .map_err(Failed::from)
         }));
+        // The C → Rust → C leg's wrong twin: C must name every field of the
+        // wrong value Rust returned.
+        trials.push(trial(
+            format!("{name}::wrong_twin_wrong_return_is_caught"),
+            move || match c_to_rust_wrong_return() {
+                Ok(()) => Err(format!(
+                    "{name}: a Rust function returning its argument went through unnoticed (C → Rust → C)"
+                )
+                .into()),
+                Err(e) => {
+                    let want = format!(
+                        "{name} (C → Rust → C): C read differently what Rust returned: returned.{}",
+                        active.join(", returned.")
+                    );
+                    if e == want {
+                        println!("  caught: {e}");
+                        Ok(Completion::Completed)
+                    } else {
+                        Err(format!("said {e:?}, not {want:?}").into())
+                    }
+                }
+            },
+        ));
         for t in twins {
             let title = format!("{name}::wrong_twin_{}_is_caught", t.what);
             trials.push(trial(title, move || {

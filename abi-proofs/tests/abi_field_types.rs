@@ -75,8 +75,9 @@ fn every_field_has_its_c_type() -> Result<Completion, Failed> {
 }
 
 /// The planted bugs (a same-size signedness change, another enum newtype, an
-/// enum's integer type, an integer for a pointer) are each named, and
-/// nothing else.
+/// enum's integer type, an integer for a pointer, an enum newtype on a plain
+/// integer: only the "C declares a plain integer" assert names that one) are
+/// each named, and nothing else.
 fn each_planted_field_type_is_named() -> Result<Completion, Failed> {
     let (failed, _) = match failing("field_types_wrong.c")? {
         Ok(f) => f,

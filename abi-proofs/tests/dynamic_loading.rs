@@ -1239,28 +1239,35 @@ fn a_thread_reusing_a_dead_owners_id_is_not_told_reentrant() -> Result<Completio
         return Ok(c);
     }
     let (_s, driver) = fake_driver(&[])?;
-    let out = child_with(
-        "tid-reuse",
-        &[
-            ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
-            ("FAKE_CALLBACK_AT", OsStr::new("constructor")),
-            ("OWNER_ENDS", OsStr::new("1")),
-        ],
-    )?;
-    print!("{out}");
-    if out.contains("unshare refused") {
-        return Ok(Completion::ignored_with(
-            "unshare(CLONE_NEWPID) refused here",
-        ));
+    // At once, and with the loading thread slow to end (300 ms): the later
+    // thread must be made only once the loading one ended, whatever the
+    // timing (the wait once asked `/proc`, of another PID namespace, and
+    // went on at once: the flaky hang, which the slow end made certain).
+    for after_ms in ["0", "300"] {
+        let out = child_with(
+            "tid-reuse",
+            &[
+                ("LD_LIBRARY_PATH", driver.parent().unwrap().as_os_str()),
+                ("FAKE_CALLBACK_AT", OsStr::new("constructor")),
+                ("OWNER_ENDS", OsStr::new("1")),
+                ("OWNER_ENDS_AFTER_MS", OsStr::new(after_ms)),
+            ],
+        )?;
+        println!("the loading thread ends after {after_ms} ms:\n{out}");
+        if out.contains("unshare refused") {
+            return Ok(Completion::ignored_with(
+                "unshare(CLONE_NEWPID) refused here",
+            ));
+        }
+        expect_lines(
+            &out,
+            &[
+                "later thread has the dead loader's id: true",
+                "later cuInit(7) 303",
+                &format!("later driver message {OWNER_GONE}"),
+            ],
+        )?;
     }
-    expect_lines(
-        &out,
-        &[
-            "later thread has the dead loader's id: true",
-            "later cuInit(7) 303",
-            &format!("later driver message {OWNER_GONE}"),
-        ],
-    )?;
     Ok(Completion::Completed)
 }
 
@@ -2596,9 +2603,30 @@ mod roles {
         if std::env::var_os("OWNER_ENDS").is_some_and(|v| v == "1")
             && gettid() == LOADER_TID.load(std::sync::atomic::Ordering::SeqCst)
         {
+            // `OWNER_ENDS_AFTER_MS`: a loading thread slow to end.
+            if let Some(ms) = std::env::var("OWNER_ENDS_AFTER_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                std::thread::sleep(Duration::from_millis(ms));
+            }
             unsafe { libc::syscall(libc::SYS_exit, 0) };
         }
         0
+    }
+
+    /// Whether this process still has the thread `tid`, an id of the
+    /// caller's PID namespace: `tgkill(getpid(), tid, 0)`. Not
+    /// `/proc/self/task/<tid>`: `/proc` gives the ids of the namespace it
+    /// was mounted for, the outer one in `tid_reuse` (a PID namespace of its
+    /// own, the same `/proc`), where that path never exists; the wait
+    /// ended at once, the later thread could be made while the loading one
+    /// still ran, took another id, and hung on glibc's loader lock that the
+    /// ended thread holds (the flaky "later thread still waits after 10 s";
+    /// a loading thread made to end 300 ms late reproduced it each time).
+    fn thread_alive(tid: i32) -> bool {
+        // SAFETY: signal 0 is only checked, never sent.
+        unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) == 0 }
     }
 
     /// Starts a thread that loads the driver (ended inside the load with
@@ -2620,8 +2648,7 @@ mod roles {
             }
             std::thread::sleep(Duration::from_millis(1));
         };
-        let task = PathBuf::from(format!("/proc/self/task/{tid}"));
-        while task.exists() && !loader_thread.is_finished() {
+        while thread_alive(tid) && !loader_thread.is_finished() {
             if start.elapsed() > Duration::from_secs(10) {
                 println!("the loading thread neither ended nor finished");
                 std::process::exit(1);

@@ -198,6 +198,13 @@ pub fn host_output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
     if !cfg!(windows) || !Path::new("/bin/sh").exists() {
         return cmd.output();
     }
+    through_sh(cmd, std::time::Duration::from_secs(600))
+}
+
+/// [`host_output`]'s way under Wine: `cmd` through `/bin/sh`, its output
+/// and exit status read from files; an error where no status came within
+/// `limit`. (Any Unix runs it too: the unit tests do.)
+fn through_sh(cmd: &Command, limit: std::time::Duration) -> std::io::Result<std::process::Output> {
     let dir = scratch_under_target("host-tool");
     let unix = |p: &Path| p.to_string_lossy().replace('\\', "/");
     let slash = |s: &std::ffi::OsStr| s.to_string_lossy().replace('\\', "/");
@@ -226,9 +233,10 @@ pub fn host_output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
         if let Ok(text) = std::fs::read_to_string(&status) {
             break text.trim().parse::<i32>().unwrap_or(-1);
         }
-        if start.elapsed() > std::time::Duration::from_secs(600) {
+        if start.elapsed() > limit {
             return Err(std::io::Error::other(format!(
-                "{cmd:?} under Wine: no exit status after 600 s"
+                "{cmd:?} under Wine: no exit status after {} s",
+                limit.as_secs()
             )));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -277,4 +285,149 @@ pub fn scratch_under_target(name: &str) -> Scratch {
     let dir = base.join(format!("cuda-mem-sys-{name}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set in the child [`main_runs_the_checks_and_exits_with_their_verdict`]
+    /// starts: `pass` or `fail`, the check `main` runs there.
+    const MAIN_CHILD: &str = "TEST_SUPPORT_MAIN_CHILD";
+
+    /// Only in that child (this binary run again): [`main`] with one check,
+    /// named as this test so that the child's own filter selects it.
+    #[test]
+    fn main_child() {
+        fn passes() -> Result<Completion, Failed> {
+            println!("MAIN-CHECK-RAN");
+            Ok(Completion::Completed)
+        }
+        fn fails() -> Result<Completion, Failed> {
+            Err("MAIN-CHECK-FAILED".into())
+        }
+        match std::env::var(MAIN_CHILD).as_deref() {
+            Ok("pass") => main(vec![("tests::main_child", passes)]),
+            Ok(_) => main(vec![("tests::main_child", fails)]),
+            Err(_) => {}
+        }
+    }
+
+    /// `main` runs its checks and exits with their verdict: 0 with the
+    /// check's output where it passes, non-zero naming it where it fails
+    /// (the wrong twin, a `main` that runs nothing, lets every proof pass).
+    #[test]
+    fn main_runs_the_checks_and_exits_with_their_verdict() {
+        let run = |mode: &str| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["tests::main_child", "--exact", "--nocapture"])
+                .env(MAIN_CHILD, mode)
+                .output()
+                .unwrap()
+        };
+        let pass = run("pass");
+        let out = String::from_utf8_lossy(&pass.stdout);
+        assert!(pass.status.success(), "{out}");
+        assert!(
+            out.contains("MAIN-CHECK-RAN") && out.contains("1 passed"),
+            "{out}"
+        );
+        let fail = run("fail");
+        let out = String::from_utf8_lossy(&fail.stdout);
+        assert!(!fail.status.success(), "{out}");
+        assert!(
+            out.contains("MAIN-CHECK-FAILED") && out.contains("1 failed"),
+            "{out}"
+        );
+    }
+
+    /// Each kind of scratch folder is removed, with its files, when its
+    /// guard drops, and not before.
+    #[test]
+    fn a_scratch_folder_goes_with_its_guard() {
+        let made = [
+            scratch("unit"),
+            scratch_under_target("unit"),
+            remove_on_drop({
+                let d =
+                    std::env::temp_dir().join(format!("test-support-unit-{}", std::process::id()));
+                std::fs::create_dir_all(&d).unwrap();
+                d
+            }),
+        ];
+        let paths: Vec<PathBuf> = made.iter().map(|s| s.path().to_path_buf()).collect();
+        for p in &paths {
+            std::fs::write(p.join("file"), "x").unwrap();
+            assert!(p.join("file").is_file(), "{}", p.display());
+        }
+        assert_ne!(paths[0], paths[1]);
+        drop(made);
+        for p in &paths {
+            assert!(!p.exists(), "{} is still there", p.display());
+        }
+    }
+
+    /// The runner is cargo's variable for the target, split as cargo splits
+    /// it, and goes before the program; without it the program starts alone.
+    #[test]
+    fn the_runner_is_cargos_variable_for_the_target() {
+        let var = runner_var();
+        if TARGET == "x86_64-unknown-linux-gnu" {
+            assert_eq!(var, "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER");
+        }
+        if TARGET == "aarch64-unknown-linux-gnu" {
+            assert_eq!(var, "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER");
+        }
+        assert!(
+            var.starts_with("CARGO_TARGET_") && var.ends_with("_RUNNER"),
+            "{var}"
+        );
+        let before = std::env::var_os(&var);
+        std::env::set_var(&var, "qemu-aarch64  -L /usr/aarch64-linux-gnu");
+        assert_eq!(runner(), ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]);
+        let program = Path::new("/nowhere/program");
+        let cmd = target_command(program);
+        if !cfg!(windows) {
+            assert_eq!(cmd.get_program(), "qemu-aarch64");
+            let args: Vec<&std::ffi::OsStr> = cmd.get_args().collect();
+            assert_eq!(args, ["-L", "/usr/aarch64-linux-gnu", "/nowhere/program"]);
+        }
+        std::env::remove_var(&var);
+        assert!(runner().is_empty());
+        let cmd = target_command(program);
+        assert_eq!(cmd.get_program(), program);
+        assert_eq!(cmd.get_args().count(), 0);
+        if let Some(v) = before {
+            std::env::set_var(&var, v);
+        }
+    }
+
+    /// A program's output and exit status, directly and through `/bin/sh`
+    /// as under Wine (there `\` in an argument is read as `/`, the only
+    /// difference): the status's code, stdout and stderr apart; a program
+    /// that outlives the limit is an error, named.
+    #[cfg(unix)]
+    #[test]
+    fn host_output_collects_the_output_and_the_status() {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "printf '%s' \"$0\"; printf err >&2; exit 3", "a\\b"]);
+        let direct = host_output(&mut cmd).unwrap();
+        assert_eq!(direct.stdout, b"a\\b");
+        assert_eq!(direct.stderr, b"err");
+        assert_eq!(direct.status.code(), Some(3));
+        let limit = std::time::Duration::from_secs(60);
+        let wine = through_sh(&cmd, limit).unwrap();
+        assert_eq!(wine.stdout, b"a/b");
+        assert_eq!(wine.stderr, b"err");
+        assert_eq!(wine.status.code(), Some(3));
+        assert!(succeeded(wine, "the program").is_err());
+        let mut ok = Command::new("/bin/sh");
+        ok.args(["-c", "printf fine"]);
+        let out = succeeded(through_sh(&ok, limit).unwrap(), "printf").unwrap();
+        assert_eq!(out.stdout, b"fine");
+        let mut slow = Command::new("/bin/sh");
+        slow.args(["-c", "sleep 3"]);
+        let e = through_sh(&slow, std::time::Duration::from_millis(500)).unwrap_err();
+        assert!(e.to_string().contains("no exit status after 0 s"), "{e}");
+    }
 }

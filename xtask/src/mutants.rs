@@ -1,6 +1,8 @@
 //! `cargo xtask mutants`: cargo-mutants (crates.io; installed if missing)
-//! over the run-time loader (`src/loader/`) and the generator (`build/`,
-//! compiled as the `generator` package), each mutant tested by the checks
+//! over the run-time loader (`src/loader/`), the generator (`build/`,
+//! compiled as the `generator` package) and the proofs' own code
+//! (`test-support/`, abi-proofs' build script and `abi_constants.rs`,
+//! `tests/docs_agree.rs`: [`FILES`]), each mutant tested by the checks
 //! that need no GPU and can see it ([`GROUPS`]), with a timeout per mutant
 //! and in shards (`--shard k/n`), so that a run fits in pieces.
 //!
@@ -31,7 +33,36 @@ const CARGO_VAR: &str = "CUDA_MEM_SYS_MUTANTS_CARGO";
 /// The files mutated unless `--file` names others (cargo-mutants' globs;
 /// `build/`'s files are the `generator` package's, which cargo-mutants
 /// names `generator/../build/...`: `**/build/...` matches them).
-pub const FILES: [&str; 2] = ["src/loader/**", "**/build/**"];
+pub const FILES: [&str; 6] = [
+    "src/loader/**",
+    "**/build/**",
+    "test-support/**",
+    // abi-proofs' build script, as the `abi-proofs-build` package compiles
+    // it (cargo-mutants mutates no build script; it names these files
+    // `abi-proofs/build-as-lib/../build/...`).
+    "abi-proofs/build-as-lib/**",
+    "abi-proofs/tests/abi_constants.rs",
+    "tests/docs_agree.rs",
+];
+
+/// A path as cargo-mutants names it, from the workspace root: the
+/// generator's and abi-proofs' build-script packages' `../` taken out.
+fn normal(path: &str) -> String {
+    path.replace("generator/../", "")
+        .replace("abi-proofs/build-as-lib/../", "abi-proofs/")
+        .replace("abi-proofs/build-as-lib/", "abi-proofs/build/")
+}
+
+/// Where a mutant's one changed file is looked for ([`changed_files`]):
+/// the folders and files of [`FILES`].
+const MUTATED: [&str; 6] = [
+    "src/loader",
+    "build",
+    "test-support/src",
+    "abi-proofs/build",
+    "abi-proofs/tests/abi_constants.rs",
+    "tests/docs_agree.rs",
+];
 /// The globs of the run, for the baseline's groups.
 const FILES_VAR: &str = "CUDA_MEM_SYS_MUTANTS_FILES";
 /// `--groups`: the only groups run (names, space-separated); unset, all.
@@ -45,6 +76,11 @@ pub struct Group {
     pub args: &'static [&'static str],
     /// Built and run under `--cfg loom`, in a target folder of its own.
     pub loom: bool,
+    /// Packages whose build outputs are removed (`cargo clean -p`) before
+    /// each mutant is built: a build script that, mutated, writes nothing
+    /// would otherwise leave the last build's files for the tests to read
+    /// (abi-proofs' generated halves), and its mutant would pass.
+    pub clean: &'static [&'static str],
 }
 
 /// Every test that needs no GPU and compiles a mutated file, in the order
@@ -53,7 +89,7 @@ pub struct Group {
 /// the tests of the test kit and the documents (`pair_loop`, `os_helpers`,
 /// `process_death_plumbing`, `quoted_paths`, `package`), which compile
 /// neither the loader's nor the generator's code into what they check.
-pub const GROUPS: [Group; 8] = [
+pub const GROUPS: [Group; 12] = [
     Group {
         name: "loader",
         files: &["src/loader/", "build/codegen/loader.rs"],
@@ -71,6 +107,7 @@ pub const GROUPS: [Group; 8] = [
             "abi_symbols",
         ],
         loom: false,
+        clean: &[],
     },
     // The runtime loaded at run time (CI's `dynamic-loading,dynamic-cudart`):
     // the static runtime of the group above never loads one.
@@ -89,18 +126,21 @@ pub const GROUPS: [Group; 8] = [
             "dynamic_loading",
         ],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "models",
         files: &["src/loader/once.rs"],
         args: &["-p", "loader-model"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "loom",
         files: &["src/loader/once.rs"],
         args: &["-p", "loader-model", "--release"],
         loom: true,
+        clean: &[],
     },
     Group {
         name: "c-names",
@@ -114,18 +154,21 @@ pub const GROUPS: [Group; 8] = [
             "exported_c_names",
         ],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "generator",
         files: &["build/"],
         args: &["-p", "generator"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "proofs",
         files: &["build/"],
         args: &["-p", "abi-proofs", "--features", "dynamic-loading"],
         loom: false,
+        clean: &[],
     },
     Group {
         name: "crate",
@@ -149,6 +192,63 @@ pub const GROUPS: [Group; 8] = [
             "ignored_reasons",
         ],
         loom: false,
+        clean: &[],
+    },
+    // The proofs' own code, each against the tests that use it.
+    // test-support's requirement of GPUs: its unit tests, `required_gpus`.
+    Group {
+        name: "test-support",
+        files: &["test-support/"],
+        args: &[
+            "-p",
+            "test-support",
+            "-p",
+            "cuda-mem-sys",
+            "--lib",
+            "--test",
+            "required_gpus",
+        ],
+        loom: false,
+        clean: &[],
+    },
+    // abi-proofs' build script (the C and Rust halves it generates) and
+    // test-support's C compiler, headers and scratch folders: every ABI
+    // proof (default features; the generated bindings).
+    Group {
+        name: "proofs-own",
+        files: &["abi-proofs/build/", "test-support/src/lib.rs"],
+        args: &[
+            "-p",
+            "abi-proofs",
+            "--test",
+            "abi_layout",
+            "--test",
+            "abi_field_types",
+            "--test",
+            "abi_constants",
+            "--test",
+            "abi_by_value",
+            "--test",
+            "abi_signatures",
+            "--test",
+            "abi_bad_input",
+        ],
+        loom: false,
+        clean: &["abi-proofs"],
+    },
+    Group {
+        name: "constants-check",
+        files: &["abi-proofs/tests/abi_constants.rs"],
+        args: &["-p", "abi-proofs", "--test", "abi_constants"],
+        loom: false,
+        clean: &[],
+    },
+    Group {
+        name: "docs",
+        files: &["tests/docs_agree.rs"],
+        args: &["-p", "cuda-mem-sys", "--test", "docs_agree"],
+        loom: false,
+        clean: &[],
     },
 ];
 
@@ -156,22 +256,22 @@ pub const GROUPS: [Group; 8] = [
 /// changed), the groups that see any file of the run's `globs`.
 pub fn groups_for(changed: &[String], globs: &[&str]) -> Vec<&'static Group> {
     // A glob's literal start: `**/build/codegen/*.rs` -> `build/codegen/`.
-    let starts: Vec<&str> = globs
+    let starts: Vec<String> = globs
         .iter()
         .map(|g| {
-            let g = g
-                .trim_start_matches("**/")
-                .trim_start_matches("generator/../");
-            &g[..g.find('*').unwrap_or(g.len())]
+            let g = normal(g.trim_start_matches("**/"));
+            g[..g.find('*').unwrap_or(g.len())].to_string()
         })
         .collect();
     GROUPS
         .iter()
         .filter(|g| {
             if changed.is_empty() {
-                starts
-                    .iter()
-                    .any(|s| g.files.iter().any(|f| f.starts_with(s) || s.starts_with(f)))
+                starts.iter().any(|s| {
+                    g.files
+                        .iter()
+                        .any(|f| f.starts_with(s.as_str()) || s.starts_with(f))
+                })
             } else {
                 changed
                     .iter()
@@ -431,6 +531,20 @@ pub fn as_cargo() -> Option<ExitCode> {
         groups.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
     );
     for g in groups {
+        if build_only {
+            for p in g.clean {
+                let mut clean = Command::new(&real);
+                clean
+                    .current_dir(&tree)
+                    .args(["clean", "-p", p])
+                    .env("CARGO_TARGET_DIR", target.join("build"));
+                eprintln!("mutants: group {}: {clean:?}", g.name);
+                if !clean.status().is_ok_and(|s| s.success()) {
+                    eprintln!("mutants: group {}: cleaning {p} failed", g.name);
+                    return Some(ExitCode::FAILURE);
+                }
+            }
+        }
         let mut c = Command::new(&real);
         c.current_dir(&tree).arg("test");
         if build_only {
@@ -457,22 +571,24 @@ pub fn as_cargo() -> Option<ExitCode> {
     Some(ExitCode::SUCCESS)
 }
 
-/// The files of the loader and the generator that differ between
-/// cargo-mutants' copy `tree` and `original` (the mutant's one file).
+/// The files of [`MUTATED`] that differ between cargo-mutants' copy `tree`
+/// and `original` (the mutant's one file).
 fn changed_files(tree: &Path, original: &Path) -> Vec<String> {
     let mut found = vec![];
-    let mut stack = vec![PathBuf::from("src/loader"), PathBuf::from("build")];
+    let mut stack: Vec<PathBuf> = MUTATED.iter().map(PathBuf::from).collect();
     while let Some(rel) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(tree.join(&rel)) else {
+        let here = tree.join(&rel);
+        if here.is_file() {
+            if std::fs::read(&here).ok() != std::fs::read(original.join(&rel)).ok() {
+                found.push(rel.to_string_lossy().into_owned());
+            }
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&here) else {
             continue;
         };
         for e in entries.flatten() {
-            let r = rel.join(e.file_name());
-            if e.path().is_dir() {
-                stack.push(r);
-            } else if std::fs::read(e.path()).ok() != std::fs::read(original.join(&r)).ok() {
-                found.push(r.to_string_lossy().into_owned());
-            }
+            stack.push(rel.join(e.file_name()));
         }
     }
     found.sort();
@@ -484,8 +600,14 @@ fn changed_files(tree: &Path, original: &Path) -> Vec<String> {
 /// `unviable.txt`, `timeout.txt`, one mutant a line `file:line:col: what`),
 /// as a Markdown table; then every missed and timed-out mutant.
 pub fn summary(dirs: &[&str]) -> Result<String, String> {
-    const KINDS: [&str; 4] = ["caught", "missed", "unviable", "timeout"];
-    let mut per_file: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+    const KINDS: [&str; 5] = [
+        "caught",
+        "missed",
+        "unviable",
+        "timeout",
+        "previously_caught",
+    ];
+    let mut per_file: BTreeMap<String, [usize; 5]> = BTreeMap::new();
     let mut survivors = vec![];
     for dir in dirs {
         let dir = Path::new(dir);
@@ -495,19 +617,21 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
         } else {
             dir.to_path_buf()
         };
-        // An `--iterate` run's skipped mutants, caught by an earlier run.
+        // An `--iterate` run's skipped mutants (`previously_caught.txt`):
+        // those an earlier run into the folder caught *or found unviable*
+        // (cargo-mutants' `load_previously_caught` reads both files), so
+        // counted apart, never as caught.
         let files = KINDS
             .iter()
             .enumerate()
-            .map(|(k, kind)| (k, format!("{kind}.txt")))
-            .chain([(0, "previously_caught.txt".to_string())]);
+            .map(|(k, kind)| (k, format!("{kind}.txt")));
         for (k, file) in files {
             let kind = KINDS[k];
             let Ok(text) = std::fs::read_to_string(dir.join(&file)) else {
                 continue;
             };
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let line = line.replace("generator/../", "");
+                let line = normal(line);
                 let file = line.split(':').next().unwrap_or_default().to_string();
                 per_file.entry(file).or_default()[k] += 1;
                 if k == 1 || k == 3 {
@@ -517,10 +641,10 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
         }
     }
     let mut t = String::from(
-        "| file | mutants | caught | missed | unviable | timeouts | caught of viable |\n\
-         |---|---:|---:|---:|---:|---:|---:|\n",
+        "| file | mutants | caught | missed | unviable | timeouts | skipped (`--iterate`: caught or unviable before) | caught of viable run |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (file, [c, m, u, to]) in &per_file {
+    for (file, [c, m, u, to, before]) in &per_file {
         let viable = c + m + to;
         let share = if viable == 0 {
             "-".to_string()
@@ -528,8 +652,8 @@ pub fn summary(dirs: &[&str]) -> Result<String, String> {
             format!("{:.0} %", 100.0 * *c as f64 / viable as f64)
         };
         t.push_str(&format!(
-            "| `{file}` | {} | {c} | {m} | {u} | {to} | {share} |\n",
-            c + m + u + to
+            "| `{file}` | {} | {c} | {m} | {u} | {to} | {before} | {share} |\n",
+            c + m + u + to + before
         ));
     }
     t.push('\n');
@@ -580,6 +704,26 @@ mod tests {
             names(&["build/codegen/postprocess.rs"]),
             ["generator", "proofs", "crate"]
         );
+        // The proofs' own code: each file against the tests that use it.
+        assert_eq!(names(&["test-support/src/require.rs"]), ["test-support"]);
+        assert_eq!(
+            names(&["test-support/src/lib.rs"]),
+            ["test-support", "proofs-own"]
+        );
+        assert_eq!(names(&["abi-proofs/build/by_value.rs"]), ["proofs-own"]);
+        assert_eq!(
+            names(&["abi-proofs/build/layout_check/field_types.rs"]),
+            ["proofs-own"]
+        );
+        assert_eq!(
+            names(&["abi-proofs/tests/abi_constants.rs"]),
+            ["constants-check"]
+        );
+        assert_eq!(names(&["tests/docs_agree.rs"]), ["docs"]);
+        // abi-proofs' build script writes the files its tests read: cleaned
+        // before each mutant, so that a script that writes nothing fails.
+        let own = GROUPS.iter().find(|g| g.name == "proofs-own").unwrap();
+        assert_eq!(own.clean, ["abi-proofs"]);
         assert_eq!(names(&[]).len(), GROUPS.len());
         // The baseline of a run over the loader alone, or once.rs alone.
         let base = |globs: &[&str]| -> Vec<&str> {
@@ -596,6 +740,51 @@ mod tests {
         assert_eq!(
             base(&["**/build/codegen/postprocess.rs"]),
             ["generator", "proofs", "crate"]
+        );
+        // abi-proofs' build script through its package, as cargo-mutants names it.
+        assert_eq!(base(&["abi-proofs/build-as-lib/**"]), ["proofs-own"]);
+        assert_eq!(
+            base(&["abi-proofs/build-as-lib/../build/by_value.rs"]),
+            ["proofs-own"]
+        );
+        assert_eq!(base(&["test-support/**"]), ["test-support", "proofs-own"]);
+    }
+
+    /// The mutant's one file is found in every mutated folder and file,
+    /// the proofs' own among them; a file outside them is not looked at.
+    #[test]
+    fn the_changed_file_is_found_where_mutants_are_made() {
+        let root = std::env::temp_dir().join(format!("xtask-changed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (tree, original) = (root.join("tree"), root.join("original"));
+        let files = [
+            "src/loader/once.rs",
+            "test-support/src/require.rs",
+            "abi-proofs/build/layout_check/field_types.rs",
+            "abi-proofs/tests/abi_constants.rs",
+            "tests/docs_agree.rs",
+            "tests/vmm.rs",
+        ];
+        for dir in [&tree, &original] {
+            for f in files {
+                std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+                std::fs::write(dir.join(f), "fn a() {}\n").unwrap();
+            }
+        }
+        assert!(changed_files(&tree, &original).is_empty());
+        for f in &files[1..] {
+            std::fs::write(tree.join(f), "fn a() { () }\n").unwrap();
+        }
+        let found = changed_files(&tree, &original);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            found,
+            [
+                "abi-proofs/build/layout_check/field_types.rs",
+                "abi-proofs/tests/abi_constants.rs",
+                "test-support/src/require.rs",
+                "tests/docs_agree.rs",
+            ]
         );
     }
 
@@ -661,7 +850,13 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("timeout.txt"), "src/loader/once.rs:4:1: d\n").unwrap();
-        // An --iterate run's skipped mutants count as caught.
+        std::fs::write(
+            dir.join("unviable.txt"),
+            "abi-proofs/build-as-lib/../build/by_value.rs:5:1: f\n",
+        )
+        .unwrap();
+        // An --iterate run's skipped mutants (caught or unviable before) are
+        // counted apart, not as caught.
         std::fs::write(
             dir.join("previously_caught.txt"),
             "src/loader/once.rs:5:1: e\n",
@@ -670,13 +865,17 @@ mod tests {
         let t = summary(&[&dir.to_string_lossy()]).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
-            t.contains("| `src/loader/once.rs` | 4 | 3 | 0 | 0 | 1 | 75 % |"),
+            t.contains("| `src/loader/once.rs` | 4 | 2 | 0 | 0 | 1 | 1 | 67 % |"),
             "{t}"
         );
         assert!(
-            t.contains("| `build/codegen/docs.rs` | 1 | 0 | 1 | 0 | 0 | 0 % |"),
+            t.contains("| `build/codegen/docs.rs` | 1 | 0 | 1 | 0 | 0 | 0 | 0 % |"),
             "{t}"
         );
         assert!(t.contains("missed: build/codegen/docs.rs:3:1: c"), "{t}");
+        assert!(
+            t.contains("| `abi-proofs/build/by_value.rs` | 1 | 0 | 0 | 1 | 0 | 0 | - |"),
+            "{t}"
+        );
     }
 }

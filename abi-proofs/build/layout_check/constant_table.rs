@@ -192,6 +192,13 @@ pub fn planted_copy(file: &syn::File) -> Result<(syn::File, Planted), String> {
         "cudaCpuDeviceId",
         "a cast macro's constant dropped",
     )?;
+    // `((void*)CU_LAUNCH_PARAM_END_AS_INT)`: no number in it, a constant
+    // only through the macro it names.
+    drop_const(
+        &mut items,
+        "CU_LAUNCH_PARAM_END",
+        "a macro defined through another macro dropped",
+    )?;
     let mut in_impl = |ty: &str, name: &str, new: Option<syn::Expr>, what: &str| {
         let found = items.iter_mut().find_map(|i| match i {
             syn::Item::Impl(im) if type_ident(&im.self_ty).as_deref() == Some(ty) => Some(im),

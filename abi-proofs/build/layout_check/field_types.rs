@@ -348,7 +348,7 @@ pub(crate) fn primitive(name: &str) -> Option<&'static str> {
 /// name (`tests/abi_field_types.rs`'s wrong twin): (Rust key, what was
 /// done). Each is planted by name; one that cannot be is an error.
 pub fn plant(file: &mut syn::File) -> Result<Vec<(String, String)>, String> {
-    let plants: [(&str, &str, syn::Type, &str, &str); 4] = [
+    let plants: [(&str, &str, syn::Type, &str, &str); 5] = [
         (
             "CUmemAllocationProp_st__allocFlags",
             "usage",
@@ -376,6 +376,15 @@ pub fn plant(file: &mut syn::File) -> Result<Vec<(String, String)>, String> {
             syn::parse_quote!(usize),
             "CUmemAllocationProp_st.win32HandleMetaData",
             "*mut c_void -> usize: an integer of a pointer's size",
+        ),
+        // Same width and an enum of `unsigned`: only the "C declares a
+        // plain integer, Rust the enum" assert can name it.
+        (
+            "CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st",
+            "flags",
+            syn::parse_quote!(CUmemAllocationType),
+            "CUstreamBatchMemOpParams_union.waitValue.flags",
+            "c_uint -> CUmemAllocationType: an enum newtype on a plain integer",
         ),
     ];
     let mut done = vec![];

@@ -219,7 +219,9 @@ pub fn a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both(
 /// A driver whose `cuGetProcAddress` calls back into the crate at every
 /// lookup (the call back makes a call whose function is not resolved yet,
 /// so it looks up again): the lookups nest on one thread until the bound,
-/// where the deepest call is told 303; the outer ones then resolve, and the
+/// 8 deep exactly (the 9th is refused: the 8th lookup's call back is told
+/// 303; 9 call backs in all, the load's included); the outer ones then
+/// resolve, and the
 /// first call gets the driver's answer. The loader of before recursed until
 /// the stack overflowed (the wrong twin: the child dies). The twin: the
 /// same driver calling back once resolves with a single 303 (from the load).
@@ -249,10 +251,20 @@ pub fn a_lookup_calling_back_every_time_is_bounded_not_a_stack_overflow(
         };
         let (made, told) = (count("callbacks made ")?, count("callbacks told 303 ")?);
         if every {
-            // The load's own lookup (303: being loaded), the nested ones,
-            // the deepest told 303 at the bound.
-            if told < 2 || made > 2 + 8 {
-                return Err(format!("{made} call backs, {told} told 303:\n{out}").into());
+            // One call back from the load's own lookup (told 303: being
+            // loaded), then one from each nested lookup: 8 resolve (the
+            // documented bound, `MAX_LOOKUP_DEPTH`), and the 8th's call back
+            // is refused the 9th lookup (told 303). Exactly: a bound of 7 or
+            // 9 makes 8 or 10 call backs.
+            const DEPTH: usize = 8;
+            if (made, told) != (1 + DEPTH, 1 + 1) {
+                return Err(format!(
+                    "{made} call backs, {told} told 303, not {} and 2 ({DEPTH} nested lookups \
+                     resolving, the {}th told 303):\n{out}",
+                    1 + DEPTH,
+                    DEPTH + 1
+                )
+                .into());
             }
         } else if (made, told) != (1, 1) {
             return Err(format!("{made} call backs, {told} told 303:\n{out}").into());

@@ -12,7 +12,7 @@ use std::process::Command;
 /// `generated`: the crate must have generated its bindings (not for
 /// `fallback`); `dump`: the layout check's `abi.txt`; `tests`: the cargo
 /// command running the two tests, set up as the layout check's.
-pub fn check(generated: bool, dump: &Path, mut tests: Command) -> Result<Option<String>, String> {
+pub fn check(generated: bool, dump: &Path, tests: Command) -> Result<Option<String>, String> {
     let mut failures = vec![];
     if generated {
         let text = std::fs::read_to_string(dump).unwrap_or_default();
@@ -25,29 +25,51 @@ pub fn check(generated: bool, dump: &Path, mut tests: Command) -> Result<Option<
             ));
         }
     }
+    failures.extend(tests_failed(&super::BY_TYPE, tests)?);
+    Ok((!failures.is_empty()).then(|| failures.join("\n")))
+}
+
+/// Runs `tests` (the cargo command running the test binaries `names`),
+/// printing their summary lines; `Some` with their own words where one
+/// failed or did not build.
+pub fn tests_failed(names: &[&str], mut tests: Command) -> Result<Option<String>, String> {
     let out = tests.output().map_err(|e| format!("running cargo: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in stdout
-        .lines()
-        .filter(|l| l.starts_with("field types:") || l.starts_with("constants:"))
-    {
+    for line in stdout.lines().filter(|l| {
+        [
+            "field types:",
+            "constants:",
+            "abi_by_value:",
+            "header coverage",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+    }) {
         println!("{line}");
     }
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let said: Vec<&str> = stdout
+    let run: Vec<String> = names.iter().map(|n| format!("--test {n}")).collect();
+    if out.status.success() {
+        let passed: u64 = stdout
             .lines()
-            .filter(|l| l.contains("FAILED") || l.starts_with("  ") || l.contains("ignored,"))
-            .chain(stderr.lines().skip_while(|l| !l.starts_with("error")))
-            .take(40)
-            .collect();
-        failures.push(format!(
-            "cargo test --test abi_field_types --test abi_constants: {}\n{}",
-            out.status,
-            said.join("\n")
-        ));
+            .filter_map(|l| l.strip_prefix("test result: ok. "))
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        println!("cargo test {}: {passed} passed", run.join(" "));
+        return Ok(None);
     }
-    Ok((!failures.is_empty()).then(|| failures.join("\n")))
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("FAILED") || l.starts_with("  ") || l.contains("ignored,"))
+        .chain(stderr.lines().skip_while(|l| !l.starts_with("error")))
+        .take(40)
+        .collect();
+    Ok(Some(format!(
+        "cargo test {}: {}\n{}",
+        run.join(" "),
+        out.status,
+        said.join("\n")
+    )))
 }
 
 /// The `crate_bindings` line of the layout check's dump.

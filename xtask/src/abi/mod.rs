@@ -1,8 +1,11 @@
 //! `cargo xtask abi <release>... | fallback | --all`: builds the crate against
 //! each CUDA release's headers (one target directory per release under
-//! `target/abi/`) and runs `abi-proofs/tests/abi_layout.rs` (layout and constants against
-//! the C compiler), `abi_field_types` and `abi_constants` (every field's type,
-//! every constant of the headers; `by_type.rs`) and `tests/stable_names.rs`.
+//! `target/abi/`) and runs every ABI proof a release has ([`RELEASE_PROOFS`],
+//! the same list CI's ABI steps run): `abi-proofs/tests/abi_layout.rs` (layout
+//! and constants against the C compiler), `abi_field_types` and
+//! `abi_constants` (every field's type, every constant of the headers;
+//! `by_type.rs`), `tests/stable_names.rs`, and [`MORE`]: `abi_symbols`,
+//! `abi_signatures`, `abi_by_value` and `tests/header_coverage.rs`.
 //! The crate generates its bindings for every release named, the pinned one
 //! too ([`ALWAYS_GENERATE`]). `--all` does every release and
 //! the committed fallback and writes `docs/abi-report.md`.
@@ -41,6 +44,37 @@ pub const WINDOWS_ABI_TESTS: [&str; 8] = [
 /// The ABI checks by type and by presence: every field's C type, every
 /// constant of the headers bound with C's value (associated ones too).
 pub const BY_TYPE: [&str; 2] = ["abi_field_types", "abi_constants"];
+
+/// The proofs `abi` runs after the layout, by-type and stable-names checks:
+/// the symbols and signatures, every by-value type both ways, the headers
+/// `wrapper.h` reads or lists.
+pub const MORE: [&str; 4] = [
+    "abi_symbols",
+    "abi_signatures",
+    "abi_by_value",
+    "header_coverage",
+];
+
+/// The proofs of [`MORE`] that need the `bindgen` feature (abi-proofs'
+/// `required-features`): not run for `fallback`, which builds without it.
+pub const NEED_BINDGEN: [&str; 2] = ["abi_symbols", "abi_signatures"];
+
+/// [`MORE`] for a build with (`bindgen`) or without the generator.
+pub fn more(bindgen: bool) -> Vec<&'static str> {
+    MORE.into_iter()
+        .filter(|t| bindgen || !NEED_BINDGEN.contains(t))
+        .collect()
+}
+
+/// Every ABI proof a release has: what `abi <release>` and CI's ABI step
+/// for a release ([`ci_release_for`]) both run.
+pub fn release_proofs() -> Vec<&'static str> {
+    let mut all = vec!["abi_layout"];
+    all.extend(BY_TYPE);
+    all.push("stable_names");
+    all.extend(MORE);
+    all
+}
 
 /// Set for the crate's build: bindgen runs even for the pinned release's
 /// headers (not `committed-same-headers`), so the checks prove the
@@ -154,10 +188,8 @@ pub fn ci_release_for(workspace: &Path, release: &str, target: &str) -> Result<(
     let include = headers::fetch_for(workspace, release, target)?;
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(workspace)
-        .args(["test", "--test", "abi_symbols", "--test", "abi_signatures"])
-        .args(["--test", "abi_layout", "--test", "stable_names"])
-        .args(BY_TYPE.iter().flat_map(|t| ["--test", t]))
-        .args(["--test", "abi_by_value", "--test", "header_coverage"]);
+        .arg("test")
+        .args(release_proofs().into_iter().flat_map(|t| ["--test", t]));
     if target != HOST && release == PINNED_RELEASE {
         cmd.args(["--test", "abi_bad_input", "--test", "fallback"]);
     }
@@ -399,6 +431,15 @@ fn check(workspace: &Path, release: &str, target: &str) -> Result<Row, String> {
             None => failure,
         });
     }
+    let tests = more(!fallback);
+    let mut more = cargo(tests[0])?;
+    more.args(tests[1..].iter().flat_map(|t| ["--test", t]));
+    if let Some(failure) = by_type::tests_failed(&tests, more)? {
+        row.failure = Some(match row.failure.take() {
+            Some(f) => format!("{f}\n{failure}"),
+            None => failure,
+        });
+    }
     let names = cargo("stable_names")?
         .output()
         .map_err(|e| format!("running cargo: {e}"))?;
@@ -444,4 +485,46 @@ pub fn parse_dump(text: &str) -> Summary {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{more, release_proofs, BY_TYPE, MORE, NEED_BINDGEN};
+
+    /// `abi <release>` runs what CI's ABI step runs: the layout check, the
+    /// checks by type, `stable_names` (each on its own) and the rest
+    /// together; the by-value and header-coverage proofs among them.
+    #[test]
+    fn abi_runs_every_proof_of_a_release() {
+        let all = release_proofs();
+        for t in [
+            "abi_by_value",
+            "header_coverage",
+            "abi_signatures",
+            "abi_symbols",
+        ] {
+            assert!(MORE.contains(&t), "{t}");
+        }
+        let mut run_by_abi = vec!["abi_layout", "stable_names"];
+        run_by_abi.extend(BY_TYPE);
+        run_by_abi.extend(MORE);
+        run_by_abi.sort();
+        let mut sorted = all.clone();
+        sorted.sort();
+        assert_eq!(run_by_abi, sorted);
+        sorted.dedup();
+        assert_eq!(sorted.len(), all.len(), "a proof listed twice: {all:?}");
+        // `fallback` (no `bindgen`): the rest of them, by value and header
+        // coverage still; abi-proofs' manifest says which need the feature.
+        assert_eq!(more(true), MORE);
+        assert_eq!(more(false), ["abi_by_value", "header_coverage"]);
+        let manifest = include_str!("../../../abi-proofs/Cargo.toml");
+        for t in MORE {
+            let needs = manifest
+                .split("[[test]]")
+                .find(|b| b.contains(&format!("name = \"{t}\"")))
+                .is_some_and(|b| b.contains("required-features = [\"bindgen\"]"));
+            assert_eq!(needs, NEED_BINDGEN.contains(&t), "{t}");
+        }
+    }
 }
