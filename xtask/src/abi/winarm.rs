@@ -26,6 +26,8 @@
 //! Not run: the C programs and the test binaries (by value, symbols, the
 //! constants check's presence half, bitfields' bytes; none exist in 13.4/13.5).
 
+mod constants;
+
 use crate::cmd::{cargo, step, write_file};
 use crate::headers;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,6 +58,10 @@ struct Counts {
     constants: usize,
     field_types: usize,
     signatures: usize,
+    header_constants: usize,
+    /// The headers' constants outside the generator's names (`NVCL_*`...): not required.
+    outside: usize,
+    constant_values: usize,
 }
 
 pub fn run(workspace: &Path, releases: &[String]) -> Result<(), String> {
@@ -66,15 +72,19 @@ pub fn run(workspace: &Path, releases: &[String]) -> Result<(), String> {
         step(&format!("{WINARM}, CUDA {release}: compile-time proofs"));
         match release_proofs(workspace, &tools, release) {
             Ok(c) => println!(
-                "{release}: {} types, {} fields ({} offset only, {} with nothing to compare), \
-                 {} constants asserted by rustc for {WINARM} with clang's numbers; {} field \
-                 types, {} signatures asserted by clang for {WINARM}; 0 mismatches; every wrong \
-                 twin named",
+                "{release}: layout: {} types, {} fields ({} offset only, {} with nothing to \
+                 compare), {} constants asserted by rustc for {WINARM} with clang's numbers; \
+                 constants: {} of the headers bound ({} outside the generator's names), {} \
+                 values (crate-level and associated) asserted by rustc; {} field types, {} signatures asserted by clang \
+                 for {WINARM}; 0 mismatches; every wrong twin named",
                 c.types,
                 c.fields,
                 c.offset_only,
                 c.unchecked,
                 c.constants,
+                c.header_constants,
+                c.outside,
+                c.constant_values,
                 c.field_types,
                 c.signatures
             ),
@@ -171,7 +181,7 @@ fn release_proofs(workspace: &Path, tools: &Tools, release: &str) -> Result<Coun
         cmd
     };
     let pre = output(
-        clang(&["-E"]).arg(scratch.join("lc_prelude.h")),
+        clang(&["-E", "-dD"]).arg(scratch.join("lc_prelude.h")),
         "preprocessing wrapper.h",
     )?;
     if !pre.status.success() {
@@ -180,10 +190,8 @@ fn release_proofs(workspace: &Path, tools: &Tools, release: &str) -> Result<Coun
             String::from_utf8_lossy(&pre.stderr)
         ));
     }
-    write_file(
-        &scratch.join("lc_names.h"),
-        names_header(&String::from_utf8_lossy(&pre.stdout)),
-    )?;
+    let preprocessed = String::from_utf8_lossy(&pre.stdout).into_owned();
+    write_file(&scratch.join("lc_names.h"), names_header(&preprocessed))?;
     let mut counts = Counts::default();
     let mut problems = vec![];
 
@@ -209,15 +217,15 @@ fn release_proofs(workspace: &Path, tools: &Tools, release: &str) -> Result<Coun
     let rust_facts = rust_facts(&read(&built.abi_dir.join("layout_rust.rs"))?)?;
     let (asserts, mismatched) = layout_asserts(&rust_facts, &c_facts, &mut counts)?;
     problems.extend(mismatched);
-    let rustc = |name: &str, text: &str| -> Result<Vec<String>, String> {
+    let rustc = |name: &str, text: &str, marker: &str| -> Result<Vec<String>, String> {
         let file = scratch.join(format!("{name}.rs"));
         write_file(&file, text)?;
-        rustc_failures(&built.rmeta, &file, &scratch)
+        rustc_failures(&built.rmeta, &file, &scratch, marker)
     };
-    let failed = rustc("layout_asserts", &asserts)?;
+    let failed = rustc("layout_asserts", &asserts, LAYOUT_MARKER)?;
     problems.extend(failed.iter().map(|f| format!("layout: {f}")));
     let (twin, planted) = layout_twin(&asserts)?;
-    let named: BTreeSet<String> = rustc("layout_asserts_wrong", &twin)?
+    let named: BTreeSet<String> = rustc("layout_asserts_wrong", &twin, LAYOUT_MARKER)?
         .iter()
         .map(|f| f.split_once(':').map_or(f.as_str(), |(k, _)| k).to_string())
         .collect();
@@ -225,6 +233,79 @@ fn release_proofs(workspace: &Path, tools: &Tools, release: &str) -> Result<Coun
     if named != planted {
         problems.push(format!(
             "layout: the wrong twin named {named:?} for the planted {planted:?}"
+        ));
+    }
+
+    // Constants: the headers' (-dD) against the table by name and type; the
+    // values C's, from IR, asserted by rustc.
+    let c_constants = constants::c_constants(&preprocessed, &dirs);
+    let constants_check = |table: &str, prelude: &str, name: &str| {
+        let (rust, types) = constants::rust_table(&read(&built.abi_dir.join(table))?)?;
+        let (mut found, values) = constants::problems(&c_constants, &rust, &types);
+        let c_file = scratch.join(format!("{name}.c"));
+        write_file(&c_file, constants::c_values(&values))?;
+        let ll = scratch.join(format!("{name}.ll"));
+        let out = output(
+            clang(&["-S", "-emit-llvm", "-O0", "-o"])
+                .arg(&ll)
+                .arg(&c_file),
+            "compiling the constants' values",
+        )?;
+        if !out.status.success() {
+            return Err(format!(
+                "clang did not compile {}:\n{}",
+                c_file.display(),
+                head(&String::from_utf8_lossy(&out.stderr), 30)
+            ));
+        }
+        let c_values = ir_facts(&read(&ll)?)?
+            .into_iter()
+            .map(|f| (f.key, (f.values[0], f.values[1])))
+            .collect();
+        let asserts = constants::rust_asserts(&values, &c_values, prelude)?;
+        found.extend(rustc(name, &asserts, constants::MARKER)?);
+        Ok::<_, String>((found, values.len()))
+    };
+    let (found, asserted) = constants_check("constants.rs", "", "constants_asserts")?;
+    counts.header_constants = c_constants
+        .iter()
+        .filter(|k| constants::in_allowlist(&k.name))
+        .count();
+    counts.outside = c_constants.len() - counts.header_constants;
+    counts.constant_values = asserted;
+    problems.extend(found.iter().map(|f| format!("constant {f}")));
+    if c_constants.len() < 550 {
+        problems.push(format!(
+            "only {} constants read from the headers",
+            c_constants.len()
+        ));
+    }
+    let planted_module = format!(
+        "#[allow(dead_code, unused_imports, non_camel_case_types, non_upper_case_globals, \
+         non_snake_case, clippy::all)]\nmod planted {{ include!({:?}); }}\n",
+        built.abi_dir.join("constants_planted.rs")
+    );
+    let (found, _) = constants_check(
+        "constants_planted_table.rs",
+        &planted_module,
+        "constants_asserts_wrong",
+    )?;
+    let planted: BTreeSet<String> = read(&built.abi_dir.join("constants_planted.txt"))?
+        .lines()
+        .filter_map(|l| l.split_once('\t').map(|(k, _)| k.to_string()))
+        .collect();
+    let named: BTreeSet<String> = found
+        .iter()
+        .map(|f| {
+            f.split_once(": ")
+                .map_or(f.as_str(), |(k, _)| k)
+                .to_string()
+        })
+        .collect();
+    println!("constants twin: planted {planted:?}, named {named:?}");
+    if named != planted || planted.is_empty() {
+        problems.push(format!(
+            "constants: the wrong twin named {named:?} for the planted {planted:?}"
         ));
     }
 
@@ -706,7 +787,12 @@ fn layout_twin(asserts: &str) -> Result<(String, BTreeSet<String>), String> {
 /// Compiles `file` (metadata only: const evaluation, no code) for the
 /// target against the crate's metadata; the failed asserts' text after the
 /// marker. Any other error fails: a file that does not compile proves nothing.
-fn rustc_failures(rmeta: &Path, file: &Path, scratch: &Path) -> Result<Vec<String>, String> {
+fn rustc_failures(
+    rmeta: &Path,
+    file: &Path,
+    scratch: &Path,
+    marker: &str,
+) -> Result<Vec<String>, String> {
     let deps = rmeta.parent().unwrap();
     let mut cmd = Command::new("rustc");
     cmd.args([
@@ -730,7 +816,7 @@ fn rustc_failures(rmeta: &Path, file: &Path, scratch: &Path) -> Result<Vec<Strin
     let mut failed = vec![];
     let mut other = vec![];
     for line in stderr.lines().filter(|l| l.starts_with("error")) {
-        match line.split_once(LAYOUT_MARKER) {
+        match line.split_once(marker) {
             Some((_, m)) => failed.push(m.trim().to_string()),
             None if line.starts_with("error: aborting due to") => {}
             None => other.push(line),
@@ -891,6 +977,20 @@ fn c_tokens(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_windows_on_arm_releases_are_taken() {
+        let parse = |args: &[&str]| super::super::parse(args).map(|(_, r, _)| r);
+        assert_eq!(
+            parse(&["--target", WINARM, "--all"]).unwrap(),
+            ["13.4", "13.5"]
+        );
+        assert_eq!(parse(&["--target", WINARM, "13.5"]).unwrap(), ["13.5"]);
+        let early = parse(&["--target", WINARM, "13.0"]).unwrap_err();
+        assert!(early.contains("Windows on Arm starts at 13.4"), "{early}");
+        let fallback = parse(&["--target", WINARM, "fallback"]).unwrap_err();
+        assert!(fallback.contains("fallback is not proven"), "{fallback}");
+    }
 
     #[test]
     fn the_ir_calls_are_read_as_facts() {
