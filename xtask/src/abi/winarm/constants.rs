@@ -233,10 +233,11 @@ pub enum Value {
     Pointer(String),
 }
 
+/// The table's constants by name, and each type's resolved name.
+pub type Table = (BTreeMap<String, RustConstant>, BTreeMap<String, String>);
+
 /// The table's constants by name and its types (`constants.rs`'s lines).
-pub fn rust_table(
-    text: &str,
-) -> Result<(BTreeMap<String, RustConstant>, BTreeMap<String, String>), String> {
+pub fn rust_table(text: &str) -> Result<Table, String> {
     let mut constants = BTreeMap::new();
     let mut types = BTreeMap::new();
     for line in text.lines().map(str::trim) {
