@@ -11,8 +11,10 @@
 //! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
 //!
 //! The wing of the C-compiler proofs: this command, [`msvc`] (the same
-//! proofs for x86_64-pc-windows-msvc with no file from Microsoft) and
-//! [`libclang22`] (the bindings from libclang 22 against 19's).
+//! proofs for x86_64-pc-windows-msvc with no file from Microsoft),
+//! [`winarm`] (`--target aarch64-pc-windows-msvc`: the proofs that need no
+//! program run, for Windows on Arm) and [`libclang22`] (the bindings from
+//! libclang 22 against 19's).
 
 mod by_type;
 pub mod libclang22;
