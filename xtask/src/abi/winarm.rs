@@ -21,10 +21,16 @@
 //! - field types (`field_types.c`, twin `field_types_wrong.c`, the four bugs
 //!   `field_types_planted.txt` lists) and signatures (`signatures.c`, twin
 //!   `signatures_wrong.c`: `cuMemAdvise` alone): the `_Static_assert` files
-//!   the tests compile, here by clang for the target with `-fsyntax-only`.
+//!   the tests compile, here by clang for the target with `-fsyntax-only`;
+//! - the constants check ([`constants`]): the headers' constants bound by
+//!   name, newtype and associated constant, their C values asserted by rustc;
+//!   twin: the planted copy's seven bugs;
+//! - the bad-input fixture through the two layout halves (its bitfields
+//!   aside): exactly its seven wrong items for this target named (`va_list`
+//!   8 bytes, `long` 32 bits), so the numbers are the target's.
 //!
-//! Not run: the C programs and the test binaries (by value, symbols, the
-//! constants check's presence half, bitfields' bytes; none exist in 13.4/13.5).
+//! Not run: the C programs and the test binaries (by value, symbols,
+//! bitfields' bytes: none in 13.4 or 13.5; the command fails naming one).
 
 mod constants;
 
