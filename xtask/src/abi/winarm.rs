@@ -511,7 +511,9 @@ fn check_abi_proofs(
     let json = String::from_utf8_lossy(&out.stdout);
     let (mut abi_dir, mut rmeta) = (None, None);
     for line in json.lines() {
-        if line.contains("\"reason\":\"build-script-executed\"") && line.contains("abi-proofs") {
+        let package = json_string(line, "package_id").unwrap_or_default();
+        if line.contains("\"reason\":\"build-script-executed\"") && package.contains("/abi-proofs#")
+        {
             abi_dir = json_string(line, "out_dir").map(|d| PathBuf::from(d).join("abi"));
         }
         if line.contains("\"reason\":\"compiler-artifact\"")
@@ -889,7 +891,7 @@ fn rustc_failures(
     marker: &str,
 ) -> Result<Vec<String>, String> {
     let deps = rmeta.parent().unwrap();
-    let mut cmd = Command::new("rustc");
+    let mut cmd = Command::new(std::env::var_os("RUSTC").unwrap_or("rustc".into()));
     cmd.args([
         "--edition",
         "2021",
