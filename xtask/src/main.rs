@@ -49,7 +49,7 @@ const COMMANDS: [(&str, &str); 27] = [
     ("device-compile [--examples-only|--tests-only] (--all | --ci | <release>|unseen ...)", "compile the device tests and examples against releases' headers, linked and loaded"),
     ("device-report [--check | <dir>...]", "docs/device-results.md's table from records/device-runs/ (with dirs: a run's bad-input, process-death and sanitizer Markdown)"),
     ("abi <release>... | --all", "check the bindings' layout and constants against the C compiler per release (`fallback`: the committed bindings); --all writes docs/abi-report.md"),
-    ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine)"),
+    ("abi --target <triple> (<release>... | --all)", "the same for aarch64-unknown-linux-gnu (qemu) or x86_64-pc-windows-gnu (wine); aarch64-pc-windows-msvc (13.4, 13.5): compile-time proofs only"),
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
     ("libclang22 [<release>...]", "the bindings generated with libclang 22 against libclang 19's, item by item (installs libclang-22-dev if missing; CI's ABI releases unless told; a step of `ci`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),

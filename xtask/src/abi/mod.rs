@@ -14,13 +14,16 @@
 //! and the check's table (`abi.txt`): `cargo xtask changes` reads them.
 //!
 //! The wing of the C-compiler proofs: this command, [`msvc`] (the same
-//! proofs for x86_64-pc-windows-msvc with no file from Microsoft) and
-//! [`libclang22`] (the bindings from libclang 22 against 19's).
+//! proofs for x86_64-pc-windows-msvc with no file from Microsoft),
+//! [`winarm`] (`--target aarch64-pc-windows-msvc`: the proofs that need no
+//! program run, for Windows on Arm) and [`libclang22`] (the bindings from
+//! libclang 22 against 19's).
 
 mod by_type;
 pub mod libclang22;
 pub mod msvc;
 mod report;
+pub mod winarm;
 
 pub use report::keep_target_sections;
 use report::{report, splice_section, target_section};
@@ -247,13 +250,30 @@ pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), Strin
         ["--target", t, rest @ ..] => (t, rest.to_vec()),
         _ => (HOST, args.to_vec()),
     };
-    if ![HOST, "aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu"].contains(&target) {
+    if ![
+        HOST,
+        "aarch64-unknown-linux-gnu",
+        "x86_64-pc-windows-gnu",
+        winarm::WINARM,
+    ]
+    .contains(&target)
+    {
         return Err(format!(
-            "abi: unknown target {target} (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu)"
+            "abi: unknown target {target} (aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu, \
+             {})",
+            winarm::WINARM
         ));
     }
     let all = args == ["--all"];
-    let releases: Vec<String> = if all {
+    if target == winarm::WINARM && args.contains(&FALLBACK) {
+        return Err(format!(
+            "abi: the committed fallback is not proven for {target}: name releases ({}) or --all",
+            winarm::releases().join(", ")
+        ));
+    }
+    let releases: Vec<String> = if all && target == winarm::WINARM {
+        winarm::releases()
+    } else if all {
         crate::releases::ALL
             .iter()
             .map(|r| r.to_string())
@@ -274,6 +294,10 @@ pub fn parse<'a>(args: &[&'a str]) -> Result<(&'a str, Vec<String>, bool), Strin
 
 pub fn run(workspace: &Path, args: &[&str]) -> Result<(), String> {
     let (target, releases, all) = parse(args)?;
+    if target == winarm::WINARM {
+        // Nothing here runs an aarch64 Windows program: the compile-time proofs.
+        return winarm::run(workspace, &releases);
+    }
     let mut rows = vec![];
     for release in &releases {
         eprintln!("== abi {release}");
