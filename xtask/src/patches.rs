@@ -125,7 +125,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
             }
             let include = headers::include_dir(&root)
                 .ok_or_else(|| format!("the wheels {specs:?} held no cuda.h"))?;
-            let committed = committed_from.contains(&format!("-{v}-"));
+            // The runtime wheel's own name (the crt's may share the version).
+            let committed =
+                committed_from.contains(&format!("{}-{v}-", names[0].replace('-', "_")));
             for ptds in [false, true] {
                 let variant = committed::find(release, Family::X86_64Linux, ptds)
                     .ok_or_else(|| format!("no committed bindings of {release}"))?;
