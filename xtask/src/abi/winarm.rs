@@ -1038,37 +1038,17 @@ fn names_header(preprocessed: &str) -> String {
     h
 }
 
-/// Identifiers and punctuation of a line of C (numbers and literals skipped).
+/// Identifiers and punctuation of a line of C (numbers and literals
+/// skipped): [`constants::tokens`], spelt as text.
 fn c_tokens(text: &str) -> Vec<String> {
-    let b = text.as_bytes();
-    let mut out = vec![];
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_alphabetic() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            out.push(text[start..i].to_string());
-        } else if c.is_ascii_digit() {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
-                i += 1;
-            }
-        } else if c == b'"' || c == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != c {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else {
-            if !c.is_ascii_whitespace() {
-                out.push((c as char).to_string());
-            }
-            i += 1;
-        }
-    }
-    out
+    constants::tokens(text)
+        .into_iter()
+        .filter_map(|t| match t {
+            constants::Tok::Ident(s) => Some(s),
+            constants::Tok::Punct(c) => Some(c.to_string()),
+            constants::Tok::Number => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -26,14 +26,14 @@ pub struct CConstant {
 
 /// A token of C text.
 #[derive(PartialEq, Debug)]
-enum Tok {
+pub(super) enum Tok {
     Ident(String),
     Punct(char),
     Number,
 }
 
 /// Identifiers, punctuation and numbers of C text (literals skipped).
-fn tokens(text: &str) -> Vec<Tok> {
+pub(super) fn tokens(text: &str) -> Vec<Tok> {
     let b = text.as_bytes();
     let mut out = vec![];
     let mut i = 0;
