@@ -3075,6 +3075,9 @@ mod roles {
 /// through getenv and lookups, a second libcuda.so.1, refused libraries).
 #[path = "dynamic_loading/hostile_drivers.rs"]
 mod hostile_drivers;
+#[cfg(unix)]
+#[path = "dynamic_loading/nothing_blocks.rs"]
+mod nothing_blocks;
 #[path = "dynamic_loading/public_answers.rs"]
 mod public_answers;
 
@@ -3087,6 +3090,36 @@ fn main() {
         return;
     }
     test_support::main(vec![
+        #[cfg(unix)]
+        (
+            "a_named_path_that_is_not_a_regular_file_is_refused_with_its_type",
+            nothing_blocks::a_named_path_that_is_not_a_regular_file_is_refused_with_its_type,
+        ),
+        #[cfg(unix)]
+        (
+            "a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_driver",
+            nothing_blocks::a_fifo_named_libcuda_so_1_on_the_library_path_does_not_hold_a_named_driver,
+        ),
+        #[cfg(unix)]
+        (
+            "a_libcuda_so_1_in_another_link_namespace_is_refused_naming_both",
+            nothing_blocks::a_libcuda_so_1_in_another_link_namespace_is_refused_naming_both,
+        ),
+        #[cfg(unix)]
+        (
+            "a_named_driver_whose_soname_cannot_be_read_is_refused",
+            nothing_blocks::a_named_driver_whose_soname_cannot_be_read_is_refused,
+        ),
+        #[cfg(unix)]
+        (
+            "a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc",
+            nothing_blocks::a_zombie_owner_is_told_in_a_pid_namespace_with_the_hosts_proc,
+        ),
+        #[cfg(unix)]
+        (
+            "the_lookup_bound_holds_with_no_thread_key_left",
+            nothing_blocks::the_lookup_bound_holds_with_no_thread_key_left,
+        ),
         (
             "a_zombie_main_thread_that_was_loading_gives_303_not_a_hang",
             hostile_drivers::a_zombie_main_thread_that_was_loading_gives_303_not_a_hang,

@@ -41,6 +41,8 @@ struct Elf {
     /// `PT_DYNAMIC` (and the segment) writable: glibc then adds the load
     /// bias to `DT_STRTAB` in place; read-only, it does not (glibc 2.35 on).
     writable: bool,
+    /// `DT_STRSZ`; `None`: the string table's size.
+    strsz: Option<u64>,
 }
 
 impl Elf {
@@ -52,6 +54,7 @@ impl Elf {
             dynamic_memsz: None,
             soname: "libcuda.so.1",
             writable: false,
+            strsz: None,
         }
     }
 
@@ -79,7 +82,7 @@ impl Elf {
         const DT_HASH: u64 = 4;
         let entries: [(u64, u64); 7] = [
             (DT_STRTAB, 0),
-            (10, strings.len() as u64),
+            (10, self.strsz.unwrap_or(strings.len() as u64)),
             (14, 1),
             (DT_SYMTAB, 0),
             (11, 24),
@@ -299,6 +302,23 @@ fn a_p_memsz_of_2_pow_63_is_refused_with_its_reason() -> Result<Completion, Fail
     Ok(Completion::Completed)
 }
 
+fn a_dt_strsz_of_2_pow_62_or_0_is_read_as_glibc_reads_it() -> Result<Completion, Failed> {
+    if let Some(c) = needs_loader() {
+        return Ok(c);
+    }
+    // glibc reads the SONAME to its NUL, not bounded by DT_STRSZ. The
+    // loader of before: "DT_STRTAB lies outside the library's mapped
+    // segments" (2^62: the table starts inside) and "DT_SONAME lies past
+    // the string table" (0: the name inside).
+    for strsz in [1u64 << 62, 0] {
+        read_as_libcuda(&loader_says(&Elf {
+            strsz: Some(strsz),
+            ..Elf::library()
+        })?)?;
+    }
+    Ok(Completion::Completed)
+}
+
 #[cfg(feature = "dynamic-loading")]
 fn role(role: &str) {
     assert_eq!(role, "driver");
@@ -332,5 +352,6 @@ fn main() {
         a_dynamic_section_4_mod_8_is_refused_with_its_reason,
         program_headers_at_an_odd_offset_are_refused_with_their_reason,
         a_p_memsz_of_2_pow_63_is_refused_with_its_reason,
+        a_dt_strsz_of_2_pow_62_or_0_is_read_as_glibc_reads_it,
     ]);
 }

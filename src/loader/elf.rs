@@ -66,6 +66,9 @@ pub(crate) const PT_DYNAMIC: u32 = 2;
 pub(crate) const PF_R: u32 = 4;
 pub(crate) const DT_NULL: usize = 0;
 pub(crate) const DT_STRTAB: usize = 5;
+// Written by the tests' and the fuzz target's images; the reader does not
+// read it (glibc reads a SONAME to its NUL, not bounded by DT_STRSZ).
+#[allow(dead_code)]
 pub(crate) const DT_STRSZ: usize = 10;
 pub(crate) const DT_SONAME: usize = 14;
 
@@ -91,15 +94,16 @@ pub(crate) enum Malformed {
     DynamicPastSegment,
     /// The segment holding the dynamic section ends before a `DT_NULL`.
     NoNullEntry,
-    /// `DT_SONAME` without `DT_STRTAB` and `DT_STRSZ`.
+    /// `DT_SONAME` without `DT_STRTAB`.
     SonameWithoutTable,
-    /// `DT_SONAME` at or past `DT_STRSZ`.
-    SonamePastTable,
-    /// Neither reading of `DT_STRTAB` lies whole in a readable segment.
+    /// Neither reading of `DT_STRTAB` lies in a readable segment.
     TableOutsideSegments,
+    /// `DT_STRTAB` + `DT_SONAME` (the name's start) lies in no readable
+    /// segment: the offset `DT_SONAME` runs past the mapping.
+    NameOutsideSegments,
     /// Both readings of `DT_STRTAB` do (an object mapped below its size).
     TableAmbiguous,
-    /// No NUL ends the name before the string table does.
+    /// No NUL ends the name before the segment holding it does.
     Unterminated,
     /// The reader asked for bytes outside the mapping: never made (the
     /// fuzz target checks), refused rather than read.
@@ -129,16 +133,18 @@ impl Malformed {
             Malformed::NoNullEntry => {
                 "the dynamic section has no DT_NULL before its PT_LOAD segment ends"
             }
-            Malformed::SonameWithoutTable => "DT_SONAME without DT_STRTAB and DT_STRSZ",
-            Malformed::SonamePastTable => "DT_SONAME lies past the string table (DT_STRSZ)",
+            Malformed::SonameWithoutTable => "DT_SONAME without DT_STRTAB",
             Malformed::TableOutsideSegments => {
                 "DT_STRTAB lies outside the library's mapped segments"
             }
             Malformed::TableAmbiguous => {
                 "DT_STRTAB reads as a mapped address both relocated and not"
             }
+            Malformed::NameOutsideSegments => {
+                "DT_SONAME's offset from DT_STRTAB lies outside the library's mapped segments"
+            }
             Malformed::Unterminated => {
-                "DT_SONAME's string is not terminated within the string table"
+                "DT_SONAME's string has no NUL before the PT_LOAD segment holding it ends"
             }
             Malformed::OutsideSegments => "a read would leave the library's mapped segments",
         }
@@ -202,11 +208,10 @@ fn word_at(b: &[u8], at: usize) -> usize {
     usize::from_ne_bytes(w)
 }
 
-/// `DT_STRTAB`, `DT_STRSZ` and `DT_SONAME`, where present before `DT_NULL`.
+/// `DT_STRTAB` and `DT_SONAME`, where present before `DT_NULL`.
 #[derive(Default)]
 struct Entries {
     strtab: Option<usize>,
-    strsz: Option<usize>,
     soname: Option<usize>,
 }
 
@@ -271,6 +276,30 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
         Ok(None)
     }
 
+    /// The furthest end of a readable `PT_LOAD` segment holding the byte
+    /// at `start`, as mapped; `None` where none holds it.
+    fn furthest_end_holding(&self, start: usize) -> Result<Option<usize>, Malformed> {
+        let mut furthest = None;
+        for i in 0..self.count {
+            let h = self.header(i)?;
+            if h.kind != PT_LOAD || h.flags & PF_R == 0 {
+                continue;
+            }
+            let s = self.bias.checked_add(h.vaddr);
+            let Some(end) = s.and_then(|s| s.checked_add(h.memsz)) else {
+                return Err(Malformed::SegmentOverflows);
+            };
+            let segment = Range {
+                start: self.bias.wrapping_add(h.vaddr),
+                end,
+            };
+            if segment.holds(start, 1) && !matches!(furthest, Some(f) if f >= end) {
+                furthest = Some(end);
+            }
+        }
+        Ok(furthest)
+    }
+
     /// The one read of the object's segments: where a readable segment
     /// holds the bytes whole, else nothing is read.
     fn read(&self, address: usize, out: &mut [u8]) -> Result<(), Malformed> {
@@ -296,6 +325,23 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
         Ok(None)
     }
 
+    /// Where the object's `PT_DYNAMIC` is mapped (the bias plus its
+    /// `p_vaddr`), for an object known by its program headers alone (the
+    /// walk of what is loaded): `None` where it has none.
+    pub(crate) fn dynamic_address(&self) -> Result<Option<usize>, Malformed> {
+        for i in 0..self.count {
+            let h = self.header(i)?;
+            if h.kind == PT_DYNAMIC {
+                return self
+                    .bias
+                    .checked_add(h.vaddr)
+                    .map(Some)
+                    .ok_or(Malformed::DynamicOutsideSegments);
+            }
+        }
+        Ok(None)
+    }
+
     /// The entries wanted, read from `ld` to `DT_NULL` within `segment`.
     fn entries(&self, ld: usize, segment: Range) -> Result<Entries, Malformed> {
         let mut found = Entries::default();
@@ -307,7 +353,6 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
             match word_at(&b, 0) {
                 DT_NULL => return Ok(found),
                 DT_STRTAB => found.strtab = Some(value),
-                DT_STRSZ => found.strsz = Some(value),
                 DT_SONAME => found.soname = Some(value),
                 _ => {}
             }
@@ -320,6 +365,11 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
     /// Where the `SONAME` of the object whose dynamic section is mapped at
     /// `ld` (the link map's `l_ld`) lies: `Ok(None)` where it has none.
     ///
+    /// The name is read from `DT_STRTAB` + `DT_SONAME` to its NUL, within
+    /// a readable segment holding its first byte (the one reaching
+    /// furthest), as glibc reads it:
+    /// `DT_STRSZ` bounds nothing (glibc does not read it for the name).
+    ///
     /// Whether `DT_STRTAB` holds an address or an offset from the load bias
     /// is not guessed from its size. glibc adds the bias to the `d_ptr`
     /// entries of a dynamic section at load (`elf/get-dynamic-info.h`), but
@@ -328,7 +378,7 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
     /// MIPS and RISC-V (`DL_RO_DYN_SECTION`); musl never does. So the rule
     /// asks the mapping instead, which is the same for every loader: the
     /// table is where one of the two readings (the value as it is, the value
-    /// plus the bias) lies whole within a segment the object maps. The two
+    /// plus the bias) lies within a segment the object maps. The two
     /// readings are `bias` apart; both lie in its segments only for an
     /// object mapped below its own size, where the section cannot be told,
     /// and neither for a malformed one: both are errors.
@@ -354,15 +404,16 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
         let Some(offset) = entries.soname else {
             return Ok(None);
         };
-        let (Some(strtab), Some(strsz)) = (entries.strtab, entries.strsz) else {
+        // DT_STRSZ is not a bound: glibc reads the name from DT_STRTAB +
+        // DT_SONAME to its NUL (`elf/dl-load.c`), whatever DT_STRSZ says
+        // (2^62, 0, or none), so the reader does too, within the segment
+        // holding the name.
+        let Some(strtab) = entries.strtab else {
             return Err(Malformed::SonameWithoutTable);
         };
-        if offset >= strsz {
-            return Err(Malformed::SonamePastTable);
-        }
-        let as_is = self.segment_holding(strtab, strsz)?.is_some();
+        let as_is = self.segment_holding(strtab, 1)?.is_some();
         let plus_bias = match strtab.checked_add(self.bias) {
-            Some(t) if self.bias != 0 => self.segment_holding(t, strsz)?.is_some(),
+            Some(t) if self.bias != 0 => self.segment_holding(t, 1)?.is_some(),
             _ => false,
         };
         let table = match (as_is, plus_bias) {
@@ -372,8 +423,13 @@ impl<'m, M: Memory + ?Sized> Object<'m, M> {
             (true, true) => return Err(Malformed::TableAmbiguous),
             (false, false) => return Err(Malformed::TableOutsideSegments),
         };
-        // In bounds: offset < strsz and the table lies whole in a segment.
-        let (start, end) = (table + offset, table + strsz);
+        let Some(start) = table.checked_add(offset) else {
+            return Err(Malformed::NameOutsideSegments);
+        };
+        let Some(end) = self.furthest_end_holding(start)? else {
+            return Err(Malformed::NameOutsideSegments);
+        };
+        // In bounds: `[start, end)` lies in one readable segment.
         let mut at = start;
         let mut chunk = [0u8; 64];
         while at < end {

@@ -100,6 +100,9 @@ mod old {
         let (Some(strtab), Some(strsz)) = (strtab, strsz) else {
             return Err("DT_SONAME without DT_STRTAB and DT_STRSZ");
         };
+        if offset >= strsz {
+            return Err("DT_SONAME lies past the string table (DT_STRSZ)");
+        }
         let mapped = |s: usize| segments.iter().any(|g| g.holds(s, strsz));
         let table = match (
             mapped(strtab),
@@ -308,32 +311,55 @@ fn a_strtab_near_the_top_of_memory_is_an_error_not_an_overflow() {
 }
 
 #[test]
-fn a_huge_strsz_is_an_error_not_an_overflow() {
+fn dt_strsz_bounds_nothing_as_in_glibc() {
+    // glibc reads the SONAME from DT_STRTAB + DT_SONAME to its NUL, not
+    // bounded by DT_STRSZ: 2^62 (the table's start and the name inside the
+    // segment), usize::MAX, 0, or none at all, the name is read.
+    for strsz in [Some(1usize << 62), Some(usize::MAX), Some(0), Some(1), None] {
+        let mut lib = Layout::library();
+        match strsz {
+            Some(n) => lib.dynamic[1].1 = n,
+            None => {
+                lib.dynamic.remove(1);
+            }
+        }
+        assert!(
+            found(&lib.soname()),
+            "DT_STRSZ {strsz:?}: {:?}",
+            lib.soname()
+        );
+        // Wrong twin: the reader of before bounded the table by DT_STRSZ
+        // ("DT_STRTAB lies outside", "DT_SONAME lies past the string
+        // table", or no table at all).
+        assert!(!old_found(&lib), "DT_STRSZ {strsz:?}");
+    }
+    // DT_STRSZ 2^62 was told as DT_STRTAB's fault: no refusal names it now.
     let mut lib = Layout::library();
-    lib.dynamic[1].1 = usize::MAX;
-    assert_eq!(lib.soname(), Err(Malformed::TableOutsideSegments));
-    lib.dynamic[1].1 = 0x2000 - 0x800;
-    assert!(found(&lib.soname()));
+    lib.dynamic[1].1 = 1 << 62;
+    assert_eq!(old::soname(&lib.image(), lib.ld()), Err("DT_STRTAB"));
 }
 
 #[test]
-fn a_soname_past_the_table_is_an_error() {
+fn a_soname_past_the_segment_names_dt_soname() {
+    // The name's start past the segment holding the table: DT_SONAME's
+    // fault, not DT_STRTAB's (which lies inside).
     let mut lib = Layout::library();
-    let strsz = lib.strings.len();
-    lib.dynamic[2].1 = strsz;
-    assert_eq!(lib.soname(), Err(Malformed::SonamePastTable));
-    // Twin: the last byte of the table, its NUL: an empty name.
-    lib.dynamic[2].1 = strsz - 1;
+    lib.dynamic[2].1 = 0x2000 - 0x800;
+    assert_eq!(lib.soname(), Err(Malformed::NameOutsideSegments));
+    lib.dynamic[2].1 = usize::MAX;
+    assert_eq!(lib.soname(), Err(Malformed::NameOutsideSegments));
+    // Twin: the segment's last byte (a zero): an empty name.
+    lib.dynamic[2].1 = 0x2000 - 0x800 - 1;
     assert_eq!(lib.soname(), Ok(Some(Vec::new())));
 }
 
 #[test]
 fn a_table_outside_the_mapped_segments_is_an_error() {
-    // Neither reading lies in a segment (the table runs past its end).
+    // Neither reading of DT_STRTAB lies in a segment.
     let mut lib = Layout::library();
-    lib.dynamic[0].1 = 0x1f80;
-    lib.dynamic[1].1 = 0x100;
+    lib.dynamic[0].1 = 0x2000;
     assert_eq!(lib.soname(), Err(Malformed::TableOutsideSegments));
+    // Twin: the table inside (its bytes zero): an empty name.
     lib.dynamic[0].1 = 0x1f00;
     assert_eq!(lib.soname(), Ok(Some(Vec::new())));
 }
@@ -378,19 +404,39 @@ fn no_soname_is_none_and_a_soname_without_its_table_is_an_error() {
 
 #[test]
 fn an_unterminated_name_is_an_error() {
+    // The name runs to the end of its segment with no NUL.
     let mut lib = Layout::library();
     lib.strings = b"\0libcuda.so.1".to_vec();
-    lib.dynamic[1].1 = lib.strings.len();
+    lib.strings_at = 0x2000 - lib.strings.len();
+    lib.dynamic[0].1 = lib.strings_at;
     assert_eq!(lib.soname(), Err(Malformed::Unterminated));
     // A name longer than the reader's chunk of 64 bytes is found whole.
     let long: Vec<u8> = core::iter::repeat_n(b'x', 200).collect();
     lib.strings = [&b"\0"[..], &long[..], &b"\0"[..]].concat();
-    lib.dynamic[1].1 = lib.strings.len();
+    lib.strings_at = 0x2000 - lib.strings.len();
+    lib.dynamic[0].1 = lib.strings_at;
     assert_eq!(lib.soname(), Ok(Some(long.clone())));
-    // Twin: the same name without its NUL, the table ending with it.
+    // Twin: the same name without its NUL, the segment ending with it.
     lib.strings.pop();
-    lib.dynamic[1].1 = lib.strings.len();
+    lib.strings_at = 0x2000 - lib.strings.len();
+    lib.dynamic[0].1 = lib.strings_at;
     assert_eq!(lib.soname(), Err(Malformed::Unterminated));
+}
+
+#[test]
+fn the_dynamic_section_is_found_by_its_header() {
+    let lib = Layout::library();
+    let image = lib.image();
+    assert_eq!(image.object().dynamic_address(), Ok(Some(lib.ld())));
+    let mut none = Layout::library();
+    none.headers.truncate(1);
+    assert_eq!(none.image().object().dynamic_address(), Ok(None));
+    let mut top = Layout::library();
+    top.headers[1].2 = usize::MAX;
+    assert_eq!(
+        top.image().object().dynamic_address(),
+        Err(Malformed::DynamicOutsideSegments)
+    );
 }
 
 #[test]
@@ -407,8 +453,8 @@ fn every_reason_has_its_own_text() {
         DynamicPastSegment,
         NoNullEntry,
         SonameWithoutTable,
-        SonamePastTable,
         TableOutsideSegments,
+        NameOutsideSegments,
         TableAmbiguous,
         Unterminated,
         OutsideSegments,

@@ -6,8 +6,8 @@ use super::once::{Once, Stuck};
 use super::slot_state::{BELOW_INTRODUCTION, LAST_STATE, LOWEST_ADDRESS, NOT_FOUND, TOO_OLD};
 use super::text::{Text, PATH_BUFFER};
 use super::{
-    sys, Api, Attempt, Attempts, Entry, LoadError, Loaded, Soname, Variable, LIBCUDART_VAR,
-    LIBCUDA_VAR, MAX_ATTEMPTS, RUNTIME_MAJOR,
+    sys, AlreadyLoaded, Api, Attempt, Attempts, Entry, LoadError, Loaded, Soname, Variable,
+    LIBCUDART_VAR, LIBCUDA_VAR, MAX_ATTEMPTS, RUNTIME_MAJOR,
 };
 use crate::generated::{
     CUresult, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_STUB_LIBRARY, CUDA_SUCCESS, CUDA_VERSION,
@@ -208,6 +208,22 @@ impl Library {
             }
         }
         s.tried = setting.tried.as_str();
+        if let SettingState::Path(len) = setting.state {
+            // Nothing the loader opens blocks: a FIFO with no writer (or a
+            // device) named by the variable would hold dlopen in open(2).
+            if let Some(kind) = sys::not_a_regular_file(&setting.bytes[..=len]) {
+                let t = &mut s.tries[s.record(setting.tried.as_str())];
+                t.reason.push(setting.tried.as_str().as_bytes());
+                t.reason.push(b" is ");
+                t.reason.push(kind.as_bytes());
+                t.reason.push(
+                    b", not a regular file (or a link to one): not opened, as opening \
+                      it could block",
+                );
+                s.explain(var, setting.state);
+                return;
+            }
+        }
         if let (Api::Driver, SettingState::Path(len)) = (self.api, setting.state) {
             // One driver per process: a libcuda.so.1 already in it (an
             // LD_PRELOAD, a library that links libcuda, an earlier dlopen)
@@ -220,18 +236,29 @@ impl Library {
             s.message.push(setting.tried.as_str().as_bytes());
             s.message
                 .push(b", but another libcuda.so.1 is already in the process: ");
-            if sys::another_already_loaded(
+            match sys::another_already_loaded(
                 b"libcuda.so.1\0",
                 &setting.bytes[..=len],
                 &mut s.message,
             ) {
-                s.message.push(
-                    b" (preloaded, linked by a library of the program, or opened earlier); \
-                      the runtime's own dlopen(\"libcuda.so.1\") gets that one, so the named \
-                      file is not loaded beside it: unset CUDA_MEM_SYS_LIBCUDA to use the \
-                      one loaded, or take it out of the process",
-                );
-                return;
+                AlreadyLoaded::No => {}
+                AlreadyLoaded::InThisNamespace => {
+                    s.message.push(
+                        b" (preloaded, linked by a library of the program, or opened earlier); \
+                          the runtime's own dlopen(\"libcuda.so.1\") gets that one, so the named \
+                          file is not loaded beside it: unset CUDA_MEM_SYS_LIBCUDA to use the \
+                          one loaded, or take it out of the process",
+                    );
+                    return;
+                }
+                AlreadyLoaded::InAnotherNamespace => {
+                    s.message.push(
+                        b" (in another link namespace: dlmopen), so the named file would be a \
+                          second driver in the process: take that one out of the process, or \
+                          name no driver",
+                    );
+                    return;
+                }
             }
             s.message.len = before;
         }

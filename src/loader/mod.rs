@@ -70,7 +70,8 @@
 //!   id, which a child can share (PID 1 forking into a new PID namespace).
 //!   A waiter also asks whether the loading thread still exists (Linux:
 //!   `tgkill(getpid(), owner, 0)`, then `/proc/self/task/<id>/stat`, whose
-//!   state `Z` tells the zombie main thread `tgkill` still answers): a
+//!   state `Z` tells the zombie main thread `tgkill` still answers, the id
+//!   mapped through `NSpid` where `/proc` is another PID namespace's): a
 //!   thread that ended inside the load (a raw exit; `pthread_exit`, a
 //!   forced unwind), or a child made without fork handlers (`clone(2)`,
 //!   `_Fork()`), gets 303 at once; a load that panicked on a thread that
@@ -78,8 +79,14 @@
 //!   read before any library's load is claimed, so a `getenv` that calls
 //!   back into the crate (an `LD_PRELOAD` shim) gets 303 and leaves no
 //!   load behind. A driver whose `cuGetProcAddress` calls back into the
-//!   crate nests lookups at most 8 deep on a thread; the deepest call gets
-//!   303 (not remembered), where the stack overflowed.
+//!   crate nests lookups on a thread: a thread is inside at most 8 lookups
+//!   at once, the 8th nested call back gets 303 (not remembered), where the
+//!   stack overflowed. The bound is per thread, which is what it protects
+//!   (the thread's stack): a driver calling back through new threads nests
+//!   without bound, each thread on its own stack. Where no thread-specific
+//!   key is left (all 1024 `pthread` keys taken by an `LD_PRELOAD`), the
+//!   depth is kept in a table of 64 threads keyed by thread id; a lookup
+//!   for which no depth can be kept gets 303.
 //!   The two loads have one order: a runtime call waits for a named driver's
 //!   load before it claims the runtime's, so the driver's own code may call
 //!   the runtime while another thread waits for both (it gets 303 at once:
@@ -112,7 +119,7 @@
 //!
 //! | situation | driver function | runtime function |
 //! |---|---|---|
-//! | the library could not be loaded (a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included, and a named driver beside another `libcuda.so.1` already in the process), or is being loaded by this very thread (or the environment read by it; or its lookups call back more than 8 deep), or was being loaded by another thread when the process forked or by a thread that ended (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
+//! | the library could not be loaded (a variable naming a FIFO, a device or a directory included: refused before it is opened; a driver loaded by another name than `libcuda.so.1` without `SONAME libcuda.so.1` included, and a named driver beside another `libcuda.so.1` already in the process), or is being loaded by this very thread (or the environment read by it; or this is the 8th nested call back of its lookups on this thread, or no lookup depth can be kept for the thread), or was being loaded by another thread when the process forked or by a thread that ended (the runtime also while the named driver is) | `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303) | `cudaErrorSharedObjectInitFailed` (303) |
 //! | the driver is older than the function's ABI version | `CUDA_ERROR_NOT_SUPPORTED` (801) | (not a case: runtime functions are found by `dlsym`) |
 //! | the library has no such function, or answers with an address below 4096 | `CUDA_ERROR_NOT_FOUND` (500) | `cudaErrorSymbolNotFound` (500) |
 //! | the driver found is NVIDIA's stub library | `CUDA_ERROR_STUB_LIBRARY` (34) | (not a case: the runtime loads the driver itself) |
@@ -232,9 +239,11 @@ pub enum Unavailable {
     /// Its library could not be loaded ([`driver`] / [`runtime`] say why), or
     /// is being loaded by this very thread (a call back into the crate from
     /// the library's own code while it loads; or from a `getenv` while the
-    /// environment is read), or this thread is inside more than 8 nested
-    /// lookups of its functions (a driver whose `cuGetProcAddress` calls
-    /// back into the crate).
+    /// environment is read), or this thread is already inside 8 lookups of
+    /// its functions (the 8th nested call back of a driver whose
+    /// `cuGetProcAddress` calls back into the crate), or no lookup depth can
+    /// be kept for this thread (no thread-specific key and the loader's
+    /// table of 64 threads full).
     LibraryNotLoaded,
     /// The driver is older than the function's ABI version: the version is
     /// above the driver's `cuDriverGetVersion` (or, where that did not
@@ -372,11 +381,24 @@ pub struct LoadError {
     pub attempts: Attempts,
 }
 
+/// Whether another `libcuda.so.1` than the named file is in the process.
+// Windows: only `No` is made there.
+#[cfg_attr(windows, allow(dead_code))]
+pub(crate) enum AlreadyLoaded {
+    No,
+    /// In the caller's link namespace (the runtime's `dlopen` gets it).
+    InThisNamespace,
+    /// In another link namespace (`dlmopen`): a second driver.
+    InAnotherNamespace,
+}
+
 /// A library's `SONAME`, as the dynamic section the loader mapped says it.
 // Windows has no SONAME: only `Unknown` is made there.
 #[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum Soname<'a> {
-    /// It cannot be asked (not Linux, or `dlinfo` failed).
+    /// It cannot be asked (not Linux: no ELF). On Linux a link map that
+    /// cannot be had, or whose `l_ld` is null, is `Malformed`: refused.
+    #[cfg_attr(target_os = "linux", allow(dead_code))]
     Unknown,
     /// The library has none.
     None,

@@ -6,7 +6,7 @@
 use super::library::{DRIVER_LIB, RUNTIME_LIB};
 use super::once::publish;
 use super::slot_state::{BELOW_INTRODUCTION, LAST_STATE, NO_LIBRARY, TOO_OLD, UNRESOLVED};
-use super::sys::{self, AtomicPtr, Ordering};
+use super::sys::{self, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use super::table::{DRIVER, N_DRIVER, N_RUNTIME, RUNTIME};
 use super::{Api, Unavailable};
 use core::ffi::c_void;
@@ -214,7 +214,96 @@ pub fn runtime_resolve(slot: usize) -> Result<*const c_void, Unavailable> {
 /// The most lookups one thread may be inside at once: a driver's
 /// `cuGetProcAddress` that calls back into the crate nests one more at each
 /// call (a real driver's never does; an interposer's might, once or twice).
+/// The 8th nested call back (a lookup asked while 8 are running on the
+/// thread) is refused. Per thread: a driver that calls back through new
+/// threads nests without bound, each thread on its own stack.
 pub(super) const MAX_LOOKUP_DEPTH: usize = 8;
+
+/// How many threads at once can be inside lookups with their depth in
+/// [`DepthTable`] (only where the system keeps no thread-specific value).
+pub(super) const DEPTH_TABLE_SIZE: usize = 64;
+
+/// Each thread's lookup depth where the system has no thread-specific key
+/// left (an `LD_PRELOAD` can take all 1024 `pthread` keys before `main`;
+/// Windows' TLS indexes run out too): a fixed table keyed by thread id
+/// ([`sys::thread_id`], unique among the threads alive). An entry is held
+/// only while its thread is inside a lookup (depth above 0) and given back
+/// when the outermost lookup returns; only its own thread writes it after
+/// claiming it. Where every entry is held, no depth can be kept for the
+/// thread: its lookup is refused (303, not remembered) rather than left
+/// unbounded. A thread that ends inside a lookup (a raw exit) leaves its
+/// entry held: a later thread given its id starts at that depth (refused
+/// sooner; at 8, each of its lookups gets 303), never unbounded.
+pub(super) struct DepthTable {
+    threads: [AtomicU32; DEPTH_TABLE_SIZE],
+    depths: [AtomicUsize; DEPTH_TABLE_SIZE],
+}
+
+impl DepthTable {
+    pub(super) const fn new() -> DepthTable {
+        DepthTable {
+            threads: [const { AtomicU32::new(0) }; DEPTH_TABLE_SIZE],
+            depths: [const { AtomicUsize::new(0) }; DEPTH_TABLE_SIZE],
+        }
+    }
+
+    /// The depth of thread `id` (not 0): 0 where it holds no entry and one
+    /// is free; `None` where it holds none and none is free.
+    pub(super) fn depth(&self, id: u32) -> Option<usize> {
+        if let Some(i) = self
+            .threads
+            .iter()
+            .position(|t| t.load(Ordering::Acquire) == id)
+        {
+            return Some(self.depths[i].load(Ordering::Relaxed));
+        }
+        self.threads
+            .iter()
+            .any(|t| t.load(Ordering::Relaxed) == 0)
+            .then_some(0)
+    }
+
+    /// Sets the depth of thread `id` (not 0), claiming an entry for a depth
+    /// above 0 and giving it back at 0; `false` where no entry is free.
+    pub(super) fn set(&self, id: u32, depth: usize) -> bool {
+        if let Some(i) = self
+            .threads
+            .iter()
+            .position(|t| t.load(Ordering::Acquire) == id)
+        {
+            self.depths[i].store(depth, Ordering::Relaxed);
+            if depth == 0 {
+                self.threads[i].store(0, Ordering::Release);
+            }
+            return true;
+        }
+        if depth == 0 {
+            return true;
+        }
+        for (i, t) in self.threads.iter().enumerate() {
+            if t.compare_exchange(0, id, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.depths[i].store(depth, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+static DEPTHS: DepthTable = DepthTable::new();
+
+/// This thread's lookup depth: the system's thread-specific value, else
+/// [`DEPTHS`]; `None` where neither can keep one.
+fn lookup_depth() -> Option<usize> {
+    sys::lookup_depth().or_else(|| DEPTHS.depth(sys::thread_id()))
+}
+
+/// Sets this thread's lookup depth; `false` where it cannot be kept.
+fn set_lookup_depth(depth: usize) -> bool {
+    sys::set_lookup_depth(depth) || DEPTHS.set(sys::thread_id(), depth)
+}
 
 /// This thread's lookup depth, set back when the lookup returns (or
 /// unwinds).
@@ -222,7 +311,7 @@ struct Nested(usize);
 
 impl Drop for Nested {
     fn drop(&mut self) {
-        sys::set_lookup_depth(self.0);
+        set_lookup_depth(self.0);
     }
 }
 
@@ -250,11 +339,16 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
         // A driver whose lookup calls back into the crate nests lookups on
         // this thread: bounded, the deepest call is told 303 (not stored:
         // a later call resolves normally) instead of overflowing the stack.
-        let depth = sys::lookup_depth();
-        if depth >= MAX_LOOKUP_DEPTH {
+        // Per thread: each thread has its own stack, which the bound
+        // protects. Where no depth can be kept for this thread (no
+        // thread-specific key, the table full), the lookup is refused
+        // rather than left unbounded.
+        let Some(depth) = lookup_depth() else {
+            return Err(Unavailable::LibraryNotLoaded);
+        };
+        if depth >= MAX_LOOKUP_DEPTH || !set_lookup_depth(depth + 1) {
             return Err(Unavailable::LibraryNotLoaded);
         }
-        sys::set_lookup_depth(depth + 1);
         let nested = Nested(depth);
         let v = s.lookup(entry);
         drop(nested);
@@ -264,4 +358,43 @@ fn resolve(api: Api, slot: usize) -> Result<*const c_void, Unavailable> {
     // second time (two threads' first calls) cannot replace the first.
     let v = publish(&slots[slot], UNRESOLVED, v);
     decode(v, s.stub)
+}
+
+#[cfg(test)]
+mod depth_tests {
+    //! The depth kept without a thread-specific key.
+
+    use super::*;
+
+    /// Each thread's depth is its own; a full table keeps none for another
+    /// thread, which is then refused (`None`), where the loader of before
+    /// answered 0 and kept nothing (unbounded: the wrong twin); an entry
+    /// given back at depth 0 serves the next thread.
+    #[test]
+    fn a_full_table_keeps_no_depth_and_an_entry_is_given_back() {
+        let t = DepthTable::new();
+        let ids = 1..=DEPTH_TABLE_SIZE as u32;
+        for id in ids.clone() {
+            assert_eq!(t.depth(id), Some(0));
+            assert!(t.set(id, 1));
+        }
+        assert!(t.set(2, 7));
+        assert_eq!(t.depth(1), Some(1));
+        assert_eq!(t.depth(2), Some(7));
+        let late = DEPTH_TABLE_SIZE as u32 + 1;
+        assert_eq!(t.depth(late), None);
+        assert!(!t.set(late, 1));
+        // Setting 0 where no entry is held needs none.
+        assert!(t.set(late, 0));
+        // The outermost lookup of thread 1 returns: its entry is free.
+        assert!(t.set(1, 0));
+        assert_eq!(t.depth(1), Some(0));
+        assert_eq!(t.depth(late), Some(0));
+        assert!(t.set(late, 1));
+        for d in 2..=MAX_LOOKUP_DEPTH {
+            assert!(t.set(late, d));
+            assert_eq!(t.depth(late), Some(d));
+        }
+        assert_eq!(t.depth(1), None, "the table is full again");
+    }
 }

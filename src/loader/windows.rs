@@ -3,9 +3,9 @@
 
 use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
-use super::Soname;
+use super::{AlreadyLoaded, Soname};
 use core::ffi::{c_char, c_void};
-pub use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 
@@ -88,20 +88,18 @@ fn depth_index() -> Option<u32> {
 }
 
 /// How many lookups of a loaded library's functions this thread is inside;
-/// 0 where no thread-local index can be had (nothing is bounded then).
-pub fn lookup_depth() -> usize {
-    match depth_index() {
-        // SAFETY: a live index; the value is a number, never dereferenced.
-        Some(i) => unsafe { TlsGetValue(i) as usize },
-        None => 0,
-    }
+/// `None` where no thread-local index can be had (`slots.rs` keeps it then).
+pub fn lookup_depth() -> Option<usize> {
+    // SAFETY: a live index; the value is a number, never dereferenced.
+    depth_index().map(|i| unsafe { TlsGetValue(i) as usize })
 }
 
-/// Sets this thread's [`lookup_depth`].
-pub fn set_lookup_depth(depth: usize) {
-    if let Some(i) = depth_index() {
+/// Sets this thread's [`lookup_depth`]; `false` where it cannot be kept.
+pub fn set_lookup_depth(depth: usize) -> bool {
+    match depth_index() {
         // SAFETY: a live index; the value is a number, never dereferenced.
-        unsafe { TlsSetValue(i, depth as *mut c_void) };
+        Some(i) => unsafe { TlsSetValue(i, depth as *mut c_void) != 0 },
+        None => false,
     }
 }
 
@@ -292,10 +290,15 @@ pub fn open(name: &[u8]) -> Result<usize, ()> {
     }
 }
 
+/// Not asked on Windows: a named file is opened as given.
+pub fn not_a_regular_file(_path: &[u8]) -> Option<&'static str> {
+    None
+}
+
 /// Not asked on Windows, where the runtime loads `nvcuda.dll` from
 /// `System32` by its name, whatever module of another name is loaded.
-pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> bool {
-    false
+pub fn another_already_loaded(_soname: &[u8], _file: &[u8], _out: &mut Text) -> AlreadyLoaded {
+    AlreadyLoaded::No
 }
 
 /// The symbol `name` (NUL-terminated) of the module `handle`: a pointer as

@@ -472,7 +472,13 @@ mod roles {
         static LATER_CALL: AtomicBool = AtomicBool::new(false);
         watchdog("later call", 10, &LATER_CALL);
         static LATER_READY: AtomicBool = AtomicBool::new(false);
-        let leader = std::process::id();
+        // The main thread's id as /proc numbers it: /proc/self's, which is
+        // the host's where /proc is (a PID namespace without its own /proc).
+        let leader = std::fs::read_link("/proc/self")
+            .ok()
+            .and_then(|p| p.to_str()?.parse::<u32>().ok())
+            .unwrap_or(std::process::id());
+        println!("pid {} /proc's {leader}", std::process::id());
         let later = std::thread::spawn(move || {
             // Past its first print before the main thread loads (see
             // `watchdog`).
