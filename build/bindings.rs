@@ -25,8 +25,10 @@ pub enum Source {
     /// `cuda_mem_sys_fallback` cfg): no headers found (the pinned release's);
     /// headers of a committed release, other than those it was generated
     /// from, without the `bindgen` feature or without libclang (that
-    /// release's).
-    Fallback(Variant),
+    /// release's), with what they declare that the headers found do not
+    /// where those are of an earlier patch known to differ
+    /// ([`release::PatchDifference`]).
+    Fallback(Variant, Option<&'static release::PatchDifference>),
     /// Headers of a release with no committed bindings (one never seen),
     /// which cannot be generated from here, under `dynamic-loading`: the
     /// committed bindings of the newest release below it (also
@@ -36,12 +38,22 @@ pub enum Source {
 }
 
 impl Source {
+    /// What the bindings declare that the headers found do not (committed
+    /// bindings standing in for an earlier patch's headers); empty
+    /// otherwise.
+    pub fn not_in_headers(self) -> &'static [&'static str] {
+        match self {
+            Source::Fallback(_, Some(d)) => d.items,
+            _ => &[],
+        }
+    }
+
     /// The committed variant it takes, if any.
     pub fn variant(self) -> Option<Variant> {
         match self {
             #[cfg(feature = "bindgen")]
             Source::Generate => None,
-            Source::SameHeaders(v) | Source::Fallback(v) | Source::OtherRelease(v) => Some(v),
+            Source::SameHeaders(v) | Source::Fallback(v, _) | Source::OtherRelease(v) => Some(v),
         }
     }
 }
@@ -85,7 +97,7 @@ pub fn choose(config: &Config, search: &Search) -> Result<Source, String> {
                     v.release
                 ));
             }
-            return Ok(Source::Fallback(v));
+            return Ok(Source::Fallback(v, None));
         }
         Search::Found(cuda) => cuda,
     };
@@ -160,7 +172,22 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
              NVIDIA's {found} headers) are used instead. Install libclang (Debian/Ubuntu: \
              libclang-19-dev) or set LIBCLANG_PATH to generate them from your headers."
         ));
-        return Ok(Source::Fallback(v));
+        let difference = release::PatchDifference::of(v.release, &cuda.include_dirs);
+        if let Some(d) = difference {
+            config.warn(format_args!(
+                "the CUDA headers in {headers} are of an earlier {found} patch ({}: their {} \
+                 has no {}) than the committed {found} bindings ({}), which declare {} items \
+                 these headers do not: {}. No function, struct or field differs. {}",
+                d.patches.join(" or "),
+                d.header,
+                d.marker,
+                d.committed,
+                d.items.len(),
+                d.items.join(", "),
+                GENERATE_TO_MATCH
+            ));
+        }
+        return Ok(Source::Fallback(v, difference));
     }
     let below = family
         .releases()
@@ -208,6 +235,14 @@ fn without_generator(config: &Config, cuda: &Cuda, why: NoGenerator) -> Result<S
     ));
     Ok(Source::OtherRelease(below))
 }
+
+/// How a build makes its bindings match other headers of the release exactly.
+#[cfg(feature = "bindgen")]
+const GENERATE_TO_MATCH: &str =
+    "Install libclang (or set LIBCLANG_PATH) to generate the bindings from these headers.";
+#[cfg(not(feature = "bindgen"))]
+const GENERATE_TO_MATCH: &str = "Turn on the `bindgen` feature (it needs libclang) to generate \
+     the bindings from these headers.";
 
 /// Whether the headers found are of the release the bindings of `source`
 /// declare (`DEP_CUDA_MEM_SYS_INCLUDE` names them only then): generated

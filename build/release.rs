@@ -111,3 +111,184 @@ pub fn same_inputs(
     }
     (!found.is_empty()).then_some(found)
 }
+
+/// Earlier patches of a release whose headers give other bindings than the
+/// committed ones (which are the newest patch's): measured by `cargo xtask
+/// patches`, `docs/patch-versions.md`. A build that takes a release's
+/// committed bindings for other headers of it (no generator) asks each
+/// entry of its release whether the headers found are of those patches
+/// (`header` does not name `marker`) and then names the difference, in its
+/// warning, in `cuda_mem_sys::BUILD.not_in_headers` and in
+/// `DEP_CUDA_MEM_SYS_NOT_IN_HEADERS` ([`PatchDifference::of`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PatchDifference {
+    pub release: &'static str,
+    /// The patches whose headers differ (runtime wheel versions).
+    pub patches: &'static [&'static str],
+    /// The patch the committed bindings were generated from.
+    pub committed: &'static str,
+    /// The header (below the include folder) that tells them apart, and the
+    /// word the committed patch's has and theirs does not.
+    pub header: &'static str,
+    pub marker: &'static str,
+    /// What the committed bindings declare that those headers do not.
+    pub items: &'static [&'static str],
+}
+
+/// The one list of patch differences (`docs/patch-versions.md` agrees with
+/// it: `tests/docs_agree.rs`).
+pub const PATCH_DIFFERENCES: [PatchDifference; 1] = [PatchDifference {
+    release: "13.0",
+    patches: &["13.0.48", "13.0.88"],
+    committed: "13.0.96",
+    header: "library_types.h",
+    marker: "cudaEmulationMantissaControl_t",
+    items: &[
+        "cudaEmulationMantissaControl_t",
+        "cudaEmulationSpecialValuesSupport_t",
+        "CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC",
+        "CUDA_EMULATION_MANTISSA_CONTROL_FIXED",
+        "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT",
+        "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE",
+        "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY",
+        "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN",
+    ],
+}];
+
+impl PatchDifference {
+    /// The difference of `release`'s committed bindings from the headers in
+    /// `include_dirs` (the first folder holding `header`, as the
+    /// preprocessor searches), if they are of an earlier patch that has one.
+    /// A header that cannot be read is not told apart (`None`).
+    pub fn of(release: &str, include_dirs: &[PathBuf]) -> Option<&'static PatchDifference> {
+        PATCH_DIFFERENCES.iter().find(|d| {
+            d.release == release
+                && include_dirs
+                    .iter()
+                    .map(|dir| dir.join(d.header))
+                    .find(|p| p.is_file())
+                    .and_then(|p| std::fs::read(p).ok())
+                    .is_some_and(|text| {
+                        !text
+                            .windows(d.marker.len())
+                            .any(|w| w == d.marker.as_bytes())
+                    })
+        })
+    }
+}
+
+#[cfg(test)]
+mod patch_tests {
+    use super::*;
+
+    /// Where `docs/patch-versions.md`'s table (`| release | runtime wheel |
+    /// ... | bindings | ... |`) and `list` disagree: a patch whose
+    /// declarations differ that no entry names with exactly those items, or
+    /// an entry's patch the table does not show differing.
+    fn patch_table_problems(doc: &str, list: &[PatchDifference]) -> Vec<String> {
+        let mut problems = vec![];
+        let mut differing = vec![];
+        for row in doc.lines().filter(|l| l.starts_with("| 1")) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let (release, patch, bindings) = (cells[1], cells[2], cells[5]);
+            if bindings == "same" || bindings.ends_with("no declaration among them") {
+                continue;
+            }
+            differing.push(patch.to_string());
+            let mut items: Vec<&str> = bindings
+                .split_once(": ")
+                .map_or("", |(_, items)| items)
+                .split(", ")
+                .collect();
+            items.sort_unstable();
+            let entry = list
+                .iter()
+                .find(|d| d.release == release && d.patches.contains(&patch));
+            match entry {
+                None => problems.push(format!("{patch} differs, and no entry names it")),
+                Some(d) => {
+                    let mut named = d.items.to_vec();
+                    named.sort_unstable();
+                    if named != items {
+                        problems.push(format!(
+                            "{patch}: the table says {items:?}, the entry {named:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        for d in list {
+            for p in d.patches {
+                if !differing.iter().any(|q| q == p) {
+                    problems.push(format!(
+                        "the entry names {p}, which the table does not show differing"
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// The list is the table's; a list missing a patch, or naming one item
+    /// too few, is named.
+    #[test]
+    fn the_patch_differences_are_the_patch_tables() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/patch-versions.md"),
+        )
+        .unwrap();
+        assert_eq!(
+            patch_table_problems(&doc, &PATCH_DIFFERENCES),
+            Vec::<String>::new()
+        );
+        let mut wrong = PATCH_DIFFERENCES;
+        wrong[0].patches = &["13.0.88"];
+        let problems = patch_table_problems(&doc, &wrong);
+        assert!(
+            problems.iter().any(|p| p.contains("13.0.48 differs")),
+            "{problems:?}"
+        );
+        let mut wrong = PATCH_DIFFERENCES;
+        wrong[0].items = &PATCH_DIFFERENCES[0].items[1..];
+        assert_eq!(patch_table_problems(&doc, &wrong).len(), 2);
+    }
+
+    /// Headers whose `library_types.h` lacks the marker are told as the
+    /// earlier 13.0 patches; the committed patch's, another release's, and
+    /// headers without that file are not.
+    #[test]
+    fn an_earlier_patch_is_told_by_its_header_and_only_in_its_release() {
+        let dir = std::env::temp_dir().join(format!("cuda-mem-sys-patch-{}", std::process::id()));
+        let (old, new, none) = (dir.join("old"), dir.join("new"), dir.join("none"));
+        for d in [&old, &new, &none] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            old.join("library_types.h"),
+            "typedef enum cudaDataType_t {} x;",
+        )
+        .unwrap();
+        std::fs::write(
+            new.join("library_types.h"),
+            "typedef enum cudaEmulationMantissaControl_t {} y;",
+        )
+        .unwrap();
+        let found = PatchDifference::of("13.0", std::slice::from_ref(&old));
+        assert_eq!(found.map(|d| d.patches), Some(&["13.0.48", "13.0.88"][..]));
+        assert_eq!(
+            PatchDifference::of("13.0", std::slice::from_ref(&new)),
+            None
+        );
+        assert_eq!(
+            PatchDifference::of("12.9", std::slice::from_ref(&old)),
+            None
+        );
+        assert_eq!(
+            PatchDifference::of("13.0", std::slice::from_ref(&none)),
+            None
+        );
+        // The first folder holding the header decides.
+        assert_eq!(PatchDifference::of("13.0", &[none.clone(), new, old]), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

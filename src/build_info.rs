@@ -26,6 +26,13 @@ pub struct Build {
     pub runtime: Reach,
     /// Feature `per-thread-default-stream`: the `_ptds`/`_ptsz` entry points.
     pub per_thread_default_stream: bool,
+    /// What the declarations hold that the headers found do not: committed
+    /// bindings standing in for headers of an earlier patch of their release
+    /// that is known to lack these items (`docs/patch-versions.md`; CUDA
+    /// 13.0.48 and 13.0.88 lack two emulation enums and their six
+    /// enumerators). Empty otherwise: `DEP_CUDA_MEM_SYS_NOT_IN_HEADERS`
+    /// (comma-separated).
+    pub not_in_headers: &'static [&'static str],
 }
 
 /// Where the declarations come from.
@@ -123,6 +130,13 @@ impl fmt::Display for Build {
             } else {
                 "legacy"
             }
-        )
+        )?;
+        if let Some((first, rest)) = self.not_in_headers.split_first() {
+            write!(f, "; declared beyond the headers found: {first}")?;
+            for item in rest {
+                write!(f, ", {item}")?;
+            }
+        }
+        Ok(())
     }
 }

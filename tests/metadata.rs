@@ -30,13 +30,14 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The keys always printed (`INCLUDE` is the one that may be absent).
-const ALWAYS: [&str; 6] = [
+const ALWAYS: [&str; 7] = [
     "VERSION_NUMBER",
     "BINDINGS",
     "FALLBACK",
     "FOUND_BY",
     "MODE",
     "PER_THREAD_DEFAULT_STREAM",
+    "NOT_IN_HEADERS",
 ];
 
 /// No line of generated bindings but a doc attribute is longer than this.
@@ -87,6 +88,59 @@ fn guarded(f: fn(&Headers) -> Result<(), String>) -> Result<Completion, Failed> 
 struct Headers {
     v13_0: PathBuf,
     v12_9: PathBuf,
+}
+
+/// What the committed 13.0 bindings declare beyond 13.0.48's and 13.0.88's
+/// headers (`build/release.rs`, `PATCH_DIFFERENCES`), as
+/// `DEP_CUDA_MEM_SYS_NOT_IN_HEADERS` lists it.
+const EARLIER_13_0: &str = "cudaEmulationMantissaControl_t,cudaEmulationSpecialValuesSupport_t,\
+     CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC,CUDA_EMULATION_MANTISSA_CONTROL_FIXED,\
+     CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT,CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE,\
+     CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY,CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN";
+
+/// A copy of `v13_0` in `dir` whose `library_types.h` is 13.0.88's: the two
+/// emulation enums 13.0.96 added taken out (their blocks and `typedef`
+/// lines).
+fn earlier_patch(v13_0: &Path, dir: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(v13_0.join("library_types.h"))
+        .map_err(|e| format!("{}: {e}", v13_0.display()))?;
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with("typedef enum cudaEmulationMantissaControl_t")
+            || line.starts_with("typedef enum cudaEmulationSpecialValuesSupport_t")
+        {
+            // A block's head, or the C-only `typedef enum X X;` line.
+            skipping = !line.ends_with(';');
+            continue;
+        }
+        if skipping {
+            skipping = !line.starts_with('}');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if out.contains("cudaEmulationMantissaControl_t") {
+        return Err("library_types.h still names cudaEmulationMantissaControl_t".into());
+    }
+    let copy = dir.join("13.0-earlier-patch");
+    copy_tree(v13_0, &copy).map_err(|e| format!("copying {}: {e}", v13_0.display()))?;
+    std::fs::write(copy.join("library_types.h"), out).map_err(|e| e.to_string())?;
+    Ok(copy)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name()))?;
+        }
+    }
+    Ok(())
 }
 
 impl Headers {
@@ -292,6 +346,15 @@ fn contract(keys: &BTreeMap<String, String>, fallback_cfg: bool) -> Result<(), S
     if !["0", "1"].contains(&key("PER_THREAD_DEFAULT_STREAM")?) {
         return Err("PER_THREAD_DEFAULT_STREAM is neither 0 nor 1".into());
     }
+    // Only committed bindings standing in for other headers can declare
+    // what those headers lack.
+    if !key("NOT_IN_HEADERS")?.is_empty() && !fallback {
+        return Err(format!(
+            "NOT_IN_HEADERS={} but BINDINGS={bindings}: only committed bindings standing in \
+             can differ from the headers found",
+            key("NOT_IN_HEADERS")?
+        ));
+    }
     Ok(())
 }
 
@@ -304,6 +367,8 @@ struct Expected {
     found_by: &'static str,
     mode: &'static str,
     ptds: &'static str,
+    /// `NOT_IN_HEADERS` (comma-separated; empty: none).
+    not_in_headers: &'static str,
 }
 
 /// One build of the dependent: its features, the headers, what it must say.
@@ -317,7 +382,8 @@ struct Mode {
     expected: Expected,
 }
 
-fn modes(h: &Headers) -> Vec<Mode> {
+/// `earlier`: 13.0's headers as an earlier patch has them ([`earlier_patch`]).
+fn modes(h: &Headers, earlier: &Path) -> Vec<Mode> {
     let by_var = "CUDA_MEM_SYS_INCLUDE_DIR=";
     // Without CUDA: the committed 13.0 bindings, no headers found.
     let no_cuda = |mode, ptds| Expected {
@@ -327,6 +393,7 @@ fn modes(h: &Headers) -> Vec<Mode> {
         found_by: "none",
         mode,
         ptds,
+        not_in_headers: "",
     };
     vec![
         Mode {
@@ -348,6 +415,7 @@ fn modes(h: &Headers) -> Vec<Mode> {
                 found_by: by_var,
                 mode: "linked",
                 ptds: "0",
+                not_in_headers: "",
             },
         },
         Mode {
@@ -362,6 +430,25 @@ fn modes(h: &Headers) -> Vec<Mode> {
                 found_by: by_var,
                 mode: "linked",
                 ptds: "0",
+                not_in_headers: "",
+            },
+        },
+        Mode {
+            // 13.0.88's (the 13.0 toolkit's) headers lack two emulation
+            // enums 13.0.96's have: the committed 13.0 bindings stand in and
+            // name what they declare beyond them.
+            name: "13.0 headers of an earlier patch, default-features = false",
+            args: &["--no-default-features"],
+            headers: Some(earlier.to_path_buf()),
+            always_generate: false,
+            expected: Expected {
+                version: "13000",
+                bindings: "committed",
+                include: true,
+                found_by: by_var,
+                mode: "linked",
+                ptds: "0",
+                not_in_headers: EARLIER_13_0,
             },
         },
         Mode {
@@ -375,8 +462,20 @@ fn modes(h: &Headers) -> Vec<Mode> {
                 bindings: "committed-same-headers",
                 include: true,
                 found_by: by_var,
-                mode: "loaded",
+                // The runtime wheel's `lib/` beside its `include/` holds
+                // the static runtime from 12.9.79 on: linked where found.
+                mode: if h
+                    .v12_9
+                    .with_file_name("lib")
+                    .join("libcudart_static.a")
+                    .is_file()
+                {
+                    "loaded-driver,static-runtime"
+                } else {
+                    "loaded"
+                },
                 ptds: "0",
+                not_in_headers: "",
             },
         },
         Mode {
@@ -391,6 +490,7 @@ fn modes(h: &Headers) -> Vec<Mode> {
                 found_by: by_var,
                 mode: "linked",
                 ptds: "0",
+                not_in_headers: "",
             },
         },
         Mode {
@@ -406,7 +506,8 @@ fn modes(h: &Headers) -> Vec<Mode> {
 fn every_mode(h: &Headers) -> Result<(), String> {
     let dep = Dependent::new();
     let by_default = cuda_found_by_default();
-    for m in modes(h) {
+    let earlier = scratch("metadata-earlier-patch");
+    for m in modes(h, &earlier_patch(&h.v13_0, earlier.path())?) {
         if m.headers.is_none() {
             if let Some(found) = &by_default {
                 eprintln!(
@@ -447,17 +548,20 @@ fn every_mode(h: &Headers) -> Result<(), String> {
             || !found_by_ok
             || said("MODE") != e.mode
             || said("PER_THREAD_DEFAULT_STREAM") != e.ptds
+            || said("NOT_IN_HEADERS") != e.not_in_headers
         {
             return Err(format!(
                 "mode {:?}: the keys are {keys:?}; expected VERSION_NUMBER={}, BINDINGS={}, \
-                 INCLUDE {}, FOUND_BY {}, MODE={}, PER_THREAD_DEFAULT_STREAM={}",
+                 INCLUDE {}, FOUND_BY {}, MODE={}, PER_THREAD_DEFAULT_STREAM={}, \
+                 NOT_IN_HEADERS={}",
                 m.name,
                 e.version,
                 e.bindings,
                 if e.include { "set" } else { "absent" },
                 e.found_by,
                 e.mode,
-                e.ptds
+                e.ptds,
+                e.not_in_headers
             ));
         }
         if e.bindings == "generated" {
@@ -604,6 +708,7 @@ fn wrong_keys_with(h: &Headers) -> Result<(), String> {
         ),
         ("MODE", "linked".into()),
         ("PER_THREAD_DEFAULT_STREAM", "0".into()),
+        ("NOT_IN_HEADERS", "".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -618,7 +723,10 @@ fn wrong_keys_with(h: &Headers) -> Result<(), String> {
         keys
     };
     let v12_9 = h.v12_9.display().to_string();
-    let wrong: [(&str, BTreeMap<String, String>, bool); 7] = [
+    let mut generated = with("NOT_IN_HEADERS", Some("cudaEmulationMantissaControl_t"));
+    generated.insert("BINDINGS".into(), "generated".into());
+    generated.insert("FALLBACK".into(), "0".into());
+    let wrong: [(&str, BTreeMap<String, String>, bool); 9] = [
         (
             "INCLUDE naming 12.9 headers while VERSION_NUMBER is 13000",
             with("INCLUDE", Some(&v12_9)),
@@ -642,6 +750,8 @@ fn wrong_keys_with(h: &Headers) -> Result<(), String> {
             with("PER_THREAD_DEFAULT_STREAM", Some("yes")),
             true,
         ),
+        ("NOT_IN_HEADERS absent", with("NOT_IN_HEADERS", None), true),
+        ("NOT_IN_HEADERS set on generated bindings", generated, false),
     ];
     for (what, keys, cfg) in wrong {
         if contract(&keys, cfg).is_ok() {

@@ -54,6 +54,9 @@ pub fn run(workspace: &Path) -> Result<(), String> {
     ensure_libclang()?;
     ensure_clang()?;
     let pinned = headers::fetch(workspace, generator::release::PINNED_RELEASE)?;
+    // tests/metadata.rs builds a dependent on 12.9's headers too (ignored
+    // without them).
+    headers::fetch(workspace, "12.9")?;
 
     step("format and lints");
     run_cmd(cargo(workspace).args(["fmt", "--all", "--", "--check"]))?;
