@@ -3073,13 +3073,18 @@ mod roles {
 
 /// Drivers built to break the loader (zombie owners, forced unwinds, re-entry
 /// through getenv and lookups, a second libcuda.so.1, refused libraries).
-#[path = "dynamic_loading/hostile_drivers.rs"]
-mod hostile_drivers;
+// In `dynamic_loading/`: an inline module of that name finds them by name
+// (no path attribute); they see this file's items through it.
+mod dynamic_loading {
+    use super::*;
+    pub(crate) mod hostile_drivers;
+    #[cfg(unix)]
+    pub(crate) mod nothing_blocks;
+    pub(crate) mod public_answers;
+}
 #[cfg(unix)]
-#[path = "dynamic_loading/nothing_blocks.rs"]
-mod nothing_blocks;
-#[path = "dynamic_loading/public_answers.rs"]
-mod public_answers;
+use dynamic_loading::nothing_blocks;
+use dynamic_loading::{hostile_drivers, public_answers};
 
 fn main() {
     #[cfg(feature = "dynamic-loading")]

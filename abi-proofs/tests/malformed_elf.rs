@@ -1,4 +1,4 @@
-//! The loader's `SONAME` reading (`src/loader/elf.rs`) on hand-made ELF
+//! The loader's `SONAME` reading (`src/loader/elf/`) on hand-made ELF
 //! shared libraries that glibc loads without complaint, end to end: each
 //! file is written here byte by byte (no code, no symbols: a dynamic
 //! section, a string table and the program headers), `dlopen`ed by a child

@@ -1,8 +1,9 @@
-//! The fuzz target's library: cuda-mem-sys's ELF reader (`src/loader/elf.rs`,
-//! the very file the crate compiles) and its byte image
-//! (`src/loader/elf_image.rs`), compiled here without the crate: no CUDA
-//! headers, no bindgen. `cargo test --release -p elf-fuzz` also runs the
-//! reader's unit tests (`src/loader/elf_tests.rs`) in a release build.
+//! The fuzz target's library: cuda-mem-sys's ELF reader (`src/loader/elf/`,
+//! the very folder the crate compiles) with its byte image (`image.rs`
+//! there, which `build.rs`'s `cuda_mem_sys_elf_image` cfg brings in),
+//! compiled here without the crate: no CUDA headers, no bindgen. `cargo
+//! test --release -p elf-fuzz` also runs the reader's unit tests
+//! (`src/loader/elf/tests.rs`) in a release build.
 //!
 //! An input is decoded into an image and the reader's arguments
 //! ([`fuzz_one`]); the reader must neither panic (overflow checks are on in
@@ -12,14 +13,8 @@
 // The reader's items the fuzz target does not reach (`NoObject`, made by
 // `src/loader/unix.rs`'s search) are not dead code in the crate.
 #[allow(dead_code)]
-#[path = "../../src/loader/elf.rs"]
+#[path = "../../src/loader/elf/mod.rs"]
 mod elf;
-// Under test, `elf.rs` declares the image itself (for its own tests).
-#[cfg(not(test))]
-#[allow(dead_code)]
-#[path = "../../src/loader/elf_image.rs"]
-mod image;
-#[cfg(test)]
 use elf::image;
 
 use elf::*;

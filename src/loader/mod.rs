@@ -133,6 +133,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+// The dynamic section's reading, pure: a folder with its byte image and
+// tests (also compiled by elf-fuzz/).
+#[cfg(target_os = "linux")]
+mod elf;
 mod environment;
 mod library;
 mod once;

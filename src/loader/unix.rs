@@ -1,10 +1,7 @@
 //! The system calls on Unix: `dlopen`, the environment, threads, forks.
 
-// The dynamic section's reading, pure (also compiled by elf-fuzz/).
 #[cfg(target_os = "linux")]
-#[path = "elf.rs"]
-mod elf;
-
+use super::elf;
 use super::once::ForkWatch;
 use super::slot_state::LOWEST_ADDRESS;
 use super::text::Text;
@@ -491,7 +488,7 @@ fn file_kind(mode: libc::mode_t) -> Option<&'static str> {
 /// library path where nothing by that name is loaded, opening each
 /// candidate (a FIFO named `libcuda.so.1` there blocks it). What is loaded
 /// is walked instead (`dl_iterate_phdr`), each object's `SONAME` read by
-/// `elf.rs` within its mapped segments. The named file is the same file
+/// `elf/` within its mapped segments. The named file is the same file
 /// where `dlopen(file, RTLD_NOLOAD)` gives the object found (the dynamic
 /// loader tells a file by its device and inode, whatever the path): asked
 /// only of a path (with a `/`: not searched for), which
@@ -861,7 +858,7 @@ pub fn symbol(handle: usize, name: &[u8]) -> Option<*const c_void> {
 /// section the dynamic loader mapped, not from the file, which may have
 /// changed since it was opened: `dlinfo(RTLD_DI_LINKMAP)` gives the section's
 /// address (`l_ld`) and the load bias, `dl_iterate_phdr` the object's
-/// program headers, and `elf.rs` reads it within the mapped segments.
+/// program headers, and `elf/` reads it within the mapped segments.
 #[cfg(target_os = "linux")]
 pub fn with_soname<R>(handle: usize, f: impl FnOnce(Soname<'_>) -> R) -> R {
     // Fail closed: a SONAME that cannot be read is not known to be
@@ -1048,7 +1045,7 @@ fn not_found(name: &[u8], text: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     //! What `dlerror`'s texts say (the dynamic section's reading is tested
-    //! in `elf.rs`'s tests, over byte images).
+    //! in `elf/tests.rs`, over byte images).
 
     use super::*;
 

@@ -31,6 +31,15 @@ pub fn run_cmd(cmd: &mut Command) -> Result<(), String> {
 /// A step's title in the log; on a lean CI machine (see [`lean`]) with the
 /// disk space left, so that a full disk shows where it filled.
 pub fn step(title: &str) {
+    let now = std::time::Instant::now();
+    let mut steps = STEPS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((last, started)) = steps.last_mut() {
+        let seconds = now.duration_since(*started).as_secs_f64();
+        println!("(step took {seconds:.0} s: {last})");
+        *last = format!("{seconds:>6.0} s  {last}");
+    }
+    steps.push((title.to_string(), now));
+    drop(steps);
     println!("\n==== {title}");
     if lean() {
         if let Ok(out) = Command::new("df").args(["-Pk", "."]).output() {
@@ -45,6 +54,33 @@ pub fn step(title: &str) {
             }
         }
     }
+}
+
+/// Every step's title and start, in order; a finished step's title is
+/// prefixed with its seconds ([`step`], [`step_times`]).
+static STEPS: std::sync::Mutex<Vec<(String, std::time::Instant)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The steps so far, each with its seconds (the last one's up to now), and
+/// their total: what CI's budget (45 minutes) is read from.
+pub fn step_times() -> String {
+    let steps = STEPS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut text = String::from("step times:\n");
+    for (i, (title, started)) in steps.iter().enumerate() {
+        if i + 1 == steps.len() {
+            let seconds = started.elapsed().as_secs_f64();
+            text.push_str(&format!("{seconds:>6.0} s  {title}\n"));
+        } else {
+            text.push_str(&format!("{title}\n"));
+        }
+    }
+    if let Some((_, first)) = steps.first() {
+        text.push_str(&format!(
+            "{:>6.0} s  in all\n",
+            first.elapsed().as_secs_f64()
+        ));
+    }
+    text
 }
 
 /// CI's machines may have little disk (a run failed with "No space left on

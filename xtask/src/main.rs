@@ -36,7 +36,7 @@ const COMMANDS: [(&str, &str); 27] = [
     ("ci --cross", "only CI's aarch64 Linux (qemu) and Windows x86_64 (MinGW, wine) part"),
     ("loom", "model-check the loader's synchronisation (loader-model/, src/loader/once.rs) with loom (a step of `ci`)"),
     ("valgrind", "the loader's first call on 32 threads under valgrind's DRD and helgrind, 0 errors, and its wrong twin caught (a step of `ci`)"),
-    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf.rs): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
+    ("fuzz-elf [--seconds N]", "the loader's ELF reader (src/loader/elf/): its unit tests in a release build, then libFuzzer for N s (60; a step of `ci`)"),
     ("msrv", "check the library with Cargo.toml's rust-version toolchain (a step of `ci`)"),
     ("examples", "build every example and run each without a GPU, expecting its `no GPU:` line (a step of `ci`)"),
     ("regen [--check | --reuse] [<release>...]", "regenerate the committed bindings (src/generated/) of every release, target family and stream mode from the wheels' headers; --check compares instead, byte for byte; --reuse rewrites them from the last run's texts"),
@@ -53,7 +53,7 @@ const COMMANDS: [(&str, &str); 27] = [
     ("msvc [<release>... | --all]", "x86_64-pc-windows-msvc with no file from Microsoft (clang in MSVC mode, lld-link, Wine's DLLs, wine): ABI checks, DLL search, every example and test compiled, the device tests run (each ignored, Linux's names), the wrapper (13.0 unless told; a step of `ci --cross`)"),
     ("libclang22 [<release>...]", "the bindings generated with libclang 22 against libclang 19's, item by item (installs libclang-22-dev if missing; CI's ABI releases unless told; a step of `ci`)"),
     ("changes", "docs/release-changes.md: what changed between releases in the five groups"),
-    ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--iterate] [--groups <a,b>] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --groups: only those (cheap ones first, then --iterate for the rest); --summary: the per-file table (docs/mutation-testing.md)"),
+    ("mutants [--shard k/n] [--file <glob>]... [--timeout <s>] [--no-baseline] [--iterate] [--groups <a,b>] [--in-diff <file>] [--list] | --summary <dir>...", "cargo-mutants (installed if missing) over src/loader/ and build/, each mutant against the tests without a GPU that compile it, in shards (k from 0), a timeout per mutant; --groups: only those (cheap ones first, then --iterate for the rest); --in-diff: only the lines a diff adds or changes; --summary: the per-file table (docs/mutation-testing.md)"),
     ("wrap-check", "the wrapper crate (wrap/) against 12.0 12.9 13.0 13.5 and an unseen release, linked and loaded, and from the packaged .crate (a step of `ci`)"),
     ("(any command) -h | --help", "this list, nothing run"),
 ];
@@ -195,7 +195,11 @@ fn run(task: Task) -> Result<(), String> {
         Task::Headers { release, target } => headers::fetch_for(&workspace(), release, target)
             .map(|dir| println!("{}", dir.display())),
         Task::Demo => ci::demo(&workspace()),
-        Task::Ci => ci::run(&workspace()),
+        Task::Ci => {
+            let r = ci::run(&workspace());
+            print!("\n{}", cmd::step_times());
+            r
+        }
         Task::CiCross => ci::cross(&workspace()),
         Task::Examples => ci::examples(&workspace()),
         Task::Msrv => ci::msrv_alone(&workspace()),

@@ -310,6 +310,10 @@ pub struct Args<'a> {
     /// cheap `generator` first, then `--iterate` with every group for what
     /// it missed.
     pub groups: Vec<&'a str>,
+    /// `--in-diff <file>`: only the mutants on lines a diff adds or changes
+    /// (cargo-mutants' `--in-diff`): a change re-run without the rest of
+    /// its files.
+    pub in_diff: Option<&'a str>,
     pub list: bool,
     /// `--summary <dir>...`: tabulate finished runs instead.
     pub summary: Vec<&'a str>,
@@ -322,6 +326,7 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
         timeout: 600,
         no_baseline: false,
         iterate: false,
+        in_diff: None,
         groups: vec![],
         list: false,
         summary: vec![],
@@ -363,6 +368,10 @@ pub fn parse<'a>(rest: &[&'a str]) -> Result<Args<'a>, String> {
             ("--iterate", _) => {
                 a.iterate = true;
                 i += 1;
+            }
+            ("--in-diff", Some(v)) => {
+                a.in_diff = Some(v);
+                i += 2;
             }
             ("--groups", Some(v)) => {
                 for g in v.split(',') {
@@ -464,6 +473,9 @@ pub fn run(workspace: &Path, rest: &[&str]) -> Result<(), String> {
     }
     if args.iterate {
         cmd.arg("--iterate");
+    }
+    if let Some(diff) = args.in_diff {
+        cmd.arg("--in-diff").arg(diff);
     }
     cmd.env("CARGO", &shim)
         .env(CARGO_VAR, env!("CARGO"))

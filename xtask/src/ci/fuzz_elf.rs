@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz-elf [--seconds N]`: the loader's ELF reader
-//! (`src/loader/elf.rs`) fuzzed with libFuzzer for a bounded time, after its
+//! (`src/loader/elf/`) fuzzed with libFuzzer for a bounded time, after its
 //! unit tests in a release build (each malformed form refused with its
 //! reason there too).
 //!

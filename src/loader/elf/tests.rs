@@ -1,4 +1,4 @@
-//! The ELF reader over byte images (`elf_image.rs`): each malformed form
+//! The ELF reader over byte images (`image.rs`): each malformed form
 //! is refused with its own reason, or read as glibc reads it, never a
 //! panic or a read outside the mapping (the image checks every read). Each
 //! test has a wrong twin: the reader before this file (`old`, the walk of
