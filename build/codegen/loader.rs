@@ -21,8 +21,8 @@
 //! A symbol without a typedef is found by `dlsym` of the symbol itself;
 //! runtime functions always are.
 
-use super::postprocess::{foreign_fns, link_name};
 use super::preprocess::Preprocessor;
+use super::syn_items::{foreign_fns, link_name, lit_value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How the loader finds one symbol.
@@ -418,7 +418,7 @@ fn first_paragraph(attrs: &[syn::Attribute]) -> String {
                 ..
             }) = &nv.value
             {
-                text.push_str(&super::postprocess::lit_value(s));
+                text.push_str(&lit_value(s));
                 text.push('\n');
             }
         }

@@ -12,8 +12,9 @@ mod links;
 pub mod loader;
 mod ports;
 mod postprocess;
+mod syn_items;
 #[allow(unused_imports)] // abi-proofs's generators read it; cuda-mem-sys's build does not
-pub use postprocess::foreign_functions;
+pub use syn_items::foreign_functions;
 
 // Its two syn-free helpers lie beside it in `build/`: the build without the
 // `bindgen` feature uses them alone. Whoever mounts the generator mounts
@@ -279,7 +280,7 @@ fn ask_preprocessor(
 pub fn linked_symbols(file: &syn::File) -> (Vec<String>, Vec<String>) {
     let mut driver = vec![];
     let mut runtime = vec![];
-    for f in postprocess::foreign_functions(file) {
+    for f in syn_items::foreign_functions(file) {
         let list = if f.name.starts_with("cuda") {
             &mut runtime
         } else {

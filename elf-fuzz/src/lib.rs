@@ -11,7 +11,7 @@
 //! (the image panics on such a read), nor answer a name that is not there.
 
 // The reader's items the fuzz target does not reach (`NoObject`, made by
-// `src/loader/unix.rs`'s search) are not dead code in the crate.
+// `src/loader/unix/link_map.rs`'s search) are not dead code in the crate.
 #[allow(dead_code)]
 #[path = "../../src/loader/elf/mod.rs"]
 mod elf;

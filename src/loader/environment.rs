@@ -140,7 +140,7 @@ pub(super) fn environment() -> Result<&'static EnvironmentState, Stuck> {
 #[link_section = ".init_array"]
 static READ_ENVIRONMENT_AT_START: extern "C" fn() = {
     extern "C" fn at_start() {
-        sys::watch_forks();
+        super::once::watch_forks();
         if let Ok(e) = environment() {
             if !cfg!(cuda_mem_sys_load_runtime) && matches!(e.driver.state, SettingState::Path(_)) {
                 let _ = super::driver();

@@ -3,10 +3,14 @@
 //! publication of a resolved slot.
 //!
 //! Everything here reaches the system through `super::sys` only: its
-//! atomics, the current thread's id, token and fork generation, whether a
-//! thread still exists, spinning, yielding and sleeping. The crate's `sys`
-//! is the platform's (`unix.rs`, `windows.rs`); `loader-model/` compiles
-//! this same file against a fake one and checks it with loom.
+//! atomics, the current thread's id and token, whether a thread still
+//! exists, spinning, yielding and sleeping, and (Unix) the `atfork`
+//! registration. The fork generation is this file's own ([`ForkWatch`],
+//! [`fork_generation`]), so `sys` never calls back into it. The crate's
+//! `sys` is the platform's (`unix/`, `windows.rs`); `loader-model/`
+//! compiles this same file against a fake one (`--cfg
+//! cuda_mem_sys_model`, whose `sys` also gives each modelled thread its
+//! generation) and checks it with loom.
 
 #[cfg(unix)]
 use super::sys::AtomicU32;
@@ -110,7 +114,7 @@ impl Stuck {
 /// same without `CLAIMED` and with `UNWOUND`. One compare-and-swap claims it
 /// with both, so no fork can leave it claimed by an owner the child cannot
 /// tell from a thread of its own; the fork generation
-/// ([`sys::fork_generation`]) changes in every forked child, even where
+/// ([`fork_generation`]) changes in every forked child, even where
 /// the child has its parent's process id (PID 1 forking into a new PID
 /// namespace). A claim is never `NEW` (the `CLAIMED` bit), whatever the
 /// thread id, nor `DONE` (the `UNWOUND` bit is clear).
@@ -204,7 +208,7 @@ impl Once {
         if self.done() {
             return Ok(());
         }
-        let generation = sys::fork_generation();
+        let generation = fork_generation();
         let thread = sys::thread_id();
         let me = claim(generation, thread);
         let mut spins = 0u32;
@@ -343,6 +347,46 @@ pub(super) fn publish(
         Err(published) => published,
     }
 }
+
+/// The process's fork generation, bumped in the child of every `fork`
+/// (`sys::at_fork`'s handler).
+#[cfg(all(unix, not(cuda_mem_sys_model)))]
+static FORKS: ForkWatch = ForkWatch::new();
+
+#[cfg(all(unix, not(cuda_mem_sys_model)))]
+extern "C" fn forked() {
+    FORKS.forked();
+}
+
+/// Registers the fork handler (at program start on Linux, from the
+/// crate's `.init_array` entry: before any other thread can call the
+/// crate; elsewhere at the first use). Never waits for another thread's
+/// registration.
+#[cfg(all(unix, not(cuda_mem_sys_model)))]
+pub(super) fn watch_forks() {
+    FORKS.watch(|| sys::at_fork(forked));
+}
+
+/// What tells this process from a child it forks: the fork generation,
+/// which is new in every child, even one with its parent's process id
+/// (PID 1 forking into a new PID namespace). A child made without fork
+/// handlers (`clone(2)`, `_Fork()`), or forked before the handler was
+/// registered, keeps its parent's: `sys::thread_exists` tells it instead.
+#[cfg(all(unix, not(cuda_mem_sys_model)))]
+pub(super) fn fork_generation() -> u32 {
+    watch_forks();
+    FORKS.generation()
+}
+
+/// No `fork` on Windows: one generation.
+#[cfg(all(windows, not(cuda_mem_sys_model)))]
+pub(super) fn fork_generation() -> u32 {
+    0
+}
+
+/// The model's threads each have the generation the model gives them.
+#[cfg(cuda_mem_sys_model)]
+use sys::fork_generation;
 
 /// The fork generation: bumped in the child of every `fork` by a
 /// `pthread_atfork` handler, registered once. Every thread of a process

@@ -44,11 +44,6 @@ pub fn secure() -> bool {
     false
 }
 
-/// No `fork` on Windows: one generation.
-pub fn fork_generation() -> u32 {
-    0
-}
-
 /// The thread's id, whole: Windows' thread ids are 32-bit (`DWORD`), unique
 /// among the threads that run, and never 0 for a user thread (0 is the idle
 /// process's), so it is never the "not run" state of a `Once`.

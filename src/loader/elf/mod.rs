@@ -19,7 +19,7 @@
 //! `PT_DYNAMIC` not aligned to the word, a `p_memsz` beyond the segment) is
 //! refused with a [`Malformed`] reason, though glibc loads it.
 //!
-//! `src/loader/unix.rs` gives it the process's own memory; the tests and the
+//! `src/loader/unix/link_map.rs` gives it the process's own memory; the tests and the
 //! fuzz target (`elf-fuzz/`, which compiles this very file) give it a byte
 //! image whose every read is checked against the mapping.
 

@@ -2,7 +2,7 @@
 //! is refused with its own reason, or read as glibc reads it, never a
 //! panic or a read outside the mapping (the image checks every read). Each
 //! test has a wrong twin: the reader before this file (`old`, the walk of
-//! `src/loader/unix.rs` at `a27a7da`, emulated) fails the same check, or a
+//! `unix.rs` of `src/loader/` at `a27a7da`, emulated) fails the same check, or a
 //! well-formed neighbour is read.
 
 extern crate alloc;
