@@ -499,10 +499,14 @@ fn main() {
         "vmm_range_exports_a_dma_buf_of_its_size",
         Ok(Test::May(vmm_range_exports_a_dma_buf_of_its_size)),
     ));
+    // Told as the test's own answer (ignored, with why), so that `May` is
+    // made on every target (no dead variant where this test cannot run).
     #[cfg(not(unix))]
     tests.push((
         "vmm_range_exports_a_dma_buf_of_its_size",
-        Err("DMA-BUF descriptors are Unix only".into()),
+        Ok(Test::May(|| {
+            Ok(Some("DMA-BUF descriptors are Unix only".into()))
+        })),
     ));
     #[cfg(cuda_12020)]
     tests.push((
