@@ -10,6 +10,8 @@ mod docs;
 mod groups;
 mod links;
 pub mod loader;
+mod macro_constants;
+mod moved_fields;
 mod ports;
 mod postprocess;
 mod syn_items;

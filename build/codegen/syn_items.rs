@@ -1,7 +1,10 @@
-//! The syn helpers the post-processing (`postprocess.rs`) and the loader's
-//! tables (`loader.rs`) both read bindgen's items with: the foreign
-//! functions, their link names, a string literal's text. Below both, so
-//! neither imports the other for them.
+//! The syn helpers several steps of the post-processing read bindgen's items
+//! with (`postprocess.rs`, the loader's tables in `loader.rs`, `ports.rs`,
+//! `moved_fields.rs`): the foreign functions and their link names, a string
+//! literal's text, the enum newtypes, a path type's last name. Below them
+//! all, so none imports another for them.
+
+use std::collections::BTreeSet;
 
 /// The functions of the file's `extern "C"` blocks.
 pub(super) fn foreign_fns(file: &syn::File) -> impl Iterator<Item = &syn::ForeignItemFn> {
@@ -32,6 +35,36 @@ pub fn foreign_functions(file: &syn::File) -> Vec<ForeignFn> {
             ForeignFn { name, symbol }
         })
         .collect()
+}
+
+/// The C enums' newtypes: `#[repr(transparent)] struct T(pub c_uint);`.
+pub(super) fn enum_newtypes(file: &syn::File) -> BTreeSet<String> {
+    file.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s)
+                if matches!(&s.fields, syn::Fields::Unnamed(f) if f.unnamed.len() == 1)
+                    && s.attrs.iter().any(|a| {
+                        a.path().is_ident("repr")
+                            && a.meta
+                                .require_list()
+                                .is_ok_and(|l| l.tokens.to_string() == "transparent")
+                    }) =>
+            {
+                Some(s.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last segment of a path type (`crate::x::CUmemLocation` →
+/// `CUmemLocation`); `None` for any other type.
+pub(super) fn last_ident(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Path(p) => Some(p.path.segments.last()?.ident.to_string()),
+        _ => None,
+    }
 }
 
 /// The `#[link_name = "..."]` of an item, if any.
