@@ -189,47 +189,7 @@ pub fn names_header(preprocessed: &str) -> String {
     h
 }
 
-/// A token of C text.
-#[derive(PartialEq, Debug)]
-pub enum Tok {
-    Ident(String),
-    Punct(char),
-    Number,
-}
-
-/// Identifiers, punctuation and numbers of C text (string and character literals skipped).
-pub fn tokens(text: &str) -> Vec<Tok> {
-    let b = text.as_bytes();
-    let mut out = vec![];
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_alphabetic() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            out.push(Tok::Ident(text[start..i].to_string()));
-        } else if c.is_ascii_digit() {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
-                i += 1;
-            }
-            out.push(Tok::Number);
-        } else if c == b'"' || c == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != c {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else {
-            if !c.is_ascii_whitespace() {
-                out.push(Tok::Punct(c as char));
-            }
-            i += 1;
-        }
-    }
-    out
-}
+pub use c_text::{tokens, Tok};
 
 /// Identifiers and punctuation of preprocessed C (literals and line markers skipped).
 fn tokenize(text: &str) -> Vec<Tok> {

@@ -5,7 +5,7 @@
 /// The files mutated unless `--file` names others (cargo-mutants' globs;
 /// `build/`'s files are the `generator` package's, which cargo-mutants
 /// names `generator/../build/...`: `**/build/...` matches them).
-pub const FILES: [&str; 6] = [
+pub const FILES: [&str; 7] = [
     "src/loader/**",
     "**/build/**",
     "test-support/**",
@@ -15,6 +15,8 @@ pub const FILES: [&str; 6] = [
     "abi-proofs/build-as-lib/**",
     "abi-proofs/tests/abi_constants.rs",
     "tests/docs_agree.rs",
+    // The C-text reader the constants check and the Windows on Arm proofs share.
+    "c-text/**",
 ];
 
 /// A path as cargo-mutants names it, from the workspace root: the
@@ -27,13 +29,14 @@ pub(super) fn normal(path: &str) -> String {
 
 /// Where a mutant's one changed file is looked for ([`changed_files`]):
 /// the folders and files of [`FILES`].
-pub(super) const MUTATED: [&str; 6] = [
+pub(super) const MUTATED: [&str; 7] = [
     "src/loader",
     "build",
     "test-support/src",
     "abi-proofs/build",
     "abi-proofs/tests/abi_constants.rs",
     "tests/docs_agree.rs",
+    "c-text/src",
 ];
 /// The globs of the run, for the baseline's groups.
 pub(super) const FILES_VAR: &str = "CUDA_MEM_SYS_MUTANTS_FILES";
@@ -210,7 +213,7 @@ pub const GROUPS: [Group; 12] = [
     },
     Group {
         name: "constants-check",
-        files: &["abi-proofs/tests/abi_constants.rs"],
+        files: &["abi-proofs/tests/abi_constants.rs", "c-text/src/"],
         args: &["-p", "abi-proofs", "--test", "abi_constants"],
         loom: false,
         clean: &[],
