@@ -213,6 +213,25 @@ pub fn a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both(
         let taken = format!("driver Ok {}", named.display());
         expect_lines(&out, &["cuInit 1 1", taken.as_str()])?;
     }
+    // A bare name (no `/`: not a path) is the object opened by that file
+    // name: `libcuda.so.1` names the preloaded `<dir>/libcuda.so.1`, which
+    // is taken; the twin, another bare name (`libcuda.so`), is refused
+    // beside it.
+    for (bare, taken) in [("libcuda.so.1", true), ("libcuda.so", false)] {
+        let out = child_with(
+            "bad-driver",
+            &[
+                ("LD_PRELOAD", preloaded.as_os_str()),
+                ("CUDA_MEM_SYS_LIBCUDA", OsStr::new(bare)),
+            ],
+        )?;
+        println!("{bare} named, {} preloaded:\n{out}", preloaded.display());
+        if taken {
+            expect_lines(&out, &["cuInit 1 1"])?;
+        } else {
+            expect_lines(&out, &["cuInit 303 303"])?;
+        }
+    }
     Ok(Completion::Completed)
 }
 
