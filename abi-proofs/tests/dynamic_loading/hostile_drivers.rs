@@ -232,6 +232,31 @@ pub fn a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both(
             expect_lines(&out, &["cuInit 303 303"])?;
         }
     }
+    // A bare name that is the preloaded object's own file name (not its
+    // `SONAME`): that object, taken. The mutants this kills read the file
+    // name wrong (the base name after the last `/`) or took either test
+    // for both.
+    let (_c, fake) = shared_library_with(
+        "fake-driver-by-name",
+        &fixture("fake_libcuda.c"),
+        &[],
+        "libcuda-by-name.so",
+        Some("libcuda.so.1"),
+    )?;
+    let out = child_with(
+        "bad-driver",
+        &[
+            ("LD_PRELOAD", fake.as_os_str()),
+            // Where the dynamic loader's search finds that file again.
+            ("LD_LIBRARY_PATH", fake.parent().unwrap().as_os_str()),
+            ("CUDA_MEM_SYS_LIBCUDA", OsStr::new("libcuda-by-name.so")),
+        ],
+    )?;
+    println!(
+        "libcuda-by-name.so named, {} preloaded:\n{out}",
+        fake.display()
+    );
+    expect_lines(&out, &["cuInit 1 1"])?;
     Ok(Completion::Completed)
 }
 

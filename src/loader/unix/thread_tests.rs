@@ -210,3 +210,65 @@ fn this_thread_exists_and_runs() {
     assert!(matches!(task_state(me), Some(b'R' | b'S')));
     assert!(thread_exists(me));
 }
+
+/// The namespaces after the first (`r_next`) are walked only where
+/// `r_version` says the structure is `r_debug_extended` (2 and later):
+/// version 1 has no `r_next`, so a list that seems to follow it is not
+/// read (the twin); versions 2 and 3 find another namespace's object by
+/// its `SONAME`, named by its path, or by the `SONAME` where it has none.
+#[test]
+fn another_namespace_is_walked_only_from_an_extended_r_debug() {
+    extern crate alloc;
+    let strings = b"\0libcuda.so.1\0";
+    let ld = alloc::vec![
+        elf::DT_STRTAB,
+        strings.as_ptr() as usize,
+        elf::DT_SONAME,
+        1,
+        elf::DT_NULL,
+        0usize
+    ];
+    let path = b"/other/namespace/libcuda.so.1\0";
+    let entry = |name: *const c_char| LinkMapEntry {
+        l_addr: 0,
+        l_name: name,
+        l_ld: ld.as_ptr().cast(),
+        l_next: core::ptr::null(),
+        l_prev: core::ptr::null(),
+    };
+    let named = entry(path.as_ptr().cast());
+    let nameless = entry(core::ptr::null());
+    let debug =
+        |version: c_int, map: *const LinkMapEntry, next: *const RDebugExtended| RDebugExtended {
+            r_version: version,
+            r_map: map,
+            r_brk: 0,
+            r_state: 0,
+            r_ldbase: 0,
+            r_next: next,
+        };
+    for (map, said) in [
+        (&named, &b"/other/namespace/libcuda.so.1"[..]),
+        (&nameless, &b"libcuda.so.1"[..]),
+    ] {
+        let other = debug(2, map, core::ptr::null());
+        for version in [2, 3] {
+            let first = debug(version, core::ptr::null(), &other);
+            let mut out = Text::new();
+            assert!(
+                foreign_soname(&first, b"libcuda.so.1", &mut out),
+                "version {version}"
+            );
+            assert_eq!(out.as_str().as_bytes(), said);
+        }
+        let first = debug(1, core::ptr::null(), &other);
+        let mut out = Text::new();
+        assert!(
+            !foreign_soname(&first, b"libcuda.so.1", &mut out),
+            "version 1 walked"
+        );
+        // The other namespace holding something else: not found.
+        let first = debug(2, core::ptr::null(), &other);
+        assert!(!foreign_soname(&first, b"libother.so.1", &mut Text::new()));
+    }
+}
