@@ -141,6 +141,11 @@ pub(super) struct RDebugExtended {
     pub(super) r_next: *const RDebugExtended,
 }
 
+/// The most objects read in the other namespaces, all together (a process
+/// maps a few hundred libraries at the most).
+#[cfg(target_os = "linux")]
+pub(super) const MAX_FOREIGN_OBJECTS: usize = 1 << 14;
+
 /// The most dynamic entries read of an object in another namespace.
 #[cfg(target_os = "linux")]
 pub(super) const MAX_FOREIGN_ENTRIES: usize = 4096;
@@ -214,14 +219,16 @@ pub(super) fn foreign_soname(debug: *const RDebugExtended, want: &[u8], out: &mu
     // SAFETY: as above.
     let mut ns = unsafe { (*debug).r_next };
     // Bounded: a namespace list longer than glibc's DL_NNS (16) is not
-    // glibc's.
+    // glibc's, and the objects of all namespaces together at most
+    // MAX_FOREIGN_OBJECTS (a list that loops back on itself ends there, in
+    // milliseconds: each object's section is read by system calls).
     let mut namespaces = 0;
+    let mut objects = 0usize;
     while !ns.is_null() && namespaces < 64 {
         namespaces += 1;
         // SAFETY: a namespace's `r_debug_extended`, glibc's, under its lock.
         let mut map = unsafe { (*ns).r_map };
-        let mut objects = 0usize;
-        while !map.is_null() && objects < 1 << 20 {
+        while !map.is_null() && objects < MAX_FOREIGN_OBJECTS {
             objects += 1;
             // SAFETY: one of glibc's link maps, under its lock.
             let m = unsafe { &*map };

@@ -272,3 +272,52 @@ fn another_namespace_is_walked_only_from_an_extended_r_debug() {
         assert!(!foreign_soname(&first, b"libother.so.1", &mut Text::new()));
     }
 }
+
+/// A namespace list or a link map list that loops back on itself (not
+/// glibc's, but read through raw pointers) ends the walk at its bound,
+/// with no answer, rather than hanging. The twin: the same lists holding
+/// the object are found.
+#[test]
+fn a_looping_namespace_or_map_list_ends_the_walk() {
+    extern crate alloc;
+    let strings = b"\0libcuda.so.1\0";
+    let ld = alloc::vec![
+        elf::DT_STRTAB,
+        strings.as_ptr() as usize,
+        elf::DT_SONAME,
+        1,
+        elf::DT_NULL,
+        0usize
+    ];
+    // A link map whose `l_next` is itself.
+    let mut map = alloc::boxed::Box::new(LinkMapEntry {
+        l_addr: 0,
+        l_name: core::ptr::null(),
+        l_ld: ld.as_ptr().cast(),
+        l_next: core::ptr::null(),
+        l_prev: core::ptr::null(),
+    });
+    let at: *const LinkMapEntry = &*map;
+    map.l_next = at;
+    // A namespace whose `r_next` is itself, holding that map.
+    let mut ns = alloc::boxed::Box::new(RDebugExtended {
+        r_version: 2,
+        r_map: at,
+        r_brk: 0,
+        r_state: 0,
+        r_ldbase: 0,
+        r_next: core::ptr::null(),
+    });
+    let ns_at: *const RDebugExtended = &*ns;
+    ns.r_next = ns_at;
+    let first = RDebugExtended {
+        r_version: 2,
+        r_map: core::ptr::null(),
+        r_brk: 0,
+        r_state: 0,
+        r_ldbase: 0,
+        r_next: ns_at,
+    };
+    assert!(!foreign_soname(&first, b"libother.so.1", &mut Text::new()));
+    assert!(foreign_soname(&first, b"libcuda.so.1", &mut Text::new()));
+}
