@@ -157,6 +157,54 @@ fn the_kernel_copies_mapped_bytes_and_refuses_unmapped_ones() {
     let mut again = [0u8; 4];
     assert!(copy.copy(bytes.as_ptr() as usize, &mut again));
     assert_eq!(&again, b"libc");
+    // Bytes that run past the end of a mapping: the kernel copies the
+    // mapped part only, which is no answer (the twin: the same bytes
+    // wholly inside the mapping are copied).
+    // SAFETY: two fresh private pages, the second given back at once.
+    let page = unsafe {
+        let p = libc::mmap(
+            core::ptr::null_mut(),
+            2 * 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(libc::munmap(p.cast::<u8>().add(4096).cast(), 4096), 0);
+        p as usize
+    };
+    let mut out = [0u8; 16];
+    assert!(
+        !copy.copy(page + 4096 - 8, &mut out),
+        "a copy cut by the mapping's end"
+    );
+    assert!(copy.copy(page + 4096 - 16, &mut out));
+    // The pipe is left empty after the cut copy too.
+    assert!(copy.copy(bytes.as_ptr() as usize, &mut again));
+    assert_eq!(&again, b"libc");
+    // SAFETY: the page mapped above, used by nothing else.
+    unsafe { libc::munmap(page as *mut c_void, 4096) };
+}
+
+/// Dropping the copier closes its pipe: the descriptors it held no longer
+/// name that pipe (they are closed, or another file's since).
+#[test]
+fn the_kernel_copier_closes_its_pipe_when_dropped() {
+    let copy = KernelCopy::new().unwrap();
+    let fds = [copy.read, copy.write];
+    let inode = |fd: c_int| {
+        // SAFETY: all zeros is a valid `stat`, filled by the call.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: as above.
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    };
+    let before = fds.map(inode);
+    assert!(before.iter().all(Option::is_some));
+    drop(copy);
+    for (fd, was) in fds.into_iter().zip(before) {
+        assert_ne!(inode(fd), was, "descriptor {fd} still holds the pipe");
+    }
 }
 
 /// An object of another namespace, known by its link map: its
