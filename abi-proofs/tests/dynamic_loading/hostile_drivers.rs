@@ -229,7 +229,18 @@ pub fn a_named_driver_beside_another_loaded_libcuda_so_1_is_refused_naming_both(
         if taken {
             expect_lines(&out, &["cuInit 1 1"])?;
         } else {
+            // Refused by the one-driver check, not by a search that finds
+            // no `libcuda.so` (the same code, another reason).
             expect_lines(&out, &["cuInit 303 303"])?;
+            let refused = out
+                .lines()
+                .find_map(|l| l.strip_prefix("driver Err "))
+                .is_some_and(|why| why.contains("another libcuda.so.1 is already in the process"));
+            if !refused {
+                return Err(
+                    format!("{bare} was not refused beside the preloaded driver:\n{out}").into(),
+                );
+            }
         }
     }
     // A bare name that is the preloaded object's own file name (not its
